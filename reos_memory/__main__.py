@@ -1,0 +1,3 @@
+from reos_memory.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""Command line: argument parsing only."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from reos_memory import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reos-memory",
+        description="Local-first memory service for AI agents (JSON-RPC 2.0 over stdio).",
+    )
+    parser.add_argument("--version", action="version", version=f"reos-memory {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    serve = sub.add_parser("serve", help="serve JSON-RPC on stdin/stdout (the default command)")
+    _common(serve)
+    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    mig = sub.add_parser("migrate", help="apply pending database migrations and exit")
+    _common(mig)
+    sub.add_parser("schema", help="print the OpenRPC document")
+    where = sub.add_parser("where", help="print the database path that serve would open")
+    _common(where)
+    return parser
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db", help="database file (default: $REOS_MEMORY_HOME/memory.db or the user data dir)"
+    )
+    p.add_argument("--config", help="TOML config file")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "serve"
+    if command == "schema":
+        from reos_memory.rpc.methods import load_all
+        from reos_memory.rpc.openrpc import render
+
+        sys.stdout.write(render(load_all()))
+        return 0
+
+    from reos_memory.config import ConfigError, load_config
+
+    try:
+        config = load_config(
+            getattr(args, "config", None),
+            {"db": getattr(args, "db", None), "log_level": getattr(args, "log_level", None)},
+        )
+    except ConfigError as exc:
+        sys.stderr.write(f"reos-memory: {exc}\n")
+        return 2
+    if command == "where":
+        sys.stdout.write(config.db + "\n")
+        return 0
+    if command == "migrate":
+        from reos_memory.logs import setup_logging
+        from reos_memory.store import Database
+        from reos_memory.store.migrations import migrate
+
+        setup_logging(config.log_level)
+        db = Database(config.db)
+        applied = migrate(db)
+        db.close()
+        sys.stdout.write(f"{config.db}: applied {applied or 'nothing (up to date)'}\n")
+        return 0
+    from reos_memory.app import serve
+
+    return serve(config)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

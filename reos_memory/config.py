@@ -1,0 +1,75 @@
+"""Configuration: defaults < config file (TOML) < environment < command line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+ENV_PREFIX = "REOS_MEMORY_"
+
+
+def default_home() -> Path:
+    """$REOS_MEMORY_HOME, else the platform's user data dir (XDG on Linux)."""
+    home = os.environ.get(ENV_PREFIX + "HOME")
+    if home:
+        return Path(home).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("reos-memory", appauthor=False))
+
+
+def default_db_path() -> str:
+    return str(default_home() / "memory.db")
+
+
+class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Every setting of the service. Documented in the README's Configuration section."""
+
+    db: str = ""
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    max_message_bytes: Annotated[int, Meta(ge=1024, le=1 << 30)] = 16 * 1024 * 1024
+    busy_timeout_ms: Annotated[int, Meta(ge=1, le=600_000)] = 5000
+    lock_wait_s: Annotated[float, Meta(gt=0, le=3600)] = 60.0
+    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
+    cache_kib: Annotated[int, Meta(ge=512, le=4 << 20)] = 16384
+    read_threads: Annotated[int, Meta(ge=1, le=64)] = 4
+    heavy_threads: Annotated[int, Meta(ge=1, le=16)] = 2
+    parent_watch_s: Annotated[float, Meta(ge=0, le=3600)] = 1.0
+
+
+_ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}
+
+
+class ConfigError(Exception):
+    pass
+
+
+def load_config(config_file: str | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Merge the sources in order and validate the result (errors name the setting)."""
+    merged: dict[str, Any] = {}
+    path = config_file or os.environ.get(ENV_PREFIX + "CONFIG")
+    if path:
+        try:
+            raw = msgspec.toml.decode(Path(path).read_bytes())
+        except (OSError, msgspec.DecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        merged.update(raw.get("server", raw) if isinstance(raw, dict) else {})
+    for name in _ENV_FIELDS:
+        val = os.environ.get(ENV_PREFIX + name.upper())
+        if val is not None and name != "db":
+            merged[name] = val
+    if os.environ.get(ENV_PREFIX + "DB"):
+        merged["db"] = os.environ[ENV_PREFIX + "DB"]
+    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        cfg = msgspec.convert(merged, Config, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from exc
+    if not cfg.db:
+        cfg.db = default_db_path()
+    cfg.db = str(Path(cfg.db).expanduser()) if cfg.db != ":memory:" else cfg.db
+    return cfg

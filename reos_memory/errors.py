@@ -1,0 +1,78 @@
+"""Domain errors. Only `rpc/` turns these into JSON-RPC error codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ReosError(Exception):
+    """Base of every error the service reports to a client on purpose."""
+
+    reason = "error"
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidInput(ReosError):
+    """A parameter broke a rule that the type system could not express."""
+
+    reason = "invalid_params"
+
+    def __init__(self, field: str, rule: str, **data: Any) -> None:
+        super().__init__(f"{rule} - at `$.{field}`", field=f"$.{field}", rule=rule, **data)
+
+
+class NotFound(ReosError):
+    """A referenced object does not exist."""
+
+    reason = "not_found"
+
+    def __init__(self, kind: str, ident: str, field: str | None = None) -> None:
+        msg = f"{kind} {ident!r} not found"
+        extra = {"field": f"$.{field}"} if field else {}
+        super().__init__(msg, kind=kind, id=ident, **extra)
+
+
+class Conflict(ReosError):
+    """The request contradicts stored state (duplicate, stale version, children present)."""
+
+    reason = "conflict"
+
+
+class PayloadTooLarge(ReosError):
+    """A message or field exceeds a documented size limit."""
+
+    reason = "payload_too_large"
+
+
+class StorageBusy(ReosError):
+    """The database stayed locked by another process beyond the retry budget."""
+
+    reason = "storage_busy"
+
+
+class Cancelled(ReosError):
+    """The client cancelled the request; nothing was written."""
+
+    reason = "request_cancelled"
+
+
+class ShuttingDown(ReosError):
+    """The process is stopping and accepts no new work."""
+
+    reason = "shutting_down"
+
+
+class EmbedderUnavailable(ReosError):
+    """The operation needs the embedding model and there is none."""
+
+    reason = "embedder_unavailable"
+
+
+class SchemaError(ReosError):
+    """The database was written by a newer or different version of the service."""
+
+    reason = "schema_mismatch"

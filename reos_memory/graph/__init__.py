@@ -1,0 +1,1 @@
+"""The block memory graph: blocks, typed relationships, walks and (later) retrieval."""

@@ -1,0 +1,298 @@
+"""Block CRUD with the rules a user relies on: no silent overwrite, no orphaned subtree."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+import apsw
+import msgspec
+
+from reos_memory.errors import Conflict, InvalidInput, NotFound
+from reos_memory.models import (
+    MAX_PROPERTIES_BYTES,
+    Block,
+    RichTextSpan,
+    encode_json,
+    new_id,
+    now_iso,
+    spans_text,
+)
+from reos_memory.store import Database, fetch
+from reos_memory.store import blocks as sql
+
+_UNSET: Any = msgspec.UNSET
+
+
+def _check_properties(properties: dict[str, Any], field: str = "properties") -> None:
+    if len(encode_json(properties)) > MAX_PROPERTIES_BYTES:
+        raise InvalidInput(field, f"must encode to at most {MAX_PROPERTIES_BYTES} bytes of JSON")
+
+
+def _spans(content: str | None, rich_text: list[RichTextSpan] | None) -> list[RichTextSpan]:
+    if content is not None and rich_text is not None:
+        raise InvalidInput("rich_text", "give either content or rich_text, not both")
+    if rich_text is not None:
+        return rich_text
+    return [RichTextSpan(content=content)] if content else []
+
+
+def _require_block(conn: apsw.Connection, block_id: str, field: str) -> Block:
+    block = sql.get_block(conn, block_id)
+    if block is None:
+        raise NotFound("block", block_id, field=field)
+    return block
+
+
+def _check_parent(conn: apsw.Connection, parent_id: str, act_id: str) -> None:
+    parent = _require_block(conn, parent_id, "parent_id")
+    if parent.act_id != act_id:
+        raise InvalidInput(
+            "parent_id", f"parent is in act {parent.act_id!r}; a child must be in the same act"
+        )
+
+
+def _next_position(conn: apsw.Connection, parent_id: str | None, page_id: str | None) -> int:
+    if parent_id is not None:
+        row = fetch(conn, "SELECT max(position) FROM blocks WHERE parent_id = ?", (parent_id,))
+    elif page_id is not None:
+        row = fetch(
+            conn,
+            "SELECT max(position) FROM blocks WHERE page_id = ? AND parent_id IS NULL",
+            (page_id,),
+        )
+    else:
+        return 0
+    top = row[0][0]
+    return 0 if top is None else top + 1
+
+
+def create_block(
+    db: Database,
+    *,
+    type: str,
+    act_id: str,
+    content: str | None = None,
+    rich_text: list[RichTextSpan] | None = None,
+    parent_id: str | None = None,
+    page_id: str | None = None,
+    position: int | None = None,
+    properties: dict[str, Any] | None = None,
+    id: str | None = None,
+) -> Block:
+    """Store a new block; a client-chosen id that exists already is a conflict, never a replace."""
+    spans = _spans(content, rich_text)
+    props = properties or {}
+    _check_properties(props)
+
+    def tx(conn: apsw.Connection) -> Block:
+        if id is not None and sql.block_exists(conn, id):
+            raise Conflict(f"block {id!r} exists already", existing_id=id, field="$.id")
+        if parent_id is not None:
+            _check_parent(conn, parent_id, act_id)
+        now = now_iso()
+        block = Block(
+            id=id or new_id("block"),
+            type=type,
+            act_id=act_id,
+            parent_id=parent_id,
+            page_id=page_id,
+            position=position if position is not None else _next_position(conn, parent_id, page_id),
+            content=spans_text(spans),
+            rich_text=spans,
+            properties=props,
+            version=1,
+            created_at=now,
+            updated_at=now,
+        )
+        sql.insert_block(conn, block)
+        return block
+
+    return db.write(tx)
+
+
+def get_block(db: Database, *, block_id: str, include_children: bool = False) -> Block:
+    """The block, optionally with its whole subtree nested under `children`."""
+
+    def tx(conn: apsw.Connection) -> Block:
+        block = _require_block(conn, block_id, "block_id")
+        if include_children:
+            _attach_children(conn, block, seen={block.id})
+        return block
+
+    return db.read(tx)
+
+
+def _attach_children(conn: apsw.Connection, block: Block, seen: set[str]) -> None:
+    kids = [k for k in sql.children_of(conn, block.id) if k.id not in seen]
+    seen.update(k.id for k in kids)
+    for kid in kids:
+        _attach_children(conn, kid, seen)
+    block.children = kids
+
+
+def _encode_cursor(block: Block) -> str:
+    raw = encode_json([block.created_at, block.id])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created_at, block_id = msgspec.json.decode(raw, type=tuple[str, str])
+    except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
+        raise InvalidInput("cursor", "must be a next_cursor returned by blocks/list") from exc
+    return created_at, block_id
+
+
+def list_blocks(
+    db: Database,
+    *,
+    act_id: str | None = None,
+    type: str | None = None,
+    parent_id: Any = _UNSET,
+    page_id: str | None = None,
+    limit: int = 100,
+    cursor: str | None = None,
+) -> tuple[list[Block], str | None]:
+    """One page of blocks in creation order, and the cursor of the next page (None at the end).
+
+    `parent_id` omitted: any parent; null: root blocks only; an id: that block's children.
+    """
+    after = _decode_cursor(cursor) if cursor else None
+    roots_only = parent_id is None
+    parent = None if parent_id is _UNSET or parent_id is None else parent_id
+
+    def tx(conn: apsw.Connection) -> list[Block]:
+        return sql.list_blocks(
+            conn,
+            act_id=act_id,
+            type=type,
+            parent_id=parent,
+            roots_only=roots_only,
+            page_id=page_id,
+            after=after,
+            limit=limit + 1,
+        )
+
+    rows = db.read(tx)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (_encode_cursor(rows[-1]) if more and rows else None)
+
+
+def update_block(
+    db: Database,
+    *,
+    block_id: str,
+    expected_version: int | None = None,
+    type: Any = _UNSET,
+    content: Any = _UNSET,
+    rich_text: Any = _UNSET,
+    properties: Any = _UNSET,
+    replace_properties: bool = False,
+    parent_id: Any = _UNSET,
+    page_id: Any = _UNSET,
+    position: Any = _UNSET,
+) -> Block:
+    """Change the given fields only.
+
+    `properties` is merged key by key (a null value removes the key) unless
+    `replace_properties` is true. With `expected_version` the update applies only if nobody
+    changed the block since that version was read - a stale writer gets a conflict instead of
+    silently overwriting newer text.
+    """
+    if content is not _UNSET and rich_text is not _UNSET:
+        raise InvalidInput("rich_text", "give either content or rich_text, not both")
+
+    def tx(conn: apsw.Connection) -> Block:
+        block = _require_block(conn, block_id, "block_id")
+        if expected_version is not None and block.version != expected_version:
+            raise Conflict(
+                f"block {block_id!r} is at version {block.version}, not {expected_version};"
+                " re-read it and apply your change again",
+                current_version=block.version,
+                expected_version=expected_version,
+                field="$.expected_version",
+            )
+        if type is not _UNSET:
+            block.type = type
+        if content is not _UNSET:
+            block.rich_text = [RichTextSpan(content=content)] if content else []
+        if rich_text is not _UNSET:
+            block.rich_text = rich_text
+        block.content = spans_text(block.rich_text)
+        if properties is not _UNSET:
+            if replace_properties:
+                merged = dict(properties)
+            else:
+                merged = dict(block.properties)
+                for key, value in properties.items():
+                    if value is None:
+                        merged.pop(key, None)
+                    else:
+                        merged[key] = value
+            _check_properties(merged)
+            block.properties = merged
+        if parent_id is not _UNSET and parent_id != block.parent_id:
+            if parent_id is not None:
+                if parent_id == block.id or parent_id in sql.descendant_ids(conn, block.id):
+                    raise InvalidInput(
+                        "parent_id", "a block cannot move under itself or its descendants"
+                    )
+                _check_parent(conn, parent_id, block.act_id)
+            block.parent_id = parent_id
+        if page_id is not _UNSET:
+            block.page_id = page_id
+        if position is not _UNSET:
+            block.position = position
+        block.version += 1
+        block.updated_at = now_iso()
+        sql.replace_block(conn, block)
+        return block
+
+    return db.write(tx)
+
+
+def delete_block(db: Database, *, block_id: str, recursive: bool = False) -> dict[str, Any]:
+    """Delete a block with its edges and embedding; its children too only if `recursive`.
+
+    A block with children and recursive=false is a conflict: nothing is deleted by surprise.
+    Deleting a block that does not exist reports deleted=false (deletes are idempotent).
+    """
+
+    def tx(conn: apsw.Connection) -> dict[str, Any]:
+        if not sql.block_exists(conn, block_id):
+            return {"deleted": False, "block_id": block_id, "deleted_block_ids": []}
+        below = sql.descendant_ids(conn, block_id)
+        if below and not recursive:
+            raise Conflict(
+                f"block {block_id!r} has {len(below)} descendant block(s);"
+                " pass recursive=true to delete them too",
+                descendants=len(below),
+                field="$.recursive",
+            )
+        ids = [*reversed(below), block_id]
+        ids_json = encode_json(ids).decode()
+        edges = fetch(
+            conn,
+            "SELECT count(*) FROM block_relationships WHERE source_block_id IN"
+            " (SELECT value FROM json_each(?1)) OR target_block_id IN (SELECT value FROM json_each(?1))",
+            (ids_json,),
+        )[0][0]
+        embeddings = fetch(
+            conn,
+            "SELECT count(*) FROM block_embeddings WHERE block_id IN (SELECT value FROM json_each(?))",
+            (ids_json,),
+        )[0][0]
+        sql.delete_blocks(conn, ids)
+        return {
+            "deleted": True,
+            "block_id": block_id,
+            "deleted_block_ids": ids,
+            "relationships_removed": edges,
+            "embeddings_removed": embeddings,
+        }
+
+    return db.write(tx)

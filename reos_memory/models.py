@@ -1,0 +1,130 @@
+"""Domain types shared by the graph, the store and the protocol layer."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, get_args
+
+import msgspec
+from msgspec import Meta, Struct
+
+RelType = Literal[
+    "references",
+    "follows_from",
+    "contradicts",
+    "supports",
+    "similar_to",
+    "related_to",
+    "elaborates",
+    "caused_by",
+    "causes",
+    "corrects",
+    "supersedes",
+    "derived_from",
+    "preceded_by",
+    "responds_to",
+]
+REL_TYPES: tuple[str, ...] = get_args(RelType)
+
+RelSource = Literal["user", "cairn", "inferred", "feedback", "embedding"]
+REL_SOURCES: tuple[str, ...] = get_args(RelSource)
+
+Direction = Literal["outgoing", "incoming", "both"]
+
+# Identifiers chosen by clients (CAIRN uses UUIDs and prefixed ids); generated ones look alike.
+Ident = Annotated[
+    str, Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
+]
+BlockType = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
+Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
+Weight = Annotated[float, Meta(ge=0.0, le=1_000_000.0)]
+
+MAX_CONTENT_CHARS = 1_000_000
+MAX_PROPERTIES_BYTES = 256 * 1024
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO 8601 with milliseconds and a Z suffix."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id(prefix: str) -> str:
+    """A fresh random identifier such as `block-3f2a...` (80 random bits)."""
+    return f"{prefix}-{uuid.uuid4().hex[:20]}"
+
+
+class RichTextSpan(Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """A run of formatted text (CAIRN's RichTextSpan); `content` is the text."""
+
+    content: Annotated[str, Meta(max_length=MAX_CONTENT_CHARS)]
+    bold: bool = False
+    italic: bool = False
+    strikethrough: bool = False
+    code: bool = False
+    underline: bool = False
+    color: str | None = None
+    background_color: str | None = None
+    link_url: str | None = None
+    id: str | None = None
+    block_id: str | None = None
+    position: int | None = None
+
+
+class Block(Struct, kw_only=True, omit_defaults=True):
+    """A stored block. `content` is the plain text of `rich_text`; `version` counts updates."""
+
+    id: str
+    type: str
+    act_id: str
+    parent_id: str | None
+    page_id: str | None
+    position: int
+    content: str
+    rich_text: list[RichTextSpan]
+    properties: dict[str, Any]
+    version: int
+    created_at: str
+    updated_at: str
+    children: list[Block] | None = None
+
+
+class Relationship(Struct, kw_only=True):
+    """A typed, directed edge between two blocks."""
+
+    id: str
+    source_block_id: str
+    target_block_id: str
+    relationship_type: str
+    confidence: float
+    weight: float
+    source: str
+    created_at: str
+
+
+def content_hash(text: str) -> str:
+    """Fingerprint of a block's text; an embedding whose hash differs is stale."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def spans_text(spans: list[RichTextSpan]) -> str:
+    """Plain text of a rich-text span list."""
+    return "".join(s.content for s in spans)
+
+
+_json_encoder = msgspec.json.Encoder()
+
+
+def encode_json(value: Any) -> bytes:
+    return _json_encoder.encode(value)
+
+
+class EdgeRef(Struct, kw_only=True):
+    """An edge as a walk reports it."""
+
+    id: str
+    source_block_id: str
+    target_block_id: str
+    relationship_type: str
+    confidence: float

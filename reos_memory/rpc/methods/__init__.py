@@ -1,0 +1,12 @@
+"""Method handlers. Each module registers its family on the shared registry when imported."""
+
+from reos_memory.rpc.registry import Registry
+
+REGISTRY = Registry()
+
+
+def load_all() -> Registry:
+    """Import every handler module (registering its methods) and return the registry."""
+    from reos_memory.rpc.methods import blocks, graph, relationships, service  # noqa: F401
+
+    return REGISTRY

@@ -1,0 +1,55 @@
+"""memory/related, memory/path, memory/stats - walks and counts over the graph."""
+
+from __future__ import annotations
+
+from dataclasses import asdict as dc_asdict
+
+from msgspec.structs import asdict
+
+from reos_memory.graph import stats as stats_svc
+from reos_memory.graph import traversal
+from reos_memory.rpc import types as t
+from reos_memory.rpc.methods import REGISTRY
+from reos_memory.rpc.server import RequestContext
+
+method = REGISTRY.method
+
+
+@method("memory/related", params=t.RelatedParams, result=t.RelatedResult, errors=[-32004])
+def related(ctx: RequestContext, p: t.RelatedParams) -> t.RelatedResult:
+    """Breadth-first neighbourhood of a block up to `depth` hops and `max_nodes` blocks.
+
+    Stronger edges are followed first; `truncated` says whether max_nodes cut the walk.
+    """
+    n = traversal.related(ctx.app.db, **asdict(p))
+    return t.RelatedResult(
+        start_block_id=n.start_block_id,
+        visited_blocks=n.visited_blocks,
+        blocks_by_depth=n.blocks_by_depth,
+        edges=n.edges,
+        truncated=n.truncated,
+        depth_reached=n.depth_reached,
+    )
+
+
+@method("memory/path", params=t.PathParams, result=t.PathResult, errors=[-32004])
+def path(ctx: RequestContext, p: t.PathParams) -> t.PathResult:
+    """Shortest path between two blocks, at most `max_depth` edges; `weighted` for the most confident.
+
+    `path` lists the edges from start to end (null when none is found); `nodes` the blocks on it;
+    `confidence` the product of the edge confidences.
+    """
+    return t.PathResult(**dc_asdict(traversal.shortest_path(ctx.app.db, **asdict(p))))
+
+
+@method("memory/stats", params=t.StatsParams, result=t.StatsResult)
+def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
+    """Counts of blocks, relationships (by type and source), embeddings (and stale ones), embedder state."""
+    s = stats_svc.graph_stats(ctx.app.db, act_id=p.act_id)
+    return t.StatsResult(
+        act_id=p.act_id,
+        **dc_asdict(s),
+        embedder=t.EmbedderStatus(**ctx.app.embedder_status()),
+        database=ctx.app.db.path,
+        inflight_requests=ctx.server.inflight_count(),
+    )

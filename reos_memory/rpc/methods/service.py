@@ -1,0 +1,50 @@
+"""ping, service/info, rpc.discover, $/cancelRequest - the process itself."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from reos_memory import __version__
+from reos_memory.rpc import types as t
+from reos_memory.rpc.methods import REGISTRY
+from reos_memory.rpc.server import RequestContext
+
+method = REGISTRY.method
+
+
+@method("ping", params=t.NoParams, result=t.PingResult, kind="inline")
+def ping(ctx: RequestContext, p: t.NoParams) -> t.PingResult:
+    """Answer at once; for liveness checks."""
+    return t.PingResult(pong=True)
+
+
+@method("service/info", params=t.NoParams, result=t.InfoResult, kind="inline")
+def info(ctx: RequestContext, p: t.NoParams) -> t.InfoResult:
+    """What this process is: version, pid, database, framing and limits."""
+    server = ctx.server
+    return t.InfoResult(
+        name="reos-memory",
+        version=__version__,
+        pid=os.getpid(),
+        database=ctx.app.db.path,
+        framing=server.reader.mode,
+        max_message_bytes=server.reader.max_bytes,
+        uptime_s=round(time.monotonic() - server.started, 3),
+        requests_served=server.requests_served,
+    )
+
+
+@method("rpc.discover", params=t.NoParams, result=dict[str, Any], kind="inline")
+def discover(ctx: RequestContext, p: t.NoParams) -> dict[str, Any]:
+    """The OpenRPC document describing every method (the same as rpc_schema/openrpc.json)."""
+    from reos_memory.rpc.openrpc import openrpc_document
+
+    return openrpc_document(REGISTRY)
+
+
+@method("$/cancelRequest", params=t.CancelParams, result=None, kind="inline")
+def cancel(ctx: RequestContext, p: t.CancelParams) -> None:
+    """Ask the server to stop the request with this id; it answers -32008 and writes nothing."""
+    ctx.server.cancel(p.id)

@@ -1,0 +1,88 @@
+"""The OpenRPC document, generated from the registered methods' msgspec types."""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+
+from reos_memory import __version__
+from reos_memory.rpc.errors import ERROR_TABLE
+from reos_memory.rpc.registry import Registry
+
+_REF = "#/components/schemas/{name}"
+
+
+def build_document(registry: Registry) -> dict[str, Any]:
+    """Build the OpenRPC 1.3 document for every method in the registry."""
+    specs = sorted(registry.methods.values(), key=lambda s: s.name)
+    types: list[Any] = []
+    for s in specs:
+        types.append(s.params)
+        types.append(s.result if s.result is not None else type(None))
+    schemas, components = msgspec.json.schema_components(types, ref_template=_REF)
+    by_code = {e["code"]: e for e in ERROR_TABLE}
+    methods = []
+    for i, s in enumerate(specs):
+        pschema = components[s.params.__name__]
+        required = set(pschema.get("required", []))
+        params = [
+            {
+                "name": name,
+                "required": name in required,
+                "schema": copy.deepcopy(prop),
+            }
+            for name, prop in pschema.get("properties", {}).items()
+        ]
+        entry: dict[str, Any] = {
+            "name": s.name,
+            "summary": s.summary,
+            "paramStructure": "either",
+            "params": params,
+            "result": {"name": "result", "schema": schemas[2 * i + 1]},
+            "x-execution": s.kind,
+        }
+        if s.description:
+            entry["description"] = s.description
+        if s.errors:
+            entry["errors"] = [
+                {"code": c, "message": by_code[c]["reason"], "data": by_code[c]["meaning"]}
+                for c in s.errors
+            ]
+        methods.append(entry)
+    # Param Structs are inlined into each method's params; only referenced ones stay.
+    param_names = {s.params.__name__ for s in specs}
+    text = json.dumps(methods)
+    kept = {k: v for k, v in components.items() if k not in param_names or f'/{k}"' in text}
+    return {
+        "openrpc": "1.3.2",
+        "info": {
+            "title": "reos-memory",
+            "version": __version__,
+            "description": (
+                "Local-first memory service for AI agents over stdio JSON-RPC 2.0. "
+                "Application errors: "
+                + "; ".join(f"{e['code']} {e['reason']}" for e in ERROR_TABLE)
+            ),
+        },
+        "methods": methods,
+        "components": {"schemas": dict(sorted(kept.items()))},
+    }
+
+
+def render(registry: Registry) -> str:
+    """The document as the text committed at rpc_schema/openrpc.json."""
+    return json.dumps(build_document(registry), indent=2, ensure_ascii=False) + "\n"
+
+
+@lru_cache(maxsize=1)
+def _cached(registry_id: int, registry: Registry) -> dict[str, Any]:
+    return build_document(registry)
+
+
+def openrpc_document(registry: Registry) -> dict[str, Any]:
+    """The document, built once per process."""
+    return _cached(id(registry), registry)

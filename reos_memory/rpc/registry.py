@@ -1,0 +1,164 @@
+"""Method registration and parameter conversion (msgspec Structs, named or positional)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+import msgspec.inspect as mi
+
+from reos_memory.errors import InvalidInput
+
+# inline: cheap, no I/O, runs on the reading thread; read: database reads, a pool of threads;
+# write: one writer thread, so writes never queue on SQLite's lock inside this process;
+# heavy: long jobs (batch index, documents, auto-link) on their own threads.
+Kind = Literal["inline", "read", "write", "heavy"]
+
+
+@dataclass
+class MethodSpec:
+    name: str
+    handler: Callable[..., Any]
+    params: type[msgspec.Struct]
+    result: Any
+    kind: Kind
+    summary: str
+    description: str
+    errors: list[int] = field(default_factory=list)
+    field_names: tuple[str, ...] = ()
+
+
+class Registry:
+    """Name -> method. Registering a name twice is a programming error and raises."""
+
+    def __init__(self) -> None:
+        self.methods: dict[str, MethodSpec] = {}
+
+    def method(
+        self,
+        name: str,
+        *,
+        params: type[msgspec.Struct],
+        result: Any,
+        kind: Kind = "read",
+        errors: list[int] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if name in self.methods:
+                raise ValueError(f"method {name!r} is registered twice")
+            doc = (fn.__doc__ or "").strip()
+            summary, _, rest = doc.partition("\n")
+            self.methods[name] = MethodSpec(
+                name=name,
+                handler=fn,
+                params=params,
+                result=result,
+                kind=kind,
+                summary=summary.strip(),
+                description=" ".join(line.strip() for line in rest.splitlines()).strip(),
+                errors=list(errors or []),
+                field_names=tuple(f.name for f in msgspec.structs.fields(params)),
+            )
+            return fn
+
+        return register
+
+
+_PATH = re.compile(r"at `(\$[^`]*)`")
+_UNKNOWN = re.compile(r"Object contains unknown field `([^`]*)`")
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[(?:'|\")(.*?)(?:'|\")\]")
+
+
+def convert_params(spec: MethodSpec, params: Any) -> msgspec.Struct:
+    """Turn JSON params (object, array or absent) into the method's Struct, or raise InvalidInput."""
+    if params is None:
+        params = {}
+    elif isinstance(params, list):
+        if len(params) > len(spec.field_names):
+            raise InvalidInput(
+                "",
+                f"takes at most {len(spec.field_names)} positional params"
+                f" ({', '.join(spec.field_names)}), got {len(params)}",
+            )
+        params = dict(zip(spec.field_names, params, strict=False))
+    try:
+        return msgspec.convert(params, spec.params, strict=True)
+    except msgspec.ValidationError as exc:
+        raise _explain(spec.params, str(exc)) from None
+
+
+def _explain(struct: type, message: str) -> InvalidInput:
+    m = _PATH.search(message)
+    path = m.group(1) if m else "$"
+    rule = message[: m.start()].rstrip(" -") if m else message
+    allowed = _allowed_at(struct, path)
+    if allowed and (
+        "enum" in rule.lower() or "literal" in rule.lower() or "invalid" in rule.lower()
+    ):
+        rule += " (valid: " + ", ".join(map(str, allowed)) + ")"
+    unknown = _UNKNOWN.match(rule)
+    if unknown:
+        if path == "$":
+            rule += " (known: " + ", ".join(f.name for f in msgspec.structs.fields(struct)) + ")"
+        path = f"{path}.{unknown.group(1)}"
+    err = InvalidInput(path[2:] if path.startswith("$.") else "", rule)
+    err.data["field"] = path
+    err.message = f"{rule} - at `{path}`"
+    return err
+
+
+def _allowed_at(struct: type, path: str) -> list[Any] | None:
+    """Literal values allowed at a `$.a[0].b` path of a Struct type, if it is an enum-like field."""
+    try:
+        t: Any = mi.type_info(struct)
+    except Exception:
+        return None
+    pos = 1
+    while pos < len(path):
+        m = _STEP.match(path, pos)
+        if not m:
+            return None
+        pos = m.end()
+        t = _unwrap(t)
+        if m.group(1) is not None:
+            if not isinstance(t, mi.StructType):
+                return None
+            match = [f for f in t.fields if f.encode_name == m.group(1)]
+            if not match:
+                return None
+            t = match[0].type
+        else:
+            if isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+                t = t.item_type
+            elif isinstance(t, mi.DictType):
+                t = t.value_type
+            else:
+                return None
+    t = _unwrap(t)
+    if isinstance(t, mi.LiteralType):
+        return list(t.values)
+    if isinstance(t, (mi.ListType, mi.SetType)) and isinstance(
+        _unwrap(t.item_type), mi.LiteralType
+    ):
+        return list(_unwrap(t.item_type).values)
+    return None
+
+
+def _unwrap(t: Any) -> Any:
+    while True:
+        if isinstance(t, mi.Metadata):
+            t = t.type
+        elif isinstance(t, mi.UnionType):
+            real = [
+                x
+                for x in t.types
+                if not isinstance(x, mi.NoneType) and type(x).__name__ != "UnsetType"
+            ]
+            if len(real) != 1:
+                return t
+            t = real[0]
+        else:
+            return t

@@ -1,0 +1,229 @@
+"""Params and results of every method, as msgspec Structs; the OpenRPC document is made from them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from reos_memory.models import (
+    MAX_CONTENT_CHARS,
+    Block,
+    BlockType,
+    Confidence,
+    Direction,
+    EdgeRef,
+    Ident,
+    Relationship,
+    RelSource,
+    RelType,
+    RichTextSpan,
+    Weight,
+)
+
+Content = Annotated[str, Meta(max_length=MAX_CONTENT_CHARS)]
+Position = Annotated[int, Meta(ge=0, le=2**31)]
+ProgressToken = str | int | None
+
+
+class Params(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base of every params Struct: unknown fields are errors."""
+
+
+# -- service -----------------------------------------------------------------------------------
+
+
+class NoParams(Params):
+    pass
+
+
+class PingResult(Struct, kw_only=True):
+    pong: bool
+
+
+class InfoResult(Struct, kw_only=True):
+    name: str
+    version: str
+    pid: int
+    database: str
+    framing: str | None
+    max_message_bytes: int
+    uptime_s: float
+    requests_served: int
+
+
+class CancelParams(Params):
+    id: str | int
+
+
+# -- blocks ------------------------------------------------------------------------------------
+
+
+class BlockCreateParams(Params):
+    type: BlockType
+    act_id: Ident
+    content: Content | None = None
+    rich_text: Annotated[list[RichTextSpan], Meta(max_length=10_000)] | None = None
+    parent_id: Ident | None = None
+    page_id: Ident | None = None
+    position: Position | None = None
+    properties: dict[str, Any] | None = None
+    id: Ident | None = None
+
+
+class BlockResult(Struct, kw_only=True):
+    block: Block
+
+
+class BlockGetParams(Params):
+    block_id: Ident
+    include_children: bool = False
+
+
+class BlockListParams(Params):
+    act_id: Ident | None = None
+    type: BlockType | None = None
+    parent_id: Ident | UnsetType | None = UNSET
+    page_id: Ident | None = None
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 100
+    cursor: Annotated[str, Meta(max_length=512)] | None = None
+
+
+class BlockListResult(Struct, kw_only=True):
+    blocks: list[Block]
+    next_cursor: str | None
+
+
+class BlockUpdateParams(Params):
+    block_id: Ident
+    expected_version: Annotated[int, Meta(ge=1)] | None = None
+    type: BlockType | UnsetType = UNSET
+    content: Content | UnsetType = UNSET
+    rich_text: Annotated[list[RichTextSpan], Meta(max_length=10_000)] | UnsetType = UNSET
+    properties: dict[str, Any] | UnsetType = UNSET
+    replace_properties: bool = False
+    parent_id: Ident | UnsetType | None = UNSET
+    page_id: Ident | UnsetType | None = UNSET
+    position: Position | UnsetType = UNSET
+
+
+class BlockDeleteParams(Params):
+    block_id: Ident
+    recursive: bool = False
+
+
+class BlockDeleteResult(Struct, kw_only=True):
+    deleted: bool
+    block_id: str
+    deleted_block_ids: list[str]
+    relationships_removed: int = 0
+    embeddings_removed: int = 0
+
+
+# -- relationships -----------------------------------------------------------------------------
+
+
+class RelCreateParams(Params):
+    source_id: Ident
+    target_id: Ident
+    rel_type: RelType
+    confidence: Confidence = 1.0
+    weight: Weight = 1.0
+    source: RelSource = "user"
+
+
+class RelationshipResult(Struct, kw_only=True):
+    relationship: Relationship
+
+
+class RelListParams(Params):
+    block_id: Ident
+    direction: Direction = "both"
+    rel_types: Annotated[list[RelType], Meta(max_length=14)] | None = None
+
+
+class RelListResult(Struct, kw_only=True):
+    relationships: list[Relationship]
+    count: int
+
+
+class RelUpdateParams(Params):
+    relationship_id: Ident
+    confidence: Confidence | None = None
+    weight: Weight | None = None
+
+
+class RelDeleteParams(Params):
+    relationship_id: Ident
+
+
+class RelDeleteResult(Struct, kw_only=True):
+    deleted: bool
+    relationship_id: str
+
+
+# -- walks -------------------------------------------------------------------------------------
+
+
+class RelatedParams(Params):
+    block_id: Ident
+    depth: Annotated[int, Meta(ge=0, le=10)] = 2
+    rel_types: Annotated[list[RelType], Meta(max_length=14)] | None = None
+    direction: Direction = "both"
+    max_nodes: Annotated[int, Meta(ge=1, le=10_000)] = 50
+
+
+class RelatedResult(Struct, kw_only=True):
+    start_block_id: str
+    visited_blocks: list[str]
+    blocks_by_depth: dict[str, list[str]]
+    edges: list[EdgeRef]
+    truncated: bool
+    depth_reached: int
+
+
+class PathParams(Params):
+    start_id: Ident
+    end_id: Ident
+    max_depth: Annotated[int, Meta(ge=1, le=20)] = 5
+    direction: Direction = "both"
+    rel_types: Annotated[list[RelType], Meta(max_length=14)] | None = None
+    weighted: bool = False
+
+
+class PathResult(Struct, kw_only=True):
+    path: list[EdgeRef] | None
+    found: bool
+    length: int
+    nodes: list[str] | None
+    confidence: float | None
+
+
+# -- stats -------------------------------------------------------------------------------------
+
+
+class StatsParams(Params):
+    act_id: Ident | None = None
+
+
+class EmbedderStatus(Struct, kw_only=True):
+    backend: str
+    status: str
+    model_id: str | None = None
+    dimensions: int | None = None
+    detail: str | None = None
+
+
+class StatsResult(Struct, kw_only=True):
+    act_id: str | None
+    total_blocks: int
+    blocks_by_type: dict[str, int]
+    total_relationships: int
+    relationships_by_type: dict[str, int]
+    relationships_by_source: dict[str, int]
+    total_embeddings: int
+    stale_embeddings: int
+    unindexed_blocks: int
+    embedder: EmbedderStatus
+    database: str
+    inflight_requests: int

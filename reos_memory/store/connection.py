@@ -1,0 +1,155 @@
+"""One SQLite file shared by threads and processes: WAL, busy handling, explicit transactions.
+
+apsw autocommits and its `with conn:` is a savepoint, so every transaction here is spelled out:
+writes run inside `BEGIN IMMEDIATE` (the write lock is taken up front, so a transaction never
+fails half-way with SQLITE_BUSY), reads inside `BEGIN` (one consistent snapshot).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import apsw
+import sqlite_vec
+
+from reos_memory.errors import StorageBusy
+
+T = TypeVar("T")
+Connection = apsw.Connection
+
+_BUSY = (apsw.BusyError, apsw.LockedError)
+
+
+def fetch(conn: apsw.Connection, sql: str, args: Any = ()) -> list[Any]:
+    """All rows of a query, loosely typed (apsw's row types are a wide union)."""
+    return conn.execute(sql, args).fetchall()
+
+
+def scalar(conn: apsw.Connection, sql: str, args: Any = ()) -> Any:
+    """The first column of the first row, or None."""
+    rows = conn.execute(sql, args).fetchall()
+    return rows[0][0] if rows else None
+
+
+class Database:
+    """A database file plus one connection per thread that uses it."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        busy_timeout_ms: int = 5000,
+        lock_wait_s: float = 60.0,
+        synchronous: str = "NORMAL",
+        cache_kib: int = 16384,
+    ) -> None:
+        self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
+        self.lock_wait_s = lock_wait_s
+        self.synchronous = synchronous.upper()
+        self.cache_kib = cache_kib
+        self._local = threading.local()
+        self._all: list[apsw.Connection] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+        if path != ":memory:":
+            parent = os.path.dirname(os.path.abspath(path))
+            os.makedirs(parent, exist_ok=True)
+
+    # -- connections -----------------------------------------------------------------------
+
+    def connect(self) -> apsw.Connection:
+        """Open a new connection with the service's pragmas and sqlite-vec loaded."""
+        conn = apsw.Connection(self.path)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchall())
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        conn.execute(f"PRAGMA cache_size = -{int(self.cache_kib)}")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        return conn
+
+    def conn(self) -> apsw.Connection:
+        """This thread's connection, opened on first use."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self.connect()
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    # -- transactions ----------------------------------------------------------------------
+
+    def write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run `fn(conn)` in one BEGIN IMMEDIATE transaction; all of it commits or none does."""
+        conn = self.conn()
+        self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            self._retry(lambda: conn.execute("COMMIT"))
+        except BaseException:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    def read(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run `fn(conn)` on one consistent snapshot of the database."""
+        conn = self.conn()
+        conn.execute("BEGIN")
+        try:
+            return self._retry(lambda: fn(conn))
+        finally:
+            conn.execute("COMMIT")
+
+    def _retry(self, op: Callable[[], T]) -> T:
+        """Retry `op` while another process holds the lock, up to `lock_wait_s` in all.
+
+        busy_timeout already waits inside SQLite; this outer loop covers the cases it does not
+        (WAL recovery, a checkpoint in progress) so that "database is locked" never reaches a
+        client unless the other process holds the lock for the whole budget.
+        """
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.002
+        while True:
+            try:
+                return op()
+            except _BUSY as exc:
+                if time.monotonic() >= deadline:
+                    raise StorageBusy(
+                        "the database stayed locked by another process",
+                        waited_s=self.lock_wait_s,
+                    ) from exc
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.1)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the database file (best effort; other processes may read)."""
+        with contextlib.suppress(apsw.Error):
+            self.conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def close(self) -> None:
+        """Close every connection this object opened."""
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with contextlib.suppress(apsw.Error):
+                conn.close()
+        self._local = threading.local()
+        self._closed = True

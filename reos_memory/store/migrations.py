@@ -1,0 +1,147 @@
+"""Numbered SQL migrations, applied in order, each in one transaction with its record.
+
+Files live in the top-level `migrations/` folder of a checkout and inside the wheel as
+`reos_memory/migrations/`. An applied migration is never edited: its checksum is recorded
+and a mismatch stops the service before it touches anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import apsw
+
+from reos_memory.errors import SchemaError
+from reos_memory.store.connection import Database, fetch
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+_BOOKKEEPING = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    checksum   TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def migrations_dir() -> Path:
+    """Where the migration files are: inside the installed package, else the checkout."""
+    packaged = resources.files("reos_memory") / "migrations"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+def load_migrations(directory: Path | None = None) -> list[Migration]:
+    """All migration files, ordered by number; gaps or duplicates are a packaging bug."""
+    directory = directory or migrations_dir()
+    found: list[Migration] = []
+    for entry in sorted(os.listdir(directory)):
+        m = _NAME.match(entry)
+        if m:
+            sql = (directory / entry).read_text(encoding="utf-8")
+            found.append(Migration(int(m.group(1)), m.group(2), sql))
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise SchemaError(f"migration files are not numbered 1..N: {versions}")
+    return found
+
+
+def applied_versions(conn: apsw.Connection) -> dict[int, str]:
+    """Version -> checksum of every migration recorded in this database."""
+    conn.execute(_BOOKKEEPING)
+    return dict(fetch(conn, "SELECT version, checksum FROM schema_migrations"))
+
+
+def migrate(
+    db: Database, migrations: list[Migration] | None = None, *, backup: bool = True
+) -> list[int]:
+    """Bring the database up to the newest migration; return the versions applied now.
+
+    Safe when several processes start at once: each migration is applied under the write lock
+    after re-reading what is applied. Before upgrading a database that already holds data,
+    a copy is taken next to it (`<db>.pre-NNNN.bak`) so a bad upgrade can never lose memories.
+    """
+    migrations = migrations if migrations is not None else load_migrations()
+    known = {m.version: m for m in migrations}
+    applied_now: list[int] = []
+    backed_up = False
+    while True:
+        pending = db.read(lambda c: _check_and_pending(c, known))
+        if not pending:
+            return applied_now
+        nxt = pending[0]
+        if backup and not backed_up and _has_user_data(db) and db.path != ":memory:":
+            _backup(db, f"{db.path}.pre-{nxt.version:04d}.bak")
+            backed_up = True
+
+        def apply(conn: apsw.Connection, mig: Migration = nxt) -> bool:
+            if mig.version in applied_versions(conn):
+                return False  # another process applied it meanwhile
+            conn.execute(mig.sql)
+            conn.execute(
+                "INSERT INTO schema_migrations(version, name, checksum, applied_at)"
+                " VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
+                (mig.version, mig.name, mig.checksum),
+            )
+            return True
+
+        if db.write(apply):
+            applied_now.append(nxt.version)
+
+
+def _check_and_pending(conn: apsw.Connection, known: dict[int, Migration]) -> list[Migration]:
+    exists = fetch(
+        conn, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
+    )
+    applied = dict(fetch(conn, "SELECT version, checksum FROM schema_migrations")) if exists else {}
+    newer = sorted(v for v in applied if v not in known)
+    if newer:
+        raise SchemaError(
+            f"the database has migrations {newer} that this version does not know; "
+            "it was written by a newer reos-memory - upgrade this one",
+            unknown_versions=newer,
+        )
+    for version, checksum in applied.items():
+        if known[version].checksum != checksum:
+            raise SchemaError(
+                f"migration {version:04d} differs from the one applied to this database",
+                version=version,
+            )
+    return [m for v, m in sorted(known.items()) if v not in applied]
+
+
+def _has_user_data(db: Database) -> bool:
+    rows = db.read(
+        lambda c: c.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
+        ).fetchall()
+    )
+    return bool(rows)
+
+
+def _backup(db: Database, target: str) -> None:
+    dest = apsw.Connection(target)
+    try:
+        with dest.backup("main", db.conn(), "main") as b:
+            b.step(-1)
+    finally:
+        dest.close()

@@ -1,0 +1,202 @@
+"""SQL for the `block_relationships` table, including the batched neighbour reads of walks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+import msgspec
+
+from reos_memory.models import Relationship
+from reos_memory.store.connection import fetch
+
+_COLS = (
+    "id, source_block_id, target_block_id, relationship_type, confidence, weight, source,"
+    " created_at"
+)
+_encoder = msgspec.json.Encoder()
+
+# (edge id, source, target, type, confidence) as read by a walk.
+EdgeRow = tuple[str, str, str, str, float]
+
+
+def _row(r: Sequence[Any]) -> Relationship:
+    return Relationship(
+        id=r[0],
+        source_block_id=r[1],
+        target_block_id=r[2],
+        relationship_type=r[3],
+        confidence=r[4],
+        weight=r[5],
+        source=r[6],
+        created_at=r[7],
+    )
+
+
+def _json(values: Sequence[str]) -> str:
+    return _encoder.encode(list(values)).decode()
+
+
+def insert_relationship(conn: apsw.Connection, rel: Relationship) -> None:
+    conn.execute(
+        f"INSERT INTO block_relationships ({_COLS}) VALUES (?,?,?,?,?,?,?,?)",
+        (
+            rel.id,
+            rel.source_block_id,
+            rel.target_block_id,
+            rel.relationship_type,
+            rel.confidence,
+            rel.weight,
+            rel.source,
+            rel.created_at,
+        ),
+    )
+
+
+def get_relationship(conn: apsw.Connection, rel_id: str) -> Relationship | None:
+    for r in conn.execute(f"SELECT {_COLS} FROM block_relationships WHERE id = ?", (rel_id,)):
+        return _row(r)
+    return None
+
+
+def find_relationship(
+    conn: apsw.Connection, source_id: str, target_id: str, rel_type: str
+) -> Relationship | None:
+    """The edge with this (source, target, type), which is unique."""
+    for r in conn.execute(
+        f"SELECT {_COLS} FROM block_relationships"
+        " WHERE source_block_id = ? AND target_block_id = ? AND relationship_type = ?",
+        (source_id, target_id, rel_type),
+    ):
+        return _row(r)
+    return None
+
+
+def relationships_by_ids(conn: apsw.Connection, rel_ids: Sequence[str]) -> list[Relationship]:
+    if not rel_ids:
+        return []
+    return [
+        _row(r)
+        for r in conn.execute(
+            f"SELECT {_COLS} FROM block_relationships WHERE id IN (SELECT value FROM json_each(?))",
+            (_json(rel_ids),),
+        )
+    ]
+
+
+def list_for_block(
+    conn: apsw.Connection, block_id: str, direction: str, rel_types: Sequence[str] | None
+) -> list[Relationship]:
+    """Edges touching a block, outgoing first, each ordered by confidence then age."""
+    out: list[Relationship] = []
+    type_filter = ""
+    args_tail: tuple[Any, ...] = ()
+    if rel_types:
+        type_filter = " AND relationship_type IN (SELECT value FROM json_each(?))"
+        args_tail = (_json(rel_types),)
+    order = " ORDER BY confidence DESC, created_at, id"
+    if direction in ("outgoing", "both"):
+        out += [
+            _row(r)
+            for r in conn.execute(
+                f"SELECT {_COLS} FROM block_relationships WHERE source_block_id = ?"
+                + type_filter
+                + order,
+                (block_id, *args_tail),
+            )
+        ]
+    if direction in ("incoming", "both"):
+        out += [
+            _row(r)
+            for r in conn.execute(
+                f"SELECT {_COLS} FROM block_relationships WHERE target_block_id = ?"
+                + type_filter
+                + order,
+                (block_id, *args_tail),
+            )
+        ]
+    return out
+
+
+def update_relationship(
+    conn: apsw.Connection, rel_id: str, confidence: float, weight: float
+) -> None:
+    conn.execute(
+        "UPDATE block_relationships SET confidence = ?, weight = ? WHERE id = ?",
+        (confidence, weight, rel_id),
+    )
+
+
+def delete_relationship(conn: apsw.Connection, rel_id: str) -> bool:
+    conn.execute("DELETE FROM block_relationships WHERE id = ?", (rel_id,))
+    return conn.changes() > 0
+
+
+_OUT_SQL = (
+    "SELECT id, source_block_id, target_block_id, relationship_type, confidence"
+    " FROM block_relationships INDEXED BY idx_rel_out WHERE source_block_id = ?"
+)
+_IN_SQL = (
+    "SELECT id, source_block_id, target_block_id, relationship_type, confidence"
+    " FROM block_relationships INDEXED BY idx_rel_in WHERE target_block_id = ?"
+)
+_TYPES = " AND relationship_type IN (SELECT value FROM json_each(?))"
+
+
+def edges_from(
+    conn: apsw.Connection,
+    block_ids: Sequence[str],
+    direction: str,
+    rel_types: Sequence[str] | None,
+) -> list[EdgeRow]:
+    """Every edge leaving (outgoing), entering (incoming) or touching (both) the given blocks.
+
+    One indexed lookup per block and direction: two index-only range scans, never a
+    UNION neighbour CTE (measured 400x slower on an undirected walk).
+    """
+    rows: list[EdgeRow] = []
+    types_json = _json(rel_types) if rel_types else None
+    queries = []
+    if direction in ("outgoing", "both"):
+        queries.append(_OUT_SQL)
+    if direction in ("incoming", "both"):
+        queries.append(_IN_SQL)
+    cur = conn.cursor()
+    for sql in queries:
+        if types_json is None:
+            for bid in block_ids:
+                rows.extend(cur.execute(sql, (bid,)))
+        else:
+            sql_t = sql + _TYPES
+            for bid in block_ids:
+                rows.extend(cur.execute(sql_t, (bid, types_json)))
+    return rows
+
+
+def count_relationships(
+    conn: apsw.Connection, act_id: str | None
+) -> tuple[dict[str, int], dict[str, int], int]:
+    """(count by type, count by source, total), optionally for edges leaving blocks of one act."""
+    if act_id is None:
+        rows = fetch(
+            conn,
+            "SELECT relationship_type, source, count(*) FROM block_relationships"
+            " GROUP BY relationship_type, source",
+        )
+    else:
+        rows = fetch(
+            conn,
+            "SELECT r.relationship_type, r.source, count(*) FROM block_relationships r"
+            " JOIN blocks b ON b.id = r.source_block_id WHERE b.act_id = ?"
+            " GROUP BY r.relationship_type, r.source",
+            (act_id,),
+        )
+    by_type: dict[str, int] = {}
+    by_source: dict[str, int] = {}
+    total = 0
+    for rel_type, source, n in rows:
+        by_type[rel_type] = by_type.get(rel_type, 0) + n
+        by_source[source] = by_source.get(source, 0) + n
+        total += n
+    return by_type, by_source, total
