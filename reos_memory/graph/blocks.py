@@ -132,18 +132,16 @@ def _attach_children(conn: apsw.Connection, block: Block, seen: set[str]) -> Non
     block.children = kids
 
 
-def _encode_cursor(block: Block) -> str:
-    raw = encode_json([block.created_at, block.id])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def _encode_cursor(rowid: int) -> str:
+    return base64.urlsafe_b64encode(encode_json({"after": rowid})).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[str, str]:
+def _decode_cursor(cursor: str) -> int:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, block_id = msgspec.json.decode(raw, type=tuple[str, str])
-    except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
+        return msgspec.json.decode(raw, type=dict[str, int])["after"]
+    except (binascii.Error, ValueError, KeyError, msgspec.DecodeError) as exc:
         raise InvalidInput("cursor", "must be a next_cursor returned by blocks/list") from exc
-    return created_at, block_id
 
 
 def list_blocks(
@@ -156,7 +154,7 @@ def list_blocks(
     limit: int = 100,
     cursor: str | None = None,
 ) -> tuple[list[Block], str | None]:
-    """One page of blocks in creation order, and the cursor of the next page (None at the end).
+    """One page of blocks in insertion order, and the cursor of the next page (None at the end).
 
     `parent_id` omitted: any parent; null: root blocks only; an id: that block's children.
     """
@@ -164,7 +162,7 @@ def list_blocks(
     roots_only = parent_id is None
     parent = None if parent_id is _UNSET or parent_id is None else parent_id
 
-    def tx(conn: apsw.Connection) -> list[Block]:
+    def tx(conn: apsw.Connection) -> list[tuple[int, Block]]:
         return sql.list_blocks(
             conn,
             act_id=act_id,
@@ -179,7 +177,7 @@ def list_blocks(
     rows = db.read(tx)
     more = len(rows) > limit
     rows = rows[:limit]
-    return rows, (_encode_cursor(rows[-1]) if more and rows else None)
+    return [b for _, b in rows], (_encode_cursor(rows[-1][0]) if more and rows else None)
 
 
 def update_block(

@@ -151,7 +151,25 @@ class Server:
                 if frame is None:
                     self.log.info("stdin_closed")
                     break
-                self.handle_frame(frame)
+                try:
+                    self.handle_frame(frame)
+                except Exception as exc:  # never let one message take the process down
+                    incident = uuid.uuid4().hex[:12]
+                    self.log.error(
+                        "frame_failed",
+                        incident=incident,
+                        error=repr(exc),
+                        traceback=traceback.format_exc(),
+                    )
+                    self.send(
+                        failure(
+                            None,
+                            codes.INTERNAL_ERROR,
+                            "Internal error",
+                            reason="internal_error",
+                            incident=incident,
+                        )
+                    )
         finally:
             self.drain()
 
@@ -183,6 +201,16 @@ class Server:
         bad_text = False
         try:
             msg = _decoder.decode(frame)
+        except RecursionError:
+            self.send(
+                failure(
+                    None,
+                    codes.PARSE_ERROR,
+                    "Parse error: JSON nested too deeply",
+                    reason="parse_error",
+                )
+            )
+            return
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             msg = _lenient_decode(frame)
             if msg is _MISSING:

@@ -145,10 +145,10 @@ def list_blocks(
     parent_id: str | None,
     roots_only: bool,
     page_id: str | None,
-    after: tuple[str, str] | None,
+    after: int | None,
     limit: int,
-) -> list[Block]:
-    """Blocks matching every given filter, ordered by (created_at, id), after a cursor."""
+) -> list[tuple[int, Block]]:
+    """(rowid, block) of blocks matching every filter, in insertion order, after rowid `after`."""
     where: list[str] = []
     args: list[Any] = []
     for col, val in (
@@ -163,14 +163,14 @@ def list_blocks(
     if roots_only:
         where.append("parent_id IS NULL")
     if after is not None:
-        where.append("(created_at, id) > (?, ?)")
-        args.extend(after)
-    sql = f"SELECT {_COLS} FROM blocks"
+        where.append("rowid > ?")
+        args.append(after)
+    sql = f"SELECT {_COLS}, rowid FROM blocks"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY created_at, id LIMIT ?"
+    sql += " ORDER BY rowid LIMIT ?"
     args.append(limit)
-    return [_row_to_block(r) for r in conn.execute(sql, args)]
+    return [(r[-1], _row_to_block(r)) for r in conn.execute(sql, args)]
 
 
 def delete_blocks(conn: apsw.Connection, block_ids: Sequence[str]) -> int:

@@ -1,0 +1,150 @@
+"""Migrations: a blank database gets the exact schema; upgrades are safe."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import apsw
+import pytest
+
+from reos_memory.errors import SchemaError
+from reos_memory.store import Database
+from reos_memory.store.migrations import Migration, load_migrations, migrate
+
+
+def columns(conn, table):
+    return [(r[1], r[2], bool(r[3]), r[5]) for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def test_blank_database_gets_the_schema(tmp_path):
+    db = Database(str(tmp_path / "m.db"))
+    assert migrate(db) == [m.version for m in load_migrations()]
+    conn = db.conn()
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"blocks", "block_relationships", "block_embeddings", "schema_migrations"} <= tables
+    assert columns(conn, "block_relationships") == [
+        ("id", "TEXT", False, 1),
+        ("source_block_id", "TEXT", True, 0),
+        ("target_block_id", "TEXT", True, 0),
+        ("relationship_type", "TEXT", True, 0),
+        ("confidence", "REAL", False, 0),
+        ("weight", "REAL", False, 0),
+        ("source", "TEXT", True, 0),
+        ("created_at", "TEXT", True, 0),
+    ]
+    assert columns(conn, "block_embeddings") == [
+        ("block_id", "TEXT", False, 1),
+        ("embedding", "BLOB", True, 0),
+        ("embedding_model", "TEXT", False, 0),
+        ("content_hash", "TEXT", True, 0),
+        ("created_at", "TEXT", True, 0),
+    ]
+    assert [c[0] for c in columns(conn, "blocks")] == [
+        "id",
+        "type",
+        "act_id",
+        "parent_id",
+        "page_id",
+        "position",
+        "content",
+        "content_hash",
+        "rich_text",
+        "properties",
+        "version",
+        "created_at",
+        "updated_at",
+    ]
+    fks = {(r[2], r[3], r[6]) for r in conn.execute("PRAGMA foreign_key_list(block_relationships)")}
+    assert fks == {
+        ("blocks", "source_block_id", "CASCADE"),
+        ("blocks", "target_block_id", "CASCADE"),
+    }
+    indexes = {
+        r[1]: [c[2] for c in conn.execute(f"PRAGMA index_info({r[1]})")]
+        for r in conn.execute("PRAGMA index_list(block_relationships)")
+    }
+    assert indexes["idx_rel_out"][0] == "source_block_id"
+    assert indexes["idx_rel_in"][0] == "target_block_id"
+    assert any(
+        cols == ["source_block_id", "target_block_id", "relationship_type"]
+        for cols in indexes.values()
+    )
+    assert conn.execute("PRAGMA journal_mode").fetchall()[0][0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchall()[0][0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchall()[0][0] > 0
+    assert conn.execute("SELECT vec_version()").fetchall()[0][0].startswith("v")
+    conn.execute("CREATE VIRTUAL TABLE temp.f USING fts5(x)")
+    with pytest.raises(apsw.ConstraintError):
+        conn.execute(
+            "INSERT INTO blocks(id,type,act_id,content_hash,created_at,updated_at) VALUES ('a','p','x','h','t','t')"
+        )
+        conn.execute(
+            "INSERT INTO block_relationships VALUES ('r','a','a','supports',1,1,'user','t')"
+        )
+    assert migrate(db) == []  # idempotent
+    db.close()
+
+
+def test_upgrade_backs_up_and_applies_in_one_transaction(tmp_path):
+    path = tmp_path / "m.db"
+    base = load_migrations()
+    db = Database(str(path))
+    migrate(db, base)
+    db.conn().execute(
+        "INSERT INTO blocks(id,type,act_id,content_hash,created_at,updated_at) VALUES ('keep','p','x','h','t','t')"
+    )
+    n = len(base) + 1
+    broken = Migration(n, "broken", "CREATE TABLE extra(x); INSERT INTO nowhere VALUES (1);")
+    with pytest.raises(apsw.SQLError):
+        migrate(db, [*base, broken])
+    conn = db.conn()
+    assert not conn.execute(
+        "SELECT name FROM sqlite_master WHERE name='extra'"
+    ).fetchall()  # rolled back whole
+    assert conn.execute("SELECT count(*) FROM blocks").fetchall()[0][0] == 1
+    good = Migration(n, "extra", "CREATE TABLE extra(x);")
+    assert migrate(db, [*base, good]) == [n]
+    backup = apsw.Connection(f"{path}.pre-{n:04d}.bak")
+    assert backup.execute("SELECT id FROM blocks").fetchall() == [("keep",)]
+    # an applied migration that changed, or an unknown newer one, stops the service
+    with pytest.raises(SchemaError):
+        migrate(db, [*base, Migration(n, "extra", "CREATE TABLE extra(y);")])
+    with pytest.raises(SchemaError):
+        migrate(db, base)
+    db.close()
+
+
+def test_concurrent_first_start(tmp_path):
+    path = tmp_path / "race.db"
+    code = f"from reos_memory.store import Database; from reos_memory.store.migrations import migrate; print(migrate(Database({str(path)!r})))"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(4)
+    ]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    conn = apsw.Connection(str(path))
+    assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == [
+        m.version for m in load_migrations()
+    ]
+
+
+@pytest.mark.slow
+def test_wheel_ships_migrations(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    [wheel] = tmp_path.glob("reos_memory-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for m in load_migrations():
+        assert f"reos_memory/migrations/{m.version:04d}_{m.name}.sql" in names

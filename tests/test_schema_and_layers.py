@@ -1,0 +1,102 @@
+"""Generated files are current, every method is documented, imports point one way."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from reos_memory.rpc.methods import load_all
+from reos_memory.rpc.openrpc import render
+from tests.rpc_client import Server
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_committed_openrpc_is_current():
+    committed = (ROOT / "rpc_schema" / "openrpc.json").read_text()
+    assert committed == render(load_all()), "run: python tools/gen_openrpc.py"
+
+
+@pytest.mark.e2e
+def test_rpc_discover_returns_the_committed_document(db_path):
+    with Server(db_path) as srv:
+        doc = srv.call("rpc.discover")
+    assert doc == json.loads((ROOT / "rpc_schema" / "openrpc.json").read_text())
+    names = {m["name"] for m in doc["methods"]}
+    assert {
+        "memory/related",
+        "memory/path",
+        "blocks/create",
+        "memory/relationships/create",
+    } <= names
+    create = next(m for m in doc["methods"] if m["name"] == "memory/relationships/create")
+    rel_type = next(p for p in create["params"] if p["name"] == "rel_type")
+    assert len(rel_type["schema"]["enum"]) == 14
+
+
+def test_every_method_is_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    missing = [name for name in load_all().methods if f"`{name}`" not in readme]
+    assert not missing, f"methods missing from README: {missing}"
+
+
+LAYERS = {  # a module may import only from its own layer or the ones listed
+    "cli": {"app", "config", "rpc", "logs", "store", "_root"},
+    "app": {
+        "config",
+        "logs",
+        "rpc",
+        "graph",
+        "squirrel",
+        "documents",
+        "store",
+        "embeddings",
+        "_root",
+    },
+    "rpc": {"graph", "squirrel", "documents", "store", "embeddings", "logs", "_root"},
+    "graph": {"store", "embeddings", "_root"},
+    "squirrel": {"store", "embeddings", "_root"},
+    "documents": {"store", "embeddings", "_root"},
+    "embeddings": {"_root"},
+    "store": {"_root"},
+}
+ROOT_MODULES = {"errors", "models", "__init__"}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in ROOT_MODULES:
+        return "_root"
+    return parts[1]
+
+
+def test_imports_point_one_way():
+    bad = []
+    for path in (ROOT / "reos_memory").rglob("*.py"):
+        rel = path.relative_to(ROOT).with_suffix("")
+        mod = ".".join(rel.parts)
+        layer = _layer(mod)
+        if layer in ("_root", "__main__", "config", "logs"):
+            allowed = {"_root", "config", "logs"} | ({"cli"} if layer == "__main__" else set())
+        else:
+            allowed = LAYERS[layer] | {layer}
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("reos_memory")
+            ):
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("reos_memory")]
+            else:
+                continue
+            for t in targets:
+                if t == "reos_memory":
+                    continue
+                if _layer(t) not in allowed:
+                    bad.append(f"{mod} imports {t}")
+    assert not bad, bad
