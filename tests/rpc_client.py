@@ -51,7 +51,9 @@ class Server:
                 *(args or []),
             ]
         # the log file outlives this scope; __exit__ removes it
-        self.stderr_file = tempfile.NamedTemporaryFile(prefix="reos-stderr-", suffix=".log", delete=False)  # noqa: SIM115
+        self.stderr_file = tempfile.NamedTemporaryFile(
+            prefix="reos-stderr-", suffix=".log", delete=False
+        )  # noqa: SIM115
         self.proc = subprocess.Popen(
             cmd,
             stdin=stdin,
