@@ -53,7 +53,7 @@ class Server:
         # the log file outlives this scope; __exit__ removes it
         self.stderr_file = tempfile.NamedTemporaryFile(
             prefix="reos-stderr-", suffix=".log", delete=False
-        )  # noqa: SIM115
+        )
         self.proc = subprocess.Popen(
             cmd,
             stdin=stdin,
