@@ -141,8 +141,8 @@ class Server:
         """Handle frames until end of input or a stop request, then drain in-flight work."""
         try:
             while not self.stopping.is_set():
-                self.reading = True
                 try:
+                    self.reading = True  # inside the try: a signal may land on any bytecode
                     frame = self.reader.read()
                 except StopServing:
                     break
