@@ -11,9 +11,13 @@ from typing import Any
 
 from reos_memory import __version__
 from reos_memory.config import Config
+from reos_memory.embeddings.base import Embedder
+from reos_memory.embeddings.service import EmbeddingService
+from reos_memory.graph.indexing import Indexer
 from reos_memory.logs import setup_logging
 from reos_memory.store import Database
 from reos_memory.store.migrations import migrate
+from reos_memory.store.vectors import recorded_model
 
 
 class App:
@@ -32,17 +36,120 @@ class App:
         applied = migrate(self.db)
         if applied:
             log.info("migrated", database=config.db, applied=applied)
+        factory = _embedder_factory(config)
+        self.embeddings = EmbeddingService(
+            config.embedder, None if factory is None else lambda: self._load(factory), log
+        )
+        self.indexer = Indexer(self.db, self.embeddings, vector_search=config.vector_search)
+
+    def start(self) -> None:
+        """Load the model in the background; requests that need it wait, others do not."""
+        self.embeddings.start()
+
+    def _load(self, factory: Any) -> Embedder:
+        embedder: Embedder = factory()
+        dropped = self.indexer.reconcile(embedder)
+        if dropped:
+            self.log.warning("model_changed", model=embedder.model_id, vectors_dropped=dropped)
+        if self.config.catch_up_indexing:
+            threading.Thread(target=self._catch_up, name="catch-up-index", daemon=True).start()
+        return embedder
+
+    def _catch_up(self) -> None:
+        try:
+            if self.indexer.pending_count():
+                self.indexer.catch_up(self.log)
+        except Exception as exc:  # the next start tries again
+            self.log.warning("catch_up_failed", error=repr(exc))
 
     def embedder_status(self) -> dict[str, Any]:
-        return {
-            "backend": "none",
-            "status": "disabled",
-            "detail": "no embedder is configured; semantic search is off, graph methods work",
-        }
+        status = self.embeddings.status()
+        status["database_model_id"] = self.db.read(recorded_model)
+        status["vector_search"] = self.config.vector_search
+        return status
 
     def close(self) -> None:
+        self.embeddings.close()
         self.db.checkpoint()
         self.db.close()
+
+
+def model_status(config: Config) -> int:
+    """Print where the model weights and the ONNX export are and whether the export is verified."""
+    import json
+    from pathlib import Path
+
+    from reos_memory.embeddings.base import EmbedderUnavailableError
+    from reos_memory.embeddings.locate import locate_model
+    from reos_memory.embeddings.prepare import prepared_ok
+
+    target = Path(config.model_dir)
+    try:
+        src: Path | None = locate_model()
+        detail = None
+    except EmbedderUnavailableError as exc:
+        src, detail = None, str(exc)
+    manifest = target / "manifest.json"
+    info = {
+        "source": str(src) if src else None,
+        "source_problem": detail,
+        "onnx_dir": str(target),
+        "prepared": bool(src) and prepared_ok(target, src),  # type: ignore[arg-type]
+        "manifest": json.loads(manifest.read_text()) if manifest.is_file() else None,
+    }
+    sys.stdout.write(json.dumps(info, indent=2) + "\n")
+    return 0 if info["prepared"] else 1
+
+
+def model_prepare(config: Config, *, sts: str | None = None, force: bool = False) -> int:
+    """Export the model to ONNX in config.model_dir and verify it (no-op when already done)."""
+    from pathlib import Path
+
+    from reos_memory.embeddings.base import EmbedderUnavailableError
+    from reos_memory.embeddings.locate import locate_model
+    from reos_memory.embeddings.prepare import prepare
+
+    try:
+        src = locate_model()
+        prepare(
+            src,
+            Path(config.model_dir),
+            sts_path=Path(sts) if sts else None,
+            force=force,
+            log=lambda m: print(m, file=sys.stderr),
+        )
+    except (EmbedderUnavailableError, RuntimeError, ImportError) as exc:
+        sys.stderr.write(f"reos-memory: {exc}\n")
+        return 1
+    return 0
+
+
+def _embedder_factory(config: Config) -> Any:
+    """A zero-argument callable building the configured embedder (heavy imports inside)."""
+    from pathlib import Path
+
+    if config.embedder == "none":
+        return None
+    if config.embedder == "hash":
+        from reos_memory.embeddings.hashing import HashEmbedder
+
+        return HashEmbedder
+    if config.embedder == "sentence-transformers":
+
+        def make_st() -> Embedder:
+            from reos_memory.embeddings.locate import locate_model
+            from reos_memory.embeddings.sentence_transformers import SentenceTransformerEmbedder
+
+            return SentenceTransformerEmbedder(locate_model())
+
+        return make_st
+
+    def make_onnx() -> Embedder:
+        from reos_memory.embeddings.onnx import OnnxEmbedder
+
+        return OnnxEmbedder(Path(config.model_dir), threads=config.onnx_threads or None)
+
+    return make_onnx
 
 
 def serve(config: Config) -> int:
@@ -60,6 +167,7 @@ def serve(config: Config) -> int:
     interactive = stdin.isatty()
 
     app = App(config, log)
+    app.start()
     reader = FrameReader(stdin, config.max_message_bytes)
     server = Server(
         app,

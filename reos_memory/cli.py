@@ -18,6 +18,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve JSON-RPC on stdin/stdout (the default command)")
     _common(serve)
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--embedder", choices=["onnx", "sentence-transformers", "hash", "none"])
+    model = sub.add_parser("model", help="prepare or inspect the embedding model")
+    msub = model.add_subparsers(dest="model_command", required=True)
+    prep = msub.add_parser("prepare", help="export all-MiniLM-L6-v2 to ONNX once and verify it")
+    _common(prep)
+    prep.add_argument("--force", action="store_true", help="export again even if prepared")
+    prep.add_argument("--sts", help="STS-B test file to verify against (Spearman >= 0.82)")
+    status = msub.add_parser("status", help="print where the model is and whether it is prepared")
+    _common(status)
     mig = sub.add_parser("migrate", help="apply pending database migrations and exit")
     _common(mig)
     sub.add_parser("schema", help="print the OpenRPC document")
@@ -48,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(
             getattr(args, "config", None),
-            {"db": getattr(args, "db", None), "log_level": getattr(args, "log_level", None)},
+            {
+                "db": getattr(args, "db", None),
+                "log_level": getattr(args, "log_level", None),
+                "embedder": getattr(args, "embedder", None),
+            },
         )
     except ConfigError as exc:
         sys.stderr.write(f"reos-memory: {exc}\n")
@@ -56,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     if command == "where":
         sys.stdout.write(config.db + "\n")
         return 0
+    if command == "model":
+        return _model(args.model_command, config, args)
     if command == "migrate":
         from reos_memory.logs import setup_logging
         from reos_memory.store import Database
@@ -70,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     from reos_memory.app import serve
 
     return serve(config)
+
+
+def _model(sub: str, config: object, args: argparse.Namespace) -> int:
+    from reos_memory.app import model_prepare, model_status
+
+    if sub == "status":
+        return model_status(config)  # type: ignore[arg-type]
+    return model_prepare(config, sts=args.sts, force=args.force)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

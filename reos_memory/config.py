@@ -26,6 +26,11 @@ def default_db_path() -> str:
     return str(default_home() / "memory.db")
 
 
+def default_model_dir() -> str:
+    """Where `reos-memory model prepare` writes the ONNX export."""
+    return str(default_home() / "models" / "all-MiniLM-L6-v2-onnx")
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Every setting of the service. Documented in the README's Configuration section."""
 
@@ -39,6 +44,11 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     read_threads: Annotated[int, Meta(ge=1, le=64)] = 4
     heavy_threads: Annotated[int, Meta(ge=1, le=16)] = 2
     parent_watch_s: Annotated[float, Meta(ge=0, le=3600)] = 1.0
+    embedder: Literal["onnx", "sentence-transformers", "hash", "none"] = "onnx"
+    model_dir: str = ""
+    onnx_threads: Annotated[int, Meta(ge=0, le=64)] = 0
+    vector_search: Literal["memory", "sqlite"] = "memory"
+    catch_up_indexing: bool = True
 
 
 _ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}
@@ -71,5 +81,7 @@ def load_config(config_file: str | None = None, overrides: dict[str, Any] | None
         raise ConfigError(f"invalid configuration: {exc}") from exc
     if not cfg.db:
         cfg.db = default_db_path()
+    if not cfg.model_dir:
+        cfg.model_dir = default_model_dir()
     cfg.db = str(Path(cfg.db).expanduser()) if cfg.db != ":memory:" else cfg.db
     return cfg

@@ -38,6 +38,7 @@ class Server:
         cmd: list[str] | None = None,
         framing: str = "ndjson",
         stdin: Any = subprocess.PIPE,
+        embedder: str = "hash",
     ) -> None:
         self.framing = framing
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
@@ -48,6 +49,8 @@ class Server:
                 "reos_memory",
                 "serve",
                 *(["--db", str(db)] if db else []),
+                "--embedder",
+                embedder,
                 *(args or []),
             ]
         # the log file outlives this scope; __exit__ removes it

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import apsw
 import pytest
 
 from tests.conftest import make_block
@@ -139,16 +138,11 @@ def test_delete_removes_edges_and_embedding(server, db_path):
     server.call(
         "memory/relationships/create", {"source_id": b, "target_id": c, "rel_type": "references"}
     )
-    conn = apsw.Connection(str(db_path))
-    conn.execute(
-        "INSERT INTO block_embeddings(block_id, embedding, content_hash, created_at) VALUES (?, zeroblob(1536), 'h', 'now')",
-        (a,),
-    )
-    conn.close()
+    assert server.call("memory/stats")["total_embeddings"] == 3  # indexed on create
     res = server.call("blocks/delete", {"block_id": a})
     assert res["deleted"] and res["relationships_removed"] == 2 and res["embeddings_removed"] == 1
     stats = server.call("memory/stats")
-    assert stats["total_relationships"] == 1 and stats["total_embeddings"] == 0
+    assert stats["total_relationships"] == 1 and stats["total_embeddings"] == 2
     assert server.call("blocks/delete", {"block_id": a})["deleted"] is False
     assert server.error("blocks/get", {"block_id": a}).code == -32004
 

@@ -10,6 +10,7 @@ import apsw
 import msgspec
 
 from reos_memory.errors import Conflict, InvalidInput, NotFound
+from reos_memory.graph.indexing import Indexer
 from reos_memory.models import (
     MAX_PROPERTIES_BYTES,
     Block,
@@ -80,11 +81,18 @@ def create_block(
     position: int | None = None,
     properties: dict[str, Any] | None = None,
     id: str | None = None,
+    index: bool = True,
+    indexer: Indexer | None = None,
 ) -> Block:
-    """Store a new block; a client-chosen id that exists already is a conflict, never a replace."""
+    """Store a new block; a client-chosen id that exists already is a conflict, never a replace.
+
+    With an indexer, the text is embedded first and stored with the block in one transaction.
+    """
     spans = _spans(content, rich_text)
     props = properties or {}
     _check_properties(props)
+    text = spans_text(spans)
+    prepared = indexer.prepare(text) if indexer is not None and index else None
 
     def tx(conn: apsw.Connection) -> Block:
         if id is not None and sql.block_exists(conn, id):
@@ -107,6 +115,8 @@ def create_block(
             updated_at=now,
         )
         sql.insert_block(conn, block)
+        if indexer is not None:
+            indexer.write(conn, block.id, text, prepared)
         return block
 
     return db.write(tx)
@@ -193,6 +203,8 @@ def update_block(
     parent_id: Any = _UNSET,
     page_id: Any = _UNSET,
     position: Any = _UNSET,
+    index: bool = True,
+    indexer: Indexer | None = None,
 ) -> Block:
     """Change the given fields only.
 
@@ -203,6 +215,13 @@ def update_block(
     """
     if content is not _UNSET and rich_text is not _UNSET:
         raise InvalidInput("rich_text", "give either content or rich_text, not both")
+    new_spans: list[RichTextSpan] | None = None
+    if content is not _UNSET:
+        new_spans = [RichTextSpan(content=content)] if content else []
+    elif rich_text is not _UNSET:
+        new_spans = rich_text
+    new_text = spans_text(new_spans) if new_spans is not None else None
+    prepared = indexer.prepare(new_text) if indexer is not None and index and new_text else None
 
     def tx(conn: apsw.Connection) -> Block:
         block = _require_block(conn, block_id, "block_id")
@@ -216,10 +235,8 @@ def update_block(
             )
         if type is not _UNSET:
             block.type = type
-        if content is not _UNSET:
-            block.rich_text = [RichTextSpan(content=content)] if content else []
-        if rich_text is not _UNSET:
-            block.rich_text = rich_text
+        if new_spans is not None:
+            block.rich_text = new_spans
         block.content = spans_text(block.rich_text)
         if properties is not _UNSET:
             if replace_properties:
@@ -248,6 +265,8 @@ def update_block(
         block.version += 1
         block.updated_at = now_iso()
         sql.replace_block(conn, block)
+        if indexer is not None and new_text is not None:
+            indexer.write(conn, block.id, new_text, prepared)
         return block
 
     return db.write(tx)

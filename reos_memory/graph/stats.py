@@ -38,6 +38,12 @@ def graph_stats(db: Database, *, act_id: str | None = None) -> GraphStats:
             args,
         )[0]
         total = sum(by_type.values())
+        empty = fetch(
+            conn,
+            "SELECT count(*) FROM blocks b WHERE b.content = ''"
+            + act_filter.replace("WHERE", "AND"),
+            args,
+        )[0][0]
         return GraphStats(
             total_blocks=total,
             blocks_by_type=by_type,
@@ -46,7 +52,7 @@ def graph_stats(db: Database, *, act_id: str | None = None) -> GraphStats:
             relationships_by_source=rel_by_source,
             total_embeddings=emb,
             stale_embeddings=stale,
-            unindexed_blocks=total - emb,
+            unindexed_blocks=total - empty - emb,
         )
 
     return db.read(tx)

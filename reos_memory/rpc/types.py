@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
@@ -69,6 +69,7 @@ class BlockCreateParams(Params):
     position: Position | None = None
     properties: dict[str, Any] | None = None
     id: Ident | None = None
+    index: bool = True
 
 
 class BlockResult(Struct, kw_only=True):
@@ -105,6 +106,7 @@ class BlockUpdateParams(Params):
     parent_id: Ident | UnsetType | None = UNSET
     page_id: Ident | UnsetType | None = UNSET
     position: Position | UnsetType = UNSET
+    index: bool = True
 
 
 class BlockDeleteParams(Params):
@@ -212,6 +214,9 @@ class EmbedderStatus(Struct, kw_only=True):
     model_id: str | None = None
     dimensions: int | None = None
     detail: str | None = None
+    load_seconds: float | None = None
+    database_model_id: str | None = None
+    vector_search: str | None = None
 
 
 class StatsResult(Struct, kw_only=True):
@@ -227,3 +232,106 @@ class StatsResult(Struct, kw_only=True):
     embedder: EmbedderStatus
     database: str
     inflight_requests: int
+
+
+# -- index -------------------------------------------------------------------------------------
+
+
+class IndexBlockParams(Params):
+    block_id: Ident
+
+
+class IndexBlockResult(Struct, kw_only=True):
+    indexed: bool
+    block_id: str
+    reason: str | None = None
+
+
+class IndexBatchParams(Params):
+    block_ids: Annotated[list[Ident], Meta(max_length=1_000_000)] | None = None
+    act_id: Ident | None = None
+    progress_token: ProgressToken = None
+
+
+class IndexFailure(Struct, kw_only=True):
+    block_id: str
+    reason: str
+
+
+class IndexBatchResult(Struct, kw_only=True):
+    indexed: int
+    failed: int
+    skipped: int
+    total: int
+    failures: list[IndexFailure]
+
+
+class IndexRemoveParams(Params):
+    block_id: Ident
+
+
+class IndexRemoveResult(Struct, kw_only=True):
+    removed: bool
+    block_id: str
+
+
+# -- search ------------------------------------------------------------------------------------
+
+
+class SearchParams(Params):
+    query: Annotated[str, Meta(min_length=1, max_length=10_000)]
+    act_id: Ident | None = None
+    max_results: Annotated[int, Meta(ge=1, le=200)] = 20
+    include_graph: bool = True
+    mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
+    min_similarity: Annotated[float, Meta(ge=-1.0, le=1.0)] = 0.2
+    graph_depth: Annotated[int, Meta(ge=1, le=3)] = 2
+    candidates: Annotated[int, Meta(ge=1, le=2000)] = 100
+    recency_weight: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.0
+    recency_half_life_days: Annotated[float, Meta(gt=0.0, le=36500.0)] = 30.0
+    type_weights: dict[BlockType, Annotated[float, Meta(ge=0.0, le=10.0)]] | None = None
+
+
+class ScoreBreakdown(Struct, kw_only=True):
+    vector_similarity: float | None = None
+    vector_rank: int | None = None
+    keyword_bm25: float | None = None
+    keyword_rank: int | None = None
+    fusion: float | None = None
+    graph: float | None = None
+    type_weight: float | None = None
+    source_bonus: float | None = None
+    recency: float | None = None
+    correction_penalty: float | None = None
+    final: float | None = None
+
+
+class SearchMatch(Struct, kw_only=True, omit_defaults=True):
+    block_id: str
+    block_type: str
+    act_id: str
+    content: str
+    score: float
+    source: Literal["semantic", "keyword", "graph", "both"]
+    relationship_chain: list[str]
+    via: list[str]
+    score_breakdown: ScoreBreakdown
+    properties: dict[str, Any]
+    reached_from: str | None = None
+    superseded_by: str | None = None
+
+
+class SearchStats(Struct, kw_only=True, omit_defaults=True):
+    total_semantic: int
+    total_keyword: int
+    total_graph: int
+    returned: int
+    semantic_available: bool
+    semantic_unavailable_reason: str | None = None
+
+
+class SearchResult(Struct, kw_only=True):
+    query: str
+    matches: list[SearchMatch]
+    stats: SearchStats
+    markdown: str

@@ -71,7 +71,7 @@ class Database:
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
-        self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchall())
+        self.retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchall())
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute(f"PRAGMA cache_size = -{int(self.cache_kib)}")
@@ -93,14 +93,14 @@ class Database:
     def write(self, fn: Callable[[apsw.Connection], T]) -> T:
         """Run `fn(conn)` in one BEGIN IMMEDIATE transaction; all of it commits or none does."""
         conn = self.conn()
-        self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+        self.retry(lambda: conn.execute("BEGIN IMMEDIATE"))
         try:
             result = fn(conn)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         try:
-            self._retry(lambda: conn.execute("COMMIT"))
+            self.retry(lambda: conn.execute("COMMIT"))
         except BaseException:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")
@@ -112,11 +112,11 @@ class Database:
         conn = self.conn()
         conn.execute("BEGIN")
         try:
-            return self._retry(lambda: fn(conn))
+            return self.retry(lambda: fn(conn))
         finally:
             conn.execute("COMMIT")
 
-    def _retry(self, op: Callable[[], T]) -> T:
+    def retry(self, op: Callable[[], T]) -> T:
         """Retry `op` while another process holds the lock, up to `lock_wait_s` in all.
 
         busy_timeout already waits inside SQLite; this outer loop covers the cases it does not

@@ -129,19 +129,31 @@ def _check_and_pending(conn: apsw.Connection, known: dict[int, Migration]) -> li
     return [m for v, m in sorted(known.items()) if v not in applied]
 
 
+# Tables whose rows are the user's memories; a database with none of them needs no backup.
+USER_TABLES = ("blocks", "block_relationships", "memories", "episodes")
+
+
 def _has_user_data(db: Database) -> bool:
-    rows = db.read(
-        lambda c: c.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
-        ).fetchall()
-    )
-    return bool(rows)
+    def check(conn: apsw.Connection) -> bool:
+        existing = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return any(
+            conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchall()
+            for t in USER_TABLES
+            if t in existing
+        )
+
+    return db.read(check)
 
 
 def _backup(db: Database, target: str) -> None:
-    dest = apsw.Connection(target)
-    try:
-        with dest.backup("main", db.conn(), "main") as b:
-            b.step(-1)
-    finally:
-        dest.close()
+    """Copy the whole database to `target`, retrying while another process holds a lock."""
+
+    def copy() -> None:
+        dest = apsw.Connection(target)
+        try:
+            with dest.backup("main", db.conn(), "main") as b:
+                b.step(-1)
+        finally:
+            dest.close()
+
+    db.retry(copy)

@@ -23,9 +23,10 @@ def create(ctx: RequestContext, p: t.BlockCreateParams) -> t.BlockResult:
     """Create a block from `content` (plain text) or `rich_text` spans.
 
     `id` may be chosen by the client (an existing id is a conflict, never a replace); position
-    defaults to after the last sibling. A parent must exist and be in the same act.
+    defaults to after the last sibling. A parent must exist and be in the same act. The block is
+    embedded for semantic search before the reply (pass `index: false` to skip).
     """
-    return t.BlockResult(block=svc.create_block(ctx.app.db, **asdict(p)))
+    return t.BlockResult(block=svc.create_block(ctx.app.db, indexer=ctx.app.indexer, **asdict(p)))
 
 
 @method("blocks/get", params=t.BlockGetParams, result=t.BlockResult, errors=[-32004])
@@ -59,7 +60,7 @@ def update(ctx: RequestContext, p: t.BlockUpdateParams) -> t.BlockResult:
     Pass `expected_version` (the `version` you read) to get -32009 instead of overwriting a
     change made by someone else meanwhile.
     """
-    return t.BlockResult(block=svc.update_block(ctx.app.db, **asdict(p)))
+    return t.BlockResult(block=svc.update_block(ctx.app.db, indexer=ctx.app.indexer, **asdict(p)))
 
 
 @method(

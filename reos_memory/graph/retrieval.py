@@ -1,0 +1,423 @@
+"""Three-stage retrieval (seed 004): semantic + keyword, graph expansion, rank & merge.
+
+Stage 1 finds candidates by vector KNN and by FTS5 BM25, scores every candidate on both signals
+and fuses the two rankings by reciprocal rank fusion. Stage 2 follows typed edges out of the best
+candidates (and back from any block that corrects or supersedes one), weighting by edge
+confidence and type. Stage 3 applies the block-type weight, the source bonus
+(both > semantic > graph), optional recency, and ranks a corrected or superseded block below its
+replacement. Every match carries the numbers behind its score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import apsw
+
+from reos_memory.errors import EmbedderUnavailable
+from reos_memory.graph.indexing import Indexer
+from reos_memory.store import Database, fetch
+from reos_memory.store import blocks as block_sql
+from reos_memory.store import vectors as vec_sql
+from reos_memory.store.relationships import edges_from
+
+RRF_K = 60
+
+# How much an edge of each type carries relevance from a block to its neighbour.
+EDGE_PRIORITY = {
+    "references": 1.0,
+    "follows_from": 1.0,
+    "supports": 1.0,
+    "corrects": 1.0,
+    "supersedes": 1.0,
+    "elaborates": 0.85,
+    "derived_from": 0.85,
+    "caused_by": 0.8,
+    "causes": 0.8,
+    "similar_to": 0.75,
+    "related_to": 0.7,
+    "contradicts": 0.7,
+    "preceded_by": 0.6,
+    "responds_to": 0.6,
+}
+REPLACES = ("corrects", "supersedes")
+DEFAULT_TYPE_WEIGHTS = {
+    "reasoning_chain": 1.0,
+    "knowledge_fact": 1.0,
+    "document_chunk": 0.95,
+    "user_prompt": 0.9,
+    "paragraph": 0.9,
+}
+DEFAULT_TYPE_WEIGHT = 0.9
+SOURCE_BONUS = {"both": 1.15, "semantic": 1.0, "keyword": 1.0, "graph": 0.85}
+HOP_DECAY = 0.7
+CORRECTION_FACTOR = 0.8
+
+
+@dataclass
+class Candidate:
+    block_id: str
+    cos: float | None = None
+    bm25: float | None = None
+    vec_rank: int | None = None
+    kw_rank: int | None = None
+    found_by_vector: bool = False
+    found_by_keyword: bool = False
+    stage1: float = 0.0
+    graph: float = 0.0
+    chain: list[str] = field(default_factory=list)
+    reached_from: str | None = None
+    superseded_by: str | None = None
+    final: float = 0.0
+    breakdown: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def in_stage1(self) -> bool:
+        return self.found_by_vector or self.found_by_keyword
+
+    @property
+    def source(self) -> str:
+        if self.in_stage1 and self.graph > 0:
+            return "both"
+        if self.found_by_vector:
+            return "semantic"
+        if self.found_by_keyword:
+            return "keyword"
+        return "graph"
+
+
+@dataclass
+class SearchOutcome:
+    query: str
+    matches: list[dict[str, Any]]
+    stats: dict[str, Any]
+    markdown: str
+
+
+def search(
+    db: Database,
+    indexer: Indexer,
+    *,
+    query: str,
+    act_id: str | None = None,
+    max_results: int = 20,
+    include_graph: bool = True,
+    mode: str = "hybrid",
+    min_similarity: float = 0.2,
+    graph_depth: int = 2,
+    candidates: int = 100,
+    recency_weight: float = 0.0,
+    recency_half_life_days: float = 30.0,
+    type_weights: dict[str, float] | None = None,
+) -> SearchOutcome:
+    """Run the three stages and render the result as seed 004's "Relevant Memory" markdown."""
+    k = max(candidates, max_results)
+    cands: dict[str, Candidate] = {}
+    semantic_reason: str | None = None
+    qvec = None
+
+    # -- stage 1: vector + keyword ------------------------------------------------------------
+    if mode in ("hybrid", "vector"):
+        emb, semantic_reason = indexer.usable_model()
+        if emb is not None:
+            try:
+                qvec = indexer.embeddings.embed([query])[0]
+            except EmbedderUnavailable as exc:
+                semantic_reason = exc.message
+        if qvec is not None:
+            for bid, cos in indexer.knn(qvec, k, act_id):
+                if cos >= min_similarity:
+                    c = cands.setdefault(bid, Candidate(bid))
+                    c.cos, c.found_by_vector = cos, True
+    else:
+        semantic_reason = "mode=keyword"
+    match = vec_sql.fts_query(query) if mode in ("hybrid", "keyword") else None
+    if match is not None:
+        for bid, score in db.read(lambda c: vec_sql.keyword_search(c, match, k, act_id)):
+            cand = cands.setdefault(bid, Candidate(bid))
+            cand.bm25, cand.found_by_keyword = score, True
+    # Score every candidate on both signals, so fusion compares complete rankings.
+    if qvec is not None:
+        missing = [c.block_id for c in cands.values() if c.cos is None]
+        for bid, cos in indexer.similarities(qvec, missing).items():
+            cands[bid].cos = cos
+    if match is not None:
+        missing = [c.block_id for c in cands.values() if c.bm25 is None]
+        for bid, score in db.read(lambda c: vec_sql.keyword_scores(c, match, missing)).items():
+            cands[bid].bm25 = score
+    _fuse(cands.values(), use_vec=qvec is not None, use_kw=match is not None)
+    total_vector = sum(c.found_by_vector for c in cands.values())
+    total_keyword = sum(c.found_by_keyword and not c.found_by_vector for c in cands.values())
+
+    # -- stage 2: graph expansion --------------------------------------------------------------
+    seeds = sorted(cands.values(), key=lambda c: -c.stage1)[:max_results]
+    total_graph = 0
+    if include_graph and seeds:
+        total_graph = db.read(lambda conn: _expand(conn, seeds, cands, graph_depth, act_id))
+
+    # -- stage 3: rank & merge -----------------------------------------------------------------
+    if not cands:
+        return _outcome(
+            query, [], {}, total_vector, total_keyword, 0, semantic_reason, qvec is not None
+        )
+    blocks = db.read(
+        lambda conn: {b.id: b for b in (block_sql.get_block(conn, i) for i in cands) if b}
+    )
+    replaced = db.read(lambda conn: _replacements(conn, list(blocks)))
+    weights = {**DEFAULT_TYPE_WEIGHTS, **(type_weights or {})}
+    now = datetime.now(UTC)
+    for c in list(cands.values()):
+        block = blocks.get(c.block_id)
+        if block is None:
+            del cands[c.block_id]
+            continue
+        base = max(c.stage1, c.graph)
+        tw = weights.get(block.type, DEFAULT_TYPE_WEIGHT)
+        bonus = SOURCE_BONUS[c.source]
+        recency = 1.0
+        if recency_weight > 0:
+            age_days = max(0.0, (now - _parse_ts(block.updated_at)).total_seconds() / 86400)
+            recency = (
+                1.0
+                - recency_weight
+                + recency_weight * math.exp(-age_days * math.log(2) / recency_half_life_days)
+            )
+        c.final = min(1.0, base * tw * bonus * recency)
+        c.breakdown.update(
+            type_weight=tw, source_bonus=bonus, recency=round(recency, 4), graph=round(c.graph, 4)
+        )
+    # A corrected or superseded block ranks below what replaces it (twice: chains of replacements).
+    for _ in range(2):
+        for old_id, new_ids in replaced.items():
+            old = cands.get(old_id)
+            live = [cands[n] for n in new_ids if n in cands]
+            if old is None:
+                continue
+            ceiling = max((n.final for n in live), default=None)
+            penalised = old.final * CORRECTION_FACTOR
+            if ceiling is not None:
+                penalised = min(penalised, ceiling * CORRECTION_FACTOR)
+            if penalised < old.final:
+                old.final = penalised
+                old.breakdown["correction_penalty"] = CORRECTION_FACTOR
+            old.superseded_by = live[0].block_id if live else new_ids[0]
+    ranked = sorted(cands.values(), key=lambda c: (-c.final, c.block_id))[:max_results]
+    matches = [_match(c, blocks[c.block_id]) for c in ranked]
+    return _outcome(
+        query,
+        matches,
+        blocks,
+        total_vector,
+        total_keyword,
+        total_graph,
+        semantic_reason,
+        qvec is not None,
+    )
+
+
+def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> None:
+    items = list(cands)
+    if use_vec:
+        for rank, c in enumerate(
+            sorted((c for c in items if c.cos is not None), key=lambda c: -c.cos), 1
+        ):  # type: ignore[arg-type,operator]
+            c.vec_rank = rank
+    if use_kw:
+        for rank, c in enumerate(
+            sorted((c for c in items if c.bm25 is not None), key=lambda c: -c.bm25), 1
+        ):  # type: ignore[arg-type,operator]
+            c.kw_rank = rank
+    lists = int(use_vec) + int(use_kw)
+    best = lists / (RRF_K + 1) if lists else 1.0
+    for c in items:
+        rrf = 0.0
+        if c.vec_rank is not None:
+            rrf += 1.0 / (RRF_K + c.vec_rank)
+        if c.kw_rank is not None:
+            rrf += 1.0 / (RRF_K + c.kw_rank)
+        c.stage1 = rrf / best
+        c.breakdown.update(
+            vector_similarity=None if c.cos is None else round(c.cos, 4),
+            vector_rank=c.vec_rank,
+            keyword_bm25=None if c.bm25 is None else round(c.bm25, 4),
+            keyword_rank=c.kw_rank,
+            fusion=round(c.stage1, 4),
+        )
+
+
+def _expand(
+    conn: apsw.Connection,
+    seeds: list[Candidate],
+    cands: dict[str, Candidate],
+    depth: int,
+    act_id: str | None,
+) -> int:
+    """Follow outgoing edges (and incoming corrects/supersedes) from the seeds; returns blocks reached."""
+    reached = 0
+    frontier: list[tuple[str, float, list[str], str]] = [
+        (s.block_id, s.stage1, [], s.block_id) for s in seeds
+    ]
+    seen = {s.block_id for s in seeds}
+    for d in range(1, depth + 1):
+        if not frontier:
+            break
+        score_of = {bid: (score, chain, origin) for bid, score, chain, origin in frontier}
+        ids = list(score_of)
+        out_rows = edges_from(conn, ids, "outgoing", None)
+        # the block that corrects or supersedes a seed is what the agent should see
+        in_rows = edges_from(conn, ids, "incoming", REPLACES) if d == 1 else []
+        nxt: dict[str, tuple[float, list[str], str]] = {}
+        for rows, outgoing in ((out_rows, True), (in_rows, False)):
+            for _eid, src, tgt, rtype, conf in rows:
+                here, there = (src, tgt) if outgoing else (tgt, src)
+                parent_score, chain, origin = score_of[here]
+                weight = (1.0 if conf is None else conf) * EDGE_PRIORITY.get(rtype, 0.6)
+                score = parent_score * weight * (HOP_DECAY ** (d - 1))
+                label = rtype if outgoing else f"{rtype} (incoming)"
+                prev = nxt.get(there)
+                if prev is None or score > prev[0]:
+                    nxt[there] = (score, [*chain, label], origin)
+        if act_id is not None and nxt:
+            acts = dict(
+                fetch(
+                    conn,
+                    "SELECT id, act_id FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
+                    (vec_sql._encoder.encode(list(nxt)).decode(),),
+                )
+            )
+            nxt = {b: v for b, v in nxt.items() if acts.get(b) == act_id}
+        frontier = []
+        for bid, (score, chain, origin) in nxt.items():
+            c = cands.setdefault(bid, Candidate(bid))
+            if score > c.graph:
+                if c.graph == 0 and not c.in_stage1:
+                    reached += 1
+                c.graph, c.chain, c.reached_from = score, chain, origin
+            if bid not in seen:
+                seen.add(bid)
+                frontier.append((bid, score, chain, origin))
+    return reached
+
+
+def _replacements(conn: apsw.Connection, block_ids: list[str]) -> dict[str, list[str]]:
+    """old block -> blocks that correct or supersede it (among all blocks)."""
+    out: dict[str, list[str]] = {}
+    for _eid, src, tgt, _t, _c in edges_from(conn, block_ids, "incoming", REPLACES):
+        out.setdefault(tgt, []).append(src)
+    return out
+
+
+def _parse_ts(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+def _match(c: Candidate, block: Any) -> dict[str, Any]:
+    c.breakdown["final"] = round(c.final, 4)
+    m = {
+        "block_id": c.block_id,
+        "block_type": block.type,
+        "act_id": block.act_id,
+        "content": block.content,
+        "score": round(c.final, 4),
+        "source": c.source,
+        "relationship_chain": c.chain,
+        "via": [
+            v
+            for v, on in (
+                ("vector", c.found_by_vector),
+                ("keyword", c.found_by_keyword),
+                ("graph", c.graph > 0),
+            )
+            if on
+        ],
+        "score_breakdown": c.breakdown,
+        "properties": block.properties,
+    }
+    if c.reached_from and c.reached_from != c.block_id and c.graph > 0:
+        m["reached_from"] = c.reached_from
+    if c.superseded_by:
+        m["superseded_by"] = c.superseded_by
+    return m
+
+
+def _outcome(
+    query: str,
+    matches: list[dict[str, Any]],
+    blocks: dict[str, Any],
+    total_vector: int,
+    total_keyword: int,
+    total_graph: int,
+    semantic_reason: str | None,
+    semantic_used: bool,
+) -> SearchOutcome:
+    stats: dict[str, Any] = {
+        "total_semantic": total_vector,
+        "total_keyword": total_keyword,
+        "total_graph": total_graph,
+        "returned": len(matches),
+        "semantic_available": semantic_used,
+    }
+    if semantic_reason and not semantic_used:
+        stats["semantic_unavailable_reason"] = semantic_reason
+    return SearchOutcome(
+        query=query, matches=matches, stats=stats, markdown=render_markdown(matches)
+    )
+
+
+def _bar(score: float) -> str:
+    return "█" * max(1, min(5, round(score * 5)))
+
+
+def _cite(m: dict[str, Any]) -> str:
+    props = m.get("properties") or {}
+    name = props.get("source_document_name") or props.get("filename")
+    if m["block_type"] != "document_chunk" or not name:
+        return ""
+    page = props.get("page_number")
+    return f" | Source: {name}" + (f" (page {page})" if page else "")
+
+
+def render_markdown(matches: list[dict[str, Any]], max_chars: int = 1500) -> str:
+    """Seed 004's "Relevant Memory" section for an agent's prompt ('' when nothing matched)."""
+    if not matches:
+        return ""
+    counts = {"semantic": 0, "keyword": 0, "graph": 0}
+    for m in matches:
+        counts[
+            "graph"
+            if m["source"] == "graph"
+            else ("keyword" if m["source"] == "keyword" else "semantic")
+        ] += 1
+    parts = [f"{counts['semantic']} semantic"]
+    if counts["keyword"]:
+        parts.append(f"{counts['keyword']} keyword")
+    parts.append(f"{counts['graph']} via relationships")
+    noun = "memory" if len(matches) == 1 else "memories"
+    lines = [
+        "## Relevant Memory",
+        "",
+        f"*Retrieved {len(matches)} relevant {noun} ({', '.join(parts)})*",
+        "",
+    ]
+    number = {m["block_id"]: i for i, m in enumerate(matches, 1)}
+    for i, m in enumerate(matches, 1):
+        text = m["content"].strip()
+        if len(text) > max_chars:
+            text = text[: max_chars - 1].rstrip() + "…"
+        lines.append(f"### Memory #{i} [{_bar(m['score'])}] ({m['source']})")
+        lines.append(f"*Type: {m['block_type']} | Score: {m['score']:.2f}{_cite(m)}*")
+        lines.append("")
+        lines.append(text)
+        lines.append("")
+        if m["relationship_chain"]:
+            lines.append("*Connected via: " + " → ".join(m["relationship_chain"]) + "*")
+            lines.append("")
+        if m.get("superseded_by"):
+            by = number.get(m["superseded_by"])
+            lines.append(f"*Superseded by {'Memory #' + str(by) if by else m['superseded_by']}*")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,286 @@
+"""SQL for embeddings: block_embeddings rows, the sqlite-vec vec0 index, model identity, BM25."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apsw
+import msgspec
+
+from reos_memory.store.connection import fetch, scalar
+
+VEC_TABLE = "block_vectors"
+_encoder = msgspec.json.Encoder()
+
+# -- model identity ---------------------------------------------------------------------------
+
+
+def get_meta(conn: apsw.Connection) -> dict[str, str]:
+    return {k: v for k, v in fetch(conn, "SELECT key, value FROM embedding_meta")}
+
+
+def set_meta(conn: apsw.Connection, **values: Any) -> None:
+    for key, value in values.items():
+        conn.execute(
+            "INSERT INTO embedding_meta(key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, str(value)),
+        )
+
+
+def recorded_model(conn: apsw.Connection) -> str | None:
+    return scalar(conn, "SELECT value FROM embedding_meta WHERE key = 'model_id'")
+
+
+# -- the vec0 table ---------------------------------------------------------------------------
+
+
+def ensure_vector_table(conn: apsw.Connection, dims: int) -> bool:
+    """Create (or re-create for new dimensions) the vec0 index and its sync triggers.
+
+    Returns True when the table was (re)built. Call inside a write transaction.
+    """
+    have = scalar(conn, "SELECT value FROM embedding_meta WHERE key = 'vector_table_dimensions'")
+    exists = scalar(conn, "SELECT 1 FROM sqlite_master WHERE name = ?", (VEC_TABLE,))
+    if exists and have == str(dims):
+        return False
+    for trig in ("block_vectors_insert", "block_vectors_update", "block_vectors_delete"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {trig}")
+    conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0("
+        f"block_id TEXT PRIMARY KEY, act_id TEXT, embedding float[{int(dims)}])"
+    )
+    act = "(SELECT act_id FROM blocks WHERE id = new.block_id)"
+    conn.execute(
+        f"CREATE TRIGGER block_vectors_insert AFTER INSERT ON block_embeddings BEGIN"
+        f" INSERT INTO {VEC_TABLE}(block_id, act_id, embedding) VALUES (new.block_id, {act}, new.embedding);"
+        f" END"
+    )
+    conn.execute(
+        f"CREATE TRIGGER block_vectors_update AFTER UPDATE OF embedding ON block_embeddings BEGIN"
+        f" DELETE FROM {VEC_TABLE} WHERE block_id = old.block_id;"
+        f" INSERT INTO {VEC_TABLE}(block_id, act_id, embedding) VALUES (new.block_id, {act}, new.embedding);"
+        f" END"
+    )
+    conn.execute(
+        f"CREATE TRIGGER block_vectors_delete AFTER DELETE ON block_embeddings BEGIN"
+        f" DELETE FROM {VEC_TABLE} WHERE block_id = old.block_id; END"
+    )
+    conn.execute(
+        f"INSERT INTO {VEC_TABLE}(block_id, act_id, embedding)"
+        " SELECT e.block_id, b.act_id, e.embedding FROM block_embeddings e JOIN blocks b ON b.id = e.block_id"
+        f" WHERE length(e.embedding) = {4 * int(dims)}"
+    )
+    set_meta(conn, vector_table_dimensions=dims)
+    return True
+
+
+def knn_sqlite(
+    conn: apsw.Connection, query_blob: bytes, k: int, act_id: str | None
+) -> list[tuple[str, float]]:
+    """Top-k (block_id, L2 distance) from the vec0 index (brute force inside SQLite)."""
+    if act_id is None:
+        rows = fetch(
+            conn,
+            f"SELECT block_id, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ?",
+            (query_blob, k),
+        )
+    else:
+        rows = fetch(
+            conn,
+            f"SELECT block_id, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? AND act_id = ?",
+            (query_blob, k, act_id),
+        )
+    return [(r[0], float(r[1])) for r in rows]
+
+
+# -- block_embeddings -------------------------------------------------------------------------
+
+
+def upsert_embedding(
+    conn: apsw.Connection, block_id: str, blob: bytes, model_id: str, content_hash: str, now: str
+) -> None:
+    conn.execute(
+        "INSERT INTO block_embeddings(block_id, embedding, embedding_model, content_hash, created_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT(block_id) DO UPDATE SET embedding = excluded.embedding,"
+        " embedding_model = excluded.embedding_model, content_hash = excluded.content_hash,"
+        " created_at = excluded.created_at",
+        (block_id, blob, model_id, content_hash, now),
+    )
+
+
+def delete_embedding(conn: apsw.Connection, block_id: str) -> bool:
+    conn.execute("DELETE FROM block_embeddings WHERE block_id = ?", (block_id,))
+    return conn.changes() > 0
+
+
+def delete_all_embeddings(conn: apsw.Connection) -> int:
+    conn.execute("DELETE FROM block_embeddings")
+    return conn.changes()
+
+
+def blocks_needing_index(
+    conn: apsw.Connection, act_id: str | None, limit: int, after_rowid: int = 0
+) -> list[tuple[int, str]]:
+    """(rowid, id) of blocks with no embedding or a stale one, in rowid order."""
+    sql = (
+        "SELECT b.rowid, b.id FROM blocks b LEFT JOIN block_embeddings e ON e.block_id = b.id"
+        " WHERE b.rowid > ? AND (e.block_id IS NULL OR e.content_hash != b.content_hash)"
+    )
+    args: list[Any] = [after_rowid]
+    if act_id is not None:
+        sql += " AND b.act_id = ?"
+        args.append(act_id)
+    sql += " ORDER BY b.rowid LIMIT ?"
+    args.append(limit)
+    return [(r[0], r[1]) for r in fetch(conn, sql, args)]
+
+
+def texts_for(conn: apsw.Connection, block_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """block_id -> (content, content_hash) for those that exist."""
+    rows = fetch(
+        conn,
+        "SELECT id, content, content_hash FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
+        (_encoder.encode(list(block_ids)).decode(),),
+    )
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def embedding_rows(
+    conn: apsw.Connection, block_ids: Iterable[str] | None = None
+) -> list[tuple[str, str, bytes]]:
+    """(block_id, act_id, embedding blob) for the given blocks, or for all."""
+    base = "SELECT e.block_id, b.act_id, e.embedding FROM block_embeddings e JOIN blocks b ON b.id = e.block_id"
+    if block_ids is None:
+        return fetch(conn, base)
+    return fetch(
+        conn,
+        base + " WHERE e.block_id IN (SELECT value FROM json_each(?))",
+        (_encoder.encode(list(block_ids)).decode(),),
+    )
+
+
+def change_seq(conn: apsw.Connection) -> int:
+    """The newest embedding change number (0 when none was ever made)."""
+    return int(
+        scalar(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'embedding_changes'") or 0
+    )
+
+
+def changes_since(conn: apsw.Connection, seq: int) -> tuple[int | None, list[str]]:
+    """(oldest seq still logged, distinct block ids changed after `seq`)."""
+    oldest = scalar(conn, "SELECT min(seq) FROM embedding_changes")
+    ids = [
+        r[0]
+        for r in fetch(
+            conn, "SELECT DISTINCT block_id FROM embedding_changes WHERE seq > ?", (seq,)
+        )
+    ]
+    return (int(oldest) if oldest is not None else None), ids
+
+
+def prune_changes(conn: apsw.Connection, keep: int = 100_000) -> None:
+    """Forget all but the newest `keep` changes (a reader that far behind reloads fully)."""
+    conn.execute(
+        "DELETE FROM embedding_changes WHERE seq <= (SELECT max(seq) FROM embedding_changes) - ?",
+        (keep,),
+    )
+
+
+# -- keyword search ---------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "should",
+        "would",
+        "you",
+        "your",
+    ]
+)
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 query OR-ing the text's words (quoted, so user text can never be FTS syntax)."""
+    words: list[str] = []
+    for w in _TOKEN.findall(text.lower()):
+        if w not in STOPWORDS and w not in words:
+            words.append(w)
+    if not words:
+        words = list(dict.fromkeys(_TOKEN.findall(text.lower())))
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])
+
+
+def keyword_search(
+    conn: apsw.Connection, match: str, k: int, act_id: str | None
+) -> list[tuple[str, float]]:
+    """Top-k (block_id, BM25 score; higher is better)."""
+    sql = (
+        "SELECT b.id, -bm25(blocks_fts) FROM blocks_fts JOIN blocks b ON b.rowid = blocks_fts.rowid"
+        " WHERE blocks_fts MATCH ?"
+    )
+    args: list[Any] = [match]
+    if act_id is not None:
+        sql += " AND b.act_id = ?"
+        args.append(act_id)
+    sql += " ORDER BY bm25(blocks_fts) LIMIT ?"
+    args.append(k)
+    return [(r[0], float(r[1])) for r in fetch(conn, sql, args)]
+
+
+def keyword_scores(conn: apsw.Connection, match: str, block_ids: Sequence[str]) -> dict[str, float]:
+    """BM25 scores of specific blocks for the query (blocks matching no word are absent)."""
+    if not block_ids:
+        return {}
+    rows = fetch(
+        conn,
+        "SELECT b.id, -bm25(blocks_fts) FROM blocks_fts JOIN blocks b ON b.rowid = blocks_fts.rowid"
+        " WHERE blocks_fts MATCH ? AND b.id IN (SELECT value FROM json_each(?))",
+        (match, _encoder.encode(list(block_ids)).decode()),
+    )
+    return {r[0]: float(r[1]) for r in rows}
