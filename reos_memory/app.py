@@ -133,7 +133,7 @@ def _embedder_factory(config: Config) -> Any:
     if config.embedder == "hash":
         from reos_memory.embeddings.hashing import HashEmbedder
 
-        return HashEmbedder
+        return lambda: HashEmbedder(config.hash_dimensions)
     if config.embedder == "sentence-transformers":
 
         def make_st() -> Embedder:

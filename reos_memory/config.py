@@ -47,6 +47,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     embedder: Literal["onnx", "sentence-transformers", "hash", "none"] = "onnx"
     model_dir: str = ""
     onnx_threads: Annotated[int, Meta(ge=0, le=64)] = 0
+    hash_dimensions: Annotated[int, Meta(ge=16, le=4096)] = 384
     vector_search: Literal["memory", "sqlite"] = "memory"
     catch_up_indexing: bool = True
 

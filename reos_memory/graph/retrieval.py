@@ -221,15 +221,14 @@ def search(
 
 def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> None:
     items = list(cands)
+    # ties break by block id, so every index (memory or vec0) gives the same order
     if use_vec:
-        for rank, c in enumerate(
-            sorted((c for c in items if c.cos is not None), key=lambda c: -c.cos), 1
-        ):  # type: ignore[arg-type,operator]
+        scored = [c for c in items if c.cos is not None]
+        for rank, c in enumerate(sorted(scored, key=lambda c: (-(c.cos or 0.0), c.block_id)), 1):
             c.vec_rank = rank
     if use_kw:
-        for rank, c in enumerate(
-            sorted((c for c in items if c.bm25 is not None), key=lambda c: -c.bm25), 1
-        ):  # type: ignore[arg-type,operator]
+        scored = [c for c in items if c.bm25 is not None]
+        for rank, c in enumerate(sorted(scored, key=lambda c: (-(c.bm25 or 0.0), c.block_id)), 1):
             c.kw_rank = rank
     lists = int(use_vec) + int(use_kw)
     best = lists / (RRF_K + 1) if lists else 1.0

@@ -1,0 +1,297 @@
+"""memory/search and memory/index/* over real stdio, with the deterministic hash embedder."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import make_block
+from tests.rpc_client import Server
+
+pytestmark = pytest.mark.e2e
+
+
+def link(srv, a, b, t, conf=1.0):
+    srv.call(
+        "memory/relationships/create",
+        {"source_id": a, "target_id": b, "rel_type": t, "confidence": conf},
+    )
+
+
+def ids(result):
+    return [m["block_id"] for m in result["matches"]]
+
+
+def test_semantic_keyword_and_markdown(server):
+    auth = make_block(
+        server, "Authentication uses JWT tokens stored in an HttpOnly cookie", id="auth"
+    )
+    make_block(server, "The database runs on PostgreSQL 15 with nightly backups", id="db")
+    make_block(server, "Deploys go out every Tuesday after the standup", id="deploy")
+    res = server.call(
+        "memory/search", {"query": "how are authentication tokens stored?", "max_results": 3}
+    )
+    assert res["query"] == "how are authentication tokens stored?"
+    top = res["matches"][0]
+    assert (
+        top["block_id"] == auth and top["source"] == "semantic" and top["block_type"] == "paragraph"
+    )
+    assert set(top["via"]) == {"vector", "keyword"}
+    b = top["score_breakdown"]
+    assert b["vector_rank"] == 1 and b["keyword_rank"] == 1 and b["final"] == top["score"]
+    assert 0 < top["score"] <= 1
+    assert res["stats"]["semantic_available"] is True and res["stats"]["returned"] == len(
+        res["matches"]
+    )
+    md = res["markdown"]
+    assert md.startswith("## Relevant Memory\n\n*Retrieved ")
+    assert "### Memory #1 [" in md and "(semantic)" in md and "*Type: paragraph | Score: " in md
+    assert "Authentication uses JWT tokens" in md
+
+
+def test_graph_expansion_and_chain(server):
+    a = make_block(server, "Use httpx as the HTTP client because requests hit SSL errors", id="a")
+    b = make_block(server, "Retry policy: three attempts with exponential backoff", id="b")
+    c = make_block(server, "Timeouts are five seconds everywhere", id="c")
+    link(server, a, b, "references", 0.9)
+    link(server, b, c, "supports", 0.8)
+    res = server.call(
+        "memory/search", {"query": "which HTTP client should I use for SSL", "max_results": 10}
+    )
+    by = {m["block_id"]: m for m in res["matches"]}
+    assert res["matches"][0]["block_id"] == a
+    assert by[b]["source"] in ("graph", "both") and by[b]["relationship_chain"][0] == "references"
+    assert by[c]["relationship_chain"] == ["references", "supports"] and by[c]["reached_from"] == a
+    assert by[c]["score"] < by[b]["score"] < by[a]["score"]
+    assert "*Connected via: references → supports*" in res["markdown"]
+    plain = server.call(
+        "memory/search", {"query": "which HTTP client should I use for SSL", "include_graph": False}
+    )
+    assert c not in ids(plain)
+    depth1 = server.call(
+        "memory/search", {"query": "which HTTP client should I use for SSL", "graph_depth": 1}
+    )
+    assert c not in ids(depth1) or depth1["matches"][ids(depth1).index(c)]["source"] != "graph"
+
+
+def test_corrected_block_ranks_below_its_replacement(server):
+    old = make_block(server, "The API rate limit is 100 requests per minute", id="old")
+    new = make_block(server, "Correction: limits changed last month", id="new")
+    link(server, new, old, "corrects")
+    res = server.call("memory/search", {"query": "API rate limit requests per minute"})
+    order = ids(res)
+    assert order.index(new) < order.index(old)
+    by = {m["block_id"]: m for m in res["matches"]}
+    assert by[old]["superseded_by"] == new
+    assert by[old]["score_breakdown"]["correction_penalty"] is not None
+    assert "*Superseded by Memory #1*" in res["markdown"]
+    # without graph expansion the old block is still marked down
+    flat = server.call(
+        "memory/search", {"query": "API rate limit requests per minute", "include_graph": False}
+    )
+    flat_old = next(m for m in flat["matches"] if m["block_id"] == old)
+    assert flat_old["superseded_by"] == new
+    assert (
+        flat_old["score"]
+        < flat_old["score_breakdown"]["fusion"] * flat_old["score_breakdown"]["type_weight"]
+    )
+
+
+def test_act_filter_modes_and_limits(server):
+    make_block(server, "alpha project uses kafka streams", act_id="act-1", id="k1")
+    make_block(server, "beta project uses kafka connect", act_id="act-2", id="k2")
+    assert ids(server.call("memory/search", {"query": "kafka", "act_id": "act-2"})) == ["k2"]
+    assert set(ids(server.call("memory/search", {"query": "kafka"}))) == {"k1", "k2"}
+    kw = server.call("memory/search", {"query": "kafka", "mode": "keyword"})
+    assert kw["stats"]["semantic_available"] is False and all(
+        m["source"] == "keyword" for m in kw["matches"]
+    )
+    vec = server.call("memory/search", {"query": "kafka streams", "mode": "vector"})
+    assert (
+        all("keyword" not in m["via"] for m in vec["matches"])
+        and vec["matches"][0]["block_id"] == "k1"
+    )
+    assert len(server.call("memory/search", {"query": "kafka", "max_results": 1})["matches"]) == 1
+    assert server.call("memory/search", {"query": "zzzz qqqq"})["matches"] == []
+    assert server.call("memory/search", {"query": "zzzz qqqq"})["markdown"] == ""
+    # user text is never FTS syntax
+    for q in ['"unbalanced', "NEAR(a b)", "a* OR -b", "col:val", "^"]:
+        server.call("memory/search", {"query": q})
+    err = server.error("memory/search", {"query": ""})
+    assert err.code == -32602 and err.data["field"] == "$.query"
+    err = server.error("memory/search", {"query": "x", "mode": "psychic"})
+    assert "hybrid" in err.error["message"]
+
+
+def test_index_lifecycle_and_stale_detection(server):
+    a = make_block(server, "first text", id="a")
+    stats = server.call("memory/stats")
+    assert (
+        stats["total_embeddings"] == 1
+        and stats["stale_embeddings"] == 0
+        and stats["unindexed_blocks"] == 0
+    )
+    server.call("blocks/update", {"block_id": a, "content": "second text", "index": False})
+    assert server.call("memory/stats")["stale_embeddings"] == 1
+    assert server.call("memory/index/block", {"block_id": a}) == {
+        "indexed": True,
+        "block_id": a,
+        "reason": None,
+    }
+    assert server.call("memory/stats")["stale_embeddings"] == 0
+    server.call("blocks/update", {"block_id": a, "content": "third text"})  # re-embedded on update
+    assert server.call("memory/stats")["stale_embeddings"] == 0
+    assert server.call("memory/index/remove", {"block_id": a}) == {"removed": True, "block_id": a}
+    assert server.call("memory/stats")["unindexed_blocks"] == 1
+    assert server.call("memory/index/remove", {"block_id": a})["removed"] is False
+    assert server.error("memory/index/block", {"block_id": "ghost"}).code == -32004
+    empty = server.call("blocks/create", {"type": "divider", "act_id": "act-1"})["block"]["id"]
+    assert server.call("memory/index/block", {"block_id": empty})["reason"] == "empty_content"
+
+
+def test_index_batch_reports_progress_and_failures(server):
+    made = [
+        make_block(server, f"note number {i} about topic {i % 3}", index=False) for i in range(70)
+    ]
+    assert server.call("memory/stats")["unindexed_blocks"] == 70
+    rid = server.request(
+        "memory/index/batch", {"block_ids": [*made[:40], "ghost"], "progress_token": "tok"}
+    )
+    res = server.response(rid)["result"]
+    assert res["indexed"] == 40 and res["failed"] == 1 and res["total"] == 41
+    assert res["failures"] == [{"block_id": "ghost", "reason": "not_found"}]
+    progress = [n["params"] for n in server.notifications if n["method"] == "$/progress"]
+    assert progress and all(p["token"] == "tok" for p in progress)
+    assert progress[-1]["done"] == progress[-1]["total"] == 40
+    rest = server.call("memory/index/batch", {})
+    assert rest["indexed"] == 30
+    assert server.call("memory/stats")["unindexed_blocks"] == 0
+    assert server.call("memory/index/batch", {})["total"] == 0
+
+
+def test_without_a_model_keyword_and_graph_keep_working(db_path):
+    with Server(db_path, embedder="none") as srv:
+        a = make_block(srv, "kubernetes cluster upgrade checklist", id="a")
+        b = make_block(srv, "drain nodes one at a time", id="b")
+        link(srv, a, b, "references")
+        res = srv.call("memory/search", {"query": "kubernetes upgrade"})
+        assert res["stats"]["semantic_available"] is False
+        assert "no embedder" in res["stats"]["semantic_unavailable_reason"]
+        assert res["stats"]["total_semantic"] == 0
+        assert ids(res) == [a, b] and res["matches"][0]["source"] == "keyword"
+        assert res["matches"][1]["source"] == "graph"
+        emb = srv.call("memory/stats")["embedder"]
+        assert emb["status"] == "disabled" and emb["backend"] == "none"
+        err = srv.error("memory/index/batch", {})
+        assert err.code == -32010 and err.data["reason"] == "embedder_unavailable"
+        assert srv.call("memory/related", {"block_id": a})["visited_blocks"] == [a, b]
+
+
+def test_onnx_without_prepared_model_degrades_and_says_why(tmp_path):
+    with Server(
+        tmp_path / "m.db", embedder="onnx", env={"REOS_MEMORY_MODEL_DIR": str(tmp_path / "nowhere")}
+    ) as srv:
+        make_block(srv, "stored even without a model", id="x")
+        res = srv.call("memory/search", {"query": "stored model"})
+        assert ids(res) == ["x"] and "model prepare" in res["stats"]["semantic_unavailable_reason"]
+        emb = srv.call("memory/stats")["embedder"]
+        assert emb["status"] == "failed" and "model prepare" in emb["detail"]
+
+
+def test_vec0_and_memory_index_agree(tmp_path):
+    db = tmp_path / "m.db"
+    texts = [
+        f"memo {i}: the {w} service handles {v}"
+        for i, (w, v) in enumerate(
+            [
+                ("billing", "invoices"),
+                ("auth", "logins"),
+                ("search", "queries"),
+                ("email", "newsletters"),
+                ("billing", "refunds"),
+                ("auth", "passwords"),
+                ("upload", "images"),
+                ("chat", "messages"),
+            ]
+            * 5
+        )
+    ]
+    with Server(db) as srv:
+        for t in texts:
+            make_block(srv, t)
+    results = {}
+    for kind in ("memory", "sqlite"):
+        with Server(db, env={"REOS_MEMORY_VECTOR_SEARCH": kind}) as srv:
+            results[kind] = [
+                [
+                    (m["block_id"], round(m["score_breakdown"]["vector_similarity"], 4))
+                    for m in srv.call(
+                        "memory/search",
+                        {"query": q, "mode": "vector", "max_results": 10, "min_similarity": -1},
+                    )["matches"]
+                ]
+                for q in ("billing refunds", "auth passwords", "chat")
+            ]
+    assert results["memory"] == results["sqlite"]
+
+
+def test_in_memory_index_sees_other_processes_writes(db_path):
+    with Server(db_path) as one, Server(db_path) as two:
+        make_block(one, "warm up the index", id="w")
+        assert ids(one.call("memory/search", {"query": "warm index", "mode": "vector"})) == ["w"]
+        make_block(two, "zebra crossing near the office", id="z")
+        assert "z" in ids(one.call("memory/search", {"query": "zebra crossing", "mode": "vector"}))
+        two.call("blocks/delete", {"block_id": "z"})
+        assert "z" not in ids(
+            one.call("memory/search", {"query": "zebra crossing", "mode": "vector"})
+        )
+        two.call("blocks/update", {"block_id": "w", "content": "giraffe"})
+        top = one.call("memory/search", {"query": "giraffe", "mode": "vector"})["matches"][0]
+        assert top["block_id"] == "w" and top["score_breakdown"]["vector_similarity"] > 0.99
+
+
+def test_model_change_reembeds_and_never_mixes(db_path):
+    with Server(db_path) as srv:
+        for i in range(5):
+            make_block(srv, f"fact {i} about owls", id=f"f{i}")
+        assert srv.call("memory/stats")["embedder"]["database_model_id"] == "reos-hash-v1-384"
+    with Server(db_path, env={"REOS_MEMORY_HASH_DIMENSIONS": "256"}) as srv:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            stats = srv.call("memory/stats")
+            if stats["embedder"]["status"] == "ready" and stats["unindexed_blocks"] == 0:
+                break
+            time.sleep(0.1)
+        stats = srv.call("memory/stats")
+        assert (
+            stats["total_embeddings"] == 5
+            and stats["embedder"]["database_model_id"] == "reos-hash-v1-256"
+        )
+        assert ids(srv.call("memory/search", {"query": "fact 3 owls", "mode": "vector"}))[0] == "f3"
+    from reos_memory.store import Database
+
+    conn = Database(str(db_path)).conn()
+    rows = conn.execute(
+        "SELECT DISTINCT embedding_model, length(embedding) FROM block_embeddings"
+    ).fetchall()
+    assert rows == [("reos-hash-v1-256", 1024)]
+
+
+def test_two_models_on_one_file_never_mix(db_path):
+    with Server(db_path) as old:
+        make_block(old, "written under the 384 model", id="a")
+        with Server(db_path, env={"REOS_MEMORY_HASH_DIMENSIONS": "128"}) as new:
+            assert new.call("memory/stats")["embedder"]["database_model_id"] == "reos-hash-v1-128"
+            make_block(old, "written by the old process after the switch", id="b")
+            res = old.call("memory/search", {"query": "written", "max_results": 5})
+            assert res["stats"]["semantic_available"] is False
+            assert "reos-hash-v1-128" in res["stats"]["semantic_unavailable_reason"]
+            assert set(ids(res)) == {"a", "b"}  # keyword search still answers
+            rows = new.call("memory/stats")
+            assert rows["embedder"]["database_model_id"] == "reos-hash-v1-128"
+    from reos_memory.store import Database
+
+    conn = Database(str(db_path)).conn()
+    models = {r[0] for r in conn.execute("SELECT embedding_model FROM block_embeddings")}
+    assert models <= {"reos-hash-v1-128"}
