@@ -41,6 +41,8 @@ class App:
             config.embedder, None if factory is None else lambda: self._load(factory), log
         )
         self.indexer = Indexer(self.db, self.embeddings, vector_search=config.vector_search)
+        self._stopping = threading.Event()
+        self._catch_up_thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Load the model in the background; requests that need it wait, others do not."""
@@ -52,13 +54,16 @@ class App:
         if dropped:
             self.log.warning("model_changed", model=embedder.model_id, vectors_dropped=dropped)
         if self.config.catch_up_indexing:
-            threading.Thread(target=self._catch_up, name="catch-up-index", daemon=True).start()
+            self._catch_up_thread = threading.Thread(
+                target=self._catch_up, name="catch-up-index", daemon=True
+            )
+            self._catch_up_thread.start()
         return embedder
 
     def _catch_up(self) -> None:
         try:
             if self.indexer.pending_count():
-                self.indexer.catch_up(self.log)
+                self.indexer.catch_up(self.log, self._stopping.is_set)
         except Exception as exc:  # the next start tries again
             self.log.warning("catch_up_failed", error=repr(exc))
 
@@ -69,7 +74,13 @@ class App:
         return status
 
     def close(self) -> None:
+        """Stop background work (each unit is one transaction, so nothing is half-written), then close."""
+        self._stopping.set()
+        self.embeddings.wait_ready(30)  # a model still loading must finish: exiting mid-load aborts
+        if self._catch_up_thread is not None:
+            self._catch_up_thread.join(60)  # ends after its current chunk, embedder still running
         self.embeddings.close()
+        self.indexer.close()
         self.db.checkpoint()
         self.db.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from reos_memory import __version__
@@ -43,6 +44,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Before numpy loads: a vector scan is memory-bound, and a second BLAS thread only competes
+    # with the embedder and SQLite for the cores (measured: search p50 28.6 -> 23.9 ms at 100K).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     command = args.command or "serve"
     if command == "schema":

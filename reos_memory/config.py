@@ -50,6 +50,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     hash_dimensions: Annotated[int, Meta(ge=16, le=4096)] = 384
     vector_search: Literal["memory", "sqlite"] = "memory"
     catch_up_indexing: bool = True
+    keyword_postings_budget: Annotated[int, Meta(ge=100, le=100_000_000)] = 20_000
 
 
 _ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}

@@ -5,6 +5,10 @@
     python tools/bench.py startup             # spawn -> first memory/stats reply
     python tools/bench.py graph               # memory/related depth 2 and memory/path p50/p95
         [--blocks 100000 --edges 500000 --queries 300 --workdir DIR]
+    python tools/bench.py retrieval           # embedding, indexing, KNN, memory/search, RSS, chromadb
+        [--sizes 10000 100000 --workdir DIR]
+    python tools/bench.py retrieval           # embedding, indexing, KNN, memory/search, RSS, chromadb
+        [--sizes 10000 100000 --workdir DIR]
 
 Each figure is the median of several runs (timing on shared machines is noisy).
 """
@@ -264,8 +268,12 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "what", nargs="?", default="all", choices=["all", "throughput", "startup", "graph"]
+        "what",
+        nargs="?",
+        default="all",
+        choices=["all", "throughput", "startup", "graph", "retrieval"],
     )
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--blocks", type=int, default=100_000)
     ap.add_argument("--edges", type=int, default=500_000)
     ap.add_argument("--queries", type=int, default=300)
@@ -279,6 +287,10 @@ def main() -> int:
         out["startup"] = bench_startup()
     if args.what in ("all", "graph"):
         out["graph"] = bench_graph(args.blocks, args.edges, args.queries, args.workdir)
+    if args.what in ("all", "retrieval"):
+        from tools.bench_retrieval import bench_retrieval
+
+        out["retrieval"] = bench_retrieval(args.sizes, args.workdir)
     print(json.dumps(out, indent=2))
     return 0
 

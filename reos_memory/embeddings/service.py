@@ -114,10 +114,10 @@ class EmbeddingService:
             "load_seconds": self.load_seconds,
         }
 
-    def embed(
+    def submit(
         self, texts: Sequence[str], *, priority: int = QUERY, timeout: float = 120.0
-    ) -> np.ndarray:
-        """Embed on the worker thread; raises EmbedderUnavailable when there is no model."""
+    ) -> Future[np.ndarray]:
+        """Queue texts for the worker thread; raises EmbedderUnavailable when there is no model."""
         if self.wait_ready(timeout) is None:
             raise EmbedderUnavailable(
                 f"no embedding model: {self.detail or self.state}",
@@ -126,8 +126,16 @@ class EmbeddingService:
             )
         fut: Future[np.ndarray] = Future()
         self._queue.put((priority, next(self._seq), (list(texts), fut)))
-        return fut.result(timeout)
+        return fut
 
-    def close(self) -> None:
+    def embed(
+        self, texts: Sequence[str], *, priority: int = QUERY, timeout: float = 120.0
+    ) -> np.ndarray:
+        """Embed on the worker thread and wait for the vectors."""
+        return self.submit(texts, priority=priority, timeout=timeout).result(timeout)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the worker after queued work; waits so the process never exits mid-load."""
         if self._thread is not None:
             self._queue.put((99, next(self._seq), None))
+            self._thread.join(timeout)

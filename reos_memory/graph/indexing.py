@@ -8,6 +8,7 @@ differs writes no vectors and does no vector search until it is the one recorded
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,7 @@ class Indexer:
         self.embeddings = embeddings
         self.vector_search = vector_search
         self._index: VectorIndex | None = None
-        self.mismatch: str | None = None
+        self._pool = ThreadPoolExecutor(4, thread_name_prefix="vector-stage")
 
     # -- model identity ----------------------------------------------------------------------
 
@@ -192,10 +193,10 @@ class Indexer:
             )
         )
 
-    def catch_up(self, log: Any, chunk: int = 256) -> int:
+    def catch_up(self, log: Any, stop: Callable[[], bool], chunk: int = 256) -> int:
         """Index every unindexed or stale block, a chunk per transaction (background, at start)."""
         done = 0
-        while True:
+        while not stop():
             rows = self.db.read(lambda c: sql.blocks_needing_index(c, None, chunk))
             rows = [r for r in rows if r[1]]
             if not rows:
@@ -205,8 +206,20 @@ class Indexer:
             if report.indexed == 0:
                 return done  # only empty or vanishing blocks left
             log.info("catch_up_indexed", indexed=done)
+        return done
 
     # -- vector search -----------------------------------------------------------------------
+
+    def vector_stage(
+        self, query: str, k: int, act_id: str | None
+    ) -> Future[tuple[np.ndarray, list[tuple[str, float]]]]:
+        """Embed the query and find its k nearest blocks on a helper thread (runs beside BM25)."""
+
+        def run() -> tuple[np.ndarray, list[tuple[str, float]]]:
+            qvec = self.embeddings.embed([query])[0]
+            return qvec, self.knn(qvec, k, act_id)
+
+        return self._pool.submit(run)
 
     def knn(self, query: np.ndarray, k: int, act_id: str | None) -> list[tuple[str, float]]:
         """Top-k (block_id, cosine) from the configured vector index."""
@@ -229,6 +242,9 @@ class Indexer:
             )
             return {bid: float(np.frombuffer(blob, dtype="<f4") @ query) for bid, blob in rows}
         return self.memory_index().similarities(query, block_ids)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
     def memory_index(self) -> VectorIndex:
         index = self._index

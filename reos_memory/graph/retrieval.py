@@ -23,7 +23,7 @@ from reos_memory.graph.indexing import Indexer
 from reos_memory.store import Database, fetch
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import vectors as vec_sql
-from reos_memory.store.relationships import edges_from
+from reos_memory.store.relationships import edges_from, edges_into
 
 RRF_K = 60
 
@@ -113,6 +113,7 @@ def search(
     recency_weight: float = 0.0,
     recency_half_life_days: float = 30.0,
     type_weights: dict[str, float] | None = None,
+    keyword_budget: int = 20_000,
 ) -> SearchOutcome:
     """Run the three stages and render the result as seed 004's "Relevant Memory" markdown."""
     k = max(candidates, max_results)
@@ -120,36 +121,43 @@ def search(
     semantic_reason: str | None = None
     qvec = None
 
-    # -- stage 1: vector + keyword ------------------------------------------------------------
+    # -- stage 1: vector + keyword, side by side ----------------------------------------------
+    vector_future = None
     if mode in ("hybrid", "vector"):
         emb, semantic_reason = indexer.usable_model()
         if emb is not None:
-            try:
-                qvec = indexer.embeddings.embed([query])[0]
-            except EmbedderUnavailable as exc:
-                semantic_reason = exc.message
-        if qvec is not None:
-            for bid, cos in indexer.knn(qvec, k, act_id):
+            vector_future = indexer.vector_stage(query, k, act_id)
+    else:
+        semantic_reason = "mode=keyword"
+    words: list[str] = []
+    dropped: list[str] = []
+    if mode in ("hybrid", "keyword"):
+        words = vec_sql.query_words(query)
+
+        def keyword(conn: apsw.Connection) -> list[tuple[str, float]]:
+            nonlocal words, dropped
+            words, dropped = vec_sql.prune_words(conn, words, keyword_budget)
+            return vec_sql.keyword_search(conn, words, k, act_id)
+
+        for bid, score in db.read(keyword):
+            cand = cands.setdefault(bid, Candidate(bid))
+            cand.bm25, cand.found_by_keyword = score, True
+    if vector_future is not None:
+        try:
+            qvec, hits = vector_future.result()
+        except EmbedderUnavailable as exc:
+            semantic_reason = exc.message
+        else:
+            for bid, cos in hits:
                 if cos >= min_similarity:
                     c = cands.setdefault(bid, Candidate(bid))
                     c.cos, c.found_by_vector = cos, True
-    else:
-        semantic_reason = "mode=keyword"
-    match = vec_sql.fts_query(query) if mode in ("hybrid", "keyword") else None
-    if match is not None:
-        for bid, score in db.read(lambda c: vec_sql.keyword_search(c, match, k, act_id)):
-            cand = cands.setdefault(bid, Candidate(bid))
-            cand.bm25, cand.found_by_keyword = score, True
-    # Score every candidate on both signals, so fusion compares complete rankings.
-    if qvec is not None:
-        missing = [c.block_id for c in cands.values() if c.cos is None]
-        for bid, cos in indexer.similarities(qvec, missing).items():
-            cands[bid].cos = cos
-    if match is not None:
-        missing = [c.block_id for c in cands.values() if c.bm25 is None]
-        for bid, score in db.read(lambda c: vec_sql.keyword_scores(c, match, missing)).items():
-            cands[bid].bm25 = score
-    _fuse(cands.values(), use_vec=qvec is not None, use_kw=match is not None)
+            # keyword-only hits get their vector similarity too (cheap: in memory), so both
+            # rankings cover them; BM25 of vector-only hits was measured to add nothing
+            missing = [c.block_id for c in cands.values() if c.cos is None]
+            for bid, cos in indexer.similarities(qvec, missing).items():
+                cands[bid].cos = cos
+    _fuse(cands.values(), use_vec=qvec is not None, use_kw=bool(words))
     total_vector = sum(c.found_by_vector for c in cands.values())
     total_keyword = sum(c.found_by_keyword and not c.found_by_vector for c in cands.values())
 
@@ -160,27 +168,33 @@ def search(
         total_graph = db.read(lambda conn: _expand(conn, seeds, cands, graph_depth, act_id))
 
     # -- stage 3: rank & merge -----------------------------------------------------------------
+    keyword_info = {"keyword_terms": words, "keyword_terms_dropped": dropped}
     if not cands:
         return _outcome(
-            query, [], {}, total_vector, total_keyword, 0, semantic_reason, qvec is not None
+            query,
+            [],
+            total_vector,
+            total_keyword,
+            0,
+            semantic_reason,
+            qvec is not None,
+            keyword_info,
         )
-    blocks = db.read(
-        lambda conn: {b.id: b for b in (block_sql.get_block(conn, i) for i in cands) if b}
-    )
-    replaced = db.read(lambda conn: _replacements(conn, list(blocks)))
+    summary = db.read(lambda conn: block_sql.block_summaries(conn, list(cands)))
+    replaced = db.read(lambda conn: _replacements(conn, list(summary)))
     weights = {**DEFAULT_TYPE_WEIGHTS, **(type_weights or {})}
     now = datetime.now(UTC)
     for c in list(cands.values()):
-        block = blocks.get(c.block_id)
-        if block is None:
+        if c.block_id not in summary:  # deleted meanwhile
             del cands[c.block_id]
             continue
+        block_type, updated_at = summary[c.block_id]
         base = max(c.stage1, c.graph)
-        tw = weights.get(block.type, DEFAULT_TYPE_WEIGHT)
+        tw = weights.get(block_type, DEFAULT_TYPE_WEIGHT)
         bonus = SOURCE_BONUS[c.source]
         recency = 1.0
         if recency_weight > 0:
-            age_days = max(0.0, (now - _parse_ts(block.updated_at)).total_seconds() / 86400)
+            age_days = max(0.0, (now - _parse_ts(updated_at)).total_seconds() / 86400)
             recency = (
                 1.0
                 - recency_weight
@@ -190,32 +204,33 @@ def search(
         c.breakdown.update(
             type_weight=tw, source_bonus=bonus, recency=round(recency, 4), graph=round(c.graph, 4)
         )
-    # A corrected or superseded block ranks below what replaces it (twice: chains of replacements).
-    for _ in range(2):
+    # A corrected or superseded block ranks below what replaces it. Each pass starts from the
+    # unpenalised scores, so a chain (C replaces B replaces A) settles without compounding.
+    unpenalised = {bid: c.final for bid, c in cands.items()}
+    for _ in range(3):
         for old_id, new_ids in replaced.items():
             old = cands.get(old_id)
-            live = [cands[n] for n in new_ids if n in cands]
             if old is None:
                 continue
-            ceiling = max((n.final for n in live), default=None)
-            penalised = old.final * CORRECTION_FACTOR
-            if ceiling is not None:
-                penalised = min(penalised, ceiling * CORRECTION_FACTOR)
-            if penalised < old.final:
-                old.final = penalised
-                old.breakdown["correction_penalty"] = CORRECTION_FACTOR
+            live = [cands[n] for n in new_ids if n in cands]
+            score = unpenalised[old_id] * CORRECTION_FACTOR
+            if live:
+                score = min(score, max(n.final for n in live) * CORRECTION_FACTOR)
+            old.final = score
+            old.breakdown["correction_penalty"] = CORRECTION_FACTOR
             old.superseded_by = live[0].block_id if live else new_ids[0]
     ranked = sorted(cands.values(), key=lambda c: (-c.final, c.block_id))[:max_results]
-    matches = [_match(c, blocks[c.block_id]) for c in ranked]
+    blocks = db.read(lambda conn: block_sql.get_blocks(conn, [c.block_id for c in ranked]))
+    matches = [_match(c, blocks[c.block_id]) for c in ranked if c.block_id in blocks]
     return _outcome(
         query,
         matches,
-        blocks,
         total_vector,
         total_keyword,
         total_graph,
         semantic_reason,
         qvec is not None,
+        keyword_info,
     )
 
 
@@ -305,7 +320,7 @@ def _expand(
 def _replacements(conn: apsw.Connection, block_ids: list[str]) -> dict[str, list[str]]:
     """old block -> blocks that correct or supersede it (among all blocks)."""
     out: dict[str, list[str]] = {}
-    for _eid, src, tgt, _t, _c in edges_from(conn, block_ids, "incoming", REPLACES):
+    for _eid, src, tgt, _t, _c in edges_into(conn, block_ids, REPLACES):
         out.setdefault(tgt, []).append(src)
     return out
 
@@ -346,14 +361,15 @@ def _match(c: Candidate, block: Any) -> dict[str, Any]:
 def _outcome(
     query: str,
     matches: list[dict[str, Any]],
-    blocks: dict[str, Any],
     total_vector: int,
     total_keyword: int,
     total_graph: int,
     semantic_reason: str | None,
     semantic_used: bool,
+    keyword_info: dict[str, list[str]],
 ) -> SearchOutcome:
     stats: dict[str, Any] = {
+        **keyword_info,
         "total_semantic": total_vector,
         "total_keyword": total_keyword,
         "total_graph": total_graph,

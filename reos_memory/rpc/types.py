@@ -50,6 +50,8 @@ class InfoResult(Struct, kw_only=True):
     max_message_bytes: int
     uptime_s: float
     requests_served: int
+    embedder_backend: str
+    embedder_status: str
 
 
 class CancelParams(Params):
@@ -327,6 +329,8 @@ class SearchStats(Struct, kw_only=True, omit_defaults=True):
     total_graph: int
     returned: int
     semantic_available: bool
+    keyword_terms: list[str] = []
+    keyword_terms_dropped: list[str] = []
     semantic_unavailable_reason: str | None = None
 
 

@@ -104,6 +104,24 @@ def missing_blocks(conn: apsw.Connection, block_ids: Sequence[str]) -> list[str]
     return [b for b in block_ids if b not in found]
 
 
+def block_summaries(conn: apsw.Connection, block_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """block_id -> (type, updated_at) for those that exist: what ranking needs, in one query."""
+    rows = conn.execute(
+        "SELECT id, type, updated_at FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
+        (_encoder.encode(list(block_ids)).decode(),),
+    )
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def get_blocks(conn: apsw.Connection, block_ids: Sequence[str]) -> dict[str, Block]:
+    """The existing blocks among `block_ids`, by id, in one query."""
+    rows = conn.execute(
+        f"SELECT {_COLS} FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
+        (_encoder.encode(list(block_ids)).decode(),),
+    )
+    return {r[0]: _row_to_block(r) for r in rows}
+
+
 def children_of(conn: apsw.Connection, block_id: str) -> list[Block]:
     """Direct children ordered by position."""
     return [

@@ -174,6 +174,20 @@ def edges_from(
     return rows
 
 
+def edges_into(
+    conn: apsw.Connection, block_ids: Sequence[str], rel_types: Sequence[str]
+) -> list[EdgeRow]:
+    """Edges of the given types that end at any of the blocks, in one query."""
+    if not block_ids:
+        return []
+    return conn.execute(
+        "SELECT id, source_block_id, target_block_id, relationship_type, confidence"
+        " FROM block_relationships WHERE target_block_id IN (SELECT value FROM json_each(?))"
+        " AND relationship_type IN (SELECT value FROM json_each(?))",
+        (_json(block_ids), _json(rel_types)),
+    ).fetchall()  # type: ignore[return-value]
+
+
 def count_relationships(
     conn: apsw.Connection, act_id: str | None
 ) -> tuple[dict[str, int], dict[str, int], int]:

@@ -243,44 +243,77 @@ STOPWORDS = frozenset(
 )
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 query OR-ing the text's words (quoted, so user text can never be FTS syntax)."""
-    words: list[str] = []
-    for w in _TOKEN.findall(text.lower()):
-        if w not in STOPWORDS and w not in words:
-            words.append(w)
-    if not words:
-        words = list(dict.fromkeys(_TOKEN.findall(text.lower())))
-    if not words:
-        return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words[:64])
+def query_words(text: str) -> list[str]:
+    """Distinct lower-cased words of a query, stopwords dropped unless nothing else is left."""
+    words = list(dict.fromkeys(_TOKEN.findall(text.lower())))
+    content = [w for w in words if w not in STOPWORDS]
+    return (content or words)[:64]
+
+
+def _quoted(words: Sequence[str]) -> str:
+    # quoted terms: user text can never be FTS5 syntax
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def _ensure_temp_tables(conn: apsw.Connection) -> None:
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.blocks_fts_terms USING fts5vocab(main, blocks_fts, 'row');"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems"
+        " USING fts5(w, tokenize = 'porter unicode61 remove_diacritics 2');"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems_v USING fts5vocab(temp, query_stems, 'instance');"
+    )
+
+
+def prune_words(
+    conn: apsw.Connection, words: Sequence[str], budget: int
+) -> tuple[list[str], list[str]]:
+    """(kept, dropped): the rarest words whose postings fit in `budget`, at least one.
+
+    Words are stemmed by the index's own tokenizer, so document frequencies are exact. The
+    dropped words are the most common ones, whose BM25 weight (IDF) is the smallest anyway;
+    without this an OR query over common words scores most of a large corpus.
+    """
+    _ensure_temp_tables(conn)
+    conn.executemany("INSERT INTO temp.query_stems(rowid, w) VALUES (?, ?)", list(enumerate(words)))
+    stems = {int(r[0]): r[1] for r in fetch(conn, "SELECT doc, term FROM temp.query_stems_v")}
+    conn.execute("DELETE FROM temp.query_stems")
+    dfs = {
+        r[0]: int(r[1])
+        for r in fetch(
+            conn,
+            "SELECT term, doc FROM temp.blocks_fts_terms WHERE term IN (SELECT value FROM json_each(?))",
+            (_encoder.encode(sorted(set(stems.values()))).decode(),),
+        )
+    }
+    kept: list[str] = []
+    dropped: list[str] = []
+    total = 0
+    for i in sorted(range(len(words)), key=lambda i: (dfs.get(stems.get(i, ""), 0), i)):
+        df = dfs.get(stems.get(i, ""), 0)
+        if df == 0:
+            continue  # in no document: matches nothing
+        if kept and total + df > budget:
+            dropped.append(words[i])
+            continue
+        kept.append(words[i])
+        total += df
+    return kept, dropped
 
 
 def keyword_search(
-    conn: apsw.Connection, match: str, k: int, act_id: str | None
+    conn: apsw.Connection, words: Sequence[str], k: int, act_id: str | None
 ) -> list[tuple[str, float]]:
-    """Top-k (block_id, BM25 score; higher is better)."""
-    sql = (
-        "SELECT b.id, -bm25(blocks_fts) FROM blocks_fts JOIN blocks b ON b.rowid = blocks_fts.rowid"
-        " WHERE blocks_fts MATCH ?"
-    )
-    args: list[Any] = [match]
-    if act_id is not None:
-        sql += " AND b.act_id = ?"
-        args.append(act_id)
-    sql += " ORDER BY bm25(blocks_fts) LIMIT ?"
-    args.append(k)
-    return [(r[0], float(r[1])) for r in fetch(conn, sql, args)]
-
-
-def keyword_scores(conn: apsw.Connection, match: str, block_ids: Sequence[str]) -> dict[str, float]:
-    """BM25 scores of specific blocks for the query (blocks matching no word are absent)."""
-    if not block_ids:
-        return {}
+    """Top-k (block_id, BM25 score; higher is better) for blocks matching any of the words."""
+    if not words:
+        return []
+    # bm25() is computed once per matching row (ORDER BY bm25(...) would call it again)
+    act = " JOIN blocks f ON f.rowid = m.r WHERE f.act_id = ?3" if act_id is not None else ""
     rows = fetch(
         conn,
-        "SELECT b.id, -bm25(blocks_fts) FROM blocks_fts JOIN blocks b ON b.rowid = blocks_fts.rowid"
-        " WHERE blocks_fts MATCH ? AND b.id IN (SELECT value FROM json_each(?))",
-        (match, _encoder.encode(list(block_ids)).decode()),
+        "WITH m AS MATERIALIZED (SELECT rowid AS r, -bm25(blocks_fts) AS s FROM blocks_fts"
+        " WHERE blocks_fts MATCH ?1)"
+        f" SELECT b.id, t.s FROM (SELECT m.r, m.s FROM m{act} ORDER BY m.s DESC LIMIT ?2) t"
+        " JOIN blocks b ON b.rowid = t.r ORDER BY t.s DESC, b.id",
+        (_quoted(words), k, *((act_id,) if act_id is not None else ())),
     )
-    return {r[0]: float(r[1]) for r in rows}
+    return [(r[0], float(r[1])) for r in rows]

@@ -66,7 +66,12 @@ def search(ctx: RequestContext, p: t.SearchParams) -> t.SearchResult:
     an embedding model, keyword and graph stages still run and `stats` says why vectors were not used.
     `mode` restricts stage 1 to `vector` or `keyword`.
     """
-    out = retrieval.search(ctx.app.db, ctx.app.indexer, **asdict(p))
+    out = retrieval.search(
+        ctx.app.db,
+        ctx.app.indexer,
+        keyword_budget=ctx.app.config.keyword_postings_budget,
+        **asdict(p),
+    )
     return msgspec.convert(
         {"query": out.query, "matches": out.matches, "stats": out.stats, "markdown": out.markdown},
         t.SearchResult,

@@ -22,7 +22,7 @@ def ping(ctx: RequestContext, p: t.NoParams) -> t.PingResult:
 
 @method("service/info", params=t.NoParams, result=t.InfoResult, kind="inline")
 def info(ctx: RequestContext, p: t.NoParams) -> t.InfoResult:
-    """What this process is: version, pid, database, framing and limits."""
+    """What this process is: version, pid, database, framing, limits and embedder state (no I/O)."""
     server = ctx.server
     return t.InfoResult(
         name="reos-memory",
@@ -33,6 +33,8 @@ def info(ctx: RequestContext, p: t.NoParams) -> t.InfoResult:
         max_message_bytes=server.reader.max_bytes,
         uptime_s=round(time.monotonic() - server.started, 3),
         requests_served=server.requests_served,
+        embedder_backend=ctx.app.embeddings.backend,
+        embedder_status=ctx.app.embeddings.state,
     )
 
 

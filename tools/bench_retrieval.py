@@ -1,0 +1,385 @@
+"""Retrieval benchmarks (called by `tools/bench.py retrieval`); prints figures, asserts nothing.
+
+Corpora are generated short memory-like sentences, embedded once with the real ONNX model and
+cached in --workdir, then written straight into a database through the store's own functions.
+Timed through the real stdio process: embedder ready after spawn, batch indexing via RPC,
+blocks/create with indexing, full memory/search. Timed in-process: one query embedding, KNN
+top-10 (numpy index and vec0), and the same ingest + query workload in chromadb.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tools.bench import Proc, pct  # noqa: E402
+
+SUBJECTS = (
+    "the user",
+    "the team",
+    "our API",
+    "the billing service",
+    "the mobile app",
+    "the CI pipeline",
+    "the database",
+    "the auth flow",
+    "the search index",
+    "the deploy script",
+    "the designer",
+    "the customer",
+    "the scheduler",
+    "the cache layer",
+    "the frontend",
+    "the data team",
+)
+VERBS = (
+    "prefers",
+    "requires",
+    "avoids",
+    "depends on",
+    "was migrated to",
+    "keeps failing with",
+    "should use",
+    "documents",
+    "replaced",
+    "is slow because of",
+    "must never skip",
+    "logs",
+    "retries",
+    "validates",
+    "exports",
+    "monitors",
+)
+OBJECTS = (
+    "httpx instead of requests",
+    "Postgres 15",
+    "short answers",
+    "JWT tokens in cookies",
+    "nightly backups",
+    "feature flags",
+    "UTC timestamps",
+    "SSL certificate checks",
+    "the staging cluster",
+    "rate limits of 100 per minute",
+    "Kafka topics",
+    "dark mode",
+    "type hints everywhere",
+    "integration tests",
+    "S3 buckets",
+    "weekly releases",
+    "the old invoice format",
+    "Redis as a queue",
+    "OAuth scopes",
+    "markdown docs",
+)
+TAILS = (
+    "since March",
+    "after the outage",
+    "for new projects",
+    "in the EU region",
+    "when on call",
+    "per the security review",
+    "for large files",
+    "during peak hours",
+    "as agreed with product",
+    "until the refactor lands",
+    "",
+    "",
+    "",
+)
+
+
+def sentences(n: int, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        t = f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(TAILS)}".strip()
+        out.append(f"{t} (note {i}).")
+    return out
+
+
+def onnx_embedder():
+    from reos_memory.config import load_config
+    from reos_memory.embeddings.onnx import OnnxEmbedder
+
+    return OnnxEmbedder(Path(load_config().model_dir))
+
+
+def corpus(n: int, workdir: Path) -> tuple[list[str], np.ndarray]:
+    texts = sentences(n)
+    cache = workdir / f"emb-{n}.npy"
+    if cache.exists():
+        return texts, np.load(cache)
+    t0 = time.perf_counter()
+    vecs = onnx_embedder().embed(texts)
+    np.save(cache, vecs)
+    print(f"  embedded {n} sentences in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+    return texts, vecs
+
+
+def build_db(path: Path, texts: list[str], vecs: np.ndarray) -> None:
+    import apsw
+
+    from reos_memory.embeddings.base import MINILM_ID, to_blob
+    from reos_memory.models import content_hash
+    from reos_memory.store import Database
+    from reos_memory.store import vectors as vsql
+    from reos_memory.store.migrations import migrate
+
+    db = Database(str(path), synchronous="OFF")
+    migrate(db)
+    now = "2026-01-01T00:00:00.000Z"
+
+    def tx(conn: apsw.Connection) -> None:
+        vsql.set_meta(conn, model_id=MINILM_ID, dimensions=vecs.shape[1])
+        vsql.ensure_vector_table(conn, vecs.shape[1])
+        conn.executemany(
+            "INSERT INTO blocks(id,type,act_id,position,content,content_hash,rich_text,created_at,updated_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                (
+                    f"m{i:07d}",
+                    "knowledge_fact",
+                    f"act-{i % 5}",
+                    i,
+                    t,
+                    content_hash(t),
+                    json.dumps([{"content": t}]),
+                    now,
+                    now,
+                )
+                for i, t in enumerate(texts)
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO block_embeddings(block_id, embedding, embedding_model, content_hash, created_at) VALUES (?,?,?,?,?)",
+            (
+                (f"m{i:07d}", to_blob(v), MINILM_ID, content_hash(t), now)
+                for i, (t, v) in enumerate(zip(texts, vecs, strict=True))
+            ),
+        )
+        rng = random.Random(5)  # a sparse graph so stage 2 has work to do
+        conn.executemany(
+            "INSERT OR IGNORE INTO block_relationships(id,source_block_id,target_block_id,relationship_type,confidence,source,created_at)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (
+                (
+                    f"r{j}",
+                    f"m{rng.randrange(len(texts)):07d}",
+                    f"m{rng.randrange(len(texts)):07d}",
+                    "references",
+                    0.8,
+                    "user",
+                    now,
+                )
+                for j in range(len(texts))
+            ),
+        )
+
+    db.write(tx)
+    db.conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    fields = dict(
+        line.split(":", 1)
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if ":" in line
+    )
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def wait_ready(proc: Proc) -> float:
+    while True:  # service/info answers inline, so polling it adds no database time
+        if proc.call("service/info")["embedder_status"] == "ready":
+            return time.perf_counter() - proc.t_spawn
+        time.sleep(0.005)
+
+
+def measure_corpus(n: int, workdir: Path, queries: list[str], qvecs: np.ndarray) -> dict[str, Any]:
+    from reos_memory.store import Database
+    from reos_memory.store import vectors as vsql
+    from reos_memory.store.vector_index import VectorIndex
+
+    texts, vecs = corpus(n, workdir)
+    path = workdir / f"retrieval-{n}.db"
+    if not path.exists():
+        tmp = path.with_suffix(".building")
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(tmp) + suffix).unlink(missing_ok=True)
+        build_db(tmp, texts, vecs)
+        tmp.rename(path)
+    out: dict[str, Any] = {"blocks": n}
+    # KNN top-10, in-process: numpy index vs vec0
+    db = Database(str(path))
+    index = VectorIndex(vecs.shape[1])
+    t0 = time.perf_counter()
+    db.read(index.sync)
+    out["memory_index_load_s"] = round(time.perf_counter() - t0, 3)
+    mem_t, vec_t = [], []
+    for q in qvecs:
+        t = time.perf_counter()
+        index.search(q, 10)
+        mem_t.append(time.perf_counter() - t)
+    blob_q = [np.ascontiguousarray(q, dtype="<f4").tobytes() for q in qvecs[:50]]
+    for b in blob_q:
+        t = time.perf_counter()
+        db.read(lambda c, b=b: vsql.knn_sqlite(c, b, 10, None))
+        vec_t.append(time.perf_counter() - t)
+    db.close()
+    out["knn_top10_memory_p50_ms"] = round(pct(mem_t, 0.5) * 1000, 3)
+    out["knn_top10_vec0_p50_ms"] = round(pct(vec_t, 0.5) * 1000, 3)
+    # through the real process
+    ready, search_t, filtered_t = [], [], []
+    for _ in range(3):
+        proc = Proc(str(path))
+        ready.append(wait_ready(proc))
+        proc.close()
+    proc = Proc(str(path))
+    wait_ready(proc)
+    for q in queries[:10]:
+        proc.call("memory/search", {"query": q})
+    for q in queries:
+        t = time.perf_counter()
+        proc.call("memory/search", {"query": q})
+        search_t.append(time.perf_counter() - t)
+    for q in queries[:100]:
+        t = time.perf_counter()
+        proc.call("memory/search", {"query": q, "act_id": "act-2", "max_results": 10})
+        filtered_t.append(time.perf_counter() - t)
+    out["embedder_ready_after_spawn_s"] = round(statistics.median(ready), 3)
+    out["search_p50_ms"] = round(pct(search_t, 0.5) * 1000, 2)
+    out["search_p95_ms"] = round(pct(search_t, 0.95) * 1000, 2)
+    out["search_act_filter_p50_ms"] = round(pct(filtered_t, 0.5) * 1000, 2)
+    rss, hwm = rss_mb(proc.p.pid)
+    out["server_rss_mb"] = round(rss, 1)
+    out["server_peak_rss_mb"] = round(hwm, 1)
+    proc.close()
+    out["chromadb"] = chroma(texts, vecs, qvecs, workdir)
+    out["ratios"] = {
+        "chroma_query_p50 / ours_memory_knn_p50": round(
+            out["chromadb"]["query_top10_p50_ms"] / out["knn_top10_memory_p50_ms"], 2
+        ),
+    }
+    return out
+
+
+def chroma(texts: list[str], vecs: np.ndarray, qvecs: np.ndarray, workdir: Path) -> dict[str, Any]:
+    try:
+        import chromadb
+    except ImportError:
+        return {"skipped": "pip install chromadb (./dev bench installs it)"}
+    folder = Path(tempfile.mkdtemp(dir=workdir, prefix="chroma-"))
+    try:
+        client = chromadb.PersistentClient(path=str(folder))
+        col = client.create_collection(
+            "bench", metadata={"hnsw:space": "cosine"}, embedding_function=None
+        )
+        t0 = time.perf_counter()
+        for s in range(0, len(texts), 5000):
+            col.add(
+                ids=[f"m{i:07d}" for i in range(s, min(s + 5000, len(texts)))],
+                embeddings=vecs[s : s + 5000].tolist(),
+                documents=texts[s : s + 5000],
+                metadatas=[{"act_id": f"act-{i % 5}"} for i in range(s, min(s + 5000, len(texts)))],
+            )
+        ingest = time.perf_counter() - t0
+        times = []
+        for q in qvecs:
+            t = time.perf_counter()
+            col.query(query_embeddings=[q.tolist()], n_results=10)
+            times.append(time.perf_counter() - t)
+        return {
+            "ingest_s": round(ingest, 2),
+            "ingest_per_s": round(len(texts) / ingest),
+            "query_top10_p50_ms": round(pct(times, 0.5) * 1000, 3),
+            "index": "HNSW (approximate)",
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def ours_ingest(texts: list[str], vecs: np.ndarray, workdir: Path) -> float:
+    """The same precomputed-embedding ingest through our store (blocks + embeddings, one transaction)."""
+    folder = Path(tempfile.mkdtemp(dir=workdir, prefix="ours-"))
+    try:
+        t0 = time.perf_counter()
+        build_db(folder / "m.db", texts, vecs)
+        return time.perf_counter() - t0
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def rpc_ingest(workdir: Path, n: int = 3000) -> dict[str, Any]:
+    """Short blocks through the real process: batch indexing rate and single add latency."""
+    texts = sentences(n, seed=11)
+    folder = Path(tempfile.mkdtemp(dir=workdir, prefix="rpc-"))
+    try:
+        proc = Proc(str(folder / "m.db"))
+        wait_ready(proc)
+        ids = []
+        for t in texts:
+            ids.append(
+                proc.call(
+                    "blocks/create",
+                    {"type": "paragraph", "act_id": "a", "content": t, "index": False},
+                )["block"]["id"]
+            )
+        t0 = time.perf_counter()
+        rep = proc.call("memory/index/batch", {"block_ids": ids})
+        batch_rate = rep["indexed"] / (time.perf_counter() - t0)
+        adds = []
+        for t in sentences(200, seed=12):
+            s = time.perf_counter()
+            proc.call("blocks/create", {"type": "paragraph", "act_id": "a", "content": t})
+            adds.append(time.perf_counter() - s)
+        proc.close()
+        return {
+            "blocks": n,
+            "batch_index_per_s": round(batch_rate),
+            "create_with_index_p50_ms": round(pct(adds, 0.5) * 1000, 2),
+            "create_with_index_p95_ms": round(pct(adds, 0.95) * 1000, 2),
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def bench_retrieval(sizes: list[int], workdir: str | None, nqueries: int = 200) -> dict[str, Any]:
+    work = Path(workdir or tempfile.gettempdir()) / "reos-bench-retrieval"
+    work.mkdir(parents=True, exist_ok=True)
+    queries = [s.rsplit(" (note", 1)[0] for s in sentences(nqueries, seed=99)]
+    emb = onnx_embedder()
+    emb.embed(queries[:5])
+    times = []
+    for q in queries:
+        t = time.perf_counter()
+        emb.embed([q])
+        times.append(time.perf_counter() - t)
+    qvecs = emb.embed(queries)
+    del emb
+    out: dict[str, Any] = {"query_embedding_p50_ms": round(pct(times, 0.5) * 1000, 2)}
+    out["rpc_ingest"] = rpc_ingest(work)
+    for n in sizes:
+        res = measure_corpus(n, work, queries, qvecs)
+        texts, vecs = corpus(n, work)
+        ours = ours_ingest(texts, vecs, work)
+        res["ours_ingest_precomputed_per_s"] = round(n / ours)
+        if "ingest_per_s" in res["chromadb"]:
+            res["ratios"]["ours_ingest_rate / chroma_ingest_rate"] = round(
+                res["ours_ingest_precomputed_per_s"] / res["chromadb"]["ingest_per_s"], 2
+            )
+        out[f"corpus_{n}"] = res
+    return out
