@@ -327,3 +327,16 @@ def test_blocks_stored_without_a_model_are_indexed_when_one_arrives(db_path):
         while srv.call("memory/stats")["unindexed_blocks"] and time.monotonic() < deadline:
             time.sleep(0.1)
         assert srv.call("memory/stats")["total_embeddings"] == 12
+
+
+def test_catch_up_is_not_stopped_by_empty_blocks(db_path):
+    with Server(db_path, embedder="none") as srv:
+        for _ in range(300):  # more empty blocks than one catch-up chunk
+            srv.call("blocks/create", {"type": "divider", "act_id": "act-1"})
+        make_block(srv, "the one block with text", id="text")
+    with Server(db_path) as srv:
+        deadline = time.monotonic() + 30
+        while srv.call("memory/stats")["unindexed_blocks"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        stats = srv.call("memory/stats")
+        assert stats["total_embeddings"] == 1 and stats["unindexed_blocks"] == 0

@@ -172,12 +172,17 @@ class Indexer:
             self.db.write(tx)
         return report
 
-    def index_one(self, block_id: str) -> bool:
-        """Embed one block now; False when its text is empty."""
+    def index_one(self, block_id: str) -> str | None:
+        """Embed one block now; None when indexed, else why not ("empty_content", "changed_meanwhile")."""
         report = self.index_blocks([block_id])
-        if report.failed:
+        if report.indexed:
+            return None
+        if report.skipped:
+            return "empty_content"
+        reason = report.failures[0]["reason"]
+        if reason in ("not_found", "deleted_meanwhile"):
             raise NotFound("block", block_id, field="block_id")
-        return report.indexed == 1
+        return reason
 
     def remove(self, block_id: str) -> bool:
         return self.db.write(lambda c: sql.delete_embedding(c, block_id))
@@ -198,13 +203,12 @@ class Indexer:
         done = 0
         while not stop():
             rows = self.db.read(lambda c: sql.blocks_needing_index(c, None, chunk))
-            rows = [r for r in rows if r[1]]
             if not rows:
                 return done
             report = self.index_blocks([bid for _, bid in rows])
             done += report.indexed
             if report.indexed == 0:
-                return done  # only empty or vanishing blocks left
+                return done  # only blocks changing or vanishing under us: next start retries
             log.info("catch_up_indexed", indexed=done)
         return done
 

@@ -125,10 +125,11 @@ def delete_all_embeddings(conn: apsw.Connection) -> int:
 def blocks_needing_index(
     conn: apsw.Connection, act_id: str | None, limit: int, after_rowid: int = 0
 ) -> list[tuple[int, str]]:
-    """(rowid, id) of blocks with no embedding or a stale one, in rowid order."""
+    """(rowid, id) of non-empty blocks with no embedding or a stale one, in rowid order."""
     sql = (
         "SELECT b.rowid, b.id FROM blocks b LEFT JOIN block_embeddings e ON e.block_id = b.id"
-        " WHERE b.rowid > ? AND (e.block_id IS NULL OR e.content_hash != b.content_hash)"
+        " WHERE b.rowid > ? AND b.content != ''"
+        " AND (e.block_id IS NULL OR e.content_hash != b.content_hash)"
     )
     args: list[Any] = [after_rowid]
     if act_id is not None:

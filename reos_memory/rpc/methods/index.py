@@ -22,10 +22,8 @@ method = REGISTRY.method
 )
 def index_block(ctx: RequestContext, p: t.IndexBlockParams) -> t.IndexBlockResult:
     """Embed one block now (blocks are indexed on create/update by default)."""
-    indexed = ctx.app.indexer.index_one(p.block_id)
-    return t.IndexBlockResult(
-        indexed=indexed, block_id=p.block_id, reason=None if indexed else "empty_content"
-    )
+    reason = ctx.app.indexer.index_one(p.block_id)
+    return t.IndexBlockResult(indexed=reason is None, block_id=p.block_id, reason=reason)
 
 
 @method(
