@@ -7,7 +7,11 @@
         [--blocks 100000 --edges 500000 --queries 300 --workdir DIR]
     python tools/bench.py retrieval           # embedding, indexing, KNN, memory/search, RSS, chromadb
         [--sizes 10000 100000 --workdir DIR]
+    python tools/bench.py learning            # memory/auto_link wall time per size, memory/learn p50
+        [--sizes 10000 100000 --workdir DIR]
     python tools/bench.py retrieval           # embedding, indexing, KNN, memory/search, RSS, chromadb
+        [--sizes 10000 100000 --workdir DIR]
+    python tools/bench.py learning            # memory/auto_link wall time per size, memory/learn p50
         [--sizes 10000 100000 --workdir DIR]
 
 Each figure is the median of several runs (timing on shared machines is noisy).
@@ -271,7 +275,7 @@ def main() -> int:
         "what",
         nargs="?",
         default="all",
-        choices=["all", "throughput", "startup", "graph", "retrieval"],
+        choices=["all", "throughput", "startup", "graph", "retrieval", "learning"],
     )
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--blocks", type=int, default=100_000)
@@ -291,6 +295,10 @@ def main() -> int:
         from tools.bench_retrieval import bench_retrieval
 
         out["retrieval"] = bench_retrieval(args.sizes, args.workdir)
+    if args.what in ("all", "learning"):
+        from tools.bench_retrieval import bench_learning
+
+        out["learning"] = bench_learning(args.sizes, args.workdir)
     print(json.dumps(out, indent=2))
     return 0
 

@@ -383,3 +383,74 @@ def bench_retrieval(sizes: list[int], workdir: str | None, nqueries: int = 200) 
             )
         out[f"corpus_{n}"] = res
     return out
+
+
+def bench_learning(sizes: list[int], workdir: str | None) -> dict[str, Any]:
+    """memory/auto_link wall time on the retrieval corpora (copies), and memory/learn p50."""
+    work = Path(workdir or tempfile.gettempdir()) / "reos-bench-retrieval"
+    work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Any] = {}
+    for n in sizes:
+        texts, vecs = corpus(n, work)
+        folder = Path(tempfile.mkdtemp(dir=work, prefix="autolink-"))
+        try:
+            db = folder / "m.db"
+            build_db(db, texts, vecs)
+            proc = Proc(str(db))
+            wait_ready(proc)
+            t0 = time.perf_counter()
+            res = proc.call("memory/auto_link", {"threshold": 0.8, "max_links": 3})
+            wall = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            again = proc.call("memory/auto_link", {"threshold": 0.8, "max_links": 3})
+            wall2 = time.perf_counter() - t0
+            rss, hwm = rss_mb(proc.p.pid)
+            proc.close()
+            out[f"auto_link_{n}"] = {
+                "wall_s": round(wall, 2),
+                "created": res["relationships_created"],
+                "candidate_pairs": res["candidate_pairs"],
+                "second_run_wall_s": round(wall2, 2),
+                "second_run_created": again["relationships_created"],
+                "server_peak_rss_mb": round(hwm, 1),
+            }
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(dir=work, prefix="learn-"))
+    try:
+        proc = Proc(str(folder / "m.db"))
+        wait_ready(proc)
+        chains = []
+        for c in range(20):
+            chain = proc.call(
+                "blocks/create", {"type": "reasoning_chain", "act_id": "a", "content": f"chain {c}"}
+            )["block"]["id"]
+            for k in range(5):
+                tgt = proc.call(
+                    "blocks/create",
+                    {"type": "paragraph", "act_id": "a", "content": f"step {c}.{k}"},
+                )["block"]["id"]
+                proc.call(
+                    "memory/relationships/create",
+                    {
+                        "source_id": chain,
+                        "target_id": tgt,
+                        "rel_type": "follows_from",
+                        "confidence": 0.5,
+                    },
+                )
+            chains.append(chain)
+        times = []
+        for i in range(400):
+            t = time.perf_counter()
+            proc.call(
+                "memory/learn",
+                {"chain_block_id": chains[i % 20], "rating": 5 if (i // 20) % 2 else 1},
+            )
+            times.append(time.perf_counter() - t)
+        proc.close()
+        out["learn_p50_ms"] = round(pct(times, 0.5) * 1000, 3)
+        out["learn_p95_ms"] = round(pct(times, 0.95) * 1000, 3)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out

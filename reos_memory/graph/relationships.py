@@ -22,13 +22,15 @@ def add_relationship(
     confidence: float = 1.0,
     weight: float = 1.0,
     source: str = "user",
+    field_names: dict[str, str] | None = None,
 ) -> Relationship:
     """Insert an edge inside the caller's write transaction, enforcing every edge rule."""
+    field_names = field_names or {}
     if source_id == target_id:
         raise InvalidInput("target_id", "must differ from source_id (no self-loops)")
     for field, bid in (("source_id", source_id), ("target_id", target_id)):
         if not block_sql.block_exists(conn, bid):
-            raise NotFound("block", bid, field=field)
+            raise NotFound("block", bid, field=field_names.get(field, field))
     existing = sql.find_relationship(conn, source_id, target_id, rel_type)
     if existing is not None:
         raise Conflict(

@@ -339,3 +339,56 @@ class SearchResult(Struct, kw_only=True):
     matches: list[SearchMatch]
     stats: SearchStats
     markdown: str
+
+
+# -- learning and linking ----------------------------------------------------------------------
+
+
+class LearnParams(Params):
+    chain_block_id: Ident
+    rating: Annotated[int, Meta(ge=1, le=5)]
+    corrected_block_id: Ident | None = None
+
+
+class LearnChange(Struct, kw_only=True):
+    relationship_id: str
+    relationship_type: str
+    target_block_id: str
+    before: float
+    after: float
+
+
+class LearnResult(Struct, kw_only=True):
+    chain_block_id: str
+    rating: int
+    changes: list[LearnChange]
+    count: int
+    correction: Relationship | None
+
+
+class AutoLinkParams(Params):
+    act_id: Ident | None = None
+    threshold: Annotated[float, Meta(ge=-1.0, le=1.0)] = 0.8
+    max_links: Annotated[int, Meta(ge=1, le=100)] = 3
+    progress_token: ProgressToken = None
+
+
+class AutoLinkResult(Struct, kw_only=True):
+    relationships_created: int
+    blocks_examined: int
+    candidate_pairs: int
+    already_linked: int
+    seconds: float
+
+
+class ExtractParams(Params):
+    block_id: Ident
+    content: Content
+    act_id: Ident | None = None
+
+
+class ExtractResult(Struct, kw_only=True):
+    block_id: str
+    relationships_created: list[Relationship]
+    count: int
+    semantic: bool

@@ -1,0 +1,161 @@
+"""Auto-linking: `similar_to` edges between blocks whose embeddings are close.
+
+Computed in batches: a chunk of rows times the whole matrix at a time (one matrix product per
+chunk, never one query per block), chunks spread over two threads, and only the similarities
+above the threshold are kept before choosing each block's best `max_links`. Edges are written in
+one transaction at the end, so a cancelled run writes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import apsw
+import numpy as np
+
+from reos_memory.errors import Cancelled, EmbedderUnavailable
+from reos_memory.graph.indexing import Indexer
+from reos_memory.models import new_id, now_iso
+from reos_memory.store import Database, fetch
+
+CHUNK_CELLS = 25_000_000  # similarities per chunk: ~100 MB of float32, two chunks in flight
+
+
+@dataclass
+class AutoLinkReport:
+    relationships_created: int
+    blocks_examined: int
+    candidate_pairs: int
+    already_linked: int
+    seconds: float
+
+
+def auto_link(
+    db: Database,
+    indexer: Indexer,
+    *,
+    act_id: str | None = None,
+    threshold: float = 0.8,
+    max_links: int = 3,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> AutoLinkReport:
+    """Link blocks with cosine >= threshold by `similar_to` edges (source=embedding).
+
+    Each block ends with at most `max_links` similar_to edges (in either direction, existing ones
+    included), its most similar neighbours first; a pair already joined is never linked again;
+    confidence is the similarity.
+    """
+    t0 = time.perf_counter()
+    emb, reason = indexer.usable_model()
+    if emb is None:
+        raise EmbedderUnavailable(f"auto_link needs the block embeddings: {reason}")
+    ids, matrix = db.read(lambda c: _load(c, act_id, emb.dimensions))
+    n = len(ids)
+    existing = db.read(_similar_pairs)
+    # max_links bounds each block's similar_to edges in all (existing ones count), so a second
+    # run adds nothing and no block becomes a hub of near-duplicates
+    degree: Counter[str] = Counter()
+    for a, b in existing:
+        degree[a] += 1
+        degree[b] += 1
+    step = max(64, min(1024, CHUNK_CELLS // max(n, 1)))
+    chosen: list[tuple[int, int, float]] = []
+    candidates = 0
+    linked = 0
+
+    def chunk(start: int) -> list[tuple[int, list[tuple[int, float]]]]:
+        sims = matrix[start : start + step] @ matrix.T
+        rows, cols = np.nonzero(sims >= threshold)
+        picked: list[tuple[int, list[tuple[int, float]]]] = []
+        if rows.size == 0:
+            return picked
+        vals = sims[rows, cols]
+        order = np.lexsort((-vals, rows))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        bounds = np.flatnonzero(np.diff(rows)) + 1
+        for r_idx, c_idx, v in zip(
+            np.split(rows, bounds), np.split(cols, bounds), np.split(vals, bounds), strict=True
+        ):
+            i = start + int(r_idx[0])
+            picked.append(
+                (i, [(int(j), float(s)) for j, s in zip(c_idx, v, strict=True) if j != i])
+            )
+        return picked
+
+    done = 0
+    with ThreadPoolExecutor(2, thread_name_prefix="auto-link") as pool:
+        for result in pool.map(chunk, range(0, n, step)):
+            if cancelled and cancelled():
+                raise Cancelled("auto_link was cancelled; nothing was written")
+            for i, neighbours in result:
+                candidates += len(neighbours)
+                a = ids[i]
+                for j, sim in neighbours:
+                    if degree[a] >= max_links:
+                        break
+                    b = ids[j]
+                    if (a, b) in existing or (b, a) in existing:
+                        linked += 1
+                        continue
+                    if degree[b] >= max_links:
+                        continue
+                    existing.add((a, b))
+                    degree[a] += 1
+                    degree[b] += 1
+                    chosen.append((i, j, sim))
+            done = min(n, done + step)
+            if progress:
+                progress(done, n)
+
+    def tx(conn: apsw.Connection) -> int:
+        if cancelled and cancelled():
+            raise Cancelled("auto_link was cancelled; nothing was written")
+        now = now_iso()
+        before = conn.total_changes()
+        conn.executemany(
+            "INSERT OR IGNORE INTO block_relationships(id, source_block_id, target_block_id,"
+            " relationship_type, confidence, weight, source, created_at)"
+            " SELECT ?, ?, ?, 'similar_to', ?, 1.0, 'embedding', ?"
+            " WHERE EXISTS (SELECT 1 FROM blocks WHERE id = ?) AND EXISTS (SELECT 1 FROM blocks WHERE id = ?)",
+            (
+                (new_id("rel"), ids[i], ids[j], round(min(1.0, sim), 6), now, ids[i], ids[j])
+                for i, j, sim in chosen
+            ),
+        )
+        return conn.total_changes() - before
+
+    created = db.write(tx) if chosen else 0
+    return AutoLinkReport(
+        relationships_created=created,
+        blocks_examined=n,
+        candidate_pairs=candidates,
+        already_linked=linked,
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+
+
+def _load(conn: apsw.Connection, act_id: str | None, dims: int) -> tuple[list[str], np.ndarray]:
+    sql = "SELECT e.block_id, e.embedding FROM block_embeddings e"
+    args: tuple[str, ...] = ()
+    if act_id is not None:
+        sql += " JOIN blocks b ON b.id = e.block_id WHERE b.act_id = ?"
+        args = (act_id,)
+    rows = [r for r in fetch(conn, sql + " ORDER BY e.block_id", args) if len(r[1]) == 4 * dims]
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dims)
+    return [r[0] for r in rows], matrix
+
+
+def _similar_pairs(conn: apsw.Connection) -> set[tuple[str, str]]:
+    return {
+        (r[0], r[1])
+        for r in fetch(
+            conn,
+            "SELECT source_block_id, target_block_id FROM block_relationships"
+            " WHERE relationship_type = 'similar_to'",
+        )
+    }
