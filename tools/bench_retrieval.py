@@ -404,7 +404,7 @@ def bench_learning(sizes: list[int], workdir: str | None) -> dict[str, Any]:
             t0 = time.perf_counter()
             again = proc.call("memory/auto_link", {"threshold": 0.8, "max_links": 3})
             wall2 = time.perf_counter() - t0
-            rss, hwm = rss_mb(proc.p.pid)
+            _rss, hwm = rss_mb(proc.p.pid)
             proc.close()
             out[f"auto_link_{n}"] = {
                 "wall_s": round(wall, 2),
