@@ -72,6 +72,15 @@ class EmbedderUnavailable(ReosError):
     reason = "embedder_unavailable"
 
 
+class DocumentUnreadable(ReosError):
+    """A document could not be turned into text; `data.kind` says why, nothing was stored."""
+
+    reason = "document_unreadable"
+
+    def __init__(self, kind: str, message: str, **data: Any) -> None:
+        super().__init__(message, kind=kind, **data)
+
+
 class SchemaError(ReosError):
     """The database was written by a newer or different version of the service."""
 

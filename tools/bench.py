@@ -9,10 +9,12 @@
         [--sizes 10000 100000 --workdir DIR]
     python tools/bench.py learning            # memory/auto_link wall time per size, memory/learn p50
         [--sizes 10000 100000 --workdir DIR]
+    python tools/bench.py documents           # documents/insert of a 100-page PDF, pages/s
     python tools/bench.py retrieval           # embedding, indexing, KNN, memory/search, RSS, chromadb
         [--sizes 10000 100000 --workdir DIR]
     python tools/bench.py learning            # memory/auto_link wall time per size, memory/learn p50
         [--sizes 10000 100000 --workdir DIR]
+    python tools/bench.py documents           # documents/insert of a 100-page PDF, pages/s
 
 Each figure is the median of several runs (timing on shared machines is noisy).
 """
@@ -275,7 +277,7 @@ def main() -> int:
         "what",
         nargs="?",
         default="all",
-        choices=["all", "throughput", "startup", "graph", "retrieval", "learning"],
+        choices=["all", "throughput", "startup", "graph", "retrieval", "learning", "documents"],
     )
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--blocks", type=int, default=100_000)
@@ -299,6 +301,10 @@ def main() -> int:
         from tools.bench_retrieval import bench_learning
 
         out["learning"] = bench_learning(args.sizes, args.workdir)
+    if args.what in ("all", "documents"):
+        from tools.bench_retrieval import bench_documents
+
+        out["documents"] = bench_documents()
     print(json.dumps(out, indent=2))
     return 0
 

@@ -454,3 +454,29 @@ def bench_learning(sizes: list[int], workdir: str | None) -> dict[str, Any]:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return out
+
+
+def bench_documents(runs: int = 3, pages: int = 100) -> dict[str, Any]:
+    """documents/insert of a generated 100-page PDF (about 250 words a page), through the process."""
+    from tests.documents_fixtures import make_pdf
+
+    words = sentences(4000, seed=21)
+    page_texts = [" ".join(words[p * 20 : p * 20 + 20]) * 2 for p in range(pages)]
+    rates, chunks = [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        pdf = make_pdf(Path(tmp) / "report.pdf", page_texts)
+        for r in range(runs):
+            proc = Proc(str(Path(tmp) / f"d{r}.db"))
+            wait_ready(proc)
+            t0 = time.perf_counter()
+            res = proc.call("documents/insert", {"path": str(pdf), "act_id": "a"})
+            rates.append(pages / (time.perf_counter() - t0))
+            chunks = res["chunks"]
+            proc.close()
+    return {
+        "pages": pages,
+        "chunks": chunks,
+        "runs": runs,
+        "median_pages_per_s": round(statistics.median(rates), 1),
+        "all_pages_per_s": [round(x, 1) for x in rates],
+    }

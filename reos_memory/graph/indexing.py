@@ -104,10 +104,7 @@ class Indexer:
         if prepared is None:
             return False
         blob, model_id = prepared
-        if sql.recorded_model(conn) != model_id:
-            return False
-        sql.upsert_embedding(conn, block_id, blob, model_id, content_hash(text), now_iso())
-        return True
+        return sql.store_if_model(conn, block_id, blob, model_id, content_hash(text), now_iso())
 
     def index_blocks(
         self,

@@ -22,6 +22,7 @@ APP_CODES: dict[type[errors.ReosError], int] = {
     errors.EmbedderUnavailable: -32010,
     errors.ShuttingDown: -32013,
     errors.SchemaError: -32014,
+    errors.DocumentUnreadable: -32012,
     errors.InvalidInput: INVALID_PARAMS,
 }
 
@@ -81,6 +82,11 @@ ERROR_TABLE: list[dict[str, Any]] = [
         "code": -32010,
         "reason": "embedder_unavailable",
         "meaning": "the operation needs the embedding model and none is loaded",
+    },
+    {
+        "code": -32012,
+        "reason": "document_unreadable",
+        "meaning": "a document is unsupported, corrupt, encrypted or has no text (data.kind); nothing was stored",
     },
     {"code": -32013, "reason": "shutting_down", "meaning": "the process is stopping"},
     {

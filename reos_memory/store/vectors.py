@@ -112,6 +112,16 @@ def upsert_embedding(
     )
 
 
+def store_if_model(
+    conn: apsw.Connection, block_id: str, blob: bytes, model_id: str, content_hash: str, now: str
+) -> bool:
+    """Store a vector only if the database records its model: two models are never mixed."""
+    if recorded_model(conn) != model_id:
+        return False
+    upsert_embedding(conn, block_id, blob, model_id, content_hash, now)
+    return True
+
+
 def delete_embedding(conn: apsw.Connection, block_id: str) -> bool:
     conn.execute("DELETE FROM block_embeddings WHERE block_id = ?", (block_id,))
     return conn.changes() > 0

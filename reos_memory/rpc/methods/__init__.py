@@ -7,6 +7,14 @@ REGISTRY = Registry()
 
 def load_all() -> Registry:
     """Import every handler module (registering its methods) and return the registry."""
-    from reos_memory.rpc.methods import blocks, graph, index, learning, relationships, service  # noqa: F401
+    from reos_memory.rpc.methods import (  # noqa: F401
+        blocks,
+        documents,
+        graph,
+        index,
+        learning,
+        relationships,
+        service,
+    )
 
     return REGISTRY

@@ -1,0 +1,1 @@
+"""Documents: text extraction per format, chunking, and ingestion as document_chunk blocks."""
