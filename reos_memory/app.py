@@ -85,6 +85,39 @@ class App:
         self.db.close()
 
 
+def export_graph(
+    config: Config,
+    fmt: str,
+    block_id: str | None,
+    depth: int,
+    act_id: str | None,
+    max_nodes: int,
+    out: str | None,
+) -> int:
+    """Write a picture of the graph (or of a block's neighbourhood) to a file or stdout."""
+    from reos_memory.errors import ReosError
+    from reos_memory.graph import export
+
+    db = Database(config.db)
+    try:
+        migrate(db)
+        pic = export.collect(db, block_id=block_id, depth=depth, act_id=act_id, max_nodes=max_nodes)
+    except ReosError as exc:
+        sys.stderr.write(f"reos-memory: {exc.message}\n")
+        return 1
+    finally:
+        db.close()
+    render = {"dot": export.to_dot, "mermaid": export.to_mermaid, "html": export.to_html}[fmt]
+    text = render(pic)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+        sys.stderr.write(f"wrote {out}: {len(pic.nodes)} blocks, {len(pic.edges)} relationships\n")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def model_status(config: Config) -> int:
     """Print where the model weights and the ONNX export are and whether the export is verified."""
     import json

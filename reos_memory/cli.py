@@ -31,6 +31,16 @@ def build_parser() -> argparse.ArgumentParser:
     mig = sub.add_parser("migrate", help="apply pending database migrations and exit")
     _common(mig)
     sub.add_parser("schema", help="print the OpenRPC document")
+    exp = sub.add_parser(
+        "export", help="draw the graph as DOT, Mermaid or a self-contained HTML page"
+    )
+    _common(exp)
+    exp.add_argument("--format", choices=["dot", "mermaid", "html"], default="html")
+    exp.add_argument("--block", help="only the neighbourhood of this block")
+    exp.add_argument("--depth", type=int, default=2, help="hops around --block (default 2)")
+    exp.add_argument("--act", help="only blocks of this act")
+    exp.add_argument("--max-nodes", type=int, default=200)
+    exp.add_argument("--out", help="file to write (default: stdout)")
     where = sub.add_parser("where", help="print the database path that serve would open")
     _common(where)
     return parser
@@ -73,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     if command == "where":
         sys.stdout.write(config.db + "\n")
         return 0
+    if command == "export":
+        from reos_memory.app import export_graph
+
+        return export_graph(
+            config, args.format, args.block, args.depth, args.act, args.max_nodes, args.out
+        )
     if command == "model":
         return _model(args.model_command, config, args)
     if command == "migrate":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from reos_memory.models import (
@@ -446,3 +447,26 @@ class DocumentDeleteResult(Struct, kw_only=True):
     deleted: bool
     document_id: str
     chunks_removed: int
+
+
+# -- export ------------------------------------------------------------------------------------
+
+
+class ExportParams(Params):
+    block_id: Ident | None = None
+    depth: Annotated[int, Meta(ge=0, le=10)] = 2
+    act_id: Ident | None = None
+    rel_types: Annotated[list[RelType], Meta(max_length=14)] | None = None
+    max_nodes: Annotated[int, Meta(ge=1, le=5000)] = 200
+    formats: Annotated[
+        list[Literal["dot", "mermaid", "html"]], Meta(min_length=1, max_length=3)
+    ] = msgspec.field(default_factory=lambda: ["dot", "mermaid", "html"])
+
+
+class ExportResult(Struct, kw_only=True, omit_defaults=True):
+    nodes: int
+    edges: int
+    truncated: bool
+    dot: str | None = None
+    mermaid: str | None = None
+    html: str | None = None

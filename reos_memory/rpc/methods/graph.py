@@ -6,8 +6,8 @@ from dataclasses import asdict as dc_asdict
 
 from msgspec.structs import asdict
 
+from reos_memory.graph import export, traversal
 from reos_memory.graph import stats as stats_svc
-from reos_memory.graph import traversal
 from reos_memory.rpc import types as t
 from reos_memory.rpc.methods import REGISTRY
 from reos_memory.rpc.server import RequestContext
@@ -52,4 +52,29 @@ def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
         embedder=t.EmbedderStatus(**ctx.app.embedder_status()),
         database=ctx.app.db.path,
         inflight_requests=ctx.server.inflight_count(),
+    )
+
+
+@method("memory/export", params=t.ExportParams, result=t.ExportResult, errors=[-32004])
+def export_graph(ctx: RequestContext, p: t.ExportParams) -> t.ExportResult:
+    """Draw the graph, or the neighbourhood of `block_id`, as Graphviz DOT, Mermaid and/or HTML.
+
+    The HTML is one self-contained file (no network) that lays the graph out and draws it as SVG,
+    with node colours by block type and the full text on hover.
+    """
+    pic = export.collect(
+        ctx.app.db,
+        block_id=p.block_id,
+        depth=p.depth,
+        act_id=p.act_id,
+        rel_types=p.rel_types,
+        max_nodes=p.max_nodes,
+    )
+    return t.ExportResult(
+        nodes=len(pic.nodes),
+        edges=len(pic.edges),
+        truncated=pic.truncated,
+        dot=export.to_dot(pic) if "dot" in p.formats else None,
+        mermaid=export.to_mermaid(pic) if "mermaid" in p.formats else None,
+        html=export.to_html(pic) if "html" in p.formats else None,
     )

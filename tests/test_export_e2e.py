@@ -1,0 +1,200 @@
+"""memory/export and `reos-memory export`: DOT, Mermaid, and HTML checked in a real browser."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_block
+from tests.rpc_client import ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+def build(srv):
+    ids = {
+        "chain": make_block(
+            srv, "Because the cache was cold, warm it at boot", type="reasoning_chain", id="chain"
+        ),
+        "fact1": make_block(
+            srv, 'The cache is "cold" after each deploy', type="knowledge_fact", id="fact1"
+        ),
+        "fact2": make_block(srv, "Warming takes 40 seconds", type="knowledge_fact", id="fact2"),
+        "para": make_block(srv, "Notes <b>x</b> | [draft] </script>", id="para"),
+        "prompt": make_block(
+            srv, "Why is the first request slow?", type="user_prompt", id="prompt"
+        ),
+        "far": make_block(srv, "Unrelated far away block", id="far"),
+    }
+    for s, t, r, c in [
+        ("chain", "fact1", "follows_from", 0.9),
+        ("chain", "fact2", "supports", 0.6),
+        ("para", "fact1", "references", 1.0),
+        ("prompt", "chain", "caused_by", 0.8),
+        ("far", "para", "related_to", 0.3),
+    ]:
+        srv.call(
+            "memory/relationships/create",
+            {"source_id": s, "target_id": t, "rel_type": r, "confidence": c},
+        )
+    return ids
+
+
+def test_export_formats_and_neighbourhood(server):
+    build(server)
+    out = server.call("memory/export", {})
+    assert out["nodes"] == 6 and out["edges"] == 5 and out["truncated"] is False
+    dot = out["dot"]
+    assert dot.startswith("digraph memory {") and dot.rstrip().endswith("}")
+    assert '"chain" -> "fact1" [label="follows_from"' in dot
+    assert '\\"cold\\"' in dot  # quotes escaped
+    mer = out["mermaid"]
+    assert mer.startswith("flowchart LR") and "-->|supports|" in mer
+    assert (
+        "<b>" not in mer and "&#124;" in mer and "&#91;draft&#93;" in mer and "</script>" not in mer
+    )
+    html = out["html"]
+    assert html.startswith("<!doctype html>") and "http://" not in html.replace(
+        "http://www.w3.org/2000/svg", ""
+    )
+    payload = html.split('<script id="graph-data" type="application/json">')[1].split("</script>")[
+        0
+    ]
+    assert (
+        "Notes <b>x<\\/b> | [draft] <\\/script>" in payload
+    )  # block text cannot end the script tag
+    near = server.call("memory/export", {"block_id": "chain", "depth": 1, "formats": ["dot"]})
+    assert (
+        near["nodes"] == 4 and near["edges"] == 3 and "html" not in near and "mermaid" not in near
+    )
+    assert '"far"' not in near["dot"]
+    assert (
+        server.call("memory/export", {"max_nodes": 2, "formats": ["mermaid"]})["truncated"] is True
+    )
+    assert server.error("memory/export", {"block_id": "ghost"}).code == -32004
+    assert server.error("memory/export", {"formats": ["png"]}).code == -32602
+
+
+def test_cli_export(server, db_path, tmp_path):
+    build(server)
+    out = tmp_path / "g.dot"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reos_memory",
+            "export",
+            "--db",
+            str(db_path),
+            "--format",
+            "dot",
+            "--block",
+            "para",
+            "--depth",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "3 blocks" in r.stderr and '"para" -> "fact1"' in out.read_text()
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reos_memory",
+            "export",
+            "--db",
+            str(db_path),
+            "--format",
+            "mermaid",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0 and r.stdout.startswith("flowchart LR")
+    r = subprocess.run(
+        [sys.executable, "-m", "reos_memory", "export", "--db", str(db_path), "--block", "ghost"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert r.returncode == 1 and "ghost" in r.stderr
+
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1000,650",
+]
+
+
+@pytest.mark.browser
+def test_html_draws_in_a_real_browser(server, tmp_path):
+    from PIL import Image
+
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is needed for this test (./dev setup installs it)"
+    build(server)
+    page = tmp_path / "graph.html"
+    page.write_text(server.call("memory/export", {"formats": ["html"]})["html"])
+    dom = subprocess.run(
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'p1'}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert 'data-drawn="6"' in dom, "the drawing script did not finish"
+    assert dom.count('class="node"') == 6 and dom.count('class="edge"') == 5
+    assert "6 blocks, 5 relationships" in dom
+    for x, y in re.findall(r'transform="translate\(([-\d.]+),([-\d.]+)\)"', dom):
+        assert 0 < float(x) < 1000 and 0 < float(y) < 650
+    shot = tmp_path / "graph.png"
+    subprocess.run(
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'p2'}",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+    )
+    img = Image.open(shot).convert("RGB")
+    assert img.size == (1000, 650)
+    counts = {colour: n for n, colour in img.getcolors(maxcolors=1 << 20)}
+    # every block type's colour fills boxes on screen (palette order follows sorted type names)
+    for colour in ("#4e79a7", "#f28e2b", "#59a14f", "#e15759"):
+        rgb = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+        assert counts.get(rgb, 0) > 1500, f"{colour} boxes not drawn"
+    # the boxes don't hide each other: four colours, six boxes of at least 150 px each
+    assert (
+        sum(
+            counts.get(tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)), 0)
+            for c in ("#4e79a7", "#f28e2b", "#59a14f", "#e15759")
+        )
+        > 6 * 150 * 28
+    )
+    shutil.copy(shot, Path(tmp_path.parent) / "last-export-screenshot.png")
