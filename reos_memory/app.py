@@ -41,6 +41,7 @@ class App:
             config.embedder, None if factory is None else lambda: self._load(factory), log
         )
         self.indexer = Indexer(self.db, self.embeddings, vector_search=config.vector_search)
+        self._llm: Any = None
         self._stopping = threading.Event()
         self._catch_up_thread: threading.Thread | None = None
 
@@ -66,6 +67,26 @@ class App:
                 self.indexer.catch_up(self.log, self._stopping.is_set)
         except Exception as exc:  # the next start tries again
             self.log.warning("catch_up_failed", error=repr(exc))
+
+    def llm(self) -> Any:
+        """The configured LLM client, or None when no provider is configured."""
+        from reos_memory.llm import LLMClient, LLMSettings
+
+        c = self.config
+        settings = LLMSettings(
+            provider=c.llm_provider,
+            base_url=c.llm_base_url,
+            model=c.llm_model,
+            api_key_env=c.llm_api_key_env,
+            timeout_s=c.llm_timeout_s,
+            max_retries=c.llm_max_retries,
+            max_output_tokens=c.llm_max_output_tokens,
+        )
+        if not settings.enabled:
+            return None
+        if self._llm is None:
+            self._llm = LLMClient(settings)
+        return self._llm
 
     def embedder_status(self) -> dict[str, Any]:
         status = self.embeddings.status()

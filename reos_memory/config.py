@@ -51,6 +51,15 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     vector_search: Literal["memory", "sqlite"] = "memory"
     catch_up_indexing: bool = True
     keyword_postings_budget: Annotated[int, Meta(ge=100, le=100_000_000)] = 20_000
+    # LLM provider (off by default): used by memory/extract with use_llm, later by the Memory Writer
+    llm_provider: Literal["none", "openai", "anthropic"] = "none"
+    llm_base_url: str = ""
+    llm_model: str = ""
+    llm_api_key_env: str = ""
+    llm_timeout_s: Annotated[float, Meta(gt=0, le=600)] = 30.0
+    llm_max_retries: Annotated[int, Meta(ge=0, le=10)] = 2
+    llm_max_output_tokens: Annotated[int, Meta(ge=16, le=32_000)] = 800
+    llm_extraction: bool = False
 
 
 _ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}

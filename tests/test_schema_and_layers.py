@@ -54,13 +54,15 @@ LAYERS = {  # a module may import only from its own layer or the ones listed
         "documents",
         "store",
         "embeddings",
+        "llm",
         "_root",
     },
-    "rpc": {"graph", "squirrel", "documents", "store", "embeddings", "logs", "_root"},
-    "graph": {"store", "embeddings", "_root"},
-    "squirrel": {"store", "embeddings", "_root"},
+    "rpc": {"graph", "squirrel", "documents", "store", "embeddings", "llm", "logs", "_root"},
+    "graph": {"store", "embeddings", "llm", "_root"},
+    "squirrel": {"store", "embeddings", "llm", "_root"},
     "documents": {"store", "embeddings", "_root"},
     "embeddings": {"_root"},
+    "llm": {"_root"},
     "store": {"_root"},
 }
 ROOT_MODULES = {"errors", "models", "__init__"}

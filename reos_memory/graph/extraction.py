@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import apsw
+import msgspec
 import numpy as np
 
 from reos_memory.errors import NotFound
 from reos_memory.graph.indexing import Indexer
-from reos_memory.models import Relationship, new_id, now_iso
+from reos_memory.llm import LLMClient, LLMError
+from reos_memory.models import REL_TYPES, Relationship, RelType, new_id, now_iso
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import relationships as rel_sql
+from reos_memory.store import vectors as vec_sql
 
 CONNECTORS: list[tuple[str, str]] = [
     # (pattern, relationship type); longer phrases first
@@ -71,6 +75,31 @@ class ExtractOutcome:
     created: list[Relationship] = field(default_factory=list)
     proposals: list[Proposal] = field(default_factory=list)
     semantic: bool = False
+    llm_used: bool = False
+    llm_error: str | None = None
+
+
+class _LLMEdge(msgspec.Struct, kw_only=True):
+    target_id: str
+    type: RelType
+    confidence: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+    reason: str | None = None
+
+
+class _LLMReply(msgspec.Struct, kw_only=True):
+    relationships: list[_LLMEdge]
+
+
+LLM_CANDIDATES = 20
+LLM_MAX_CONFIDENCE = 0.9
+LLM_SYSTEM = (
+    "You find typed relationships between a source text and candidate memory blocks. "
+    "Reply with one JSON object and nothing else: "
+    '{"relationships": [{"target_id": "<a candidate id>", "type": "<type>", "confidence": <0 to 1>, '
+    '"reason": "<a few words>"}]}. Use only candidate ids given. Allowed types: '
+    + ", ".join(REL_TYPES)
+    + ". Include a relationship only when the text clearly supports it; an empty list is fine."
+)
 
 
 def clauses(text: str) -> list[tuple[str, str]]:
@@ -93,9 +122,19 @@ def clauses(text: str) -> list[tuple[str, str]]:
 
 
 def extract(
-    db: Database, indexer: Indexer, *, block_id: str, content: str, act_id: str | None = None
+    db: Database,
+    indexer: Indexer,
+    *,
+    block_id: str,
+    content: str,
+    act_id: str | None = None,
+    llm: LLMClient | None = None,
 ) -> ExtractOutcome:
-    """Find relationships in `content` (the text of `block_id`) and store the new ones."""
+    """Find relationships in `content` (the text of `block_id`) and store the new ones.
+
+    With an `llm` client, one call also proposes edges to the act's nearest blocks; a failed
+    call is reported in `llm_error` and the rule-based edges are still stored.
+    """
     block = db.read(lambda c: block_sql.get_block(c, block_id))
     if block is None:
         raise NotFound("block", block_id, field="block_id")
@@ -126,11 +165,25 @@ def extract(
                         target, rel, round(CLAUSE_FACTOR * sim, 4), f"connector clause: {clause!r}"
                     )
                 )
-        for target, sim in _nearest(indexer, vecs[0], act, exclude=block_id, k=RELATED_MAX):
+        nearest = _nearest(
+            indexer, vecs[0], act, exclude=block_id, k=max(RELATED_MAX, LLM_CANDIDATES)
+        )
+        for target, sim in nearest[:RELATED_MAX]:
             if sim >= RELATED_MIN_SIMILARITY:
                 out.proposals.append(
                     Proposal(target, "related_to", round(min(1.0, sim), 4), "similar text")
                 )
+        candidates = [t for t, _ in nearest[:LLM_CANDIDATES]]
+    else:
+        words = vec_sql.query_words(content)[:32]
+        hits = db.read(lambda c: vec_sql.keyword_search(c, words, LLM_CANDIDATES + 1, act))
+        candidates = [b for b, _ in hits if b != block_id]
+    if llm is not None:
+        try:
+            out.proposals += _llm_proposals(db, llm, content, candidates)
+            out.llm_used = True
+        except LLMError as exc:
+            out.llm_error = exc.message
 
     def tx(conn: apsw.Connection) -> list[Relationship]:
         made: list[Relationship] = []
@@ -167,3 +220,32 @@ def _nearest(
     indexer: Indexer, vec: np.ndarray, act: str, exclude: str, k: int
 ) -> list[tuple[str, float]]:
     return [(b, s) for b, s in indexer.knn(vec, k + 1, act) if b != exclude][:k]
+
+
+def _llm_proposals(
+    db: Database, llm: LLMClient, content: str, candidates: list[str]
+) -> list[Proposal]:
+    if not candidates:
+        return []
+    blocks = db.read(lambda c: block_sql.get_blocks(c, candidates))
+    lines = [
+        f"- {b}: {' '.join(blocks[b].content.split())[:300]}" for b in candidates if b in blocks
+    ]
+    user = f"Source text:\n{content[:4000]}\n\nCandidate blocks:\n" + "\n".join(lines)
+    text = llm.complete(LLM_SYSTEM, user).strip()
+    if text.startswith("```"):  # some models fence JSON even when asked not to
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        reply = msgspec.json.decode(text, type=_LLMReply)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise LLMError(f"the LLM's reply is not the requested JSON: {exc}") from exc
+    return [
+        Proposal(
+            e.target_id,
+            e.type,
+            round(min(e.confidence, LLM_MAX_CONFIDENCE), 4),
+            f"llm: {e.reason or ''}",
+        )
+        for e in reply.relationships
+        if e.target_id in blocks
+    ]

@@ -386,6 +386,7 @@ class ExtractParams(Params):
     block_id: Ident
     content: Content
     act_id: Ident | None = None
+    use_llm: bool | None = None
 
 
 class ExtractResult(Struct, kw_only=True):
@@ -393,6 +394,8 @@ class ExtractResult(Struct, kw_only=True):
     relationships_created: list[Relationship]
     count: int
     semantic: bool
+    llm_used: bool
+    llm_error: str | None
 
 
 # -- documents ---------------------------------------------------------------------------------

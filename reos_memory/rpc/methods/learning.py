@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 from msgspec.structs import asdict
 
+from reos_memory.errors import InvalidInput
 from reos_memory.graph import autolink, extraction, learning
 from reos_memory.rpc import types as t
 from reos_memory.rpc.methods import REGISTRY
@@ -67,12 +68,29 @@ def extract(ctx: RequestContext, p: t.ExtractParams) -> t.ExtractResult:
     logical connectors (because, therefore, as a result, however, ...) are matched to the most
     similar block of the act (`follows_from`, `supports`, `causes`, `contradicts`); similar
     blocks become `related_to`. `semantic` is false when no embedding model was available (then
-    only explicit references are found).
+    only explicit references are found). `use_llm` (default: the `llm_extraction` setting, off)
+    also asks the configured LLM provider, in one call, for edges to the act's nearest blocks; a
+    failed call is reported in `llm_error` and the other edges are still stored.
     """
-    out = extraction.extract(ctx.app.db, ctx.app.indexer, **asdict(p))
+    use_llm = ctx.app.config.llm_extraction if p.use_llm is None else p.use_llm
+    llm = ctx.app.llm() if use_llm else None
+    if p.use_llm and llm is None:
+        raise InvalidInput(
+            "use_llm", "no LLM provider is configured (set llm_provider and llm_model)"
+        )
+    out = extraction.extract(
+        ctx.app.db,
+        ctx.app.indexer,
+        block_id=p.block_id,
+        content=p.content,
+        act_id=p.act_id,
+        llm=llm,
+    )
     return t.ExtractResult(
         block_id=out.block_id,
         relationships_created=out.created,
         count=len(out.created),
         semantic=out.semantic,
+        llm_used=out.llm_used,
+        llm_error=out.llm_error,
     )
