@@ -23,3 +23,32 @@ def make_block(srv: Server, content: str = "text", act_id: str = "act-1", **extr
     return srv.call(
         "blocks/create", {"type": "paragraph", "act_id": act_id, "content": content, **extra}
     )["block"]["id"]
+
+
+def cancel_at_commit(srv, db_path, method: str, params: dict, finished) -> tuple[dict, list[dict]]:
+    """Run a long request while another connection holds the write lock, so it computes
+    everything and then waits at its single commit; cancel it there, release the lock, and
+    return (its response, the $/progress notifications it sent). `finished(progress)` says when
+    the last progress notification has arrived."""
+    import time
+
+    import apsw
+
+    lock = apsw.Connection(str(db_path))
+    lock.execute("PRAGMA busy_timeout = 10000")
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        rid = srv.request(method, params)
+        deadline = time.monotonic() + 30
+        progress: list[dict] = []
+        while time.monotonic() < deadline:
+            progress = [n["params"] for n in srv.notifications if n["method"] == "$/progress"]
+            if progress and finished(progress[-1]):
+                break
+            time.sleep(0.02)
+        srv.notify("$/cancelRequest", {"id": rid})
+        time.sleep(0.2)
+    finally:
+        lock.execute("COMMIT")
+        lock.close()
+    return srv.response(rid), progress

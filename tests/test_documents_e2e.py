@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import base64
-import time
 
-import apsw
 import pytest
 
+from tests.conftest import cancel_at_commit
 from tests.documents_fixtures import make_csv, make_docx, make_md, make_pdf, make_txt, make_xlsx
 from tests.rpc_client import Server
 
@@ -172,30 +171,15 @@ def test_progress_and_cancel_write_nothing(db_path, tmp_path):
     with Server(db_path) as srv:
         srv.call("ping")
         srv.call("memory/stats")
-        lock = apsw.Connection(str(db_path))
-        lock.execute("PRAGMA busy_timeout = 10000")
-        lock.execute("BEGIN IMMEDIATE")
-        try:
-            rid = srv.request(
-                "documents/insert", {"path": str(pdf), "act_id": "a", "progress_token": "doc"}
-            )
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                prog = [n["params"] for n in srv.notifications if n["method"] == "$/progress"]
-                if (
-                    prog
-                    and prog[-1]["message"] == "embedding chunks"
-                    and prog[-1]["done"] == prog[-1]["total"]
-                ):
-                    break
-                time.sleep(0.02)
-            assert any(p["message"] == "reading pages" and p["total"] == 12 for p in prog)
-            srv.notify("$/cancelRequest", {"id": rid})
-            time.sleep(0.2)
-        finally:
-            lock.execute("COMMIT")
-            lock.close()
-        assert srv.response(rid)["error"]["code"] == -32008
+        resp, prog = cancel_at_commit(
+            srv,
+            db_path,
+            "documents/insert",
+            {"path": str(pdf), "act_id": "a", "progress_token": "doc"},
+            lambda p: p["message"] == "embedding chunks" and p["done"] == p["total"],
+        )
+        assert any(p["message"] == "reading pages" and p["total"] == 12 for p in prog)
+        assert resp["error"]["code"] == -32008
         assert (
             srv.call("memory/stats")["total_blocks"] == 0
             and srv.call("documents/list")["count"] == 0

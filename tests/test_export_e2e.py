@@ -153,35 +153,20 @@ def test_html_draws_in_a_real_browser(server, tmp_path):
     build(server)
     page = tmp_path / "graph.html"
     page.write_text(server.call("memory/export", {"formats": ["html"]})["html"])
-    dom = subprocess.run(
-        [
-            chromium,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={tmp_path / 'p1'}",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+
+    def browse(*args: str) -> str:
+        profile = tmp_path / f"profile{len(list(tmp_path.glob('profile*')))}"
+        cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+
+    dom = browse("--dump-dom")
     assert 'data-drawn="6"' in dom, "the drawing script did not finish"
     assert dom.count('class="node"') == 6 and dom.count('class="edge"') == 5
     assert "6 blocks, 5 relationships" in dom
     for x, y in re.findall(r'transform="translate\(([-\d.]+),([-\d.]+)\)"', dom):
         assert 0 < float(x) < 1000 and 0 < float(y) < 650
     shot = tmp_path / "graph.png"
-    subprocess.run(
-        [
-            chromium,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={tmp_path / 'p2'}",
-            f"--screenshot={shot}",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-    )
+    browse(f"--screenshot={shot}")
     img = Image.open(shot).convert("RGB")
     assert img.size == (1000, 650)
     counts = {colour: n for n, colour in img.getcolors(maxcolors=1 << 20)}

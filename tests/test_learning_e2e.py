@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
-import apsw
 import pytest
 
-from tests.conftest import make_block
+from tests.conftest import cancel_at_commit, make_block
 from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
@@ -145,24 +142,15 @@ def test_auto_link_progress_and_cancel_write_nothing(db_path):
             make_block(srv, f"ticket {i} about the login page", index=False) for i in range(200)
         ]
         srv.call("memory/index/batch", {"block_ids": made})
-        lock = apsw.Connection(str(db_path))
-        lock.execute("PRAGMA busy_timeout = 10000")
-        lock.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        try:
-            rid = srv.request("memory/auto_link", {"threshold": 0.5, "progress_token": 7})
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                prog = [n["params"] for n in srv.notifications if n["method"] == "$/progress"]
-                if prog and prog[-1]["done"] == prog[-1]["total"] == 200:
-                    break
-                time.sleep(0.02)
-            assert prog and prog[-1]["token"] == 7
-            srv.notify("$/cancelRequest", {"id": rid})
-            time.sleep(0.2)
-        finally:
-            lock.execute("COMMIT")
-            lock.close()
-        assert srv.response(rid)["error"]["code"] == -32008
+        resp, prog = cancel_at_commit(
+            srv,
+            db_path,
+            "memory/auto_link",
+            {"threshold": 0.5, "progress_token": 7},
+            lambda p: p["done"] == p["total"] == 200,
+        )
+        assert prog and prog[-1]["token"] == 7
+        assert resp["error"]["code"] == -32008
         assert srv.call("memory/stats")["total_relationships"] == 0
         done = srv.call("memory/auto_link", {"threshold": 0.5})
         assert done["relationships_created"] > 0
@@ -171,21 +159,12 @@ def test_auto_link_progress_and_cancel_write_nothing(db_path):
 def test_index_batch_cancel_writes_nothing(db_path):
     with Server(db_path) as srv:
         made = [make_block(srv, f"unindexed {i}", index=False) for i in range(100)]
-        lock = apsw.Connection(str(db_path))
-        lock.execute("PRAGMA busy_timeout = 10000")
-        lock.execute("BEGIN IMMEDIATE")
-        try:
-            rid = srv.request("memory/index/batch", {"block_ids": made, "progress_token": "p"})
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                prog = [n["params"] for n in srv.notifications if n["method"] == "$/progress"]
-                if prog and prog[-1]["done"] == 100:
-                    break
-                time.sleep(0.02)
-            srv.notify("$/cancelRequest", {"id": rid})
-            time.sleep(0.2)
-        finally:
-            lock.execute("COMMIT")
-            lock.close()
-        assert srv.response(rid)["error"]["code"] == -32008
+        resp, _ = cancel_at_commit(
+            srv,
+            db_path,
+            "memory/index/batch",
+            {"block_ids": made, "progress_token": "p"},
+            lambda p: p["done"] == 100,
+        )
+        assert resp["error"]["code"] == -32008
         assert srv.call("memory/stats")["total_embeddings"] == 0
