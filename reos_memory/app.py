@@ -44,17 +44,26 @@ class App:
         self._llm: Any = None
         self._stopping = threading.Event()
         self._catch_up_thread: threading.Thread | None = None
+        # waiting (for the model) -> running -> done | failed; off when disabled or no model
+        self.catch_up_state = (
+            "waiting" if config.catch_up_indexing and factory is not None else "off"
+        )
 
     def start(self) -> None:
         """Load the model in the background; requests that need it wait, others do not."""
         self.embeddings.start()
 
     def _load(self, factory: Any) -> Embedder:
-        embedder: Embedder = factory()
-        dropped = self.indexer.reconcile(embedder)
+        try:
+            embedder: Embedder = factory()
+            dropped = self.indexer.reconcile(embedder)
+        except BaseException:
+            self.catch_up_state = "off"  # no model, nothing to catch up with
+            raise
         if dropped:
             self.log.warning("model_changed", model=embedder.model_id, vectors_dropped=dropped)
         if self.config.catch_up_indexing:
+            self.catch_up_state = "running"
             self._catch_up_thread = threading.Thread(
                 target=self._catch_up, name="catch-up-index", daemon=True
             )
@@ -65,7 +74,9 @@ class App:
         try:
             if self.indexer.pending_count():
                 self.indexer.catch_up(self.log, self._stopping.is_set)
+            self.catch_up_state = "done"
         except Exception as exc:  # the next start tries again
+            self.catch_up_state = "failed"
             self.log.warning("catch_up_failed", error=repr(exc))
 
     def llm(self) -> Any:
@@ -232,11 +243,12 @@ def serve(config: Config) -> int:
     interactive = stdin.isatty()
 
     app = App(config, log)
+    registry = load_all()  # before the model thread starts: both would wait on the GIL
     app.start()
     reader = FrameReader(stdin, config.max_message_bytes)
     server = Server(
         app,
-        load_all(),
+        registry,
         reader,
         FrameWriter(proto_fd, reader),
         log,

@@ -6,7 +6,16 @@ import logging
 import sys
 from typing import Any
 
-import structlog
+# structlog.dev loads rich, when installed, for pretty consoles (~60 ms); our logs are JSON lines,
+# so hide it for this one import. The entry is removed again: other libraries see rich as usual.
+_hidden = "rich" not in sys.modules
+if _hidden:
+    sys.modules["rich"] = None  # type: ignore[assignment]
+try:
+    import structlog
+finally:
+    if _hidden:
+        del sys.modules["rich"]
 
 
 def setup_logging(level: str = "info") -> Any:

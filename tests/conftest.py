@@ -13,9 +13,13 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"
 
 
+NO_CATCH_UP = {"REOS_MEMORY_CATCH_UP_INDEXING": "false"}  # for tests that count unindexed blocks
+
+
 @pytest.fixture
 def server(db_path: Path) -> Iterator[Server]:
     with Server(db_path) as srv:
+        srv.wait_ready()  # no test starts while the model and start-up indexing are still loading
         yield srv
 
 

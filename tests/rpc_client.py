@@ -177,6 +177,17 @@ class Server:
         self.send_bytes(json.dumps(items).encode())
         return self.batches.get(timeout=timeout)
 
+    def wait_ready(self, timeout: float = 60.0) -> str:
+        """Wait until the embedder has loaded (or failed / is disabled) and start-up indexing is
+        over; returns the embedder state."""
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.call("service/info")
+            settled = info["catch_up_indexing"] not in ("waiting", "running")
+            if (info["embedder_status"] != "loading" and settled) or time.monotonic() > deadline:
+                return info["embedder_status"]
+            time.sleep(0.01)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def stderr(self) -> str:

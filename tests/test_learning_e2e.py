@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import cancel_at_commit, make_block
+from tests.conftest import NO_CATCH_UP, cancel_at_commit, make_block
 from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
@@ -157,7 +157,7 @@ def test_auto_link_progress_and_cancel_write_nothing(db_path):
 
 
 def test_index_batch_cancel_writes_nothing(db_path):
-    with Server(db_path) as srv:
+    with Server(db_path, env=NO_CATCH_UP) as srv:
         made = [make_block(srv, f"unindexed {i}", index=False) for i in range(100)]
         resp, _ = cancel_at_commit(
             srv,

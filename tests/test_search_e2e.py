@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.conftest import make_block
+from tests.conftest import NO_CATCH_UP, make_block
 from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
@@ -150,7 +150,12 @@ def test_index_lifecycle_and_stale_detection(server):
     assert server.call("memory/index/block", {"block_id": empty})["reason"] == "empty_content"
 
 
-def test_index_batch_reports_progress_and_failures(server):
+def test_index_batch_reports_progress_and_failures(db_path):
+    with Server(db_path, env=NO_CATCH_UP) as server:
+        _index_batch_progress_and_failures(server)
+
+
+def _index_batch_progress_and_failures(server):
     made = [
         make_block(server, f"note number {i} about topic {i % 3}", index=False) for i in range(70)
     ]
@@ -288,6 +293,7 @@ def test_two_models_on_one_file_never_mix(db_path):
     with Server(db_path) as old:
         make_block(old, "written under the 384 model", id="a")
         with Server(db_path, env={"REOS_MEMORY_HASH_DIMENSIONS": "128"}) as new:
+            new.wait_ready()
             assert new.call("memory/stats")["embedder"]["database_model_id"] == "reos-hash-v1-128"
             make_block(old, "written by the old process after the switch", id="b")
             res = old.call("memory/search", {"query": "written", "max_results": 5})

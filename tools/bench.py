@@ -218,7 +218,8 @@ def bench_graph(blocks: int, edges: int, queries: int, workdir: str | None) -> d
         tmp.rename(base)
         print(f"  built {base} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     rng = random.Random(11)
-    proc = Proc(str(base))
+    # graph queries only: no embedder, so no background re-embedding of 100K blocks competes
+    proc = Proc(str(base), env={"REOS_MEMORY_EMBEDDER": "none"})
     proc.call("memory/stats")
     ids = [f"b{rng.randrange(blocks):07d}" for _ in range(queries * 2)]
     for bid in ids[:20]:  # warm the page cache

@@ -13,12 +13,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from reos_memory.embeddings.base import Embedder, EmbedderUnavailableError
 from reos_memory.errors import EmbedderUnavailable
+
+if TYPE_CHECKING:  # numpy loads with the model, off the start-up path
+    import numpy as np
 
 QUERY = 0  # priorities: lower runs first
 BULK = 1

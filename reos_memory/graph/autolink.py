@@ -13,14 +13,17 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import apsw
-import numpy as np
 
 from reos_memory.errors import Cancelled, EmbedderUnavailable
 from reos_memory.graph.indexing import Indexer
 from reos_memory.models import new_id, now_iso
 from reos_memory.store import Database, fetch
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CHUNK_CELLS = 25_000_000  # similarities per chunk: ~100 MB of float32, two chunks in flight
 
@@ -50,6 +53,8 @@ def auto_link(
     included), its most similar neighbours first; a pair already joined is never linked again;
     confidence is the similarity.
     """
+    import numpy as np  # loaded on first use, off the start-up path
+
     t0 = time.perf_counter()
     emb, reason = indexer.usable_model()
     if emb is None:
@@ -140,6 +145,8 @@ def auto_link(
 
 
 def _load(conn: apsw.Connection, act_id: str | None, dims: int) -> tuple[list[str], np.ndarray]:
+    import numpy as np
+
     sql = "SELECT e.block_id, e.embedding FROM block_embeddings e"
     args: tuple[str, ...] = ()
     if act_id is not None:

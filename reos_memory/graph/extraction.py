@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import apsw
 import msgspec
-import numpy as np
 
 from reos_memory.errors import NotFound
 from reos_memory.graph.indexing import Indexer
@@ -30,6 +29,9 @@ from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import relationships as rel_sql
 from reos_memory.store import vectors as vec_sql
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CONNECTORS: list[tuple[str, str]] = [
     # (pattern, relationship type); longer phrases first

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
 
 from reos_memory.embeddings.base import Embedder, to_blob
 from reos_memory.embeddings.service import BULK, EmbeddingService
@@ -21,7 +20,11 @@ from reos_memory.errors import Cancelled, EmbedderUnavailable, NotFound
 from reos_memory.models import content_hash, now_iso
 from reos_memory.store import Database, fetch, scalar
 from reos_memory.store import vectors as sql
-from reos_memory.store.vector_index import VectorIndex
+
+if TYPE_CHECKING:  # numpy and the memory index load on first use, off the start-up path
+    import numpy as np
+
+    from reos_memory.store.vector_index import VectorIndex
 
 CHUNK = 32  # texts per embedding call in bulk work: a query never waits for more than one chunk
 
@@ -66,6 +69,8 @@ class Indexer:
             return dropped
 
         dropped = self.db.write(tx)
+        from reos_memory.store.vector_index import VectorIndex
+
         self._index = VectorIndex(embedder.dimensions)
         return dropped
 
@@ -241,6 +246,8 @@ class Indexer:
                     (sql._encoder.encode(list(block_ids)).decode(),),
                 )
             )
+            import numpy as np
+
             return {bid: float(np.frombuffer(blob, dtype="<f4") @ query) for bid, blob in rows}
         return self.memory_index().similarities(query, block_ids)
 
@@ -252,6 +259,8 @@ class Indexer:
         if index is None:
             emb = self.embeddings.wait_ready(timeout=60)
             dims = emb.dimensions if emb else 384
+            from reos_memory.store.vector_index import VectorIndex
+
             index = self._index = VectorIndex(dims)
         self.db.read(index.sync)
         return index

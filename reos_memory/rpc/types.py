@@ -53,6 +53,7 @@ class InfoResult(Struct, kw_only=True):
     requests_served: int
     embedder_backend: str
     embedder_status: str
+    catch_up_indexing: str
 
 
 class CancelParams(Params):

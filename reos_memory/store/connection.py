@@ -8,6 +8,8 @@ fails half-way with SQLITE_BUSY), reads inside `BEGIN` (one consistent snapshot)
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import os
 import random
 import threading
@@ -16,11 +18,21 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import apsw
-import sqlite_vec
 
 from reos_memory.errors import StorageBusy
 
 T = TypeVar("T")
+
+
+@functools.cache
+def vec_extension_path() -> str:
+    """sqlite-vec's loadable extension, found without importing the package (which loads numpy)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("sqlite-vec is not installed")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
+
+
 Connection = apsw.Connection
 
 _BUSY = (apsw.BusyError, apsw.LockedError)
@@ -69,7 +81,7 @@ class Database:
         conn = apsw.Connection(self.path)
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(vec_extension_path())
         conn.enable_load_extension(False)
         self.retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchall())
         conn.execute("PRAGMA foreign_keys = ON")

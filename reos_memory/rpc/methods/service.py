@@ -35,6 +35,7 @@ def info(ctx: RequestContext, p: t.NoParams) -> t.InfoResult:
         requests_served=server.requests_served,
         embedder_backend=ctx.app.embeddings.backend,
         embedder_status=ctx.app.embeddings.state,
+        catch_up_indexing=ctx.app.catch_up_state,
     )
 
 
