@@ -82,52 +82,18 @@ def test_export_formats_and_neighbourhood(server):
 
 def test_cli_export(server, db_path, tmp_path):
     build(server)
+
+    def export(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "reos_memory", "export", "--db", str(db_path), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+
     out = tmp_path / "g.dot"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reos_memory",
-            "export",
-            "--db",
-            str(db_path),
-            "--format",
-            "dot",
-            "--block",
-            "para",
-            "--depth",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    r = export("--format", "dot", "--block", "para", "--depth", "1", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "3 blocks" in r.stderr and '"para" -> "fact1"' in out.read_text()
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reos_memory",
-            "export",
-            "--db",
-            str(db_path),
-            "--format",
-            "mermaid",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    r = export("--format", "mermaid")
     assert r.returncode == 0 and r.stdout.startswith("flowchart LR")
-    r = subprocess.run(
-        [sys.executable, "-m", "reos_memory", "export", "--db", str(db_path), "--block", "ghost"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    r = export("--block", "ghost")
     assert r.returncode == 1 and "ghost" in r.stderr
 
 

@@ -20,7 +20,9 @@ import apsw
 from reos_memory.errors import Cancelled, EmbedderUnavailable
 from reos_memory.graph.indexing import Indexer
 from reos_memory.models import new_id, now_iso
-from reos_memory.store import Database, fetch
+from reos_memory.store import Database
+from reos_memory.store import relationships as rel_sql
+from reos_memory.store import vectors as vec_sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,7 +63,7 @@ def auto_link(
         raise EmbedderUnavailable(f"auto_link needs the block embeddings: {reason}")
     ids, matrix = db.read(lambda c: _load(c, act_id, emb.dimensions))
     n = len(ids)
-    existing = db.read(_similar_pairs)
+    existing = db.read(lambda c: rel_sql.pairs_of_type(c, "similar_to"))
     # max_links bounds each block's similar_to edges in all (existing ones count), so a second
     # run adds nothing and no block becomes a hub of near-duplicates
     degree: Counter[str] = Counter()
@@ -147,22 +149,10 @@ def auto_link(
 def _load(conn: apsw.Connection, act_id: str | None, dims: int) -> tuple[list[str], np.ndarray]:
     import numpy as np
 
-    sql = "SELECT e.block_id, e.embedding FROM block_embeddings e"
-    args: tuple[str, ...] = ()
-    if act_id is not None:
-        sql += " JOIN blocks b ON b.id = e.block_id WHERE b.act_id = ?"
-        args = (act_id,)
-    rows = [r for r in fetch(conn, sql + " ORDER BY e.block_id", args) if len(r[1]) == 4 * dims]
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dims)
-    return [r[0] for r in rows], matrix
-
-
-def _similar_pairs(conn: apsw.Connection) -> set[tuple[str, str]]:
-    return {
-        (r[0], r[1])
-        for r in fetch(
-            conn,
-            "SELECT source_block_id, target_block_id FROM block_relationships"
-            " WHERE relationship_type = 'similar_to'",
-        )
-    }
+    rows = sorted(
+        (bid, blob)
+        for bid, act, blob in vec_sql.embedding_rows(conn)
+        if (act_id is None or act == act_id) and len(blob) == 4 * dims
+    )
+    matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype="<f4").reshape(len(rows), dims)
+    return [bid for bid, _ in rows], matrix

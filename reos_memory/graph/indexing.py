@@ -18,7 +18,7 @@ from reos_memory.embeddings.base import Embedder, to_blob
 from reos_memory.embeddings.service import BULK, EmbeddingService
 from reos_memory.errors import Cancelled, EmbedderUnavailable, NotFound
 from reos_memory.models import content_hash, now_iso
-from reos_memory.store import Database, fetch, scalar
+from reos_memory.store import Database, scalar
 from reos_memory.store import vectors as sql
 
 if TYPE_CHECKING:  # numpy and the memory index load on first use, off the start-up path
@@ -239,16 +239,12 @@ class Indexer:
     def similarities(self, query: np.ndarray, block_ids: Sequence[str]) -> dict[str, float]:
         """Cosine of the query to specific blocks (for fusing keyword-only hits)."""
         if self.vector_search == "sqlite":
-            rows = self.db.read(
-                lambda c: fetch(
-                    c,
-                    "SELECT block_id, embedding FROM block_embeddings WHERE block_id IN (SELECT value FROM json_each(?))",
-                    (sql._encoder.encode(list(block_ids)).decode(),),
-                )
-            )
+            rows = self.db.read(lambda c: sql.embedding_rows(c, block_ids))
             import numpy as np
 
-            return {bid: float(np.frombuffer(blob, dtype="<f4") @ query) for bid, blob in rows}
+            return {
+                bid: float(np.frombuffer(blob, dtype="<f4") @ query) for bid, _act, blob in rows
+            }
         return self.memory_index().similarities(query, block_ids)
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ import apsw
 
 from reos_memory.errors import EmbedderUnavailable
 from reos_memory.graph.indexing import Indexer
-from reos_memory.store import Database, fetch
+from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import vectors as vec_sql
 from reos_memory.store.relationships import edges_from, edges_into
@@ -188,7 +188,7 @@ def search(
         if c.block_id not in summary:  # deleted meanwhile
             del cands[c.block_id]
             continue
-        block_type, updated_at = summary[c.block_id]
+        block_type, updated_at, _act = summary[c.block_id]
         base = max(c.stage1, c.graph)
         tw = weights.get(block_type, DEFAULT_TYPE_WEIGHT)
         bonus = SOURCE_BONUS[c.source]
@@ -296,14 +296,8 @@ def _expand(
                 if prev is None or score > prev[0]:
                     nxt[there] = (score, [*chain, label], origin)
         if act_id is not None and nxt:
-            acts = dict(
-                fetch(
-                    conn,
-                    "SELECT id, act_id FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
-                    (vec_sql._encoder.encode(list(nxt)).decode(),),
-                )
-            )
-            nxt = {b: v for b, v in nxt.items() if acts.get(b) == act_id}
+            acts = block_sql.block_summaries(conn, list(nxt))
+            nxt = {b: v for b, v in nxt.items() if b in acts and acts[b][2] == act_id}
         frontier = []
         for bid, (score, chain, origin) in nxt.items():
             c = cands.setdefault(bid, Candidate(bid))

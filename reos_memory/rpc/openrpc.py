@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -78,11 +78,7 @@ def render(registry: Registry) -> str:
     return json.dumps(build_document(registry), indent=2, ensure_ascii=False) + "\n"
 
 
-@lru_cache(maxsize=1)
-def _cached(registry_id: int, registry: Registry) -> dict[str, Any]:
-    return build_document(registry)
-
-
+@cache
 def openrpc_document(registry: Registry) -> dict[str, Any]:
-    """The document, built once per process."""
-    return _cached(id(registry), registry)
+    """The document, built once per registry."""
+    return build_document(registry)

@@ -104,13 +104,15 @@ def missing_blocks(conn: apsw.Connection, block_ids: Sequence[str]) -> list[str]
     return [b for b in block_ids if b not in found]
 
 
-def block_summaries(conn: apsw.Connection, block_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """block_id -> (type, updated_at) for those that exist: what ranking needs, in one query."""
+def block_summaries(
+    conn: apsw.Connection, block_ids: Sequence[str]
+) -> dict[str, tuple[str, str, str]]:
+    """block_id -> (type, updated_at, act_id) for those that exist, in one query."""
     rows = conn.execute(
-        "SELECT id, type, updated_at FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
+        "SELECT id, type, updated_at, act_id FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
         (_encoder.encode(list(block_ids)).decode(),),
     )
-    return {r[0]: (r[1], r[2]) for r in rows}
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
 def get_blocks(conn: apsw.Connection, block_ids: Sequence[str]) -> dict[str, Block]:

@@ -188,6 +188,16 @@ def edges_into(
     ).fetchall()  # type: ignore[return-value]
 
 
+def pairs_of_type(conn: apsw.Connection, rel_type: str) -> set[tuple[str, str]]:
+    """(source, target) of every edge of one type."""
+    rows = conn.execute(
+        "SELECT source_block_id, target_block_id FROM block_relationships"
+        " WHERE relationship_type = ?",
+        (rel_type,),
+    )
+    return {(r[0], r[1]) for r in rows}
+
+
 def count_relationships(
     conn: apsw.Connection, act_id: str | None
 ) -> tuple[dict[str, int], dict[str, int], int]:
