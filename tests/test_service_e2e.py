@@ -120,25 +120,30 @@ def _hold_write_lock(db_path):
     return conn
 
 
-def test_slow_write_does_not_block_stats(server, db_path):
+def test_slow_write_delays_only_what_came_after_it(server, db_path):
     make_block(server)  # the database exists and is migrated
     lock = _hold_write_lock(db_path)  # another process holds the write lock
     try:
+        before = server.request("memory/stats")
         rid = server.request(
             "blocks/create", {"type": "paragraph", "act_id": "a", "content": "waits"}
         )
+        after = server.request("memory/stats")
         time.sleep(0.3)
         assert not server.has_response(rid)
         t0 = time.monotonic()
-        stats = server.call("memory/stats")
+        assert server.call("ping") == {"pong": True}
+        assert server.call("service/info")["name"] == "reos-memory"
         assert time.monotonic() - t0 < 2.0
-        assert stats["total_blocks"] == 1
-        assert server.call("blocks/list", {})["blocks"][0]["content"] == "text"
+        # sent before the write: answered without waiting for it
+        assert server.response(before, timeout=5)["result"]["total_blocks"] == 1
+        # sent after it: waits, so that it sees the write
+        assert not server.has_response(after)
     finally:
         lock.execute("COMMIT")
         lock.close()
     assert "result" in server.response(rid)
-    assert server.call("memory/stats")["total_blocks"] == 2
+    assert server.response(after)["result"]["total_blocks"] == 2
 
 
 def test_sigterm_finishes_inflight_write_and_exits_zero(server, db_path):

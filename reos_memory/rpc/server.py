@@ -12,7 +12,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import msgspec
@@ -93,7 +93,13 @@ class _Batch:
 
 
 class Server:
-    """Reads frames, runs requests concurrently, writes replies in the client's framing."""
+    """Reads frames, runs requests concurrently, writes replies in the client's framing.
+
+    The order of the connection is causal: every request except `inline` ones starts only after
+    the last `write` or `pipeline` request received before it has finished, so a client that
+    pipes create-then-search sees its own write. Reads sent before a write do not wait for it,
+    and nothing waits for `heavy` jobs (their effects appear when they finish).
+    """
 
     def __init__(
         self,
@@ -115,14 +121,22 @@ class Server:
         self.slow_request_s = slow_request_s
         self.pools = {
             "write": ThreadPoolExecutor(1, thread_name_prefix="rpc-write"),
+            # writes that wait on the outside world (an LLM) run here, never on the write thread;
+            # they are chained like writes, so one thread is enough
+            "pipeline": ThreadPoolExecutor(1, thread_name_prefix="rpc-pipeline"),
             "read": ThreadPoolExecutor(read_threads, thread_name_prefix="rpc-read"),
             "heavy": ThreadPoolExecutor(heavy_threads, thread_name_prefix="rpc-heavy"),
         }
         self.inflight: dict[Any, RequestContext] = {}
         self._inflight_lock = threading.Lock()
+        # completion of the newest write/pipeline request: what later requests wait for
+        self._barrier: Future[None] | None = None
+        self._outstanding = 0
+        self._order = threading.Condition()
         self.stopping = threading.Event()
         self.started = time.monotonic()
-        self.requests_served = 0
+        self._served_lock = threading.Lock()
+        self._served_n = 0
         self.reading = False
 
     # -- output ----------------------------------------------------------------------------
@@ -173,9 +187,17 @@ class Server:
         finally:
             self.drain()
 
+    @property
+    def requests_served(self) -> int:
+        return self._served_n
+
     def drain(self) -> None:
-        """Stop accepting work and wait for every started request to finish and reply."""
+        """Stop accepting work and wait for every accepted request to finish and reply."""
         self.stopping.set()
+        with self._order:
+            # requests still waiting for an earlier write are submitted when it finishes
+            while self._outstanding:
+                self._order.wait(0.5)
         for pool in self.pools.values():
             pool.shutdown(wait=True)
 
@@ -352,27 +374,48 @@ class Server:
         if key is not None:
             with self._inflight_lock:
                 self.inflight[key] = ctx
+        finished: Future[None] = Future()
+        with self._order:
+            earlier = self._barrier
+            if spec.kind in ("write", "pipeline"):
+                self._barrier = finished
+            self._outstanding += 1
+
+        def forget() -> None:
+            if key is not None:
+                with self._inflight_lock:
+                    if self.inflight.get(key) is ctx:
+                        del self.inflight[key]
+            finished.set_result(None)
+            with self._order:
+                self._outstanding -= 1
+                self._order.notify_all()
 
         def job() -> None:
             try:
                 deliver(self._run(spec, ctx, params, is_notification))
             finally:
-                if key is not None:
-                    with self._inflight_lock:
-                        if self.inflight.get(key) is ctx:
-                            del self.inflight[key]
+                forget()
 
-        try:
-            self.pools[spec.kind].submit(job)
-        except RuntimeError:  # pool already shut down
-            if key is not None:
-                with self._inflight_lock:
-                    self.inflight.pop(key, None)
-            deliver(
-                None
-                if is_notification
-                else failure(rid, -32013, "the server is shutting down", reason="shutting_down")
-            )
+        def submit(_: object = None) -> None:
+            try:
+                self.pools[spec.kind].submit(job)
+            except RuntimeError:  # pool already shut down
+                try:
+                    deliver(
+                        None
+                        if is_notification
+                        else failure(
+                            rid, -32013, "the server is shutting down", reason="shutting_down"
+                        )
+                    )
+                finally:
+                    forget()
+
+        if earlier is None or earlier.done():
+            submit()
+        else:
+            earlier.add_done_callback(submit)
 
     def _run(
         self, spec: MethodSpec, ctx: RequestContext, params: Any, is_notification: bool
@@ -405,7 +448,8 @@ class Server:
                 incident=incident,
             )
         elapsed = time.perf_counter() - t0
-        self.requests_served += 1
+        with self._served_lock:  # served from many threads; += alone is not atomic
+            self._served_n += 1
         if elapsed > self.slow_request_s:
             self.log.info("slow_request", method=spec.name, seconds=round(elapsed, 3))
         return None if is_notification else resp
@@ -418,12 +462,6 @@ class Server:
             return False
         ctx.cancelled.set()
         return True
-
-    def cancel_all(self) -> None:
-        with self._inflight_lock:
-            ctxs = list(self.inflight.values())
-        for ctx in ctxs:
-            ctx.cancelled.set()
 
     def inflight_count(self) -> int:
         with self._inflight_lock:

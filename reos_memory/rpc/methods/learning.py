@@ -59,7 +59,11 @@ def auto_link(ctx: RequestContext, p: t.AutoLinkParams) -> t.AutoLinkResult:
 
 
 @method(
-    "memory/extract", params=t.ExtractParams, result=t.ExtractResult, kind="write", errors=[-32004]
+    "memory/extract",
+    params=t.ExtractParams,
+    result=t.ExtractResult,
+    kind="pipeline",
+    errors=[-32004],
 )
 def extract(ctx: RequestContext, p: t.ExtractParams) -> t.ExtractResult:
     """Extract relationships from a block's text (source=inferred); running it again adds nothing.
