@@ -42,6 +42,8 @@ class App:
         )
         self.indexer = Indexer(self.db, self.embeddings, vector_search=config.vector_search)
         self._llm: Any = None
+        self._squirrel: Any = None
+        self._squirrel_lock = threading.Lock()
         self._stopping = threading.Event()
         self._catch_up_thread: threading.Thread | None = None
         # waiting (for the model) -> running -> done | failed; off when disabled or no model
@@ -99,6 +101,16 @@ class App:
             self._llm = LLMClient(settings)
         return self._llm
 
+    @property
+    def squirrel(self) -> Any:
+        """Squirrel, built on first use (its rules and regexes stay off the start-up path)."""
+        with self._squirrel_lock:
+            if self._squirrel is None:
+                self._squirrel = make_squirrel(
+                    self.config, self.db, self.indexer, self.llm, self.log
+                )
+            return self._squirrel
+
     def embedder_status(self) -> dict[str, Any]:
         status = self.embeddings.status()
         status["database_model_id"] = self.db.read(recorded_model)
@@ -115,6 +127,27 @@ class App:
         self.indexer.close()
         self.db.checkpoint()
         self.db.close()
+
+
+def make_squirrel(config: Config, db: Database, indexer: Any, llm: Any, log: Any) -> Any:
+    """Squirrel over the service's database, embedder and vector machinery."""
+    from reos_memory.squirrel.service import Settings, Squirrel
+
+    c = config
+    settings = Settings(
+        writer=c.writer,
+        owner_id=c.owner_id,
+        policy_file=c.policy_file,
+        dedup_threshold=c.dedup_threshold,
+        max_episode_events=c.max_episode_events,
+        writer_min_tool_calls=c.writer_min_tool_calls,
+        writer_max_input_tokens=c.writer_max_input_tokens,
+        writer_max_output_tokens=c.writer_max_output_tokens,
+        writer_daily_token_budget=c.writer_daily_token_budget,
+        writer_max_concurrent_calls=c.writer_max_concurrent_calls,
+        max_events_per_ingest=c.max_events_per_ingest,
+    )
+    return Squirrel(db, indexer, settings, llm, log)
 
 
 def export_graph(
@@ -298,3 +331,112 @@ def _watch_parent(interval: float, log: Any) -> None:
                 return
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+SQRL_NEEDS_MODEL = ("context", "add", "flush", "search")
+
+
+def run_sqrl(config: Config, args: Any) -> int:
+    """Run one `sqrl` command on the database directly (no server needed)."""
+    import msgspec
+
+    from reos_memory.errors import ReosError
+    from reos_memory.squirrel import report
+
+    changes: dict[str, Any] = {"catch_up_indexing": False}
+    if args.command not in SQRL_NEEDS_MODEL:
+        changes["embedder"] = "none"  # nothing to embed: do not load the model
+    cfg = msgspec.structs.replace(config, **changes)
+    log = setup_logging("warning")
+    try:
+        app = App(cfg, log)
+    except ReosError as exc:
+        sys.stderr.write(f"sqrl: {exc.message}\n")
+        return 1
+    try:
+        app.start()
+        if args.command in SQRL_NEEDS_MODEL:
+            app.embeddings.wait_ready(120)
+        sq = app.squirrel
+        root = None if args.project_id else (args.project_root or os.getcwd())
+        where = {"project_id": args.project_id, "project_root": root}
+        cmd = args.command
+        if cmd == "flush":
+            out = sq.flush(**where, session_id=args.session)
+            text = report.episodes(out)
+        elif cmd == "context":
+            out = sq.get_task_context(
+                **where,
+                task=args.task,
+                path=args.path,
+                session_id=args.session,
+                budget=args.budget,
+            )
+            text = report.context(out)
+        elif cmd == "add":
+            from reos_memory.squirrel.writer.schema import WriterOp
+
+            op = msgspec.convert(
+                {
+                    "op": "ADD",
+                    "scope": args.scope,
+                    "kind": args.kind,
+                    "tier": args.tier,
+                    "polarity": -1 if args.avoid else 1,
+                    "key": args.key,
+                    "text": " ".join(args.text),
+                    "ttl_days": args.ttl_days,
+                    "path_prefix": args.path_prefix,
+                },
+                WriterOp,
+            )
+            if args.scope == "global":
+                where = {"project_id": None, "project_root": None}
+            out = sq.add_memory(**where, op=op, owner_type=None, owner_id=None)
+            m = out["memory"]
+            text = (
+                f"deduplicated into {out['deduplicated_into']}: {m.text}\n"
+                if out.get("deduplicated_into")
+                else f"added {m.id} ({m.kind}, {m.status}): {m.text}\n"
+            )
+        elif cmd == "memories":
+            statuses = args.status or ["provisional", "active"]
+            scope_args = {"project_id": None, "project_root": None} if args.all_projects else where
+            out = sq.list_memories(
+                **scope_args,
+                include_global=True,
+                statuses=statuses,
+                kinds=args.kind,
+                scope=None,
+                owner_type=None,
+                owner_id=None,
+                key_prefix=None,
+                limit=args.limit,
+                cursor=None,
+            )
+            text = report.memories(out["memories"], out["metrics"])
+        elif cmd == "search":
+            out = sq.search(query=" ".join(args.query), **where, limit=args.limit)
+            text = report.search(out)
+        elif cmd == "forget":
+            out = sq.forget(args.memory_id)
+            text = f"forgot {args.memory_id}\n"
+        elif cmd == "cr-memory":
+            scope_args = {"project_id": None, "project_root": None} if args.all_projects else where
+            out = sq.cr_memory(**scope_args, dry_run=args.dry_run)
+            text = report.cr_memory(out)
+        elif cmd == "status":
+            out = sq.status()
+            text = report.status(out)
+        else:  # pragma: no cover - argparse only offers the commands above
+            raise AssertionError(cmd)
+    except ReosError as exc:
+        sys.stderr.write(f"sqrl: {exc.message}\n")
+        return 1
+    finally:
+        app.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
+    else:
+        sys.stdout.write(text)
+    return 0

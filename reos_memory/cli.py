@@ -115,5 +115,76 @@ def _model(sub: str, config: object, args: argparse.Namespace) -> int:
     return model_prepare(config, sts=args.sts, force=args.force)  # type: ignore[arg-type]
 
 
+def build_sqrl_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sqrl",
+        description="Squirrel, the memory of your coding assistant: works on the reos-memory"
+        " database directly (no server needed).",
+    )
+    parser.add_argument("--version", action="version", version=f"sqrl {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    _common(common)
+    common.add_argument("--json", action="store_true", help="print the result as JSON")
+    where = common.add_mutually_exclusive_group()
+    where.add_argument("--project-root", help="project directory (default: the current one)")
+    where.add_argument("--project-id", help="project id instead of a directory")
+    sub = parser.add_subparsers(dest="command", required=True)
+    fl = sub.add_parser("flush", parents=[common], help="cut the open episodes and learn now")
+    fl.add_argument("--session", help="only this session (default: every open session)")
+    cx = sub.add_parser("context", parents=[common], help="the memories for a task")
+    cx.add_argument("task")
+    cx.add_argument("--budget", type=int, default=400, help="token budget (default 400)")
+    cx.add_argument("--path", help="file or directory the task is about")
+    cx.add_argument("--session", help="the session the context is for")
+    add = sub.add_parser("add", parents=[common], help="remember something explicitly")
+    add.add_argument("text", nargs="+")
+    add.add_argument(
+        "--kind", default="note", choices=["preference", "invariant", "pattern", "guard", "note"]
+    )
+    add.add_argument("--scope", default="project", choices=["project", "global", "repo_path"])
+    add.add_argument(
+        "--tier", default="short_term", choices=["short_term", "long_term", "emergency"]
+    )
+    add.add_argument("--key", help="slot name such as project.package_manager")
+    add.add_argument("--ttl-days", type=int)
+    add.add_argument("--path-prefix", help="sub-tree, for --scope repo_path")
+    add.add_argument("--avoid", action="store_true", help="an anti-pattern (polarity -1)")
+    mem = sub.add_parser("memories", parents=[common], help="list memories")
+    mem.add_argument("--status", action="append", choices=["provisional", "active", "deprecated"])
+    mem.add_argument(
+        "--kind", action="append", choices=["preference", "invariant", "pattern", "guard", "note"]
+    )
+    mem.add_argument("--all-projects", action="store_true")
+    mem.add_argument("--limit", type=int, default=100)
+    se = sub.add_parser("search", parents=[common], help="search memories")
+    se.add_argument("query", nargs="+")
+    se.add_argument("--limit", type=int, default=20)
+    fo = sub.add_parser("forget", parents=[common], help="erase a memory for good")
+    fo.add_argument("memory_id")
+    cr = sub.add_parser(
+        "cr-memory", parents=[common], help="promote useful memories, deprecate useless ones"
+    )
+    cr.add_argument("--dry-run", action="store_true", help="explain, change nothing")
+    cr.add_argument("--all-projects", action="store_true")
+    sub.add_parser("status", parents=[common], help="memories, episodes, writer calls, tokens")
+    return parser
+
+
+def sqrl_main(argv: list[str] | None = None) -> int:
+    """The `sqrl` command."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    args = build_sqrl_parser().parse_args(argv)
+    from reos_memory.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.config, {"db": args.db})
+    except ConfigError as exc:
+        sys.stderr.write(f"sqrl: {exc}\n")
+        return 2
+    from reos_memory.app import run_sqrl
+
+    return run_sqrl(config, args)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -60,6 +60,18 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm_max_retries: Annotated[int, Meta(ge=0, le=10)] = 2
     llm_max_output_tokens: Annotated[int, Meta(ge=16, le=32_000)] = 800
     llm_extraction: bool = False
+    # Squirrel (coding-assistant memory)
+    writer: Literal["auto", "rules", "llm"] = "auto"  # auto: the LLM when configured, else rules
+    owner_id: Annotated[str, Meta(max_length=128)] = ""  # default owner; empty: the OS user name
+    policy_file: str = ""  # user memory_policy.toml; empty: $REOS_MEMORY_HOME/memory_policy.toml
+    dedup_threshold: Annotated[float, Meta(ge=0.5, le=1.0)] = 0.9
+    max_episode_events: Annotated[int, Meta(ge=10, le=100_000)] = 400
+    max_events_per_ingest: Annotated[int, Meta(ge=1, le=1_000_000)] = 5000
+    writer_min_tool_calls: Annotated[int, Meta(ge=1, le=10_000)] = 12
+    writer_max_input_tokens: Annotated[int, Meta(ge=500, le=1_000_000)] = 6000
+    writer_max_output_tokens: Annotated[int, Meta(ge=64, le=32_000)] = 1200
+    writer_daily_token_budget: Annotated[int, Meta(ge=0, le=10**10)] = 1_000_000
+    writer_max_concurrent_calls: Annotated[int, Meta(ge=1, le=16)] = 2
 
 
 _ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}
@@ -94,5 +106,7 @@ def load_config(config_file: str | None = None, overrides: dict[str, Any] | None
         cfg.db = default_db_path()
     if not cfg.model_dir:
         cfg.model_dir = default_model_dir()
+    if not cfg.policy_file:
+        cfg.policy_file = str(default_home() / "memory_policy.toml")
     cfg.db = str(Path(cfg.db).expanduser()) if cfg.db != ":memory:" else cfg.db
     return cfg

@@ -128,3 +128,112 @@ class EdgeRef(Struct, kw_only=True):
     target_block_id: str
     relationship_type: str
     confidence: float
+
+
+# -- Squirrel (seed 001) ----------------------------------------------------------------------
+
+MemoryKind = Literal["preference", "invariant", "pattern", "guard", "note"]
+MEMORY_KINDS: tuple[str, ...] = get_args(MemoryKind)
+MemoryTier = Literal["short_term", "long_term", "emergency"]
+MemoryStatus = Literal["provisional", "active", "deprecated"]
+MemoryScope = Literal["global", "project", "repo_path"]
+OwnerType = Literal["user", "team", "org"]
+Frustration = Literal["none", "mild", "moderate", "severe"]
+TestsStatus = Literal["passed", "failed", "not_run"]
+EvidenceSource = Literal["failure_then_success", "user_correction", "explicit_statement"]
+
+MAX_MEMORY_TEXT = 2000
+
+
+class Memory(Struct, kw_only=True):
+    """A Squirrel memory (seed 001 section 1.1, plus polarity and path_prefix)."""
+
+    id: str
+    project_id: str | None
+    scope: str
+    owner_type: str
+    owner_id: str
+    kind: str
+    tier: str
+    key: str | None
+    text: str
+    status: str
+    confidence: float | None
+    expires_at: str | None
+    created_at: str
+    updated_at: str
+    polarity: int = 1
+    path_prefix: str | None = None
+
+
+class Evidence(Struct, kw_only=True):
+    """Where a memory came from: an episode and the signal that produced it."""
+
+    id: str
+    memory_id: str
+    episode_id: str
+    source: str | None
+    frustration: str | None
+    created_at: str
+
+
+class MemoryMetrics(Struct, kw_only=True):
+    """What CR-Memory decides on (seed 001 section 1.3)."""
+
+    memory_id: str
+    use_count: int = 0
+    opportunities: int = 0
+    suspected_regret_hits: int = 0
+    estimated_regret_saved: float = 0.0
+    last_used_at: str | None = None
+    last_evaluated_at: str | None = None
+
+
+class EpisodeStats(Struct, kw_only=True):
+    """Features of an episode, computed from its events (seed 001 section 1.4)."""
+
+    error_count: int = 0
+    retry_loops: int = 0
+    tests_final_status: str = "not_run"
+    user_frustration: str = "none"
+
+
+class Episode(Struct, kw_only=True):
+    """A cut of a session: compressed events, their stats, and what the writer made of them."""
+
+    id: str
+    project_id: str
+    session_id: str | None
+    owner_type: str
+    owner_id: str
+    start_ts: str
+    end_ts: str
+    processed: int
+    cut_reason: str
+    outcome: str
+    outcome_reason: str | None
+    attempts: int
+    prefilter: dict[str, Any] | None
+    stats: EpisodeStats
+    event_count: int
+    created_at: str
+    events: list[dict[str, Any]] | None = None
+    ops: list[dict[str, Any]] | None = None
+
+
+class EventIn(Struct, kw_only=True, forbid_unknown_fields=True):
+    """One event of an agent session, in seed 001's events_json shape plus optional detail."""
+
+    role: Literal["user", "assistant", "tool", "system"]
+    kind: Literal["message", "tool_call", "tool_result"]
+    ts: Annotated[str, Meta(max_length=64)] | None = None
+    tool_name: Annotated[str, Meta(max_length=200)] | None = None
+    file: Annotated[str, Meta(max_length=4096)] | None = None
+    summary: Annotated[str, Meta(max_length=100_000)] | None = None
+    raw_snippet: Annotated[str, Meta(max_length=1_000_000)] | None = None
+    text: Annotated[str, Meta(max_length=MAX_CONTENT_CHARS)] | None = None
+    is_error: bool | None = None
+    exit_code: int | None = None
+    command: Annotated[str, Meta(max_length=100_000)] | None = None
+    call_id: Annotated[str, Meta(max_length=200)] | None = None
+    rejected: bool = False

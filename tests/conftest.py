@@ -5,12 +5,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.fake_llm import FakeProvider
 from tests.rpc_client import Server
 
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    """A local OpenAI/Anthropic-compatible HTTP server, scripted reply by reply."""
+    p = FakeProvider()
+    yield p
+    p.close()
 
 
 NO_CATCH_UP = {"REOS_MEMORY_CATCH_UP_INDEXING": "false"}  # for tests that count unindexed blocks

@@ -3,70 +3,18 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.conftest import make_block
+from tests.fake_llm import FakeProvider, provider_env
 from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 
 
-class FakeProvider:
-    """Answers each POST with the next queued (status, body); records what it was sent."""
-
-    def __init__(self) -> None:
-        self.replies: list[tuple[int, str]] = []
-        self.requests: list[dict] = []
-        provider = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                provider.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": json.loads(body)}
-                )
-                status, text = provider.replies.pop(0) if provider.replies else (500, "")
-                data = text.encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def openai(self, content: str) -> str:
-        return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]})
-
-    def anthropic(self, content: str) -> str:
-        return json.dumps({"content": [{"type": "text", "text": content}]})
-
-
-@pytest.fixture
-def provider():
-    p = FakeProvider()
-    yield p
-    p.httpd.shutdown()
-
-
 def env(provider: FakeProvider, kind: str = "openai") -> dict[str, str]:
-    return {
-        "REOS_MEMORY_LLM_PROVIDER": kind,
-        "REOS_MEMORY_LLM_BASE_URL": provider.url + ("/v1" if kind == "openai" else ""),
-        "REOS_MEMORY_LLM_MODEL": "test-model",
-        "REOS_MEMORY_LLM_API_KEY_ENV": "TEST_LLM_KEY",
-        "TEST_LLM_KEY": "sk-test-123",
-        "REOS_MEMORY_LLM_MAX_RETRIES": "2",
-        "REOS_MEMORY_LLM_TIMEOUT_S": "5",
-    }
+    return provider_env(provider, kind)
 
 
 def blocks(srv):

@@ -148,3 +148,122 @@ def test_wheel_ships_migrations(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for m in load_migrations():
         assert f"reos_memory/migrations/{m.version:04d}_{m.name}.sql" in names
+
+
+SEED_001 = {  # seed 001 section 1: (name, type, not null, primary key), in order
+    "memories": [
+        ("id", "TEXT", False, 1),
+        ("project_id", "TEXT", False, 0),
+        ("scope", "TEXT", True, 0),
+        ("owner_type", "TEXT", True, 0),
+        ("owner_id", "TEXT", True, 0),
+        ("kind", "TEXT", True, 0),
+        ("tier", "TEXT", True, 0),
+        ("key", "TEXT", False, 0),
+        ("text", "TEXT", True, 0),
+        ("status", "TEXT", True, 0),
+        ("confidence", "REAL", False, 0),
+        ("expires_at", "TEXT", False, 0),
+        ("embedding", "BLOB", False, 0),
+        ("created_at", "TEXT", True, 0),
+        ("updated_at", "TEXT", True, 0),
+    ],
+    "evidence": [
+        ("id", "TEXT", False, 1),
+        ("memory_id", "TEXT", True, 0),
+        ("episode_id", "TEXT", True, 0),
+        ("source", "TEXT", False, 0),
+        ("frustration", "TEXT", False, 0),
+        ("created_at", "TEXT", True, 0),
+    ],
+    "memory_metrics": [
+        ("memory_id", "TEXT", False, 1),
+        ("use_count", "INTEGER", False, 0),
+        ("opportunities", "INTEGER", False, 0),
+        ("suspected_regret_hits", "INTEGER", False, 0),
+        ("estimated_regret_saved", "REAL", False, 0),
+        ("last_used_at", "TEXT", False, 0),
+        ("last_evaluated_at", "TEXT", False, 0),
+    ],
+    "episodes": [
+        ("id", "TEXT", False, 1),
+        ("project_id", "TEXT", True, 0),
+        ("start_ts", "TEXT", True, 0),
+        ("end_ts", "TEXT", True, 0),
+        ("events_json", "TEXT", True, 0),
+        ("processed", "INTEGER", False, 0),
+    ],
+}
+
+
+def test_squirrel_tables_are_the_seeds(tmp_path):
+    db = Database(str(tmp_path / "s.db"))
+    migrate(db)
+    conn = db.conn()
+    for table, cols in SEED_001.items():
+        have = columns(conn, table)
+        assert have[: len(cols)] == cols, table  # the seed's columns first, exactly
+    extra = [c[0] for c in columns(conn, "memories")][len(SEED_001["memories"]) :]
+    assert extra == ["polarity", "path_prefix"]
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"context_requests", "memory_injections", "memories_fts", "projects"} <= tables
+    assert [c[0] for c in columns(conn, "context_requests")][:10] == [
+        "context_id",
+        "project_id",
+        "owner_type",
+        "owner_id",
+        "session_id",
+        "task",
+        "path",
+        "created_at",
+        "budget_tokens",
+        "tokens",
+    ]
+    fks = {(r[2], r[3]) for r in conn.execute("PRAGMA foreign_key_list(evidence)")}
+    assert fks == {("memories", "memory_id")}
+    db.close()
+
+
+def test_squirrel_migration_leaves_blocks_untouched(tmp_path):
+    """A database that already holds blocks, relationships and vectors migrates to Squirrel and
+    every byte of the block graph reads back the same."""
+    path = tmp_path / "old.db"
+    every = load_migrations()
+    before_squirrel = [m for m in every if m.version < 4]
+    db = Database(str(path))
+    migrate(db, before_squirrel)
+    conn = db.conn()
+    for i in range(50):
+        conn.execute(
+            "INSERT INTO blocks(id,type,act_id,content,content_hash,created_at,updated_at)"
+            " VALUES (?, 'paragraph', 'act', ?, ?, 't', 't')",
+            (f"b{i}", f"text {i}", f"h{i}"),
+        )
+        conn.execute(
+            "INSERT INTO block_embeddings(block_id, embedding, content_hash, created_at)"
+            " VALUES (?, ?, ?, 't')",
+            (f"b{i}", bytes(range(16)) * 96, f"h{i}"),
+        )
+    for i in range(49):
+        conn.execute(
+            "INSERT INTO block_relationships VALUES (?, ?, ?, 'follows_from', 0.5, 1, 'cairn', 't')",
+            (f"r{i}", f"b{i + 1}", f"b{i}"),
+        )
+
+    def dump(c):
+        return {
+            t: c.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()
+            for t in ("blocks", "block_relationships", "block_embeddings", "embedding_meta")
+        }
+
+    snapshot = dump(conn)
+    fts = conn.execute("SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH 'text'").fetchall()
+    assert migrate(db) == [m.version for m in every if m.version >= 4]
+    conn = db.conn()
+    assert dump(conn) == snapshot
+    assert (
+        conn.execute("SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH 'text'").fetchall() == fts
+    )
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert (path.parent / f"{path.name}.pre-0004.bak").exists()
+    db.close()

@@ -19,12 +19,13 @@ from reos_memory.embeddings.service import BULK, EmbeddingService
 from reos_memory.errors import Cancelled, EmbedderUnavailable, NotFound
 from reos_memory.models import content_hash, now_iso
 from reos_memory.store import Database, scalar
+from reos_memory.store import memories as memory_sql
 from reos_memory.store import vectors as sql
 
 if TYPE_CHECKING:  # numpy and the memory index load on first use, off the start-up path
     import numpy as np
 
-    from reos_memory.store.vector_index import VectorIndex
+    from reos_memory.store.vector_index import VectorIndex, VectorSearch
 
 CHUNK = 32  # texts per embedding call in bulk work: a query never waits for more than one chunk
 
@@ -39,7 +40,8 @@ class BatchReport:
 
 
 class Indexer:
-    """Embeds block text and keeps block_embeddings, the vec0 table and the memory index in step."""
+    """Embeds text and keeps every space's vectors (blocks, Squirrel memories), their vec0 tables
+    and the in-memory indexes in step; one model for all of them."""
 
     def __init__(
         self, db: Database, embeddings: EmbeddingService, *, vector_search: str = "memory"
@@ -47,7 +49,7 @@ class Indexer:
         self.db = db
         self.embeddings = embeddings
         self.vector_search = vector_search
-        self._index: VectorIndex | None = None
+        self._vectors: VectorSearch | None = None
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="vector-stage")
 
     # -- model identity ----------------------------------------------------------------------
@@ -63,15 +65,14 @@ class Indexer:
             meta = sql.get_meta(conn)
             dropped = 0
             if meta.get("model_id") not in (None, embedder.model_id):
-                dropped = sql.delete_all_embeddings(conn)
+                dropped = sql.delete_all_embeddings(conn) + memory_sql.drop_all_embeddings(conn)
             sql.set_meta(conn, model_id=embedder.model_id, dimensions=embedder.dimensions)
-            sql.ensure_vector_table(conn, embedder.dimensions)
+            for space in sql.SPACES:
+                sql.ensure_vector_table(conn, embedder.dimensions, space)
             return dropped
 
         dropped = self.db.write(tx)
-        from reos_memory.store.vector_index import VectorIndex
-
-        self._index = VectorIndex(embedder.dimensions)
+        self.vectors().reset(embedder.dimensions)
         return dropped
 
     def usable_model(self) -> tuple[Embedder | None, str | None]:
@@ -190,19 +191,46 @@ class Indexer:
         return self.db.write(lambda c: sql.delete_embedding(c, block_id))
 
     def pending_count(self) -> int:
-        return int(
-            self.db.read(
-                lambda c: scalar(
-                    c,
-                    "SELECT count(*) FROM blocks b LEFT JOIN block_embeddings e ON e.block_id = b.id"
-                    " WHERE b.content != '' AND (e.block_id IS NULL OR e.content_hash != b.content_hash)",
-                )
+        blocks = self.db.read(
+            lambda c: scalar(
+                c,
+                "SELECT count(*) FROM blocks b LEFT JOIN block_embeddings e ON e.block_id = b.id"
+                " WHERE b.content != '' AND (e.block_id IS NULL OR e.content_hash != b.content_hash)",
             )
         )
+        return int(blocks) + self.db.read(memory_sql.count_unembedded)
+
+    def embed_memories(self, stop: Callable[[], bool], chunk: int = CHUNK) -> int:
+        """Embed live memories that have no vector (written without a model, or before a switch)."""
+        emb, _reason = self.usable_model()
+        if emb is None:
+            return 0
+        done = 0
+        while not stop():
+            rows = self.db.read(lambda c: memory_sql.unembedded(c, chunk))
+            if not rows:
+                break
+            vecs = self.embed_texts([text for _, text in rows])
+
+            def tx(
+                conn: apsw.Connection, rows: list[tuple[str, str]] = rows, vecs: Any = vecs
+            ) -> int:
+                if sql.recorded_model(conn) != emb.model_id:
+                    return 0
+                return sum(
+                    memory_sql.set_embedding(conn, mid, text, to_blob(v))
+                    for (mid, text), v in zip(rows, vecs, strict=True)
+                )
+
+            stored = self.db.write(tx)
+            done += stored
+            if stored == 0:
+                break  # changed under us: the next start retries
+        return done
 
     def catch_up(self, log: Any, stop: Callable[[], bool], chunk: int = 256) -> int:
-        """Index every unindexed or stale block, a chunk per transaction (background, at start)."""
-        done = 0
+        """Index every unindexed or stale block and memory, a chunk per transaction (at start)."""
+        done = self.embed_memories(stop)
         while not stop():
             rows = self.db.read(lambda c: sql.blocks_needing_index(c, None, chunk))
             if not rows:
@@ -227,36 +255,41 @@ class Indexer:
 
         return self._pool.submit(run)
 
-    def knn(self, query: np.ndarray, k: int, act_id: str | None) -> list[tuple[str, float]]:
-        """Top-k (block_id, cosine) from the configured vector index."""
-        if self.vector_search == "sqlite":
-            rows = self.db.read(lambda c: sql.knn_sqlite(c, to_blob(query), k, act_id))
-            # unit vectors: |a-b|^2 = 2 - 2cos
-            return [(bid, 1.0 - d * d / 2.0) for bid, d in rows]
-        index = self.memory_index()
-        return index.search(query, k, act_id)
+    def knn(
+        self,
+        query: np.ndarray,
+        k: int,
+        act_id: str | None = None,
+        *,
+        space: sql.Space = sql.BLOCKS,
+        parts: Sequence[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Top-k (id, cosine) of a space from the configured vector index, within `act_id` (blocks)
+        or any of `parts` (a memory's project, '' for global)."""
+        if act_id is not None:
+            parts = [act_id]
+        return self.vectors().knn(space, query, k, parts, self.db.read, self._dims())
 
-    def similarities(self, query: np.ndarray, block_ids: Sequence[str]) -> dict[str, float]:
-        """Cosine of the query to specific blocks (for fusing keyword-only hits)."""
-        if self.vector_search == "sqlite":
-            rows = self.db.read(lambda c: sql.embedding_rows(c, block_ids))
-            import numpy as np
-
-            return {
-                bid: float(np.frombuffer(blob, dtype="<f4") @ query) for bid, _act, blob in rows
-            }
-        return self.memory_index().similarities(query, block_ids)
+    def similarities(
+        self, query: np.ndarray, ids: Sequence[str], *, space: sql.Space = sql.BLOCKS
+    ) -> dict[str, float]:
+        """Cosine of the query to specific ids (for fusing keyword-only hits)."""
+        return self.vectors().similarities(space, query, ids, self.db.read, self._dims())
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
 
-    def memory_index(self) -> VectorIndex:
-        index = self._index
-        if index is None:
-            emb = self.embeddings.wait_ready(timeout=60)
-            dims = emb.dimensions if emb else 384
-            from reos_memory.store.vector_index import VectorIndex
+    def vectors(self) -> VectorSearch:
+        if self._vectors is None:
+            from reos_memory.store.vector_index import VectorSearch
 
-            index = self._index = VectorIndex(dims)
-        self.db.read(index.sync)
-        return index
+            self._vectors = VectorSearch(self.vector_search)
+        return self._vectors
+
+    def _dims(self) -> int:
+        emb = self.embeddings.wait_ready(timeout=60)
+        return emb.dimensions if emb else 384
+
+    def memory_index(self, space: sql.Space = sql.BLOCKS) -> VectorIndex:
+        """A space's in-memory index, up to date with the database."""
+        return self.vectors().index(space, self.db.read, self._dims())

@@ -1,5 +1,5 @@
 """LLM providers over httpx, shared by relationship extraction and (later) the Memory Writer."""
 
-from reos_memory.llm.client import LLMClient, LLMError, LLMSettings
+from reos_memory.llm.client import Completion, LLMClient, LLMError, LLMSettings
 
-__all__ = ["LLMClient", "LLMError", "LLMSettings"]
+__all__ = ["Completion", "LLMClient", "LLMError", "LLMSettings"]

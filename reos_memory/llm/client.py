@@ -23,6 +23,16 @@ class LLMError(ReosError):
 
 
 @dataclass(frozen=True)
+class Completion:
+    """A reply and what it cost (tokens as the provider reported them, None when it did not)."""
+
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    attempts: int
+
+
+@dataclass(frozen=True)
 class LLMSettings:
     provider: str = "none"  # none | openai | anthropic
     base_url: str = ""
@@ -60,12 +70,19 @@ class LLMClient:
 
     def complete(self, system: str, user: str, *, json_mode: bool = True) -> str:
         """The reply text; raises LLMError once retries are used up or the reply is malformed."""
+        return self.complete_full(system, user, json_mode=json_mode).text
+
+    def complete_full(
+        self, system: str, user: str, *, json_mode: bool = True, max_tokens: int | None = None
+    ) -> Completion:
+        """The reply with its token usage; raises LLMError like `complete`."""
         s = self.settings
+        out_cap = max_tokens or s.max_output_tokens
         if s.provider == "anthropic":
             url = f"{self.base_url}/v1/messages"
             body: dict[str, Any] = {
                 "model": s.model,
-                "max_tokens": s.max_output_tokens,
+                "max_tokens": out_cap,
                 "system": system,
                 "messages": [{"role": "user", "content": user}],
                 "temperature": 0,
@@ -74,7 +91,7 @@ class LLMClient:
             url = f"{self.base_url}/chat/completions"
             body = {
                 "model": s.model,
-                "max_tokens": s.max_output_tokens,
+                "max_tokens": out_cap,
                 "temperature": 0,
                 "messages": [
                     {"role": "system", "content": system},
@@ -103,10 +120,20 @@ class LLMClient:
                 )
             try:
                 data = resp.json()
+                usage = data.get("usage") or {}
                 if s.provider == "anthropic":
-                    return "".join(part.get("text", "") for part in data["content"])
-                return str(data["choices"][0]["message"]["content"])
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                    text = "".join(part.get("text", "") for part in data["content"])
+                    tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
+                else:
+                    text = str(data["choices"][0]["message"]["content"])
+                    tin, tout = usage.get("prompt_tokens"), usage.get("completion_tokens")
+                return Completion(
+                    text=text,
+                    input_tokens=int(tin) if isinstance(tin, int) else None,
+                    output_tokens=int(tout) if isinstance(tout, int) else None,
+                    attempts=attempt + 1,
+                )
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
                 raise LLMError(
                     f"the LLM provider's reply has an unexpected shape: {exc!r}"
                 ) from exc

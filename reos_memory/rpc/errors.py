@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from reos_memory import errors
+from reos_memory.llm import LLMError
+from reos_memory.squirrel.policy import PolicyError
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -24,6 +26,8 @@ APP_CODES: dict[type[errors.ReosError], int] = {
     errors.SchemaError: -32014,
     errors.DocumentUnreadable: -32012,
     errors.InvalidInput: INVALID_PARAMS,
+    LLMError: -32011,
+    PolicyError: -32015,
 }
 
 MESSAGES = {
@@ -88,11 +92,21 @@ ERROR_TABLE: list[dict[str, Any]] = [
         "reason": "document_unreadable",
         "meaning": "a document is unsupported, corrupt, encrypted or has no text (data.kind); nothing was stored",
     },
+    {
+        "code": -32011,
+        "reason": "llm_failed",
+        "meaning": "the LLM provider gave no usable answer after retries (data says why)",
+    },
     {"code": -32013, "reason": "shutting_down", "meaning": "the process is stopping"},
     {
         "code": -32014,
         "reason": "schema_mismatch",
         "meaning": "the database was written by a newer version",
+    },
+    {
+        "code": -32015,
+        "reason": "invalid_policy",
+        "meaning": "a memory_policy.toml cannot be read or breaks a rule (data.file names it)",
     },
 ]
 

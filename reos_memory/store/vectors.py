@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -11,7 +12,7 @@ import msgspec
 
 from reos_memory.store.connection import fetch, scalar
 
-VEC_TABLE = "block_vectors"
+VEC_TABLE = "block_vectors"  # BLOCKS.vec_table
 _encoder = msgspec.json.Encoder()
 
 # -- model identity ---------------------------------------------------------------------------
@@ -34,66 +35,130 @@ def recorded_model(conn: apsw.Connection) -> str | None:
     return scalar(conn, "SELECT value FROM embedding_meta WHERE key = 'model_id'")
 
 
-# -- the vec0 table ---------------------------------------------------------------------------
+# -- vector spaces ----------------------------------------------------------------------------
 
 
-def ensure_vector_table(conn: apsw.Connection, dims: int) -> bool:
-    """Create (or re-create for new dimensions) the vec0 index and its sync triggers.
+@dataclass(frozen=True)
+class Space:
+    """One kind of vector (block or memory): where the rows live and how indexes follow them.
+
+    Both kinds share the machinery: a change log written by triggers (so every process's memory
+    index stays coherent), a vec0 table kept in step by triggers, and the numpy index.
+    `rows` selects (id, part, embedding) of the live vectors; `part` is what searches filter on
+    (a block's act, a memory's project, '' for global memories).
+    """
+
+    name: str
+    vec_table: str
+    id_col: str
+    part_col: str
+    changes_table: str
+    changes_id: str
+    rows: str  # with a {filter} placeholder for "AND <id> IN (...)"
+    id_expr: str
+    dims_meta: str
+    triggers: tuple[str, ...]  # {vec} and {dims} placeholders
+
+
+BLOCKS = Space(
+    name="block",
+    vec_table="block_vectors",
+    id_col="block_id",
+    part_col="act_id",
+    changes_table="embedding_changes",
+    changes_id="block_id",
+    rows="SELECT e.block_id AS id, b.act_id AS part, e.embedding AS embedding"
+    " FROM block_embeddings e JOIN blocks b ON b.id = e.block_id WHERE 1 {filter}",
+    id_expr="e.block_id",
+    dims_meta="vector_table_dimensions",
+    triggers=(
+        "CREATE TRIGGER block_vectors_insert AFTER INSERT ON block_embeddings BEGIN"
+        " INSERT INTO {vec}(block_id, act_id, embedding) VALUES"
+        " (new.block_id, (SELECT act_id FROM blocks WHERE id = new.block_id), new.embedding); END",
+        "CREATE TRIGGER block_vectors_update AFTER UPDATE OF embedding ON block_embeddings BEGIN"
+        " DELETE FROM {vec} WHERE block_id = old.block_id;"
+        " INSERT INTO {vec}(block_id, act_id, embedding) VALUES"
+        " (new.block_id, (SELECT act_id FROM blocks WHERE id = new.block_id), new.embedding); END",
+        "CREATE TRIGGER block_vectors_delete AFTER DELETE ON block_embeddings BEGIN"
+        " DELETE FROM {vec} WHERE block_id = old.block_id; END",
+    ),
+)
+
+_LIVE_MEMORY = "embedding IS NOT NULL AND status != 'deprecated'"
+MEMORIES = Space(
+    name="memory",
+    vec_table="memory_vectors",
+    id_col="memory_id",
+    part_col="project_id",
+    changes_table="memory_embedding_changes",
+    changes_id="memory_id",
+    rows="SELECT id AS id, coalesce(project_id, '') AS part, embedding AS embedding"
+    f" FROM memories WHERE {_LIVE_MEMORY} {{filter}}",
+    id_expr="id",
+    dims_meta="memory_vector_table_dimensions",
+    triggers=(
+        "CREATE TRIGGER memory_vectors_insert AFTER INSERT ON memories"
+        " WHEN new.embedding IS NOT NULL AND new.status != 'deprecated'"
+        " AND length(new.embedding) = 4 * {dims} BEGIN"
+        " INSERT INTO {vec}(memory_id, project_id, embedding)"
+        " VALUES (new.id, coalesce(new.project_id, ''), new.embedding); END",
+        "CREATE TRIGGER memory_vectors_update AFTER UPDATE OF embedding, status, project_id"
+        " ON memories BEGIN DELETE FROM {vec} WHERE memory_id = old.id;"
+        " INSERT INTO {vec}(memory_id, project_id, embedding)"
+        " SELECT new.id, coalesce(new.project_id, ''), new.embedding"
+        " WHERE new.embedding IS NOT NULL AND new.status != 'deprecated'"
+        " AND length(new.embedding) = 4 * {dims}; END",
+        "CREATE TRIGGER memory_vectors_delete AFTER DELETE ON memories BEGIN"
+        " DELETE FROM {vec} WHERE memory_id = old.id; END",
+    ),
+)
+SPACES = (BLOCKS, MEMORIES)
+
+# -- the vec0 tables --------------------------------------------------------------------------
+
+
+def ensure_vector_table(conn: apsw.Connection, dims: int, space: Space = BLOCKS) -> bool:
+    """Create (or re-create for new dimensions) a space's vec0 index and its sync triggers.
 
     Returns True when the table was (re)built. Call inside a write transaction.
     """
-    have = scalar(conn, "SELECT value FROM embedding_meta WHERE key = 'vector_table_dimensions'")
-    exists = scalar(conn, "SELECT 1 FROM sqlite_master WHERE name = ?", (VEC_TABLE,))
+    have = scalar(conn, "SELECT value FROM embedding_meta WHERE key = ?", (space.dims_meta,))
+    exists = scalar(conn, "SELECT 1 FROM sqlite_master WHERE name = ?", (space.vec_table,))
     if exists and have == str(dims):
         return False
-    for trig in ("block_vectors_insert", "block_vectors_update", "block_vectors_delete"):
-        conn.execute(f"DROP TRIGGER IF EXISTS {trig}")
-    conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
+    for trig in space.triggers:
+        conn.execute(f"DROP TRIGGER IF EXISTS {trig.split()[2]}")
+    conn.execute(f"DROP TABLE IF EXISTS {space.vec_table}")
     conn.execute(
-        f"CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0("
-        f"block_id TEXT PRIMARY KEY, act_id TEXT, embedding float[{int(dims)}])"
+        f"CREATE VIRTUAL TABLE {space.vec_table} USING vec0("
+        f"{space.id_col} TEXT PRIMARY KEY, {space.part_col} TEXT, embedding float[{int(dims)}])"
     )
-    act = "(SELECT act_id FROM blocks WHERE id = new.block_id)"
+    for trig in space.triggers:
+        conn.execute(trig.format(vec=space.vec_table, dims=int(dims)))
     conn.execute(
-        f"CREATE TRIGGER block_vectors_insert AFTER INSERT ON block_embeddings BEGIN"
-        f" INSERT INTO {VEC_TABLE}(block_id, act_id, embedding) VALUES (new.block_id, {act}, new.embedding);"
-        f" END"
+        f"INSERT INTO {space.vec_table}({space.id_col}, {space.part_col}, embedding)"
+        f" SELECT id, part, embedding FROM ({space.rows.format(filter='')})"
+        f" WHERE length(embedding) = {4 * int(dims)}"
     )
-    conn.execute(
-        f"CREATE TRIGGER block_vectors_update AFTER UPDATE OF embedding ON block_embeddings BEGIN"
-        f" DELETE FROM {VEC_TABLE} WHERE block_id = old.block_id;"
-        f" INSERT INTO {VEC_TABLE}(block_id, act_id, embedding) VALUES (new.block_id, {act}, new.embedding);"
-        f" END"
-    )
-    conn.execute(
-        f"CREATE TRIGGER block_vectors_delete AFTER DELETE ON block_embeddings BEGIN"
-        f" DELETE FROM {VEC_TABLE} WHERE block_id = old.block_id; END"
-    )
-    conn.execute(
-        f"INSERT INTO {VEC_TABLE}(block_id, act_id, embedding)"
-        " SELECT e.block_id, b.act_id, e.embedding FROM block_embeddings e JOIN blocks b ON b.id = e.block_id"
-        f" WHERE length(e.embedding) = {4 * int(dims)}"
-    )
-    set_meta(conn, vector_table_dimensions=dims)
+    set_meta(conn, **{space.dims_meta: dims})
     return True
 
 
 def knn_sqlite(
-    conn: apsw.Connection, query_blob: bytes, k: int, act_id: str | None
+    conn: apsw.Connection,
+    query_blob: bytes,
+    k: int,
+    part: str | None,
+    space: Space = BLOCKS,
 ) -> list[tuple[str, float]]:
-    """Top-k (block_id, L2 distance) from the vec0 index (brute force inside SQLite)."""
-    if act_id is None:
-        rows = fetch(
-            conn,
-            f"SELECT block_id, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ?",
-            (query_blob, k),
-        )
+    """Top-k (id, L2 distance) from a space's vec0 index (brute force inside SQLite)."""
+    sql = (
+        f"SELECT {space.id_col}, distance FROM {space.vec_table} WHERE embedding MATCH ? AND k = ?"
+    )
+    if part is None:
+        rows = fetch(conn, sql, (query_blob, k))
     else:
-        rows = fetch(
-            conn,
-            f"SELECT block_id, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? AND act_id = ?",
-            (query_blob, k, act_id),
-        )
+        rows = fetch(conn, sql + f" AND {space.part_col} = ?", (query_blob, k, part))
     return [(r[0], float(r[1])) for r in rows]
 
 
@@ -161,44 +226,39 @@ def texts_for(conn: apsw.Connection, block_ids: Sequence[str]) -> dict[str, tupl
 
 
 def embedding_rows(
-    conn: apsw.Connection, block_ids: Iterable[str] | None = None
+    conn: apsw.Connection, ids: Iterable[str] | None = None, space: Space = BLOCKS
 ) -> list[tuple[str, str, bytes]]:
-    """(block_id, act_id, embedding blob) for the given blocks, or for all."""
-    base = "SELECT e.block_id, b.act_id, e.embedding FROM block_embeddings e JOIN blocks b ON b.id = e.block_id"
-    if block_ids is None:
-        return fetch(conn, base)
+    """(id, part, embedding blob) of a space's live vectors: the given ids, or all."""
+    if ids is None:
+        return fetch(conn, space.rows.format(filter=""))
     return fetch(
         conn,
-        base + " WHERE e.block_id IN (SELECT value FROM json_each(?))",
-        (_encoder.encode(list(block_ids)).decode(),),
+        space.rows.format(filter=f"AND {space.id_expr} IN (SELECT value FROM json_each(?))"),
+        (_encoder.encode(list(ids)).decode(),),
     )
 
 
-def change_seq(conn: apsw.Connection) -> int:
-    """The newest embedding change number (0 when none was ever made)."""
+def change_seq(conn: apsw.Connection, space: Space = BLOCKS) -> int:
+    """The newest change number of a space's vectors (0 when none was ever made)."""
     return int(
-        scalar(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'embedding_changes'") or 0
+        scalar(conn, "SELECT seq FROM sqlite_sequence WHERE name = ?", (space.changes_table,)) or 0
     )
 
 
-def changes_since(conn: apsw.Connection, seq: int) -> tuple[int | None, list[str]]:
-    """(oldest seq still logged, distinct block ids changed after `seq`)."""
-    oldest = scalar(conn, "SELECT min(seq) FROM embedding_changes")
-    ids = [
-        r[0]
-        for r in fetch(
-            conn, "SELECT DISTINCT block_id FROM embedding_changes WHERE seq > ?", (seq,)
-        )
-    ]
+def changes_since(
+    conn: apsw.Connection, seq: int, space: Space = BLOCKS
+) -> tuple[int | None, list[str]]:
+    """(oldest seq still logged, distinct ids changed after `seq`)."""
+    t, c = space.changes_table, space.changes_id
+    oldest = scalar(conn, f"SELECT min(seq) FROM {t}")
+    ids = [r[0] for r in fetch(conn, f"SELECT DISTINCT {c} FROM {t} WHERE seq > ?", (seq,))]
     return (int(oldest) if oldest is not None else None), ids
 
 
-def prune_changes(conn: apsw.Connection, keep: int = 100_000) -> None:
+def prune_changes(conn: apsw.Connection, keep: int = 100_000, space: Space = BLOCKS) -> None:
     """Forget all but the newest `keep` changes (a reader that far behind reloads fully)."""
-    conn.execute(
-        "DELETE FROM embedding_changes WHERE seq <= (SELECT max(seq) FROM embedding_changes) - ?",
-        (keep,),
-    )
+    t = space.changes_table
+    conn.execute(f"DELETE FROM {t} WHERE seq <= (SELECT max(seq) FROM {t}) - ?", (keep,))
 
 
 # -- keyword search ---------------------------------------------------------------------------

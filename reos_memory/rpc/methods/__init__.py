@@ -15,6 +15,7 @@ def load_all() -> Registry:
         learning,
         relationships,
         service,
+        squirrel,
     )
 
     return REGISTRY

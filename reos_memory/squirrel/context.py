@@ -1,0 +1,378 @@
+"""get_task_context (seed 001 section 3) and memory search.
+
+Filters: the project's memories and global ones; scope `repo_path` only when the request's path
+is inside the memory's prefix; the owner; status provisional or active; not expired. Candidates:
+key lookup first (`project.*` keys of the project, `user.*` keys of the owner), emergency guards,
+then the nearest memories by vector and the best by BM25. Rank: the seed's factors with weights
+from the policy. Emergency guards come first; the rest follows by score until the budget is
+spent. Counting: every candidate that passed the filters and the similarity floor gains an
+opportunity, every memory returned a use; the request is recorded under its context_id.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import apsw
+
+from reos_memory.models import Memory, MemoryMetrics, new_id, now_iso
+from reos_memory.squirrel.commit import Vectors
+from reos_memory.squirrel.events import CONTEXT_CLOSE, CONTEXT_OPEN
+from reos_memory.squirrel.policy import Policy
+from reos_memory.squirrel.projects import path_inside
+from reos_memory.squirrel.tokens import count_tokens, truncate_to_tokens
+from reos_memory.store import Database, fetch
+from reos_memory.store import memories as msql
+from reos_memory.store import squirrel as ssql
+from reos_memory.store import vectors as vsql
+
+LIVE = ("provisional", "active")
+SECTIONS = (
+    ("guard", "Guards (do not ignore)"),
+    ("rules", "Invariants and preferences"),
+    ("pattern", "Patterns"),
+    ("note", "Notes"),
+)
+HEADER = "Memories from earlier sessions in this project (Squirrel). Use them; they may be stale."
+MAX_LINE_TOKENS = 120  # one memory never eats a whole small budget
+
+
+@dataclass
+class Candidate:
+    memory: Memory
+    metrics: MemoryMetrics
+    cos: float | None = None
+    keyword: float = 0.0  # BM25 relative to the best keyword hit, 0..1
+    by_key: bool = False
+    emergency: bool = False
+    score: float = 0.0
+    why: list[str] = field(default_factory=list)
+
+    @property
+    def guard_first(self) -> bool:
+        m = self.memory
+        return m.kind == "guard" and m.tier == "emergency" and m.polarity < 0
+
+
+@dataclass
+class Scope:
+    """Which memories a request may see."""
+
+    project_id: str | None
+    owner: tuple[str, str] | None
+    path: str | None
+    include_global: bool = True
+    statuses: tuple[str, ...] = LIVE
+    kinds: tuple[str, ...] | None = None
+
+
+def _visible(m: Memory, scope: Scope, now: str) -> bool:
+    if m.status not in scope.statuses:
+        return False
+    if scope.kinds is not None and m.kind not in scope.kinds:
+        return False
+    if scope.owner is not None and (m.owner_type, m.owner_id) != scope.owner:
+        return False
+    if m.expires_at is not None and m.expires_at <= now and "deprecated" not in scope.statuses:
+        return False
+    if m.scope == "global" or m.project_id is None:
+        if not scope.include_global:
+            return False
+    elif scope.project_id is not None and m.project_id != scope.project_id:
+        return False
+    if m.scope == "repo_path":
+        return scope.path is not None and path_inside(scope.path, m.path_prefix or "")
+    return True
+
+
+def candidates(
+    db: Database,
+    vectors: Vectors | None,
+    query: str,
+    scope: Scope,
+    policy: Policy,
+    *,
+    key_lookup: bool,
+) -> tuple[list[Candidate], bool]:
+    """Filtered candidates with their signals; and whether vectors were used."""
+    r = policy.retrieval
+    qvec = None
+    parts = [scope.project_id] if scope.project_id is not None else None
+    if parts is not None and scope.include_global:
+        parts.append("")
+    near: dict[str, float] = {}
+    if vectors is not None:
+        emb, _reason = vectors.usable_model()
+        if emb is not None and query.strip():
+            qvec = vectors.embed_texts([query], priority=0)[0]
+            near = dict(vectors.knn(qvec, r.candidates, space=vsql.MEMORIES, parts=parts))
+    words = vsql.query_words(query)
+    now = now_iso()
+
+    def read(conn: apsw.Connection) -> tuple[dict[str, float], set[str], set[str]]:
+        kw: dict[str, float] = {}
+        if words:
+            pids: list[str | None] = [scope.project_id] if scope.project_id else []
+            if scope.include_global:
+                pids.append(None)
+            match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+            if scope.project_id is None:
+                hits = _keyword_anywhere(conn, match, 50)
+            else:
+                hits = msql.keyword_search(conn, match, 50, pids)
+            kw = dict(hits)
+        keyed: set[str] = set()
+        guards: set[str] = set()
+        if key_lookup and scope.project_id is not None:
+            keyed, guards = _keyed_and_guards(conn, scope)
+        return kw, keyed, guards
+
+    kw, keyed, guards = db.read(read)
+    ids = list(dict.fromkeys([*keyed, *guards, *near, *kw]))
+    if not ids:
+        return [], qvec is not None
+    mems = db.read(lambda c: msql.get_memories(c, ids))
+    metrics = db.read(lambda c: msql.metrics_of(c, ids))
+    missing = [i for i in ids if i not in near and i in mems]
+    if qvec is not None and vectors is not None and missing:
+        near.update(vectors.similarities(qvec, missing, space=vsql.MEMORIES))
+    best_kw = max(kw.values(), default=0.0)
+    out = []
+    for mid in ids:
+        m = mems.get(mid)
+        if m is None or not _visible(m, scope, now):
+            continue
+        c = Candidate(m, metrics.get(mid) or MemoryMetrics(memory_id=mid))
+        c.cos = near.get(mid)
+        if mid in kw and best_kw > 0:
+            c.keyword = kw[mid] / best_kw
+        c.by_key = mid in keyed
+        c.emergency = mid in guards
+        _score(c, policy)
+        out.append(c)
+    return out, qvec is not None
+
+
+def _keyword_anywhere(conn: apsw.Connection, match: str, k: int) -> list[tuple[str, float]]:
+    rows = fetch(
+        conn,
+        "SELECT m.id, -bm25(memories_fts) AS s FROM memories_fts JOIN memories m"
+        " ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? ORDER BY s DESC LIMIT ?",
+        (match, k),
+    )
+    return [(r[0], float(r[1])) for r in rows]
+
+
+def _keyed_and_guards(conn: apsw.Connection, scope: Scope) -> tuple[set[str], set[str]]:
+    owner_sql, args = "", []
+    if scope.owner is not None:
+        owner_sql = " AND owner_type = ? AND owner_id = ?"
+        args = list(scope.owner)
+    keyed = {
+        r[0]
+        for r in fetch(
+            conn,
+            "SELECT id FROM memories WHERE status IN ('provisional', 'active')"
+            " AND ((project_id = ? AND key LIKE 'project.%') OR key LIKE 'user.%')" + owner_sql,
+            (scope.project_id, *args),
+        )
+    }
+    guards = {
+        r[0]
+        for r in fetch(
+            conn,
+            "SELECT id FROM memories WHERE status IN ('provisional', 'active')"
+            " AND kind = 'guard' AND tier = 'emergency' AND polarity < 0"
+            " AND (project_id = ? OR project_id IS NULL)" + owner_sql,
+            (scope.project_id, *args),
+        )
+    }
+    return keyed, guards
+
+
+def _score(c: Candidate, policy: Policy) -> None:
+    r = policy.retrieval
+    m = c.memory
+    sim = c.cos or 0.0
+    parts = {
+        "similarity": r.similarity * sim,
+        "keyword": r.keyword * c.keyword,
+        "status": getattr(r.status, m.status, 0.0),
+        "tier": getattr(r.tier, m.tier, 0.0),
+        "kind": getattr(r.kind, m.kind, 0.0),
+        "use": r.use_count * math.log1p(c.metrics.use_count),
+        "key": r.key_bonus if c.by_key else 0.0,
+    }
+    c.score = sum(parts.values())
+    if c.guard_first:
+        c.why.append("emergency guard")
+    if c.by_key:
+        c.why.append(f"key {m.key}")
+    if c.cos is not None and c.cos >= r.similarity_floor:
+        c.why.append(f"similar to the task ({c.cos:.2f})")
+    if c.keyword > 0:
+        c.why.append("shares words with the task")
+
+
+def passes_floor(c: Candidate, policy: Policy, vectors_used: bool) -> bool:
+    """Relevant enough to count as an opportunity (keys and emergency guards always are)."""
+    if c.by_key or c.guard_first:
+        return True
+    if c.cos is not None:
+        return c.cos >= policy.retrieval.similarity_floor
+    return not vectors_used and c.keyword > 0
+
+
+def _section(m: Memory) -> str:
+    if m.kind == "guard":
+        return "guard"
+    if m.kind in ("invariant", "preference"):
+        return "rules"
+    return m.kind
+
+
+def render(context_id: str, chosen: list[Candidate]) -> str:
+    """The block ready to paste into an agent's context, inside Squirrel's markers."""
+    if not chosen:
+        return ""
+    lines = [CONTEXT_OPEN.format(id=context_id), HEADER]
+    for sec, title in SECTIONS:
+        items = [c for c in chosen if _section(c.memory) == sec]
+        if not items:
+            continue
+        lines.append(f"## {title}")
+        for c in items:
+            lines.append("- " + truncate_to_tokens(c.memory.text, MAX_LINE_TOKENS))
+    lines.append(CONTEXT_CLOSE)
+    return "\n".join(lines)
+
+
+def _fit(context_id: str, ranked: list[Candidate], budget: int) -> tuple[list[Candidate], str]:
+    chosen: list[Candidate] = []
+    text = ""
+    for c in ranked:
+        trial = render(context_id, [*chosen, c])
+        if count_tokens(trial) <= budget:
+            chosen.append(c)
+            text = trial
+    return chosen, text
+
+
+def get_task_context(
+    db: Database,
+    vectors: Vectors | None,
+    policy: Policy,
+    *,
+    project_id: str,
+    task: str,
+    owner: tuple[str, str],
+    path: str | None,
+    session_id: str | None,
+    budget: int,
+    exclude_injected: bool = False,
+) -> dict[str, Any]:
+    """Choose, render and record the memories for one task (see the module docstring)."""
+    scope = Scope(project_id=project_id, owner=owner, path=path)
+    cands, used_vectors = candidates(db, vectors, task, scope, policy, key_lookup=True)
+    eligible = [c for c in cands if passes_floor(c, policy, used_vectors)]
+    if exclude_injected and session_id:
+        seen = db.read(lambda c: ssql.injected_in_session(c, session_id))
+        eligible = [c for c in eligible if c.memory.id not in seen]
+    ranked = sorted(
+        eligible, key=lambda c: (not c.guard_first, -c.score, c.memory.created_at, c.memory.id)
+    )
+    context_id = new_id("ctx")
+    chosen, prompt = _fit(context_id, ranked, budget)
+    tokens = count_tokens(prompt)
+    now = now_iso()
+
+    def tx(conn: apsw.Connection) -> None:
+        ssql.insert_context(
+            conn,
+            {
+                "context_id": context_id,
+                "project_id": project_id,
+                "owner_type": owner[0],
+                "owner_id": owner[1],
+                "session_id": session_id,
+                "task": task[:2000],
+                "path": path,
+                "created_at": now,
+                "budget_tokens": budget,
+                "tokens": tokens,
+            },
+            [(c.memory.id, c.score) for c in chosen],
+        )
+        if eligible:
+            msql.count_opportunities(conn, [c.memory.id for c in eligible])
+        if chosen:
+            msql.count_uses(conn, [c.memory.id for c in chosen], now)
+
+    db.write(tx)
+    return {
+        "context_id": context_id,
+        "context_prompt": prompt,
+        "memory_ids": [c.memory.id for c in chosen],
+        "memories": [_public(c) for c in chosen],
+        "tokens": tokens,
+        "budget": budget,
+        "considered": len(cands),
+        "opportunities": len(eligible),
+        "semantic_available": used_vectors,
+    }
+
+
+def _public(c: Candidate) -> dict[str, Any]:
+    m = c.memory
+    return {
+        "id": m.id,
+        "kind": m.kind,
+        "tier": m.tier,
+        "status": m.status,
+        "scope": m.scope,
+        "key": m.key,
+        "text": m.text,
+        "polarity": m.polarity,
+        "score": round(c.score, 4),
+        "why": ", ".join(c.why) or "ranked by status, tier and kind",
+    }
+
+
+def search(
+    db: Database,
+    vectors: Vectors | None,
+    policy: Policy,
+    *,
+    query: str,
+    scope: Scope,
+    limit: int,
+) -> dict[str, Any]:
+    """Memories matching a query by vector and keyword, ranked as get_task_context ranks them;
+    nothing is counted or recorded."""
+    cands, used = candidates(db, vectors, query, scope, policy, key_lookup=False)
+    hits = [
+        c
+        for c in cands
+        if (c.cos is not None and c.cos >= policy.retrieval.similarity_floor) or c.keyword > 0
+    ]
+    hits.sort(key=lambda c: (-c.score, c.memory.id))
+    return {
+        "query": query,
+        "matches": [
+            {
+                **_public(c),
+                "similarity": None if c.cos is None else round(c.cos, 4),
+                "keyword": round(c.keyword, 4),
+                "project_id": c.memory.project_id,
+            }
+            for c in hits[:limit]
+        ],
+        "semantic_available": used,
+    }
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

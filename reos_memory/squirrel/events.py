@@ -1,0 +1,191 @@
+"""One session event in, one compressed event out: injected context stripped first, secrets
+redacted, snippets capped, and the signals the episode needs (errors, test outcomes,
+frustration, corrections) read off once."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from reos_memory.errors import InvalidInput
+from reos_memory.models import EventIn, now_iso
+from reos_memory.squirrel import signals
+from reos_memory.squirrel.redaction import redact
+
+# What get_task_context wraps its output in. Anything between these markers in an event is
+# Squirrel's own injection and is cut out before anything else, so it is never learned again.
+CONTEXT_OPEN = '<squirrel-context id="{id}">'
+CONTEXT_CLOSE = "</squirrel-context>"
+_INJECTED = re.compile(r"<squirrel-context\b[^>]*>.*?(?:</squirrel-context>|\Z)", re.DOTALL)
+_INJECTED_ESCAPED = re.compile(  # the same block inside a JSON string of a log line
+    r"\\u003csquirrel-context\b.*?(?:\\u003c/squirrel-context\\u003e|\Z)", re.DOTALL
+)
+
+SUMMARY_CHARS = 240
+SNIPPET_CHARS = 400
+COMMAND_CHARS = 300
+USER_TEXT_CHARS = 1500
+_EXCEPTION = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Warning|Failure))\s*:\s*(.*)$")
+REJECTION_MARKERS = (
+    "doesn't want to proceed with this tool use",
+    "tool use was rejected",
+    "user rejected",
+    "request interrupted by user",
+)
+
+
+def strip_injected(text: str) -> str:
+    """The text without any Squirrel context block (also a truncated one at the end)."""
+    if "squirrel-context" not in text:
+        return text
+    return _INJECTED_ESCAPED.sub("", _INJECTED.sub("", text))
+
+
+def _clean(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return redact(strip_injected(text))
+
+
+def _cap(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def _head_tail(text: str, n: int) -> str:
+    """Long output keeps its start and its end, where errors and summaries are."""
+    if len(text) <= n:
+        return text
+    head = n // 3
+    return text[:head].rstrip() + " … " + text[-(n - head - 3) :].lstrip()
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def parse_ts(ts: str | None, index: int) -> str:
+    """An event time as UTC ISO 8601 (now when absent); an unreadable one is a clear error."""
+    if ts is None:
+        return now_iso()
+    try:
+        dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"events[{index}].ts", "must be an ISO 8601 date-time such as 2025-05-01T10:00:00Z"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def compress(ev: EventIn, index: int, call: dict[str, Any] | None) -> dict[str, Any]:
+    """The stored form of one event. `call` is the tool call a result answers, if known."""
+    text = _clean(ev.text)
+    snippet = _clean(ev.raw_snippet)
+    summary = _clean(ev.summary)
+    command = _clean(ev.command)
+    if command is None and call is not None:
+        command = call.get("command")
+    body = text if text is not None else (snippet or "")
+    out: dict[str, Any] = {
+        "ts": parse_ts(ev.ts, index),
+        "role": ev.role,
+        "kind": ev.kind,
+        "tool_name": ev.tool_name or (call or {}).get("tool_name"),
+        "file": _cap(redact(ev.file), 300) if ev.file else (call or {}).get("file"),
+    }
+    if command:
+        out["command"] = _cap(command.strip(), COMMAND_CHARS)
+    if ev.call_id:
+        out["call_id"] = ev.call_id[:80]
+    if ev.exit_code is not None:
+        out["exit_code"] = ev.exit_code
+    if ev.role == "user" and ev.kind == "message":
+        said = (text if text is not None else summary or snippet or "").strip()
+        out["text"] = _cap(said, USER_TEXT_CHARS)
+        out["summary"] = _cap(summary or _first_line(said), SUMMARY_CHARS)
+        level = signals.frustration(said)
+        if level != "none":
+            out["frustration"] = level
+        if signals.is_correction(said):
+            out["correction"] = True
+        if signals.success_cue(said):
+            out["success"] = True
+    elif ev.kind == "tool_result":
+        rejected = ev.rejected or any(m in body.lower() for m in REJECTION_MARKERS)
+        error = bool(ev.is_error) or (ev.exit_code not in (None, 0)) or rejected
+        if ev.is_error is None and ev.exit_code is None and not rejected:
+            error = signals.looks_like_error(body)
+        test = signals.test_outcome(command, body, ev.exit_code) if body or command else None
+        if (
+            test is None
+            and command
+            and signals.is_test_command(command)
+            and ev.exit_code is not None
+        ):
+            test = "passed" if ev.exit_code == 0 else "failed"
+        if test is not None:
+            out["test"] = test
+            error = error or test == "failed"
+        if rejected:
+            out["rejected"] = True
+        if error:
+            out["error"] = True
+            line = signals.error_line(body) if body else None
+            if line:
+                line = _full_line(body, line)
+                out["error_line"] = _cap(brief_error(line), SUMMARY_CHARS)
+        out["summary"] = _cap(
+            summary or out.get("error_line") or _first_line(body) or "(no output)", SUMMARY_CHARS
+        )
+        if body:
+            out["raw_snippet"] = _head_tail(body.strip(), SNIPPET_CHARS)
+    else:
+        if ev.kind == "tool_call" and (ev.is_error or ev.exit_code not in (None, 0)):
+            out["error"] = True
+        said = summary or _first_line(text or "") or command or ev.file or ev.tool_name or ""
+        out["summary"] = _cap(said, SUMMARY_CHARS)
+        if ev.kind == "tool_call":
+            detail = snippet if snippet is not None else text
+            if detail:
+                out["raw_snippet"] = _head_tail(detail.strip(), SNIPPET_CHARS)
+        elif text and len(text) > SUMMARY_CHARS:
+            out["raw_snippet"] = _head_tail(text.strip(), SNIPPET_CHARS)
+    if ev.kind in ("tool_call", "tool_result"):
+        out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
+    return out
+
+
+def _full_line(body: str, line: str) -> str:
+    """The whole output line a (possibly capped) error line came from."""
+    head = line.rstrip("…").strip()[:60]
+    at = body.rfind(head) if head else -1
+    if at < 0:
+        return line
+    end = body.find("\n", at)
+    return body[at : end if end >= 0 else len(body)]
+
+
+def brief_error(line: str) -> str:
+    """An error line cut to what a reader needs: the exception and its innermost reason."""
+    line = " ".join(line.split())
+    m = _EXCEPTION.match(line)
+    if not m:
+        return _cap(line, 160)
+    exc, detail = m.group(1), m.group(2).rstrip(" )'\"")
+    if "] " in detail:  # e.g. "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"
+        detail = detail.rsplit("] ", 1)[1]
+    elif len(detail) > 80:
+        detail = "…" + detail[-79:].lstrip()
+    return f"{exc}: {detail}" if detail else exc
+
+
+def call_key(tool: str | None, command: str | None, file: str | None) -> str:
+    """What makes two tool calls 'the same call' for retry detection."""
+    if command:
+        return f"{tool or 'shell'}:{signals.normalize_command(command)}"
+    return f"{tool or 'tool'}:{file or ''}"

@@ -1,0 +1,100 @@
+"""Human-readable output of the `sqrl` commands (the JSON output is the protocol's result)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _cut(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def memories(rows: list[Any], metrics: list[Any]) -> str:
+    """One line per memory: id, status, kind, tier, uses/opportunities, text."""
+    if not rows:
+        return "no memories\n"
+    lines = [f"{'id':<25} {'status':<11} {'kind':<10} {'tier':<10} {'used':>9}  text"]
+    for m, x in zip(rows, metrics, strict=True):
+        used = f"{x.use_count}/{x.opportunities}" if x is not None else "-"
+        key = f"[{m.key}] " if m.key else ""
+        lines.append(
+            f"{m.id:<25} {m.status:<11} {m.kind:<10} {m.tier:<10} {used:>9}  "
+            + _cut(key + m.text, 90)
+        )
+    return "\n".join(lines) + "\n"
+
+
+def episodes(result: dict[str, Any]) -> str:
+    """What a flush or ingest cut and what the writer made of each episode."""
+    eps = result.get("episodes", [])
+    if not eps:
+        return "nothing to flush: no pending events\n"
+    out = []
+    for e in eps:
+        st = e.get("stats", {})
+        out.append(
+            f"episode {e['episode_id']} ({e['cut_reason']}, {e['events']} events,"
+            f" {st.get('error_count', 0)} errors, {st.get('retry_loops', 0)} retries,"
+            f" frustration {st.get('user_frustration', 'none')}): {e.get('outcome')}"
+            + (f" - {e['reason']}" if e.get("reason") else "")
+        )
+        for op in e.get("ops") or []:
+            what = op.get("text") or op.get("reason") or ""
+            out.append(f"  {op['action']:<12} {op.get('kind') or '':<10} {_cut(what, 90)}")
+    return "\n".join(out) + "\n"
+
+
+def context(result: dict[str, Any]) -> str:
+    if not result["context_prompt"]:
+        return f"no memories for this task ({result['context_id']})\n"
+    return (
+        result["context_prompt"]
+        + f"\n\n{len(result['memory_ids'])} memories, {result['tokens']} of"
+        f" {result['budget']} tokens, context {result['context_id']}\n"
+    )
+
+
+def cr_memory(result: dict[str, Any]) -> str:
+    head = (
+        f"{'dry run: ' if result['dry_run'] else ''}evaluated {result['evaluated']},"
+        f" promoted {result['promoted']}, deprecated {result['deprecated']},"
+        f" kept {result['kept']} ({result['seconds']} s)"
+    )
+    lines = [head]
+    for d in result["decisions"]:
+        if d["action"] != "keep":
+            lines.append(f"  {d['action']:<10} {d['memory_id']:<25} {d['kind']:<10} {d['reason']}")
+    return "\n".join(lines) + "\n"
+
+
+def status(result: dict[str, Any]) -> str:
+    mem = result["memories"]["by_status"]
+    lines = [
+        f"memories: {sum(mem.values())} ("
+        + ", ".join(f"{k} {v}" for k, v in sorted(mem.items()))
+        + ")",
+        "episodes: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(result["episodes"].items())) or "none"),
+        f"pending events: {result['pending_events']} in {result['open_sessions']} open sessions",
+        f"writer: {result['writer']}; tokens today {result['tokens_today']}"
+        f" of {result['writer_daily_token_budget']}",
+    ]
+    for day in result["writer_calls_by_day"]:
+        lines.append(
+            f"  {day['day']} {day['writer']}: {day['calls']} calls ({day['ok']} ok),"
+            f" {day['input_tokens']} in / {day['output_tokens']} out tokens, {day['seconds']} s"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def search(result: dict[str, Any]) -> str:
+    if not result["matches"]:
+        return "no match\n"
+    return (
+        "\n".join(
+            f"{m['score']:.2f}  {m['id']:<25} {m['kind']:<10} {_cut(m['text'], 90)}"
+            for m in result["matches"]
+        )
+        + "\n"
+    )

@@ -1,0 +1,736 @@
+"""Squirrel's operations, shared by the JSON-RPC handlers and the `sqrl` command line."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import apsw
+import msgspec
+
+from reos_memory.errors import InvalidInput, NotFound
+from reos_memory.models import EventIn, Memory, new_id, now_iso
+from reos_memory.squirrel import context as ctxmod
+from reos_memory.squirrel import cr_memory, episodes, feedback
+from reos_memory.squirrel.commit import CommitContext, Vectors, commit
+from reos_memory.squirrel.policy import Policy, default_text, load_policy
+from reos_memory.squirrel.projects import Project, default_owner_id, relative_path, resolve
+from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.squirrel.writer import llm as llm_writer
+from reos_memory.squirrel.writer import rules
+from reos_memory.squirrel.writer.schema import WriterOp, WriterOutput
+from reos_memory.store import Database
+from reos_memory.store import memories as msql
+from reos_memory.store import squirrel as ssql
+
+LIVE = ("provisional", "active")
+STALE_CLAIM = timedelta(minutes=15)  # a claim older than this belonged to a process that died
+
+
+@dataclass
+class Settings:
+    """Squirrel's part of the configuration (the README lists each as a setting)."""
+
+    writer: str = "auto"  # auto | rules | llm
+    owner_id: str = ""
+    policy_file: str = ""
+    dedup_threshold: float = 0.9
+    max_episode_events: int = 400
+    writer_min_tool_calls: int = 12
+    writer_max_input_tokens: int = 6000
+    writer_max_output_tokens: int = 1200
+    writer_daily_token_budget: int = 1_000_000
+    writer_max_concurrent_calls: int = 2
+    max_events_per_ingest: int = 5000
+
+
+class Squirrel:
+    """The memory of a coding assistant over one database, embedder and vector machinery."""
+
+    def __init__(
+        self,
+        db: Database,
+        vectors: Vectors | None,
+        settings: Settings,
+        llm: Callable[[], Any] | None = None,
+        log: Any = None,
+    ) -> None:
+        self.db = db
+        self.vectors = vectors
+        self.settings = settings
+        self._llm = llm
+        self.log = log
+        self._llm_slots = threading.BoundedSemaphore(max(1, settings.writer_max_concurrent_calls))
+
+    # -- who and where ----------------------------------------------------------------------
+
+    def owner(self, owner_type: str | None, owner_id: str | None) -> tuple[str, str]:
+        return owner_type or "user", owner_id or self.settings.owner_id or default_owner_id()
+
+    def project(self, project_id: str | None, project_root: str | None) -> Project:
+        p = resolve(project_id, project_root)
+        assert p is not None
+        if p.root is not None:
+            return p
+        pid = p.id
+        return Project(pid, self.db.read(lambda c: ssql.project_root(c, pid)))
+
+    def policy(self, project_root: str | None = None) -> Policy:
+        return load_policy(self.settings.policy_file or None, project_root)
+
+    def writer_kind(self) -> str:
+        """'rules' or the LLM provider's name, as configured."""
+        if self.settings.writer == "rules":
+            return "rules"
+        client = self._llm() if self._llm else None
+        if client is None:
+            if self.settings.writer == "llm":
+                raise InvalidInput("writer", "writer=llm needs llm_provider and llm_model")
+            return "rules"
+        return str(client.settings.provider)
+
+    # -- ingest and episodes ----------------------------------------------------------------
+
+    def ingest(
+        self,
+        *,
+        project_id: str | None,
+        project_root: str | None,
+        session_id: str,
+        events: Sequence[EventIn],
+        owner_type: str | None = None,
+        owner_id: str | None = None,
+        session_end: bool = False,
+        process: bool = True,
+    ) -> dict[str, Any]:
+        """Take a session's events; cut, store and process the episodes they complete."""
+        if len(events) > self.settings.max_events_per_ingest:
+            raise InvalidInput(
+                "events",
+                f"at most {self.settings.max_events_per_ingest} events per call"
+                " (setting max_events_per_ingest); send the rest in another call",
+            )
+        proj = self.project(project_id, project_root)
+        owner = self.owner(owner_type, owner_id)
+        pol = self.policy(proj.root)
+        limits = self._limits()
+
+        def tx(conn: apsw.Connection) -> episodes.IngestReport:
+            ssql.touch_project(conn, proj.id, proj.root, now_iso())
+            return episodes.ingest(
+                conn,
+                project_id=proj.id,
+                owner=owner,
+                session_id=session_id,
+                events=events,
+                session_end=session_end,
+                limits=limits,
+                regret=pol.regret,
+            )
+
+        report = self.db.write(tx)
+        results = [self._after_cut(ep, process) for ep in report.episodes]
+        return {
+            "project_id": proj.id,
+            "session_id": session_id,
+            "accepted": report.accepted,
+            "pending_events": report.pending_events,
+            "episodes": results,
+        }
+
+    def flush(
+        self,
+        *,
+        project_id: str | None,
+        project_root: str | None,
+        session_id: str | None = None,
+        process: bool = True,
+    ) -> dict[str, Any]:
+        """Cut the open episode of a session (or of every session of the project) now."""
+        proj = self.project(project_id, project_root)
+        pol = self.policy(proj.root)
+        limits = self._limits()
+
+        def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
+            if session_id is not None:
+                sess = ssql.get_session(conn, session_id)
+                if sess is not None and sess["project_id"] != proj.id:
+                    raise InvalidInput(
+                        "session_id", f"session belongs to project {sess['project_id']!r}"
+                    )
+                sessions = [session_id]
+            else:
+                sessions = ssql.open_sessions(conn, proj.id)
+            out = []
+            for sid in sessions:
+                ep = episodes.flush_session(conn, sid, limits, pol.regret)
+                if ep is not None:
+                    out.append(ep)
+            return out
+
+        cut = self.db.write(tx)
+        return {"project_id": proj.id, "episodes": [self._after_cut(ep, process) for ep in cut]}
+
+    def _limits(self) -> episodes.Limits:
+        s = self.settings
+        return episodes.Limits(
+            max_episode_events=s.max_episode_events, writer_min_tool_calls=s.writer_min_tool_calls
+        )
+
+    def _after_cut(self, ep: dict[str, Any], process: bool) -> dict[str, Any]:
+        out = dict(ep)
+        if ep["call_writer"] and process:
+            out.update(self.process_episode(ep["episode_id"]))
+        else:
+            out["outcome"] = "pending" if ep["call_writer"] else "skipped"
+        return out
+
+    def process_episode(self, episode_id: str, *, force: bool = False) -> dict[str, Any]:
+        """Run the Memory Writer on one stored episode and commit its ops.
+
+        A failed call or invalid output leaves the episode unprocessed with the reason (retry it
+        later); nothing is lost.
+        """
+        now = now_iso()
+        stale = (datetime.now(UTC) - STALE_CLAIM).isoformat(timespec="milliseconds")
+        ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
+        if ep is None:
+            raise NotFound("episode", episode_id, field="episode_id")
+        if ep.processed and not force:
+            return {"episode_id": episode_id, "outcome": ep.outcome, "reason": "already processed"}
+
+        def claim(conn: apsw.Connection) -> bool:
+            if force and ep.processed:
+                conn.execute(
+                    "UPDATE episodes SET processed = 0, outcome = 'pending' WHERE id = ?",
+                    (episode_id,),
+                )
+            return ssql.claim_episode(conn, episode_id, now, stale.replace("+00:00", "Z"))
+
+        if not self.db.write(claim):
+            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
+        try:
+            kind = self.writer_kind()
+            output, sources, call = self._write(ep, kind)
+        except Exception as exc:
+            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            self.db.write(
+                lambda c: ssql.finish_episode(
+                    c, episode_id, processed=0, outcome="failed", reason=reason
+                )
+            )
+            if self.log:
+                self.log.warning("writer_failed", episode_id=episode_id, reason=reason)
+            return {"episode_id": episode_id, "outcome": "failed", "reason": reason}
+        ev = output.episode_evidence
+        result = commit(
+            self.db,
+            self.vectors,
+            output.ops,
+            CommitContext(
+                project_id=ep.project_id,
+                owner_type=ep.owner_type,
+                owner_id=ep.owner_id,
+                episode_id=episode_id,
+                source=(ev.source if ev else None),
+                frustration=(ev.frustration if ev else None) or ep.stats.user_frustration,
+                op_sources=sources,
+            ),
+            dedup_threshold=self.settings.dedup_threshold,
+        )
+        ops = [_public_result(r) for r in result.results]
+        summary = ", ".join(
+            f"{n} {a}"
+            for a in ("added", "updated", "deprecated", "deduplicated", "rejected")
+            if (n := result.count(a))
+        )
+        self.db.write(
+            lambda c: ssql.finish_episode(
+                c,
+                episode_id,
+                processed=1,
+                outcome="written",
+                reason=summary or "the writer found nothing worth remembering",
+                ops=ops,
+            )
+        )
+        return {
+            "episode_id": episode_id,
+            "outcome": "written",
+            "writer": kind,
+            "ops": ops,
+            "writer_call": call,
+        }
+
+    def _write(self, ep: Any, kind: str) -> tuple[WriterOutput, dict[int, str], dict[str, Any]]:
+        full = self.db.read(lambda c: ssql.get_episode(c, ep.id, True))
+        assert full is not None and full.events is not None
+        existing = self._similar_existing(full)
+        started = now_iso()
+        t0 = time.perf_counter()
+        call: dict[str, Any] = {
+            "id": new_id("call"),
+            "episode_id": ep.id,
+            "writer": kind,
+            "started_at": started,
+        }
+        if kind == "rules":
+            output, sources = rules.write(
+                ep.id, full.events, msgspec.structs.asdict(full.stats), existing
+            )
+            call.update(duration_ms=(time.perf_counter() - t0) * 1000, ok=True, ops=len(output.ops))
+            self.db.write(lambda c: ssql.record_call(c, call))
+            return output, sources, call
+        client = self._llm() if self._llm else None
+        assert client is not None
+        pol = self.policy(self.db.read(lambda c: ssql.project_root(c, ep.project_id)))
+        system, user, report = llm_writer.build_prompt(
+            {
+                "id": ep.id,
+                "project_id": ep.project_id,
+                "events": full.events,
+                "stats": msgspec.structs.asdict(full.stats),
+            },
+            existing,
+            (ep.owner_type, ep.owner_id),
+            _policy_text(pol),
+            self.settings.writer_max_input_tokens,
+        )
+        estimate = count_tokens(system) + count_tokens(user)
+        day = started[:10]
+        spent = self.db.read(lambda c: ssql.tokens_today(c, day))
+        budget = self.settings.writer_daily_token_budget
+        if spent + estimate + self.settings.writer_max_output_tokens > budget:
+            raise _Deferred(
+                f"daily writer token budget reached ({spent} of {budget} tokens used today);"
+                " retry tomorrow or raise writer_daily_token_budget"
+            )
+        call["model"] = client.settings.model
+        error = None
+        completion = None
+        with self._llm_slots:
+            try:
+                completion = llm_writer.call(
+                    client, system, user, self.settings.writer_max_output_tokens
+                )
+                output = llm_writer.parse_output(completion.text)
+            except Exception as exc:
+                error = exc
+        call.update(
+            duration_ms=(time.perf_counter() - t0) * 1000,
+            input_tokens=(
+                completion.input_tokens
+                if completion and completion.input_tokens is not None
+                else estimate
+            ),
+            output_tokens=(
+                completion.output_tokens
+                if completion and completion.output_tokens is not None
+                else (count_tokens(completion.text) if completion else 0)
+            ),
+            ok=error is None,
+            ops=0 if error else len(output.ops),
+            error=None if error is None else (getattr(error, "message", None) or str(error)),
+            summarised=report["summarised"],
+        )
+        self.db.write(lambda c: ssql.record_call(c, call))
+        if error is not None:
+            raise error
+        source = output.episode_evidence.source if output.episode_evidence else None
+        return output, {i: source for i in range(len(output.ops)) if source}, call
+
+    def _similar_existing(self, ep: Any, k: int = 8) -> list[Memory]:
+        """The live memories of the episode's scope most like what happened in it."""
+        words = [e.get("summary") or "" for e in ep.events if e["role"] == "user"][:5]
+        words += [e.get("error_line") or "" for e in ep.events if e.get("error_line")][:5]
+        query = " ".join(w for w in words if w)[:2000]
+        scope = ctxmod.Scope(
+            project_id=ep.project_id, owner=(ep.owner_type, ep.owner_id), path=None
+        )
+        pol = self.policy()
+        cands, _used = ctxmod.candidates(self.db, self.vectors, query, scope, pol, key_lookup=True)
+        cands.sort(key=lambda c: (not c.by_key, -c.score))
+        return [c.memory for c in cands[:k]]
+
+    def retry(self, episode_id: str | None, project_id: str | None = None) -> dict[str, Any]:
+        """Run the writer again on one episode, or on every unprocessed one."""
+        if episode_id is not None:
+            return {"episodes": [self.process_episode(episode_id)]}
+        ids = self.db.read(lambda c: ssql.unprocessed_episodes(c, project_id, 1000))
+        return {"episodes": [self.process_episode(i) for i in ids]}
+
+    # -- explicit writes --------------------------------------------------------------------
+
+    def add_memory(
+        self,
+        *,
+        project_id: str | None,
+        project_root: str | None,
+        op: WriterOp,
+        owner_type: str | None,
+        owner_id: str | None,
+    ) -> dict[str, Any]:
+        """An explicit memory, through the same commit layer as the writer's (provisional)."""
+        proj = None
+        if op.scope != "global":
+            proj = self.project(project_id, project_root)
+        elif project_id is not None or project_root is not None:
+            raise InvalidInput("scope", "a global memory belongs to no project: drop project_id")
+        owner = self.owner(owner_type, owner_id)
+        if proj is not None:
+            self.db.write(lambda c: ssql.touch_project(c, proj.id, proj.root, now_iso()))
+        mem_id = new_id("explicit")
+        res = commit(
+            self.db,
+            self.vectors,
+            [op],
+            CommitContext(
+                project_id=proj.id if proj else None,
+                owner_type=owner[0],
+                owner_id=owner[1],
+                episode_id=mem_id,
+                source="explicit_statement",
+            ),
+            dedup_threshold=self.settings.dedup_threshold,
+        ).results[0]
+        if res["action"] == "rejected":
+            raise InvalidInput("text", res["reason"])
+        mid = res["memory_id"]
+        out: dict[str, Any] = {"memory": self.db.read(lambda c: msql.get_memory(c, mid))}
+        if res["action"] == "deduplicated":
+            out["deduplicated_into"] = mid
+            out["reason"] = res["reason"]
+        if res.get("replaced"):
+            out["replaced"] = res["replaced"]
+        return out
+
+    # -- reading memories -------------------------------------------------------------------
+
+    def get_task_context(
+        self,
+        *,
+        project_id: str | None,
+        project_root: str | None,
+        task: str,
+        owner_type: str | None = None,
+        owner_id: str | None = None,
+        path: str | None = None,
+        session_id: str | None = None,
+        budget: int = 400,
+        exclude_injected: bool = False,
+    ) -> dict[str, Any]:
+        proj = self.project(project_id, project_root)
+        rel = relative_path(path, proj.root)
+        return ctxmod.get_task_context(
+            self.db,
+            self.vectors,
+            self.policy(proj.root),
+            project_id=proj.id,
+            task=task,
+            owner=self.owner(owner_type, owner_id),
+            path=rel,
+            session_id=session_id,
+            budget=budget,
+            exclude_injected=exclude_injected,
+        )
+
+    def search(
+        self,
+        *,
+        query: str,
+        project_id: str | None,
+        project_root: str | None,
+        include_global: bool = True,
+        owner_type: str | None = None,
+        owner_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        statuses: Sequence[str] = LIVE,
+        path: str | None = None,
+        limit: int = 20,
+    ) -> dict[str, Any]:
+        proj = (
+            self.project(project_id, project_root)
+            if project_id is not None or project_root is not None
+            else None
+        )
+        owner = self.owner(owner_type, owner_id) if owner_type is not None or owner_id else None
+        scope = ctxmod.Scope(
+            project_id=proj.id if proj else None,
+            owner=owner,
+            path=relative_path(path, proj.root if proj else None) if path else None,
+            include_global=include_global,
+            statuses=tuple(statuses),
+            kinds=tuple(kinds) if kinds else None,
+        )
+        return ctxmod.search(
+            self.db,
+            self.vectors,
+            self.policy(proj.root if proj else None),
+            query=query,
+            scope=scope,
+            limit=limit,
+        )
+
+    def get_memory(self, memory_id: str) -> dict[str, Any]:
+        def read(conn: apsw.Connection) -> dict[str, Any]:
+            m = msql.get_memory(conn, memory_id)
+            if m is None:
+                raise NotFound("memory", memory_id, field="memory_id")
+            return {
+                "memory": m,
+                "evidence": msql.evidence_of(conn, memory_id),
+                "metrics": msql.metrics_of(conn, [memory_id]).get(memory_id),
+            }
+
+        return self.db.read(read)
+
+    def list_memories(
+        self,
+        *,
+        project_id: str | None,
+        project_root: str | None,
+        include_global: bool,
+        statuses: Sequence[str],
+        kinds: Sequence[str] | None,
+        scope: str | None,
+        owner_type: str | None,
+        owner_id: str | None,
+        key_prefix: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> dict[str, Any]:
+        pids: list[str | None] | None = None
+        if project_id is not None or project_root is not None:
+            pids = [self.project(project_id, project_root).id]
+            if include_global:
+                pids.append(None)
+        after = _decode_cursor(cursor)
+        owner = (owner_type or "user", owner_id) if owner_id else None
+        rows = self.db.read(
+            lambda c: msql.list_memories(
+                c,
+                project_ids=pids,
+                statuses=statuses,
+                kinds=kinds,
+                scope=scope,
+                owner=owner,
+                key_prefix=key_prefix,
+                after_rowid=after,
+                limit=limit + 1,
+            )
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        ids = [m.id for _, m in rows]
+        metrics = self.db.read(lambda c: msql.metrics_of(c, ids))
+        return {
+            "memories": [m for _, m in rows],
+            "metrics": [metrics.get(i) for i in ids],
+            "next_cursor": str(rows[-1][0]) if more and rows else None,
+        }
+
+    # -- changing memories ------------------------------------------------------------------
+
+    def update_memory(self, memory_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Edit a memory in place (text, kind, tier, key, confidence, ttl, polarity, status)."""
+        text = changes.get("text")
+        vec_blob = None
+        model_id = None
+        if text is not None and self.vectors is not None:
+            emb, _r = self.vectors.usable_model()
+            if emb is not None:
+                import numpy as np
+
+                vec = self.vectors.embed_texts([text], priority=0)[0]
+                vec_blob = np.ascontiguousarray(vec, dtype="<f4").tobytes()
+                model_id = emb.model_id
+
+        def tx(conn: apsw.Connection) -> Memory:
+            from reos_memory.squirrel.redaction import redact
+            from reos_memory.store.vectors import recorded_model
+
+            m = msql.get_memory(conn, memory_id)
+            if m is None:
+                raise NotFound("memory", memory_id, field="memory_id")
+            fields = dict(changes)
+            if "ttl_days" in fields:
+                ttl = fields.pop("ttl_days")
+                fields["expires_at"] = (
+                    None
+                    if ttl is None
+                    else (datetime.now(UTC) + timedelta(days=ttl))
+                    .isoformat(timespec="milliseconds")
+                    .replace("+00:00", "Z")
+                )
+            if text is not None:
+                fields["text"] = redact(" ".join(text.split()))
+                ok = model_id is not None and recorded_model(conn) == model_id
+                fields["embedding"] = vec_blob if ok else None
+            msql.update_memory(conn, memory_id, now_iso(), **fields)
+            out = msql.get_memory(conn, memory_id)
+            assert out is not None
+            return out
+
+        return {"memory": self.db.write(tx)}
+
+    def deprecate(self, memory_id: str) -> dict[str, Any]:
+        return self.update_memory(memory_id, {"status": "deprecated"})
+
+    def forget(self, memory_id: str) -> dict[str, Any]:
+        """Erase a memory for good: the row, its vector, evidence, metrics and injections."""
+
+        def tx(conn: apsw.Connection) -> dict[str, int]:
+            if msql.get_memory(conn, memory_id) is None:
+                raise NotFound("memory", memory_id, field="memory_id")
+            return msql.delete_memory(conn, memory_id)
+
+        removed = self.db.write(tx)
+        return {"forgotten": True, "memory_id": memory_id, "removed": removed}
+
+    # -- episodes ---------------------------------------------------------------------------
+
+    def list_episodes(
+        self,
+        *,
+        project_id: str | None,
+        project_root: str | None,
+        session_id: str | None,
+        outcome: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> dict[str, Any]:
+        pid = (
+            self.project(project_id, project_root).id
+            if project_id is not None or project_root is not None
+            else None
+        )
+        rows = self.db.read(
+            lambda c: ssql.list_episodes(
+                c,
+                project_id=pid,
+                session_id=session_id,
+                outcome=outcome,
+                after_rowid=_decode_cursor(cursor),
+                limit=limit + 1,
+            )
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return {
+            "episodes": [e for _, e in rows],
+            "next_cursor": str(rows[-1][0]) if more and rows else None,
+        }
+
+    def get_episode(self, episode_id: str) -> dict[str, Any]:
+        ep = self.db.read(lambda c: ssql.get_episode(c, episode_id, True))
+        if ep is None:
+            raise NotFound("episode", episode_id, field="episode_id")
+        return {"episode": ep}
+
+    # -- feedback, CR-Memory, status --------------------------------------------------------
+
+    def feedback(self, context_id: str, outcome: dict[str, Any]) -> dict[str, Any]:
+        def tx(conn: apsw.Connection) -> dict[str, Any]:
+            ctx = ssql.get_context(conn, context_id)
+            if ctx is None:
+                raise NotFound("context", context_id, field="context_id")
+            root = ssql.project_root(conn, ctx["project_id"]) if ctx["project_id"] else None
+            pol = self.policy(root)
+            return feedback.apply(conn, context_id, outcome, pol.regret, now_iso(), "explicit")
+
+        return self.db.write(tx)
+
+    def cr_memory(
+        self,
+        project_id: str | None,
+        project_root: str | None,
+        dry_run: bool,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> dict[str, Any]:
+        proj = (
+            self.project(project_id, project_root)
+            if project_id is not None or project_root is not None
+            else None
+        )
+        return cr_memory.run(
+            self.db,
+            project_id=proj.id if proj else None,
+            policy_for=lambda pid: self.policy(
+                self.db.read(lambda c: ssql.project_root(c, pid)) if pid else None
+            ),
+            dry_run=dry_run,
+            cancelled=cancelled,
+        )
+
+    def policy_info(self, project_root: str | None) -> dict[str, Any]:
+        pol = self.policy(project_root)
+        return {"policy": pol.raw, "sources": pol.sources}
+
+    def status(self) -> dict[str, Any]:
+        def read(conn: apsw.Connection) -> dict[str, Any]:
+            return {
+                "memories": {
+                    "by_status": msql.count_by(conn, "status"),
+                    "by_kind": msql.count_by(conn, "kind"),
+                    "by_tier": msql.count_by(conn, "tier"),
+                },
+                "episodes": ssql.count_episodes(conn),
+                "pending_events": ssql.pending_event_count(conn),
+                "open_sessions": len(ssql.open_sessions(conn, None)),
+                "projects": len(ssql.project_ids(conn)),
+                "writer_calls_by_day": ssql.calls_by_day(conn, 7),
+                "tokens_today": ssql.tokens_today(conn, now_iso()[:10]),
+            }
+
+        out = self.db.read(read)
+        try:
+            out["writer"] = self.writer_kind()
+        except InvalidInput as exc:
+            out["writer"] = f"misconfigured: {exc.message}"
+        out["writer_daily_token_budget"] = self.settings.writer_daily_token_budget
+        out["owner_id"] = self.owner(None, None)[1]
+        return out
+
+
+class _Deferred(Exception):
+    """The writer was not called (budget); the episode stays pending."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _public_result(r: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in r.items() if k != "memory"}
+    m = r.get("memory")
+    if m is not None:
+        out["text"] = m.text
+        out["kind"] = m.kind
+        out["tier"] = m.tier
+        out["key"] = m.key
+    return out
+
+
+def _decode_cursor(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise InvalidInput("cursor", "must be a next_cursor value returned by this method")
+    return int(cursor)
+
+
+def _policy_text(pol: Policy) -> str:
+    """The shipped policy followed by each override file, as the writer's system prompt shows it."""
+    from pathlib import Path
+
+    parts = [default_text()]
+    for src in pol.sources[1:]:
+        try:
+            parts.append(f"# overrides from {src}\n{Path(src).read_text('utf-8')}")
+        except OSError:
+            continue
+    return "\n".join(parts)

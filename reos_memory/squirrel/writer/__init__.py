@@ -1,0 +1,1 @@
+"""The Memory Writer: one call per episode, offline rules or an LLM provider."""

@@ -1,0 +1,148 @@
+"""The Memory Writer as one LLM call per episode (seed 001 section 2.2).
+
+Input: the compressed episode (summarised down to the input token cap, never sent whole when too
+big), its features, the owner, the most similar existing memories of its scope (so the model
+can UPDATE or DEPRECATE instead of duplicating), and the policy as the system prompt. Output:
+JSON validated with msgspec against the seed's op schema; anything else is a failure that
+leaves the episode for a retry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import msgspec
+
+from reos_memory.llm import Completion, LLMClient, LLMError
+from reos_memory.models import Memory
+from reos_memory.squirrel.redaction import redact_value
+from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.squirrel.writer.schema import WriterOutput
+
+SYSTEM_PROMPT = """You are the Memory Writer of Squirrel, the long-term memory of a coding \
+assistant. You read ONE episode of a coding session (compressed events and features) and decide \
+which memories, if any, will help the assistant in FUTURE tasks of this project or user.
+
+Objectives: reduce repeated debugging, repeated explanations and rediscovering project \
+invariants. Constraints: never store secrets, credentials or raw logs; write each memory as 1-2 \
+self-contained sentences a future assistant can act on; prefer no memory over a vague one; \
+never restate what any developer already knows.
+
+Memory kinds: preference (how the user wants things done), invariant (a stable project fact or \
+decision), pattern (a reusable debugging or design lesson: what failed, why, what worked), \
+guard (a risk rule: "don't do X", "ask before Y"; polarity -1), note (a lightweight hypothesis). \
+Tiers: short_term (default for new lessons), long_term (stated explicitly by the user), \
+emergency (a high-severity guard that should change what tools are run). Scope: project \
+(default), global (the user's habits across projects), repo_path (only a sub-tree: give \
+path_prefix). key: optional dotted slot name such as "project.http_client" or \
+"user.pref.ask_before_delete"; reuse an existing memory's key to replace it.
+
+If an existing memory already says it, do not ADD it again. If an existing memory is now wrong, \
+UPDATE it (give its memory_id or key) or DEPRECATE it (memory_id).
+
+Answer with ONE JSON object and nothing else:
+{"ops": [{"op": "ADD"|"UPDATE"|"DEPRECATE", "scope": "project"|"global"|"repo_path", \
+"owner_type": "user"|"team"|"org", "owner_id": str, "kind": str, "tier": str, "polarity": 1|-1, \
+"key": str|null, "text": str, "ttl_days": int|null, "confidence": 0.0-1.0, \
+"memory_id": str|null, "path_prefix": str|null}], \
+"episode_evidence": {"episode_id": str, "source": "failure_then_success"|"user_correction"|\
+"explicit_statement", "frustration": "none"|"mild"|"moderate"|"severe"}}
+Return {"ops": []} when nothing is worth remembering."""
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+def build_prompt(
+    episode: dict[str, Any],
+    existing: list[Memory],
+    owner: tuple[str, str],
+    policy_text: str,
+    max_input_tokens: int,
+) -> tuple[str, str, dict[str, Any]]:
+    """(system, user, report): the user message fits `max_input_tokens` with the system prompt."""
+    system = SYSTEM_PROMPT + "\n\nThe memory policy in force (TOML):\n" + policy_text.strip()
+    memories = [
+        {
+            "memory_id": m.id,
+            "kind": m.kind,
+            "tier": m.tier,
+            "status": m.status,
+            "scope": m.scope,
+            "key": m.key,
+            "text": m.text,
+        }
+        for m in existing
+    ]
+    events = [_slim(e) for e in episode["events"]]
+    body: dict[str, Any] = {
+        "episode_id": episode["id"],
+        "project_id": episode["project_id"],
+        "owner": {"owner_type": owner[0], "owner_id": owner[1]},
+        "features": episode["stats"],
+        "existing_memories": memories,
+        "events": events,
+    }
+    budget = max_input_tokens - count_tokens(system)
+    report = {"events": len(events), "summarised": False, "omitted_events": 0}
+    user = _dump(body)
+    # Summarise down: first drop snippets of ordinary events, then shorten every text, then keep
+    # the start and the end of the episode. Never send more than the cap.
+    if count_tokens(user) > budget:
+        report["summarised"] = True
+        for e in events:
+            if not e.get("error") and e.get("role") != "user":
+                e.pop("raw_snippet", None)
+        user = _dump(body)
+    if count_tokens(user) > budget:
+        for e in events:
+            for f in ("raw_snippet", "text", "summary", "command"):
+                if isinstance(e.get(f), str) and len(e[f]) > 160:
+                    e[f] = e[f][:157] + "..."
+        user = _dump(body)
+    while count_tokens(user) > budget and len(events) > 2:
+        keep = max(2, int(len(events) * 0.7))
+        head = keep // 2
+        dropped = len(events) - keep
+        marker = {"omitted": f"{dropped + report['omitted_events']} events omitted here"}
+        rest = [e for e in events if "omitted" not in e]
+        events[:] = [*rest[:head], marker, *rest[len(rest) - (keep - head) :]]
+        report["omitted_events"] += dropped
+        user = _dump(body)
+    if count_tokens(user) > budget:
+        body["existing_memories"] = memories[:3]
+        body["events"] = events[:1]
+        user = _dump(body)
+    if count_tokens(user) > budget:
+        raise LLMError(
+            f"the episode cannot be summarised under writer_max_input_tokens={max_input_tokens}"
+        )
+    return system, user, report
+
+
+def _slim(e: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in e.items() if k not in ("key", "call_id") and v not in (None, "")}
+
+
+def _dump(body: dict[str, Any]) -> str:
+    # redacted again: defence in depth, nothing secret ever goes on the wire
+    return json.dumps(redact_value(body), ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_output(text: str) -> WriterOutput:
+    """The validated ops of a reply; raises LLMError naming what was wrong."""
+    m = _FENCE.match(text)
+    if m:
+        text = m.group(1)
+    try:
+        return msgspec.json.decode(text.strip().encode(), type=WriterOutput)
+    except msgspec.ValidationError as exc:
+        raise LLMError(f"the writer's output breaks the op schema: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise LLMError(f"the writer's output is not JSON: {exc}") from None
+
+
+def call(client: LLMClient, system: str, user: str, max_output_tokens: int) -> Completion:
+    """One provider call (retries and timeouts are the client's)."""
+    return client.complete_full(system, user, json_mode=True, max_tokens=max_output_tokens)

@@ -1,0 +1,221 @@
+"""The offline Memory Writer: rules, no model, no key.
+
+It writes only what an episode shows plainly, because junk memories are what users of memory
+tools complain about most:
+
+* explicit statements of the user ("always ...", "never ...", "from now on ...", "we use X
+  here") become preferences, invariants or guards (tier long_term: the user said so);
+* user corrections ("no, use pnpm"; an instruction right after the user rejected a tool call)
+  become preferences or guards;
+* failure then success of the same call - when it was a real trap: the call failed at least
+  twice, or the fix switched tools (requests -> httpx), or the user was severely frustrated -
+  becomes a `pattern` (what failed, the error, what worked); a tool switch also becomes an
+  `invariant` keyed `project.<category>`; a severe case (3+ failures or severe frustration)
+  also an `emergency` guard with a short TTL.
+
+A single fail-edit-pass loop (ordinary test-driven work) writes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reos_memory.models import Memory
+from reos_memory.squirrel import statements
+from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
+
+EDIT_TOOLS = frozenset(
+    ["edit", "write", "multiedit", "apply_patch", "notebookedit", "str_replace_editor"]
+)
+LABELS = {"http_client": "HTTP client", "orm": "ORM", "python_env": "Python environment tool"}
+GUARD_TTL_DAYS = 14
+PATTERN_TTL_DAYS = 90
+
+
+def write(
+    episode_id: str,
+    events: list[dict[str, Any]],
+    stats: dict[str, Any],
+    existing: list[Memory],
+) -> tuple[WriterOutput, dict[int, str]]:
+    """Ops for one episode, and the evidence source of each op (by index)."""
+    ops: list[WriterOp] = []
+    sources: dict[int, str] = {}
+    held = {m.key for m in existing if m.key and m.status != "deprecated"}
+
+    def add(st: statements.Statement, confidence: float) -> None:
+        op = WriterOp(
+            op="UPDATE" if st.key in held else "ADD",
+            scope=st.scope,  # type: ignore[arg-type]
+            kind=st.kind,  # type: ignore[arg-type]
+            tier="long_term",
+            polarity=-1 if st.polarity < 0 else 1,
+            key=st.key,
+            text=st.text,
+            confidence=confidence,
+        )
+        if any(o.text == op.text for o in ops):
+            return
+        sources[len(ops)] = st.source
+        ops.append(op)
+
+    last_rejected: dict[str, Any] | None = None
+    for e in events:
+        if e["kind"] == "tool_result" and e.get("rejected"):
+            last_rejected = e
+            continue
+        if e["role"] != "user" or e["kind"] != "message":
+            if e["role"] == "assistant" and e["kind"] == "message":
+                continue
+            last_rejected = None if e["kind"] == "tool_call" else last_rejected
+            continue
+        text = e.get("text", "")
+        found = statements.explicit_statements(text)
+        if e.get("frustration") in ("moderate", "severe"):
+            # an outburst ("stop retrying the same thing!!") is about the moment, not a rule,
+            # unless it names a tool or a slot
+            found = [st for st in found if st.tools or st.key]
+        for st in found:
+            add(st, 0.9)
+        if e.get("correction") or last_rejected is not None:
+            rej_tool = last_rejected.get("tool_name") if last_rejected else None
+            rej_input = last_rejected.get("command") if last_rejected else None
+            for st in statements.corrections(text, rej_tool, rej_input):
+                if e.get("frustration") in ("moderate", "severe") and not (st.tools or st.key):
+                    continue
+                if not any(st.text == f.text for f in found):
+                    add(st, 0.8)
+        last_rejected = None
+    frustration = stats.get("user_frustration", "none")
+    for op in _failure_then_success(events, frustration, held):
+        sources[len(ops)] = "failure_then_success"
+        ops.append(op)
+    main = sources.get(0)
+    return (
+        WriterOutput(
+            ops=ops[:20],
+            episode_evidence=EpisodeEvidence(
+                episode_id=episode_id,
+                source=main,  # type: ignore[arg-type]
+                frustration=frustration,
+            ),
+        ),
+        sources,
+    )
+
+
+def _task(events: list[dict[str, Any]]) -> str | None:
+    for e in events:
+        if e["role"] == "user" and e["kind"] == "message" and e.get("summary"):
+            s = " ".join(e["summary"].split()).rstrip(".?!")
+            if len(s) <= 3:
+                return None
+            s = s[:1].lower() + s[1:]
+            return s if len(s) <= 90 else s[:89].rstrip() + "…"
+    return None
+
+
+def _failure_then_success(
+    events: list[dict[str, Any]], frustration: str, held: set[str]
+) -> list[WriterOp]:
+    ops: list[WriterOp] = []
+    fails: dict[str, list[int]] = {}
+    done: set[str] = set()
+    for i, e in enumerate(events):
+        key = e.get("key")
+        if e["kind"] != "tool_result" or not key or e.get("rejected"):
+            continue
+        if e.get("error"):
+            fails.setdefault(key, []).append(i)
+            continue
+        if key not in fails or key in done:
+            continue
+        done.add(key)
+        failed_at = fails[key]
+        last = events[failed_at[-1]]
+        between = events[failed_at[-1] + 1 : i]
+        fix = _fix(between)
+        text_before = " ".join(
+            str(events[j].get(f) or "")
+            for j in failed_at
+            for f in ("command", "error_line", "raw_snippet")
+        )
+        text_after = " ".join(
+            str(x.get(f) or "")
+            for x in [*between, e]
+            for f in ("summary", "command", "raw_snippet")
+        )
+        switch = statements.switch_in(" ".join(x.get("summary") or "" for x in between))
+        if switch is None:
+            switch = statements.switch_between(text_before, text_after)
+        n = len(failed_at)
+        severe = frustration == "severe" or n >= 3
+        if n < 2 and switch is None and frustration != "severe":
+            continue  # an ordinary fail-edit-pass loop: nothing worth remembering
+        cmd = last.get("command") or last.get("tool_name") or "the call"
+        error = last.get("error_line") or last.get("summary") or "an error"
+        task = _task(events)
+        what = fix or f"`{_short(e.get('command') or cmd)}` then worked"
+        times = "once" if n == 1 else f"{n} times"
+        lead = f'In the task "{task}": ' if task else ""
+        if switch is not None:
+            category, old, new = switch
+            label = LABELS.get(category, category.replace("_", " "))
+            ops.append(
+                WriterOp(
+                    op="UPDATE" if f"project.{category}" in held else "ADD",
+                    kind="invariant",
+                    tier="short_term",
+                    key=f"project.{category}",
+                    text=f"Use {new} as the {label} in this project; {old} failed here"
+                    f" ({_short(error, 120)}).",
+                    confidence=0.75,
+                )
+            )
+            what = f"switching from {old} to {new} fixed it"
+        ops.append(
+            WriterOp(
+                op="ADD",
+                kind="pattern",
+                tier="short_term",
+                text=f"{lead}`{_short(cmd)}` failed {times} with {_short(error, 160)}; {what}.",
+                ttl_days=PATTERN_TTL_DAYS,
+                confidence=0.7,
+            )
+        )
+        if severe:
+            instead = f"switch to {switch[2]}" if switch else (fix or "change the approach")
+            ops.append(
+                WriterOp(
+                    op="ADD",
+                    kind="guard",
+                    tier="emergency",
+                    polarity=-1,
+                    text=f"Do not keep retrying `{_short(cmd)}` after {_short(error, 120)};"
+                    f" {instead} instead.",
+                    ttl_days=GUARD_TTL_DAYS,
+                    confidence=0.7,
+                )
+            )
+    return ops
+
+
+def _fix(between: list[dict[str, Any]]) -> str | None:
+    """What changed between the last failure and the success, in a few words."""
+    edits = []
+    for x in between:
+        if x["kind"] != "tool_call":
+            continue
+        tool = (x.get("tool_name") or "").lower()
+        if tool in EDIT_TOOLS or (x.get("file") and not x.get("command")):
+            what = x.get("summary") or f"edited {x.get('file')}"
+            if what not in edits:
+                edits.append(what)
+    if not edits:
+        return None
+    return "what worked: " + "; ".join(_short(w, 100) for w in edits[:3])
+
+
+def _short(text: str, n: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"

@@ -1,0 +1,370 @@
+"""SQL for Squirrel memories, their evidence and metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+import msgspec
+
+from reos_memory.models import Evidence, Memory, MemoryMetrics
+from reos_memory.store.connection import fetch, scalar
+
+_encoder = msgspec.json.Encoder()
+
+COLUMNS = (
+    "id, project_id, scope, owner_type, owner_id, kind, tier, key, text, status, confidence,"
+    " expires_at, created_at, updated_at, polarity, path_prefix"
+)
+
+
+def _json(values: Sequence[Any]) -> str:
+    return _encoder.encode(list(values)).decode()
+
+
+def _memory(row: Any) -> Memory:
+    return Memory(
+        id=row[0],
+        project_id=row[1],
+        scope=row[2],
+        owner_type=row[3],
+        owner_id=row[4],
+        kind=row[5],
+        tier=row[6],
+        key=row[7],
+        text=row[8],
+        status=row[9],
+        confidence=row[10],
+        expires_at=row[11],
+        created_at=row[12],
+        updated_at=row[13],
+        polarity=int(row[14]),
+        path_prefix=row[15],
+    )
+
+
+# -- memories ---------------------------------------------------------------------------------
+
+
+def insert_memory(conn: apsw.Connection, m: Memory, embedding: bytes | None) -> None:
+    conn.execute(
+        f"INSERT INTO memories({COLUMNS}, embedding) VALUES"
+        " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            m.id,
+            m.project_id,
+            m.scope,
+            m.owner_type,
+            m.owner_id,
+            m.kind,
+            m.tier,
+            m.key,
+            m.text,
+            m.status,
+            m.confidence,
+            m.expires_at,
+            m.created_at,
+            m.updated_at,
+            m.polarity,
+            m.path_prefix,
+            embedding,
+        ),
+    )
+    conn.execute("INSERT INTO memory_metrics(memory_id) VALUES (?)", (m.id,))
+
+
+def get_memory(conn: apsw.Connection, memory_id: str) -> Memory | None:
+    rows = fetch(conn, f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+    return _memory(rows[0]) if rows else None
+
+
+def get_memories(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, Memory]:
+    rows = fetch(
+        conn,
+        f"SELECT {COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+        (_json(ids),),
+    )
+    return {r[0]: _memory(r) for r in rows}
+
+
+def live_by_key(
+    conn: apsw.Connection,
+    key: str,
+    project_id: str | None,
+    scope: str,
+    owner_type: str,
+    owner_id: str,
+) -> list[Memory]:
+    """Provisional or active memories holding `key` for this project, scope and owner."""
+    rows = fetch(
+        conn,
+        f"SELECT {COLUMNS} FROM memories WHERE key = ? AND project_id IS ? AND scope = ?"
+        " AND owner_type = ? AND owner_id = ? AND status != 'deprecated' ORDER BY created_at",
+        (key, project_id, scope, owner_type, owner_id),
+    )
+    return [_memory(r) for r in rows]
+
+
+def same_text(
+    conn: apsw.Connection,
+    project_id: str | None,
+    scope: str,
+    owner_type: str,
+    owner_id: str,
+    kind: str,
+    text: str,
+) -> str | None:
+    """A live memory of this slot whose text is the same, ignoring case and outer spaces."""
+    return scalar(
+        conn,
+        "SELECT id FROM memories WHERE project_id IS ? AND scope = ? AND owner_type = ?"
+        " AND owner_id = ? AND kind = ? AND status != 'deprecated'"
+        " AND lower(trim(text)) = lower(trim(?)) LIMIT 1",
+        (project_id, scope, owner_type, owner_id, kind, text),
+    )
+
+
+def update_memory(conn: apsw.Connection, memory_id: str, now: str, **fields: Any) -> None:
+    """Set the given columns (and updated_at); `embedding` may be among them."""
+    if not fields:
+        return
+    names = ", ".join(f"{k} = ?" for k in fields)
+    conn.execute(
+        f"UPDATE memories SET {names}, updated_at = ? WHERE id = ?",
+        (*fields.values(), now, memory_id),
+    )
+
+
+def delete_memory(conn: apsw.Connection, memory_id: str) -> dict[str, int]:
+    """Erase a memory with its evidence, metrics and injections; counts of rows removed."""
+    out = {}
+    for table, col in (
+        ("evidence", "memory_id"),
+        ("memory_metrics", "memory_id"),
+        ("memory_injections", "memory_id"),
+        ("memories", "id"),
+    ):
+        conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (memory_id,))
+        out[table] = conn.changes()
+    return out
+
+
+def list_memories(
+    conn: apsw.Connection,
+    *,
+    project_ids: Sequence[str | None] | None,
+    statuses: Sequence[str],
+    kinds: Sequence[str] | None = None,
+    scope: str | None = None,
+    owner: tuple[str, str] | None = None,
+    key_prefix: str | None = None,
+    after_rowid: int = 0,
+    limit: int = 100,
+) -> list[tuple[int, Memory]]:
+    """(rowid, memory) in creation order, filtered; project None in project_ids means global."""
+    where = ["m.rowid > ?", "m.status IN (SELECT value FROM json_each(?))"]
+    args: list[Any] = [after_rowid, _json(statuses)]
+    if project_ids is not None:
+        named = [p for p in project_ids if p is not None]
+        parts = ["m.project_id IN (SELECT value FROM json_each(?))"]
+        args.append(_json(named))
+        if None in project_ids:
+            parts.append("m.project_id IS NULL")
+        where.append("(" + " OR ".join(parts) + ")")
+    if kinds:
+        where.append("m.kind IN (SELECT value FROM json_each(?))")
+        args.append(_json(kinds))
+    if scope is not None:
+        where.append("m.scope = ?")
+        args.append(scope)
+    if owner is not None:
+        where.append("m.owner_type = ? AND m.owner_id = ?")
+        args.extend(owner)
+    if key_prefix is not None:
+        where.append("m.key >= ? AND m.key < ?")
+        args.extend([key_prefix, key_prefix + "\uffff"])
+    cols = ", ".join("m." + c.strip() for c in COLUMNS.split(","))
+    rows = fetch(
+        conn,
+        f"SELECT m.rowid, {cols} FROM memories m WHERE {' AND '.join(where)}"
+        " ORDER BY m.rowid LIMIT ?",
+        (*args, limit),
+    )
+    return [(int(r[0]), _memory(r[1:])) for r in rows]
+
+
+def count_by(conn: apsw.Connection, column: str, project_id: str | None = None) -> dict[str, int]:
+    """Memories per value of `column` (status, kind, tier), optionally of one project."""
+    assert column in ("status", "kind", "tier", "scope")
+    if project_id is None:
+        rows = fetch(conn, f"SELECT {column}, count(*) FROM memories GROUP BY 1")
+    else:
+        rows = fetch(
+            conn,
+            f"SELECT {column}, count(*) FROM memories WHERE project_id = ? GROUP BY 1",
+            (project_id,),
+        )
+    return {r[0]: int(r[1]) for r in rows}
+
+
+# -- embeddings -------------------------------------------------------------------------------
+
+
+def drop_all_embeddings(conn: apsw.Connection) -> int:
+    """Forget every memory vector (the model changed); catch-up embeds them again."""
+    conn.execute("UPDATE memories SET embedding = NULL WHERE embedding IS NOT NULL")
+    return conn.changes()
+
+
+def count_unembedded(conn: apsw.Connection) -> int:
+    return int(
+        scalar(
+            conn,
+            "SELECT count(*) FROM memories WHERE embedding IS NULL AND status != 'deprecated'",
+        )
+        or 0
+    )
+
+
+def unembedded(conn: apsw.Connection, limit: int) -> list[tuple[str, str]]:
+    """(id, text) of live memories without a vector."""
+    return [
+        (r[0], r[1])
+        for r in fetch(
+            conn,
+            "SELECT id, text FROM memories WHERE embedding IS NULL AND status != 'deprecated'"
+            " ORDER BY rowid LIMIT ?",
+            (limit,),
+        )
+    ]
+
+
+def set_embedding(conn: apsw.Connection, memory_id: str, text: str, blob: bytes) -> bool:
+    """Store a vector computed from `text`, unless the memory's text changed meanwhile."""
+    conn.execute(
+        "UPDATE memories SET embedding = ? WHERE id = ? AND text = ?", (blob, memory_id, text)
+    )
+    return conn.changes() > 0
+
+
+def embedding_of(conn: apsw.Connection, memory_id: str) -> bytes | None:
+    return scalar(conn, "SELECT embedding FROM memories WHERE id = ?", (memory_id,))
+
+
+# -- keyword search ---------------------------------------------------------------------------
+
+
+def keyword_search(
+    conn: apsw.Connection, match: str, k: int, project_ids: Sequence[str | None]
+) -> list[tuple[str, float]]:
+    """Top-k (memory_id, BM25; higher is better) of live memories in the given projects."""
+    named = [p for p in project_ids if p is not None]
+    glob = " OR m.project_id IS NULL" if None in project_ids else ""
+    rows = fetch(
+        conn,
+        "WITH f AS MATERIALIZED (SELECT rowid AS r, -bm25(memories_fts) AS s FROM memories_fts"
+        " WHERE memories_fts MATCH ?1)"
+        " SELECT m.id, f.s FROM f JOIN memories m ON m.rowid = f.r"
+        " WHERE m.status != 'deprecated'"
+        f" AND (m.project_id IN (SELECT value FROM json_each(?3)){glob})"
+        " ORDER BY f.s DESC, m.id LIMIT ?2",
+        (match, k, _json(named)),
+    )
+    return [(r[0], float(r[1])) for r in rows]
+
+
+# -- evidence ---------------------------------------------------------------------------------
+
+
+def insert_evidence(conn: apsw.Connection, e: Evidence) -> None:
+    conn.execute(
+        "INSERT INTO evidence(id, memory_id, episode_id, source, frustration, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (e.id, e.memory_id, e.episode_id, e.source, e.frustration, e.created_at),
+    )
+
+
+def evidence_of(conn: apsw.Connection, memory_id: str) -> list[Evidence]:
+    rows = fetch(
+        conn,
+        "SELECT id, memory_id, episode_id, source, frustration, created_at FROM evidence"
+        " WHERE memory_id = ? ORDER BY created_at, id",
+        (memory_id,),
+    )
+    return [
+        Evidence(
+            id=r[0],
+            memory_id=r[1],
+            episode_id=r[2],
+            source=r[3],
+            frustration=r[4],
+            created_at=r[5],
+        )
+        for r in rows
+    ]
+
+
+def has_evidence(conn: apsw.Connection, memory_id: str, episode_id: str) -> bool:
+    return bool(
+        scalar(
+            conn,
+            "SELECT 1 FROM evidence WHERE memory_id = ? AND episode_id = ?",
+            (memory_id, episode_id),
+        )
+    )
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+_METRIC_COLS = (
+    "memory_id, use_count, opportunities, suspected_regret_hits, estimated_regret_saved,"
+    " last_used_at, last_evaluated_at"
+)
+
+
+def _metrics(r: Any) -> MemoryMetrics:
+    return MemoryMetrics(
+        memory_id=r[0],
+        use_count=int(r[1] or 0),
+        opportunities=int(r[2] or 0),
+        suspected_regret_hits=int(r[3] or 0),
+        estimated_regret_saved=float(r[4] or 0.0),
+        last_used_at=r[5],
+        last_evaluated_at=r[6],
+    )
+
+
+def metrics_of(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, MemoryMetrics]:
+    rows = fetch(
+        conn,
+        f"SELECT {_METRIC_COLS} FROM memory_metrics"
+        " WHERE memory_id IN (SELECT value FROM json_each(?))",
+        (_json(ids),),
+    )
+    return {r[0]: _metrics(r) for r in rows}
+
+
+def count_opportunities(conn: apsw.Connection, ids: Sequence[str]) -> None:
+    conn.execute(
+        "UPDATE memory_metrics SET opportunities = coalesce(opportunities, 0) + 1"
+        " WHERE memory_id IN (SELECT value FROM json_each(?))",
+        (_json(ids),),
+    )
+
+
+def count_uses(conn: apsw.Connection, ids: Sequence[str], now: str) -> None:
+    conn.execute(
+        "UPDATE memory_metrics SET use_count = coalesce(use_count, 0) + 1, last_used_at = ?"
+        " WHERE memory_id IN (SELECT value FROM json_each(?))",
+        (now, _json(ids)),
+    )
+
+
+def add_regret(conn: apsw.Connection, ids: Sequence[str], saved: float) -> None:
+    conn.execute(
+        "UPDATE memory_metrics SET suspected_regret_hits = coalesce(suspected_regret_hits, 0) + 1,"
+        " estimated_regret_saved = coalesce(estimated_regret_saved, 0) + ?"
+        " WHERE memory_id IN (SELECT value FROM json_each(?))",
+        (saved, _json(ids)),
+    )

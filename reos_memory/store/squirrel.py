@@ -1,0 +1,435 @@
+"""SQL for Squirrel's bookkeeping: projects, open sessions, episodes, context requests,
+project baselines and Memory Writer calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+import msgspec
+
+from reos_memory.models import Episode, EpisodeStats
+from reos_memory.store.connection import fetch, scalar
+
+_enc = msgspec.json.Encoder()
+_dec = msgspec.json.Decoder()
+
+
+def _json(v: Any) -> str:
+    return _enc.encode(v).decode()
+
+
+# -- projects ---------------------------------------------------------------------------------
+
+
+def touch_project(conn: apsw.Connection, project_id: str, root: str | None, now: str) -> None:
+    name = (root or project_id).rstrip("/").rsplit("/", 1)[-1] or project_id
+    conn.execute(
+        "INSERT INTO projects(id, root, name, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at,"
+        " root = coalesce(excluded.root, projects.root)",
+        (project_id, root, name, now, now),
+    )
+
+
+def project_root(conn: apsw.Connection, project_id: str) -> str | None:
+    return scalar(conn, "SELECT root FROM projects WHERE id = ?", (project_id,))
+
+
+def project_ids(conn: apsw.Connection) -> list[str]:
+    return [r[0] for r in fetch(conn, "SELECT id FROM projects ORDER BY id")]
+
+
+# -- open sessions ----------------------------------------------------------------------------
+
+
+def get_session(conn: apsw.Connection, session_id: str) -> dict[str, Any] | None:
+    rows = fetch(
+        conn,
+        "SELECT session_id, project_id, owner_type, owner_id, started_at, last_event_at,"
+        " state_json, ended FROM squirrel_sessions WHERE session_id = ?",
+        (session_id,),
+    )
+    if not rows:
+        return None
+    r = rows[0]
+    return {
+        "session_id": r[0],
+        "project_id": r[1],
+        "owner_type": r[2],
+        "owner_id": r[3],
+        "started_at": r[4],
+        "last_event_at": r[5],
+        "state": _dec.decode(r[6]),
+        "ended": bool(r[7]),
+    }
+
+
+def put_session(conn: apsw.Connection, s: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO squirrel_sessions(session_id, project_id, owner_type, owner_id, started_at,"
+        " last_event_at, state_json, ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(session_id) DO UPDATE SET last_event_at = excluded.last_event_at,"
+        " state_json = excluded.state_json, ended = excluded.ended",
+        (
+            s["session_id"],
+            s["project_id"],
+            s["owner_type"],
+            s["owner_id"],
+            s["started_at"],
+            s["last_event_at"],
+            _json(s["state"]),
+            int(s["ended"]),
+        ),
+    )
+
+
+def open_sessions(conn: apsw.Connection, project_id: str | None) -> list[str]:
+    """Sessions holding events not yet in an episode."""
+    sql = "SELECT DISTINCT s.session_id FROM squirrel_sessions s JOIN squirrel_events e USING (session_id)"
+    if project_id is None:
+        return [r[0] for r in fetch(conn, sql)]
+    return [r[0] for r in fetch(conn, sql + " WHERE s.project_id = ?", (project_id,))]
+
+
+def append_events(
+    conn: apsw.Connection, session_id: str, first_seq: int, events: Sequence[bytes]
+) -> None:
+    conn.executemany(
+        "INSERT INTO squirrel_events(session_id, seq, event_json) VALUES (?, ?, ?)",
+        [(session_id, first_seq + i, e) for i, e in enumerate(events)],
+    )
+
+
+def take_events(conn: apsw.Connection, session_id: str, upto_seq: int) -> list[dict[str, Any]]:
+    """Remove and return the session's pending events with seq <= upto_seq, in order."""
+    rows = fetch(
+        conn,
+        "SELECT event_json FROM squirrel_events WHERE session_id = ? AND seq <= ? ORDER BY seq",
+        (session_id, upto_seq),
+    )
+    conn.execute(
+        "DELETE FROM squirrel_events WHERE session_id = ? AND seq <= ?", (session_id, upto_seq)
+    )
+    return [_dec.decode(r[0]) for r in rows]
+
+
+def pending_event_count(conn: apsw.Connection) -> int:
+    return int(scalar(conn, "SELECT count(*) FROM squirrel_events") or 0)
+
+
+# -- episodes ---------------------------------------------------------------------------------
+
+_EP_COLS = (
+    "id, project_id, session_id, owner_type, owner_id, start_ts, end_ts, processed, cut_reason,"
+    " outcome, outcome_reason, attempts, prefilter, events_json, created_at, ops_json"
+)
+
+
+def insert_episode(conn: apsw.Connection, ep: Episode, events_json: str) -> None:
+    conn.execute(
+        "INSERT INTO episodes(id, project_id, start_ts, end_ts, events_json, processed,"
+        " session_id, owner_type, owner_id, cut_reason, prefilter, outcome, outcome_reason,"
+        " attempts, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            ep.id,
+            ep.project_id,
+            ep.start_ts,
+            ep.end_ts,
+            events_json,
+            ep.processed,
+            ep.session_id,
+            ep.owner_type,
+            ep.owner_id,
+            ep.cut_reason,
+            None if ep.prefilter is None else _json(ep.prefilter),
+            ep.outcome,
+            ep.outcome_reason,
+            ep.attempts,
+            ep.created_at,
+        ),
+    )
+
+
+def _episode(r: Any, with_events: bool) -> Episode:
+    body = _dec.decode(r[13])
+    events = body.get("events", [])
+    return Episode(
+        id=r[0],
+        project_id=r[1],
+        session_id=r[2],
+        owner_type=r[3],
+        owner_id=r[4],
+        start_ts=r[5],
+        end_ts=r[6],
+        processed=int(r[7] or 0),
+        cut_reason=r[8],
+        outcome=r[9],
+        outcome_reason=r[10],
+        attempts=int(r[11]),
+        prefilter=None if r[12] is None else _dec.decode(r[12]),
+        stats=msgspec.convert(body.get("stats", {}), EpisodeStats),
+        event_count=len(events),
+        created_at=r[14],
+        events=events if with_events else None,
+        ops=None if not with_events or r[15] is None else _dec.decode(r[15]),
+    )
+
+
+def get_episode(conn: apsw.Connection, episode_id: str, with_events: bool = True) -> Episode | None:
+    rows = fetch(conn, f"SELECT {_EP_COLS} FROM episodes WHERE id = ?", (episode_id,))
+    return _episode(rows[0], with_events) if rows else None
+
+
+def list_episodes(
+    conn: apsw.Connection,
+    *,
+    project_id: str | None,
+    session_id: str | None,
+    outcome: str | None,
+    after_rowid: int,
+    limit: int,
+) -> list[tuple[int, Episode]]:
+    where = ["rowid > ?"]
+    args: list[Any] = [after_rowid]
+    for col, val in (("project_id", project_id), ("session_id", session_id), ("outcome", outcome)):
+        if val is not None:
+            where.append(f"{col} = ?")
+            args.append(val)
+    rows = fetch(
+        conn,
+        f"SELECT rowid, {_EP_COLS} FROM episodes WHERE {' AND '.join(where)} ORDER BY rowid LIMIT ?",
+        (*args, limit),
+    )
+    return [(int(r[0]), _episode(r[1:], False)) for r in rows]
+
+
+def claim_episode(conn: apsw.Connection, episode_id: str, now: str, stale_before: str) -> bool:
+    """Mark an unprocessed episode as being written by this process (False if it is not free)."""
+    conn.execute(
+        "UPDATE episodes SET outcome = 'running', outcome_reason = ?, attempts = attempts + 1"
+        " WHERE id = ? AND processed = 0"
+        " AND (outcome IN ('pending', 'failed') OR (outcome = 'running' AND outcome_reason < ?))",
+        (now, episode_id, stale_before),
+    )
+    return conn.changes() > 0
+
+
+def finish_episode(
+    conn: apsw.Connection,
+    episode_id: str,
+    *,
+    processed: int,
+    outcome: str,
+    reason: str | None,
+    ops: Any = None,
+) -> None:
+    conn.execute(
+        "UPDATE episodes SET processed = ?, outcome = ?, outcome_reason = ?, ops_json = ?"
+        " WHERE id = ?",
+        (processed, outcome, reason, None if ops is None else _json(ops), episode_id),
+    )
+
+
+def unprocessed_episodes(conn: apsw.Connection, project_id: str | None, limit: int) -> list[str]:
+    sql = "SELECT id FROM episodes WHERE processed = 0"
+    args: list[Any] = []
+    if project_id is not None:
+        sql += " AND project_id = ?"
+        args.append(project_id)
+    return [r[0] for r in fetch(conn, sql + " ORDER BY rowid LIMIT ?", (*args, limit))]
+
+
+def count_episodes(conn: apsw.Connection) -> dict[str, int]:
+    return {
+        r[0]: int(r[1]) for r in fetch(conn, "SELECT outcome, count(*) FROM episodes GROUP BY 1")
+    }
+
+
+# -- context requests -------------------------------------------------------------------------
+
+
+def insert_context(
+    conn: apsw.Connection, row: dict[str, Any], injected: Sequence[tuple[str, float]]
+) -> None:
+    conn.execute(
+        "INSERT INTO context_requests(context_id, project_id, owner_type, owner_id, session_id,"
+        " task, path, created_at, budget_tokens, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row["context_id"],
+            row["project_id"],
+            row["owner_type"],
+            row["owner_id"],
+            row["session_id"],
+            row["task"],
+            row["path"],
+            row["created_at"],
+            row["budget_tokens"],
+            row["tokens"],
+        ),
+    )
+    conn.executemany(
+        "INSERT INTO memory_injections(context_id, memory_id, rank, score) VALUES (?, ?, ?, ?)",
+        [(row["context_id"], mid, i, score) for i, (mid, score) in enumerate(injected, 1)],
+    )
+
+
+def get_context(conn: apsw.Connection, context_id: str) -> dict[str, Any] | None:
+    rows = fetch(
+        conn,
+        "SELECT context_id, project_id, session_id, created_at, feedback_at FROM context_requests"
+        " WHERE context_id = ?",
+        (context_id,),
+    )
+    if not rows:
+        return None
+    r = rows[0]
+    return {
+        "context_id": r[0],
+        "project_id": r[1],
+        "session_id": r[2],
+        "created_at": r[3],
+        "feedback_at": r[4],
+    }
+
+
+def injected_memories(conn: apsw.Connection, context_id: str) -> list[str]:
+    return [
+        r[0]
+        for r in fetch(
+            conn,
+            "SELECT memory_id FROM memory_injections WHERE context_id = ? ORDER BY rank",
+            (context_id,),
+        )
+    ]
+
+
+def contexts_awaiting_feedback(conn: apsw.Connection, session_id: str, until: str) -> list[str]:
+    """Contexts served to a session (not yet judged) up to a time: the episode ending now judges them."""
+    return [
+        r[0]
+        for r in fetch(
+            conn,
+            "SELECT context_id FROM context_requests WHERE session_id = ? AND feedback_at IS NULL"
+            " AND created_at <= ? ORDER BY created_at",
+            (session_id, until),
+        )
+    ]
+
+
+def set_feedback(
+    conn: apsw.Connection, context_id: str, now: str, source: str, outcome: dict[str, Any]
+) -> bool:
+    """Record a context's outcome once; False when it already had one."""
+    conn.execute(
+        "UPDATE context_requests SET feedback_at = ?, feedback_source = ?, errors = ?, retries = ?,"
+        " tests_final_status = ?, user_frustration = ? WHERE context_id = ? AND feedback_at IS NULL",
+        (
+            now,
+            source,
+            outcome["errors"],
+            outcome["retries"],
+            outcome.get("tests_final_status"),
+            outcome.get("user_frustration"),
+            context_id,
+        ),
+    )
+    return conn.changes() > 0
+
+
+def injected_in_session(conn: apsw.Connection, session_id: str) -> set[str]:
+    return {
+        r[0]
+        for r in fetch(
+            conn,
+            "SELECT DISTINCT i.memory_id FROM memory_injections i JOIN context_requests c"
+            " USING (context_id) WHERE c.session_id = ?",
+            (session_id,),
+        )
+    }
+
+
+# -- baselines --------------------------------------------------------------------------------
+
+
+def baseline(conn: apsw.Connection, project_id: str) -> tuple[int, float, float]:
+    """(outcomes seen, average errors, average retries) of a project's tasks."""
+    rows = fetch(
+        conn,
+        "SELECT outcomes, avg_errors, avg_retries FROM project_baselines WHERE project_id = ?",
+        (project_id,),
+    )
+    return (int(rows[0][0]), float(rows[0][1]), float(rows[0][2])) if rows else (0, 0.0, 0.0)
+
+
+def add_outcome(
+    conn: apsw.Connection, project_id: str, errors: int, retries: int, now: str
+) -> None:
+    """Fold one task's outcome into the project's running averages."""
+    n, e, r = baseline(conn, project_id)
+    n2 = n + 1
+    conn.execute(
+        "INSERT INTO project_baselines(project_id, outcomes, avg_errors, avg_retries, updated_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT(project_id) DO UPDATE SET outcomes = excluded.outcomes,"
+        " avg_errors = excluded.avg_errors, avg_retries = excluded.avg_retries,"
+        " updated_at = excluded.updated_at",
+        (project_id, n2, e + (errors - e) / n2, r + (retries - r) / n2, now),
+    )
+
+
+# -- writer calls -----------------------------------------------------------------------------
+
+
+def record_call(conn: apsw.Connection, row: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO writer_calls(id, episode_id, writer, model, started_at, duration_ms,"
+        " input_tokens, output_tokens, ok, ops, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row["id"],
+            row["episode_id"],
+            row["writer"],
+            row.get("model"),
+            row["started_at"],
+            row["duration_ms"],
+            row.get("input_tokens", 0),
+            row.get("output_tokens", 0),
+            int(row["ok"]),
+            row.get("ops", 0),
+            row.get("error"),
+        ),
+    )
+
+
+def calls_by_day(conn: apsw.Connection, days: int = 7) -> list[dict[str, Any]]:
+    rows = fetch(
+        conn,
+        "SELECT substr(started_at, 1, 10) AS day, writer, count(*), sum(ok),"
+        " sum(input_tokens), sum(output_tokens), sum(duration_ms) FROM writer_calls"
+        " WHERE started_at >= strftime('%Y-%m-%d', 'now', ?) GROUP BY 1, 2 ORDER BY 1 DESC, 2",
+        (f"-{int(days)} days",),
+    )
+    return [
+        {
+            "day": r[0],
+            "writer": r[1],
+            "calls": int(r[2]),
+            "ok": int(r[3] or 0),
+            "input_tokens": int(r[4] or 0),
+            "output_tokens": int(r[5] or 0),
+            "seconds": round(float(r[6] or 0) / 1000, 3),
+        }
+        for r in rows
+    ]
+
+
+def tokens_today(conn: apsw.Connection, day: str) -> int:
+    return int(
+        scalar(
+            conn,
+            "SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM writer_calls"
+            " WHERE started_at >= ? AND writer != 'rules'",
+            (day,),
+        )
+        or 0
+    )

@@ -1,0 +1,116 @@
+"""The `sqrl` command works on the database directly, beside a running server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.rpc_client import Server
+
+pytestmark = pytest.mark.e2e
+
+
+def sqrl(db: Path, cwd: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "REOS_MEMORY_EMBEDDER": "hash", "REOS_MEMORY_OWNER_ID": "alice"}
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
+            *args,
+            "--db",
+            str(db),
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_sqrl_commands_share_the_database_with_the_server(tmp_path, db_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    with Server(db_path, env={"REOS_MEMORY_OWNER_ID": "alice"}) as srv:
+        srv.wait_ready()
+        out = sqrl(
+            db_path,
+            repo / "src",
+            "add",
+            "--kind",
+            "guard",
+            "--avoid",
+            "--key",
+            "project.package_manager",
+            "Use pnpm, never npm.",
+        )
+        assert out.stdout.startswith("added mem-")
+        # the server sees what the CLI wrote, for the same project (derived from the cwd)
+        c = srv.call(
+            "squirrel/get_task_context", {"project_root": str(repo), "task": "install dependencies"}
+        )
+        assert "pnpm" in c["context_prompt"]
+        again = sqrl(
+            db_path,
+            repo,
+            "add",
+            "--kind",
+            "guard",
+            "--avoid",
+            "--key",
+            "project.package_manager",
+            "use pnpm, never npm",
+        )
+        assert again.stdout.startswith("deduplicated into")
+        # events ingested by the server, flushed by the CLI
+        srv.call(
+            "squirrel/ingest",
+            {
+                "project_root": str(repo),
+                "session_id": "s1",
+                "events": [
+                    {
+                        "role": "user",
+                        "kind": "message",
+                        "text": "Always run ruff before committing.",
+                    }
+                ],
+            },
+        )
+        fl = sqrl(db_path, repo, "flush", "--json")
+        flushed = json.loads(fl.stdout)
+        assert flushed["episodes"][0]["outcome"] == "written"
+        assert "ruff" in flushed["episodes"][0]["ops"][0]["text"]
+        human = sqrl(db_path, repo, "memories")
+        assert "pnpm" in human.stdout and "ruff" in human.stdout and "provisional" in human.stdout
+        ctx = json.loads(
+            sqrl(db_path, repo, "context", "commit my change", "--json", "--budget", "200").stdout
+        )
+        assert ctx["tokens"] <= 200 and ctx["memory_ids"]
+        text = sqrl(db_path, repo, "context", "commit my change").stdout
+        assert "<squirrel-context" in text and "of 400 tokens" in text
+        cr = json.loads(sqrl(db_path, repo, "cr-memory", "--dry-run", "--json").stdout)
+        assert cr["dry_run"] is True and cr["evaluated"] == 2
+        st = json.loads(sqrl(db_path, repo, "status", "--json").stdout)
+        assert st["memories"]["by_status"] == {"provisional": 2}
+        assert st["episodes"] == {"written": 1} and st["owner_id"] == "alice"
+        assert "writer: rules" in sqrl(db_path, repo, "status").stdout
+        found = json.loads(sqrl(db_path, repo, "search", "ruff", "--json").stdout)
+        mid = found["matches"][0]["id"]
+        sqrl(db_path, repo, "forget", mid)
+        assert srv.error("squirrel/memories/get", {"memory_id": mid}).code == -32004
+        bad = sqrl(db_path, repo, "forget", "mem-nope", ok=False)
+        assert bad.returncode == 1 and "not found" in bad.stderr
+        other = tmp_path / "other"
+        (other / ".git").mkdir(parents=True)
+        assert "no memories" in sqrl(db_path, other, "memories").stdout

@@ -1,0 +1,233 @@
+"""The Memory Writer's LLM providers against a local server: failures leave episodes for a
+retry, nothing is lost, and no secret ever reaches the disk or the wire."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fake_llm import HANG, FakeProvider, provider_env
+from tests.rpc_client import Server
+from tests.secret_corpus import BENIGN, SECRETS
+
+pytestmark = pytest.mark.e2e
+
+GOOD = {"ops": [{"op": "ADD", "kind": "pattern", "text": "Run migrations before the tests."}]}
+
+
+def repo(tmp_path: Path) -> Path:
+    p = tmp_path / "repo"
+    (p / ".git").mkdir(parents=True)
+    return p
+
+
+def failing_episode(tag: str) -> list[dict]:
+    return [
+        {"role": "user", "kind": "message", "text": f"run the test suite {tag}"},
+        {
+            "role": "assistant",
+            "kind": "tool_call",
+            "tool_name": "Bash",
+            "command": "pytest",
+            "call_id": "a",
+        },
+        {
+            "role": "tool",
+            "kind": "tool_result",
+            "call_id": "a",
+            "exit_code": 1,
+            "text": "E   sqlalchemy.exc.OperationalError: no such table: orders",
+        },
+    ]
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_garbage_429_500_and_a_hang_leave_the_episode_for_retry(
+    tmp_path, db_path, provider: FakeProvider, kind
+):
+    root = repo(tmp_path)
+    env = provider_env(
+        provider, kind, REOS_MEMORY_LLM_TIMEOUT_S="1", REOS_MEMORY_LLM_MAX_RETRIES="1"
+    )
+    provider.replies = [
+        provider.reply(kind, "I think you should remember to run migrations."),  # not JSON
+        provider.reply(
+            kind, json.dumps({"ops": [{"op": "ADD", "kind": "gotcha", "text": "x"}]})
+        ),  # schema violation
+        (429, '{"error": "rate limited"}'),
+        (500, "oops"),  # both attempts fail
+        (200, HANG),
+        (200, HANG),  # times out twice
+        provider.reply(kind, json.dumps(GOOD)),
+    ]
+    with Server(db_path, env=env) as srv:
+        srv.wait_ready()
+        outcomes = []
+        for i in range(4):
+            r = srv.call(
+                "squirrel/ingest",
+                {
+                    "project_root": str(root),
+                    "session_id": f"s{i}",
+                    "events": failing_episode(str(i)),
+                    "session_end": True,
+                },
+                timeout=60,
+            )
+            outcomes.append(r["episodes"][0])
+        reasons = [o.get("reason") or "" for o in outcomes]
+        assert [o["outcome"] for o in outcomes[:3]] == ["failed"] * 3, outcomes
+        assert "not JSON" in reasons[0]
+        assert "op schema" in reasons[1] and "gotcha" in reasons[1]
+        assert "2 attempts" in reasons[2]
+        assert outcomes[3]["outcome"] == "failed" and "attempts" in outcomes[3]["reason"]
+        eps = srv.call("squirrel/episodes/list", {"project_root": str(root), "outcome": "failed"})[
+            "episodes"
+        ]
+        assert len(eps) == 4 and all(e["processed"] == 0 for e in eps)
+        # nothing is lost: a retry with a working provider writes the memories
+        first = eps[0]["id"]
+        out = srv.call("squirrel/episodes/retry", {"episode_id": first}, timeout=30)
+        assert out["episodes"][0]["outcome"] == "written", out["episodes"][0].get("reason")
+        got = srv.call("squirrel/episodes/get", {"episode_id": first})["episode"]
+        assert got["processed"] == 1 and got["attempts"] == 2 and got["ops"][0]["action"] == "added"
+        status = srv.call("squirrel/status")
+        day = status["writer_calls_by_day"][0]
+        assert day["calls"] == 5 and day["ok"] == 1 and day["input_tokens"] > 0
+        # ping never waited behind any of it
+        t0 = time.monotonic()
+        srv.call("ping")
+        assert time.monotonic() - t0 < 1
+    # a hang costs at most timeout x attempts for that one request
+    assert len(provider.requests) == 7  # 1 + 1 + 2 + 2 (each hang ended by the timeout) + 1
+
+
+def test_daily_token_budget_defers_the_call(tmp_path, db_path, provider: FakeProvider):
+    root = repo(tmp_path)
+    env = provider_env(provider, "openai", REOS_MEMORY_WRITER_DAILY_TOKEN_BUDGET="100")
+    with Server(db_path, env=env) as srv:
+        srv.wait_ready()
+        r = srv.call(
+            "squirrel/ingest",
+            {
+                "project_root": str(root),
+                "session_id": "s",
+                "events": failing_episode("x"),
+                "session_end": True,
+            },
+        )
+        ep = r["episodes"][0]
+        assert ep["outcome"] == "failed" and "daily writer token budget" in ep["reason"]
+    assert provider.requests == []
+
+
+def test_writer_rules_setting_forces_the_offline_writer(tmp_path, db_path, provider):
+    root = repo(tmp_path)
+    env = provider_env(provider, "openai", REOS_MEMORY_WRITER="rules")
+    with Server(db_path, env=env) as srv:
+        srv.wait_ready()
+        r = srv.call(
+            "squirrel/ingest",
+            {
+                "project_root": str(root),
+                "session_id": "s",
+                "events": [
+                    {"role": "user", "kind": "message", "text": "Never push to main directly."}
+                ],
+                "session_end": True,
+            },
+        )
+        assert r["episodes"][0]["writer"] == "rules"
+        assert r["episodes"][0]["ops"][0]["kind"] == "guard"
+    assert provider.requests == []
+
+
+def test_secret_corpus_leaves_nothing_on_disk_or_on_the_wire(tmp_path, db_path, provider):
+    root = repo(tmp_path)
+    events = []
+    fields = ["text", "command", "raw_snippet", "summary"]
+    for i, (context, _secrets, _kind) in enumerate(SECRETS):
+        field = fields[i % len(fields)]
+        if i % 3 == 0:
+            events.append({"role": "user", "kind": "message", "text": context})
+        else:
+            events.append(
+                {
+                    "role": "assistant",
+                    "kind": "tool_call",
+                    "tool_name": "Bash",
+                    "command": context if field == "command" else "make deploy",
+                    "call_id": f"c{i}",
+                }
+            )
+            events.append(
+                {
+                    "role": "tool",
+                    "kind": "tool_result",
+                    "call_id": f"c{i}",
+                    "is_error": True,
+                    field if field != "command" else "text": context,
+                }
+            )
+    for text, _keep in BENIGN:
+        events.append({"role": "user", "kind": "message", "text": text})
+    every_secret = [s for _c, secrets, _k in SECRETS for s in secrets]
+    echo = {
+        "ops": [
+            {
+                "op": "ADD",
+                "kind": "note",
+                "text": "The deploy token is " + every_secret[0] + " (from the logs).",
+            }
+        ]
+    }
+    provider.replies = [provider.reply("openai", json.dumps(echo))] * 200
+    env = provider_env(
+        provider,
+        "openai",
+        REOS_MEMORY_WRITER_MAX_INPUT_TOKENS="200000",
+        REOS_MEMORY_MAX_EPISODE_EVENTS="5000",
+    )
+    with Server(db_path, env=env) as srv:
+        srv.wait_ready()
+        r = srv.call(
+            "squirrel/ingest", {"project_root": str(root), "session_id": "s", "events": events}
+        )
+        out = srv.call("squirrel/flush", {"project_root": str(root)})
+        eps = [*r["episodes"], *out["episodes"]]
+        assert eps and all(e["outcome"] == "written" for e in eps), eps
+        stored = "\n".join(
+            _strings(
+                [srv.call("squirrel/episodes/get", {"episode_id": e["episode_id"]}) for e in eps]
+            )
+        )
+        memories = json.dumps(srv.call("squirrel/memories/list", {"project_root": str(root)}))
+        assert "[REDACTED:" in memories
+    wire = b"".join(r["raw"] for r in provider.requests)
+    assert len(provider.requests) == len(eps)
+    disk = b"".join(
+        p.read_bytes() for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)
+    )
+    leaks = [
+        s
+        for s in every_secret
+        if s.encode() in disk or s.encode() in wire or s in stored or s in memories
+    ]
+    assert leaks == []
+    # ordinary text stays readable (paths, hashes, code) in what is stored
+    kept = [k for _t, keep in BENIGN for k in keep]
+    lost = [k for k in kept if k not in stored]
+    assert lost == []
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
