@@ -418,7 +418,22 @@ SECRETS: list[tuple[str, list[str], str]] = [
     (
         "the webhook secret from the dashboard is ktoKQ59nqjm12xpayETgTvSW6cQGS09U0wn7dhTp, put it in the config please",
         ["ktoKQ59nqjm12xpayETgTvSW6cQGS09U0wn7dhTp"],
+        "high_entropy",
+    ),
+    (
+        "fyi the staging api token is 38AibNyyurlG, it expires on friday",
+        ["38AibNyyurlG"],
         "env_secret",
+    ),
+    (
+        'db, err := sql.Open("mysql", "orders_rw:Gx7#pL2q@tcp(10.0.2.15:3306)/orders?parseTime=true")',
+        ["Gx7#pL2q"],
+        "url_password",
+    ),
+    (
+        "DEBUG httpx: GET https://api.internal.acme.dev/v1/me headers={'Accept': 'application/json'} auth=Bearer Fb0EkjKWREhbiGjlvhkTp3SKQOo6",
+        ["Fb0EkjKWREhbiGjlvhkTp3SKQOo6"],
+        "bearer",
     ),
     (
         "bot is 4677637484:AAHt1E0RKqhiZzmZBzj5lFZJCIDiJJKMp0B - wire it to the alerts channel",
@@ -661,5 +676,30 @@ BENIGN: list[tuple[str, list[str]]] = [
             "secret = config.get('auth.secret')",
             "password = req.body.password",
         ],
+    ),
+    (
+        "$ docker login -u alice --password-stdin registry.acme.dev < ~/.docker-token\n$ git push -u origin main\n$ python -u train.py --epochs 3\n$ mysql -u root -p",
+        [
+            "docker login -u alice --password-stdin registry.acme.dev",
+            "git push -u origin main",
+            "python -u train.py",
+            "mysql -u root -p",
+        ],
+    ),
+    (
+        'Send `Authorization: Bearer <token>` on every call, e.g. curl -H "Authorization: Bearer ${API_TOKEN}" https://api.acme.dev/v1/me',
+        ["Authorization: Bearer <token>", "Authorization: Bearer ${API_TOKEN}"],
+    ),
+    (
+        'password := os.Getenv("DB_PASSWORD")\nlet token = env::var("GITHUB_TOKEN")?;\n$secret = getenv(\'APP_SECRET\');',
+        [
+            'password := os.Getenv("DB_PASSWORD")',
+            'let token = env::var("GITHUB_TOKEN")?;',
+            "$secret = getenv('APP_SECRET');",
+        ],
+    ),
+    (
+        "my password is wrong again, can you reset it? also the api key is missing from the request and the token was revoked yesterday",
+        ["my password is wrong again", "the api key is missing", "the token was revoked yesterday"],
     ),
 ]

@@ -172,6 +172,15 @@ def make_repo(path: Path) -> Path:
 
 @pytest.mark.parametrize("writer", ["rules", "openai", "anthropic"])
 def test_two_sessions_learn_and_help(tmp_path, db_path, provider: FakeProvider, writer):
+    two_sessions(tmp_path, db_path, provider, writer, "hash")
+
+
+@pytest.mark.model
+def test_two_sessions_with_the_real_model(tmp_path, db_path, provider: FakeProvider):
+    two_sessions(tmp_path, db_path, provider, "rules", "onnx")
+
+
+def two_sessions(tmp_path, db_path, provider: FakeProvider, writer: str, embedder: str) -> None:
     shop = make_repo(tmp_path / "shop")
     other = make_repo(tmp_path / "other")
     (shop / ".sqrl").mkdir()
@@ -183,8 +192,8 @@ def test_two_sessions_learn_and_help(tmp_path, db_path, provider: FakeProvider, 
             provider.reply(writer, json.dumps(LLM_OPS_1)),
             provider.reply(writer, "```json\n" + json.dumps(LLM_OPS_2) + "\n```"),
         ]
-    with Server(db_path, env=env) as srv:
-        srv.wait_ready()
+    with Server(db_path, env=env, embedder=embedder) as srv:
+        assert srv.wait_ready(120) == "ready"
         # -- session 1: learn ------------------------------------------------------------
         r = srv.call(
             "squirrel/ingest",
@@ -494,3 +503,93 @@ def _has_vec(conn: apsw.Connection) -> bool:
         return True
     except apsw.Error:
         return False
+
+
+def test_the_next_episode_of_the_session_judges_its_context(db_path, tmp_path):
+    shop = make_repo(tmp_path / "shop")
+    with Server(db_path) as srv:
+        srv.wait_ready()
+        # a baseline: one earlier task with trouble
+        srv.call(
+            "squirrel/ingest",
+            {
+                "project_root": str(shop),
+                "session_id": "s1",
+                "events": first_session(),
+                "session_end": True,
+            },
+        )
+        mem = srv.call(
+            "squirrel/memories/add",
+            {
+                "project_root": str(shop),
+                "kind": "invariant",
+                "key": "project.http_client",
+                "text": "Use httpx for HTTP.",
+            },
+        )["memory"]
+        c = srv.call(
+            "squirrel/get_task_context",
+            {"project_root": str(shop), "session_id": "s2", "task": "call the rates API over HTTP"},
+        )
+        assert mem["id"] in c["memory_ids"]
+        quiet = [
+            ev("user", "message", text="call the rates API over HTTP"),
+            ev("assistant", "tool_call", tool_name="Bash", command="python rates.py", call_id="x"),
+            ev("tool", "tool_result", call_id="x", exit_code=0, text="USD/EUR 0.92"),
+        ]
+        r = srv.call(
+            "squirrel/ingest",
+            {"project_root": str(shop), "session_id": "s2", "events": quiet, "session_end": True},
+        )
+        assert r["episodes"][0]["contexts_judged"] == 1
+        m = srv.call("squirrel/memories/get", {"memory_id": mem["id"]})["metrics"]
+        assert m["suspected_regret_hits"] == 1 and m["estimated_regret_saved"] > 0
+        again = srv.call(
+            "squirrel/feedback", {"context_id": c["context_id"], "errors": 0, "retries": 0}
+        )
+        assert again["counted"] is False
+        m2 = srv.call("squirrel/memories/get", {"memory_id": mem["id"]})["metrics"]
+        assert m2["suspected_regret_hits"] == 1
+
+
+def test_a_big_episode_is_summarised_under_the_input_cap(db_path, tmp_path, provider):
+    shop = make_repo(tmp_path / "shop")
+    env = provider_env(
+        provider,
+        "openai",
+        REOS_MEMORY_WRITER_MAX_INPUT_TOKENS="3000",
+        REOS_MEMORY_MAX_EPISODE_EVENTS="5000",
+    )
+    provider.replies = [provider.reply("openai", json.dumps({"ops": []}))]
+    events = [ev("user", "message", text="build the thing")]
+    for i in range(600):
+        events.append(
+            ev("assistant", "tool_call", tool_name="Bash", command=f"make step{i}", call_id=f"c{i}")
+        )
+        events.append(
+            ev(
+                "tool",
+                "tool_result",
+                call_id=f"c{i}",
+                exit_code=int(i % 7 == 0),
+                text=f"step {i} output " + "lorem ipsum dolor " * 30,
+            )
+        )
+    with Server(db_path, env=env) as srv:
+        srv.wait_ready()
+        r = srv.call(
+            "squirrel/ingest",
+            {"project_root": str(shop), "session_id": "s", "events": events, "session_end": True},
+            timeout=60,
+        )
+        ep = r["episodes"][0]
+        assert ep["outcome"] == "written" and ep["events"] == 1201
+    from reos_memory.squirrel.tokens import count_tokens
+
+    body = provider.requests[0]["body"]
+    sent = sum(count_tokens(m["content"]) for m in body["messages"])
+    assert sent <= 3000
+    user = json.loads(body["messages"][1]["content"])
+    assert any("omitted" in e for e in user["events"])  # start and end kept, middle dropped
+    assert user["events"][0]["text"] == "build the thing"

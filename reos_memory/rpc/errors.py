@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from reos_memory import errors
-from reos_memory.llm import LLMError
-from reos_memory.squirrel.policy import PolicyError
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -26,9 +24,9 @@ APP_CODES: dict[type[errors.ReosError], int] = {
     errors.SchemaError: -32014,
     errors.DocumentUnreadable: -32012,
     errors.InvalidInput: INVALID_PARAMS,
-    LLMError: -32011,
-    PolicyError: -32015,
 }
+# Errors of modules kept off the start-up path (httpx, the policy), matched by their reason.
+REASON_CODES = {"llm_failed": -32011, "invalid_policy": -32015}
 
 MESSAGES = {
     PARSE_ERROR: "Parse error",
@@ -115,4 +113,4 @@ def code_for(exc: errors.ReosError) -> int:
     for cls in type(exc).__mro__:
         if cls in APP_CODES:
             return APP_CODES[cls]  # type: ignore[index]
-    return -32000
+    return REASON_CODES.get(exc.reason, -32000)

@@ -92,7 +92,7 @@ def ingest(
     for i, ev in enumerate(events):
         seq = state["seq"]
         call = _pairing(state, ev)
-        c = compress(ev, i, call)
+        c = compress(ev, i, call, now)
         if ev.kind == "tool_call":
             _remember_call(state, ev, c)
         boundary = _is_boundary(state, c)

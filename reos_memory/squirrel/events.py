@@ -67,10 +67,10 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def parse_ts(ts: str | None, index: int) -> str:
-    """An event time as UTC ISO 8601 (now when absent); an unreadable one is a clear error."""
+def parse_ts(ts: str | None, index: int, now: str | None = None) -> str:
+    """An event time as UTC ISO 8601 (`now` when absent); an unreadable one is a clear error."""
     if ts is None:
-        return now_iso()
+        return now or now_iso()
     try:
         dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     except ValueError:
@@ -82,8 +82,11 @@ def parse_ts(ts: str | None, index: int) -> str:
     return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def compress(ev: EventIn, index: int, call: dict[str, Any] | None) -> dict[str, Any]:
-    """The stored form of one event. `call` is the tool call a result answers, if known."""
+def compress(
+    ev: EventIn, index: int, call: dict[str, Any] | None, now: str | None = None
+) -> dict[str, Any]:
+    """The stored form of one event. `call` is the tool call a result answers, if known; `now`
+    stands in for a missing `ts`."""
     text = _clean(ev.text)
     snippet = _clean(ev.raw_snippet)
     summary = _clean(ev.summary)
@@ -92,7 +95,7 @@ def compress(ev: EventIn, index: int, call: dict[str, Any] | None) -> dict[str, 
         command = call.get("command")
     body = text if text is not None else (snippet or "")
     out: dict[str, Any] = {
-        "ts": parse_ts(ev.ts, index),
+        "ts": parse_ts(ev.ts, index, now),
         "role": ev.role,
         "kind": ev.kind,
         "tool_name": ev.tool_name or (call or {}).get("tool_name"),

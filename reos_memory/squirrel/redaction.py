@@ -13,8 +13,8 @@ Rules, strongest first (overlapping findings merge, the strongest kind names the
    ``ghr_``/``github_pat_``, GitLab ``glpat-`` and friends, Slack ``xox?-``/``xapp-`` and webhook
    URLs, Stripe ``sk_``/``rk_``/``pk_`` live/test and ``whsec_``, Google ``AIza``/``ya29.``/
    ``GOCSPX-``, npm ``npm_``, Hugging Face ``hf_``, SendGrid, PyPI, DigitalOcean, Discord
-   webhooks, JWTs (``eyJ...eyJ...``). A bare ``Bearer <token>`` is redacted when the token looks
-   random.
+   webhooks, JWTs (``eyJ...eyJ...``). A bare ``Bearer <token>``/``Basic <token>`` of 20+
+   characters is redacted when the token looks random.
 3. Credentials in URLs (``scheme://user:pass@host`` for any scheme, a random-looking token used as
    the user part) and Go DSNs (``user:pass@tcp(...)``).
 4. Named secrets: the value of an assignment, mapping entry, header, XML element or CLI flag whose
@@ -29,24 +29,27 @@ Rules, strongest first (overlapping findings merge, the strongest kind names the
    secret itself (``TOKEN_URL``, ``token_type``, ``password_min_length``, ``api_key_env``,
    ``max_tokens``, ``pad_token``...) is ignored.
    A value is kept when it is a reference rather than a literal: empty, masked (``***``, ``xxx``),
-   a variable (``$DB_PASSWORD``, ``${{ secrets.X }}``, ``{password}``, ``<token>``, ``%s``), a call
+   a variable (``$DB_PASSWORD``, ``${{ secrets.X }}``, ``{password}``, ``<token>``, ``%s``, a YAML
+   alias or tag), a file path (``GOOGLE_APPLICATION_CREDENTIALS=/keys/sa.json``), a call
    or subscript (``getpass()``, ``os.environ["X"]``), a dotted name (``settings.API_KEY``), a type
    (``str``, ``Optional[str]``), null/true/false, a "your-api-key-here" placeholder, or - outside
    ``.env``/shell lines, where every bare word is a literal - an identifier that itself names a
    secret or is a snake_case variable (``password=password``, ``token=access_token``). After ``:``
    outside a quoted key or a config line, a bare word followed by more prose is a sentence.
-5. High-entropy strings: runs of 32+ base64/base64url characters with both cases, whose class
-   transitions minus vowel share is >= 0.15 (random text scores about 0.4, identifiers and paths
-   about 0 or below) and Shannon entropy >= 3.8 bits. Kept: hex-only strings (git SHAs, sha256/md5
+5. High-entropy strings: runs of 32+ base64/base64url characters with both cases and a digit, whose
+   class transitions per character minus vowel share of letters is >= 0.15 (random base64 scores
+   about 0.4, identifiers and paths about 0 or below) and Shannon entropy >= 3.8 bits. Kept: hex-only strings (git SHAs, sha256/md5
    digests, UUIDs, ``sha256:`` image digests), hash-labelled values (``sha512-...`` integrity,
    go.sum ``h1:``), data-URI payloads, and base64 that decodes to readable text with spaces.
-   Single-case random strings are left to rules 2-4.
+   SSH public keys are kept too. Single-case random strings (lowercase hex or base36 session ids)
+   are left to rules 2-4, which see their names.
 
 The placeholder never matches any rule, so redacting twice gives the same text as once.
 
-Speed: every rule is anchored on something cheap to find with C-level byte searches - a secret word,
-``://``, a PEM header, a provider host, or a run of 16+ token characters found with
-``bytes.translate`` - and regexes only run on those spots, never across the whole text.
+Speed: CPython's regex engine spends 20-40 ns per character on a scan, more than this whole pass may
+cost, so no regex ever runs over the whole text. Every rule is anchored on something found by a
+C-level byte search - a secret word, ``://``, ``-u``/``-p``, ``PRIVATE KEY``, a provider host, or
+a run of 20+ token characters located through ``bytes.translate`` - and its regex only runs there.
 """
 
 from __future__ import annotations
@@ -143,20 +146,23 @@ _PROVIDER_RE = re.compile(
 # "xoxb-example-token-here"-like prose would go.
 _NEEDS_RANDOM_TAIL = frozenset({"openai_key", "anthropic_key", "slack_token", "gitlab_token"})
 
-_BEARER_BEFORE_RE = re.compile(r"(?i)\b(?:bearer|basic)[ \t]+$")
 _B64_RE = re.compile(r"[A-Za-z0-9+/_\-]{32,}")
 # Hash-labelled values and public keys are not secrets: sha256:..., go.sum h1:..., data URIs.
 _HASH_LABEL_BEFORE_RE = re.compile(
-    r"(?i)(?:(?:sha\d{1,3}|md5|h1|blake2b?|base64)[:,]|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)"
-    r"[ \t]+)$"
+    r"(?i)(?:(?:sha\d{1,3}|md5|h1|blake2b?|base64)[:,]"
+    r"|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)[ \t]+)$"
 )
 _HASH_LABEL_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
 
 _WEBHOOK_RES = (
-    (b"hooks.slack.com/", "slack_webhook", re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/\-]+)")),
+    (
+        b"hooks.slack.com/",
+        "slack_webhook",
+        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/\-]+)"),
+    ),
     (b"/api/webhooks/", "discord_webhook", re.compile(r"/api/webhooks/(\d+/[A-Za-z0-9_\-]+)")),
-)  # fmt: skip
+)
 
 # ---------------------------------------------------------------------------------------------
 # Rule 3: URLs
@@ -207,16 +213,16 @@ _PROSE_TAIL_RE = re.compile(
 _LINE_START_RE = re.compile(r"[ \t]*(?:(?:export|set|setenv|ENV|-|\+|declare -x)[ \t]+)?[\"']?")
 _DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+")
 _IDENT_RE = re.compile(r"[A-Za-z_]\w*")
-_PATH_RE = re.compile(
-    r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:\\[\w.\-\\ ]+|(?:[\w.\-]+/)+[\w.\-]+\.\w{1,5}"
-)
+_NEXT_WORD_RE = re.compile(r"[ \t]+([A-Za-z0-9][^\s]*)")
+_PATH_RE = re.compile(r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:\\[\w.\-\\ ]+|[\w.\-]+(?:/[\w.\-]+)+")
 _CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _CURL_USER_RE = re.compile(
-    r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"']+):(?P<pw>[^\s"']+)\1"""
+    r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]+):(?P<pw>[^\s"'`]+)\1"""
 )
 _P_FLAG_CMD_RE = re.compile(
     r"(?:^|[\s;&|(])(?:(?P<attached>mysql|mysqldump|mysqladmin|mysqlsh|mariadb|mariadb-dump)"
-    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl)\s+login))\b"
+    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl)\s+login))\b",
+    re.MULTILINE,
 )
 
 _PASSWORD_WORDS = frozenset(
@@ -271,14 +277,14 @@ _NOT_SECRET_BEFORE_TOKEN = frozenset(
 )  # fmt: skip
 _PLACEHOLDER_WORDS = frozenset(
     {
-        "", "null", "none", "nil", "undefined", "true", "false", "yes", "no", "on", "off",
+        "null", "none", "nil", "undefined", "true", "false", "yes", "no", "on", "off",
         "required", "optional", "str", "string", "int", "bytes", "bool", "any", "secretstr",
         "secretbytes", "password", "passwd", "pass", "pwd", "secret", "token", "redacted",
         "hidden", "masked", "changeme_in_prod", "todo", "tbd", "replace_me", "replaceme",
         "placeholder", "example", "sample", "xxx", "dummy_value", "notset", "unset", "empty",
         "default", "env", "environ", "getpass", "prompt", "stdin", "-", "auto", "self",
         "value", "object", "record", "text", "number", "boolean", "uuid", "opaque", "bearer",
-        "basic", "n/a", "na", "missing", "invalid", "expired", "wrong", "incorrect", "set",
+        "basic", "n/a", "na", "missing", "invalid", "expired", "wrong", "incorrect", "set", "pw",
     }
 )  # fmt: skip
 _TYPE_CALL_CHARS = frozenset("([")
@@ -443,9 +449,12 @@ def _scan_runs(text: str, b: bytes, spans: list[_Span]) -> None:
         has_upper = b"U" in classes
         # Provider tokens are random: digits and (bar Slack and DigitalOcean) capitals. Lowercase
         # paths, snake_case names and hex digests, the bulk of long runs, stop here.
-        if has_digit and (has_upper or b"xox" in raw or b"_v1_" in raw):
-            if _scan_provider(text, start, end, spans):
-                continue
+        if (
+            has_digit
+            and (has_upper or b"xox" in raw or b"_v1_" in raw)
+            and _scan_provider(text, start, end, spans)
+        ):
+            continue
         if text[start - 1 : start] == " ":
             before = text[max(0, start - 7) : start].lower()
             if before.endswith(("bearer ", "basic ")):
@@ -590,6 +599,7 @@ def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Spa
         netrc = name.lower() in ("password", "passwd") and (
             text.rfind("machine", max(0, start - 300), start) >= 0
             or text.rfind("login", max(0, start - 100), start) >= 0
+            or _lone_netrc_line(text, start, m)
         )
         if not (flag or netrc):
             return False
@@ -616,6 +626,14 @@ def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Spa
     if accepted_end is not None:
         spans.append(_Span(vs, accepted_end, _P_NAMED, kind))
     return True
+
+
+def _lone_netrc_line(text: str, start: int, m: re.Match[str]) -> bool:
+    """``  password Xy7-secret`` alone on its line, as in a .netrc shown without its machine line."""
+    if m.group("bare") is None or (start and not _line_prefix(text, start).isspace()):
+        return False
+    after = text[m.end() : m.end() + 1]
+    return after in ("", "\n", "\r") and _has_digit_or_symbol(m.group("bare"))
 
 
 def _judge_value(
@@ -667,11 +685,12 @@ def _judge_value(
             if value.isdigit() and len(value) < 4:
                 return None
             if sep == ":" and m.group("nq") is None:
-                eol = text.find("\n", ve)
-                rest = text[ve : eol if eol >= 0 else len(text)]
-                prose = rest[:1].isspace() and rest.strip()[:1].isalnum()
+                # "Error: invalid password: expected 8 characters" is a sentence; a following
+                # "key:" (YAML joined onto one line) is not.
+                nxt = _NEXT_WORD_RE.match(text, ve)
+                prose = nxt is not None and not nxt.group(1).endswith((":", "="))
                 if prose or not (line_start or _has_digit_or_symbol(value)):
-                    return None  # "Error: invalid password: expected 8 characters"
+                    return None
     if info.tier == _TIER_SECRET and (len(value) < 8 or _SPACE_RE.search(value)):
         return None
     return ve

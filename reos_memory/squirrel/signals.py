@@ -164,7 +164,8 @@ _RUNNER_PREFIX = (
 _RUNNER = re.compile(
     _RUNNER_PREFIX + r"(?:"
     r"(?:\S*/)?(?:py\.?test|pytest-\w+)(?=\s|$)"
-    r"|(?:\S*/)?python[\d.]*(?:\s+-[A-Za-z]+)*\s+-m\s+(?:pytest|unittest|nose2?|tox|nox|ward)\b"
+    r"|(?:\S*/)?python[\d.]*(?:\s+-(?!m\b)[A-Za-z]+(?:\s+[^-\s]\S*)?)*\s+-m\s+"
+    r"(?:pytest|unittest|nose2?|tox|nox|ward)\b"
     r"|(?:\S*/)?python[\d.]*\s+(?:\S*/)?manage\.py\s+test\b"
     r"|(?:\S*/)?(?:tox|nox)(?=\s|$)"
     r"|(?:npm|pnpm|yarn|bun)(?:\s+-[-\w]+(?:[= ]\S+)?)*\s+(?:run\s+)?(?:test|tests|t)(?::\S*)?"

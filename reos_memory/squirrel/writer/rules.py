@@ -6,7 +6,7 @@ tools complain about most:
 * explicit statements of the user ("always ...", "never ...", "from now on ...", "we use X
   here") become preferences, invariants or guards (tier long_term: the user said so);
 * user corrections ("no, use pnpm"; an instruction right after the user rejected a tool call)
-  become preferences or guards;
+  become preferences, invariants or guards;
 * failure then success of the same call - when it was a real trap: the call failed at least
   twice, or the fix switched tools (requests -> httpx), or the user was severely frustrated -
   becomes a `pattern` (what failed, the error, what worked); a tool switch also becomes an
@@ -39,8 +39,7 @@ def write(
     existing: list[Memory],
 ) -> tuple[WriterOutput, dict[int, str]]:
     """Ops for one episode, and the evidence source of each op (by index)."""
-    ops: list[WriterOp] = []
-    sources: dict[int, str] = {}
+    said: list[tuple[WriterOp, str]] = []  # from the user's words, in order
     held = {m.key for m in existing if m.key and m.status != "deprecated"}
 
     def add(st: statements.Statement, confidence: float) -> None:
@@ -54,10 +53,11 @@ def write(
             text=st.text,
             confidence=confidence,
         )
-        if any(o.text == op.text for o in ops):
+        if any(o.text == op.text for o, _ in said):
             return
-        sources[len(ops)] = st.source
-        ops.append(op)
+        if op.key:  # one op per slot: the user's latest word on it wins
+            said[:] = [(o, src) for o, src in said if o.key != op.key]
+        said.append((op, st.source))
 
     last_rejected: dict[str, Any] | None = None
     for e in events:
@@ -87,7 +87,11 @@ def write(
                     add(st, 0.8)
         last_rejected = None
     frustration = stats.get("user_frustration", "none")
+    ops = [o for o, _ in said]
+    sources = {i: src for i, (_, src) in enumerate(said)}
     for op in _failure_then_success(events, frustration, held):
+        if op.key and any(o.key == op.key for o in ops):
+            continue  # the user said what to use; a guess from a tool switch does not override
         sources[len(ops)] = "failure_then_success"
         ops.append(op)
     main = sources.get(0)

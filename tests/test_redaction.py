@@ -1,0 +1,171 @@
+"""Secret redaction (reos_memory.squirrel.redaction) over the fake-secret corpus; no server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reos_memory.squirrel.redaction import find_secrets, redact, redact_value
+from tests.secret_corpus import BENIGN, SECRETS
+
+SECRET_IDS = [f"{i:02d}-{kind}" for i, (_t, _s, kind) in enumerate(SECRETS)]
+BENIGN_IDS = [f"{i:02d}" for i in range(len(BENIGN))]
+
+
+def test_corpus_is_big_and_varied_enough():
+    assert len(SECRETS) >= 45
+    assert len(BENIGN) >= 30
+    assert len({kind for _t, _s, kind in SECRETS}) >= 15
+    for text, secrets, _kind in SECRETS:
+        assert len(text) < 700
+        assert secrets and all(s in text for s in secrets)
+    for text, keep in BENIGN:
+        assert len(text) < 700
+        assert keep and all(k in text for k in keep)
+
+
+@pytest.mark.parametrize(("text", "secrets", "kind"), SECRETS, ids=SECRET_IDS)
+def test_every_secret_is_removed_and_the_placeholder_names_its_kind(text, secrets, kind):
+    out = redact(text)
+    assert [s for s in secrets if s in out] == []
+    assert f"[REDACTED:{kind}]" in out
+
+
+@pytest.mark.parametrize(("text", "secrets", "kind"), SECRETS, ids=SECRET_IDS)
+def test_secrets_are_removed_when_whitespace_was_collapsed_first(text, secrets, kind):
+    # commit.py and service.py collapse whitespace before redacting, so line structure is gone.
+    out = redact(" ".join(text.split()))
+    assert [s for s in secrets if s in out] == []
+
+
+@pytest.mark.parametrize(("text", "secrets", "kind"), SECRETS, ids=SECRET_IDS)
+def test_redact_value_removes_secrets_inside_json_like_data(text, secrets, kind):
+    data = {
+        "event": {"kind": "tool_result", "text": text, "args": {"command": text}},
+        "history": [("user", text), {"nested": [text]}],
+        "count": 3,
+        "ok": True,
+        "missing": None,
+    }
+    out = redact_value(data)
+    dumped = json.dumps(out)
+    assert [s for s in secrets if s in dumped] == []
+    assert out["count"] == 3 and out["ok"] is True and out["missing"] is None
+    assert set(out) == set(data) and set(out["event"]) == set(data["event"])
+    assert isinstance(out["history"][0], tuple)
+
+
+@pytest.mark.parametrize(("text", "keep"), BENIGN, ids=BENIGN_IDS)
+def test_benign_text_survives(text, keep):
+    out = redact(text)
+    assert [k for k in keep if k not in out] == [], find_secrets(text)
+
+
+@pytest.mark.parametrize(("text", "keep"), BENIGN, ids=BENIGN_IDS)
+def test_benign_text_survives_redact_value(text, keep):
+    out = redact_value({"text": text, "items": [text]})
+    assert out == {"text": text, "items": [text]}
+
+
+@pytest.mark.parametrize(
+    "text", [t for t, _s, _k in SECRETS] + [t for t, _k in BENIGN], ids=SECRET_IDS + BENIGN_IDS
+)
+def test_redaction_is_idempotent(text):
+    once = redact(text)
+    assert redact(once) == once
+    assert redact_value(redact_value({"t": once})) == {"t": once}
+
+
+def test_placeholders_are_never_redacted_again():
+    text = "TOKEN=[REDACTED:github_token] url=postgres://u:[REDACTED:url_password]@db/x [REDACTED:high_entropy]"
+    assert redact(text) == text
+    assert find_secrets(text) == []
+
+
+def test_key_names_and_hosts_stay_readable():
+    out = redact(
+        'export DB_PASSWORD="s3cr3t-Pw-2024"\n'
+        "postgres://alice:Xy7!pq9Lm@db.internal:5432/app\n"
+        '{"api_key": "abc123def456ghi789"}'
+    )
+    assert 'export DB_PASSWORD="[REDACTED:password]"' in out
+    assert "postgres://alice:[REDACTED:url_password]@db.internal:5432/app" in out
+    assert '{"api_key": "[REDACTED:env_secret]"}' in out
+
+
+def test_truncated_private_key_is_removed_to_the_end():
+    text = (
+        "here is the deploy key:\n-----BEGIN OPENSSH PRIVATE KEY-----\n"
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+        "QyNTUxOQAAACDx9Lk2mQ7vR8wZp3nYt0sB5cXh1uJ4aFe6gD"
+    )
+    assert redact(text) == "here is the deploy key:\n[REDACTED:private_key]"
+
+
+def test_complete_private_key_block_keeps_the_text_around_it():
+    text = (
+        "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7\nQz9\n"
+        "-----END RSA PRIVATE KEY-----\nafter"
+    )
+    assert redact(text) == "before\n[REDACTED:private_key]\nafter"
+
+
+def test_find_secrets_reports_kinds_and_offsets_in_order():
+    text = "key sk-M0XvqZjxTW3xvboSRt5Mh3dAwVtRMflhbmuaptt0Azn0DNRU and AKIAB86W04NKTH169DXN"
+    found = find_secrets(text)
+    assert [k for k, _s, _e in found] == ["openai_key", "aws_access_key"]
+    assert [text[s:e] for _k, s, e in found] == [
+        "sk-M0XvqZjxTW3xvboSRt5Mh3dAwVtRMflhbmuaptt0Azn0DNRU",
+        "AKIAB86W04NKTH169DXN",
+    ]
+
+
+def test_offsets_count_characters_in_non_ascii_text():
+    text = "Schlüssel für Ünïcode 🔑: GITHUB_TOKEN=ghp_Mbj8KVuxgaaJl7LRiiQbLJmWZTsUryrgsVJN ✓"
+    [(kind, s, e)] = find_secrets(text)
+    assert kind == "github_token"
+    assert text[s:e] == "ghp_Mbj8KVuxgaaJl7LRiiQbLJmWZTsUryrgsVJN"
+    assert redact(text) == "Schlüssel für Ünïcode 🔑: GITHUB_TOKEN=[REDACTED:github_token] ✓"
+
+
+def test_secret_named_json_keys_hide_their_whole_value():
+    data = {"user": "alice", "password": "hunter2", "Authorization": "Bearer x9Kq2mZp7Lw4Rt8Yv1Bn"}
+    assert redact_value(data) == {
+        "user": "alice",
+        "password": "[REDACTED:password]",
+        "Authorization": "[REDACTED:bearer]",
+    }
+    # references and placeholders under secret names are not secrets
+    refs = {"password": "${DB_PASSWORD}", "api_key": "", "token": None, "token_type": "Bearer"}
+    assert redact_value(refs) == refs
+
+
+def test_non_string_scalars_pass_through():
+    assert redact_value(42) == 42
+    assert redact_value(None) is None
+    assert redact_value(1.5) == 1.5
+    assert redact("") == ""
+    assert find_secrets("short") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password=getpass()",
+        'db_password = os.environ["DB_PASSWORD"]',
+        "login(user, password=password)",
+        "token = request.headers.get('Authorization')",
+        "api_key: Optional[str] = None",
+        "--password-stdin",
+        "PASSWORD_MIN_LENGTH=12",
+        "mysql -u root -p mydb",
+        "docker run -p 8080:80 -u 1000:1000 nginx",
+        "the password is wrong",
+        "9fceb02 and e83c5163316f89bfbde7d9ab23ca2e25604af290",
+        "5f0c2a9e-1b7d-4c3e-9a8f-2d6b4e1c7a90",
+        "https://github.com/acme/widgets/pull/12",
+    ],
+)
+def test_references_and_ordinary_text_are_not_secrets(text):
+    assert find_secrets(text) == []
