@@ -31,6 +31,9 @@ CREATE TABLE memories (
 CREATE INDEX idx_memories_project ON memories(project_id, status, scope);
 CREATE INDEX idx_memories_key ON memories(key, project_id, status) WHERE key IS NOT NULL;
 CREATE INDEX idx_memories_owner ON memories(owner_type, owner_id, status);
+CREATE INDEX idx_memories_kind ON memories(project_id, kind, tier, status);
+-- exact-duplicate checks of the commit layer compare this expression
+CREATE INDEX idx_memories_same_text ON memories(project_id, kind, lower(trim(text)));
 
 CREATE TABLE evidence (
   id           TEXT PRIMARY KEY,

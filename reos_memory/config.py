@@ -64,7 +64,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     writer: Literal["auto", "rules", "llm"] = "auto"  # auto: the LLM when configured, else rules
     owner_id: Annotated[str, Meta(max_length=128)] = ""  # default owner; empty: the OS user name
     policy_file: str = ""  # user memory_policy.toml; empty: $REOS_MEMORY_HOME/memory_policy.toml
-    dedup_threshold: Annotated[float, Meta(ge=0.5, le=1.0)] = 0.9
+    dedup_threshold: Annotated[float, Meta(ge=0.5, le=1.0)] = 0.92
     max_episode_events: Annotated[int, Meta(ge=10, le=100_000)] = 400
     max_events_per_ingest: Annotated[int, Meta(ge=1, le=1_000_000)] = 5000
     writer_min_tool_calls: Annotated[int, Meta(ge=1, le=10_000)] = 12

@@ -702,4 +702,21 @@ BENIGN: list[tuple[str, list[str]]] = [
         "my password is wrong again, can you reset it? also the api key is missing from the request and the token was revoked yesterday",
         ["my password is wrong again", "the api key is missing", "the token was revoked yesterday"],
     ),
+    (
+        "model = AutoModel.from_pretrained('Qwen/Qwen3-Next-80B-A3B-Instruct')  # design notes: https://docs.google.com/document/d/1RWrH-3wLEpzR9kCS6gGBNen_-Fs-8PVbWWFE5AcgeWE/edit",
+        [
+            "Qwen/Qwen3-Next-80B-A3B-Instruct",
+            "https://docs.google.com/document/d/1RWrH-3wLEpzR9kCS6gGBNen_-Fs-8PVbWWFE5AcgeWE/edit",
+        ],
+    ),
+    (
+        'EXPIRED_TOKEN = "expired_token"\nIMAGE_TOKEN = "<|image|>"\nfirst_pass = not hasattr(self, "coef_")\ntoken.map = tableLines = [startLine, 0]\nPUBLIC_KEY_TOKEN = "1fc8b3b9a1e18e3b"',
+        [
+            'EXPIRED_TOKEN = "expired_token"',
+            'IMAGE_TOKEN = "<|image|>"',
+            "first_pass = not hasattr",
+            "token.map = tableLines",
+            '"1fc8b3b9a1e18e3b"',
+        ],
+    ),
 ]

@@ -78,9 +78,17 @@ def test_redaction_is_idempotent(text):
 
 
 def test_placeholders_are_never_redacted_again():
-    text = "TOKEN=[REDACTED:github_token] url=postgres://u:[REDACTED:url_password]@db/x [REDACTED:high_entropy]"
+    text = (
+        "TOKEN=[REDACTED:github_token] url=postgres://u:[REDACTED:url_password]@db/x "
+        "[REDACTED:high_entropy]"
+    )
     assert redact(text) == text
     assert find_secrets(text) == []
+    # a new finding around an old placeholder is cut around it, not dropped
+    partly = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow[REDACTED:high_entropy]AAKCAQ\nQz9"
+    out = redact(partly)
+    assert out == "[REDACTED:private_key][REDACTED:high_entropy][REDACTED:private_key]"
+    assert redact(out) == out
 
 
 def test_key_names_and_hosts_stay_readable():
@@ -122,11 +130,11 @@ def test_find_secrets_reports_kinds_and_offsets_in_order():
 
 
 def test_offsets_count_characters_in_non_ascii_text():
-    text = "Schlüssel für Ünïcode 🔑: GITHUB_TOKEN=ghp_Mbj8KVuxgaaJl7LRiiQbLJmWZTsUryrgsVJN ✓"
+    text = "Schlüssel für Ünïcode 🔑: TOKEN=ghp_Mbj8KVuxgaaJl7LRiiQbLJmWZTsUryrgsVJN ✓"
     [(kind, s, e)] = find_secrets(text)
     assert kind == "github_token"
     assert text[s:e] == "ghp_Mbj8KVuxgaaJl7LRiiQbLJmWZTsUryrgsVJN"
-    assert redact(text) == "Schlüssel für Ünïcode 🔑: GITHUB_TOKEN=[REDACTED:github_token] ✓"
+    assert redact(text) == "Schlüssel für Ünïcode 🔑: TOKEN=[REDACTED:github_token] ✓"
 
 
 def test_secret_named_json_keys_hide_their_whole_value():

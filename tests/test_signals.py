@@ -478,6 +478,14 @@ def test_other_runners(output, expected):
     assert signals.test_outcome(None, output, None) == expected
 
 
+@pytest.mark.parametrize(
+    "command", ["./scripts/ci.sh", "hatch run test:cov", "./dev check", "just verify"]
+)
+def test_wrappers_that_may_run_the_suite_are_read(command):
+    assert signals.test_outcome(command, PYTEST_FAILED, 1) == "failed"
+    assert signals.test_outcome(command, PYTEST_PASSED, 0) == "passed"
+
+
 def test_any_failing_summary_fails_the_run():
     # tox runs the suite under two interpreters; one of them fails
     output = (
@@ -540,6 +548,7 @@ def test_without_a_summary_the_exit_code_decides_for_test_commands(
         ("npm run build", "> shop@1.0.0 build\n> next build\n\n✓ Compiled successfully\n", 0),
         ("npm run build", "Error: Cannot find module 'next'\n", 1),
         (None, "Reviewed the PR: 3 passed checks, 1 failed lint job.\n", None),
+        ("python scripts/nightly_report.py", "Last night:\n===== 3 passed in 0.12s =====\n", 0),
         (
             "mix test test/shop/cart_test.exs 2>&1",
             "Command running in background with ID: b81f2c. Output is being written to: "
@@ -697,6 +706,8 @@ warning: `kv` (lib) generated 1 warning
         "</tool_use_error>",
         "Exit code 128\nfatal: could not read Username for 'https://github.com'\n",
         "ls: cannot access 'build/': No such file or directory\n",
+        "Error: Cannot find module 'express'\nRequire stack:\n- /home/dev/shop/index.js\n",
+        "KeyboardInterrupt\n",
         PIP_RESOLVER_NOTE,
     ],
 )
@@ -1101,3 +1112,16 @@ def test_success_cues(text):
 )
 def test_not_success_cues(text):
     assert not signals.success_cue(text)
+
+
+def test_empty_inputs():
+    assert signals.test_outcome(None, "", None) is None
+    assert not signals.looks_like_error("")
+    assert signals.error_line("") is None
+    assert signals.normalize_command("") == ""
+    assert signals.frustration("") == "none"
+    assert not signals.is_correction("")
+    assert not signals.is_continuation("")
+    assert not signals.is_new_task("")
+    assert not signals.success_cue("")
+    assert signals.content_words("") == set()

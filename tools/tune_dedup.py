@@ -14,7 +14,9 @@ duplicate" for t = 0.70 .. 0.98 on:
     purpose (same topic, flipped polarity, another tool, another value or path).
 
 The recommendation is the lowest threshold whose precision is >= --min-precision on both the
-memory set and STS-B (4.5 vs < 3.5).
+memory set and STS-B (4.5 vs < 3.5). With it (or, when there is none, at the lowest threshold
+that satisfies STS-B alone and at the configured threshold) the tool lists the memory
+non-duplicates that would be merged, first those that differ only by a negation or a tool name.
 """
 
 from __future__ import annotations
@@ -418,11 +420,11 @@ def print_table(sets: list[PairSet], danger: np.ndarray) -> None:
     that would be merged."""
     head = (
         "thr  "
-        + "".join(f" | {s.name:^21}" for s in sets)
+        + "".join(f" | {s.name:^17}" for s in sets)
         + f" | neg/swap/tool merged (of {len(danger)})"
     )
     print(head)
-    print(("     " + " | prec  recall F1   " * len(sets)).rstrip())
+    print(("     " + " | prec  rec   F1   " * len(sets)).rstrip())
     print("-" * len(head))
     for t in THRESHOLDS:
         cells = []
@@ -490,8 +492,8 @@ def main() -> int:
 
     rows = load_sts(args.sts)
     sts_cos = cosines(embedder, [(a, b) for _, a, b in rows])
-    sts45 = sts_set("STS-B >=4.5 vs <3.5", rows, sts_cos, 4.5)
-    sts40 = sts_set("STS-B >=4.0 vs <3.5", rows, sts_cos, 4.0)
+    sts45 = sts_set("STS >=4.5 vs <3.5", rows, sts_cos, 4.5)
+    sts40 = sts_set("STS >=4.0 vs <3.5", rows, sts_cos, 4.0)
 
     non_dup_pairs = [(a, b) for _, a, b in MEMORY_NON_DUPLICATES]
     mem_cos = cosines(embedder, MEMORY_DUPLICATES + non_dup_pairs)
@@ -518,6 +520,24 @@ def main() -> int:
         for i in np.argsort(-mem_cos):
             kind, a, b = labelled[i]
             print(f"  {mem_cos[i]:.3f}  {kind:<8} {a}  <->  {b}")
+
+    # Squirrel merges only when cosine >= threshold AND the lexical check agrees
+    from reos_memory.squirrel.dedup import same_meaning
+
+    all_mem = MEMORY_DUPLICATES + non_dup_pairs
+    guard = np.array([same_meaning(a, b) for a, b in all_mem])
+    sts_guard = np.array([same_meaning(a, b) for _, a, b in rows])
+    g_memory = PairSet("memory pairs", np.where(guard, mem_cos, -1.0), memory.dup)
+    g_sts45 = sts_set("STS >=4.5 vs <3.5", rows, np.where(sts_guard, sts_cos, -1.0), 4.5)
+    g_sts40 = sts_set("STS >=4.0 vs <3.5", rows, np.where(sts_guard, sts_cos, -1.0), 4.0)
+    print("\nwith the lexical check of reos_memory/squirrel/dedup.py (what commit.py does):")
+    print_table([g_sts45, g_sts40, g_memory], g_memory.cos[n_dup:][np.isin(kinds, DANGEROUS)])
+    g_best = lowest_precise([g_memory, g_sts45], min_p)
+    if g_best is not None:
+        print(f"\nrecommendation with the check: dedup_threshold = {g_best:.2f}")
+        print_scores(g_best, [g_memory, g_sts45, g_sts40])
+        print_merges(g_best, g_memory.cos[n_dup:])
+        return 0
 
     print()
     best = lowest_precise([memory, sts45], min_p)

@@ -24,6 +24,7 @@ import apsw
 
 from reos_memory.errors import InvalidInput
 from reos_memory.models import Evidence, Memory, new_id, now_iso
+from reos_memory.squirrel.dedup import same_meaning
 from reos_memory.squirrel.projects import normalize_prefix
 from reos_memory.squirrel.redaction import redact
 from reos_memory.squirrel.writer.schema import WriterOp
@@ -57,6 +58,8 @@ class CommitContext:
     source: str | None = None
     frustration: str | None = None
     op_sources: dict[int, str] | None = None  # per-op evidence source, else `source`
+    protected_kinds: tuple[str, ...] = ("guard", "invariant")  # TTL does not end them
+    after: Any = None  # called with the connection inside the commit transaction
 
     def source_of(self, index: int) -> str | None:
         return (self.op_sources or {}).get(index, self.source)
@@ -152,6 +155,10 @@ def commit(
         batch: list[tuple[_Prepared, str]] = []
         for p in prepared:
             out.results.append(_apply(conn, p, ctx, store_vectors, batch, dedup_threshold))
+        if any(r.get("memory_id") for r in out.results):
+            vsql.prune_changes(conn, space=vsql.MEMORIES)
+        if ctx.after is not None:
+            ctx.after(conn, out)
         return out
 
     return db.write(tx)
@@ -186,6 +193,16 @@ def _apply(
     replaced: list[str] = []
     if op.op in ("UPDATE", "DEPRECATE"):
         targets, problem = _targets(conn, p)
+        for m in targets:
+            if op.op == "UPDATE" and _same(conn, m, p, threshold):
+                # an UPDATE that says what the memory says already keeps its history
+                _add_evidence(conn, m.id, ctx, now, op.confidence, p.index)
+                return {
+                    **res,
+                    "action": "deduplicated",
+                    "memory_id": m.id,
+                    "reason": "the update repeats the memory",
+                }
         if problem:
             if op.op == "DEPRECATE" or op.memory_id is not None:
                 return {**res, "action": "rejected", "reason": problem}
@@ -211,7 +228,7 @@ def _apply(
             msql.update_memory(conn, m.id, now, status="deprecated")
             replaced.append(m.id)
     if not replaced:
-        dup = _duplicate(conn, p, batch, threshold)
+        dup = _duplicate(conn, p, batch, threshold, ctx)
         if dup is not None:
             _add_evidence(conn, dup[0], ctx, now, op.confidence, p.index)
             return {**res, "action": "deduplicated", "memory_id": dup[0], "reason": dup[1]}
@@ -279,7 +296,7 @@ def _targets(conn: apsw.Connection, p: _Prepared) -> tuple[list[Memory], str | N
 def _same(conn: apsw.Connection, m: Memory, p: _Prepared, threshold: float) -> bool:
     if normal_text(m.text) == normal_text(p.text or ""):
         return True
-    if p.vector is None:
+    if p.vector is None or not same_meaning(m.text, p.text or ""):
         return False
     blob = msql.embedding_of(conn, m.id)
     if blob is None:
@@ -290,16 +307,25 @@ def _same(conn: apsw.Connection, m: Memory, p: _Prepared, threshold: float) -> b
 
 
 def _duplicate(
-    conn: apsw.Connection, p: _Prepared, batch: list[tuple[_Prepared, str]], threshold: float
+    conn: apsw.Connection,
+    p: _Prepared,
+    batch: list[tuple[_Prepared, str]],
+    threshold: float,
+    ctx: CommitContext,
 ) -> tuple[str, str] | None:
     """An existing live memory this ADD repeats, and why (None when it is new)."""
     op = p.op
     want = (p.project_id, op.scope, p.owner_type, p.owner_id, op.kind)
     ids = [mid for mid, _ in p.near]
     found = msql.get_memories(conn, ids) if ids else {}
+    now = now_iso()
     for mid, cos in p.near:
         m = found.get(mid)
-        if m is not None and m.status != "deprecated" and _slot(m) == want:
+        if m is None or m.status == "deprecated" or _slot(m) != want:
+            continue
+        if m.expires_at is not None and m.expires_at <= now and m.kind not in ctx.protected_kinds:
+            continue  # expired: hidden from every context, so it cannot absorb a new memory
+        if same_meaning(m.text, p.text or ""):
             return mid, f"near-duplicate (cosine {cos:.3f})"
     for q, mid in batch:  # an earlier op of the same result
         if (q.project_id, q.op.scope, q.owner_type, q.owner_id, q.op.kind) != want:
@@ -308,10 +334,18 @@ def _duplicate(
             return mid, "same text as another op of this result"
         if q.vector is not None and p.vector is not None:
             cos = float(q.vector @ p.vector)
-            if cos >= threshold:
+            if cos >= threshold and same_meaning(q.text or "", p.text or ""):
                 return mid, f"near-duplicate of another op of this result (cosine {cos:.3f})"
     same = msql.same_text(
-        conn, p.project_id, op.scope, p.owner_type, p.owner_id, op.kind or "", p.text or ""
+        conn,
+        p.project_id,
+        op.scope,
+        p.owner_type,
+        p.owner_id,
+        op.kind or "",
+        p.text or "",
+        now,
+        ctx.protected_kinds,
     )
     if same is not None:
         return same, "same text"

@@ -23,7 +23,7 @@ from reos_memory.squirrel.commit import Vectors
 from reos_memory.squirrel.events import CONTEXT_CLOSE, CONTEXT_OPEN
 from reos_memory.squirrel.policy import Policy
 from reos_memory.squirrel.projects import path_inside
-from reos_memory.squirrel.tokens import count_tokens, truncate_to_tokens
+from reos_memory.squirrel.tokens import Size, count_tokens, size, truncate_to_tokens
 from reos_memory.store import Database, fetch
 from reos_memory.store import memories as msql
 from reos_memory.store import squirrel as ssql
@@ -167,30 +167,11 @@ def _keyword_anywhere(conn: apsw.Connection, match: str, k: int) -> list[tuple[s
 
 
 def _keyed_and_guards(conn: apsw.Connection, scope: Scope) -> tuple[set[str], set[str]]:
-    owner_sql, args = "", []
-    if scope.owner is not None:
-        owner_sql = " AND owner_type = ? AND owner_id = ?"
-        args = list(scope.owner)
-    keyed = {
-        r[0]
-        for r in fetch(
-            conn,
-            "SELECT id FROM memories WHERE status IN ('provisional', 'active')"
-            " AND ((project_id = ? AND key LIKE 'project.%') OR key LIKE 'user.%')" + owner_sql,
-            (scope.project_id, *args),
-        )
-    }
-    guards = {
-        r[0]
-        for r in fetch(
-            conn,
-            "SELECT id FROM memories WHERE status IN ('provisional', 'active')"
-            " AND kind = 'guard' AND tier = 'emergency' AND polarity < 0"
-            " AND (project_id = ? OR project_id IS NULL)" + owner_sql,
-            (scope.project_id, *args),
-        )
-    }
-    return keyed, guards
+    assert scope.project_id is not None
+    return (
+        msql.keyed_ids(conn, scope.project_id, scope.owner),
+        msql.emergency_guard_ids(conn, scope.project_id, scope.owner),
+    )
 
 
 def _score(c: Candidate, policy: Policy) -> None:
@@ -234,6 +215,10 @@ def _section(m: Memory) -> str:
     return m.kind
 
 
+def _line(c: Candidate) -> str:
+    return "- " + truncate_to_tokens(c.memory.text, MAX_LINE_TOKENS)
+
+
 def render(context_id: str, chosen: list[Candidate]) -> str:
     """The block ready to paste into an agent's context, inside Squirrel's markers."""
     if not chosen:
@@ -244,20 +229,42 @@ def render(context_id: str, chosen: list[Candidate]) -> str:
         if not items:
             continue
         lines.append(f"## {title}")
-        for c in items:
-            lines.append("- " + truncate_to_tokens(c.memory.text, MAX_LINE_TOKENS))
+        lines.extend(_line(c) for c in items)
     lines.append(CONTEXT_CLOSE)
     return "\n".join(lines)
 
 
+_NEWLINE = Size(1, 0, 0)
+
+
 def _fit(context_id: str, ranked: list[Candidate], budget: int) -> tuple[list[Candidate], str]:
+    """Add memories in rank order while the whole rendered context stays within the budget.
+
+    The count's parts are additive over lines, so each candidate costs its line (and its
+    section's title the first time) without rendering everything again.
+    """
+    frame = [CONTEXT_OPEN.format(id=context_id), HEADER, CONTEXT_CLOSE]
+    used = Size(0, 0, 0)
+    for part in frame:
+        used = used + size(part)
+    used = used + Size(len(frame) - 1, 0, 0)
+    titles = {sec: f"## {title}" for sec, title in SECTIONS}
+    opened: set[str] = set()
     chosen: list[Candidate] = []
-    text = ""
+    cheapest = 3  # no line costs less: "- x" plus its newline
     for c in ranked:
-        trial = render(context_id, [*chosen, c])
-        if count_tokens(trial) <= budget:
+        if budget - used.tokens < cheapest:
+            break
+        sec = _section(c.memory)
+        cost = size(_line(c)) + _NEWLINE
+        if sec not in opened:
+            cost = cost + size(titles[sec]) + _NEWLINE
+        if (used + cost).tokens <= budget:
+            used = used + cost
             chosen.append(c)
-            text = trial
+            opened.add(sec)
+    text = render(context_id, chosen)
+    assert count_tokens(text) <= budget or not chosen, "the fitted context overran its budget"
     return chosen, text
 
 

@@ -21,28 +21,37 @@ Rules, strongest first (overlapping findings merge, the strongest kind names the
    name has a secret word as one of its parts (``DB_PASSWORD``, ``api_key``, ``clientSecret``,
    ``X-Api-Key``, ``--token``, ``spring.datasource.password``, ``Password=...;``), plus
    ``curl -u user:pass``, ``mysql -pXXX``, ``sshpass -p``/``docker login -p``, ``.netrc`` lines,
-   ``auth=("user", "pw")`` and chat phrases like "my password is hunter2!".
-   Names are split into parts (snake, kebab, dotted, camelCase). Password words (password, passwd,
-   pwd, pass, passphrase...) take any literal value; secret/token/api-key/credential words need a
-   value of 8+ characters without spaces; weak words (auth, session, cookie, signature, salt, an
-   UPPER_CASE ``*_KEY``) need a random-looking value. A name whose last part says it is not the
-   secret itself (``TOKEN_URL``, ``token_type``, ``password_min_length``, ``api_key_env``,
-   ``max_tokens``, ``pad_token``...) is ignored.
+   ``auth=("user", "pw")`` and chat phrases like "my password is hunter2!" or "the api token is
+   <random>". Names are split into parts (snake, kebab, dotted - the last dotted segment counts -
+   and camelCase). Password words (password, passwd, pwd, passphrase; ``pass``/``pw`` only in
+   UPPER_CASE or alone, since ``first_pass`` is an algorithm) take any literal value. Secret,
+   token, api-key, credential and ``*_key`` pair words need 8+ characters, no blanks, mostly
+   alphanumerics and not just words (``EXPIRED_TOKEN = "expired_token"`` is a constant). Weak
+   words (auth, session, cookie, signature, salt, an UPPER_CASE ``*_KEY``) need a random-looking
+   value. Ignored: names whose last part says they are about the secret (``TOKEN_URL``,
+   ``token_type``, ``password_min_length``, ``api_key_env``, ``TOKEN_TTL_SECONDS``), tokenizer and
+   paging tokens (``max_tokens``, ``pad_token``, ``next_page_token``) and public ones
+   (``publicKeyToken``, ``STRIPE_PUBLISHABLE_KEY``).
    A value is kept when it is a reference rather than a literal: empty, masked (``***``, ``xxx``),
    a variable (``$DB_PASSWORD``, ``${{ secrets.X }}``, ``{password}``, ``<token>``, ``%s``, a YAML
-   alias or tag), a file path (``GOOGLE_APPLICATION_CREDENTIALS=/keys/sa.json``), a call
-   or subscript (``getpass()``, ``os.environ["X"]``), a dotted name (``settings.API_KEY``), a type
-   (``str``, ``Optional[str]``), null/true/false, a "your-api-key-here" placeholder, or - outside
-   ``.env``/shell lines, where every bare word is a literal - an identifier that itself names a
-   secret or is a snake_case variable (``password=password``, ``token=access_token``). After ``:``
-   outside a quoted key or a config line, a bare word followed by more prose is a sentence.
-5. High-entropy strings: runs of 32+ base64/base64url characters with both cases and a digit, whose
-   class transitions per character minus vowel share of letters is >= 0.15 (random base64 scores
-   about 0.4, identifiers and paths about 0 or below) and Shannon entropy >= 3.8 bits. Kept: hex-only strings (git SHAs, sha256/md5
-   digests, UUIDs, ``sha256:`` image digests), hash-labelled values (``sha512-...`` integrity,
-   go.sum ``h1:``), data-URI payloads, and base64 that decodes to readable text with spaces.
-   SSH public keys are kept too. Single-case random strings (lowercase hex or base36 session ids)
-   are left to rules 2-4, which see their names.
+   alias or tag), a file path (``GOOGLE_APPLICATION_CREDENTIALS=/keys/sa.json``), a call or
+   subscript (``getpass()``, ``os.environ["X"]``), a dotted name (``settings.API_KEY``), a type
+   (``str``, ``Optional[str]``, ``x: Final = 2``), a keyword or null/true/false, a
+   "your-api-key-here" placeholder, or - outside ``.env``/shell lines, where every bare word is a
+   literal - a code identifier (``password=password``, ``token=access_token``, ``f(pw=pw_in)``,
+   ``token = Punctuation``). After ``name:`` outside a quoted key or a config line, a bare word
+   followed by more words is a sentence ("invalid password: must be 12 characters").
+5. High-entropy strings: runs of 32+ base64/base64url characters whose non-word parts mix both
+   cases and digits, whose class transitions per character minus vowel share of letters is
+   >= 0.15 (random base64 scores about 0.4, identifiers and paths about 0 or below), whose Shannon
+   entropy is >= 3.8 bits and which are not mostly separated words and short codes
+   (``Qwen/Qwen3-Next-80B-A3B-Instruct``). Kept: hex-only strings (git SHAs, sha256/md5 digests,
+   UUIDs, ``sha256:`` image digests), hash-labelled values (``sha512-...`` integrity, go.sum
+   ``h1:``), data-URI payloads, SSH public keys, base64 that decodes to readable text, and the
+   host and path of ``scheme://`` URLs (a URL holds credentials only in its user part, its query
+   or a known webhook path). In other paths each ``/`` segment is judged alone. Single-case
+   random strings (lowercase hex or base36 session ids) are left to rules 2-4, which see their
+   names.
 
 The placeholder never matches any rule, so redacting twice gives the same text as once.
 
@@ -154,6 +163,10 @@ _HASH_LABEL_BEFORE_RE = re.compile(
 )
 _HASH_LABEL_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
+_SEPARATORS_RE = re.compile(r"[\-_/.+=]+")
+_WORDLIKE_RE = re.compile(
+    r"[A-Z]?[a-z]{2,}\d{0,2}|[A-Z]{2,}\d{0,2}s?|\d{1,4}[A-Za-z]{0,2}|[A-Za-z]\d{1,3}[A-Za-z]?"
+)
 
 _WEBHOOK_RES = (
     (
@@ -170,7 +183,7 @@ _WEBHOOK_RES = (
 
 # Greedy up to the last "@" before the path, so a password containing "@" is taken whole.
 _URL_AUTH_RE = re.compile(r"://([^\s/?#'\"<>`]*)@(?=[^\s@/]*[A-Za-z0-9\]])")
-_GO_DSN_RE = re.compile(r"([A-Za-z0-9_.\-]+):([^\s@'\"]+)@tcp\(")
+_GO_DSN_RE = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z0-9_.\-]+):([^\s@'\"]+)@tcp\(")
 
 # ---------------------------------------------------------------------------------------------
 # Rule 4: named secrets
@@ -188,7 +201,7 @@ _KV_TAIL_RE = re.compile(
     r"""
     (?P<nq>\\?["'])?+
     (?:
-        [ \t]*(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\]))(?P<sp2>[ \t]*)
+        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\]))(?P<sp2>[ \t]*)
       | (?P<xml>>)
       | (?P<ws>[ \t]+)
     )
@@ -205,16 +218,27 @@ _AUTH_SCHEME_RE = re.compile(
     r"|ssws|splunk)[ \t]+(?P<cred>[^\s\"'`,;]+)"
 )
 _AUTH_TUPLE_RE = re.compile(r"""\(\s*(["'])[^"'\n]*\1\s*,\s*(["'])(?P<pw>[^"'\n]*)\2\s*\)""")
-_PROSE_NAMES = ("pass", "password", "passphrase", "passcode", "pwd", "key", "token", "secret")
+_PROSE_NAMES = ("password", "passphrase", "passcode", "pwd", "key", "token", "secret")
 _PROSE_TAIL_RE = re.compile(
-    r"(?i)(?:\s+(?:for|of|to)\s+\S{1,40})?\s+(?:is|was|=|:)\s+(?:now\s+|still\s+|just\s+)?"
+    r"(?i)(?:[ \t]+(?:for|of)(?:[ \t]+\S{1,40}){1,3}?)?"
+    r"[ \t]+(?:is|was)[ \t]+(?:now[ \t]+|still[ \t]+)?"
     r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`]{1,200})"
 )
 _LINE_START_RE = re.compile(r"[ \t]*(?:(?:export|set|setenv|ENV|-|\+|declare -x)[ \t]+)?[\"']?")
 _DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+")
 _IDENT_RE = re.compile(r"[A-Za-z_]\w*")
+_CAMEL_IDENT_RE = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
+_ALNUM_RE = re.compile(r"[A-Za-z0-9]")
+# Words in snake, kebab, dotted, Pascal or UPPER case: names of things, not random secrets.
+_WORDY_RE = re.compile(
+    r"[A-Za-z][a-z]*+(?:(?:[_.\-]++[A-Za-z]|[A-Z])[a-z]*+)*+|[A-Z]++(?:[_\-]++[A-Z]++)*+"
+)
+_ANNOTATED_RE = re.compile(r"[ \t]*(?:\[[^\]\n]*\])?[ \t]*(?:\|[ \t]*\w+[ \t]*)*=(?!=)")
+_TYPE_NAME_RE = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
 _NEXT_WORD_RE = re.compile(r"[ \t]+([A-Za-z0-9][^\s]*)")
-_PATH_RE = re.compile(r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:\\[\w.\-\\ ]+|[\w.\-]+(?:/[\w.\-]+)+")
+_PATH_RE = re.compile(
+    r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:\\[\w.\-\\ ]+|(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z0-9]{1,5}"
+)
 _CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _CURL_USER_RE = re.compile(
     r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]+):(?P<pw>[^\s"'`]+)\1"""
@@ -264,7 +288,9 @@ _NOT_SECRET_SUFFIXES = frozenset(
         "tokens", "changed", "confirmation", "rules", "check", "checker", "form", "button",
         "page", "view", "route", "template", "lookup", "source", "ref", "command", "cmd",
         "stdin", "prompted", "protected", "less", "based", "seconds", "secs", "sec", "ms",
-        "minutes", "mins", "hours", "days", "millis", "retries", "attempts",
+        "minutes", "mins", "hours", "days", "millis", "retries", "attempts", "offset",
+        "through", "thru", "rate", "ratio", "number", "num", "at", "start", "end", "begin",
+        "open", "close", "marker", "separator", "delimiter", "sep", "char", "chars", "map",
     }
 )  # fmt: skip
 # Tokenizer and pagination tokens are not credentials.
@@ -272,7 +298,7 @@ _NOT_SECRET_BEFORE_TOKEN = frozenset(
     {
         "page", "next", "prev", "previous", "continuation", "cursor", "sync", "pagination",
         "resume", "eos", "bos", "pad", "unk", "sep", "cls", "mask", "special", "start", "end",
-        "stop", "max", "num", "input", "output", "prompt", "completion", "total",
+        "stop", "max", "num", "input", "output", "prompt", "completion", "total", "per",
     }
 )  # fmt: skip
 _PLACEHOLDER_WORDS = frozenset(
@@ -285,6 +311,8 @@ _PLACEHOLDER_WORDS = frozenset(
         "default", "env", "environ", "getpass", "prompt", "stdin", "-", "auto", "self",
         "value", "object", "record", "text", "number", "boolean", "uuid", "opaque", "bearer",
         "basic", "n/a", "na", "missing", "invalid", "expired", "wrong", "incorrect", "set", "pw",
+        "final", "classvar", "annotated", "not", "and", "or", "in", "is", "await", "new",
+        "lambda", "yield", "typeof", "function", "async", "return", "if", "else",
     }
 )  # fmt: skip
 _TYPE_CALL_CHARS = frozenset("([")
@@ -304,7 +332,7 @@ _TIER_WEAK = 2
 @lru_cache(maxsize=4096)
 def _name_info(name: str) -> _NameInfo | None:
     """Classify a variable/key/flag name by the secret word among its parts, or None."""
-    bare = name.strip("-.$@:\\\"'")
+    bare = name.strip("-.$@:\\\"'").rpartition(".")[2]  # token.map is about a map
     if not bare:
         return None
     parts = [p.lower() for chunk in re.split(r"[_.\-\s]+", bare) for p in _CAMEL_RE.findall(chunk)]
@@ -314,9 +342,18 @@ def _name_info(name: str) -> _NameInfo | None:
     if last in _NOT_SECRET_SUFFIXES and not (last == "id" and parts[-2:-1] == ["session"]):
         return None
     joined = "".join(parts)
+    if "public" in parts or "publishable" in parts:
+        return None  # publicKeyToken, STRIPE_PUBLISHABLE_KEY: meant to be seen
     if "authorization" in parts:
         return _NameInfo(_TIER_SECRET, "bearer", True)
-    if any(p in _PASSWORD_WORDS or p.endswith(("password", "passwd")) for p in parts):
+    # "pass" and "pw" are also compiler/algorithm passes and powers in code (first_pass,
+    # backward_pass); they name a password only in UPPER_CASE env names or on their own.
+    loose_ok = bare.isupper() or len(parts) == 1
+    if any(
+        (p in _PASSWORD_WORDS and (loose_ok or p not in ("pass", "pw")))
+        or p.endswith(("password", "passwd"))
+        for p in parts
+    ):
         return _NameInfo(_TIER_PASSWORD, "password", False)
     if "aws" in parts and "secret" in parts:
         return _NameInfo(_TIER_SECRET, "aws_secret_key", False)
@@ -386,7 +423,7 @@ def _is_encoded_text(tok: str) -> bool:
 
 
 def _looks_random(tok: str) -> bool:
-    """The high-entropy rule for one 32+ character base64-ish run."""
+    """The high-entropy rule for one base64-ish run (32+ characters, or a 20+ path segment)."""
     if "/" in tok:
         # Hex segments are digests inside paths (.git/objects, caches); they are not secrets.
         tok = "/".join(
@@ -394,14 +431,33 @@ def _looks_random(tok: str) -> bool:
         )
         if len(tok) < 32:
             return False
-    if _randomness(tok) < 0.15 or _entropy(tok) < 3.8:
+    if _mostly_words(tok):
+        return False
+    # The mix of cases and digits must come from the parts that are not words: in
+    # group__CUDART__TYPES_1g3457b81d... the capitals belong to words, the rest is lowercase hex.
+    core = "".join(p for p in _SEPARATORS_RE.split(tok) if not _WORDLIKE_RE.fullmatch(p))
+    _, up, low, digits = _class_profile(core)
+    if not (up and low and digits):
+        return False
+    # Short strings cannot reach high entropy: a random 20-character one averages about 4.0 bits.
+    threshold = min(3.8, math.log2(len(tok)) - 0.7)
+    if _randomness(tok) < 0.15 or _entropy(tok) < threshold:
         return False
     return not _is_encoded_text(tok)
 
 
+def _mostly_words(tok: str) -> bool:
+    """Qwen/Qwen3-Next-80B-A3B-Instruct, types-auth0-python: separated words and short codes."""
+    if "-" not in tok and "_" not in tok and "/" not in tok and "." not in tok:
+        return False
+    parts = _SEPARATORS_RE.split(tok)
+    wordy = sum(len(p) for p in parts if _WORDLIKE_RE.fullmatch(p))
+    return wordy >= 0.5 * sum(map(len, parts))
+
+
 def _randomish(v: str, min_len: int = 12) -> bool:
     """A value that looks machine-generated: long enough, no spaces, mixed classes, not words."""
-    if len(v) < min_len or _SPACE_RE.search(v):
+    if len(v) < min_len or _SPACE_RE.search(v) or _mostly_words(v):
         return False
     _, up, low, dig = _class_profile(v)
     if (up > 0) + (low > 0) + (dig > 0) < 2:
@@ -414,7 +470,7 @@ def _is_placeholder(v: str) -> bool:
     s = v.strip()
     if not s:
         return True
-    if s[0] in "$%{<#!*&@[" or s.startswith(("[REDACTED", "(", "process.env", "os.environ")):
+    if s[0] in "$%{<#!*&@[\\" or s.startswith(("(", "process.env", "os.environ")):
         return True
     low = s.lower()
     if low in _PLACEHOLDER_WORDS or not s.strip("*xX.•-_#?…"):
@@ -464,7 +520,14 @@ def _scan_runs(text: str, b: bytes, spans: list[_Span]) -> None:
                     spans.append(_Span(start, start + len(tok), _P_PROVIDER, kind))
                     continue
         # Random base64 of 32+ characters has a digit 99.6% of the time; camelCase names do not.
-        if end - start >= 32 and has_digit and has_upper and b"l" in classes:
+        # A URL's host and path (the run right after "scheme:") hold no credential by syntax.
+        if (
+            end - start >= 32
+            and has_digit
+            and has_upper
+            and b"l" in classes
+            and not (raw.startswith(b"//") and text[start - 1 : start] == ":")
+        ):
             _scan_entropy(text, start, end, spans)
 
 
@@ -483,9 +546,20 @@ def _scan_entropy(text: str, start: int, end: int, spans: list[_Span]) -> None:
     for m in _B64_RE.finditer(text, start, end):
         s, e = m.span()
         tok = m.group()
-        if tok.startswith(_HASH_LABEL_PREFIXES) or not _looks_random(tok):
+        if tok.startswith(_HASH_LABEL_PREFIXES) or _HASH_LABEL_BEFORE_RE.search(
+            text, max(0, s - 20), s
+        ):
             continue
-        if _HASH_LABEL_BEFORE_RE.search(text, max(0, s - 20), s):
+        if "/" in tok and (tok[0] == "/" or text[s - 1 : s] in (".", "/")):
+            # Inside a URL or path, judge each segment: drive.google.com/file/d/<id>/view keeps
+            # everything but the random id.
+            pos = s
+            for seg in tok.split("/"):
+                if len(seg) >= 20 and _looks_random(seg):
+                    spans.append(_Span(pos, pos + len(seg), _P_ENTROPY, "high_entropy"))
+                pos += len(seg) + 1
+            continue
+        if not _looks_random(tok):
             continue
         while e < end and e - m.end() < 2 and text[e] == "=":
             e += 1
@@ -529,7 +603,7 @@ def _scan_flags(text: str, b: bytes, spans: list[_Span]) -> None:
 
 def _p_flag(text: str, n: int, i: int, spans: list[_Span]) -> None:
     """``-p`` is a password only after mysql-like commands (attached) or sshpass/login (spaced)."""
-    cmd = _P_FLAG_CMD_RE.search(text, text.rfind("\n", 0, i) + 1, i)
+    cmd = _P_FLAG_CMD_RE.search(text, max(text.rfind("\n", 0, i) + 1, i - 300), i)
     if cmd is None:
         return
     j = i + 3
@@ -571,6 +645,8 @@ def _scan_named(text: str, b: bytes, spans: list[_Span]) -> bool:
             continue
         seen.add(start)
         end = name_map.find(b" ", i)
+        if end - start > 80:
+            continue  # no variable is named like that: a blob that happens to contain "key"
         info = _name_info(text[start:end])
         if (info is None or not _named_at(text, start, end, info, spans)) and text[
             end : end + 1
@@ -580,7 +656,8 @@ def _scan_named(text: str, b: bytes, spans: list[_Span]) -> bool:
 
 
 def _line_prefix(text: str, start: int) -> str:
-    return text[text.rfind("\n", 0, start) + 1 : start]
+    """What precedes `start` on its line (at most 200 characters: minified lines are long)."""
+    return text[max(text.rfind("\n", 0, start) + 1, start - 200) : start]
 
 
 def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Span]) -> bool:
@@ -592,9 +669,10 @@ def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Spa
     if m is None:
         return False
     name = text[start:end]
-    if m.group("xml") is not None and not before.endswith("<"):
+    xml, ws = m.group("xml", "ws")
+    if xml is not None and not before.endswith("<"):
         return False
-    if m.group("ws") is not None:
+    if ws is not None:
         flag = name.startswith("-") and len(name) > 2
         netrc = name.lower() in ("password", "passwd") and (
             text.rfind("machine", max(0, start - 300), start) >= 0
@@ -603,17 +681,20 @@ def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Spa
         )
         if not (flag or netrc):
             return False
-    for group in ("eqv", "qv", "bare"):
-        if m.group(group) is not None:
-            vs, ve = m.span(group)
-            quoted = group != "bare"
-            break
+    group = m.lastgroup  # the value groups close last, so this names the one that matched
+    if group in ("eqv", "qv", "bare"):
+        vs, ve = m.span(group)
+        quoted = group != "bare"
     else:
         if info.tier != _TIER_WEAK or text[m.end() : m.end() + 1] != "(":
             return True
         t = _AUTH_TUPLE_RE.match(text, m.end())  # requests' auth=("user", "password")
         if t is not None and not _is_placeholder(t.group("pw")):
             spans.append(_Span(t.start("pw"), t.end("pw"), _P_NAMED, "password"))
+        return True
+    if group == "qv" and text[ve : ve + 1] != m.group("q") and ve < len(text):
+        # No closing quote before the line ends: the "opening" quote closed a string literal, as
+        # in ask("Password: "), unless the event was cut off right here.
         return True
     kind = info.kind
     if info.header:
@@ -629,8 +710,9 @@ def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Spa
 
 
 def _lone_netrc_line(text: str, start: int, m: re.Match[str]) -> bool:
-    """``  password Xy7-secret`` alone on its line, as in a .netrc shown without its machine line."""
-    if m.group("bare") is None or (start and not _line_prefix(text, start).isspace()):
+    """``password Xy7-secret`` alone on its line: a .netrc shown without its machine line."""
+    prefix = _line_prefix(text, start)
+    if m.group("bare") is None or (prefix and not prefix.isspace()):
         return False
     after = text[m.end() : m.end() + 1]
     return after in ("", "\n", "\r") and _has_digit_or_symbol(m.group("bare"))
@@ -649,16 +731,17 @@ def _judge_value(
     """End of the secret value at [vs, ve) after `name`, or None when it is not a literal secret."""
     value = text[vs:ve]
     sep = m.group("sep")
-    if _is_placeholder(value) or (sep is None and value.startswith("-")):
+    if _is_placeholder(value):
         return None
+    if sep is None and not quoted and (value.startswith("-") or _WORDY_RE.fullmatch(value)):
+        return None  # "--password requires --user", "--token --verbose"
     if ("/" in value or "\\" in value) and _PATH_RE.fullmatch(value) and _randomness(value) < 0.15:
         return None  # GOOGLE_APPLICATION_CREDENTIALS=/path/to/sa.json names a file
-    if info.tier == _TIER_WEAK:
-        return ve if _randomish(value.strip()) else None
     if not quoted:
-        code_ref = _DOTTED_RE.fullmatch(value) or _IDENT_RE.fullmatch(value)
+        expr = value.lstrip("-+~!")  # -dist.log_prob(x) is an expression too
+        code_ref = _DOTTED_RE.fullmatch(expr) or _IDENT_RE.fullmatch(expr)
         if code_ref and _ends_call(text, ve):
-            return None  # getpass(), os.environ["X"], env("X")
+            return None  # getpass(), os.environ["X"], env("X"), boto3.Session()
         line_pre = _line_prefix(text, start)
         line_start = _LINE_START_RE.fullmatch(line_pre) is not None
         env_line = (
@@ -676,24 +759,49 @@ def _judge_value(
         else:
             if _DOTTED_RE.fullmatch(value):
                 return None  # settings.API_KEY, req.body.password, env::var
+            if code_ref and (
+                _TYPE_NAME_RE.fullmatch(value) or (sep == ":" and _ANNOTATED_RE.match(text, ve))
+            ):
+                return None  # token = Punctuation, LAST_PASS: Final = 2, x: SecretStr
             if _IDENT_RE.fullmatch(value) and (
                 value.lower() == name.lower().strip("-")
                 or _names_secret(value)
                 or ("_" in value and value.islower())
+                or _CAMEL_IDENT_RE.fullmatch(value)
+                or (text[ve : ve + 1] in (",", ")", ";") and not _randomish(value))
             ):
-                return None  # password=password, token=access_token, api_key=api_key
+                return None  # password=password, token=access_token, f(password=pw, ...)
             if value.isdigit() and len(value) < 4:
                 return None
-            if sep == ":" and m.group("nq") is None:
+            if (
+                sep == ":"
+                and m.group("nq") is None
+                and (m.group("sp1") or (name.lower() in ("pass", "pw") and not line_start))
+            ):
+                return None  # "First pass: ...", "Pass :meth:" - the word, not a password
+            if sep == ":" and m.group("nq") is None and info.tier != _TIER_WEAK:
                 # "Error: invalid password: expected 8 characters" is a sentence; a following
                 # "key:" (YAML joined onto one line) is not.
                 nxt = _NEXT_WORD_RE.match(text, ve)
                 prose = nxt is not None and not nxt.group(1).endswith((":", "="))
                 if prose or not (line_start or _has_digit_or_symbol(value)):
                     return None
-    if info.tier == _TIER_SECRET and (len(value) < 8 or _SPACE_RE.search(value)):
-        return None
-    return ve
+    return ve if _fits_tier(info, value) else None
+
+
+def _fits_tier(info: _NameInfo, value: str) -> bool:
+    """Whether a literal under a name of this tier looks like the secret the name promises."""
+    if info.tier == _TIER_WEAK:
+        return _randomish(value.strip())
+    if info.tier == _TIER_SECRET:
+        # EXPIRED_TOKEN = "expired_token" and IMAGE_TOKEN = "<|image|>" name no credential
+        return not (
+            len(value) < 8
+            or _SPACE_RE.search(value)
+            or _WORDY_RE.fullmatch(value)
+            or len(_ALNUM_RE.findall(value)) < max(8, 0.4 * len(value))
+        )
+    return True  # any literal can be a password
 
 
 def _has_digit_or_symbol(v: str) -> bool:
@@ -709,7 +817,7 @@ def _prose_at(text: str, start: int, end: int, spans: list[_Span]) -> None:
     m = _PROSE_TAIL_RE.match(text, end)
     if m is None:
         return
-    is_password = name.endswith(("pass", "password", "passphrase", "passcode", "pwd"))
+    is_password = name.endswith(("password", "passphrase", "passcode", "pwd"))
     if name.endswith("key") and not (
         _name_info(name) is not None
         or text[max(0, start - 8) : start]
@@ -721,15 +829,15 @@ def _prose_at(text: str, start: int, end: int, spans: list[_Span]) -> None:
     value = m.group("value")
     if value[0] in "\"'`":
         vs, ve, value = vs + 1, ve - 1, value[1:-1]
-        ok = not _is_placeholder(value)
+        # '"token is " + token' closes a string literal rather than quoting a value
+        ok = value == value.strip() and not _is_placeholder(value)
     else:
         stripped = value.rstrip(".,;:!?)")
         ve -= len(value) - len(stripped)
         value = stripped
-        if is_password:
-            ok = _has_digit_or_symbol(value) and not _is_placeholder(value)
-        else:
-            ok = _randomish(value, 12)
+        ok = is_password and _has_digit_or_symbol(value) and not _is_placeholder(value)
+    if not is_password:
+        ok = _randomish(value, 12)
     if ok and value:
         spans.append(_Span(vs, ve, _P_NAMED, "password" if is_password else "env_secret"))
 
@@ -756,18 +864,35 @@ def _collect(text: str) -> list[_Span]:
             if needle in b:
                 for m in regex.finditer(text):
                     spans.append(_Span(m.start(1), m.end(1), _P_PROVIDER, kind))
-    if b"@" in b and b"@tcp(" in b:
-        for m in _GO_DSN_RE.finditer(text):
-            if not _is_placeholder(m.group(2)):
-                spans.append(_Span(m.start(2), m.end(2), _P_URL, "url_password"))
+    i = b.find(b"@tcp(") if b"@" in b else -1
+    while i >= 0:
+        dsn = _GO_DSN_RE.search(text, max(0, i - 200), i + 5)
+        if dsn is not None and not _is_placeholder(dsn.group(2)):
+            spans.append(_Span(dsn.start(2), dsn.end(2), _P_URL, "url_password"))
+        i = b.find(b"@tcp(", i + 5)
     _scan_flags(text, b, spans)
     if not spans:
         return spans
+    spans = _merge(spans)
     if b"[REDACTED:" in b:
-        # A placeholder from an earlier pass is never a secret, nor part of one.
-        done = [m.span() for m in _PLACEHOLDER_RE.finditer(text)]
-        spans = [s for s in spans if not any(s.start < e and st < s.end for st, e in done)]
-    return _merge(spans)
+        spans = _carve(spans, [m.span() for m in _PLACEHOLDER_RE.finditer(text)])
+    return spans
+
+
+def _carve(spans: list[_Span], done: list[tuple[int, int]]) -> list[_Span]:
+    """Cut earlier placeholders out of findings: they are never a secret, nor part of one."""
+    out: list[_Span] = []
+    for span in spans:
+        pos = span.start
+        for st, e in done:
+            if e <= pos or st >= span.end:
+                continue
+            if st > pos:
+                out.append(span._replace(start=pos, end=st))
+            pos = max(pos, e)
+        if pos < span.end:
+            out.append(span._replace(start=pos))
+    return out
 
 
 def _merge(spans: list[_Span]) -> list[_Span]:
@@ -807,7 +932,7 @@ def redact(text: str) -> str:
 
 
 def redact_value(value: Any) -> Any:
-    """Redact every string inside JSON-like data; dict keys stay, a secret-named key's value goes."""
+    """Redact every string in JSON-like data; keys stay, a secret-named key's value goes."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
@@ -833,10 +958,4 @@ def _json_value_is_secret(info: _NameInfo, value: str) -> bool:
     if info.header:
         a = _AUTH_SCHEME_RE.fullmatch(v)
         v = a.group("cred") if a is not None else v
-    if _is_placeholder(v) or v.startswith("[REDACTED:"):
-        return False
-    if info.tier == _TIER_WEAK:
-        return _randomish(v)
-    if info.tier == _TIER_SECRET:
-        return len(v) >= 8 and not any(c.isspace() for c in v)
-    return True
+    return not _is_placeholder(v) and _fits_tier(info, v)

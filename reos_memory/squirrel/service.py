@@ -38,7 +38,7 @@ class Settings:
     writer: str = "auto"  # auto | rules | llm
     owner_id: str = ""
     policy_file: str = ""
-    dedup_threshold: float = 0.9
+    dedup_threshold: float = 0.92
     max_episode_events: int = 400
     writer_min_tool_calls: int = 12
     writer_max_input_tokens: int = 6000

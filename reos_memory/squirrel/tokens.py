@@ -1,23 +1,58 @@
 """The token count Squirrel budgets with: an upper estimate of a BPE tokenizer's count.
 
-`count_tokens(text) = max(ceil(characters / 4), words + punctuation marks)`. English prose runs
-at about 4 characters per token, code and paths at fewer; taking the larger of the two estimates
-keeps a context that fits our count inside real tokenizers' counts for ordinary text.
+`count_tokens(text) = max(ceil(ascii characters / 4) + other characters, pieces)`, where pieces
+are words and punctuation marks, a word of more than 8 ASCII characters counting one piece per
+4 characters (per 2 when it holds a digit: hashes, ids, base64) and every non-ASCII character
+counting one. English prose runs at about 4 characters per token, code and paths at fewer,
+identifiers and hex at about 2, CJK text at one or more per character; taking the larger
+estimate keeps a context that fits this count inside real tokenizers' counts for ordinary text.
+The parts are additive over lines, so a context can be fitted line by line.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from typing import NamedTuple
 
 _PIECES = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+class Size(NamedTuple):
+    """Additive parts of the count: ASCII characters, other characters, pieces."""
+
+    ascii: int
+    other: int
+    pieces: int
+
+    def __add__(self, o: tuple[int, ...]) -> Size:  # type: ignore[override]
+        return Size(self.ascii + o[0], self.other + o[1], self.pieces + o[2])
+
+    @property
+    def tokens(self) -> int:
+        return max(math.ceil(self.ascii / 4) + self.other, self.pieces)
+
+
+def _piece(tok: str) -> int:
+    if not tok.isascii():
+        return sum(1 for c in tok if ord(c) > 127) + _piece("".join(c for c in tok if ord(c) < 128))
+    n = len(tok)
+    if n <= 8:
+        return 1 if n else 0
+    return math.ceil(n / (2 if any(c.isdigit() for c in tok) else 4))
+
+
+def size(text: str) -> Size:
+    """The additive parts of `text` (joining texts with one newline adds one ASCII character)."""
+    other = sum(1 for c in text if ord(c) > 127) if not text.isascii() else 0
+    return Size(len(text) - other, other, sum(_piece(t) for t in _PIECES.findall(text)))
 
 
 def count_tokens(text: str) -> int:
     """Estimated tokens of `text` (0 for the empty string)."""
     if not text:
         return 0
-    return max(math.ceil(len(text) / 4), len(_PIECES.findall(text)))
+    return size(text).tokens
 
 
 def truncate_to_tokens(text: str, budget: int) -> str:

@@ -96,7 +96,8 @@ def live_by_key(
     owner_type: str,
     owner_id: str,
 ) -> list[Memory]:
-    """Provisional or active memories holding `key` for this project, scope and owner."""
+    """Provisional or active memories holding `key` for this project, scope and owner (an
+    expired one included: a new value for the key must replace it)."""
     rows = fetch(
         conn,
         f"SELECT {COLUMNS} FROM memories WHERE key = ? AND project_id IS ? AND scope = ?"
@@ -104,6 +105,44 @@ def live_by_key(
         (key, project_id, scope, owner_type, owner_id),
     )
     return [_memory(r) for r in rows]
+
+
+def keyed_ids(conn: apsw.Connection, project_id: str, owner: tuple[str, str] | None) -> set[str]:
+    """Live memories found by key lookup: `project.*` keys of the project, `user.*` keys of the
+    owner (two range scans of the key index)."""
+    owner_sql, args = "", []
+    if owner is not None:
+        owner_sql, args = " AND owner_type = ? AND owner_id = ?", list(owner)
+    live = " AND status IN ('provisional', 'active')"
+    rows = fetch(
+        conn,
+        "SELECT id FROM memories WHERE key >= 'project.' AND key < 'project/' AND project_id = ?"
+        + live
+        + owner_sql,
+        (project_id, *args),
+    )
+    rows += fetch(
+        conn,
+        "SELECT id FROM memories WHERE key >= 'user.' AND key < 'user/'" + live + owner_sql,
+        args,
+    )
+    return {r[0] for r in rows}
+
+
+def emergency_guard_ids(
+    conn: apsw.Connection, project_id: str, owner: tuple[str, str] | None
+) -> set[str]:
+    """Live emergency guards (polarity -1) of the project and global ones."""
+    owner_sql, args = "", []
+    if owner is not None:
+        owner_sql, args = " AND owner_type = ? AND owner_id = ?", list(owner)
+    sql = (
+        "SELECT id FROM memories WHERE project_id {} AND kind = 'guard' AND tier = 'emergency'"
+        " AND status IN ('provisional', 'active') AND polarity < 0" + owner_sql
+    )
+    rows = fetch(conn, sql.format("= ?"), (project_id, *args))
+    rows += fetch(conn, sql.format("IS NULL"), args)
+    return {r[0] for r in rows}
 
 
 def same_text(
@@ -114,14 +153,19 @@ def same_text(
     owner_id: str,
     kind: str,
     text: str,
+    now: str,
+    protected: Sequence[str] = (),
 ) -> str | None:
-    """A live memory of this slot whose text is the same, ignoring case and outer spaces."""
+    """A live, unexpired memory of this slot whose text is the same, ignoring case and outer
+    spaces (protected kinds do not expire)."""
     return scalar(
         conn,
-        "SELECT id FROM memories WHERE project_id IS ? AND scope = ? AND owner_type = ?"
-        " AND owner_id = ? AND kind = ? AND status != 'deprecated'"
-        " AND lower(trim(text)) = lower(trim(?)) LIMIT 1",
-        (project_id, scope, owner_type, owner_id, kind, text),
+        "SELECT id FROM memories WHERE project_id IS ? AND kind = ?"
+        " AND lower(trim(text)) = lower(trim(?)) AND scope = ? AND owner_type = ?"
+        " AND owner_id = ? AND status != 'deprecated'"
+        " AND (expires_at IS NULL OR expires_at > ? OR kind IN (SELECT value FROM json_each(?)))"
+        " LIMIT 1",
+        (project_id, kind, text, scope, owner_type, owner_id, now, _json(protected)),
     )
 
 

@@ -138,7 +138,12 @@ class VectorIndex:
                 rows = np.flatnonzero(mask)
                 if rows.size == 0:
                     return []
-                scores = self._matrix[rows] @ query
+                if rows.size * 4 >= n:
+                    # most rows qualify: one product over the matrix beats copying the subset
+                    full = self._matrix[:n] @ query
+                    scores = full[rows]
+                else:
+                    scores = self._matrix[rows] @ query
             k = min(k, scores.shape[0])
             top = np.argpartition(-scores, k - 1)[:k]
             top = top[np.argsort(-scores[top], kind="stable")]
