@@ -120,6 +120,8 @@ class App:
     def close(self) -> None:
         """Stop background work (each unit is one transaction, so nothing is half-written), then close."""
         self._stopping.set()
+        if self._squirrel is not None:
+            self._squirrel.close()
         self.embeddings.wait_ready(30)  # a model still loading must finish: exiting mid-load aborts
         if self._catch_up_thread is not None:
             self._catch_up_thread.join(60)  # ends after its current chunk, embedder still running
@@ -146,6 +148,7 @@ def make_squirrel(config: Config, db: Database, indexer: Any, llm: Any, log: Any
         writer_daily_token_budget=c.writer_daily_token_budget,
         writer_max_concurrent_calls=c.writer_max_concurrent_calls,
         max_events_per_ingest=c.max_events_per_ingest,
+        llm_call_budget_s=c.llm_timeout_s * (c.llm_max_retries + 1) + 10 * c.llm_max_retries,
     )
     return Squirrel(db, indexer, settings, llm, log)
 
@@ -336,6 +339,25 @@ def _watch_parent(interval: float, log: Any) -> None:
 SQRL_NEEDS_MODEL = ("context", "add", "flush", "search")
 
 
+def _recorded_embedder(config: Config) -> str | None:
+    """The embedder setting matching the model the database records (None when unknown)."""
+    import os.path
+
+    if config.db != ":memory:" and not os.path.exists(config.db):
+        return None
+    db = Database(config.db)
+    try:
+        migrate(db)
+        model = db.read(recorded_model)
+    finally:
+        db.close()
+    if model is None:
+        return None
+    if model.startswith("reos-hash-v1-"):
+        return "hash"
+    return None if model == "sentence-transformers/all-MiniLM-L6-v2" else "none"
+
+
 def run_sqrl(config: Config, args: Any) -> int:
     """Run one `sqrl` command on the database directly (no server needed)."""
     import msgspec
@@ -346,6 +368,18 @@ def run_sqrl(config: Config, args: Any) -> int:
     changes: dict[str, Any] = {"catch_up_indexing": False}
     if args.command not in SQRL_NEEDS_MODEL:
         changes["embedder"] = "none"  # nothing to embed: do not load the model
+    elif getattr(args, "embedder", None):
+        changes["embedder"] = args.embedder
+    else:
+        # follow the model the database already uses: the command line must never switch a
+        # database to another model (that would drop every vector the servers rely on)
+        try:
+            recorded = _recorded_embedder(config)
+        except ReosError as exc:
+            sys.stderr.write(f"sqrl: {exc.message}\n")
+            return 1
+        if recorded is not None:
+            changes["embedder"] = recorded
     cfg = msgspec.structs.replace(config, **changes)
     log = setup_logging("warning")
     try:
@@ -362,7 +396,7 @@ def run_sqrl(config: Config, args: Any) -> int:
         where = {"project_id": args.project_id, "project_root": root}
         cmd = args.command
         if cmd == "flush":
-            out = sq.flush(**where, session_id=args.session)
+            out = sq.flush(**where, session_id=args.session, wait=True)
             text = report.episodes(out)
         elif cmd == "context":
             out = sq.get_task_context(
@@ -376,20 +410,25 @@ def run_sqrl(config: Config, args: Any) -> int:
         elif cmd == "add":
             from reos_memory.squirrel.writer.schema import WriterOp
 
-            op = msgspec.convert(
-                {
-                    "op": "ADD",
-                    "scope": args.scope,
-                    "kind": args.kind,
-                    "tier": args.tier,
-                    "polarity": -1 if args.avoid else 1,
-                    "key": args.key,
-                    "text": " ".join(args.text),
-                    "ttl_days": args.ttl_days,
-                    "path_prefix": args.path_prefix,
-                },
-                WriterOp,
-            )
+            try:
+                op = msgspec.convert(
+                    {
+                        "op": "ADD",
+                        "scope": args.scope,
+                        "kind": args.kind,
+                        "tier": args.tier,
+                        "polarity": -1 if args.avoid else 1,
+                        "key": args.key,
+                        "text": " ".join(args.text),
+                        "ttl_days": args.ttl_days,
+                        "path_prefix": args.path_prefix,
+                    },
+                    WriterOp,
+                )
+            except msgspec.ValidationError as exc:
+                msg, _, at = str(exc).rpartition(" - at `$.")
+                option = "--" + at.rstrip("`").replace("_", "-")
+                raise ReosError(f"{option}: {msg or exc}") from None
             if args.scope == "global":
                 where = {"project_id": None, "project_root": None}
             out = sq.add_memory(**where, op=op, owner_type=None, owner_id=None)

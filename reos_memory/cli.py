@@ -125,6 +125,11 @@ def build_sqrl_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _common(common)
     common.add_argument("--json", action="store_true", help="print the result as JSON")
+    common.add_argument(
+        "--embedder",
+        choices=["onnx", "sentence-transformers", "hash", "none"],
+        help="embedder (default: the one the database's vectors come from)",
+    )
     where = common.add_mutually_exclusive_group()
     where.add_argument("--project-root", help="project directory (default: the current one)")
     where.add_argument("--project-id", help="project id instead of a directory")

@@ -84,3 +84,16 @@ def provider_env(provider: FakeProvider, kind: str = "openai", **extra: str) -> 
         "REOS_MEMORY_LLM_TIMEOUT_S": "5",
         **extra,
     }
+
+
+def settle(srv, project_root: str, timeout: float = 30.0) -> list[dict]:
+    """Wait until the background Memory Writer has no episode of the project left to write;
+    returns the project's episodes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        eps = srv.call("squirrel/episodes/list", {"project_root": project_root})["episodes"]
+        if all(e["outcome"] not in ("pending", "running") for e in eps):
+            return eps
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"episodes still being written: {eps}")
+        time.sleep(0.05)

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.fake_llm import FakeProvider, provider_env
+from tests.fake_llm import FakeProvider, provider_env, settle
 from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
@@ -207,12 +207,23 @@ def two_sessions(tmp_path, db_path, provider: FakeProvider, writer: str, embedde
             "tests_final_status": "not_run",
             "user_frustration": "severe",
         }
-        assert ep1["outcome"] == "written" and ep1["writer"] == (
-            "rules" if writer == "rules" else writer
-        )
+        if writer == "rules":  # the offline writer commits inside the request
+            assert ep1["outcome"] == "written" and ep1["writer"] == "rules"
+        else:  # an LLM writer works in the background; its memories appear when it is done
+            assert ep1["outcome"] == "queued"
+            settle(srv, str(shop))
+            ep1 = {
+                **ep1,
+                **srv.call("squirrel/episodes/get", {"episode_id": ep1["episode_id"]})["episode"],
+            }
+            assert ep1["outcome"] == "written"
         assert r["pending_events"] == 1
-        flushed = srv.call("squirrel/flush", {"project_root": str(shop), "session_id": "s1"})
+        # flush with wait: the writer's call (LLM too) happens inside the request
+        flushed = srv.call(
+            "squirrel/flush", {"project_root": str(shop), "session_id": "s1", "wait": True}
+        )
         assert [e["cut_reason"] for e in flushed["episodes"]] == ["flush"]
+        assert flushed["episodes"][0]["outcome"] == "written"
         texts = [
             op["text"]
             for e in [ep1, *flushed["episodes"]]
@@ -584,7 +595,9 @@ def test_a_big_episode_is_summarised_under_the_input_cap(db_path, tmp_path, prov
             timeout=60,
         )
         ep = r["episodes"][0]
-        assert ep["outcome"] == "written" and ep["events"] == 1201
+        assert ep["outcome"] == "queued" and ep["events"] == 1201
+        [done] = settle(srv, str(shop))
+        assert done["outcome"] == "written"
     from reos_memory.squirrel.tokens import count_tokens
 
     body = provider.requests[0]["body"]

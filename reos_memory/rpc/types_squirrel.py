@@ -75,6 +75,7 @@ class IngestResult(Struct, kw_only=True):
 
 class FlushParams(ProjectParams, kw_only=True):
     session_id: SessionId | None = None
+    wait: bool = False
 
 
 class FlushResult(Struct, kw_only=True):
@@ -244,6 +245,7 @@ class EpisodeGetResult(Struct, kw_only=True):
 
 class EpisodeRetryParams(ProjectParams, kw_only=True):
     episode_id: Annotated[str, Meta(min_length=1, max_length=128)] | None = None
+    wait: bool = False
 
 
 class EpisodeRetryResult(Struct, kw_only=True):

@@ -23,6 +23,7 @@ from reos_memory.squirrel.commit import Vectors
 from reos_memory.squirrel.events import CONTEXT_CLOSE, CONTEXT_OPEN
 from reos_memory.squirrel.policy import Policy
 from reos_memory.squirrel.projects import path_inside
+from reos_memory.squirrel.redaction import redact
 from reos_memory.squirrel.tokens import Size, count_tokens, size, truncate_to_tokens
 from reos_memory.store import Database, fetch
 from reos_memory.store import memories as msql
@@ -38,6 +39,7 @@ SECTIONS = (
 )
 HEADER = "Memories from earlier sessions in this project (Squirrel). Use them; they may be stale."
 MAX_LINE_TOKENS = 120  # one memory never eats a whole small budget
+KEYWORD_POSTINGS = 5000  # BM25 scores at most this many postings (common words dropped first)
 
 
 @dataclass
@@ -67,6 +69,8 @@ class Scope:
     include_global: bool = True
     statuses: tuple[str, ...] = LIVE
     kinds: tuple[str, ...] | None = None
+    protected: frozenset[str] = frozenset()
+    require_path: bool = True  # repo_path memories only for a request path inside them
 
 
 def _visible(m: Memory, scope: Scope, now: str) -> bool:
@@ -76,14 +80,19 @@ def _visible(m: Memory, scope: Scope, now: str) -> bool:
         return False
     if scope.owner is not None and (m.owner_type, m.owner_id) != scope.owner:
         return False
-    if m.expires_at is not None and m.expires_at <= now and "deprecated" not in scope.statuses:
-        return False
+    if (
+        m.expires_at is not None
+        and m.expires_at <= now
+        and m.kind not in scope.protected
+        and "deprecated" not in scope.statuses
+    ):
+        return False  # protected kinds are never ended by time alone
     if m.scope == "global" or m.project_id is None:
         if not scope.include_global:
             return False
     elif scope.project_id is not None and m.project_id != scope.project_id:
         return False
-    if m.scope == "repo_path":
+    if m.scope == "repo_path" and (scope.path is not None or scope.require_path):
         return scope.path is not None and path_inside(scope.path, m.path_prefix or "")
     return True
 
@@ -114,15 +123,16 @@ def candidates(
 
     def read(conn: apsw.Connection) -> tuple[dict[str, float], set[str], set[str]]:
         kw: dict[str, float] = {}
-        if words:
+        kept = vsql.prune_words(conn, words, KEYWORD_POSTINGS, "memories_fts")[0] if words else []
+        if kept:
             pids: list[str | None] = [scope.project_id] if scope.project_id else []
             if scope.include_global:
                 pids.append(None)
-            match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+            match = " OR ".join('"' + w.replace('"', '""') + '"' for w in kept)
             if scope.project_id is None:
                 hits = _keyword_anywhere(conn, match, 50)
             else:
-                hits = msql.keyword_search(conn, match, 50, pids)
+                hits = msql.keyword_search(conn, match, 50, pids, scope.statuses)
             kw = dict(hits)
         keyed: set[str] = set()
         guards: set[str] = set()
@@ -282,7 +292,7 @@ def get_task_context(
     exclude_injected: bool = False,
 ) -> dict[str, Any]:
     """Choose, render and record the memories for one task (see the module docstring)."""
-    scope = Scope(project_id=project_id, owner=owner, path=path)
+    scope = Scope(project_id=project_id, owner=owner, path=path, protected=policy.protected_kinds)
     cands, used_vectors = candidates(db, vectors, task, scope, policy, key_lookup=True)
     eligible = [c for c in cands if passes_floor(c, policy, used_vectors)]
     if exclude_injected and session_id:
@@ -305,8 +315,8 @@ def get_task_context(
                 "owner_type": owner[0],
                 "owner_id": owner[1],
                 "session_id": session_id,
-                "task": task[:2000],
-                "path": path,
+                "task": redact(task[:2000]),
+                "path": None if path is None else redact(path),
                 "created_at": now,
                 "budget_tokens": budget,
                 "tokens": tokens,

@@ -61,15 +61,6 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
     }
     now_s = _iso(now)
     expires_s = row["expires_at"]
-    if expires_s is not None and expires_s <= now_s:  # ISO 8601 UTC strings sort as times
-        if not protected:
-            return {
-                **out,
-                "action": "deprecate",
-                "changes": {"status": "deprecated"},
-                "reason": f"TTL passed (expires_at {row['expires_at']})",
-            }
-        out["note"] = "TTL passed, but the kind is protected from time-based deprecation"
     if status == "provisional":
         prom = policy.promotion(kind)
         dep = policy.deprecation(kind)
@@ -103,6 +94,15 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
                     "reason": f"used {uses} of {opp} opportunities (ratio {ratio:.2f} <="
                     f" {dep.max_use_ratio})",
                 }
+    if expires_s is not None and expires_s <= now_s:  # ISO 8601 UTC strings sort as times
+        if not protected:
+            return {
+                **out,
+                "action": "deprecate",
+                "changes": {"status": "deprecated"},
+                "reason": f"TTL passed (expires_at {row['expires_at']})",
+            }
+        out["note"] = "TTL passed, but the kind is protected from time-based deprecation"
     max_days = policy.max_inactive_days(kind)
     since_s = row["last_used_at"] or row["created_at"]
     if max_days is not None and since_s and since_s < _iso(now - timedelta(days=max_days)):

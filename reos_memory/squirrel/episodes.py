@@ -206,17 +206,22 @@ def _reset(state: dict[str, Any]) -> None:
 def _pairing(state: dict[str, Any], ev: EventIn) -> dict[str, Any] | None:
     if ev.kind != "tool_result":
         return None
-    if ev.call_id and ev.call_id in state["calls"]:
-        return state["calls"][ev.call_id]
+    if ev.call_id:
+        from reos_memory.squirrel.redaction import redact
+
+        key = redact(ev.call_id)[:80]
+        if key in state["calls"]:
+            return state["calls"][key]
     return state["last_call"]
 
 
 def _remember_call(state: dict[str, Any], ev: EventIn, c: dict[str, Any]) -> None:
+    # the compressed (redacted) fields only: the state is stored with the session
     info = {"tool_name": c.get("tool_name"), "command": c.get("command"), "file": c.get("file")}
     state["last_call"] = info
     if ev.call_id:
         calls = state["calls"]
-        calls[ev.call_id] = info
+        calls[c.get("call_id") or ev.call_id[:80]] = info
         if len(calls) > 32:  # only recent calls can still get results
             for k in list(calls)[: len(calls) - 32]:
                 del calls[k]

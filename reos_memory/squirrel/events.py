@@ -73,13 +73,14 @@ def parse_ts(ts: str | None, index: int, now: str | None = None) -> str:
         return now or now_iso()
     try:
         dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        dt = dt.astimezone(UTC)
+    except (ValueError, OverflowError):
         raise InvalidInput(
             f"events[{index}].ts", "must be an ISO 8601 date-time such as 2025-05-01T10:00:00Z"
         ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def compress(
@@ -98,13 +99,13 @@ def compress(
         "ts": parse_ts(ev.ts, index, now),
         "role": ev.role,
         "kind": ev.kind,
-        "tool_name": ev.tool_name or (call or {}).get("tool_name"),
+        "tool_name": redact(ev.tool_name) if ev.tool_name else (call or {}).get("tool_name"),
         "file": _cap(redact(ev.file), 300) if ev.file else (call or {}).get("file"),
     }
     if command:
         out["command"] = _cap(command.strip(), COMMAND_CHARS)
     if ev.call_id:
-        out["call_id"] = ev.call_id[:80]
+        out["call_id"] = redact(ev.call_id)[:80]
     if ev.exit_code is not None:
         out["exit_code"] = ev.exit_code
     if ev.role == "user" and ev.kind == "message":
@@ -150,7 +151,9 @@ def compress(
     else:
         if ev.kind == "tool_call" and (ev.is_error or ev.exit_code not in (None, 0)):
             out["error"] = True
-        said = summary or _first_line(text or "") or command or ev.file or ev.tool_name or ""
+        said = (
+            summary or _first_line(text or "") or command or out["file"] or out["tool_name"] or ""
+        )
         out["summary"] = _cap(said, SUMMARY_CHARS)
         if ev.kind == "tool_call":
             detail = snippet if snippet is not None else text

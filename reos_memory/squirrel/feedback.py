@@ -78,16 +78,34 @@ def judge_session_contexts(
     regret: RegretWeights,
     now: str,
 ) -> int:
-    """An episode just ended: it is the outcome of the contexts its session received before."""
+    """An episode just ended: it is the outcome of the contexts its session received before.
+
+    However many contexts the task received (a hook may ask on every prompt), it is one task:
+    each memory injected into any of them gets at most one regret hit, and the project's
+    averages take the outcome in once.
+    """
     ids = sql.contexts_awaiting_feedback(conn, session_id, until)
+    if not ids:
+        return 0
     outcome = {
         "errors": st.error_count,
         "retries": st.retry_loops,
         "tests_final_status": st.tests_final_status,
         "user_frustration": st.user_frustration,
     }
+    n, avg_err, avg_retry = sql.baseline(conn, project_id)
     judged = 0
+    mems: dict[str, None] = {}
     for cid in ids:
-        res = apply(conn, cid, outcome, regret, now, "episode", update_baseline=judged == 0)
-        judged += int(res["counted"])
+        if sql.set_feedback(conn, cid, now, "episode", outcome):
+            judged += 1
+            mems.update(dict.fromkeys(sql.injected_memories(conn, cid)))
+    d_err = max(0.0, avg_err - st.error_count)
+    d_retry = max(0.0, avg_retry - st.retry_loops)
+    if judged and n > 0 and (d_err > 0 or d_retry > 0) and mems:
+        memory_sql.add_regret(
+            conn, list(mems), regret.alpha_errors * d_err + regret.beta_retries * d_retry
+        )
+    if judged:
+        sql.add_outcome(conn, project_id, st.error_count, st.retry_loops, now)
     return judged

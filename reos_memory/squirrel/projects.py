@@ -40,11 +40,16 @@ def project_for_root(project_root: str) -> Project:
     """The project a directory belongs to (see the module docstring for the rule)."""
     if not project_root.strip():
         raise InvalidInput("project_root", "must be a non-empty path")
+    if "\x00" in project_root:
+        raise InvalidInput("project_root", "must not contain a NUL character")
     path = Path(project_root).expanduser()
     if not path.is_absolute():
         raise InvalidInput("project_root", "must be an absolute path")
-    path = Path(os.path.realpath(path))
-    root = git_top_level(path) or path
+    try:
+        path = Path(os.path.realpath(path))
+        root = git_top_level(path) or path
+    except (OSError, ValueError) as exc:
+        raise InvalidInput("project_root", f"is not a usable path ({exc})") from None
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:12]
     name = _SAFE.sub("-", root.name or "root").strip("-.")[:48] or "root"
     return Project(id=f"{name}-{digest}", root=str(root))

@@ -49,16 +49,18 @@ Rules, strongest first (overlapping findings merge, the strongest kind names the
    UUIDs, ``sha256:`` image digests), hash-labelled values (``sha512-...`` integrity, go.sum
    ``h1:``), data-URI payloads, SSH public keys, base64 that decodes to readable text, and the
    host and path of ``scheme://`` URLs (a URL holds credentials only in its user part, its query
-   or a known webhook path). In other paths each ``/`` segment is judged alone. Single-case
+   or a known webhook path). In an absolute path each ``/`` segment is judged alone. Single-case
    random strings (lowercase hex or base36 session ids) are left to rules 2-4, which see their
    names.
 
-The placeholder never matches any rule, so redacting twice gives the same text as once.
+The placeholder never matches any rule and later findings are cut around it, so redacting twice
+gives the same text as once.
 
-Speed: CPython's regex engine spends 20-40 ns per character on a scan, more than this whole pass may
-cost, so no regex ever runs over the whole text. Every rule is anchored on something found by a
-C-level byte search - a secret word, ``://``, ``-u``/``-p``, ``PRIVATE KEY``, a provider host, or
-a run of 20+ token characters located through ``bytes.translate`` - and its regex only runs there.
+Speed: CPython's regex engine spends 20-40 ns per character when a pattern has no literal start,
+more than this whole pass may cost, so no such regex scans the whole text. Every rule is anchored
+on something found by a C-level byte search - a secret word, ``://``, ``-u``/``-p``,
+``PRIVATE KEY``, a provider host, or a run of 20+ token characters located through
+``bytes.translate`` - and its regex only runs there.
 """
 
 from __future__ import annotations

@@ -18,7 +18,13 @@ from reos_memory.squirrel import context as ctxmod
 from reos_memory.squirrel import cr_memory, episodes, feedback
 from reos_memory.squirrel.commit import CommitContext, Vectors, commit
 from reos_memory.squirrel.policy import Policy, default_text, load_policy
-from reos_memory.squirrel.projects import Project, default_owner_id, relative_path, resolve
+from reos_memory.squirrel.projects import (
+    Project,
+    default_owner_id,
+    project_for_root,
+    relative_path,
+    resolve,
+)
 from reos_memory.squirrel.tokens import count_tokens
 from reos_memory.squirrel.writer import llm as llm_writer
 from reos_memory.squirrel.writer import rules
@@ -46,6 +52,7 @@ class Settings:
     writer_daily_token_budget: int = 1_000_000
     writer_max_concurrent_calls: int = 2
     max_events_per_ingest: int = 5000
+    llm_call_budget_s: float = 120.0  # timeout x attempts + backoff of one writer call
 
 
 class Squirrel:
@@ -65,6 +72,13 @@ class Squirrel:
         self._llm = llm
         self.log = log
         self._llm_slots = threading.BoundedSemaphore(max(1, settings.writer_max_concurrent_calls))
+        self._queue_lock = threading.Lock()
+        self._queue: Any = None
+        self._queued: set[str] = set()
+        self._workers: list[threading.Thread] = []
+        self._closing = threading.Event()
+        # a claim older than the longest a writer call can take belonged to a process that died
+        self._stale_after = max(STALE_CLAIM, timedelta(seconds=2 * settings.llm_call_budget_s + 60))
 
     # -- who and where ----------------------------------------------------------------------
 
@@ -118,6 +132,7 @@ class Squirrel:
         owner = self.owner(owner_type, owner_id)
         pol = self.policy(proj.root)
         limits = self._limits()
+        session_id = safe_session_id(session_id) or session_id
 
         def tx(conn: apsw.Connection) -> episodes.IngestReport:
             ssql.touch_project(conn, proj.id, proj.root, now_iso())
@@ -149,11 +164,14 @@ class Squirrel:
         project_root: str | None,
         session_id: str | None = None,
         process: bool = True,
+        wait: bool = False,
     ) -> dict[str, Any]:
-        """Cut the open episode of a session (or of every session of the project) now."""
+        """Cut the open episode of a session (or of every session of the project) now; with
+        `wait`, an LLM writer's call happens inside this call instead of in the background."""
         proj = self.project(project_id, project_root)
         pol = self.policy(proj.root)
         limits = self._limits()
+        session_id = safe_session_id(session_id)
 
         def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
             if session_id is not None:
@@ -173,7 +191,10 @@ class Squirrel:
             return out
 
         cut = self.db.write(tx)
-        return {"project_id": proj.id, "episodes": [self._after_cut(ep, process) for ep in cut]}
+        return {
+            "project_id": proj.id,
+            "episodes": [self._after_cut(ep, process, wait) for ep in cut],
+        }
 
     def _limits(self) -> episodes.Limits:
         s = self.settings
@@ -181,27 +202,102 @@ class Squirrel:
             max_episode_events=s.max_episode_events, writer_min_tool_calls=s.writer_min_tool_calls
         )
 
-    def _after_cut(self, ep: dict[str, Any], process: bool) -> dict[str, Any]:
+    def _after_cut(self, ep: dict[str, Any], process: bool, wait: bool = False) -> dict[str, Any]:
         out = dict(ep)
-        if ep["call_writer"] and process:
+        if not ep["call_writer"]:
+            out["outcome"] = "skipped"
+        elif not process:
+            out["outcome"] = "pending"
+        elif wait or self.writer_kind() == "rules":
+            # the offline writer takes milliseconds: its memories are part of this write
             out.update(self.process_episode(ep["episode_id"]))
         else:
-            out["outcome"] = "pending" if ep["call_writer"] else "skipped"
+            # an LLM call can take seconds: it runs in the background, so no request of this
+            # connection waits on the network; its memories appear when it finishes
+            self.enqueue(ep["episode_id"])
+            out["outcome"] = "queued"
         return out
 
-    def process_episode(self, episode_id: str, *, force: bool = False) -> dict[str, Any]:
+    # -- the background Memory Writer ---------------------------------------------------------
+
+    def enqueue(self, episode_id: str) -> None:
+        """Have a background writer thread process this episode (once, even if asked twice)."""
+        with self._queue_lock:
+            if self._closing.is_set() or episode_id in self._queued:
+                return
+            if not self._workers:
+                self._start_workers()  # may queue this episode already (it is pending)
+            if episode_id in self._queued:
+                return
+            self._queued.add(episode_id)
+            self._queue.put(episode_id)
+
+    def _start_workers(self) -> None:
+        import queue
+
+        self._queue = queue.Queue()
+        for i in range(max(1, self.settings.writer_max_concurrent_calls)):
+            # daemon threads: a call in flight at exit is abandoned, its claim goes stale and
+            # the episode is processed again later; nothing is lost
+            t = threading.Thread(target=self._work, name=f"memory-writer-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+        # episodes left pending by an earlier process (exit, budget) are taken up again
+        for eid in self.db.read(lambda c: ssql.unprocessed_episodes(c, None, 1000, only_pending=True)):
+            if eid not in self._queued:
+                self._queued.add(eid)
+                self._queue.put(eid)
+
+    def _work(self) -> None:
+        while not self._closing.is_set():
+            eid = self._queue.get()
+            if eid is None:
+                return
+            try:
+                self.process_episode(eid, retry_failed=False)
+            except Exception as exc:  # the episode keeps its state; the worker keeps going
+                if self.log:
+                    self.log.warning("writer_worker_error", episode_id=eid, error=repr(exc))
+            finally:
+                with self._queue_lock:
+                    self._queued.discard(eid)
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """True once no episode is queued or being written by this process (for tests, CLI)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._queue_lock:
+                if not self._queued:
+                    return True
+            time.sleep(0.02)
+        return False
+
+    def close(self) -> None:
+        """Stop the background writers; queued episodes stay pending for the next start."""
+        self._closing.set()
+        with self._queue_lock:
+            for _ in self._workers:
+                self._queue.put(None)
+
+    def process_episode(
+        self, episode_id: str, *, force: bool = False, retry_failed: bool = True
+    ) -> dict[str, Any]:
         """Run the Memory Writer on one stored episode and commit its ops.
 
-        A failed call or invalid output leaves the episode unprocessed with the reason (retry it
-        later); nothing is lost.
+        The ops, the evidence and the episode's new state commit in one transaction, and only
+        while this call still holds the episode's claim. A failed call or invalid output leaves
+        the episode unprocessed with the reason (retry it later); nothing is lost.
         """
+        token = new_id("claim")
         now = now_iso()
-        stale = (datetime.now(UTC) - STALE_CLAIM).isoformat(timespec="milliseconds")
+        stale = (datetime.now(UTC) - self._stale_after).isoformat(timespec="milliseconds")
         ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
         if ep is None:
             raise NotFound("episode", episode_id, field="episode_id")
         if ep.processed and not force:
             return {"episode_id": episode_id, "outcome": ep.outcome, "reason": "already processed"}
+        if ep.outcome == "failed" and not retry_failed:
+            return {"episode_id": episode_id, "outcome": "failed", "reason": ep.outcome_reason}
 
         def claim(conn: apsw.Connection) -> bool:
             if force and ep.processed:
@@ -209,60 +305,74 @@ class Squirrel:
                     "UPDATE episodes SET processed = 0, outcome = 'pending' WHERE id = ?",
                     (episode_id,),
                 )
-            return ssql.claim_episode(conn, episode_id, now, stale.replace("+00:00", "Z"))
+            return ssql.claim_episode(
+                conn, episode_id, f"{now} {token}", stale.replace("+00:00", "Z")
+            )
 
         if not self.db.write(claim):
             return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
+        claimed = f"{now} {token}"
         try:
             kind = self.writer_kind()
             output, sources, call = self._write(ep, kind)
         except Exception as exc:
             reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            outcome = "pending" if isinstance(exc, _Deferred) else "failed"
             self.db.write(
                 lambda c: ssql.finish_episode(
-                    c, episode_id, processed=0, outcome="failed", reason=reason
+                    c, episode_id, processed=0, outcome=outcome, reason=reason, claim=claimed
                 )
             )
             if self.log:
                 self.log.warning("writer_failed", episode_id=episode_id, reason=reason)
-            return {"episode_id": episode_id, "outcome": "failed", "reason": reason}
+            return {"episode_id": episode_id, "outcome": outcome, "reason": reason}
         ev = output.episode_evidence
-        result = commit(
-            self.db,
-            self.vectors,
-            output.ops,
-            CommitContext(
-                project_id=ep.project_id,
-                owner_type=ep.owner_type,
-                owner_id=ep.owner_id,
-                episode_id=episode_id,
-                source=(ev.source if ev else None),
-                frustration=(ev.frustration if ev else None) or ep.stats.user_frustration,
-                op_sources=sources,
-            ),
-            dedup_threshold=self.settings.dedup_threshold,
-        )
-        ops = [_public_result(r) for r in result.results]
-        summary = ", ".join(
-            f"{n} {a}"
-            for a in ("added", "updated", "deprecated", "deduplicated", "rejected")
-            if (n := result.count(a))
-        )
-        self.db.write(
-            lambda c: ssql.finish_episode(
-                c,
+        done: dict[str, Any] = {}
+
+        def finish(conn: apsw.Connection, result: Any) -> None:
+            ops = [_public_result(r) for r in result.results]
+            summary = ", ".join(
+                f"{n} {a}"
+                for a in ("added", "updated", "deprecated", "deduplicated", "rejected")
+                if (n := result.count(a))
+            )
+            if not ssql.finish_episode(
+                conn,
                 episode_id,
                 processed=1,
                 outcome="written",
                 reason=summary or "the writer found nothing worth remembering",
                 ops=ops,
+                claim=claimed,
+            ):
+                # another process took the episode over (our claim went stale): roll back
+                raise _LostClaim(episode_id)
+            done["ops"] = ops
+
+        try:
+            commit(
+                self.db,
+                self.vectors,
+                output.ops,
+                CommitContext(
+                    project_id=ep.project_id,
+                    owner_type=ep.owner_type,
+                    owner_id=ep.owner_id,
+                    episode_id=episode_id,
+                    source=(ev.source if ev else None),
+                    frustration=(ev.frustration if ev else None) or ep.stats.user_frustration,
+                    op_sources=sources,
+                    after=finish,
+                ),
+                dedup_threshold=self.settings.dedup_threshold,
             )
-        )
+        except _LostClaim:
+            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
         return {
             "episode_id": episode_id,
             "outcome": "written",
             "writer": kind,
-            "ops": ops,
+            "ops": done["ops"],
             "writer_call": call,
         }
 
@@ -356,12 +466,22 @@ class Squirrel:
         cands.sort(key=lambda c: (not c.by_key, -c.score))
         return [c.memory for c in cands[:k]]
 
-    def retry(self, episode_id: str | None, project_id: str | None = None) -> dict[str, Any]:
-        """Run the writer again on one episode, or on every unprocessed one."""
+    def retry(
+        self, episode_id: str | None, project_id: str | None = None, *, wait: bool = False
+    ) -> dict[str, Any]:
+        """Run the writer again on one episode, or on every unprocessed one: now with the
+        offline writer or `wait`, else queued for the background writer."""
         if episode_id is not None:
-            return {"episodes": [self.process_episode(episode_id)]}
-        ids = self.db.read(lambda c: ssql.unprocessed_episodes(c, project_id, 1000))
-        return {"episodes": [self.process_episode(i) for i in ids]}
+            if self.db.read(lambda c: ssql.get_episode(c, episode_id, False)) is None:
+                raise NotFound("episode", episode_id, field="episode_id")
+            ids = [episode_id]
+        else:
+            ids = self.db.read(lambda c: ssql.unprocessed_episodes(c, project_id, 1000))
+        if wait or self.writer_kind() == "rules":
+            return {"episodes": [self.process_episode(i) for i in ids]}
+        for i in ids:
+            self.enqueue(i)
+        return {"episodes": [{"episode_id": i, "outcome": "queued"} for i in ids]}
 
     # -- explicit writes --------------------------------------------------------------------
 
@@ -433,7 +553,7 @@ class Squirrel:
             task=task,
             owner=self.owner(owner_type, owner_id),
             path=rel,
-            session_id=session_id,
+            session_id=safe_session_id(session_id),
             budget=budget,
             exclude_injected=exclude_injected,
         )
@@ -537,7 +657,11 @@ class Squirrel:
 
     def update_memory(self, memory_id: str, changes: dict[str, Any]) -> dict[str, Any]:
         """Edit a memory in place (text, kind, tier, key, confidence, ttl, polarity, status)."""
+        from reos_memory.squirrel.redaction import redact
+
         text = changes.get("text")
+        if text is not None:
+            text = redact(" ".join(text.split()))
         vec_blob = None
         model_id = None
         if text is not None and self.vectors is not None:
@@ -550,7 +674,6 @@ class Squirrel:
                 model_id = emb.model_id
 
         def tx(conn: apsw.Connection) -> Memory:
-            from reos_memory.squirrel.redaction import redact
             from reos_memory.store.vectors import recorded_model
 
             m = msql.get_memory(conn, memory_id)
@@ -567,7 +690,7 @@ class Squirrel:
                     .replace("+00:00", "Z")
                 )
             if text is not None:
-                fields["text"] = redact(" ".join(text.split()))
+                fields["text"] = text
                 ok = model_id is not None and recorded_model(conn) == model_id
                 fields["embedding"] = vec_blob if ok else None
             msql.update_memory(conn, memory_id, now_iso(), **fields)
@@ -667,7 +790,8 @@ class Squirrel:
         )
 
     def policy_info(self, project_root: str | None) -> dict[str, Any]:
-        pol = self.policy(project_root)
+        root = project_for_root(project_root).root if project_root is not None else None
+        pol = self.policy(root)
         return {"policy": pol.raw, "sources": pol.sources}
 
     def status(self) -> dict[str, Any]:
@@ -696,6 +820,10 @@ class Squirrel:
         return out
 
 
+class _LostClaim(Exception):
+    """The episode was claimed by another process while this one was writing."""
+
+
 class _Deferred(Exception):
     """The writer was not called (budget); the episode stays pending."""
 
@@ -718,9 +846,22 @@ def _public_result(r: dict[str, Any]) -> dict[str, Any]:
 def _decode_cursor(cursor: str | None) -> int:
     if cursor is None:
         return 0
-    if not cursor.isdigit():
+    if not cursor.isdigit() or len(cursor) > 18:
         raise InvalidInput("cursor", "must be a next_cursor value returned by this method")
     return int(cursor)
+
+
+def safe_session_id(session_id: str | None) -> str | None:
+    """A session id as stored: a stable digest instead of one that holds something secret."""
+    if session_id is None:
+        return None
+    from reos_memory.squirrel.redaction import redact
+
+    if redact(session_id) == session_id:
+        return session_id
+    import hashlib
+
+    return "sess-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _policy_text(pol: Policy) -> str:

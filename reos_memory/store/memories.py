@@ -300,9 +300,13 @@ def embedding_of(conn: apsw.Connection, memory_id: str) -> bytes | None:
 
 
 def keyword_search(
-    conn: apsw.Connection, match: str, k: int, project_ids: Sequence[str | None]
+    conn: apsw.Connection,
+    match: str,
+    k: int,
+    project_ids: Sequence[str | None],
+    statuses: Sequence[str] = ("provisional", "active"),
 ) -> list[tuple[str, float]]:
-    """Top-k (memory_id, BM25; higher is better) of live memories in the given projects."""
+    """Top-k (memory_id, BM25; higher is better) of memories of these statuses and projects."""
     named = [p for p in project_ids if p is not None]
     glob = " OR m.project_id IS NULL" if None in project_ids else ""
     rows = fetch(
@@ -310,10 +314,10 @@ def keyword_search(
         "WITH f AS MATERIALIZED (SELECT rowid AS r, -bm25(memories_fts) AS s FROM memories_fts"
         " WHERE memories_fts MATCH ?1)"
         " SELECT m.id, f.s FROM f JOIN memories m ON m.rowid = f.r"
-        " WHERE m.status != 'deprecated'"
+        " WHERE m.status IN (SELECT value FROM json_each(?4))"
         f" AND (m.project_id IN (SELECT value FROM json_each(?3)){glob})"
         " ORDER BY f.s DESC, m.id LIMIT ?2",
-        (match, k, _json(named)),
+        (match, k, _json(named), _json(statuses)),
     )
     return [(r[0], float(r[1])) for r in rows]
 

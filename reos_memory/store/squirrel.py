@@ -224,16 +224,29 @@ def finish_episode(
     outcome: str,
     reason: str | None,
     ops: Any = None,
-) -> None:
-    conn.execute(
+    claim: str | None = None,
+) -> bool:
+    """Record what the writer did; with `claim`, only while that claim still holds."""
+    sql = (
         "UPDATE episodes SET processed = ?, outcome = ?, outcome_reason = ?, ops_json = ?"
-        " WHERE id = ?",
-        (processed, outcome, reason, None if ops is None else _json(ops), episode_id),
+        " WHERE id = ?"
     )
+    args: list[Any] = [processed, outcome, reason, None if ops is None else _json(ops), episode_id]
+    if claim is not None:
+        sql += " AND outcome = 'running' AND outcome_reason = ?"
+        args.append(claim)
+    conn.execute(sql, args)
+    return conn.changes() > 0
 
 
-def unprocessed_episodes(conn: apsw.Connection, project_id: str | None, limit: int) -> list[str]:
+def unprocessed_episodes(
+    conn: apsw.Connection, project_id: str | None, limit: int, *, only_pending: bool = False
+) -> list[str]:
+    """Episodes the writer has not processed (only those never tried or deferred, when
+    `only_pending`), oldest first."""
     sql = "SELECT id FROM episodes WHERE processed = 0"
+    if only_pending:
+        sql += " AND outcome = 'pending'"
     args: list[Any] = []
     if project_id is not None:
         sql += " AND project_id = ?"

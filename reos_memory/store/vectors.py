@@ -329,6 +329,8 @@ def _quoted(words: Sequence[str]) -> str:
 def _ensure_temp_tables(conn: apsw.Connection) -> None:
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.blocks_fts_terms USING fts5vocab(main, blocks_fts, 'row');"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_terms"
+        " USING fts5vocab(main, memories_fts, 'row');"
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems"
         " USING fts5(w, tokenize = 'porter unicode61 remove_diacritics 2');"
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems_v USING fts5vocab(temp, query_stems, 'instance');"
@@ -336,7 +338,7 @@ def _ensure_temp_tables(conn: apsw.Connection) -> None:
 
 
 def prune_words(
-    conn: apsw.Connection, words: Sequence[str], budget: int
+    conn: apsw.Connection, words: Sequence[str], budget: int, index: str = "blocks_fts"
 ) -> tuple[list[str], list[str]]:
     """(kept, dropped): the rarest words whose postings fit in `budget`, at least one.
 
@@ -352,7 +354,7 @@ def prune_words(
         r[0]: int(r[1])
         for r in fetch(
             conn,
-            "SELECT term, doc FROM temp.blocks_fts_terms WHERE term IN (SELECT value FROM json_each(?))",
+            f"SELECT term, doc FROM temp.{index}_terms WHERE term IN (SELECT value FROM json_each(?))",
             (_encoder.encode(sorted(set(stems.values()))).decode(),),
         )
     }

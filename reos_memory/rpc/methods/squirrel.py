@@ -32,7 +32,8 @@ def ingest(ctx: RequestContext, p: t.IngestParams) -> t.IngestResult:
     a different task), on severe frustration followed by success, at `session_end`, and when it
     reaches `max_episode_events`. Text Squirrel injected (its `<squirrel-context>` blocks) is
     stripped first, then secrets are redacted and snippets capped. Each cut episode that passes
-    the pre-filter gets one Memory Writer call and its ops are committed before the reply.
+    the pre-filter gets one Memory Writer call: the offline writer's ops are committed before the
+    reply; an LLM writer's call runs in the background (outcome `queued`).
     """
     out = ctx.app.squirrel.ingest(
         project_id=p.project_id,
@@ -48,9 +49,16 @@ def ingest(ctx: RequestContext, p: t.IngestParams) -> t.IngestResult:
 
 @method("squirrel/flush", params=t.FlushParams, result=t.FlushResult, kind="pipeline")
 def flush(ctx: RequestContext, p: t.FlushParams) -> t.FlushResult:
-    """Cut the open episode of a session (or of every session of the project) and process it."""
+    """Cut the open episode of a session (or of every session of the project) and process it.
+
+    The offline writer runs inside the request. An LLM writer runs in the background (outcome
+    `queued`, memories appear when its call ends) unless `wait` is true.
+    """
     out = ctx.app.squirrel.flush(
-        project_id=p.project_id, project_root=p.project_root, session_id=p.session_id
+        project_id=p.project_id,
+        project_root=p.project_root,
+        session_id=p.session_id,
+        wait=p.wait,
     )
     return _out(out, t.FlushResult)
 
@@ -236,11 +244,14 @@ def episodes_get(ctx: RequestContext, p: t.EpisodeIdParams) -> t.EpisodeGetResul
     errors=[-32004],
 )
 def episodes_retry(ctx: RequestContext, p: t.EpisodeRetryParams) -> t.EpisodeRetryResult:
-    """Run the writer again on an unprocessed episode, or on all of them (of a project)."""
+    """Run the writer again on an unprocessed episode, or on all of them (of a project).
+
+    Like flush: inside the request for the offline writer or with `wait`, else queued.
+    """
     pid = None
     if p.project_id is not None or p.project_root is not None:
         pid = ctx.app.squirrel.project(p.project_id, p.project_root).id
-    return _out(ctx.app.squirrel.retry(p.episode_id, pid), t.EpisodeRetryResult)
+    return _out(ctx.app.squirrel.retry(p.episode_id, pid, wait=p.wait), t.EpisodeRetryResult)
 
 
 @method(
