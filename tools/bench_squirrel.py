@@ -326,6 +326,11 @@ def main() -> None:
     ap.add_argument("--embedder", default="onnx")
     ap.add_argument("--workdir")
     ap.add_argument("--only", choices=["context", "commit", "cr", "ingest"], action="append")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the filled database of an earlier run in --workdir",
+    )
     args = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-squirrel-"))
@@ -337,11 +342,28 @@ def main() -> None:
     rng = random.Random(11)
     if only & {"context", "commit"}:
         db = work / "context.db"
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(db) + suffix).unlink(missing_ok=True)
+        reuse = args.reuse and db.exists()
+        if not reuse:
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
         app = build_app(db, args.embedder)
-        secs = fill_memories(app, str(repo), args.memories, rng)
-        report["fill"] = {"memories": args.memories, "seconds": round(secs, 1)}
+        if not reuse:
+            secs = fill_memories(app, str(repo), args.memories, rng)
+            report["fill"] = {"memories": args.memories, "seconds": round(secs, 1)}
+        # what the model alone costs on this machine now, for reading the figures below
+        one, ten = [], []
+        for i in range(30):
+            t0 = time.perf_counter()
+            app.embeddings.embed([TASKS[i % len(TASKS)] + f" {i}"])
+            one.append(time.perf_counter() - t0)
+            texts = [memory_text(rng, 20_000_000 + i * 10 + j) for j in range(10)]
+            t0 = time.perf_counter()
+            app.embeddings.embed(texts)
+            ten.append(time.perf_counter() - t0)
+        report["embedding_alone"] = {
+            "one_query_p50_ms": round(pct(one, 0.5) * 1000, 2),
+            "ten_memories_p50_ms": round(pct(ten, 0.5) * 1000, 2),
+        }
         if "commit" in only:
             t = bench_commit(app, str(repo), rng)
             report["commit_10_ops"] = {

@@ -244,14 +244,25 @@ class Indexer:
 
     # -- vector search -----------------------------------------------------------------------
 
+    def embed_async(self, texts: Sequence[str]) -> Future[np.ndarray]:
+        """Queue texts for the embedder thread at query priority; the vectors come later."""
+        return self.embeddings.submit(texts)
+
     def vector_stage(
-        self, query: str, k: int, act_id: str | None
+        self,
+        query: str,
+        k: int,
+        act_id: str | None = None,
+        *,
+        space: sql.Space = sql.BLOCKS,
+        parts: Sequence[str] | None = None,
     ) -> Future[tuple[np.ndarray, list[tuple[str, float]]]]:
-        """Embed the query and find its k nearest blocks on a helper thread (runs beside BM25)."""
+        """Embed the query and find its k nearest vectors on a helper thread (runs beside the
+        keyword stage)."""
 
         def run() -> tuple[np.ndarray, list[tuple[str, float]]]:
             qvec = self.embeddings.embed([query])[0]
-            return qvec, self.knn(qvec, k, act_id)
+            return qvec, self.knn(qvec, k, act_id, space=space, parts=parts)
 
         return self._pool.submit(run)
 

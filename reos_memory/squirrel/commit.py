@@ -46,6 +46,8 @@ class Vectors(Protocol):
 
     def similarities(self, query: Any, ids: Any, *, space: Any = ...) -> dict[str, float]: ...
 
+    def embed_async(self, texts: Any) -> Any: ...
+
 
 @dataclass
 class CommitContext:

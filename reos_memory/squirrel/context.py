@@ -39,7 +39,7 @@ SECTIONS = (
 )
 HEADER = "Memories from earlier sessions in this project (Squirrel). Use them; they may be stale."
 MAX_LINE_TOKENS = 120  # one memory never eats a whole small budget
-KEYWORD_POSTINGS = 5000  # BM25 scores at most this many postings (common words dropped first)
+KEYWORD_POSTINGS = 1000  # BM25 scores at most this many postings (common words dropped first)
 
 
 @dataclass
@@ -105,19 +105,24 @@ def candidates(
     policy: Policy,
     *,
     key_lookup: bool,
+    floor_first: bool = False,
 ) -> tuple[list[Candidate], bool]:
-    """Filtered candidates with their signals; and whether vectors were used."""
+    """Filtered candidates with their signals; and whether vectors were used. With
+    `floor_first`, memories under the similarity floor are dropped before their rows are read
+    (keyed ones and emergency guards always stay)."""
     r = policy.retrieval
     qvec = None
     parts = [scope.project_id] if scope.project_id is not None else None
     if parts is not None and scope.include_global:
         parts.append("")
     near: dict[str, float] = {}
+    stage = None
     if vectors is not None:
         emb, _reason = vectors.usable_model()
         if emb is not None and query.strip():
-            qvec = vectors.embed_texts([query], priority=0)[0]
-            near = dict(vectors.knn(qvec, r.candidates, space=vsql.MEMORIES, parts=parts))
+            # the query is embedded on the embedder's thread while the keyword and key
+            # lookups run here
+            stage = vectors.embed_async([query])
     words = vsql.query_words(query)
     now = now_iso()
 
@@ -141,14 +146,24 @@ def candidates(
         return kw, keyed, guards
 
     kw, keyed, guards = db.read(read)
+    if stage is not None and vectors is not None:
+        qvec = stage.result(120)[0]
+        near = dict(vectors.knn(qvec, r.candidates, space=vsql.MEMORIES, parts=parts))
+        missing = [i for i in dict.fromkeys([*keyed, *guards, *kw]) if i not in near]
+        if vectors is not None and missing:
+            near.update(vectors.similarities(qvec, missing, space=vsql.MEMORIES))
+        if floor_first:
+            floor = r.similarity_floor
+            near = {i: c for i, c in near.items() if c >= floor or i in keyed or i in guards}
+            kw = {i: s for i, s in kw.items() if i in near}
     ids = list(dict.fromkeys([*keyed, *guards, *near, *kw]))
     if not ids:
         return [], qvec is not None
-    mems = db.read(lambda c: msql.get_memories(c, ids))
-    metrics = db.read(lambda c: msql.metrics_of(c, ids))
-    missing = [i for i in ids if i not in near and i in mems]
-    if qvec is not None and vectors is not None and missing:
-        near.update(vectors.similarities(qvec, missing, space=vsql.MEMORIES))
+
+    def rows(conn: apsw.Connection) -> tuple[dict[str, Memory], dict[str, MemoryMetrics]]:
+        return msql.get_memories(conn, ids), msql.metrics_of(conn, ids)
+
+    mems, metrics = db.read(rows)
     best_kw = max(kw.values(), default=0.0)
     out = []
     for mid in ids:
@@ -263,8 +278,13 @@ def _fit(context_id: str, ranked: list[Candidate], budget: int) -> tuple[list[Ca
     chosen: list[Candidate] = []
     cheapest = 3  # no line costs less: "- x" plus its newline
     for c in ranked:
-        if budget - used.tokens < cheapest:
+        left = budget - used.tokens
+        if left < cheapest:
             break
+        if len(c.memory.text) > 4 * (left + 2) and len(c.memory.text) > 4 * MAX_LINE_TOKENS:
+            pass  # long enough to be truncated: its size is computed below
+        elif (len(c.memory.text) + 3) // 4 > left:
+            continue  # cannot fit, whatever its pieces
         sec = _section(c.memory)
         cost = size(_line(c)) + _NEWLINE
         if sec not in opened:
@@ -293,7 +313,9 @@ def get_task_context(
 ) -> dict[str, Any]:
     """Choose, render and record the memories for one task (see the module docstring)."""
     scope = Scope(project_id=project_id, owner=owner, path=path, protected=policy.protected_kinds)
-    cands, used_vectors = candidates(db, vectors, task, scope, policy, key_lookup=True)
+    cands, used_vectors = candidates(
+        db, vectors, task, scope, policy, key_lookup=True, floor_first=True
+    )
     eligible = [c for c in cands if passes_floor(c, policy, used_vectors)]
     if exclude_injected and session_id:
         seen = db.read(lambda c: ssql.injected_in_session(c, session_id))

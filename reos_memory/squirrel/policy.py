@@ -76,7 +76,7 @@ class KindWeights(Struct, kw_only=True, forbid_unknown_fields=True):
 
 class Retrieval(Struct, kw_only=True, forbid_unknown_fields=True):
     similarity_floor: Annotated[float, Meta(ge=-1, le=1)] = 0.3
-    candidates: Annotated[int, Meta(ge=1, le=10_000)] = 100
+    candidates: Annotated[int, Meta(ge=1, le=10_000)] = 40
     similarity: NonNeg = 1.0
     keyword: NonNeg = 0.25
     key_bonus: float = 0.3

@@ -16,6 +16,7 @@ import re
 from typing import NamedTuple
 
 _PIECES = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_LONG = re.compile(r"\w{9,}", re.UNICODE)
 
 
 class Size(NamedTuple):
@@ -44,8 +45,17 @@ def _piece(tok: str) -> int:
 
 def size(text: str) -> Size:
     """The additive parts of `text` (joining texts with one newline adds one ASCII character)."""
-    other = sum(1 for c in text if ord(c) > 127) if not text.isascii() else 0
-    return Size(len(text) - other, other, sum(_piece(t) for t in _PIECES.findall(text)))
+    pieces = len(_PIECES.findall(text))
+    # most words are short: count every piece once, then add what the long ones cost beyond it
+    pieces += sum(_piece(w) - 1 for w in _LONG.findall(text))
+    if text.isascii():
+        return Size(len(text), 0, pieces)
+    other = sum(1 for c in text if ord(c) > 127)
+    # a word with non-ASCII letters counts each of them (short words were counted once)
+    pieces += sum(
+        _piece(w) - 1 for w in _PIECES.findall(text) if len(w) <= 8 and not w.isascii()
+    )
+    return Size(len(text) - other, other, pieces)
 
 
 def count_tokens(text: str) -> int:

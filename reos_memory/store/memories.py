@@ -116,14 +116,16 @@ def keyed_ids(conn: apsw.Connection, project_id: str, owner: tuple[str, str] | N
     live = " AND status IN ('provisional', 'active')"
     rows = fetch(
         conn,
-        "SELECT id FROM memories WHERE key >= 'project.' AND key < 'project/' AND project_id = ?"
-        + live
-        + owner_sql,
+        # INDEXED BY: without statistics the planner prefers the owner index, which on a
+        # one-user database scans every memory (measured: 9.6 ms vs 0.01 ms at 10K)
+        "SELECT id FROM memories INDEXED BY idx_memories_key WHERE key IS NOT NULL"
+        " AND key >= 'project.' AND key < 'project/' AND project_id = ?" + live + owner_sql,
         (project_id, *args),
     )
     rows += fetch(
         conn,
-        "SELECT id FROM memories WHERE key >= 'user.' AND key < 'user/'" + live + owner_sql,
+        "SELECT id FROM memories INDEXED BY idx_memories_key WHERE key IS NOT NULL"
+        " AND key >= 'user.' AND key < 'user/'" + live + owner_sql,
         args,
     )
     return {r[0] for r in rows}
@@ -137,7 +139,8 @@ def emergency_guard_ids(
     if owner is not None:
         owner_sql, args = " AND owner_type = ? AND owner_id = ?", list(owner)
     sql = (
-        "SELECT id FROM memories WHERE project_id {} AND kind = 'guard' AND tier = 'emergency'"
+        "SELECT id FROM memories INDEXED BY idx_memories_kind WHERE project_id {}"
+        " AND kind = 'guard' AND tier = 'emergency'"
         " AND status IN ('provisional', 'active') AND polarity < 0" + owner_sql
     )
     rows = fetch(conn, sql.format("= ?"), (project_id, *args))
@@ -313,7 +316,8 @@ def keyword_search(
         conn,
         "WITH f AS MATERIALIZED (SELECT rowid AS r, -bm25(memories_fts) AS s FROM memories_fts"
         " WHERE memories_fts MATCH ?1)"
-        " SELECT m.id, f.s FROM f JOIN memories m ON m.rowid = f.r"
+        # CROSS JOIN keeps the order: the few keyword hits first, not every memory of the project
+        " SELECT m.id, f.s FROM f CROSS JOIN memories m ON m.rowid = f.r"
         " WHERE m.status IN (SELECT value FROM json_each(?4))"
         f" AND (m.project_id IN (SELECT value FROM json_each(?3)){glob})"
         " ORDER BY f.s DESC, m.id LIMIT ?2",
