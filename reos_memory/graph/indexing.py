@@ -281,6 +281,17 @@ class Indexer:
             parts = [act_id]
         return self.vectors().knn(space, query, k, parts, self.db.read, self._dims())
 
+    def knn_many(
+        self,
+        queries: np.ndarray,
+        k: int,
+        *,
+        space: sql.Space = sql.BLOCKS,
+        parts: Sequence[str] | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """Top-k (id, cosine) for each row of `queries`."""
+        return self.vectors().knn_many(space, queries, k, parts, self.db.read, self._dims())
+
     def similarities(
         self, query: np.ndarray, ids: Sequence[str], *, space: sql.Space = sql.BLOCKS
     ) -> dict[str, float]:

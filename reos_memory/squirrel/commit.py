@@ -48,6 +48,10 @@ class Vectors(Protocol):
 
     def embed_async(self, texts: Any) -> Any: ...
 
+    def knn_many(
+        self, queries: Any, k: int, *, space: Any = ..., parts: Any = ...
+    ) -> list[list[tuple[str, float]]]: ...
+
 
 @dataclass
 class CommitContext:
@@ -140,16 +144,22 @@ def commit(
     prepared = [_prepare(i, op, ctx) for i, op in enumerate(ops)]
     model_id = _embed(vectors, prepared)
     if vectors is not None and model_id is not None:
+        import numpy as np
+
         from reos_memory.store.vectors import MEMORIES
 
-        for p in prepared:
-            if p.vector is not None and p.problem is None and p.op.op == "ADD":
-                parts = [p.project_id or ""]
-                p.near = [
-                    (mid, cos)
-                    for mid, cos in vectors.knn(p.vector, 8, space=MEMORIES, parts=parts)
-                    if cos >= dedup_threshold
-                ]
+        adds = [
+            p for p in prepared if p.vector is not None and p.problem is None and p.op.op == "ADD"
+        ]
+        by_part: dict[str, list[_Prepared]] = {}
+        for p in adds:
+            by_part.setdefault(p.project_id or "", []).append(p)
+        for part, group in by_part.items():  # one matrix product per project
+            hits = vectors.knn_many(
+                np.stack([p.vector for p in group]), 8, space=MEMORIES, parts=[part]
+            )
+            for p, found in zip(group, hits, strict=True):
+                p.near = [(mid, cos) for mid, cos in found if cos >= dedup_threshold]
 
     def tx(conn: apsw.Connection) -> CommitResult:
         out = CommitResult()

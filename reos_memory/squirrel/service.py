@@ -243,7 +243,9 @@ class Squirrel:
             t.start()
             self._workers.append(t)
         # episodes left pending by an earlier process (exit, budget) are taken up again
-        for eid in self.db.read(lambda c: ssql.unprocessed_episodes(c, None, 1000, only_pending=True)):
+        for eid in self.db.read(
+            lambda c: ssql.unprocessed_episodes(c, None, 1000, only_pending=True)
+        ):
             if eid not in self._queued:
                 self._queued.add(eid)
                 self._queue.put(eid)

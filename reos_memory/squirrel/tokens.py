@@ -52,9 +52,7 @@ def size(text: str) -> Size:
         return Size(len(text), 0, pieces)
     other = sum(1 for c in text if ord(c) > 127)
     # a word with non-ASCII letters counts each of them (short words were counted once)
-    pieces += sum(
-        _piece(w) - 1 for w in _PIECES.findall(text) if len(w) <= 8 and not w.isascii()
-    )
+    pieces += sum(_piece(w) - 1 for w in _PIECES.findall(text) if len(w) <= 8 and not w.isascii())
     return Size(len(text) - other, other, pieces)
 
 

@@ -152,6 +152,33 @@ class VectorIndex:
                 return [(ids[i], float(scores[i])) for i in top]
             return [(ids[rows[i]], float(scores[i])) for i in top]
 
+    def search_many(
+        self, queries: np.ndarray, k: int, parts: Sequence[str] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """`search` for each row of `queries`, with one matrix product for all of them."""
+        with self._lock:
+            n = len(self._ids)
+            if n == 0 or k <= 0 or len(queries) == 0:
+                return [[] for _ in range(len(queries))]
+            if parts is None:
+                rows = np.arange(n)
+            else:
+                codes = [self._act_codes[p] for p in parts if p in self._act_codes]
+                if not codes:
+                    return [[] for _ in range(len(queries))]
+                rows = np.flatnonzero(np.isin(self._acts[:n], codes))
+            if rows.size == 0:
+                return [[] for _ in range(len(queries))]
+            scores = (self._matrix[:n] @ queries.T)[rows]  # rows x queries
+            kk = min(k, rows.size)
+            out = []
+            for j in range(scores.shape[1]):
+                col = scores[:, j]
+                top = np.argpartition(-col, kk - 1)[:kk]
+                top = top[np.argsort(-col[top], kind="stable")]
+                out.append([(self._ids[rows[i]], float(col[i])) for i in top])
+            return out
+
     def similarities(self, query: np.ndarray, block_ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of the query to each given id that has a vector."""
         with self._lock:
@@ -219,6 +246,20 @@ class VectorSearch:
             hits.sort(key=lambda h: (-h[1], h[0]))
             return hits[:k]
         return self.index(space, read, dims).search(query, k, parts=parts)
+
+    def knn_many(
+        self,
+        space: sql.Space,
+        queries: np.ndarray,
+        k: int,
+        parts: Sequence[str] | None,
+        read: Reader,
+        dims: int = 384,
+    ) -> list[list[tuple[str, float]]]:
+        """`knn` for several queries at once (one matrix product with the memory index)."""
+        if self.mode == "sqlite":
+            return [self.knn(space, q, k, parts, read, dims) for q in queries]
+        return self.index(space, read, dims).search_many(queries, k, parts)
 
     def similarities(
         self,
