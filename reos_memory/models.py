@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import uuid
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, get_args
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import msgspec
 from msgspec import Meta, Struct
@@ -45,9 +47,14 @@ MAX_CONTENT_CHARS = 1_000_000
 MAX_PROPERTIES_BYTES = 256 * 1024
 
 
-def now_iso() -> str:
-    """Current UTC time as ISO 8601 with milliseconds and a Z suffix."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def iso(dt: datetime) -> str:
+    """An aware time as UTC ISO 8601 with milliseconds and a Z suffix (these sort as times)."""
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def now_iso(days: float = 0.0) -> str:
+    """Current UTC time (moved by `days`) as ISO 8601 with milliseconds and a Z suffix."""
+    return iso(datetime.now(UTC) + timedelta(days=days))
 
 
 def new_id(prefix: str) -> str:
@@ -118,6 +125,39 @@ _json_encoder = msgspec.json.Encoder()
 
 def encode_json(value: Any) -> bytes:
     return _json_encoder.encode(value)
+
+
+# -- paging -----------------------------------------------------------------------------------
+
+_Cursor = dict[str, Annotated[int, Meta(ge=0, le=2**63 - 1)]]
+
+
+def encode_cursor(rowid: int) -> str:
+    """An opaque cursor for the rows after `rowid`."""
+    return base64.urlsafe_b64encode(encode_json({"after": rowid})).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, method: str) -> int:
+    """The rowid a cursor of `method` continues after (0 without one); a bad one is -32602."""
+    if cursor is None:
+        return 0
+    from reos_memory.errors import InvalidInput
+
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        return msgspec.json.decode(raw, type=_Cursor)["after"]
+    except (binascii.Error, ValueError, KeyError, msgspec.DecodeError) as exc:
+        raise InvalidInput("cursor", f"must be a next_cursor returned by {method}") from exc
+
+
+T = TypeVar("T")
+
+
+def page(rows: list[tuple[int, T]], limit: int) -> tuple[list[T], str | None]:
+    """Items of a query run with `limit + 1` rows, and the next page's cursor (None at the end)."""
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return [item for _, item in rows], (encode_cursor(rows[-1][0]) if more and rows else None)
 
 
 class EdgeRef(Struct, kw_only=True):

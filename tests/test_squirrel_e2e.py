@@ -606,3 +606,24 @@ def test_a_big_episode_is_summarised_under_the_input_cap(db_path, tmp_path, prov
     user = json.loads(body["messages"][1]["content"])
     assert any("omitted" in e for e in user["events"])  # start and end kept, middle dropped
     assert user["events"][0]["text"] == "build the thing"
+
+
+def test_memory_and_episode_lists_page_by_cursor(db_path, tmp_path):
+    shop = make_repo(tmp_path / "shop")
+    with Server(db_path) as srv:
+        srv.wait_ready()
+        for word in ("ruff", "mypy", "pytest"):
+            srv.call(
+                "squirrel/memories/add",
+                {"project_root": str(shop), "kind": "note", "text": f"Run {word} before pushing."},
+            )
+        first = srv.call("squirrel/memories/list", {"project_root": str(shop), "limit": 2})
+        assert len(first["memories"]) == 2 and first["next_cursor"]
+        rest = srv.call(
+            "squirrel/memories/list",
+            {"project_root": str(shop), "limit": 2, "cursor": first["next_cursor"]},
+        )
+        assert len(rest["memories"]) == 1 and rest["next_cursor"] is None
+        assert "pytest" in rest["memories"][0]["text"]
+        err = srv.error("squirrel/episodes/list", {"cursor": "not-a-cursor"})
+        assert err.code == -32602 and err.data["field"] == "$.cursor"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
 import apsw
@@ -15,9 +13,11 @@ from reos_memory.models import (
     MAX_PROPERTIES_BYTES,
     Block,
     RichTextSpan,
+    decode_cursor,
     encode_json,
     new_id,
     now_iso,
+    page,
     spans_text,
 )
 from reos_memory.store import Database, fetch
@@ -142,18 +142,6 @@ def _attach_children(conn: apsw.Connection, block: Block, seen: set[str]) -> Non
     block.children = kids
 
 
-def _encode_cursor(rowid: int) -> str:
-    return base64.urlsafe_b64encode(encode_json({"after": rowid})).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> int:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        return msgspec.json.decode(raw, type=dict[str, int])["after"]
-    except (binascii.Error, ValueError, KeyError, msgspec.DecodeError) as exc:
-        raise InvalidInput("cursor", "must be a next_cursor returned by blocks/list") from exc
-
-
 def list_blocks(
     db: Database,
     *,
@@ -168,7 +156,7 @@ def list_blocks(
 
     `parent_id` omitted: any parent; null: root blocks only; an id: that block's children.
     """
-    after = _decode_cursor(cursor) if cursor else None
+    after = decode_cursor(cursor, "blocks/list") if cursor else None
     roots_only = parent_id is None
     parent = None if parent_id is _UNSET or parent_id is None else parent_id
 
@@ -184,10 +172,7 @@ def list_blocks(
             limit=limit + 1,
         )
 
-    rows = db.read(tx)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return [b for _, b in rows], (_encode_cursor(rows[-1][0]) if more and rows else None)
+    return page(db.read(tx), limit)
 
 
 def update_block(

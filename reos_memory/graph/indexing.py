@@ -25,7 +25,7 @@ from reos_memory.store import vectors as sql
 if TYPE_CHECKING:  # numpy and the memory index load on first use, off the start-up path
     import numpy as np
 
-    from reos_memory.store.vector_index import VectorIndex, VectorSearch
+    from reos_memory.store.vector_index import VectorSearch
 
 CHUNK = 32  # texts per embedding call in bulk work: a query never waits for more than one chunk
 
@@ -249,20 +249,13 @@ class Indexer:
         return self.embeddings.submit(texts)
 
     def vector_stage(
-        self,
-        query: str,
-        k: int,
-        act_id: str | None = None,
-        *,
-        space: sql.Space = sql.BLOCKS,
-        parts: Sequence[str] | None = None,
+        self, query: str, k: int, act_id: str | None
     ) -> Future[tuple[np.ndarray, list[tuple[str, float]]]]:
-        """Embed the query and find its k nearest vectors on a helper thread (runs beside the
-        keyword stage)."""
+        """Embed the query and find its k nearest blocks on a helper thread (runs beside BM25)."""
 
         def run() -> tuple[np.ndarray, list[tuple[str, float]]]:
             qvec = self.embeddings.embed([query])[0]
-            return qvec, self.knn(qvec, k, act_id, space=space, parts=parts)
+            return qvec, self.knn(qvec, k, act_id)
 
         return self._pool.submit(run)
 
@@ -311,7 +304,3 @@ class Indexer:
     def _dims(self) -> int:
         emb = self.embeddings.wait_ready(timeout=60)
         return emb.dimensions if emb else 384
-
-    def memory_index(self, space: sql.Space = sql.BLOCKS) -> VectorIndex:
-        """A space's in-memory index, up to date with the database."""
-        return self.vectors().index(space, self.db.read, self._dims())

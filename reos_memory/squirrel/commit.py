@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import apsw
@@ -244,13 +243,7 @@ def _apply(
         if dup is not None:
             _add_evidence(conn, dup[0], ctx, now, op.confidence, p.index)
             return {**res, "action": "deduplicated", "memory_id": dup[0], "reason": dup[1]}
-    expires = None
-    if op.ttl_days is not None:
-        expires = (
-            (datetime.now(UTC) + timedelta(days=op.ttl_days))
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z")
-        )
+    expires = None if op.ttl_days is None else now_iso(op.ttl_days)
     mem = Memory(
         id=new_id("mem"),
         project_id=p.project_id,

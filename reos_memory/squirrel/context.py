@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import apsw
@@ -411,7 +410,3 @@ def search(
         ],
         "semantic_available": used,
     }
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from reos_memory.errors import Cancelled
-from reos_memory.models import now_iso
+from reos_memory.models import iso, now_iso
 from reos_memory.squirrel.policy import Policy
 from reos_memory.store import Database, fetch
 
@@ -32,10 +32,6 @@ def _parse(ts: str | None) -> datetime | None:
     if not ts:
         return None
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
-
-
-def _iso(dt: datetime) -> str:
-    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]:
@@ -59,7 +55,7 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
         "status": status,
         "metrics": metrics,
     }
-    now_s = _iso(now)
+    now_s = iso(now)
     expires_s = row["expires_at"]
     if status == "provisional":
         prom = policy.promotion(kind)
@@ -71,7 +67,7 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
                 if kind in PROMOTE_TO_LONG_TERM:
                     changes["tier"] = "long_term"
                 if expires_s is not None and prom.extend_ttl_days:
-                    floor = _iso(now + timedelta(days=prom.extend_ttl_days))
+                    floor = iso(now + timedelta(days=prom.extend_ttl_days))
                     if expires_s < floor:
                         changes["expires_at"] = floor
                 return {
@@ -105,7 +101,7 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
         out["note"] = "TTL passed, but the kind is protected from time-based deprecation"
     max_days = policy.max_inactive_days(kind)
     since_s = row["last_used_at"] or row["created_at"]
-    if max_days is not None and since_s and since_s < _iso(now - timedelta(days=max_days)):
+    if max_days is not None and since_s and since_s < iso(now - timedelta(days=max_days)):
         since = _parse(since_s)
         assert since is not None
         idle = (now - since).total_seconds() / 86400

@@ -14,7 +14,7 @@ import msgspec
 
 from reos_memory.models import Episode, EpisodeStats, EventIn, new_id, now_iso
 from reos_memory.squirrel import feedback, signals, statements
-from reos_memory.squirrel.events import call_key, compress
+from reos_memory.squirrel.events import compress
 from reos_memory.squirrel.policy import RegretWeights
 from reos_memory.store import squirrel as sql
 
@@ -324,7 +324,3 @@ def prefilter(events: Sequence[dict[str, Any]], st: EpisodeStats, limits: Limits
             f" call(s) (< {limits.writer_min_tool_calls})"
         )
     return out
-
-
-def event_key(e: dict[str, Any]) -> str:
-    return e.get("key") or call_key(e.get("tool_name"), e.get("command"), e.get("file"))

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reos_memory.errors import InvalidInput
-from reos_memory.models import EventIn, now_iso
+from reos_memory.models import EventIn, iso, now_iso
 from reos_memory.squirrel import signals
 from reos_memory.squirrel.redaction import redact
 
@@ -80,7 +80,7 @@ def parse_ts(ts: str | None, index: int, now: str | None = None) -> str:
         raise InvalidInput(
             f"events[{index}].ts", "must be an ISO 8601 date-time such as 2025-05-01T10:00:00Z"
         ) from None
-    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso(dt)
 
 
 def compress(

@@ -13,7 +13,15 @@ import apsw
 import msgspec
 
 from reos_memory.errors import InvalidInput, NotFound
-from reos_memory.models import EventIn, Memory, new_id, now_iso
+from reos_memory.models import (
+    EventIn,
+    Memory,
+    decode_cursor,
+    iso,
+    new_id,
+    now_iso,
+    page,
+)
 from reos_memory.squirrel import context as ctxmod
 from reos_memory.squirrel import cr_memory, episodes, feedback
 from reos_memory.squirrel.commit import CommitContext, Vectors, commit
@@ -292,7 +300,7 @@ class Squirrel:
         """
         token = new_id("claim")
         now = now_iso()
-        stale = (datetime.now(UTC) - self._stale_after).isoformat(timespec="milliseconds")
+        stale = iso(datetime.now(UTC) - self._stale_after)
         ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
         if ep is None:
             raise NotFound("episode", episode_id, field="episode_id")
@@ -307,9 +315,7 @@ class Squirrel:
                     "UPDATE episodes SET processed = 0, outcome = 'pending' WHERE id = ?",
                     (episode_id,),
                 )
-            return ssql.claim_episode(
-                conn, episode_id, f"{now} {token}", stale.replace("+00:00", "Z")
-            )
+            return ssql.claim_episode(conn, episode_id, f"{now} {token}", stale)
 
         if not self.db.write(claim):
             return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
@@ -630,7 +636,7 @@ class Squirrel:
             pids = [self.project(project_id, project_root).id]
             if include_global:
                 pids.append(None)
-        after = _decode_cursor(cursor)
+        after = decode_cursor(cursor, "squirrel/memories/list")
         owner = (owner_type or "user", owner_id) if owner_id else None
         rows = self.db.read(
             lambda c: msql.list_memories(
@@ -645,14 +651,13 @@ class Squirrel:
                 limit=limit + 1,
             )
         )
-        more = len(rows) > limit
-        rows = rows[:limit]
-        ids = [m.id for _, m in rows]
+        mems, next_cursor = page(rows, limit)
+        ids = [m.id for m in mems]
         metrics = self.db.read(lambda c: msql.metrics_of(c, ids))
         return {
-            "memories": [m for _, m in rows],
+            "memories": mems,
             "metrics": [metrics.get(i) for i in ids],
-            "next_cursor": str(rows[-1][0]) if more and rows else None,
+            "next_cursor": next_cursor,
         }
 
     # -- changing memories ------------------------------------------------------------------
@@ -684,13 +689,7 @@ class Squirrel:
             fields = dict(changes)
             if "ttl_days" in fields:
                 ttl = fields.pop("ttl_days")
-                fields["expires_at"] = (
-                    None
-                    if ttl is None
-                    else (datetime.now(UTC) + timedelta(days=ttl))
-                    .isoformat(timespec="milliseconds")
-                    .replace("+00:00", "Z")
-                )
+                fields["expires_at"] = None if ttl is None else now_iso(ttl)
             if text is not None:
                 fields["text"] = text
                 ok = model_id is not None and recorded_model(conn) == model_id
@@ -739,16 +738,12 @@ class Squirrel:
                 project_id=pid,
                 session_id=session_id,
                 outcome=outcome,
-                after_rowid=_decode_cursor(cursor),
+                after_rowid=decode_cursor(cursor, "squirrel/episodes/list"),
                 limit=limit + 1,
             )
         )
-        more = len(rows) > limit
-        rows = rows[:limit]
-        return {
-            "episodes": [e for _, e in rows],
-            "next_cursor": str(rows[-1][0]) if more and rows else None,
-        }
+        eps, next_cursor = page(rows, limit)
+        return {"episodes": eps, "next_cursor": next_cursor}
 
     def get_episode(self, episode_id: str) -> dict[str, Any]:
         ep = self.db.read(lambda c: ssql.get_episode(c, episode_id, True))
@@ -843,14 +838,6 @@ def _public_result(r: dict[str, Any]) -> dict[str, Any]:
         out["tier"] = m.tier
         out["key"] = m.key
     return out
-
-
-def _decode_cursor(cursor: str | None) -> int:
-    if cursor is None:
-        return 0
-    if not cursor.isdigit() or len(cursor) > 18:
-        raise InvalidInput("cursor", "must be a next_cursor value returned by this method")
-    return int(cursor)
 
 
 def safe_session_id(session_id: str | None) -> str | None:

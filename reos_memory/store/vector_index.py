@@ -112,6 +112,26 @@ class VectorIndex:
 
     # -- queries -----------------------------------------------------------------------------
 
+    def _rows(self, n: int, parts: Sequence[str] | None) -> np.ndarray | None:
+        """Row numbers in the given partitions (None: every row)."""
+        if parts is None:
+            return None
+        codes = [self._act_codes[p] for p in parts if p in self._act_codes]
+        if not codes:
+            return np.zeros(0, dtype=np.intp)
+        acts = self._acts[:n]
+        return np.flatnonzero(acts == codes[0] if len(codes) == 1 else np.isin(acts, codes))
+
+    def _top(self, scores: np.ndarray, k: int, rows: np.ndarray | None) -> list[tuple[str, float]]:
+        """The k best (id, score) of scores over `rows` (or over every row)."""
+        k = min(k, scores.shape[0])
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        ids = self._ids
+        if rows is None:
+            return [(ids[i], float(scores[i])) for i in top]
+        return [(ids[rows[i]], float(scores[i])) for i in top]
+
     def search(
         self,
         query: np.ndarray,
@@ -126,31 +146,17 @@ class VectorIndex:
             n = len(self._ids)
             if n == 0 or k <= 0:
                 return []
-            if parts is None:
-                rows = None
-                scores = self._matrix[:n] @ query
-            else:
-                codes = [self._act_codes[p] for p in parts if p in self._act_codes]
-                if not codes:
-                    return []
-                acts = self._acts[:n]
-                mask = acts == codes[0] if len(codes) == 1 else np.isin(acts, codes)
-                rows = np.flatnonzero(mask)
-                if rows.size == 0:
-                    return []
-                if rows.size * 4 >= n:
-                    # most rows qualify: one product over the matrix beats copying the subset
-                    full = self._matrix[:n] @ query
-                    scores = full[rows]
-                else:
-                    scores = self._matrix[rows] @ query
-            k = min(k, scores.shape[0])
-            top = np.argpartition(-scores, k - 1)[:k]
-            top = top[np.argsort(-scores[top], kind="stable")]
-            ids = self._ids
+            rows = self._rows(n, parts)
             if rows is None:
-                return [(ids[i], float(scores[i])) for i in top]
-            return [(ids[rows[i]], float(scores[i])) for i in top]
+                scores = self._matrix[:n] @ query
+            elif rows.size == 0:
+                return []
+            elif rows.size * 4 >= n:
+                # most rows qualify: one product over the matrix beats copying the subset
+                scores = (self._matrix[:n] @ query)[rows]
+            else:
+                scores = self._matrix[rows] @ query
+            return self._top(scores, k, rows)
 
     def search_many(
         self, queries: np.ndarray, k: int, parts: Sequence[str] | None = None
@@ -158,26 +164,13 @@ class VectorIndex:
         """`search` for each row of `queries`, with one matrix product for all of them."""
         with self._lock:
             n = len(self._ids)
-            if n == 0 or k <= 0 or len(queries) == 0:
+            rows = self._rows(n, parts) if n else None
+            if n == 0 or k <= 0 or (rows is not None and rows.size == 0):
                 return [[] for _ in range(len(queries))]
-            if parts is None:
-                rows = np.arange(n)
-            else:
-                codes = [self._act_codes[p] for p in parts if p in self._act_codes]
-                if not codes:
-                    return [[] for _ in range(len(queries))]
-                rows = np.flatnonzero(np.isin(self._acts[:n], codes))
-            if rows.size == 0:
-                return [[] for _ in range(len(queries))]
-            scores = (self._matrix[:n] @ queries.T)[rows]  # rows x queries
-            kk = min(k, rows.size)
-            out = []
-            for j in range(scores.shape[1]):
-                col = scores[:, j]
-                top = np.argpartition(-col, kk - 1)[:kk]
-                top = top[np.argsort(-col[top], kind="stable")]
-                out.append([(self._ids[rows[i]], float(col[i])) for i in top])
-            return out
+            scores = self._matrix[:n] @ queries.T  # rows x queries
+            if rows is not None:
+                scores = scores[rows]
+            return [self._top(scores[:, j], k, rows) for j in range(scores.shape[1])]
 
     def similarities(self, query: np.ndarray, block_ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of the query to each given id that has a vector."""
