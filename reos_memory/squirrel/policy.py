@@ -7,6 +7,7 @@ unknown key or a bad value is reported with the file that introduced it and the 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -201,20 +202,47 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+_loaded: dict[tuple[Any, ...], Policy] = {}
+_loaded_lock = threading.Lock()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if path.is_file() else None
+
+
 def load_policy(user_file: str | None, project_root: str | None) -> Policy:
-    """Default < user file < project file; missing files are skipped, broken ones are errors."""
-    merged = msgspec.toml.decode(default_text().encode())
-    sources = ["(shipped default)"]
-    doc = _check(merged, "(shipped default)")
+    """Default < user file < project file; missing files are skipped, broken ones are errors.
+
+    The result is kept while the files are unchanged (same modification time and size), so the
+    requests that consult the policy do not parse TOML each time; an edit shows at once.
+    """
     candidates = []
     if user_file:
         candidates.append(Path(user_file).expanduser())
     if project_root:
         candidates.append(Path(project_root) / PROJECT_FILE)
-    for path in candidates:
-        if not path.is_file():
+    stamps = [_stamp(p) for p in candidates]
+    key = (*(str(p) for p in candidates), *stamps)
+    with _loaded_lock:
+        hit = _loaded.get(key)
+    if hit is not None:
+        return hit
+    merged = msgspec.toml.decode(default_text().encode())
+    sources = ["(shipped default)"]
+    doc = _check(merged, "(shipped default)")
+    for path, stamp in zip(candidates, stamps, strict=True):
+        if stamp is None:
             continue
         merged = _merge(merged, _read(path))
         doc = _check(merged, str(path))
         sources.append(str(path))
-    return Policy(doc=doc, sources=sources, raw=merged)
+    policy = Policy(doc=doc, sources=sources, raw=merged)
+    with _loaded_lock:
+        if len(_loaded) >= 256:  # one entry per project seen; a long-lived server stays small
+            _loaded.clear()
+        _loaded[key] = policy
+    return policy
