@@ -491,6 +491,13 @@ def test_explicit_add_dedups_updates_and_forgets(db_path, tmp_path):
         )
         assert rp["memory"]["id"] in inside["memory_ids"]
         assert rp["memory"]["id"] not in outside["memory_ids"]
+        found = srv.call("squirrel/search", {"project_root": str(shop), "query": "payments cents"})
+        assert rp["memory"]["id"] in [m["id"] for m in found["matches"]]  # no path: shown
+        narrowed = srv.call(
+            "squirrel/search",
+            {"project_root": str(shop), "query": "payments cents", "path": "services/payroll/x.py"},
+        )
+        assert rp["memory"]["id"] not in [m["id"] for m in narrowed["matches"]]
         f = srv.call("squirrel/memories/forget", {"memory_id": c["memory"]["id"]})
         assert f["removed"]["memories"] == 1
         assert srv.error("squirrel/memories/get", {"memory_id": c["memory"]["id"]}).code == -32004

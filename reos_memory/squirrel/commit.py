@@ -63,7 +63,7 @@ class CommitContext:
     source: str | None = None
     frustration: str | None = None
     op_sources: dict[int, str] | None = None  # per-op evidence source, else `source`
-    protected_kinds: tuple[str, ...] = ("guard", "invariant")  # TTL does not end them
+    protected_kinds: tuple[str, ...] = ()  # the policy's: their TTL does not end them
     after: Any = None  # called with the connection inside the commit transaction
 
     def source_of(self, index: int) -> str | None:

@@ -104,6 +104,12 @@ class Squirrel:
     def policy(self, project_root: str | None = None) -> Policy:
         return load_policy(self.settings.policy_file or None, project_root)
 
+    def project_policy(self, project_id: str | None) -> Policy:
+        """The policy in force for a project known by id (its root's file included)."""
+        if project_id is None:
+            return self.policy()
+        return self.policy(self.db.read(lambda c: ssql.project_root(c, project_id)))
+
     def writer_kind(self) -> str:
         """'rules' or the LLM provider's name, as configured."""
         if self.settings.writer == "rules":
@@ -370,6 +376,7 @@ class Squirrel:
                     source=(ev.source if ev else None),
                     frustration=(ev.frustration if ev else None) or ep.stats.user_frustration,
                     op_sources=sources,
+                    protected_kinds=tuple(self.project_policy(ep.project_id).protected_kinds),
                     after=finish,
                 ),
                 dedup_threshold=self.settings.dedup_threshold,
@@ -405,7 +412,7 @@ class Squirrel:
             return output, sources, call
         client = self._llm() if self._llm else None
         assert client is not None
-        pol = self.policy(self.db.read(lambda c: ssql.project_root(c, ep.project_id)))
+        pol = self.project_policy(ep.project_id)
         system, user, report = llm_writer.build_prompt(
             {
                 "id": ep.id,
@@ -466,10 +473,15 @@ class Squirrel:
         words = [e.get("summary") or "" for e in ep.events if e["role"] == "user"][:5]
         words += [e.get("error_line") or "" for e in ep.events if e.get("error_line")][:5]
         query = " ".join(w for w in words if w)[:2000]
+        pol = self.project_policy(ep.project_id)
+        # every memory the writer may want to update: repo_path ones too, expired protected ones
         scope = ctxmod.Scope(
-            project_id=ep.project_id, owner=(ep.owner_type, ep.owner_id), path=None
+            project_id=ep.project_id,
+            owner=(ep.owner_type, ep.owner_id),
+            path=None,
+            protected=pol.protected_kinds,
+            require_path=False,
         )
-        pol = self.policy()
         cands, _used = ctxmod.candidates(self.db, self.vectors, query, scope, pol, key_lookup=True)
         cands.sort(key=lambda c: (not c.by_key, -c.score))
         return [c.memory for c in cands[:k]]
@@ -522,6 +534,7 @@ class Squirrel:
                 owner_id=owner[1],
                 episode_id=mem_id,
                 source="explicit_statement",
+                protected_kinds=tuple(self.policy(proj.root if proj else None).protected_kinds),
             ),
             dedup_threshold=self.settings.dedup_threshold,
         ).results[0]
@@ -586,6 +599,7 @@ class Squirrel:
             else None
         )
         owner = self.owner(owner_type, owner_id) if owner_type is not None or owner_id else None
+        pol = self.policy(proj.root if proj else None)
         scope = ctxmod.Scope(
             project_id=proj.id if proj else None,
             owner=owner,
@@ -593,15 +607,10 @@ class Squirrel:
             include_global=include_global,
             statuses=tuple(statuses),
             kinds=tuple(kinds) if kinds else None,
+            protected=pol.protected_kinds,
+            require_path=False,  # a search shows repo_path memories unless a path narrows it
         )
-        return ctxmod.search(
-            self.db,
-            self.vectors,
-            self.policy(proj.root if proj else None),
-            query=query,
-            scope=scope,
-            limit=limit,
-        )
+        return ctxmod.search(self.db, self.vectors, pol, query=query, scope=scope, limit=limit)
 
     def get_memory(self, memory_id: str) -> dict[str, Any]:
         def read(conn: apsw.Connection) -> dict[str, Any]:
@@ -779,9 +788,7 @@ class Squirrel:
         return cr_memory.run(
             self.db,
             project_id=proj.id if proj else None,
-            policy_for=lambda pid: self.policy(
-                self.db.read(lambda c: ssql.project_root(c, pid)) if pid else None
-            ),
+            policy_for=self.project_policy,
             dry_run=dry_run,
             cancelled=cancelled,
         )
