@@ -24,7 +24,7 @@ from reos_memory.squirrel.policy import Policy
 from reos_memory.squirrel.projects import path_inside
 from reos_memory.squirrel.redaction import redact
 from reos_memory.squirrel.tokens import Size, count_tokens, size, truncate_to_tokens
-from reos_memory.store import Database, fetch
+from reos_memory.store import Database
 from reos_memory.store import memories as msql
 from reos_memory.store import squirrel as ssql
 from reos_memory.store import vectors as vsql
@@ -125,23 +125,17 @@ def candidates(
     words = vsql.query_words(query)
     now = now_iso()
 
+    pids: list[str | None] | None = None
+    if scope.project_id is not None:
+        pids = [scope.project_id, None] if scope.include_global else [scope.project_id]
+
     def read(conn: apsw.Connection) -> tuple[dict[str, float], set[str], set[str]]:
-        kw: dict[str, float] = {}
         kept = vsql.prune_words(conn, words, KEYWORD_POSTINGS, "memories_fts")[0] if words else []
-        if kept:
-            pids: list[str | None] = [scope.project_id] if scope.project_id else []
-            if scope.include_global:
-                pids.append(None)
-            match = " OR ".join('"' + w.replace('"', '""') + '"' for w in kept)
-            if scope.project_id is None:
-                hits = _keyword_anywhere(conn, match, 50)
-            else:
-                hits = msql.keyword_search(conn, match, 50, pids, scope.statuses)
-            kw = dict(hits)
-        keyed: set[str] = set()
-        guards: set[str] = set()
-        if key_lookup and scope.project_id is not None:
-            keyed, guards = _keyed_and_guards(conn, scope)
+        kw = dict(msql.keyword_search(conn, kept, 50, pids, scope.statuses))
+        if not key_lookup or scope.project_id is None:
+            return kw, set(), set()
+        keyed = msql.keyed_ids(conn, scope.project_id, scope.owner)
+        guards = msql.emergency_guard_ids(conn, scope.project_id, scope.owner)
         return kw, keyed, guards
 
     kw, keyed, guards = db.read(read)
@@ -149,7 +143,7 @@ def candidates(
         qvec = stage.result(120)[0]
         near = dict(vectors.knn(qvec, r.candidates, space=vsql.MEMORIES, parts=parts))
         missing = [i for i in dict.fromkeys([*keyed, *guards, *kw]) if i not in near]
-        if vectors is not None and missing:
+        if missing:
             near.update(vectors.similarities(qvec, missing, space=vsql.MEMORIES))
         if floor_first:
             floor = r.similarity_floor
@@ -178,24 +172,6 @@ def candidates(
         _score(c, policy)
         out.append(c)
     return out, qvec is not None
-
-
-def _keyword_anywhere(conn: apsw.Connection, match: str, k: int) -> list[tuple[str, float]]:
-    rows = fetch(
-        conn,
-        "SELECT m.id, -bm25(memories_fts) AS s FROM memories_fts JOIN memories m"
-        " ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? ORDER BY s DESC LIMIT ?",
-        (match, k),
-    )
-    return [(r[0], float(r[1])) for r in rows]
-
-
-def _keyed_and_guards(conn: apsw.Connection, scope: Scope) -> tuple[set[str], set[str]]:
-    assert scope.project_id is not None
-    return (
-        msql.keyed_ids(conn, scope.project_id, scope.owner),
-        msql.emergency_guard_ids(conn, scope.project_id, scope.owner),
-    )
 
 
 def _score(c: Candidate, policy: Policy) -> None:

@@ -10,6 +10,7 @@ import msgspec
 
 from reos_memory.models import Evidence, Memory, MemoryMetrics
 from reos_memory.store.connection import fetch, scalar
+from reos_memory.store.vectors import fts_match
 
 _encoder = msgspec.json.Encoder()
 
@@ -304,24 +305,31 @@ def embedding_of(conn: apsw.Connection, memory_id: str) -> bytes | None:
 
 def keyword_search(
     conn: apsw.Connection,
-    match: str,
+    words: Sequence[str],
     k: int,
-    project_ids: Sequence[str | None],
+    project_ids: Sequence[str | None] | None,
     statuses: Sequence[str] = ("provisional", "active"),
 ) -> list[tuple[str, float]]:
-    """Top-k (memory_id, BM25; higher is better) of memories of these statuses and projects."""
-    named = [p for p in project_ids if p is not None]
-    glob = " OR m.project_id IS NULL" if None in project_ids else ""
+    """Top-k (memory_id, BM25; higher is better) of memories of these statuses that match any of
+    the words, in the given projects (None in the list: global ones; None: every project)."""
+    if not words:
+        return []
+    where = ""
+    args: list[Any] = []
+    if project_ids is not None:
+        glob = " OR m.project_id IS NULL" if None in project_ids else ""
+        where = f" AND (m.project_id IN (SELECT value FROM json_each(?)){glob})"
+        args.append(_json([p for p in project_ids if p is not None]))
     rows = fetch(
         conn,
         "WITH f AS MATERIALIZED (SELECT rowid AS r, -bm25(memories_fts) AS s FROM memories_fts"
-        " WHERE memories_fts MATCH ?1)"
+        " WHERE memories_fts MATCH ?)"
         # CROSS JOIN keeps the order: the few keyword hits first, not every memory of the project
         " SELECT m.id, f.s FROM f CROSS JOIN memories m ON m.rowid = f.r"
-        " WHERE m.status IN (SELECT value FROM json_each(?4))"
-        f" AND (m.project_id IN (SELECT value FROM json_each(?3)){glob})"
-        " ORDER BY f.s DESC, m.id LIMIT ?2",
-        (match, k, _json(named), _json(statuses)),
+        " WHERE m.status IN (SELECT value FROM json_each(?))"
+        + where
+        + " ORDER BY f.s DESC, m.id LIMIT ?",
+        (fts_match(words), _json(statuses), *args, k),
     )
     return [(r[0], float(r[1])) for r in rows]
 

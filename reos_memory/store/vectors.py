@@ -321,7 +321,8 @@ def query_words(text: str) -> list[str]:
     return (content or words)[:64]
 
 
-def _quoted(words: Sequence[str]) -> str:
+def fts_match(words: Sequence[str]) -> str:
+    """An FTS5 query matching any of the words (quoted: user text is never FTS5 syntax)."""
     # quoted terms: user text can never be FTS5 syntax
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
@@ -387,6 +388,6 @@ def keyword_search(
         " WHERE blocks_fts MATCH ?1)"
         f" SELECT b.id, t.s FROM (SELECT m.r, m.s FROM m{act} ORDER BY m.s DESC LIMIT ?2) t"
         " JOIN blocks b ON b.rowid = t.r ORDER BY t.s DESC, b.id",
-        (_quoted(words), k, *((act_id,) if act_id is not None else ())),
+        (fts_match(words), k, *((act_id,) if act_id is not None else ())),
     )
     return [(r[0], float(r[1])) for r in rows]
