@@ -12,6 +12,7 @@ from reos_memory.errors import InvalidInput
 from reos_memory.models import EventIn, iso, now_iso
 from reos_memory.squirrel import signals
 from reos_memory.squirrel.redaction import redact
+from reos_memory.squirrel.tokens import cap
 
 # What get_task_context wraps its output in. Anything between these markers in an event is
 # Squirrel's own injection and is cut out before anything else, so it is never learned again.
@@ -46,10 +47,6 @@ def _clean(text: str | None) -> str | None:
     if text is None:
         return None
     return redact(strip_injected(text))
-
-
-def _cap(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
 def _head_tail(text: str, n: int) -> str:
@@ -100,18 +97,18 @@ def compress(
         "role": ev.role,
         "kind": ev.kind,
         "tool_name": redact(ev.tool_name) if ev.tool_name else (call or {}).get("tool_name"),
-        "file": _cap(redact(ev.file), 300) if ev.file else (call or {}).get("file"),
+        "file": cap(redact(ev.file), 300) if ev.file else (call or {}).get("file"),
     }
     if command:
-        out["command"] = _cap(command.strip(), COMMAND_CHARS)
+        out["command"] = cap(command.strip(), COMMAND_CHARS)
     if ev.call_id:
         out["call_id"] = redact(ev.call_id)[:80]
     if ev.exit_code is not None:
         out["exit_code"] = ev.exit_code
     if ev.role == "user" and ev.kind == "message":
         said = (text if text is not None else summary or snippet or "").strip()
-        out["text"] = _cap(said, USER_TEXT_CHARS)
-        out["summary"] = _cap(summary or _first_line(said), SUMMARY_CHARS)
+        out["text"] = cap(said, USER_TEXT_CHARS)
+        out["summary"] = cap(summary or _first_line(said), SUMMARY_CHARS)
         level = signals.frustration(said)
         if level != "none":
             out["frustration"] = level
@@ -142,8 +139,8 @@ def compress(
             line = signals.error_line(body) if body else None
             if line:
                 line = _full_line(body, line)
-                out["error_line"] = _cap(brief_error(line), SUMMARY_CHARS)
-        out["summary"] = _cap(
+                out["error_line"] = cap(brief_error(line), SUMMARY_CHARS)
+        out["summary"] = cap(
             summary or out.get("error_line") or _first_line(body) or "(no output)", SUMMARY_CHARS
         )
         if body:
@@ -154,7 +151,7 @@ def compress(
         said = (
             summary or _first_line(text or "") or command or out["file"] or out["tool_name"] or ""
         )
-        out["summary"] = _cap(said, SUMMARY_CHARS)
+        out["summary"] = cap(said, SUMMARY_CHARS)
         if ev.kind == "tool_call":
             detail = snippet if snippet is not None else text
             if detail:
@@ -181,7 +178,7 @@ def brief_error(line: str) -> str:
     line = " ".join(line.split())
     m = _EXCEPTION.match(line)
     if not m:
-        return _cap(line, 160)
+        return cap(line, 160)
     exc, detail = m.group(1), m.group(2).rstrip(" )'\"")
     if "] " in detail:  # e.g. "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"
         detail = detail.rsplit("] ", 1)[1]

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _cut(text: str, n: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+from reos_memory.squirrel.tokens import shorten
 
 
 def memories(rows: list[Any], metrics: list[Any]) -> str:
@@ -20,7 +17,7 @@ def memories(rows: list[Any], metrics: list[Any]) -> str:
         key = f"[{m.key}] " if m.key else ""
         lines.append(
             f"{m.id:<25} {m.status:<11} {m.kind:<10} {m.tier:<10} {used:>9}  "
-            + _cut(key + m.text, 90)
+            + shorten(key + m.text, 90)
         )
     return "\n".join(lines) + "\n"
 
@@ -41,7 +38,7 @@ def episodes(result: dict[str, Any]) -> str:
         )
         for op in e.get("ops") or []:
             what = op.get("text") or op.get("reason") or ""
-            out.append(f"  {op['action']:<12} {op.get('kind') or '':<10} {_cut(what, 90)}")
+            out.append(f"  {op['action']:<12} {op.get('kind') or '':<10} {shorten(what, 90)}")
     return "\n".join(out) + "\n"
 
 
@@ -93,7 +90,7 @@ def search(result: dict[str, Any]) -> str:
         return "no match\n"
     return (
         "\n".join(
-            f"{m['score']:.2f}  {m['id']:<25} {m['kind']:<10} {_cut(m['text'], 90)}"
+            f"{m['score']:.2f}  {m['id']:<25} {m['kind']:<10} {shorten(m['text'], 90)}"
             for m in result["matches"]
         )
         + "\n"

@@ -63,6 +63,16 @@ def count_tokens(text: str) -> int:
     return size(text).tokens
 
 
+def cap(text: str, n: int) -> str:
+    """`text`, cut to at most `n` characters with an ellipsis when it was longer."""
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def shorten(text: str, n: int) -> str:
+    """`text` on one line (runs of whitespace made one space), cut to at most `n` characters."""
+    return cap(" ".join(text.split()), n)
+
+
 def truncate_to_tokens(text: str, budget: int) -> str:
     """The longest prefix of `text` (cut at a space when possible) within `budget` tokens."""
     if count_tokens(text) <= budget:

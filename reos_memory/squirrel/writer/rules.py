@@ -22,6 +22,7 @@ from typing import Any
 
 from reos_memory.models import Memory
 from reos_memory.squirrel import statements
+from reos_memory.squirrel.tokens import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 
 EDIT_TOOLS = frozenset(
@@ -159,7 +160,7 @@ def _failure_then_success(
         cmd = last.get("command") or last.get("tool_name") or "the call"
         error = last.get("error_line") or last.get("summary") or "an error"
         task = _task(events)
-        what = fix or f"`{_short(e.get('command') or cmd)}` then worked"
+        what = fix or f"`{shorten(e.get('command') or cmd, 100)}` then worked"
         times = "once" if n == 1 else f"{n} times"
         lead = f'In the task "{task}": ' if task else ""
         if switch is not None:
@@ -172,7 +173,7 @@ def _failure_then_success(
                     tier="short_term",
                     key=f"project.{category}",
                     text=f"Use {new} as the {label} in this project; {old} failed here"
-                    f" ({_short(error, 120)}).",
+                    f" ({shorten(error, 120)}).",
                     confidence=0.75,
                 )
             )
@@ -182,7 +183,7 @@ def _failure_then_success(
                 op="ADD",
                 kind="pattern",
                 tier="short_term",
-                text=f"{lead}`{_short(cmd)}` failed {times} with {_short(error, 160)}; {what}.",
+                text=f"{lead}`{shorten(cmd, 100)}` failed {times} with {shorten(error, 160)}; {what}.",
                 ttl_days=PATTERN_TTL_DAYS,
                 confidence=0.7,
             )
@@ -195,7 +196,7 @@ def _failure_then_success(
                     kind="guard",
                     tier="emergency",
                     polarity=-1,
-                    text=f"Do not keep retrying `{_short(cmd)}` after {_short(error, 120)};"
+                    text=f"Do not keep retrying `{shorten(cmd, 100)}` after {shorten(error, 120)};"
                     f" {instead} instead.",
                     ttl_days=GUARD_TTL_DAYS,
                     confidence=0.7,
@@ -217,9 +218,4 @@ def _fix(between: list[dict[str, Any]]) -> str | None:
                 edits.append(what)
     if not edits:
         return None
-    return "what worked: " + "; ".join(_short(w, 100) for w in edits[:3])
-
-
-def _short(text: str, n: int = 100) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+    return "what worked: " + "; ".join(shorten(w, 100) for w in edits[:3])
