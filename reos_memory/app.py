@@ -148,6 +148,7 @@ def make_squirrel(config: Config, db: Database, indexer: Any, llm: Any, log: Any
         writer_daily_token_budget=c.writer_daily_token_budget,
         writer_max_concurrent_calls=c.writer_max_concurrent_calls,
         max_events_per_ingest=c.max_events_per_ingest,
+        idle_seconds=c.session_idle_minutes * 60.0,
         llm_call_budget_s=c.llm_timeout_s * (c.llm_max_retries + 1) + 10 * c.llm_max_retries,
     )
     return Squirrel(db, indexer, settings, llm, log)
@@ -358,6 +359,37 @@ def _recorded_embedder(config: Config) -> str | None:
     return None if model == "sentence-transformers/all-MiniLM-L6-v2" else "none"
 
 
+def open_app(
+    config: Config, *, needs_model: bool, embedder: str | None = None, wait: bool = True
+) -> App:
+    """The App a one-shot command (sqrl, a hook) works with: no catch-up indexing; the model
+    only when the command embeds something, and then the one the database's vectors come from
+    (a command line must never switch a database to another model: that would drop every vector
+    the servers rely on). With `wait` false the model may still be loading on return (the caller
+    overlaps its own start-up with it, then waits). Raises ReosError when the database cannot be
+    opened."""
+    import msgspec
+
+    changes: dict[str, Any] = {"catch_up_indexing": False}
+    if not needs_model:
+        changes["embedder"] = "none"
+    elif embedder:
+        changes["embedder"] = embedder
+    else:
+        recorded = _recorded_embedder(config)
+        if recorded is not None:
+            changes["embedder"] = recorded
+    app = App(msgspec.structs.replace(config, **changes), setup_logging("warning"))
+    try:
+        app.start()
+        if needs_model and wait:
+            app.embeddings.wait_ready(120)
+    except BaseException:
+        app.close()
+        raise
+    return app
+
+
 def run_sqrl(config: Config, args: Any) -> int:
     """Run one `sqrl` command on the database directly (no server needed)."""
     import msgspec
@@ -365,32 +397,16 @@ def run_sqrl(config: Config, args: Any) -> int:
     from reos_memory.errors import ReosError
     from reos_memory.squirrel import report
 
-    changes: dict[str, Any] = {"catch_up_indexing": False}
-    if args.command not in SQRL_NEEDS_MODEL:
-        changes["embedder"] = "none"  # nothing to embed: do not load the model
-    elif getattr(args, "embedder", None):
-        changes["embedder"] = args.embedder
-    else:
-        # follow the model the database already uses: the command line must never switch a
-        # database to another model (that would drop every vector the servers rely on)
-        try:
-            recorded = _recorded_embedder(config)
-        except ReosError as exc:
-            sys.stderr.write(f"sqrl: {exc.message}\n")
-            return 1
-        if recorded is not None:
-            changes["embedder"] = recorded
-    cfg = msgspec.structs.replace(config, **changes)
-    log = setup_logging("warning")
     try:
-        app = App(cfg, log)
+        app = open_app(
+            config,
+            needs_model=args.command in SQRL_NEEDS_MODEL,
+            embedder=getattr(args, "embedder", None),
+        )
     except ReosError as exc:
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1
     try:
-        app.start()
-        if args.command in SQRL_NEEDS_MODEL:
-            app.embeddings.wait_ready(120)
         sq = app.squirrel
         root = None if args.project_id else (args.project_root or os.getcwd())
         where = {"project_id": args.project_id, "project_root": root}

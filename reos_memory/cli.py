@@ -20,6 +20,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(serve)
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--embedder", choices=["onnx", "sentence-transformers", "hash", "none"])
+    mcp = sub.add_parser("mcp", help="serve the Model Context Protocol on stdin/stdout (MCP tools)")
+    _common(mcp)
+    mcp.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    mcp.add_argument("--embedder", choices=["onnx", "sentence-transformers", "hash", "none"])
     model = sub.add_parser("model", help="prepare or inspect the embedding model")
     msub = model.add_subparsers(dest="model_command", required=True)
     prep = msub.add_parser("prepare", help="export all-MiniLM-L6-v2 to ONNX once and verify it")
@@ -43,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", help="file to write (default: stdout)")
     where = sub.add_parser("where", help="print the database path that serve would open")
     _common(where)
+    hook = sub.add_parser("hook", help="run as an agent's hook (reads the hook JSON on stdin)")
+    hook.add_argument("agent", choices=["claude-code"])
+    _common(hook)
+    hook.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -79,7 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ConfigError as exc:
         sys.stderr.write(f"reos-memory: {exc}\n")
-        return 2
+        return 0 if command == "hook" else 2  # a hook never breaks the agent
+    if command == "hook":
+        from reos_memory.agents import hook
+
+        if args.worker:
+            return hook.work(config)
+        return hook.run(config, sys.stdin.buffer.read(hook.MAX_INPUT + 1))
     if command == "where":
         sys.stdout.write(config.db + "\n")
         return 0
@@ -102,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         db.close()
         sys.stdout.write(f"{config.db}: applied {applied or 'nothing (up to date)'}\n")
         return 0
+    if command == "mcp":
+        from reos_memory.mcp_server import run_mcp
+
+        return run_mcp(config)
     from reos_memory.app import serve
 
     return serve(config)
@@ -172,6 +190,37 @@ def build_sqrl_parser() -> argparse.ArgumentParser:
     cr.add_argument("--dry-run", action="store_true", help="explain, change nothing")
     cr.add_argument("--all-projects", action="store_true")
     sub.add_parser("status", parents=[common], help="memories, episodes, writer calls, tokens")
+    ing = sub.add_parser(
+        "ingest", parents=[common], help="learn from Claude Code / Codex session logs"
+    )
+    ing.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    ing.add_argument("--agent", choices=["auto", "claude-code", "codex"], default="auto")
+    ing.add_argument(
+        "--end", action="store_true", help="end the sessions now (default: when idle)"
+    )
+    wa = sub.add_parser(
+        "watch", parents=[common], help="follow the agents' session logs as they are written"
+    )
+    wa.add_argument("--once", action="store_true", help="one catch-up pass, then exit")
+    wa.add_argument("--interval", type=float, help="seconds between passes (default 2)")
+    wa.add_argument(
+        "--root",
+        action="append",
+        help="directory to follow (repeatable; default: the Claude Code and Codex roots)",
+    )
+    wa.add_argument("--idle-minutes", type=float, help="a session idle this long has ended")
+    hk = sub.add_parser("hooks", help="install Squirrel's Claude Code hooks")
+    hk_common = argparse.ArgumentParser(add_help=False)
+    _common(hk_common)
+    hk_common.add_argument("--json", action="store_true", help="print the result as JSON")
+    target = hk_common.add_mutually_exclusive_group()
+    target.add_argument("--user", action="store_true", help="~/.claude/settings.json (default)")
+    target.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json")
+    target.add_argument("--local", metavar="DIR", help="DIR/.claude/settings.local.json")
+    hsub = hk.add_subparsers(dest="hooks_command", required=True)
+    hsub.add_parser("install", parents=[hk_common], help="add the hooks (keeps yours)")
+    hsub.add_parser("uninstall", parents=[hk_common], help="remove exactly Squirrel's hooks")
+    hsub.add_parser("status", parents=[hk_common], help="show what is installed")
     return parser
 
 
@@ -186,6 +235,10 @@ def sqrl_main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"sqrl: {exc}\n")
         return 2
+    if args.command in ("ingest", "watch", "hooks"):
+        from reos_memory.agents.commands import run
+
+        return run(config, args)
     from reos_memory.app import run_sqrl
 
     return run_sqrl(config, args)

@@ -72,6 +72,13 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     writer_max_output_tokens: Annotated[int, Meta(ge=64, le=32_000)] = 1200
     writer_daily_token_budget: Annotated[int, Meta(ge=0, le=10**10)] = 1_000_000
     writer_max_concurrent_calls: Annotated[int, Meta(ge=1, le=16)] = 2
+    # Real agents: session logs, `sqrl watch` and the Claude Code hook
+    session_idle_minutes: Annotated[float, Meta(gt=0, le=10_080)] = 30.0
+    claude_projects_dir: str = ""  # empty: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects
+    codex_sessions_dir: str = ""  # empty: $CODEX_HOME/sessions or ~/.codex/sessions
+    watch_interval_s: Annotated[float, Meta(ge=0.05, le=3600)] = 2.0
+    hook_context_budget: Annotated[int, Meta(ge=16, le=100_000)] = 400  # SessionStart
+    hook_prompt_budget: Annotated[int, Meta(ge=16, le=100_000)] = 200  # UserPromptSubmit
 
 
 _ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}
@@ -109,4 +116,10 @@ def load_config(config_file: str | None = None, overrides: dict[str, Any] | None
     if not cfg.policy_file:
         cfg.policy_file = str(default_home() / "memory_policy.toml")
     cfg.db = str(Path(cfg.db).expanduser()) if cfg.db != ":memory:" else cfg.db
+    if not cfg.claude_projects_dir:
+        claude = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+        cfg.claude_projects_dir = str(Path(claude).expanduser() / "projects")
+    if not cfg.codex_sessions_dir:
+        codex = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+        cfg.codex_sessions_dir = str(Path(codex).expanduser() / "sessions")
     return cfg

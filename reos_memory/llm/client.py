@@ -9,11 +9,12 @@ import os
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from reos_memory.errors import ReosError
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class LLMError(ReosError):
@@ -51,6 +52,12 @@ _DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://ap
 _RETRYABLE = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
 
+def _http_errors() -> type[Exception]:
+    import httpx
+
+    return httpx.HTTPError
+
+
 class LLMClient:
     """Sends one system + user prompt and returns the text of the reply."""
 
@@ -65,6 +72,8 @@ class LLMClient:
             headers |= {"x-api-key": key, "anthropic-version": "2023-06-01"}
         elif key:
             headers["authorization"] = f"Bearer {key}"
+        import httpx  # here, not at import: it costs ~0.2 s of every start-up (hooks, sqrl)
+
         self._http = httpx.Client(timeout=settings.timeout_s, headers=headers, transport=transport)
         self.calls = 0
 
@@ -107,7 +116,7 @@ class LLMClient:
             self.calls += 1
             try:
                 resp = self._http.post(url, json=body)
-            except httpx.HTTPError as exc:
+            except _http_errors() as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 continue
             if resp.status_code in _RETRYABLE:

@@ -73,6 +73,29 @@ class IngestResult(Struct, kw_only=True):
     episodes: list[EpisodeRun]
 
 
+class IngestTranscriptParams(Params, kw_only=True):
+    path: PathText
+    agent: Literal["auto", "claude-code", "codex"] = "auto"
+    session_end: bool | None = None
+
+
+class TranscriptResult(Struct, kw_only=True):
+    """What one session log gave, from its cursor on."""
+
+    path: str
+    agent: str | None
+    session_id: str | None
+    project_id: str | None
+    lines: int
+    events: int
+    malformed: int
+    rewritten: bool
+    session_ended: bool
+    skipped_reason: str | None
+    episodes: list[EpisodeRun]
+    counts: dict[str, int]
+
+
 class FlushParams(ProjectParams, kw_only=True):
     session_id: SessionId | None = None
     wait: bool = False
@@ -315,3 +338,5 @@ class StatusResult(Struct, kw_only=True):
     writer: str
     writer_daily_token_budget: int
     owner_id: str
+    transcripts: dict[str, dict[str, Any]]  # per agent: files, lines, events, malformed, ...
+    writer_config: dict[str, Any]  # provider, model, base_url, api_key_env, api_key_set

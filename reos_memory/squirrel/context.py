@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from reos_memory.models import Memory, MemoryMetrics, new_id, now_iso
-from reos_memory.squirrel.commit import Vectors
-from reos_memory.squirrel.events import CONTEXT_CLOSE, CONTEXT_OPEN
+from reos_memory.squirrel.markers import CONTEXT_CLOSE, CONTEXT_OPEN
 from reos_memory.squirrel.policy import Policy
 from reos_memory.squirrel.projects import path_inside
 from reos_memory.squirrel.redaction import redact
@@ -28,6 +27,9 @@ from reos_memory.store import Database
 from reos_memory.store import memories as msql
 from reos_memory.store import squirrel as ssql
 from reos_memory.store import vectors as vsql
+
+if TYPE_CHECKING:  # the commit layer (and its rules) stays off the get_task_context path
+    from reos_memory.squirrel.commit import Vectors
 
 LIVE = ("provisional", "active")
 SECTIONS = (
@@ -150,8 +152,40 @@ def candidates(
             near = {i: c for i, c in near.items() if c >= floor or i in keyed or i in guards}
             kw = {i: s for i, s in kw.items() if i in near}
     ids = list(dict.fromkeys([*keyed, *guards, *near, *kw]))
+    return _build(db, ids, scope, policy, near, kw, keyed, guards, now), qvec is not None
+
+
+def important(db: Database, scope: Scope, policy: Policy, limit: int = 40) -> list[Candidate]:
+    """With no task to compare with: the keyed memories, the emergency guards and the most
+    established others (active before provisional, then tier, then use)."""
+    assert scope.project_id is not None
+    pid = scope.project_id
+
+    def read(conn: apsw.Connection) -> tuple[set[str], set[str], list[str]]:
+        return (
+            msql.keyed_ids(conn, pid, scope.owner),
+            msql.emergency_guard_ids(conn, pid, scope.owner),
+            msql.important_ids(conn, pid, scope.owner, limit),
+        )
+
+    keyed, guards, top = db.read(read)
+    ids = list(dict.fromkeys([*keyed, *guards, *top]))
+    return _build(db, ids, scope, policy, {}, {}, keyed, guards, now_iso())
+
+
+def _build(
+    db: Database,
+    ids: list[str],
+    scope: Scope,
+    policy: Policy,
+    near: dict[str, float],
+    kw: dict[str, float],
+    keyed: set[str],
+    guards: set[str],
+    now: str,
+) -> list[Candidate]:
     if not ids:
-        return [], qvec is not None
+        return []
 
     def rows(conn: apsw.Connection) -> tuple[dict[str, Memory], dict[str, MemoryMetrics]]:
         return msql.get_memories(conn, ids), msql.metrics_of(conn, ids)
@@ -171,7 +205,7 @@ def candidates(
         c.emergency = mid in guards
         _score(c, policy)
         out.append(c)
-    return out, qvec is not None
+    return out
 
 
 def _score(c: Candidate, policy: Policy) -> None:
@@ -202,6 +236,13 @@ def passes_floor(c: Candidate, policy: Policy, vectors_used: bool) -> bool:
     """Relevant enough to count as an opportunity (keys and emergency guards always are)."""
     if c.by_key or c.guard_first:
         return True
+    if c.cos is not None:
+        return c.cos >= policy.retrieval.similarity_floor
+    return not vectors_used and c.keyword > 0
+
+
+def _relevant(c: Candidate, policy: Policy, vectors_used: bool) -> bool:
+    """Similar to the task on its own merits (a key or a guard is not enough)."""
     if c.cos is not None:
         return c.cos >= policy.retrieval.similarity_floor
     return not vectors_used and c.keyword > 0
@@ -279,19 +320,28 @@ def get_task_context(
     policy: Policy,
     *,
     project_id: str,
-    task: str,
+    task: str | None,
     owner: tuple[str, str],
     path: str | None,
     session_id: str | None,
     budget: int,
     exclude_injected: bool = False,
+    relevant_only: bool = False,
 ) -> dict[str, Any]:
-    """Choose, render and record the memories for one task (see the module docstring)."""
+    """Choose, render and record the memories for one task (see the module docstring).
+    With no `task`, the project's most important memories. With `relevant_only`, keyed memories
+    and guards must pass the similarity floor too (nothing comes back when nothing is similar)."""
     scope = Scope(project_id=project_id, owner=owner, path=path, protected=policy.protected_kinds)
-    cands, used_vectors = candidates(
-        db, vectors, task, scope, policy, key_lookup=True, floor_first=True
-    )
-    eligible = [c for c in cands if passes_floor(c, policy, used_vectors)]
+    if task is None:
+        cands, used_vectors = important(db, scope, policy), False
+        eligible = cands
+    else:
+        cands, used_vectors = candidates(
+            db, vectors, task, scope, policy, key_lookup=True, floor_first=True
+        )
+        eligible = [c for c in cands if passes_floor(c, policy, used_vectors)]
+        if relevant_only:
+            eligible = [c for c in eligible if _relevant(c, policy, used_vectors)]
     if exclude_injected and session_id:
         seen = db.read(lambda c: ssql.injected_in_session(c, session_id))
         eligible = [c for c in eligible if c.memory.id not in seen]
@@ -312,7 +362,7 @@ def get_task_context(
                 "owner_type": owner[0],
                 "owner_id": owner[1],
                 "session_id": session_id,
-                "task": redact(task[:2000]),
+                "task": redact(task[:2000]) if task is not None else "(session start)",
                 "path": None if path is None else redact(path),
                 "created_at": now,
                 "budget_tokens": budget,

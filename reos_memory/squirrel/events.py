@@ -14,10 +14,7 @@ from reos_memory.squirrel import signals
 from reos_memory.squirrel.redaction import redact
 from reos_memory.squirrel.tokens import cap
 
-# What get_task_context wraps its output in. Anything between these markers in an event is
-# Squirrel's own injection and is cut out before anything else, so it is never learned again.
-CONTEXT_OPEN = '<squirrel-context id="{id}">'
-CONTEXT_CLOSE = "</squirrel-context>"
+# Squirrel's own injection (markers.CONTEXT_OPEN ... CONTEXT_CLOSE), also a truncated one
 _INJECTED = re.compile(r"<squirrel-context\b[^>]*>.*?(?:</squirrel-context>|\Z)", re.DOTALL)
 _INJECTED_ESCAPED = re.compile(  # the same block inside a JSON string of a log line
     r"\\u003csquirrel-context\b.*?(?:\\u003c/squirrel-context\\u003e|\Z)", re.DOTALL

@@ -85,6 +85,23 @@ def default_owner_id() -> str:
         return os.environ.get("USER") or "user"
 
 
+def owner_of(owner_type: str | None, owner_id: str | None, configured: str = "") -> tuple[str, str]:
+    """(owner_type, owner_id) of a request: as given, else the configured owner, else the OS
+    user."""
+    return owner_type or "user", owner_id or configured or default_owner_id()
+
+
+def safe_session_id(session_id: str | None) -> str | None:
+    """A session id as stored: a stable digest instead of one that holds something secret."""
+    if session_id is None:
+        return None
+    from reos_memory.squirrel.redaction import redact
+
+    if redact(session_id) == session_id:
+        return session_id
+    return "sess-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
 def relative_path(path: str | None, root: str | None, field: str = "path") -> str | None:
     """A request path as a clean repository-relative POSIX path ('' = the root)."""
     if path is None:

@@ -65,6 +65,16 @@ def cr_memory(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _writer_config(c: dict[str, Any]) -> str:
+    if "problem" in c:
+        return f"{c.get('writer')}: {c['problem']}"
+    if "model" not in c:
+        return str(c.get("provider", "rules (offline)"))
+    key = c.get("api_key_env")
+    key_text = f"key in ${key} ({'set' if c.get('api_key_set') else 'NOT set'})" if key else "no key"
+    return f"{c['provider']} {c['model']} at {c['base_url']}, {key_text}"
+
+
 def status(result: dict[str, Any]) -> str:
     mem = result["memories"]["by_status"]
     lines = [
@@ -76,7 +86,13 @@ def status(result: dict[str, Any]) -> str:
         f"pending events: {result['pending_events']} in {result['open_sessions']} open sessions",
         f"writer: {result['writer']}; tokens today {result['tokens_today']}"
         f" of {result['writer_daily_token_budget']}",
+        "writer config: " + _writer_config(result.get("writer_config") or {}),
     ]
+    for agent, t in sorted((result.get("transcripts") or {}).items()):
+        lines.append(
+            f"{agent} logs: {t['files']} file(s), {t['lines']} lines, {t['events']} events,"
+            f" {t['malformed']} malformed, {t['ended_sessions']} ended; last read {t['last_read_at']}"
+        )
     for day in result["writer_calls_by_day"]:
         lines.append(
             f"  {day['day']} {day['writer']}: {day['calls']} calls ({day['ok']} ok),"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,10 +29,11 @@ from reos_memory.squirrel.commit import CommitContext, Vectors, commit
 from reos_memory.squirrel.policy import Policy, default_text, load_policy
 from reos_memory.squirrel.projects import (
     Project,
-    default_owner_id,
+    owner_of,
     project_for_root,
     relative_path,
     resolve,
+    safe_session_id,
 )
 from reos_memory.squirrel.tokens import count_tokens
 from reos_memory.squirrel.writer import llm as llm_writer
@@ -40,6 +42,7 @@ from reos_memory.squirrel.writer.schema import WriterOp, WriterOutput
 from reos_memory.store import Database
 from reos_memory.store import memories as msql
 from reos_memory.store import squirrel as ssql
+from reos_memory.store import transcripts as tsql
 
 LIVE = ("provisional", "active")
 STALE_CLAIM = timedelta(minutes=15)  # a claim older than this belonged to a process that died
@@ -61,6 +64,7 @@ class Settings:
     writer_max_concurrent_calls: int = 2
     max_events_per_ingest: int = 5000
     llm_call_budget_s: float = 120.0  # timeout x attempts + backoff of one writer call
+    idle_seconds: float = 1800.0  # a session whose log is idle this long has ended
 
 
 class Squirrel:
@@ -91,7 +95,7 @@ class Squirrel:
     # -- who and where ----------------------------------------------------------------------
 
     def owner(self, owner_type: str | None, owner_id: str | None) -> tuple[str, str]:
-        return owner_type or "user", owner_id or self.settings.owner_id or default_owner_id()
+        return owner_of(owner_type, owner_id, self.settings.owner_id)
 
     def project(self, project_id: str | None, project_root: str | None) -> Project:
         p = resolve(project_id, project_root)
@@ -121,6 +125,27 @@ class Squirrel:
             return "rules"
         return str(client.settings.provider)
 
+    def writer_config(self) -> dict[str, Any]:
+        """How the Memory Writer is set up: provider, model, endpoint and whether the key's
+        variable is set (never the key)."""
+        client = None
+        if self.settings.writer != "rules" and self._llm is not None:
+            try:
+                client = self._llm()
+            except Exception as exc:  # a misconfigured provider is shown, not raised
+                return {"writer": self.settings.writer, "problem": str(exc)}
+        if client is None:
+            return {"writer": self.settings.writer, "provider": "rules (offline)"}
+        st = client.settings
+        return {
+            "writer": self.settings.writer,
+            "provider": st.provider,
+            "model": st.model,
+            "base_url": client.base_url,
+            "api_key_env": st.api_key_env or None,
+            "api_key_set": bool(st.api_key_env and os.environ.get(st.api_key_env)),
+        }
+
     # -- ingest and episodes ----------------------------------------------------------------
 
     def ingest(
@@ -145,24 +170,14 @@ class Squirrel:
         proj = self.project(project_id, project_root)
         owner = self.owner(owner_type, owner_id)
         pol = self.policy(proj.root)
-        limits = self._limits()
+        limits = self.limits()
         session_id = safe_session_id(session_id) or session_id
 
         def tx(conn: apsw.Connection) -> episodes.IngestReport:
-            ssql.touch_project(conn, proj.id, proj.root, now_iso())
-            return episodes.ingest(
-                conn,
-                project_id=proj.id,
-                owner=owner,
-                session_id=session_id,
-                events=events,
-                session_end=session_end,
-                limits=limits,
-                regret=pol.regret,
-            )
+            return self.ingest_in(conn, proj, owner, session_id, events, session_end, pol, limits)
 
         report = self.db.write(tx)
-        results = [self._after_cut(ep, process) for ep in report.episodes]
+        results = [self.after_cut(ep, process) for ep in report.episodes]
         return {
             "project_id": proj.id,
             "session_id": session_id,
@@ -170,6 +185,31 @@ class Squirrel:
             "pending_events": report.pending_events,
             "episodes": results,
         }
+
+    def ingest_in(
+        self,
+        conn: apsw.Connection,
+        proj: Project,
+        owner: tuple[str, str],
+        session_id: str,
+        events: Sequence[EventIn],
+        session_end: bool,
+        pol: Policy,
+        limits: episodes.Limits,
+    ) -> episodes.IngestReport:
+        """Append a session's events inside the caller's write transaction; the episodes it
+        cut are handed to `after_cut` once that transaction has committed."""
+        ssql.touch_project(conn, proj.id, proj.root, now_iso())
+        return episodes.ingest(
+            conn,
+            project_id=proj.id,
+            owner=owner,
+            session_id=session_id,
+            events=events,
+            session_end=session_end,
+            limits=limits,
+            regret=pol.regret,
+        )
 
     def flush(
         self,
@@ -184,7 +224,7 @@ class Squirrel:
         `wait`, an LLM writer's call happens inside this call instead of in the background."""
         proj = self.project(project_id, project_root)
         pol = self.policy(proj.root)
-        limits = self._limits()
+        limits = self.limits()
         session_id = safe_session_id(session_id)
 
         def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
@@ -207,16 +247,16 @@ class Squirrel:
         cut = self.db.write(tx)
         return {
             "project_id": proj.id,
-            "episodes": [self._after_cut(ep, process, wait) for ep in cut],
+            "episodes": [self.after_cut(ep, process, wait) for ep in cut],
         }
 
-    def _limits(self) -> episodes.Limits:
+    def limits(self) -> episodes.Limits:
         s = self.settings
         return episodes.Limits(
             max_episode_events=s.max_episode_events, writer_min_tool_calls=s.writer_min_tool_calls
         )
 
-    def _after_cut(self, ep: dict[str, Any], process: bool, wait: bool = False) -> dict[str, Any]:
+    def after_cut(self, ep: dict[str, Any], process: bool, wait: bool = False) -> dict[str, Any]:
         out = dict(ep)
         if not ep["call_writer"]:
             out["outcome"] = "skipped"
@@ -556,13 +596,14 @@ class Squirrel:
         *,
         project_id: str | None,
         project_root: str | None,
-        task: str,
+        task: str | None,
         owner_type: str | None = None,
         owner_id: str | None = None,
         path: str | None = None,
         session_id: str | None = None,
         budget: int = 400,
         exclude_injected: bool = False,
+        relevant_only: bool = False,
     ) -> dict[str, Any]:
         proj = self.project(project_id, project_root)
         rel = relative_path(path, proj.root)
@@ -577,6 +618,7 @@ class Squirrel:
             session_id=safe_session_id(session_id),
             budget=budget,
             exclude_injected=exclude_injected,
+            relevant_only=relevant_only,
         )
 
     def search(
@@ -812,6 +854,7 @@ class Squirrel:
                 "projects": len(ssql.project_ids(conn)),
                 "writer_calls_by_day": ssql.calls_by_day(conn, 7),
                 "tokens_today": ssql.tokens_today(conn, now_iso()[:10]),
+                "transcripts": tsql.summary(conn),
             }
 
         out = self.db.read(read)
@@ -820,6 +863,7 @@ class Squirrel:
         except InvalidInput as exc:
             out["writer"] = f"misconfigured: {exc.message}"
         out["writer_daily_token_budget"] = self.settings.writer_daily_token_budget
+        out["writer_config"] = self.writer_config()
         out["owner_id"] = self.owner(None, None)[1]
         return out
 
@@ -845,19 +889,6 @@ def _public_result(r: dict[str, Any]) -> dict[str, Any]:
         out["tier"] = m.tier
         out["key"] = m.key
     return out
-
-
-def safe_session_id(session_id: str | None) -> str | None:
-    """A session id as stored: a stable digest instead of one that holds something secret."""
-    if session_id is None:
-        return None
-    from reos_memory.squirrel.redaction import redact
-
-    if redact(session_id) == session_id:
-        return session_id
-    import hashlib
-
-    return "sess-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _policy_text(pol: Policy) -> str:

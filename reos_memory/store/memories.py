@@ -149,6 +149,27 @@ def emergency_guard_ids(
     return {r[0] for r in rows}
 
 
+def important_ids(
+    conn: apsw.Connection, project_id: str, owner: tuple[str, str] | None, limit: int
+) -> list[str]:
+    """The live memories of a project (and global ones) that matter most without a task:
+    active before provisional, then tier, then how often they were used."""
+    owner_sql, args = "", []
+    if owner is not None:
+        owner_sql, args = " AND m.owner_type = ? AND m.owner_id = ?", list(owner)
+    rows = fetch(
+        conn,
+        "SELECT m.id FROM memories m LEFT JOIN memory_metrics x ON x.memory_id = m.id"
+        " WHERE (m.project_id = ? OR m.project_id IS NULL)"
+        " AND m.status IN ('provisional', 'active')" + owner_sql + " ORDER BY"
+        " m.status = 'active' DESC,"
+        " CASE m.tier WHEN 'emergency' THEN 0 WHEN 'long_term' THEN 1 ELSE 2 END,"
+        " coalesce(x.use_count, 0) DESC, m.updated_at DESC, m.id LIMIT ?",
+        (project_id, *args, limit),
+    )
+    return [r[0] for r in rows]
+
+
 def same_text(
     conn: apsw.Connection,
     project_id: str | None,

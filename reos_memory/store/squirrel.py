@@ -85,6 +85,10 @@ def put_session(conn: apsw.Connection, s: dict[str, Any]) -> None:
     )
 
 
+def end_session(conn: apsw.Connection, session_id: str) -> None:
+    conn.execute("UPDATE squirrel_sessions SET ended = 1 WHERE session_id = ?", (session_id,))
+
+
 def open_sessions(conn: apsw.Connection, project_id: str | None) -> list[str]:
     """Sessions holding events not yet in an episode."""
     sql = "SELECT DISTINCT s.session_id FROM squirrel_sessions s JOIN squirrel_events e USING (session_id)"

@@ -47,6 +47,31 @@ def ingest(ctx: RequestContext, p: t.IngestParams) -> t.IngestResult:
     return _out(out, t.IngestResult)
 
 
+@method(
+    "squirrel/ingest_transcript",
+    params=t.IngestTranscriptParams,
+    result=t.TranscriptResult,
+    kind="pipeline",
+    errors=[-32009],
+)
+def ingest_transcript(ctx: RequestContext, p: t.IngestTranscriptParams) -> t.TranscriptResult:
+    """Ingest a Claude Code or Codex session log from where it was last read.
+
+    `agent` auto-detects the format from the first records. A per-file cursor (offset, parse
+    state and the hash of the file's first bytes) makes it idempotent: a line is never ingested
+    twice or skipped, appended lines are read next time, a truncated or replaced file is read
+    again from the start (`rewritten`). Malformed lines and unknown record types are counted and
+    skipped. Episodes are cut as in `squirrel/ingest`. The session ends (its open episode is cut)
+    when `session_end` is true, or, when it is omitted, once the file has been idle for
+    `session_idle_minutes`.
+    """
+    from reos_memory.squirrel.transcripts.ingest import Options, ingest_file
+
+    sq = ctx.app.squirrel
+    rep = ingest_file(sq, p.path, Options(p.agent, p.session_end, sq.settings.idle_seconds))
+    return _out(rep.public(), t.TranscriptResult)
+
+
 @method("squirrel/flush", params=t.FlushParams, result=t.FlushResult, kind="pipeline")
 def flush(ctx: RequestContext, p: t.FlushParams) -> t.FlushResult:
     """Cut the open episode of a session (or of every session of the project) and process it.

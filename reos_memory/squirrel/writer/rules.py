@@ -145,9 +145,12 @@ def _failure_then_success(
             for j in failed_at
             for f in ("command", "error_line", "raw_snippet")
         )
+        # what changed: the edits and commands in between and the call that worked (not the
+        # lookups, messages or subagent prompts, which may name the failing tool)
         text_after = " ".join(
             str(x.get(f) or "")
             for x in [*between, e]
+            if x is e or _changes(x)
             for f in ("summary", "command", "raw_snippet")
         )
         switch = statements.switch_in(" ".join(x.get("summary") or "" for x in between))
@@ -203,6 +206,14 @@ def _failure_then_success(
                 )
             )
     return ops
+
+
+def _changes(x: dict[str, Any]) -> bool:
+    """An event that changes something: an edit or a command (its call or its result)."""
+    if x["kind"] not in ("tool_call", "tool_result"):
+        return False
+    tool = (x.get("tool_name") or "").lower()
+    return tool in EDIT_TOOLS or bool(x.get("command")) or bool(x.get("file") and not tool)
 
 
 def _fix(between: list[dict[str, Any]]) -> str | None:

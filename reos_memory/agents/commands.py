@@ -1,0 +1,174 @@
+"""`sqrl ingest`, `sqrl watch` and `sqrl hooks`: connecting the real agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from reos_memory.config import Config
+from reos_memory.errors import ReosError
+
+
+def run(config: Config, args: Any) -> int:
+    if args.command == "hooks":
+        return _hooks(config, args)
+    from reos_memory.app import open_app
+
+    try:
+        app = open_app(config, needs_model=True, embedder=getattr(args, "embedder", None))
+    except ReosError as exc:
+        sys.stderr.write(f"sqrl: {exc.message}\n")
+        return 1
+    try:
+        if args.command == "ingest":
+            return _ingest(config, app, args)
+        return _watch(config, app, args)
+    except ReosError as exc:
+        sys.stderr.write(f"sqrl: {exc.message}\n")
+        return 1
+    finally:
+        app.squirrel.wait_idle(config.llm_timeout_s * (config.llm_max_retries + 1) + 30)
+        app.close()
+
+
+def _ingest(config: Config, app: Any, args: Any) -> int:
+    from reos_memory.squirrel.transcripts import ingest as tin
+    from reos_memory.squirrel.transcripts.watch import Progress
+
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        sys.stderr.write(f"sqrl: no such file or directory: {missing[0]}\n")
+        return 1
+    end = True if args.end else None
+    opts = tin.Options(args.agent, end, config.session_idle_minutes * 60.0)
+    progress = None if args.json else Progress()
+    reps = tin.ingest_paths(app.squirrel, args.paths, opts, progress)
+    if args.json:
+        sys.stdout.write(json.dumps([r.public() for r in reps], default=str) + "\n")
+        return 0
+    lines = sum(r.lines for r in reps)
+    events = sum(r.events for r in reps)
+    episodes = sum(len(r.episodes) for r in reps)
+    learned = sum(
+        len(e.get("ops") or []) for r in reps for e in r.episodes if e.get("outcome") == "written"
+    )
+    skipped = [r for r in reps if r.skipped_reason]
+    sys.stdout.write(
+        f"{len(reps)} file(s): {lines} new lines, {events} events, {episodes} episode(s),"
+        f" {learned} memory op(s)\n"
+    )
+    for r in skipped:
+        sys.stdout.write(f"  skipped {r.path}: {r.skipped_reason}\n")
+    return 0
+
+
+def _watch(config: Config, app: Any, args: Any) -> int:
+    from reos_memory.squirrel.transcripts.watch import AlreadyWatching, Progress, Watcher, WatchLock
+
+    roots = args.root or [config.claude_projects_dir, config.codex_sessions_dir]
+    interval = args.interval if args.interval is not None else config.watch_interval_s
+    idle = (args.idle_minutes or config.session_idle_minutes) * 60.0
+    try:
+        lock = WatchLock(config.db).__enter__()
+    except AlreadyWatching as exc:
+        sys.stderr.write(f"sqrl: {exc}\n")
+        return 3
+    watcher = Watcher(app.squirrel, roots, idle_seconds=idle, progress=Progress())
+
+    def stop(signum: int, frame: Any) -> None:
+        watcher.stop.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def say(text: str) -> None:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    try:
+        if not args.once:
+            say(f"sqrl watch: following {', '.join(roots)} every {interval:g}s (Ctrl-C stops)")
+        total = watcher.run(interval, args.once, say)
+    finally:
+        lock.__exit__(None, None, None)
+    if args.json:
+        sys.stdout.write(json.dumps(vars(total)) + "\n")
+    elif args.once:
+        sys.stdout.write(
+            f"{total.files_read} file(s) read: {total.lines} lines, {total.events} events,"
+            f" {total.episodes} episode(s), {total.sessions_ended} session(s) ended\n"
+        )
+    return 0
+
+
+def hook_executable() -> str:
+    """The command that runs `reos-memory` from this installation, for the agent to call."""
+    beside = Path(sys.executable).parent / "reos-memory"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return shlex.quote(str(beside))
+    found = shutil.which("reos-memory")
+    if found:
+        return shlex.quote(os.path.realpath(found))
+    return f"{shlex.quote(sys.executable)} -m reos_memory"
+
+
+def _hooks(config: Config, args: Any) -> int:
+    from reos_memory.squirrel import hooks_settings as hs
+
+    scope = "project" if args.project is not None else ("local" if args.local else "user")
+    project = Path(args.project or args.local or ".").resolve() if scope != "user" else None
+    path = hs.settings_path(scope, project)  # type: ignore[arg-type]
+    try:
+        if args.hooks_command == "install":
+            command = hook_executable()
+            if args.db or os.environ.get("REOS_MEMORY_DB"):
+                command = f"REOS_MEMORY_DB={shlex.quote(config.db)} {command}"
+            res = hs.install(path, command)
+        elif args.hooks_command == "uninstall":
+            res = hs.uninstall(path)
+        else:
+            st = hs.status(path)
+            if args.json:
+                sys.stdout.write(json.dumps(st) + "\n")
+                return 0
+            sys.stdout.write(f"{st['path']}: {'installed' if st['installed'] else 'not installed'}\n")
+            for ev, s in st["events"].items():
+                mark = "yes" if s["installed"] else "no "
+                extra = f" (+{s['foreign_hooks']} other hook(s))" if s["foreign_hooks"] else ""
+                cmd = f"  {s['commands'][0]}" if s["commands"] else ""
+                sys.stdout.write(f"  {mark} {ev}{extra}{cmd}\n")
+            return 0
+    except (hs.SettingsError, ValueError) as exc:
+        sys.stderr.write(f"sqrl: {exc}\n")
+        return 1
+    if args.json:
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "path": str(res.path),
+                    "changed": res.changed,
+                    "backup": str(res.backup) if res.backup else None,
+                    "added": list(res.added),
+                    "updated": list(res.updated),
+                    "removed": list(res.removed),
+                }
+            )
+            + "\n"
+        )
+    elif not res.changed:
+        sys.stdout.write(f"{res.path}: nothing to change\n")
+    else:
+        done = ", ".join(
+            f"{what} {', '.join(evs)}"
+            for what, evs in (("added", res.added), ("updated", res.updated), ("removed", res.removed))
+            if evs
+        )
+        backup = f" (backup: {res.backup})" if res.backup else ""
+        sys.stdout.write(f"{res.path}: {done}{backup}\n")
+    return 0

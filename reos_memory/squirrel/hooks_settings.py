@@ -1,0 +1,524 @@
+"""Claude Code's settings files: install, remove and inspect Squirrel's hooks.
+
+Claude Code reads hooks from the `hooks` object of its settings files: `~/.claude/settings.json`
+(user; the directory moves to `$CLAUDE_CONFIG_DIR` when that is set), `<project>/.claude/
+settings.json` (project, meant to be committed) and `<project>/.claude/settings.local.json`
+(local, not committed). The shape is
+
+    {"hooks": {"<Event>": [{"matcher": "...", "hooks": [{"type": "command",
+                                                          "command": "...", "timeout": 5}]}]}}
+
+`timeout` is in seconds. `matcher` is optional; left out it matches every occurrence, which is
+what Squirrel wants on every event it uses (every SessionStart source, every PreCompact trigger;
+UserPromptSubmit, Stop and SessionEnd take none). So our matcher groups carry no matcher.
+
+Our entries are recognised by their command alone: a `"type": "command"` hook whose command
+ends with ` hook claude-code` and names `reos-memory`/`reos_memory`. No marker key is added,
+because Claude Code validates settings files and skips a whole file it finds invalid. Each
+event gets one matcher group of its own holding our one hook, appended after the user's groups.
+
+Rules, all predictable:
+- A missing file is `{}`, so is an empty one. A file that is not a JSON object, whose `hooks` is
+  not an object, or whose entry for one of our events is not a list is refused (`SettingsError`)
+  and left alone; so is a file with a duplicate key or NaN/Infinity, which a rewrite would lose
+  or Claude Code would reject.
+- Every other key, event, group and hook is kept, in its order. Only our hooks are touched; a
+  group is dropped only when removing our hook empties it, an event only when that empties it,
+  and `hooks` only when that empties it.
+- Nothing is written when nothing changes. Before an existing file changes its previous bytes
+  are copied to `<name>.bak-<UTC timestamp>` beside it. The new content goes to a temporary file
+  in the same directory, takes the old file's mode, and replaces the file with `os.replace`; a
+  symlinked settings file (dotfile managers) is written through to its target.
+- The new file is written as JSON with two-space indentation; the user's own formatting of the
+  file is not kept (the content is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Literal, TypedDict
+
+__all__ = [
+    "DEFAULT_TIMEOUTS",
+    "EVENTS",
+    "HOOK_SUFFIX",
+    "EventStatus",
+    "Result",
+    "Scope",
+    "SettingsError",
+    "Status",
+    "hook_command",
+    "install",
+    "is_our_hook",
+    "settings_path",
+    "status",
+    "uninstall",
+]
+
+Scope = Literal["user", "project", "local"]
+
+EVENTS: Final[tuple[str, ...]] = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "Stop",
+    "PreCompact",
+    "SessionEnd",
+)
+
+# Seconds. SessionStart and UserPromptSubmit put context in front of the model while the user
+# waits; Stop, PreCompact and SessionEnd only hand the session to a detached worker.
+DEFAULT_TIMEOUTS: Final[Mapping[str, int]] = {
+    "SessionStart": 10,
+    "UserPromptSubmit": 5,
+    "Stop": 5,
+    "PreCompact": 5,
+    "SessionEnd": 5,
+}
+
+HOOK_SUFFIX: Final = " hook claude-code"
+_PROGRAM_NAMES: Final = ("reos-memory", "reos_memory")
+_INDENT: Final = 2
+
+
+class SettingsError(Exception):
+    """A settings file this module refuses to change (or cannot read); it was left as it was."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}; the file was not changed")
+        self.path = path
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class Result:
+    """What `install` or `uninstall` did.
+
+    `added`: events that got our hook where they had none. `updated`: events whose hook of ours
+    was replaced (another command or timeout, or duplicates collapsed to one). `removed`: events
+    our hooks were taken out of without a replacement.
+    """
+
+    changed: bool
+    path: Path
+    backup: Path | None
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+class EventStatus(TypedDict):
+    installed: bool  # exactly one hook of ours on this event
+    commands: list[str]  # the commands of our hooks here, in file order (normally one)
+    timeouts: list[int | float | None]  # their timeouts, same order
+    foreign_hooks: int  # every other hook entry on this event
+
+
+class Status(TypedDict):
+    path: str
+    exists: bool
+    installed: bool  # every event in EVENTS has exactly one hook of ours
+    events: dict[str, EventStatus]  # one per name in EVENTS
+    stray_events: list[str]  # other events that hold hooks of ours (left from older versions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths and commands
+
+
+def settings_path(
+    scope: Scope,
+    project_dir: Path | None = None,
+    home: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> Path:
+    """The settings file of a scope.
+
+    user: `$CLAUDE_CONFIG_DIR/settings.json` when that variable is set and not empty, else
+    `<home>/.claude/settings.json` (home defaults to `Path.home()`). project:
+    `<project_dir>/.claude/settings.json`; local: `<project_dir>/.claude/settings.local.json`
+    (project_dir defaults to the current directory). `env` defaults to `os.environ`.
+    """
+    if scope == "user":
+        environ = os.environ if env is None else env
+        config_dir = environ.get("CLAUDE_CONFIG_DIR", "").strip()
+        if config_dir:
+            return Path(os.path.abspath(os.path.expanduser(config_dir))) / "settings.json"
+        return (Path.home() if home is None else home) / ".claude" / "settings.json"
+    if scope in ("project", "local"):
+        base = Path.cwd() if project_dir is None else project_dir
+        name = "settings.json" if scope == "project" else "settings.local.json"
+        return base / ".claude" / name
+    raise ValueError(f"unknown scope {scope!r}; expected 'user', 'project' or 'local'")
+
+
+def hook_command(command: str) -> str:
+    """The full hook command for a base command (already shell-quoted by the caller)."""
+    return command.strip() + HOOK_SUFFIX
+
+
+def is_our_hook(entry: object) -> bool:
+    """Whether one entry of a matcher group's `hooks` list is ours."""
+    if not isinstance(entry, dict) or entry.get("type") != "command":
+        return False
+    command = entry.get("command")
+    if not isinstance(command, str):
+        return False
+    command = command.strip()
+    return command.endswith(HOOK_SUFFIX) and any(name in command for name in _PROGRAM_NAMES)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public operations
+
+
+def install(path: Path, command: str, timeouts: Mapping[str, int] | None = None) -> Result:
+    """Put our hook on every event of EVENTS in the settings file at `path`.
+
+    `command` is the base command (an absolute, shell-quoted path to `reos-memory`, maybe with
+    `--db PATH`); each hook runs `<command> hook claude-code`. `timeouts` overrides
+    DEFAULT_TIMEOUTS per event (seconds). Idempotent: an event whose one hook of ours already
+    matches is left as it is. Otherwise the first hook of ours on the event is replaced in place
+    (so its group, and any matcher the user gave it, stays), further ones are removed, and an
+    event without one gets a new group at the end. Hooks of ours on events outside EVENTS (left
+    by an older version) are removed.
+    """
+    full = _checked_command(command)
+    seconds = _checked_timeouts(timeouts)
+    target = _target(path)
+    raw, data = _load(target)
+    before = _dump(data)
+
+    hooks = data.get("hooks")
+    if hooks is None:
+        hooks = {}
+        data["hooks"] = hooks
+    for event in EVENTS:
+        if event in hooks and not isinstance(hooks[event], list):
+            raise SettingsError(target, f"`hooks.{event}` is a {_kind(hooks[event])}, not a list")
+
+    added: list[str] = []
+    updated: list[str] = []
+    removed: list[str] = []
+    for event in EVENTS:
+        wanted: dict[str, Any] = {"type": "command", "command": full, "timeout": seconds[event]}
+        groups: list[Any] = hooks.get(event, [])
+        ours = [hook for group in _groups(groups) for hook in group["hooks"] if is_our_hook(hook)]
+        if len(ours) == 1 and ours[0] == wanted:
+            continue
+        if ours:
+            _replace_ours(groups, wanted)
+            updated.append(event)
+        else:
+            hooks.setdefault(event, []).append({"hooks": [wanted]})
+            added.append(event)
+    for event in [name for name in hooks if name not in EVENTS]:
+        if _strip_ours(hooks, event):
+            removed.append(event)
+
+    return _finish(target, path, raw, before, data, added=added, updated=updated, removed=removed)
+
+
+def uninstall(path: Path) -> Result:
+    """Remove every hook of ours (on any event) from the settings file at `path`."""
+    target = _target(path)
+    raw, data = _load(target)
+    before = _dump(data)
+    removed: list[str] = []
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        for event in list(hooks):
+            if _strip_ours(hooks, event):
+                removed.append(event)
+        if removed and not hooks:
+            del data["hooks"]
+    return _finish(target, path, raw, before, data, removed=removed)
+
+
+def status(path: Path) -> Status:
+    """Which events carry our hook, with which command, and how many other hooks sit beside it."""
+    target = _target(path)
+    raw, data = _load(target)
+    hooks = data.get("hooks")
+    hooks = hooks if isinstance(hooks, dict) else {}
+    events: dict[str, EventStatus] = {}
+    for event in EVENTS:
+        groups = hooks.get(event)
+        ours: list[dict[str, Any]] = []
+        foreign = 0
+        if isinstance(groups, list):
+            for group in groups:
+                entries = group.get("hooks") if isinstance(group, dict) else None
+                if not isinstance(entries, list):
+                    foreign += 1  # a malformed group of someone else's: count it as one
+                    continue
+                for hook in entries:
+                    if is_our_hook(hook):
+                        ours.append(hook)
+                    else:
+                        foreign += 1
+        events[event] = {
+            "installed": len(ours) == 1,
+            "commands": [str(hook["command"]) for hook in ours],
+            "timeouts": [_timeout(hook.get("timeout")) for hook in ours],
+            "foreign_hooks": foreign,
+        }
+    stray = [
+        str(event)
+        for event, groups in hooks.items()
+        if event not in EVENTS
+        and isinstance(groups, list)
+        and any(is_our_hook(hook) for group in _groups(groups) for hook in group["hooks"])
+    ]
+    return {
+        "path": str(path),
+        "exists": raw is not None,
+        "installed": all(e["installed"] for e in events.values()),
+        "events": events,
+        "stray_events": stray,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Editing
+
+
+def _groups(groups: object) -> list[dict[str, Any]]:
+    """The well-formed matcher groups of an event's list (dicts whose `hooks` is a list)."""
+    if not isinstance(groups, list):
+        return []
+    return [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)]
+
+
+def _replace_ours(groups: list[Any], wanted: dict[str, Any]) -> None:
+    """Put `wanted` where the first hook of ours is; remove the others (and groups they empty)."""
+    placed = False
+    kept_groups: list[Any] = []
+    for group in groups:
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        if isinstance(entries, list) and any(is_our_hook(hook) for hook in entries):
+            kept: list[Any] = []
+            for hook in entries:
+                if not is_our_hook(hook):
+                    kept.append(hook)
+                elif not placed:
+                    kept.append(dict(wanted))
+                    placed = True
+            if not kept:
+                continue
+            group["hooks"] = kept
+        kept_groups.append(group)
+    groups[:] = kept_groups
+
+
+def _strip_ours(hooks: dict[str, Any], event: str) -> bool:
+    """Remove our hooks from one event; drop what that empties. Whether anything was removed."""
+    groups = hooks.get(event)
+    if not isinstance(groups, list):
+        return False
+    kept_groups: list[Any] = []
+    removed = False
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            entries = group["hooks"]
+            kept = [hook for hook in entries if not is_our_hook(hook)]
+            if len(kept) != len(entries):
+                removed = True
+                if not kept:
+                    continue
+                group["hooks"] = kept
+        kept_groups.append(group)
+    if not removed:
+        return False
+    if kept_groups:
+        hooks[event] = kept_groups
+    else:
+        del hooks[event]
+    return True
+
+
+def _checked_command(command: str) -> str:
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError("command must be a non-empty string")
+    if any(ch in command for ch in "\r\n\x00"):
+        raise ValueError("command must be one line without NUL characters")
+    full = hook_command(command)
+    if not is_our_hook({"type": "command", "command": full}):
+        raise ValueError(
+            f"command {command!r} would not be recognised as ours later: it must name "
+            "reos-memory (the executable's path) so that uninstall and re-install can find it"
+        )
+    return full
+
+
+def _checked_timeouts(timeouts: Mapping[str, int] | None) -> dict[str, int]:
+    seconds = dict(DEFAULT_TIMEOUTS)
+    for event, value in (timeouts or {}).items():
+        if event not in DEFAULT_TIMEOUTS:
+            raise ValueError(f"unknown event {event!r} in timeouts; expected one of {EVENTS}")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"timeout for {event} must be a positive whole number of seconds")
+        seconds[event] = value
+    return seconds
+
+
+def _timeout(value: object) -> int | float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading and writing
+
+
+def _target(path: Path) -> Path:
+    """The file to read and write: a symlink's final target, so the link itself survives."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _kind(value: object) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _load(target: Path) -> tuple[bytes | None, dict[str, Any]]:
+    """The file's bytes (None when missing) and its parsed object."""
+    try:
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        return None, {}
+    except OSError as exc:
+        raise SettingsError(target, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SettingsError(target, "is not UTF-8 text") from None
+    if not text.strip():
+        return raw, {}
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise SettingsError(target, f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise SettingsError(target, f"holds a JSON {_kind(data)}, not an object")
+    hooks = data.get("hooks")
+    if "hooks" in data and not isinstance(hooks, dict):
+        raise SettingsError(target, f"`hooks` is a {_kind(hooks)}, not an object")
+    return raw, data
+
+
+def _dump(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, indent=_INDENT, ensure_ascii=False) + "\n"
+
+
+def _finish(
+    target: Path,
+    path: Path,
+    raw: bytes | None,
+    before: str,
+    data: Mapping[str, Any],
+    *,
+    added: list[str] | None = None,
+    updated: list[str] | None = None,
+    removed: list[str] | None = None,
+) -> Result:
+    after = _dump(data)
+    if after == before:
+        return Result(changed=False, path=path, backup=None)
+    backup = _backup(target, raw) if raw is not None else None
+    _write_atomic(target, after.encode("utf-8"), expected=raw)
+    return Result(
+        changed=True,
+        path=path,
+        backup=backup,
+        added=tuple(added or ()),
+        updated=tuple(updated or ()),
+        removed=tuple(removed or ()),
+    )
+
+
+def _mode_for(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _backup(target: Path, raw: bytes) -> Path:
+    """Copy the previous bytes to `<name>.bak-<UTC timestamp>` (never over an existing file)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    mode = _mode_for(target)
+    for n in range(1000):
+        name = f"{target.name}.bak-{stamp}" + (f"-{n}" if n else "")
+        candidate = target.with_name(name)
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise SettingsError(target, f"backup {candidate} failed ({exc})") from None
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return candidate
+    raise SettingsError(target, "no free backup name")
+
+
+def _write_atomic(target: Path, content: bytes, *, expected: bytes | None) -> None:
+    """Temp file in the same directory, same mode, fsync, then `os.replace`.
+
+    `expected` is what the file held when it was read; if it changed meanwhile (Claude Code or
+    an editor wrote it) the write is abandoned rather than overwriting their change.
+    """
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SettingsError(target, f"its directory cannot be created ({exc})") from None
+    mode = _mode_for(target)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        try:
+            current: bytes | None = target.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current != expected:
+            raise SettingsError(target, "changed while it was being edited; run again")
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    with contextlib.suppress(OSError):  # make the rename durable where directories can be fsynced
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

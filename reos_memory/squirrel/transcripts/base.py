@@ -1,0 +1,128 @@
+"""The interface every agent adapter implements, and what they share.
+
+An adapter reads one parsed JSON record at a time and returns the Squirrel events it stands
+for. Everything it must remember between records (the session, its working directory, which
+call ids belong to which tool) lives in `ParseState`, which is plain JSON and is stored with the
+file's cursor, so that parsing resumes after a restart exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from reos_memory.models import EventIn
+
+MAX_TEXT = 20_000  # characters of one message or tool output handed on (compress caps further)
+MAX_CALLS = 64  # call ids remembered for pairing results with their calls
+
+
+@dataclass
+class ParseState:
+    """What an adapter knows about a file after the records it has read."""
+
+    session_id: str | None = None
+    cwd: str | None = None
+    calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def count(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
+
+    def remember_call(self, call_id: str, name: str) -> None:
+        self.calls[call_id] = name
+        if len(self.calls) > MAX_CALLS:
+            for k in list(self.calls)[: len(self.calls) - MAX_CALLS]:
+                del self.calls[k]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"session_id": self.session_id, "cwd": self.cwd, "calls": self.calls,
+             "counts": self.counts},
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> ParseState:
+        d = json.loads(text) if text else {}
+        return cls(
+            session_id=d.get("session_id"),
+            cwd=d.get("cwd"),
+            calls=dict(d.get("calls") or {}),
+            counts=dict(d.get("counts") or {}),
+        )
+
+
+@dataclass
+class Parsed:
+    """The events of one record, for the session they belong to."""
+
+    session_id: str
+    event: EventIn
+
+
+class Adapter(Protocol):
+    """One agent's session-log format."""
+
+    name: str
+
+    def sniff(self, record: dict[str, Any]) -> bool:
+        """Whether the first record of a file is in this format."""
+        ...
+
+    def parse(self, record: dict[str, Any], state: ParseState) -> list[Parsed]:
+        """The events a record stands for (none for bookkeeping records); unknown record types
+        are counted in `state.counts['skipped']`, never an error."""
+        ...
+
+
+def cut(text: str | None, limit: int = MAX_TEXT) -> str | None:
+    """Long text reduced to its head and tail (the end of a log holds the verdict)."""
+    if text is None:
+        return None
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + "\n[...]\n" + text[-half:]
+
+
+def as_text(content: Any) -> str:
+    """Text of a message or result body that is a string or a list of typed blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict):
+                t = block.get("text")
+                if isinstance(t, str):
+                    parts.append(t)
+        return "\n".join(parts)
+    if isinstance(content, dict):
+        t = content.get("text")
+        return t if isinstance(t, str) else ""
+    return str(content)
+
+
+_EXIT = re.compile(r"^(?:Error: )?Exit code (-?\d+)\b")
+
+
+def exit_code_in(text: str) -> int | None:
+    """The exit code a tool result announces on its first line ("Exit code 2 ...")."""
+    m = _EXIT.match(text.lstrip())
+    return int(m.group(1)) if m else None
+
+
+def first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().split("\n", 1)[0]
+    return line[:limit]
+
+
+def string(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,338 @@
+"""Ingest session logs through the adapters, from each file's cursor.
+
+Each batch of lines is one write transaction holding the events it produced and the cursor's
+new offset and parse state: a crash loses the batch and its cursor move together, so a line is
+never ingested twice and never skipped. Episodes cut by a batch go to the Memory Writer after it
+commits (an unprocessed episode is retried later, nothing is lost). A session ends when the
+caller says so (the SessionEnd hook) or when its file has been idle past `idle_seconds`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from reos_memory.errors import InvalidInput
+from reos_memory.models import EventIn, now_iso
+from reos_memory.squirrel import episodes
+from reos_memory.squirrel.projects import Project, project_for_root, safe_session_id
+from reos_memory.squirrel.transcripts import reader
+from reos_memory.squirrel.transcripts.base import Adapter, ParseState
+from reos_memory.squirrel.transcripts.claude_code import ClaudeCode
+from reos_memory.squirrel.transcripts.codex import Codex
+from reos_memory.store import squirrel as ssql
+from reos_memory.store import transcripts as tsql
+
+if TYPE_CHECKING:
+    from reos_memory.squirrel.service import Squirrel
+
+ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeCode(), "codex": Codex()}
+AGENTS = ("auto", *ADAPTERS)
+SUFFIXES = (".jsonl", ".jsonl.zst")
+BATCH_BYTES = 4 << 20
+BATCH_EVENTS = 1000
+
+
+@dataclass
+class Options:
+    agent: str = "auto"
+    session_end: bool | None = None  # None: end the session once its file is idle
+    idle_seconds: float = 1800.0
+
+
+@dataclass
+class FileReport:
+    path: str
+    agent: str | None = None
+    session_id: str | None = None
+    project_id: str | None = None
+    lines: int = 0
+    events: int = 0
+    malformed: int = 0
+    rewritten: bool = False
+    ended: bool = False
+    skipped_reason: str | None = None
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "agent": self.agent,
+            "session_id": self.session_id,
+            "project_id": self.project_id,
+            "lines": self.lines,
+            "events": self.events,
+            "malformed": self.malformed,
+            "rewritten": self.rewritten,
+            "session_ended": self.ended,
+            "skipped_reason": self.skipped_reason,
+            "episodes": self.episodes,
+            "counts": self.counts,
+        }
+
+
+def is_transcript(name: str) -> bool:
+    # compaction runs of Claude Code 2.x are the model summarising the session: not work
+    return name.endswith(SUFFIXES) and not name.startswith("agent-acompact-")
+
+
+def find(paths: Iterable[str]) -> list[str]:
+    """Session logs under the given files and directories, oldest first."""
+    found: list[tuple[float, str]] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for name in files:
+                    if is_transcript(name):
+                        full = os.path.join(root, name)
+                        try:
+                            found.append((os.stat(full).st_mtime, full))
+                        except OSError:
+                            continue
+        elif os.path.exists(p):
+            found.append((os.stat(p).st_mtime, p))
+    return [p for _, p in sorted(found)]
+
+
+def detect(path: str) -> str | None:
+    """Which agent wrote a file: from its first records (the name is only a hint)."""
+    for line in reader.lines(path, 0, 1 << 20):
+        rec = _record(line.data)
+        if rec is None:
+            continue
+        for name, adapter in ADAPTERS.items():
+            if adapter.sniff(rec):
+                return name
+    return None
+
+
+def _record(data: bytes | None) -> dict[str, Any] | None:
+    if not data or not data.strip():
+        return None
+    try:
+        rec = json.loads(data)
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileReport:
+    """Ingest what a session log holds beyond its cursor; end its session when due."""
+    opts = opts or Options()
+    if opts.agent not in AGENTS:
+        raise InvalidInput("agent", f"must be one of {', '.join(AGENTS)}")
+    path = os.path.realpath(os.path.expanduser(path))
+    rep = FileReport(path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise InvalidInput("path", f"cannot read {path}: {exc.strerror}") from None
+    if not os.path.isfile(path):
+        raise InvalidInput("path", "must be a regular file (a session log)")
+    cur = sq.db.read(lambda c: tsql.get(c, path))
+    if cur is not None and (
+        st.st_size < cur.size_seen
+        or not reader.same_head(path, reader.Head(cur.head_sha256, cur.head_bytes))
+    ):
+        rep.rewritten = True  # truncated or replaced: what it holds now is new to us
+        cur.offset, cur.state_json, cur.ended = 0, "{}", False
+        cur.rewrites += 1
+    agent = cur.agent if cur is not None else None
+    if agent is None:
+        agent = detect(path) if opts.agent == "auto" else opts.agent
+    if agent is None:
+        rep.skipped_reason = "not a Claude Code or Codex session log"
+        return rep
+    rep.agent = agent
+    adapter = ADAPTERS[agent]
+    if cur is None:
+        h = reader.head(path)
+        now = now_iso()
+        cur = tsql.Cursor(
+            path, agent, h.sha256, h.size, st.st_size, 0, None, None, "{}", 0, 0, 0, 0,
+            False, now, now,
+        )
+    state = ParseState.from_json(cur.state_json)
+    batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
+    while True:
+        moved = _batch(sq, path, cur, adapter, state, rep, batch)
+        if not moved:
+            break
+    rep.session_id, rep.project_id = cur.session_id, cur.project_id
+    rep.counts = dict(state.counts)
+    idle = time.time() - os.stat(path).st_mtime >= opts.idle_seconds
+    end = opts.session_end if opts.session_end is not None else idle
+    if end and cur.session_id is not None and not cur.ended:
+        rep.episodes.extend(end_session(sq, cur.session_id))
+        rep.ended = True
+    return rep
+
+
+def _batch(
+    sq: Squirrel,
+    path: str,
+    cur: tsql.Cursor,
+    adapter: Adapter,
+    state: ParseState,
+    rep: FileReport,
+    max_events: int,
+) -> bool:
+    """Read, parse and commit one batch of lines; False when there was nothing new."""
+    events: dict[str, list[EventIn]] = {}
+    n_events = lines = malformed = 0
+    end = cur.offset
+    for line in reader.lines(path, cur.offset, BATCH_BYTES):
+        lines += 1
+        end = line.end
+        if line.data is not None and not line.data.strip():
+            continue
+        rec = _record(line.data)
+        if rec is None:
+            malformed += 1
+            continue
+        try:
+            parsed = adapter.parse(rec, state)
+        except (TypeError, ValueError, AttributeError, KeyError):
+            malformed += 1  # a record of a shape no version wrote: skipped, never fatal
+            continue
+        for p in parsed:
+            events.setdefault(safe_session_id(p.session_id) or p.session_id, []).append(p.event)
+            n_events += 1
+        if n_events >= max_events:
+            break
+    if lines == 0:
+        return False
+    size = reader.size_on_disk(path)
+    projects = {sid: _project(sq, sid, state.cwd) for sid in events}
+    owner = sq.owner(None, None)
+    pols = {sid: sq.policy(p.root) for sid, p in projects.items() if p is not None}
+    limits = sq.limits()
+
+    def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
+        new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
+        cut: list[dict[str, Any]] = []
+        lost = 0
+        for sid, evs in events.items():
+            proj = _session_project(conn, sid) or projects[sid]
+            if proj is None:
+                lost += len(evs)  # no cwd anywhere: no project to learn for
+                continue
+            pol = pols.get(sid) or sq.policy(proj.root)
+            report = sq.ingest_in(conn, proj, owner, sid, evs, False, pol, limits)
+            cut.extend(report.episodes)
+            new.session_id = new.session_id or sid
+            new.project_id = new.project_id or proj.id
+            new.ended = False
+        new.session_id = new.session_id or safe_session_id(state.session_id)
+        new.offset = end
+        new.size_seen = size
+        new.state_json = state.to_json()
+        new.lines += lines
+        new.events += n_events
+        new.malformed += malformed
+        new.updated_at = now_iso()
+        if new.head_bytes < reader.HEAD_BYTES:  # a young file: its identity grows with it
+            h = reader.head(path)
+            new.head_sha256, new.head_bytes = h.sha256, h.size
+        tsql.put(conn, new)
+        return cut, new, lost
+
+    cut, new, lost = sq.db.write(tx)
+    vars(cur).update(vars(new))
+    if lost:
+        state.count("no_project", lost)
+    rep.lines += lines
+    rep.events += n_events
+    rep.malformed += malformed
+    rep.episodes.extend(sq.after_cut(ep, True) for ep in cut)
+    return True
+
+
+def _project(sq: Squirrel, session_id: str, cwd: str | None) -> Project | None:
+    known = sq.db.read(lambda c: _session_project(c, session_id))
+    if known is not None:
+        return known
+    return project_for_root(cwd) if cwd else None
+
+
+def _session_project(conn: apsw.Connection, session_id: str) -> Project | None:
+    sess = ssql.get_session(conn, session_id)
+    if sess is None:
+        return None
+    return Project(sess["project_id"], ssql.project_root(conn, sess["project_id"]))
+
+
+def end_session(sq: Squirrel, session_id: str) -> list[dict[str, Any]]:
+    """Cut a session's open episode as ended and mark its files' cursors."""
+    limits = sq.limits()
+    pid = sq.db.read(lambda c: (ssql.get_session(c, session_id) or {}).get("project_id"))
+    pol = sq.project_policy(pid)
+
+    def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
+        ep = episodes.flush_session(conn, session_id, limits, pol.regret, reason="session_end")
+        ssql.end_session(conn, session_id)
+        tsql.mark_ended(conn, session_id, now_iso())
+        return [ep] if ep is not None else []
+
+    return [sq.after_cut(ep, True) for ep in sq.db.write(tx)]
+
+
+def end_idle_sessions(
+    sq: Squirrel, idle_seconds: float, only: set[str] | None = None, force: bool = False
+) -> list[str]:
+    """End the open sessions (of `only`, when given) all of whose files have been idle past
+    `idle_seconds` (every one of them, with `force`); returns the sessions ended."""
+    rows = sq.db.read(tsql.open_sessions)
+    by_session: dict[str, list[str]] = {}
+    for path, sid, _pid in rows:
+        if only is None or sid in only:
+            by_session.setdefault(sid, []).append(path)
+    now = time.time()
+    ended = []
+    for sid, paths in by_session.items():
+        try:
+            idle = all(now - os.stat(p).st_mtime >= idle_seconds for p in paths)
+        except OSError:
+            idle = True  # a deleted log will not grow any more
+        if force or idle:
+            end_session(sq, sid)
+            ended.append(sid)
+    return ended
+
+
+def ingest_paths(
+    sq: Squirrel,
+    paths: Iterable[str],
+    opts: Options | None = None,
+    progress: Callable[[int, int, FileReport], None] | None = None,
+) -> list[FileReport]:
+    """Every session log under `paths`, oldest first; a file that fails is reported, not fatal
+    for the others. Sessions end after all their files are in (a subagent's file after its
+    parent's), when `opts.session_end` says so or, by default, when all their files are idle."""
+    opts = opts or Options()
+    each = Options(opts.agent, False, opts.idle_seconds)
+    files = find(paths)
+    out = []
+    for i, f in enumerate(files):
+        try:
+            rep = ingest_file(sq, f, each)
+        except (InvalidInput, OSError) as exc:
+            rep = FileReport(os.path.realpath(f), skipped_reason=str(exc))
+        out.append(rep)
+        if progress is not None:
+            progress(i + 1, len(files), rep)
+    if opts.session_end is not False:
+        touched = {r.session_id for r in out if r.session_id is not None}
+        ended = set(end_idle_sessions(sq, opts.idle_seconds, touched, bool(opts.session_end)))
+        for r in out:
+            r.ended = r.session_id in ended
+    return out

@@ -1,0 +1,113 @@
+"""Reading a session log from a byte offset: complete lines only, plain or zstd-compressed.
+
+A line is consumed only when it ends in a newline, or when it is the file's last line and is a
+whole JSON value (an agent still writing leaves a partial line, which is read next time). The
+offset counts bytes of the (decompressed) content, so it means the same after a restart.
+A file whose first bytes changed, or that shrank, was rewritten: its cursor starts over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
+
+HEAD_BYTES = 4096
+READ_SIZE = 1 << 20
+MAX_LINE = 64 << 20  # a longer line is skipped as malformed (agents write a few MB at most)
+
+
+@dataclass(frozen=True)
+class Head:
+    sha256: str
+    size: int  # bytes hashed
+
+
+def head(path: str, size: int = HEAD_BYTES) -> Head:
+    """The hash of a file's first bytes (on disk): its identity for the cursor."""
+    with open(path, "rb") as f:
+        data = f.read(size)
+    return Head(hashlib.sha256(data).hexdigest(), len(data))
+
+
+def same_head(path: str, expected: Head) -> bool:
+    return head(path, expected.size) == expected
+
+
+def compressed(path: str) -> bool:
+    return path.endswith(".zst")
+
+
+def _open(path: str, offset: int) -> IO[bytes]:
+    f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    if not compressed(path):
+        f.seek(offset)
+        return f
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(f, closefd=True)
+    left = offset
+    while left > 0:  # a compressed stream cannot seek: skip what was read before
+        chunk = reader.read(min(left, READ_SIZE))
+        if not chunk:
+            break
+        left -= len(chunk)
+    return reader  # type: ignore[return-value]
+
+
+@dataclass
+class Line:
+    end: int  # offset just after this line
+    data: bytes | None  # None: a line too long to keep (counted as malformed)
+
+
+def lines(path: str, offset: int, max_bytes: int) -> Iterator[Line]:
+    """Complete lines from `offset`, about `max_bytes` of them (at least one line)."""
+    with _open(path, offset) as f:
+        buf = b""
+        pos = offset  # offset of buf[0]
+        skipping = False
+        read = 0
+        while True:
+            chunk = f.read(READ_SIZE)
+            if not chunk:
+                break
+            buf += chunk
+            start = 0
+            while True:
+                nl = buf.find(b"\n", start)
+                if nl < 0:
+                    break
+                end = pos + nl + 1
+                if skipping:
+                    skipping = False
+                    yield Line(end, None)
+                else:
+                    yield Line(end, buf[start:nl])
+                read += nl + 1 - start
+                start = nl + 1
+            buf = buf[start:]
+            pos += start
+            if len(buf) > MAX_LINE:
+                pos += len(buf)
+                buf = b""
+                skipping = True
+            if read >= max_bytes:
+                return
+        if buf and not skipping and _whole_json(buf):
+            yield Line(pos + len(buf), buf)
+
+
+def _whole_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def size_on_disk(path: str) -> int:
+    return os.stat(path).st_size

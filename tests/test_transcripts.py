@@ -1,0 +1,284 @@
+"""Claude Code and Codex session logs: adapters, cursors, and ingestion through the service."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from reos_memory.squirrel.transcripts import ingest as tin
+from reos_memory.squirrel.transcripts.base import ParseState
+from reos_memory.squirrel.transcripts.claude_code import ClaudeCode
+from tests.rpc_client import Server
+
+ROOT = Path(__file__).resolve().parents[1]
+FORMATS = ROOT.parent / "shared" / "formats"
+SPOTTER = FORMATS / "claude-code" / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+SUBAGENT = SPOTTER.with_suffix("") / "subagents" / "agent-a881341.jsonl"
+SHORT = FORMATS / "claude-code" / "spotter" / "short.jsonl"
+VIEWER = FORMATS / "claude-code" / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+CODEX_NEW = (
+    FORMATS / "codex" / "codemie-code"
+    / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+)
+CODEX_OLD = (
+    FORMATS / "codex" / "codemie-code"
+    / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
+)
+
+needs_formats = pytest.mark.skipif(
+    not FORMATS.is_dir(), reason="../shared/formats (the real session logs) is not beside the repo"
+)
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[object]:
+    from reos_memory.app import App
+    from reos_memory.config import load_config
+    from reos_memory.logs import setup_logging
+
+    cfg = load_config(None, {"db": str(tmp_path / "m.db"), "embedder": "hash"})
+    cfg = msgspec.structs.replace(cfg, catch_up_indexing=False, owner_id="tester")
+    a = App(cfg, setup_logging("warning"))
+    a.start()
+    a.embeddings.wait_ready(30)
+    yield a
+    a.close()
+
+
+def counts(rep: tin.FileReport) -> dict[str, int]:
+    return {k: v for k, v in rep.counts.items() if k.startswith("tool") or k == "errors"}
+
+
+# -- the real logs: every one ingests, and its figures match the field notes -------------------
+
+
+@needs_formats
+def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
+    sq = app.squirrel  # type: ignore[attr-defined]
+    reps = {Path(r.path).name: r for r in tin.ingest_paths(sq, [str(FORMATS)])}
+    assert len(reps) == 6
+    assert all(r.skipped_reason is None and r.malformed == 0 for r in reps.values())
+
+    cc = reps[SPOTTER.name]  # Claude Code 2.1.39
+    assert cc.agent == "claude-code"
+    assert cc.counts["tool_calls"] == 186
+    assert {k: cc.counts[f"tool:{k}"] for k in ("Bash", "Read", "Edit", "Write", "Task")} == {
+        "Bash": 79, "Read": 42, "Edit": 35, "Write": 13, "Task": 1,
+    }
+    assert cc.counts["errors"] == 7
+    assert cc.counts["compactions"] == 1 and cc.counts["compact_summaries"] == 1
+    assert cc.counts["interrupts"] == 1
+
+    sub = reps[SUBAGENT.name]  # its subagent: attributed to the parent session
+    assert sub.session_id == cc.session_id == "258c7280-ae70-4798-800f-63464d01a85d"
+    assert sub.counts["tool:WebFetch"] == 2
+
+    short = reps[SHORT.name]  # 2.1.38: two calls, both rejected by the user
+    assert short.counts["tool_calls"] == 2 and short.counts["errors"] == 2
+
+    old = reps[VIEWER.name]  # Claude Code 1.0.98: summary line, inline sidechains
+    assert old.counts["tool_calls"] == 167 and old.counts["errors"] == 23
+    assert {k: old.counts[f"tool:{k}"] for k in ("Write", "Edit", "MultiEdit", "Bash", "Task")} == {
+        "Write": 33, "Edit": 8, "MultiEdit": 3, "Bash": 61, "Task": 5,
+    }
+    assert old.counts["subagent_records"] == 405
+
+    new = reps[CODEX_NEW.name]  # Codex 0.125
+    assert new.agent == "codex"
+    assert {k: new.counts[f"tool:{k}"] for k in ("exec_command", "write_stdin", "apply_patch")} == {
+        "exec_command": 43, "write_stdin": 54, "apply_patch": 3,
+    }
+    assert new.counts["errors"] == 4  # the four non-zero exit codes
+    oldx = reps[CODEX_OLD.name]  # Codex 0.77: the `shell` tool
+    assert oldx.counts["tool:shell"] == 3 and oldx.session_id == "019b7f94-51b4-7593-922e-ba12b5b73b52"
+
+    # the project comes from cwd (git top level when there is one), not the directory name
+    assert cc.project_id is not None and cc.project_id.startswith("spotter-gqc-")
+    assert old.project_id is not None and old.project_id.startswith("Demo-")
+
+    # the mix test that failed four times and then passed taught something
+    mems = sq.list_memories(
+        project_id=cc.project_id, project_root=None, include_global=False,
+        statuses=["provisional"], kinds=None, scope=None, owner_type=None, owner_id=None,
+        key_prefix=None, limit=50, cursor=None,
+    )["memories"]
+    assert any("mix test" in m.text for m in mems)
+
+    # and again: nothing new
+    again = tin.ingest_paths(sq, [str(FORMATS)])
+    assert sum(r.lines + r.events for r in again) == 0
+
+
+@needs_formats
+def test_codex_test_runs_carry_exit_codes_and_outcomes(app) -> None:
+    sq = app.squirrel  # type: ignore[attr-defined]
+    rep = tin.ingest_file(sq, str(CODEX_NEW), tin.Options(session_end=True))
+    eps = sq.list_episodes(
+        project_id=rep.project_id, project_root=None, session_id=None, outcome=None, limit=10,
+        cursor=None,
+    )["episodes"]
+    full = [sq.get_episode(ep.id)["episode"] for ep in eps]
+    events = [e for ep in full for e in ep.events]
+    runs = [e for e in events if e["kind"] == "tool_result" and "npm test" in (e.get("command") or "")]
+    assert runs, "the npm test runs of the red-green session"
+    assert runs[0]["exit_code"] == 1 and runs[0].get("test") == "failed"
+    assert runs[-1]["exit_code"] == 0 and runs[-1].get("test") == "passed"
+    assert any(ep.stats.tests_final_status == "passed" for ep in full)
+
+
+@needs_formats
+def test_subagent_prompts_are_not_user_requests() -> None:
+    """The Task prompts of inline sidechains (written by the parent agent) never count as what
+    the user typed; the typed requests do."""
+    adapter, state = ClaudeCode(), ParseState()
+    prompts, said = set(), []
+    for line in VIEWER.read_bytes().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "assistant":
+            for b in rec["message"]["content"]:
+                if b.get("type") == "tool_use" and b["name"] == "Task":
+                    prompts.add(b["input"]["prompt"].strip())
+        said += [p.event.text for p in adapter.parse(rec, state) if p.event.role == "user"]
+    assert len(prompts) == 5
+    assert said and not prompts & {s.strip() for s in said if s}
+    assert not any(s and s.startswith("<command-") for s in said)
+
+
+# -- cursors: idempotent, appended lines, partial lines, rewrites, compression -----------------
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+@needs_formats
+def test_cursor_reads_each_line_exactly_once_across_appends(app, tmp_path: Path) -> None:
+    sq = app.squirrel  # type: ignore[attr-defined]
+    whole = tin.ingest_file(sq, str(_copy(SPOTTER, tmp_path / "a")), tin.Options(session_end=False))
+
+    lines = _lines(SPOTTER)
+    part = tmp_path / "b" / SPOTTER.name
+    part.parent.mkdir()
+    # written in pieces, the last piece cut in the middle of a line (an agent still writing)
+    cuts = [0, 300, 301, 900, 1500, len(lines)]
+    total = tin.FileReport(str(part))
+    with open(part, "wb") as f:
+        for a, b in itertools.pairwise(cuts):
+            chunk = b"".join(lines[a:b])
+            half = len(chunk) // 2 if b == len(lines) else len(chunk)
+            f.write(chunk[:half])
+            f.flush()
+            rep = tin.ingest_file(sq, str(part), tin.Options(session_end=False))
+            total.lines += rep.lines
+            total.events += rep.events
+            if half < len(chunk):
+                f.write(chunk[half:])
+                f.flush()
+                rep = tin.ingest_file(sq, str(part), tin.Options(session_end=False))
+                total.lines += rep.lines
+                total.events += rep.events
+    assert total.lines == whole.lines == len(lines)
+    assert total.events == whole.events
+    assert tin.ingest_file(sq, str(part), tin.Options(session_end=False)).lines == 0
+
+
+def _copy(src: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    dst = folder / src.name
+    shutil.copyfile(src, dst)
+    return dst
+
+
+@needs_formats
+def test_partial_last_line_waits_and_a_rewrite_is_detected(app, tmp_path: Path) -> None:
+    sq = app.squirrel  # type: ignore[attr-defined]
+    lines = _lines(SHORT)
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"".join(lines[:5]) + lines[5][:40])
+    rep = tin.ingest_file(sq, str(f), tin.Options(session_end=False))
+    assert rep.lines == 5  # the cut line is not consumed
+    f.write_bytes(b"".join(lines))
+    rep = tin.ingest_file(sq, str(f), tin.Options(session_end=False))
+    assert rep.lines == len(lines) - 5 and not rep.rewritten
+    # the same path now holds another session: detected, read from the start
+    f.write_bytes(b"".join(_lines(CODEX_OLD)))
+    rep = tin.ingest_file(sq, str(f), tin.Options(session_end=False))
+    assert rep.rewritten and rep.lines == len(_lines(CODEX_OLD))
+    # truncated to less than was read: also a rewrite
+    f.write_bytes(b"".join(_lines(CODEX_OLD)[:3]))
+    rep = tin.ingest_file(sq, str(f), tin.Options(session_end=False))
+    assert rep.rewritten and rep.lines == 3
+
+
+@needs_formats
+def test_zstd_rollout_and_hostile_lines(app, tmp_path: Path) -> None:
+    import zstandard
+
+    sq = app.squirrel  # type: ignore[attr-defined]
+    day = tmp_path / "sessions" / "2026" / "05" / "11"
+    day.mkdir(parents=True)
+    z = day / (CODEX_NEW.name + ".zst")
+    z.write_bytes(zstandard.ZstdCompressor().compress(CODEX_NEW.read_bytes()))
+    rep = tin.ingest_file(sq, str(z), tin.Options(session_end=False))
+    assert rep.agent == "codex" and rep.lines == len(_lines(CODEX_NEW))
+    assert rep.counts["tool:exec_command"] == 43 and rep.counts["errors"] == 4
+    assert tin.ingest_file(sq, str(z), tin.Options(session_end=False)).lines == 0
+
+    # malformed lines, a newer record type, odd shapes: counted and skipped, never fatal
+    hostile = tmp_path / "hostile.jsonl"
+    good = _lines(SHORT)
+    junk = [
+        b"{not json\n",
+        b"\xff\xfe\x00garbage\n",
+        b"[1, 2, 3]\n",
+        b'{"type": "hologram", "sessionId": "x", "payload2": 1}\n',
+        b'{"type": "user", "message": "not an object", "sessionId": "55604662-cf2a-4331-851a-ec234028f8ca"}\n',
+        b'{"type": "assistant", "message": {"content": [{"type": "tool_use", "input": 5}]}, "sessionId": "55604662-cf2a-4331-851a-ec234028f8ca"}\n',
+        b"\n",
+    ]
+    hostile.write_bytes(good[0] + b"".join(junk) + b"".join(good[1:]))
+    rep = tin.ingest_file(sq, str(hostile), tin.Options(session_end=True))
+    assert rep.malformed == 3 and rep.lines == len(good) + len(junk)
+    assert rep.counts["skipped"] >= 2 and rep.counts["errors"] == 2
+
+
+def test_not_a_session_log_is_reported(app, tmp_path: Path) -> None:
+    f = tmp_path / "notes.jsonl"
+    f.write_text('{"hello": "world"}\n')
+    rep = tin.ingest_file(app.squirrel, str(f))  # type: ignore[attr-defined]
+    assert rep.skipped_reason and rep.lines == 0
+
+
+# -- through the protocol ----------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+@needs_formats
+def test_ingest_transcript_over_stdio(tmp_path: Path, db_path: Path) -> None:
+    log = _copy(SHORT, tmp_path / "logs")
+    with Server(db_path) as srv:
+        srv.wait_ready()
+        first = srv.call("squirrel/ingest_transcript", {"path": str(log), "session_end": True})
+        assert first["agent"] == "claude-code" and first["lines"] == 15
+        assert first["session_ended"] and first["episodes"]
+        assert first["counts"]["errors"] == 2
+        again = srv.call("squirrel/ingest_transcript", {"path": str(log)})
+        assert again["lines"] == 0 and again["events"] == 0
+        for bad, field in (
+            ({"path": str(tmp_path / "missing.jsonl")}, "path"),
+            ({"path": str(tmp_path)}, "path"),
+            ({"path": str(log), "agent": "cursor"}, "agent"),
+            ({}, "path"),
+        ):
+            err = srv.error("squirrel/ingest_transcript", bad)
+            assert err.code == -32602 and field in json.dumps(err.data or err.message), err
+        status = srv.call("squirrel/status")
+        assert status["transcripts"]["claude-code"]["files"] == 1
+        assert os.path.exists(db_path)
