@@ -454,6 +454,9 @@ def run_sqrl(config: Config, args: Any) -> int:
                 if out.get("deduplicated_into")
                 else f"added {m.id} ({m.kind}, {m.status}): {m.text}\n"
             )
+        elif cmd == "memories" and args.memory_id:
+            out = sq.get_memory(args.memory_id)
+            text = report.memory(out)
         elif cmd == "memories":
             statuses = args.status or ["provisional", "active"]
             scope_args = {"project_id": None, "project_root": None} if args.all_projects else where

@@ -172,7 +172,10 @@ def build_sqrl_parser() -> argparse.ArgumentParser:
     add.add_argument("--ttl-days", type=int)
     add.add_argument("--path-prefix", help="sub-tree, for --scope repo_path")
     add.add_argument("--avoid", action="store_true", help="an anti-pattern (polarity -1)")
-    mem = sub.add_parser("memories", parents=[common], help="list memories")
+    mem = sub.add_parser(
+        "memories", parents=[common], help="list memories, or show one with its evidence"
+    )
+    mem.add_argument("memory_id", nargs="?", help="show this memory in full")
     mem.add_argument("--status", action="append", choices=["provisional", "active", "deprecated"])
     mem.add_argument(
         "--kind", action="append", choices=["preference", "invariant", "pattern", "guard", "note"]

@@ -86,6 +86,7 @@ class ClaudeSession:
         rejected: bool = False,
         records: list[dict[str, Any]] | None = None,
         sidechain: bool = False,
+        result: dict[str, Any] | None = None,
     ) -> ClaudeSession:
         out = self.records if records is None else records
         self._n += 1
@@ -118,7 +119,7 @@ class ClaudeSession:
             tur = f"Error: {output}"
         else:
             content = output
-            tur = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
+            tur = result or {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
         block: dict[str, Any] = {"tool_use_id": tid, "type": "tool_result", "content": content}
         if failed:
             block["is_error"] = True

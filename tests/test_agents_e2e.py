@@ -33,8 +33,10 @@ OLD = timedelta(hours=3)  # the sessions ended hours ago: idle past session_idle
 
 
 def _env(home: Path, db: Path, **extra: str) -> dict[str, str]:
-    env = {
-        **os.environ,
+    outer = {k: v for k, v in os.environ.items()
+             if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "REOS_MEMORY_HOME")}
+    return {
+        **outer,
         "HOME": str(home),
         "REOS_MEMORY_DB": str(db),
         "REOS_MEMORY_EMBEDDER": "hash",
@@ -42,9 +44,6 @@ def _env(home: Path, db: Path, **extra: str) -> dict[str, str]:
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         **extra,
     }
-    for k in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "REOS_MEMORY_HOME"):
-        env.pop(k, None)
-    return env
 
 
 def run(env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path | None = None,
@@ -254,7 +253,11 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
             stdin=json.dumps({**base, "hook_event_name": "SessionStart"}))
     assert (r.returncode, r.stdout) == (0, "")
 
-    # Stop and SessionEnd: answered at once, the work done by one detached worker that exits
+    # Stop and SessionEnd: answered at once, the work done by one detached worker that exits;
+    # a request file that cannot be read (a worker killed while writing it) does not stop it
+    queue = Path(str(db) + ".hook-queue")
+    queue.mkdir(parents=True, exist_ok=True)
+    (queue / "broken.json").write_text("")
     t0 = time.monotonic()
     for _ in range(4):
         r = hook({**base, "hook_event_name": "Stop"})
@@ -263,7 +266,13 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
     assert (r.returncode, r.stdout) == (0, "")
     quick = time.monotonic() - t0
     deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and (_workers(db) or any((db.parent / "hook-queue").glob("*.json"))):
+    while time.monotonic() < deadline and (
+        any(queue.glob("*.json")) or any(queue.glob("*.taken"))
+    ):
+        time.sleep(0.2)
+    assert not list(queue.glob("*.json")) and not list(queue.glob("*.taken")), "work left"
+    deadline = time.monotonic() + 15  # the work is done: the worker closes the database and exits
+    while time.monotonic() < deadline and _workers(db):
         time.sleep(0.2)
     assert _workers(db) == [], "a hook worker outlived its work"
     assert quick < 5 * 10  # five hook runs, none waiting for the ingestion
@@ -348,3 +357,40 @@ def test_one_watcher_per_database(tmp_path: Path) -> None:
         first.terminate()
         assert first.wait(30) == 0
     assert sqrl(env, "watch", "--once").returncode == 0  # the lock went with the process
+
+
+def test_every_entry_point_finds_the_same_database(tmp_path: Path) -> None:
+    """serve, mcp, hook and sqrl honour REOS_MEMORY_HOME (and --db / REOS_MEMORY_DB) alike."""
+    home = tmp_path / "data-home"
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    env = _env(tmp_path / "user-home", tmp_path / "unused.db", REOS_MEMORY_HOME=str(home))
+    env.pop("REOS_MEMORY_DB")
+    where = run(env, "reos_memory", "where")
+    assert where.stdout.strip() == str(home / "memory.db")
+    added = sqrl(env, "add", "--kind", "invariant", "Migrations run with alembic upgrade head.",
+                 "--json", cwd=repo)
+    assert added.returncode == 0, added.stderr
+    mid = json.loads(added.stdout)["memory"]["id"]
+    shown = sqrl(env, "memories", mid, cwd=repo)
+    assert "alembic" in shown.stdout and "evidence (1)" in shown.stdout
+    assert "explicit_statement" in shown.stdout
+    status = sqrl(env, "status", cwd=repo)
+    assert "writer config: rules (offline)" in status.stdout
+    hook = run(env, "reos_memory", "hook", "claude-code", stdin=json.dumps(
+        {"hook_event_name": "SessionStart", "session_id": "s", "cwd": str(repo),
+         "source": "startup"}))
+    assert "alembic" in hook.stdout
+    data = _mcp_context(env, repo, "run the database migrations")
+    assert "alembic" in data["context_prompt"]
+    with Server(None, env={k: v for k, v in env.items() if k.startswith("REOS_")}) as srv:
+        srv.wait_ready()
+        got = srv.call("squirrel/memories/get", {"memory_id": mid})
+        assert got["memory"]["text"].startswith("Migrations run with alembic")
+    # and --db wins over the environment, for each of them
+    other = tmp_path / "other.db"
+    r = sqrl(env, "add", "Use tabs.", "--db", str(other), cwd=repo)
+    assert r.returncode == 0 and other.exists()
+    r = run(env, "reos_memory", "hook", "claude-code", "--db", str(other), stdin=json.dumps(
+        {"hook_event_name": "SessionStart", "session_id": "s2", "cwd": str(repo)}))
+    assert "Use tabs" in r.stdout and "alembic" not in r.stdout

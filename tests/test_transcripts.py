@@ -282,3 +282,89 @@ def test_ingest_transcript_over_stdio(tmp_path: Path, db_path: Path) -> None:
         status = srv.call("squirrel/status")
         assert status["transcripts"]["claude-code"]["files"] == 1
         assert os.path.exists(db_path)
+
+
+# -- found in review: concurrent ingesters, Codex compression, hostile files -------------------
+
+
+def _events_stored(app) -> int:
+    def read(conn):
+        ep = conn.execute(
+            "SELECT coalesce(sum(json_array_length(events_json, '$.events')), 0) FROM episodes"
+        ).fetchone()[0]
+        pending = conn.execute("SELECT count(*) FROM squirrel_events").fetchone()[0]
+        return ep + pending
+
+    return app.db.read(read)
+
+
+@needs_formats
+def test_two_ingesters_on_one_file_read_each_line_once(app, tmp_path: Path) -> None:
+    import threading
+
+    from reos_memory.app import App
+    from reos_memory.logs import setup_logging
+
+    log = _copy(SPOTTER, tmp_path / "logs")
+    other = App(app.config, setup_logging("warning"))  # type: ignore[attr-defined]
+    other.start()
+    try:
+        errors: list[BaseException] = []
+
+        def go(a) -> None:
+            try:
+                tin.ingest_file(a.squirrel, str(log), tin.Options(session_end=False))
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=go, args=(a,)) for a in (app, other)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors
+    finally:
+        other.close()
+    cur = app.db.read(lambda c: c.execute(  # type: ignore[attr-defined]
+        "SELECT lines, events FROM transcript_cursors").fetchall())
+    assert cur == [(1863, 460)]
+    assert _events_stored(app) == 460
+
+
+@needs_formats
+def test_codex_compressing_a_rollout_does_not_read_it_again(app, tmp_path: Path) -> None:
+    import zstandard
+
+    sq = app.squirrel  # type: ignore[attr-defined]
+    lines = _lines(CODEX_OLD)
+    plain = tmp_path / CODEX_OLD.name
+    plain.write_bytes(b"".join(lines[:20]))
+    assert tin.ingest_file(sq, str(plain), tin.Options(session_end=False)).lines == 20
+    # Codex compresses the idle rollout and deletes the plain file
+    packed = tmp_path / (CODEX_OLD.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    plain.unlink()
+    rep = tin.ingest_file(sq, str(packed), tin.Options(session_end=False))
+    assert rep.lines == 0 and not rep.rewritten
+    # ... then resumes the session: decompressed, appended to, compressed again
+    packed.unlink()
+    plain.write_bytes(b"".join(lines))
+    rep = tin.ingest_file(sq, str(plain), tin.Options(session_end=False))
+    assert rep.lines == len(lines) - 20 and not rep.rewritten
+    assert _events_stored(app) == 7  # every event once (the session's 7)
+
+
+def test_hostile_files_spoil_only_themselves(app, tmp_path: Path) -> None:
+    sq = app.squirrel  # type: ignore[attr-defined]
+    root = tmp_path / "sessions"
+    root.mkdir()
+    (root / "rollout-bad.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd garbage, not zstd")
+    deep = root / "deep.jsonl"
+    deep.write_bytes(b"[" * 200_000 + b"\n" + b'{"type":"summary","summary":"x"}\n')
+    good = root / "good.jsonl"
+    good.write_text(json.dumps({"type": "user", "sessionId": "s-good", "cwd": str(tmp_path),
+                                "message": {"role": "user", "content": "hello there"}}) + "\n")
+    reps = {Path(r.path).name: r for r in tin.ingest_paths(sq, [str(root)])}
+    assert reps["rollout-bad.jsonl.zst"].skipped_reason
+    assert reps["deep.jsonl"].malformed == 1 and reps["deep.jsonl"].lines == 2
+    assert reps["good.jsonl"].events == 1

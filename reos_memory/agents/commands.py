@@ -127,6 +127,11 @@ def _hooks(config: Config, args: Any) -> int:
     try:
         if args.hooks_command == "install":
             command = hook_executable()
+            # the hook must open the database this command did (Claude Code runs it with its
+            # own environment)
+            config_file = args.config or os.environ.get("REOS_MEMORY_CONFIG")
+            if config_file:
+                command = f"REOS_MEMORY_CONFIG={shlex.quote(os.path.abspath(config_file))} {command}"
             if args.db or os.environ.get("REOS_MEMORY_DB"):
                 command = f"REOS_MEMORY_DB={shlex.quote(config.db)} {command}"
             res = hs.install(path, command)

@@ -40,14 +40,16 @@ LOG_BYTES = 1 << 20
 INGEST_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
 
 
-def state_dir(config: Config) -> Path:
-    return Path(config.db).expanduser().resolve().parent
+def _beside_db(config: Config, suffix: str) -> Path:
+    """A file or folder of the hook's next to its database (one set per database)."""
+    db = Path(config.db).expanduser().resolve()
+    return db.with_name(db.name + suffix)
 
 
 def log_line(config: Config, text: str) -> None:
-    """Append to the hook log (kept under 1 MB: the older half is dropped)."""
+    """Append to the hook log `<db>.hook.log` (kept under 1 MB: the older half is dropped)."""
     with contextlib.suppress(OSError):
-        path = state_dir(config) / "hook.log"
+        path = _beside_db(config, ".hook.log")
         if path.exists() and path.stat().st_size > LOG_BYTES:
             data = path.read_bytes()[-LOG_BYTES // 2 :]
             path.write_bytes(data)
@@ -57,9 +59,12 @@ def log_line(config: Config, text: str) -> None:
 
 def run(config: Config, stdin: bytes) -> int:
     """Handle one hook call; the answer (if any) is written to stdout. Always returns 0."""
-    # Nothing but the answer may reach stdout: anything printed meanwhile goes to stderr.
+    # Nothing but the answer may reach stdout: anything printed meanwhile (by us or a library,
+    # through sys.stdout or the file descriptor) goes to stderr.
+    sys.stdout.flush()
     out_fd = os.dup(1)
     os.dup2(2, 1)
+    real_stdout, sys.stdout = sys.stdout, sys.stderr
     answer: dict[str, Any] | None = None
     try:
         payload = json.loads(stdin[:MAX_INPUT])
@@ -70,6 +75,9 @@ def run(config: Config, stdin: bytes) -> int:
         log_line(config, "hook failed: " + traceback.format_exc())
         answer = None
     finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        sys.stdout = real_stdout
         os.dup2(out_fd, 1)
         os.close(out_fd)
     if answer:
@@ -167,7 +175,7 @@ def _first_prompt(payload: dict[str, Any]) -> str | None:
 
 
 def queue_dir(config: Config) -> Path:
-    return state_dir(config) / "hook-queue"
+    return _beside_db(config, ".hook-queue")
 
 
 def enqueue(config: Config, session_id: Any, transcript: str, end: bool) -> Path:
@@ -183,6 +191,38 @@ def enqueue(config: Config, session_id: Any, transcript: str, end: bool) -> Path
     tmp.write_text(json.dumps({"transcript": transcript, "end": end}))
     os.replace(tmp, path)
     return path
+
+
+def _claim(q: Path) -> list[tuple[Path, dict[str, Any] | None]]:
+    """Take the pending requests (oldest first): each is renamed to a name of this worker's
+    first, so a request written meanwhile under the same name is kept for the next round."""
+    out: list[tuple[Path, dict[str, Any] | None]] = []
+    try:
+        entries = sorted(q.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return out
+    for p in entries:
+        mine = p.with_name(p.name + f".{os.getpid()}.taken")
+        try:
+            os.rename(p, mine)
+        except OSError:
+            continue
+        try:
+            req = json.loads(mine.read_text())
+        except (OSError, ValueError):
+            req = None
+        ok = isinstance(req, dict) and isinstance(req.get("transcript"), str)
+        out.append((mine, req if ok else None))
+    return out
+
+
+def _tidy(q: Path, older_than: float = 3600.0) -> None:
+    """Remove leftovers of workers that died (temporary and taken files an hour old)."""
+    now = time.time()
+    for p in [*q.glob("*.tmp"), *q.glob("*.taken")]:
+        with contextlib.suppress(OSError):
+            if now - p.stat().st_mtime > older_than:
+                p.unlink()
 
 
 def spawn_worker(config: Config) -> None:
@@ -201,22 +241,7 @@ def spawn_worker(config: Config) -> None:
     )
 
 
-def _take(q: Path) -> list[dict[str, Any]]:
-    """The pending requests, removed from the queue (oldest first)."""
-    out = []
-    try:
-        entries = sorted(q.glob("*.json"), key=lambda p: p.stat().st_mtime)
-    except OSError:
-        return []
-    for p in entries:
-        try:
-            req = json.loads(p.read_text())
-            p.unlink()
-        except (OSError, ValueError):
-            continue
-        if isinstance(req, dict) and isinstance(req.get("transcript"), str):
-            out.append(req)
-    return out
+MAX_ROUNDS = 1000  # a worker that keeps finding work this long leaves the rest to the next
 
 
 def work(config: Config) -> int:
@@ -224,28 +249,37 @@ def work(config: Config) -> int:
     the lock taken exits at once: the one holding it looks at the queue again before leaving."""
     q = queue_dir(config)
     q.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _tidy(q)
     lock_path = q / "worker.lock"
     app = None
     try:
-        while True:
+        for _ in range(MAX_ROUNDS):
             with open(lock_path, "a+") as lock:
                 try:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     return 0
-                while True:
-                    reqs = _take(q)
-                    if not reqs:
+                for _ in range(MAX_ROUNDS):
+                    taken = _claim(q)
+                    if not taken:
                         break
-                    if app is None:
-                        from reos_memory.app import open_app
+                    for path, req in taken:
+                        try:
+                            if req is not None:
+                                if app is None:
+                                    from reos_memory.app import open_app
 
-                        app = open_app(config, needs_model=True)
-                    for req in reqs:
-                        _ingest(config, app.squirrel, req["transcript"], bool(req.get("end")))
+                                    app = open_app(config, needs_model=True)
+                                _ingest(config, app.squirrel, req["transcript"], bool(req.get("end")))
+                        except Exception:
+                            log_line(config, "hook worker: " + traceback.format_exc())
+                        finally:
+                            with contextlib.suppress(OSError):
+                                path.unlink()
                 fcntl.flock(lock, fcntl.LOCK_UN)
             if not any(q.glob("*.json")):  # a request that came in while we were unlocking
                 return 0
+        return 0
     finally:
         if app is not None:
             app.squirrel.wait_idle(config.llm_timeout_s * (config.llm_max_retries + 1) + 30)

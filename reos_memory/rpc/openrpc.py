@@ -73,12 +73,29 @@ def build_document(registry: Registry) -> dict[str, Any]:
     }
 
 
+_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+
+
+def _plain_bounds(node: Any) -> Any:
+    """Bounds that are whole numbers written as integers. typing caches equal Annotated types
+    (Meta(ge=0) == Meta(ge=0.0)), so whichever module built one first would otherwise decide
+    whether the document says 0 or 0.0."""
+    if isinstance(node, dict):
+        return {
+            k: int(v) if k in _BOUNDS and isinstance(v, float) and v.is_integer() else _plain_bounds(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_plain_bounds(v) for v in node]
+    return node
+
+
 def render(registry: Registry) -> str:
     """The document as the text committed at rpc_schema/openrpc.json."""
-    return json.dumps(build_document(registry), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(openrpc_document(registry), indent=2, ensure_ascii=False) + "\n"
 
 
 @cache
 def openrpc_document(registry: Registry) -> dict[str, Any]:
     """The document, built once per registry."""
-    return build_document(registry)
+    return _plain_bounds(build_document(registry))  # type: ignore[no-any-return]

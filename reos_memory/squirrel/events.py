@@ -46,6 +46,23 @@ def _clean(text: str | None) -> str | None:
     return redact(strip_injected(text))
 
 
+# Long text is redacted only as far as anything of it can be stored: its head and its tail (the
+# stored snippet, summary and user text all come from there). What is read only to judge it -
+# errors, test verdicts - is the whole text, never stored; an error line taken from it is
+# redacted as a whole line before it is kept.
+REDACT_WINDOW = 3000
+
+
+def _window(text: str | None) -> str | None:
+    """The head and tail of a long text (injections already stripped), redacted."""
+    if text is None:
+        return None
+    if len(text) > REDACT_WINDOW:
+        half = REDACT_WINDOW // 2
+        text = text[:half] + "\n…\n" + text[-half:]
+    return redact(text)
+
+
 def _head_tail(text: str, n: int) -> str:
     """Long output keeps its start and its end, where errors and summaries are."""
     if len(text) <= n:
@@ -82,13 +99,16 @@ def compress(
 ) -> dict[str, Any]:
     """The stored form of one event. `call` is the tool call a result answers, if known; `now`
     stands in for a missing `ts`."""
-    text = _clean(ev.text)
-    snippet = _clean(ev.raw_snippet)
+    raw_text = None if ev.text is None else strip_injected(ev.text)  # never stored
+    raw_snippet = None if ev.raw_snippet is None else strip_injected(ev.raw_snippet)
+    text = _window(raw_text)
+    snippet = _window(raw_snippet)
     summary = _clean(ev.summary)
     command = _clean(ev.command)
     if command is None and call is not None:
         command = call.get("command")
     body = text if text is not None else (snippet or "")
+    raw_body = raw_text if raw_text is not None else (raw_snippet or "")
     out: dict[str, Any] = {
         "ts": parse_ts(ev.ts, index, now),
         "role": ev.role,
@@ -114,11 +134,14 @@ def compress(
         if signals.success_cue(said):
             out["success"] = True
     elif ev.kind == "tool_result":
-        rejected = ev.rejected or any(m in body.lower() for m in REJECTION_MARKERS)
+        low = raw_body[:2000].lower()
+        rejected = ev.rejected or any(m in low for m in REJECTION_MARKERS)
         error = bool(ev.is_error) or (ev.exit_code not in (None, 0)) or rejected
         if ev.is_error is None and ev.exit_code is None and not rejected:
-            error = signals.looks_like_error(body)
-        test = signals.test_outcome(command, body, ev.exit_code) if body or command else None
+            error = signals.looks_like_error(raw_body)
+        test = (
+            signals.test_outcome(command, raw_body, ev.exit_code) if raw_body or command else None
+        )
         if (
             test is None
             and command
@@ -133,9 +156,9 @@ def compress(
             out["rejected"] = True
         if error:
             out["error"] = True
-            line = signals.error_line(body) if body else None
+            line = signals.error_line(raw_body) if raw_body else None
             if line:
-                line = _full_line(body, line)
+                line = redact(_full_line(raw_body, line))  # the whole line, then cut
                 out["error_line"] = cap(brief_error(line), SUMMARY_CHARS)
         out["summary"] = cap(
             summary or out.get("error_line") or _first_line(body) or "(no output)", SUMMARY_CHARS

@@ -21,7 +21,7 @@ from reos_memory.models import MEMORY_KINDS
 
 PROJECT_FILE = Path(".sqrl") / "memory_policy.toml"
 NonNeg = Annotated[float, Meta(ge=0)]
-Ratio = Annotated[float, Meta(ge=0, le=1)]
+Ratio = Annotated[float, Meta(ge=0.0, le=1.0)]  # float literals: see similarity_floor
 Count = Annotated[int, Meta(ge=0, le=1_000_000)]
 
 

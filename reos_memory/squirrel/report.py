@@ -22,6 +22,34 @@ def memories(rows: list[Any], metrics: list[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def memory(result: dict[str, Any]) -> str:
+    """One memory in full, with where it came from and how it has done."""
+    m, x = result["memory"], result.get("metrics")
+    where = "global" if m.project_id is None else f"project {m.project_id}"
+    if m.path_prefix:
+        where += f", under {m.path_prefix}"
+    lines = [
+        f"{m.id}  {m.status} {m.kind} ({m.tier}{', avoid' if m.polarity < 0 else ''})",
+        f"  {m.text}",
+        f"  key: {m.key or '-'}   scope: {m.scope}, {where}   owner: {m.owner_type} {m.owner_id}",
+        f"  created {m.created_at}, updated {m.updated_at}, expires {m.expires_at or 'never'},"
+        f" confidence {m.confidence if m.confidence is not None else '-'}",
+    ]
+    if x is not None:
+        lines.append(
+            f"  used {x.use_count} of {x.opportunities} opportunities, last {x.last_used_at or 'never'};"
+            f" regret hits {x.suspected_regret_hits}, saved {x.estimated_regret_saved:.2f}"
+        )
+    ev = result.get("evidence") or []
+    lines.append(f"  evidence ({len(ev)}):")
+    for e in ev:
+        lines.append(
+            f"    {e.created_at}  episode {e.episode_id}  {e.source or '-'}"
+            + (f"  frustration {e.frustration}" if e.frustration else "")
+        )
+    return "\n".join(lines) + "\n"
+
+
 def episodes(result: dict[str, Any]) -> str:
     """What a flush or ingest cut and what the writer made of each episode."""
     eps = result.get("episodes", [])

@@ -434,7 +434,9 @@ class Squirrel:
     def _write(self, ep: Any, kind: str) -> tuple[WriterOutput, dict[int, str], dict[str, Any]]:
         full = self.db.read(lambda c: ssql.get_episode(c, ep.id, True))
         assert full is not None and full.events is not None
-        existing = self._similar_existing(full)
+        # the offline writer only needs to know which key slots are held; an LLM writer is shown
+        # the memories most like the episode, to update or deprecate instead of duplicating
+        existing = self._keyed(full) if kind == "rules" else self._similar_existing(full)
         started = now_iso()
         t0 = time.perf_counter()
         call: dict[str, Any] = {
@@ -507,6 +509,16 @@ class Squirrel:
             raise error
         source = output.episode_evidence.source if output.episode_evidence else None
         return output, {i: source for i in range(len(output.ops)) if source}, call
+
+    def _keyed(self, ep: Any) -> list[Memory]:
+        """The live keyed memories of the episode's project and owner."""
+        owner = (ep.owner_type, ep.owner_id)
+
+        def read(conn: apsw.Connection) -> list[Memory]:
+            ids = msql.keyed_ids(conn, ep.project_id, owner)
+            return list(msql.get_memories(conn, sorted(ids)).values())
+
+        return self.db.read(read)
 
     def _similar_existing(self, ep: Any, k: int = 8) -> list[Memory]:
         """The live memories of the episode's scope most like what happened in it."""

@@ -15,8 +15,11 @@ from typing import Any, Protocol
 
 from reos_memory.models import EventIn
 
-MAX_TEXT = 20_000  # characters of one message or tool output handed on (compress caps further)
-MAX_CALLS = 64  # call ids remembered for pairing results with their calls
+# characters of one message or tool output handed on: its head and its tail, where commands print
+# what went wrong and test runners their summary (what is stored is much shorter still)
+MAX_TEXT = 8_000
+MAX_CALLS = 512  # call ids remembered for pairing results with their calls (inline sidechains
+# of 1.0.x interleave many)
 
 
 @dataclass

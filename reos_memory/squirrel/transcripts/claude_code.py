@@ -170,8 +170,11 @@ class ClaudeCode:
         if is_error:
             state.count("errors")
         name = state.calls.get(call_id or "")
-        if name == "Bash" and not is_error and code is None:
-            code = 0  # a successful Bash result: exit status 0 (is_error is false, not missing)
+        background = isinstance(extra, dict) and bool(
+            extra.get("backgroundTaskId") or extra.get("interrupted")
+        )
+        if name == "Bash" and not is_error and code is None and not background:
+            code = 0  # a finished Bash result: exit status 0 (is_error is false, not missing)
         return EventIn(
             role="tool",
             kind="tool_result",

@@ -10,7 +10,7 @@ caller says so (the SessionEnd hook) or when its file has been idle past `idle_s
 from __future__ import annotations
 
 import dataclasses
-import json
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
+import msgspec
 
-from reos_memory.errors import InvalidInput
+from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.models import EventIn, now_iso
 from reos_memory.squirrel import episodes
 from reos_memory.squirrel.projects import Project, project_for_root, safe_session_id
@@ -115,14 +116,33 @@ def detect(path: str) -> str | None:
     return None
 
 
+_decode = msgspec.json.Decoder().decode
+
+
 def _record(data: bytes | None) -> dict[str, Any] | None:
     if not data or not data.strip():
         return None
     try:
-        rec = json.loads(data)
-    except ValueError:
+        rec = _decode(data)
+    except Exception:  # not JSON, bad UTF-8, nested too deep: a malformed line, never fatal
         return None
     return rec if isinstance(rec, dict) else None
+
+
+# Claude Code 2.x writes most of its lines as progress records (about 70%): recognised by their
+# type near the start of the line, they are skipped without being parsed.
+_SKIP_HEADS = tuple(
+    f'"type":{sep}"{t}"'.encode() for t in ("progress", "queue-operation") for sep in ("", " ")
+)
+
+
+def _bookkeeping(data: bytes) -> bool:
+    head = data[:600]
+    return any(h in head for h in _SKIP_HEADS) and b'"message"' not in head
+
+
+class _Stale(Exception):
+    """Another process moved this file's cursor while we were reading: start again from it."""
 
 
 def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileReport:
@@ -131,21 +151,36 @@ def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileRep
     if opts.agent not in AGENTS:
         raise InvalidInput("agent", f"must be one of {', '.join(AGENTS)}")
     path = os.path.realpath(os.path.expanduser(path))
-    rep = FileReport(path)
     try:
-        st = os.stat(path)
+        os.stat(path)
     except OSError as exc:
         raise InvalidInput("path", f"cannot read {path}: {exc.strerror}") from None
     if not os.path.isfile(path):
         raise InvalidInput("path", "must be a regular file (a session log)")
+    for _attempt in range(20):
+        rep = FileReport(path)
+        try:
+            return _ingest_file(sq, path, opts, rep)
+        except _Stale:
+            continue  # a watcher, a hook worker or a client read it at the same time
+    raise InvalidInput("path", "its cursor keeps moving under us (another ingester is busy)")
+
+
+def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> FileReport:
+    size = os.stat(path).st_size  # before reading: lines appended meanwhile are read next time
     cur = sq.db.read(lambda c: tsql.get(c, path))
+    if cur is None:
+        cur = _moved_here(sq, path)  # the same log under a new name (Codex compresses old ones)
+    expected = None if cur is None else (cur.offset, cur.head_sha256, cur.rewrites)
     if cur is not None and (
-        st.st_size < cur.size_seen
+        size < cur.size_seen
         or not reader.same_head(path, reader.Head(cur.head_sha256, cur.head_bytes))
     ):
         rep.rewritten = True  # truncated or replaced: what it holds now is new to us
         cur.offset, cur.state_json, cur.ended = 0, "{}", False
         cur.rewrites += 1
+        h = reader.head(path)
+        cur.head_sha256, cur.head_bytes = h.sha256, h.size
     agent = cur.agent if cur is not None else None
     if agent is None:
         agent = detect(path) if opts.agent == "auto" else opts.agent
@@ -158,14 +193,14 @@ def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileRep
         h = reader.head(path)
         now = now_iso()
         cur = tsql.Cursor(
-            path, agent, h.sha256, h.size, st.st_size, 0, None, None, "{}", 0, 0, 0, 0,
+            path, agent, h.sha256, h.size, size, 0, None, None, "{}", 0, 0, 0, 0,
             False, now, now,
         )
     state = ParseState.from_json(cur.state_json)
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
     while True:
-        moved = _batch(sq, path, cur, adapter, state, rep, batch)
-        if not moved:
+        expected = _batch(sq, path, cur, adapter, state, rep, batch, expected, size)
+        if expected is None:
             break
     rep.session_id, rep.project_id = cur.session_id, cur.project_id
     rep.counts = dict(state.counts)
@@ -177,6 +212,18 @@ def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileRep
     return rep
 
 
+def _moved_here(sq: Squirrel, path: str) -> tsql.Cursor | None:
+    """The cursor of the same log under its sibling name (`x.jsonl` <-> `x.jsonl.zst`), when
+    that log's content starts the same: Codex compresses idle rollouts and decompresses them to
+    resume. The cursor carries over, so nothing is read twice."""
+    sibling = path[: -len(".zst")] if reader.compressed(path) else path + ".zst"
+    old = sq.db.read(lambda c: tsql.get(c, sibling))
+    if old is None or not reader.same_head(path, reader.Head(old.head_sha256, old.head_bytes)):
+        return None
+    moved = dataclasses.replace(old, path=path, size_seen=0, ended=old.ended)
+    return moved
+
+
 def _batch(
     sq: Squirrel,
     path: str,
@@ -185,15 +232,18 @@ def _batch(
     state: ParseState,
     rep: FileReport,
     max_events: int,
-) -> bool:
-    """Read, parse and commit one batch of lines; False when there was nothing new."""
+    expected: tuple[int, str, int] | None,
+    size: int,
+) -> tuple[int, str, int] | None:
+    """Read, parse and commit one batch of lines; returns what the cursor now holds, None when
+    there was nothing new. Raises _Stale when another process moved the cursor meanwhile."""
     events: dict[str, list[EventIn]] = {}
     n_events = lines = malformed = 0
     end = cur.offset
     for line in reader.lines(path, cur.offset, BATCH_BYTES):
         lines += 1
         end = line.end
-        if line.data is not None and not line.data.strip():
+        if line.data is not None and (not line.data.strip() or _bookkeeping(line.data)):
             continue
         rec = _record(line.data)
         if rec is None:
@@ -201,23 +251,27 @@ def _batch(
             continue
         try:
             parsed = adapter.parse(rec, state)
-        except (TypeError, ValueError, AttributeError, KeyError):
+        except Exception:
             malformed += 1  # a record of a shape no version wrote: skipped, never fatal
             continue
         for p in parsed:
-            events.setdefault(safe_session_id(p.session_id) or p.session_id, []).append(p.event)
+            events.setdefault(_safe(p.session_id), []).append(p.event)
             n_events += 1
         if n_events >= max_events:
             break
     if lines == 0:
-        return False
-    size = reader.size_on_disk(path)
+        return None
     projects = {sid: _project(sq, sid, state.cwd) for sid in events}
     owner = sq.owner(None, None)
     pols = {sid: sq.policy(p.root) for sid, p in projects.items() if p is not None}
     limits = sq.limits()
 
     def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
+        stored = tsql.get(conn, path)
+        if (None if stored is None else (stored.offset, stored.head_sha256, stored.rewrites)) != (
+            expected
+        ):
+            raise _Stale()
         new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
         cut: list[dict[str, Any]] = []
         lost = 0
@@ -234,7 +288,7 @@ def _batch(
             new.ended = False
         new.session_id = new.session_id or safe_session_id(state.session_id)
         new.offset = end
-        new.size_seen = size
+        new.size_seen = size  # as stat'ed before reading
         new.state_json = state.to_json()
         new.lines += lines
         new.events += n_events
@@ -254,7 +308,12 @@ def _batch(
     rep.events += n_events
     rep.malformed += malformed
     rep.episodes.extend(sq.after_cut(ep, True) for ep in cut)
-    return True
+    return (cur.offset, cur.head_sha256, cur.rewrites)
+
+
+@functools.lru_cache(maxsize=256)
+def _safe(session_id: str) -> str:
+    return safe_session_id(session_id) or session_id
 
 
 def _project(sq: Squirrel, session_id: str, cwd: str | None) -> Project | None:
@@ -288,24 +347,24 @@ def end_session(sq: Squirrel, session_id: str) -> list[dict[str, Any]]:
 
 def end_idle_sessions(
     sq: Squirrel, idle_seconds: float, only: set[str] | None = None, force: bool = False
-) -> list[str]:
+) -> dict[str, list[dict[str, Any]]]:
     """End the open sessions (of `only`, when given) all of whose files have been idle past
-    `idle_seconds` (every one of them, with `force`); returns the sessions ended."""
+    `idle_seconds` (every one of them, with `force`); returns the episodes each ended session
+    was cut into."""
     rows = sq.db.read(tsql.open_sessions)
     by_session: dict[str, list[str]] = {}
     for path, sid, _pid in rows:
         if only is None or sid in only:
             by_session.setdefault(sid, []).append(path)
     now = time.time()
-    ended = []
+    ended: dict[str, list[dict[str, Any]]] = {}
     for sid, paths in by_session.items():
         try:
             idle = all(now - os.stat(p).st_mtime >= idle_seconds for p in paths)
         except OSError:
             idle = True  # a deleted log will not grow any more
         if force or idle:
-            end_session(sq, sid)
-            ended.append(sid)
+            ended[sid] = end_session(sq, sid)
     return ended
 
 
@@ -325,14 +384,23 @@ def ingest_paths(
     for i, f in enumerate(files):
         try:
             rep = ingest_file(sq, f, each)
-        except (InvalidInput, OSError) as exc:
-            rep = FileReport(os.path.realpath(f), skipped_reason=str(exc))
+        except InvalidInput as exc:
+            rep = FileReport(os.path.realpath(f), skipped_reason=exc.message)
+        except ReosError:
+            raise  # the database itself failed: stop, the cursors say where to resume
+        except Exception as exc:  # an unreadable file (a corrupt archive...) spoils only itself
+            rep = FileReport(os.path.realpath(f), skipped_reason=f"{type(exc).__name__}: {exc}")
         out.append(rep)
         if progress is not None:
             progress(i + 1, len(files), rep)
     if opts.session_end is not False:
         touched = {r.session_id for r in out if r.session_id is not None}
-        ended = set(end_idle_sessions(sq, opts.idle_seconds, touched, bool(opts.session_end)))
-        for r in out:
-            r.ended = r.session_id in ended
+        ended = end_idle_sessions(sq, opts.idle_seconds, touched, bool(opts.session_end))
+        reported: set[str] = set()
+        for r in out:  # the session's last episode is reported with its first file
+            if r.session_id in ended:
+                r.ended = True
+                if r.session_id not in reported:
+                    reported.add(r.session_id)
+                    r.episodes.extend(ended[r.session_id])
     return out

@@ -27,9 +27,15 @@ class Head:
 
 
 def head(path: str, size: int = HEAD_BYTES) -> Head:
-    """The hash of a file's first bytes (on disk): its identity for the cursor."""
-    with open(path, "rb") as f:
-        data = f.read(size)
+    """The hash of a log's first bytes (decompressed): its identity for the cursor, the same
+    whether Codex keeps the rollout plain or compressed."""
+    with _open(path, 0) as f:
+        data = b""
+        while len(data) < size:
+            chunk = f.read(size - len(data))
+            if not chunk:
+                break
+            data += chunk
     return Head(hashlib.sha256(data).hexdigest(), len(data))
 
 
@@ -104,7 +110,7 @@ def lines(path: str, offset: int, max_bytes: int) -> Iterator[Line]:
 def _whole_json(data: bytes) -> bool:
     try:
         json.loads(data)
-    except ValueError:
+    except Exception:  # not JSON, bad UTF-8, nested too deep
         return False
     return True
 

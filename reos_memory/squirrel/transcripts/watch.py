@@ -92,7 +92,7 @@ class Watcher:
     def _prime(self) -> None:
         """Files read to their end before (by an earlier run) need no look now."""
         for c in self.sq.db.read(lambda conn: tsql.all_cursors(conn, limit=1_000_000)):
-            self._seen[c.path] = (c.offset, -1) if c.path.endswith(".zst") else (c.size_seen, -1)
+            self._seen[c.path] = (c.size_seen, -1)  # the size on disk when it was last read
         self._primed = True
 
     def changed(self) -> list[str]:
@@ -126,12 +126,16 @@ class Watcher:
                 break
             try:
                 st = os.stat(path)
+            except OSError:
+                continue  # gone since the scan
+            try:
                 fr = tin.ingest_file(self.sq, path, opts)
             except Exception as exc:  # one bad file never stops the watcher
                 rep.errors.append(f"{path}: {exc}")
                 fr = tin.FileReport(path, skipped_reason=str(exc))
-            else:
-                self._seen[path] = (st.st_size, st.st_mtime_ns)
+            # looked at as it was: read again only once it changes (a bad file is not retried
+            # on every pass)
+            self._seen[path] = (st.st_size, st.st_mtime_ns)
             rep.files_read += 1
             rep.lines += fr.lines
             rep.events += fr.events

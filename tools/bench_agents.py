@@ -1,0 +1,301 @@
+"""Benchmarks of the agent connections: print figures, assert nothing.
+
+    python tools/bench_agents.py [--mb 50] [--memories 10000] [--runs 20] [--rss-lines 20000]
+                                 [--embedder onnx] [--workdir DIR] [--only ingest|hook|watch]
+
+* transcript ingestion: a generated set of Claude Code 2.1.x sessions (with their progress,
+  snapshot and subagent records) and Codex rollouts of about --mb MB, ingested from scratch by
+  `sqrl ingest` (a whole process, the real model for the memories it commits): events/s, MB/s;
+* the Claude Code hook as a whole process (`reos-memory hook claude-code`), SessionStart and
+  UserPromptSubmit, with --memories memories in the project: wall time p50/p95, model load
+  included;
+* `sqrl watch` RSS: a running watcher while --rss-lines lines (an hour of several busy agents)
+  are appended to live session files in bursts; RSS at the start and the end, and its slope.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.agent_homes import ClaudeSession, CodexSession  # noqa: E402
+
+SQRL = "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())"
+
+OUTPUTS = [
+    "collected 48 items\n\n" + "".join(f"tests/test_mod{i}.py ........                [ {i * 12}%]\n" for i in range(8))
+    + "\n48 passed in 3.21s",
+    "src/app.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.\n" * 3,
+    "On branch main\nChanges not staged for commit:\n  modified:   src/api/client.py\n",
+    "".join(f"drwxr-xr-x  5 dev dev 4096 Nov 20 10:0{i} dir{i}\n" for i in range(10)),
+]
+PROMPTS = [
+    "Add pagination to the orders endpoint",
+    "Fix the flaky checkout test",
+    "Refactor the HTTP client to use retries",
+    "Update the README with the new deploy steps",
+    "Why does the build fail on CI?",
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def claude_session(rng: random.Random, cwd: Path, start: datetime, turns: int) -> ClaudeSession:
+    s = ClaudeSession(cwd, start)
+    for t in range(turns):
+        s.user(rng.choice(PROMPTS) + f" (step {t})")
+        for _ in range(rng.randint(3, 8)):
+            kind = rng.random()
+            if kind < 0.5:
+                out = rng.choice(OUTPUTS) * rng.randint(1, 6)
+                code = 1 if rng.random() < 0.15 else 0
+                s.bash(rng.choice(["pytest -q", "npm run build", "git status", "ls -la"]), out, code)
+            elif kind < 0.8:
+                s.tool("Read", {"file_path": f"{cwd}/src/mod{rng.randint(0, 40)}.py"},
+                       "\n".join(f"{i:>5}\tdef f{i}(x): return x * {i}" for i in range(rng.randint(20, 200))))
+            else:
+                path = f"{cwd}/src/mod{rng.randint(0, 40)}.py"
+                source = "\n".join(f"def f{i}(x):\n    return x" for i in range(rng.randint(40, 160)))
+                # as 2.x writes it: the result carries the whole original file and the patch
+                s.tool("Edit", {"file_path": path, "old_string": "return x", "new_string": "return x + 1"},
+                       f"The file {path} has been updated.",
+                       result={"filePath": path, "oldString": "return x", "newString": "return x + 1",
+                               "originalFile": source, "userModified": False,
+                               "structuredPatch": [{"oldStart": 2, "lines": ["-    return x", "+    return x + 1"]}]})
+            out = rng.choice(OUTPUTS)
+            for k in range(rng.randint(2, 6)):  # 2.1.x files: 70% of lines, 40% of bytes
+                s.records.append(s._env("progress", toolUseID=f"bash-progress-{k}",
+                                        parentToolUseID="toolu_x", data={
+                    "type": "bash_progress", "output": out[: 100 * (k + 1)],
+                    "fullOutput": out[: 100 * (k + 1)], "elapsedTimeSeconds": k + 1,
+                    "totalLines": k * 3}))
+        s.say("Done. " + "I changed the code and ran the tests. " * rng.randint(1, 8))
+    return s
+
+
+def codex_session(rng: random.Random, cwd: Path, start: datetime, turns: int) -> CodexSession:
+    c = CodexSession(cwd, start)
+    for t in range(turns):
+        c.user(rng.choice(PROMPTS) + f" (step {t})")
+        for _ in range(rng.randint(3, 8)):
+            if rng.random() < 0.8:
+                c.run(rng.choice(["npm test", "cargo test", "rg TODO", "sed -n 1,80p src/lib.rs"]),
+                      rng.choice(OUTPUTS) * rng.randint(1, 6), 1 if rng.random() < 0.15 else 0)
+            else:
+                c.patch(f"src/mod{rng.randint(0, 40)}.rs", "-    x\n+    x + 1")
+        c.say("Done.")
+    return c
+
+
+def generate(root: Path, megabytes: float, seed: int = 5) -> tuple[int, int]:
+    """Session logs of about `megabytes` MB under root/.claude and root/.codex; (files, bytes)."""
+    rng = random.Random(seed)
+    claude, codex = root / ".claude", root / ".codex"
+    projects = []
+    for i in range(6):
+        p = root / "work" / f"proj{i}"
+        (p / ".git").mkdir(parents=True, exist_ok=True)
+        projects.append(p)
+    total = files = 0
+    start = datetime.now(UTC) - timedelta(days=3)
+    n = 0
+    while total < megabytes * 1e6:
+        n += 1
+        when = start + timedelta(minutes=17 * n)
+        cwd = rng.choice(projects)
+        if n % 4 == 0:
+            path = codex_session(rng, cwd, when, rng.randint(3, 10)).write(codex, timedelta(hours=2))
+            written = [path]
+        else:
+            s = claude_session(rng, cwd, when, rng.randint(3, 10))
+            if n % 5 == 0:
+                s.subagent("Look for all callers of the client", [
+                    ("Grep", {"pattern": "client", "path": str(cwd)}, "src/a.py\nsrc/b.py")])
+            main = s.write(claude, timedelta(hours=2))
+            written = [main, *main.with_suffix("").rglob("*.jsonl")]
+        for w in written:
+            total += w.stat().st_size
+            files += 1
+    return files, total
+
+
+def bench_ingest(work: Path, megabytes: float, embedder: str) -> dict:
+    home = work / "ingest-home"
+    shutil.rmtree(home, ignore_errors=True)
+    files, size = generate(home, megabytes)
+    db = work / "ingest.db"
+    for s in ("", "-wal", "-shm"):
+        Path(str(db) + s).unlink(missing_ok=True)
+    env = {**os.environ, "REOS_MEMORY_DB": str(db), "REOS_MEMORY_EMBEDDER": embedder}
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, "-c", SQRL, "ingest", "--json", str(home)],
+        env=env, capture_output=True, text=True, cwd=ROOT,
+    )
+    secs = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(r.stderr)
+    reps = json.loads(r.stdout)
+    events = sum(x["events"] for x in reps)
+    lines = sum(x["lines"] for x in reps)
+    episodes = sum(len(x["episodes"]) for x in reps)
+    return {
+        "files": files,
+        "megabytes": round(size / 1e6, 1),
+        "lines": lines,
+        "events": events,
+        "episodes": episodes,
+        "seconds_whole_process": round(secs, 2),
+        "mb_per_s": round(size / 1e6 / secs, 1),
+        "events_per_s": round(events / secs),
+        "malformed": sum(x["malformed"] for x in reps),
+    }
+
+
+def fill(db: Path, project: Path, n: int, embedder: str) -> None:
+    sys.path.insert(0, str(ROOT / "tools"))
+    import bench_squirrel
+
+    app = bench_squirrel.build_app(db, embedder)
+    try:
+        bench_squirrel.fill_memories(app, str(project), n, random.Random(11))
+    finally:
+        app.close()
+
+
+def bench_hook(work: Path, memories: int, runs: int, embedder: str, reuse: bool) -> dict:
+    db = work / "hook.db"
+    project = work / "hook-repo"
+    (project / ".git").mkdir(parents=True, exist_ok=True)
+    if not (reuse and db.exists()):
+        for s in ("", "-wal", "-shm"):
+            Path(str(db) + s).unlink(missing_ok=True)
+        fill(db, project, memories, embedder)
+    env = {**os.environ, "REOS_MEMORY_DB": str(db), "REOS_MEMORY_OWNER_ID": "bench"}
+    out: dict = {"memories": memories}
+    for event in ("SessionStart", "UserPromptSubmit"):
+        times, hits = [], 0
+        for i in range(runs):
+            payload = {"hook_event_name": event, "session_id": f"bench-{event}-{i}",
+                       "cwd": str(project), "source": "startup",
+                       "transcript_path": str(work / "none.jsonl"),
+                       "prompt": f"fix the SSL error of requests in api/client.py ({i})"}
+            t0 = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "reos_memory", "hook", "claude-code"],
+                               input=json.dumps(payload), env=env, capture_output=True, text=True,
+                               cwd=ROOT)
+            times.append(time.perf_counter() - t0)
+            hits += bool(r.stdout.strip())
+        out[event] = {"p50_s": round(pct(times, 0.5), 3), "p95_s": round(pct(times, 0.95), 3),
+                      "runs": runs, "answered_with_context": hits}
+    return out
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
+    home = work / "watch-home"
+    shutil.rmtree(home, ignore_errors=True)
+    generate(home, 2)  # something to catch up on first
+    db = work / "watch.db"
+    for s in ("", "-wal", "-shm"):
+        Path(str(db) + s).unlink(missing_ok=True)
+    env = {**os.environ, "REOS_MEMORY_DB": str(db), "REOS_MEMORY_EMBEDDER": embedder, "HOME": str(home)}
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    env.pop("CODEX_HOME", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SQRL, "watch", "--interval", "0.5"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+    )
+    rng = random.Random(9)
+    samples: list[tuple[float, int]] = []
+    try:
+        time.sleep(8)  # start-up and catch-up of the existing files
+        t_start = time.monotonic()
+        samples.append((0.0, rss_kb(proc.pid)))
+        live = [claude_session(rng, home / "work" / "proj0", datetime.now(UTC), 1) for _ in range(4)]
+        paths = [s.write(home / ".claude") for s in live]
+        written = 0
+        while written < total_lines:
+            for s, p in zip(live, paths, strict=True):
+                s.records.clear()
+                for _ in range(25):
+                    s.bash("pytest -q", rng.choice(OUTPUTS), 0)
+                with open(p, "a", encoding="utf-8") as f:
+                    for rec in s.records:
+                        f.write(json.dumps(rec) + "\n")
+                written += len(s.records)
+            time.sleep(0.5)
+            samples.append((time.monotonic() - t_start, rss_kb(proc.pid)))
+        time.sleep(5)
+        samples.append((time.monotonic() - t_start, rss_kb(proc.pid)))
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    xs = [t for t, _ in samples]
+    ys = [r / 1024 for _, r in samples]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / max(
+        1e-9, sum((x - mx) ** 2 for x in xs))
+    half = len(ys) // 2
+    return {
+        "lines_appended": written,
+        "seconds": round(xs[-1], 1),
+        "rss_mb_start": round(ys[0], 1),
+        "rss_mb_end": round(ys[-1], 1),
+        "rss_mb_max": round(max(ys), 1),
+        "rss_mb_median_first_half": round(statistics.median(ys[:half]), 1),
+        "rss_mb_median_second_half": round(statistics.median(ys[half:]), 1),
+        "slope_mb_per_min": round(slope * 60, 2),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mb", type=float, default=50)
+    ap.add_argument("--memories", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--rss-lines", type=int, default=20_000)
+    ap.add_argument("--embedder", default="onnx")
+    ap.add_argument("--workdir")
+    ap.add_argument("--reuse", action="store_true", help="keep the hook database of an earlier run")
+    ap.add_argument("--only", choices=["ingest", "hook", "watch"], action="append")
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-agents-"))
+    work.mkdir(parents=True, exist_ok=True)
+    only = set(args.only or ["ingest", "hook", "watch"])
+    report: dict = {"embedder": args.embedder}
+    if "ingest" in only:
+        report["ingest"] = bench_ingest(work, args.mb, args.embedder)
+    if "hook" in only:
+        report["hook"] = bench_hook(work, args.memories, args.runs, args.embedder, args.reuse)
+    if "watch" in only:
+        report["watch_rss"] = bench_watch(work, args.rss_lines, args.embedder)
+    print(json.dumps(report, indent=2))
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
