@@ -23,7 +23,7 @@ from reos_memory.store.vectors import recorded_model
 class App:
     """What handlers reach through `ctx.app`: the database and the service state."""
 
-    def __init__(self, config: Config, log: Any) -> None:
+    def __init__(self, config: Config, log: Any, make_embedder: Any = None) -> None:
         self.config = config
         self.log = log
         self.db = Database(
@@ -36,7 +36,7 @@ class App:
         applied = migrate(self.db)
         if applied:
             log.info("migrated", database=config.db, applied=applied)
-        factory = _embedder_factory(config)
+        factory = make_embedder or _embedder_factory(config)
         self.embeddings = EmbeddingService(
             config.embedder, None if factory is None else lambda: self._load(factory), log
         )
@@ -360,14 +360,20 @@ def _recorded_embedder(config: Config) -> str | None:
 
 
 def open_app(
-    config: Config, *, needs_model: bool, embedder: str | None = None, wait: bool = True
+    config: Config,
+    *,
+    needs_model: bool,
+    embedder: str | None = None,
+    wait: bool = True,
+    preloaded: dict[str, Any] | None = None,
 ) -> App:
     """The App a one-shot command (sqrl, a hook) works with: no catch-up indexing; the model
     only when the command embeds something, and then the one the database's vectors come from
     (a command line must never switch a database to another model: that would drop every vector
     the servers rely on). With `wait` false the model may still be loading on return (the caller
-    overlaps its own start-up with it, then waits). Raises ReosError when the database cannot be
-    opened."""
+    overlaps its own start-up with it, then waits). `preloaded` maps an embedder setting to a
+    callable returning that embedder, already being built (a hook starts the model before its own
+    imports). Raises ReosError when the database cannot be opened."""
     import msgspec
 
     changes: dict[str, Any] = {"catch_up_indexing": False}
@@ -379,7 +385,9 @@ def open_app(
         recorded = _recorded_embedder(config)
         if recorded is not None:
             changes["embedder"] = recorded
-    app = App(msgspec.structs.replace(config, **changes), setup_logging("warning"))
+    cfg = msgspec.structs.replace(config, **changes)
+    made = (preloaded or {}).get(cfg.embedder) if needs_model else None
+    app = App(cfg, setup_logging("warning"), make_embedder=made)
     try:
         app.start()
         if needs_model and wait:

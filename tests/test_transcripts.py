@@ -368,3 +368,25 @@ def test_hostile_files_spoil_only_themselves(app, tmp_path: Path) -> None:
     assert reps["rollout-bad.jsonl.zst"].skipped_reason
     assert reps["deep.jsonl"].malformed == 1 and reps["deep.jsonl"].lines == 2
     assert reps["good.jsonl"].events == 1
+
+
+def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise() -> None:
+    import io
+
+    from reos_memory.squirrel.transcripts.watch import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    rep = tin.FileReport("/logs/a.jsonl", lines=10, events=4)
+    plain = io.StringIO()
+    for i in range(1, 4):
+        Progress(plain)(i, 3, rep)
+    assert plain.getvalue().count("\n") == 3 and "/logs/a.jsonl: 10 lines, 4 events" in plain.getvalue()
+    tty = Tty()
+    bar = Progress(tty)
+    for i in range(1, 4):
+        bar(i, 3, rep)
+    out = tty.getvalue()
+    assert out.startswith("\r[") and out.endswith("3/3 files\n") and "/logs/a.jsonl" not in out

@@ -221,7 +221,11 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
     db = work / "watch.db"
     for s in ("", "-wal", "-shm"):
         Path(str(db) + s).unlink(missing_ok=True)
-    env = {**os.environ, "REOS_MEMORY_DB": str(db), "REOS_MEMORY_EMBEDDER": embedder, "HOME": str(home)}
+    from reos_memory.config import default_model_dir
+
+    # HOME points at the generated agent homes; the model stays where it was prepared
+    env = {**os.environ, "REOS_MEMORY_DB": str(db), "REOS_MEMORY_EMBEDDER": embedder,
+           "HOME": str(home), "REOS_MEMORY_MODEL_DIR": os.environ.get("REOS_MEMORY_MODEL_DIR") or default_model_dir()}
     env.pop("CLAUDE_CONFIG_DIR", None)
     env.pop("CODEX_HOME", None)
     proc = subprocess.Popen(
@@ -255,10 +259,13 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
         proc.wait(30)
     xs = [t for t, _ in samples]
     ys = [r / 1024 for _, r in samples]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / max(
-        1e-9, sum((x - mx) ** 2 for x in xs))
     half = len(ys) // 2
+
+    def slope(a: list[float], b: list[float]) -> float:
+        ma, mb = statistics.fmean(a), statistics.fmean(b)
+        return sum((x - ma) * (y - mb) for x, y in zip(a, b, strict=True)) / max(
+            1e-9, sum((x - ma) ** 2 for x in a))
+
     return {
         "lines_appended": written,
         "seconds": round(xs[-1], 1),
@@ -267,7 +274,9 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
         "rss_mb_max": round(max(ys), 1),
         "rss_mb_median_first_half": round(statistics.median(ys[:half]), 1),
         "rss_mb_median_second_half": round(statistics.median(ys[half:]), 1),
-        "slope_mb_per_min": round(slope * 60, 2),
+        "slope_mb_per_min_whole_run": round(slope(xs, ys) * 60, 2),
+        # once the SQLite page cache and the vector index have warmed up
+        "slope_mb_per_min_second_half": round(slope(xs[half:], ys[half:]) * 60, 2),
     }
 
 
@@ -276,7 +285,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=50)
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--rss-lines", type=int, default=20_000)
+    ap.add_argument("--rss-lines", type=int, default=60_000)
     ap.add_argument("--embedder", default="onnx")
     ap.add_argument("--workdir")
     ap.add_argument("--reuse", action="store_true", help="keep the hook database of an earlier run")

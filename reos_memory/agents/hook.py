@@ -95,7 +95,8 @@ def handle(config: Config, payload: dict[str, Any]) -> dict[str, Any] | None:
         prompt = payload.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             return None
-        return _context(config, payload, event, prompt, config.hook_prompt_budget)
+        model = _start_model(config)  # while Python imports the rest
+        return _context(config, payload, event, prompt, config.hook_prompt_budget, model)
     if event in INGEST_EVENTS:
         transcript = payload.get("transcript_path")
         if isinstance(transcript, str) and transcript:
@@ -105,32 +106,74 @@ def handle(config: Config, payload: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _context(
-    config: Config, payload: dict[str, Any], event: str, task: str | None, budget: int
-) -> dict[str, Any] | None:
-    from reos_memory.app import open_app
+def _start_model(config: Config) -> dict[str, Any]:
+    """Start building the ONNX embedder on a thread now; {setting: callable returning it}."""
+    if config.embedder != "onnx":
+        return {}
+    import threading
 
+    box: dict[str, Any] = {}
+
+    def build() -> None:
+        try:
+            from reos_memory.embeddings.onnx import OnnxEmbedder
+
+            box["embedder"] = OnnxEmbedder(Path(config.model_dir), threads=config.onnx_threads or None)
+        except BaseException as exc:  # handed to whoever asks for the model
+            box["error"] = exc
+
+    t = threading.Thread(target=build, name="model-preload", daemon=True)
+    t.start()
+
+    def get() -> Any:
+        t.join()
+        if "error" in box:
+            raise box["error"]
+        return box["embedder"]
+
+    return {"onnx": get}
+
+
+def _context(
+    config: Config,
+    payload: dict[str, Any],
+    event: str,
+    task: str | None,
+    budget: int,
+    model: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         return None
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    from reos_memory.squirrel import context as ctxmod
-    from reos_memory.squirrel.policy import load_policy
-    from reos_memory.squirrel.projects import owner_of, project_for_root, safe_session_id
+    import msgspec
 
-    # Only the read path: the Squirrel facade would also load the writer's rules (~0.4 s).
-    app = open_app(config, needs_model=task is not None)
+    from reos_memory.app import open_app
+
+    # A one-shot process: the few nearest memories come from the sqlite-vec table instead of
+    # loading every vector into memory first; the model loads while the rest is prepared.
+    one_shot = msgspec.structs.replace(config, vector_search="sqlite")
+    app = open_app(one_shot, needs_model=task is not None, wait=False, preloaded=model)
     try:
+        # Only the read path: the Squirrel facade would also load the writer's rules (~0.4 s).
+        from reos_memory.squirrel import context as ctxmod
+        from reos_memory.squirrel.policy import load_policy
+        from reos_memory.squirrel.projects import owner_of, project_for_root, safe_session_id
+
         proj = project_for_root(cwd)
+        policy = load_policy(config.policy_file or None, proj.root)
+        session = safe_session_id(session)
+        if task is not None:
+            app.embeddings.wait_ready(120)
         out = ctxmod.get_task_context(
             app.db,
             app.indexer,
-            load_policy(config.policy_file or None, proj.root),
+            policy,
             project_id=proj.id,
             task=task,
             owner=owner_of(None, None, config.owner_id),
             path=None,
-            session_id=safe_session_id(session),
+            session_id=session,
             budget=budget,
             exclude_injected=event == "UserPromptSubmit",
             relevant_only=event == "UserPromptSubmit",

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import math
 import re
 import string
@@ -920,6 +921,22 @@ def find_secrets(text: str) -> list[tuple[str, int, int]]:
 
 def redact(text: str) -> str:
     """Return `text` with every secret replaced by ``[REDACTED:<kind>]``; idempotent."""
+    if len(text) <= _SHORT:
+        return _redact_short(text)
+    return _redact(text)
+
+
+# Short strings (tool names, call ids, paths, commands) come back many times in a session: their
+# answers are remembered (the function is pure).
+_SHORT = 200
+
+
+@functools.lru_cache(maxsize=4096)
+def _redact_short(text: str) -> str:
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
     spans = _collect(text)
     if not spans:
         return text

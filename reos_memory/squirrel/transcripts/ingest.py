@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -131,14 +132,11 @@ def _record(data: bytes | None) -> dict[str, Any] | None:
 
 # Claude Code 2.x writes most of its lines as progress records (about 70%): recognised by their
 # type near the start of the line, they are skipped without being parsed.
-_SKIP_HEADS = tuple(
-    f'"type":{sep}"{t}"'.encode() for t in ("progress", "queue-operation") for sep in ("", " ")
-)
+_SKIP_HEAD = re.compile(rb'"type": ?"(?:progress|queue-operation)"')
 
 
 def _bookkeeping(data: bytes) -> bool:
-    head = data[:600]
-    return any(h in head for h in _SKIP_HEADS) and b'"message"' not in head
+    return _SKIP_HEAD.search(data, 0, 600) is not None and b'"message"' not in data[:600]
 
 
 class _Stale(Exception):
