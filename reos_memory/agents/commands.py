@@ -21,7 +21,10 @@ def run(config: Config, args: Any) -> int:
     from reos_memory.app import open_app
 
     try:
-        app = open_app(config, needs_model=True, embedder=getattr(args, "embedder", None))
+        # the model loads while the logs are read: the first commit that needs it waits for it
+        app = open_app(
+            config, needs_model=True, embedder=getattr(args, "embedder", None), wait=False
+        )
     except ReosError as exc:
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1

@@ -312,7 +312,7 @@ def work(config: Config) -> int:
                                 if app is None:
                                     from reos_memory.app import open_app
 
-                                    app = open_app(config, needs_model=True)
+                                    app = open_app(config, needs_model=True, wait=False)
                                 _ingest(config, app.squirrel, req["transcript"], bool(req.get("end")))
                         except Exception:
                             log_line(config, "hook worker: " + traceback.format_exc())

@@ -129,3 +129,64 @@ def first_line(text: str, limit: int = 200) -> str:
 
 def string(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def call_event(
+    state: ParseState,
+    ts: str | None,
+    name: str,
+    call_id: str | None,
+    *,
+    command: str | None = None,
+    file: str | None = None,
+    summary: str | None = None,
+    detail: str | None = None,
+) -> EventIn:
+    """A tool call, counted and remembered (its result names the tool by the call id)."""
+    state.count("tool_calls")
+    state.count(f"tool:{name}")
+    if call_id:
+        state.remember_call(call_id, name)
+    return EventIn(
+        role="assistant",
+        kind="tool_call",
+        ts=ts,
+        tool_name=name[:200],
+        call_id=call_id,
+        command=command,
+        file=file,
+        summary=summary,
+        raw_snippet=detail,
+    )
+
+
+def result_event(
+    state: ParseState,
+    ts: str | None,
+    name: str | None,
+    call_id: str | None,
+    text: str | None,
+    *,
+    exit_code: int | None = None,
+    is_error: bool | None = None,
+    command: str | None = None,
+    file: str | None = None,
+    rejected: bool = False,
+) -> EventIn:
+    """A tool result; a failed one is counted in `errors`."""
+    if is_error or exit_code not in (None, 0):
+        state.count("errors")
+    return EventIn(
+        role="tool",
+        kind="tool_result",
+        ts=ts,
+        tool_name=name,
+        call_id=call_id,
+        command=command,
+        file=file,
+        text=cut(text),
+        exit_code=exit_code,
+        is_error=is_error,
+        rejected=rejected,
+    )
+

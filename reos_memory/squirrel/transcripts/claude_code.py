@@ -25,9 +25,11 @@ from reos_memory.squirrel.transcripts.base import (
     Parsed,
     ParseState,
     as_text,
+    call_event,
     cut,
     exit_code_in,
     first_line,
+    result_event,
     string,
 )
 
@@ -167,24 +169,14 @@ class ClaudeCode:
             _REJECTED[1]
         )
         code = exit_code_in(body) if is_error else None
-        if is_error:
-            state.count("errors")
         name = state.calls.get(call_id or "")
         background = isinstance(extra, dict) and bool(
             extra.get("backgroundTaskId") or extra.get("interrupted")
         )
         if name == "Bash" and not is_error and code is None and not background:
             code = 0  # a finished Bash result: exit status 0 (is_error is false, not missing)
-        return EventIn(
-            role="tool",
-            kind="tool_result",
-            ts=ts,
-            tool_name=name,
-            call_id=call_id,
-            text=cut(body),
-            is_error=is_error,
-            exit_code=code,
-            rejected=rejected,
+        return result_event(
+            state, ts, name, call_id, body, exit_code=code, is_error=is_error, rejected=rejected
         )
 
     # -- assistant records: one block each --------------------------------------------------
@@ -212,10 +204,6 @@ class ClaudeCode:
 def _call(block: dict[str, Any], ts: str | None, state: ParseState) -> EventIn:
     name = string(block.get("name")) or "tool"
     call_id = string(block.get("id"))
-    if call_id:
-        state.remember_call(call_id, name)
-    state.count("tool_calls")
-    state.count(f"tool:{name}")
     inp = block.get("input")
     inp = inp if isinstance(inp, dict) else {}
     command = string(inp.get("command")) if name in ("Bash", "BashOutput") else None
@@ -230,16 +218,15 @@ def _call(block: dict[str, Any], ts: str | None, state: ParseState) -> EventIn:
         detail = written[:2000]
     elif command is None:
         detail = json.dumps(inp, ensure_ascii=False)[:2000]
-    return EventIn(
-        role="assistant",
-        kind="tool_call",
-        ts=ts,
-        tool_name=name[:200],
-        call_id=call_id,
+    return call_event(
+        state,
+        ts,
+        name,
+        call_id,
         command=command,
         file=file,
         summary=first_line(summary) if summary else None,
-        raw_snippet=detail,
+        detail=detail,
     )
 
 

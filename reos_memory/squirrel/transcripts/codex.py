@@ -18,7 +18,15 @@ import shlex
 from typing import Any
 
 from reos_memory.models import EventIn
-from reos_memory.squirrel.transcripts.base import Parsed, ParseState, as_text, cut, string
+from reos_memory.squirrel.transcripts.base import (
+    Parsed,
+    ParseState,
+    as_text,
+    call_event,
+    cut,
+    result_event,
+    string,
+)
 
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _SKIPPED_EVENTS = frozenset(
@@ -100,19 +108,16 @@ class Codex:
             )
             if call_id:
                 state.remember_call(call_id, "exec_command" + _ENDED)
-            if code not in (None, 0):
-                state.count("errors")
             return [
-                EventIn(
-                    role="tool",
-                    kind="tool_result",
-                    ts=ts,
-                    tool_name="exec_command",
-                    call_id=call_id,
-                    command=_command(p.get("command")),
-                    text=cut(body),
+                result_event(
+                    state,
+                    ts,
+                    "exec_command",
+                    call_id,
+                    body,
                     exit_code=code,
                     is_error=None if code is None else code != 0,
+                    command=_command(p.get("command")),
                 )
             ]
         if etype == "patch_apply_end":
@@ -120,23 +125,15 @@ class Codex:
             if call_id:
                 state.remember_call(call_id, "apply_patch" + _ENDED)
             ok = p.get("success") is not False
-            if not ok:
-                state.count("errors")
             changes = p.get("changes")
             files = list(changes) if isinstance(changes, dict) else []
             body = "\n".join(
                 s for s in (p.get("stdout"), p.get("stderr")) if isinstance(s, str) and s
             )
             return [
-                EventIn(
-                    role="tool",
-                    kind="tool_result",
-                    ts=ts,
-                    tool_name="apply_patch",
-                    call_id=call_id,
+                result_event(
+                    state, ts, "apply_patch", call_id, body, is_error=not ok,
                     file=files[0] if files else None,
-                    text=cut(body),
-                    is_error=not ok,
                 )
             ]
         if etype == "turn_aborted":
@@ -166,17 +163,9 @@ class Codex:
             if name.endswith(_ENDED) or name in _POLLS or name == "exec_command":
                 return []  # the end event carries (or carried) this result
             text, code = _output(p.get("output"))
-            if code not in (None, 0):
-                state.count("errors")
             return [
-                EventIn(
-                    role="tool",
-                    kind="tool_result",
-                    ts=ts,
-                    tool_name=name or None,
-                    call_id=call_id,
-                    text=cut(text),
-                    exit_code=code,
+                result_event(
+                    state, ts, name or None, call_id, text, exit_code=code,
                     is_error=None if code is None else code != 0,
                 )
             ]
@@ -187,11 +176,8 @@ class Codex:
     def _call(self, p: dict[str, Any], ts: str | None, state: ParseState) -> list[EventIn]:
         name = string(p.get("name")) or "tool"
         call_id = string(p.get("call_id"))
-        state.count("tool_calls")
-        state.count(f"tool:{name}")
-        if call_id:
-            state.remember_call(call_id, name)
         if name in _POLLS:
+            call_event(state, ts, name, call_id)  # counted and remembered, not an event
             return []
         raw = p.get("arguments") if p.get("type") == "function_call" else p.get("input")
         args: Any = raw
@@ -215,16 +201,9 @@ class Codex:
             detail = "\n".join(added)[:2000] if added else args[:2000]
             summary = f"{name} {', '.join(os.path.basename(f) for f in files[:3])}".strip()
         return [
-            EventIn(
-                role="assistant",
-                kind="tool_call",
-                ts=ts,
-                tool_name=name[:200],
-                call_id=call_id,
-                command=command,
-                file=file,
-                summary=summary,
-                raw_snippet=detail,
+            call_event(
+                state, ts, name, call_id, command=command, file=file, summary=summary,
+                detail=detail,
             )
         ]
 
