@@ -210,8 +210,20 @@ def _mcp_context(env: dict[str, str], project: Path, task: str) -> dict[str, Any
 
 
 def _workers(db: Path) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if "--worker" in ln and str(db) in ln]
+    """Command lines of live hook workers for this database (from /proc: no `ps` needed)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        line = " ".join(a.decode(errors="replace") for a in args)
+        if state != "Z" and "--worker" in line and str(db) in line:
+            found.append(line)
+    return found
 
 
 def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
@@ -253,6 +265,13 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
             stdin=json.dumps({**base, "hook_event_name": "SessionStart"}))
     assert (r.returncode, r.stdout) == (0, "")
 
+    # (the process check sees a live process with such a command line)
+    dummy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "--worker", str(db)])
+    try:
+        assert len(_workers(db)) == 1
+    finally:
+        dummy.kill()
+        dummy.wait()
     # Stop and SessionEnd: answered at once, the work done by one detached worker that exits;
     # a request file that cannot be read (a worker killed while writing it) does not stop it
     queue = Path(str(db) + ".hook-queue")
