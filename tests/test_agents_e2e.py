@@ -413,3 +413,27 @@ def test_every_entry_point_finds_the_same_database(tmp_path: Path) -> None:
     r = run(env, "reos_memory", "hook", "claude-code", "--db", str(other), stdin=json.dumps(
         {"hook_event_name": "SessionStart", "session_id": "s2", "cwd": str(repo)}))
     assert "Use tabs" in r.stdout and "alembic" not in r.stdout
+
+
+def test_a_sessions_episodes_judge_the_context_its_hook_injected(tmp_path: Path) -> None:
+    """The context SessionStart gave a session is judged by that session's own episodes."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    home = tmp_path / "home"
+    db = tmp_path / "memory.db"
+    env = _env(home, db)
+    assert sqrl(env, "add", "--kind", "guard", "--avoid", "Never run the migrations by hand.",
+                "--project-root", str(repo)).returncode == 0
+    s = ClaudeSession(repo, datetime.now(UTC))  # the hook runs as the session starts
+    r = run(env, "reos_memory", "hook", "claude-code", stdin=json.dumps(
+        {"hook_event_name": "SessionStart", "session_id": s.id, "cwd": str(repo),
+         "source": "startup"}))
+    assert "migrations" in r.stdout
+    s.user("Add an index on orders.created_at")
+    s.bash("alembic upgrade head", "INFO  [alembic] Running upgrade -> 3f2a, add index")
+    s.say("Done.")
+    path = s.write(home / ".claude")
+    out = sqrl(env, "ingest", str(path), "--end", "--json")
+    assert out.returncode == 0, out.stderr
+    reps = json.loads(out.stdout)
+    assert sum(e["contexts_judged"] for r in reps for e in r["episodes"]) == 1
