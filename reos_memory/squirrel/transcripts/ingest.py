@@ -47,6 +47,9 @@ class Options:
     agent: str = "auto"
     session_end: bool | None = None  # None: end the session once its file is idle
     idle_seconds: float = 1800.0
+    # what becomes of a cut episode (default: the Memory Writer now, in this thread); it may
+    # return a Future of the result instead
+    learn: Callable[[dict[str, Any]], Any] | None = None
 
 
 @dataclass
@@ -196,8 +199,9 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
         )
     state = ParseState.from_json(cur.state_json)
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
+    learn = opts.learn or (lambda ep: sq.after_cut(ep, True))
     while True:
-        expected = _batch(sq, path, cur, adapter, state, rep, batch, expected, size)
+        expected = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
         if expected is None:
             break
     rep.session_id, rep.project_id = cur.session_id, cur.project_id
@@ -205,7 +209,7 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
     idle = time.time() - os.stat(path).st_mtime >= opts.idle_seconds
     end = opts.session_end if opts.session_end is not None else idle
     if end and cur.session_id is not None and not cur.ended:
-        rep.episodes.extend(end_session(sq, cur.session_id))
+        rep.episodes.extend(end_session(sq, cur.session_id, opts.learn))
         rep.ended = True
     return rep
 
@@ -232,6 +236,7 @@ def _batch(
     max_events: int,
     expected: tuple[int, str, int] | None,
     size: int,
+    learn: Callable[[dict[str, Any]], Any],
 ) -> tuple[int, str, int] | None:
     """Read, parse and commit one batch of lines; returns what the cursor now holds, None when
     there was nothing new. Raises _Stale when another process moved the cursor meanwhile."""
@@ -305,7 +310,7 @@ def _batch(
     rep.lines += lines
     rep.events += n_events
     rep.malformed += malformed
-    rep.episodes.extend(sq.after_cut(ep, True) for ep in cut)
+    rep.episodes.extend(learn(ep) for ep in cut)
     return (cur.offset, cur.head_sha256, cur.rewrites)
 
 
@@ -328,7 +333,9 @@ def _session_project(conn: apsw.Connection, session_id: str) -> Project | None:
     return Project(sess["project_id"], ssql.project_root(conn, sess["project_id"]))
 
 
-def end_session(sq: Squirrel, session_id: str) -> list[dict[str, Any]]:
+def end_session(
+    sq: Squirrel, session_id: str, learn: Callable[[dict[str, Any]], Any] | None = None
+) -> list[Any]:
     """Cut a session's open episode as ended and mark its files' cursors."""
     limits = sq.limits()
     pid = sq.db.read(lambda c: (ssql.get_session(c, session_id) or {}).get("project_id"))
@@ -340,12 +347,17 @@ def end_session(sq: Squirrel, session_id: str) -> list[dict[str, Any]]:
         tsql.mark_ended(conn, session_id, now_iso())
         return [ep] if ep is not None else []
 
-    return [sq.after_cut(ep, True) for ep in sq.db.write(tx)]
+    learn = learn or (lambda ep: sq.after_cut(ep, True))
+    return [learn(ep) for ep in sq.db.write(tx)]
 
 
 def end_idle_sessions(
-    sq: Squirrel, idle_seconds: float, only: set[str] | None = None, force: bool = False
-) -> dict[str, list[dict[str, Any]]]:
+    sq: Squirrel,
+    idle_seconds: float,
+    only: set[str] | None = None,
+    force: bool = False,
+    learn: Callable[[dict[str, Any]], Any] | None = None,
+) -> dict[str, list[Any]]:
     """End the open sessions (of `only`, when given) all of whose files have been idle past
     `idle_seconds` (every one of them, with `force`); returns the episodes each ended session
     was cut into."""
@@ -355,14 +367,14 @@ def end_idle_sessions(
         if only is None or sid in only:
             by_session.setdefault(sid, []).append(path)
     now = time.time()
-    ended: dict[str, list[dict[str, Any]]] = {}
+    ended: dict[str, list[Any]] = {}
     for sid, paths in by_session.items():
         try:
             idle = all(now - os.stat(p).st_mtime >= idle_seconds for p in paths)
         except OSError:
             idle = True  # a deleted log will not grow any more
         if force or idle:
-            ended[sid] = end_session(sq, sid)
+            ended[sid] = end_session(sq, sid, learn)
     return ended
 
 
@@ -374,31 +386,45 @@ def ingest_paths(
 ) -> list[FileReport]:
     """Every session log under `paths`, oldest first; a file that fails is reported, not fatal
     for the others. Sessions end after all their files are in (a subagent's file after its
-    parent's), when `opts.session_end` says so or, by default, when all their files are idle."""
+    parent's), when `opts.session_end` says so or, by default, when all their files are idle.
+
+    The Memory Writer learns from the cut episodes on one thread of its own, in the order they
+    were cut, while the next logs are read (its embeddings run outside the GIL)."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     opts = opts or Options()
-    each = Options(opts.agent, False, opts.idle_seconds)
-    files = find(paths)
-    out = []
-    for i, f in enumerate(files):
-        try:
-            rep = ingest_file(sq, f, each)
-        except InvalidInput as exc:
-            rep = FileReport(os.path.realpath(f), skipped_reason=exc.message)
-        except ReosError:
-            raise  # the database itself failed: stop, the cursors say where to resume
-        except Exception as exc:  # an unreadable file (a corrupt archive...) spoils only itself
-            rep = FileReport(os.path.realpath(f), skipped_reason=f"{type(exc).__name__}: {exc}")
-        out.append(rep)
-        if progress is not None:
-            progress(i + 1, len(files), rep)
-    if opts.session_end is not False:
-        touched = {r.session_id for r in out if r.session_id is not None}
-        ended = end_idle_sessions(sq, opts.idle_seconds, touched, bool(opts.session_end))
-        reported: set[str] = set()
-        for r in out:  # the session's last episode is reported with its first file
-            if r.session_id in ended:
-                r.ended = True
-                if r.session_id not in reported:
-                    reported.add(r.session_id)
-                    r.episodes.extend(ended[r.session_id])
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer") as writer:
+
+        def learn(ep: dict[str, Any]) -> Future[dict[str, Any]]:
+            return writer.submit(sq.after_cut, ep, True)
+
+        each = Options(opts.agent, False, opts.idle_seconds, learn)
+        files = find(paths)
+        out = []
+        for i, f in enumerate(files):
+            try:
+                rep = ingest_file(sq, f, each)
+            except InvalidInput as exc:
+                rep = FileReport(os.path.realpath(f), skipped_reason=exc.message)
+            except ReosError:
+                raise  # the database itself failed: stop, the cursors say where to resume
+            except Exception as exc:  # an unreadable file (a corrupt archive...) spoils only it
+                rep = FileReport(os.path.realpath(f), skipped_reason=f"{type(exc).__name__}: {exc}")
+            out.append(rep)
+            if progress is not None:
+                progress(i + 1, len(files), rep)
+        if opts.session_end is not False:
+            touched = {r.session_id for r in out if r.session_id is not None}
+            ended = end_idle_sessions(
+                sq, opts.idle_seconds, touched, bool(opts.session_end), learn
+            )
+            reported: set[str] = set()
+            for r in out:  # the session's last episode is reported with its first file
+                if r.session_id in ended:
+                    r.ended = True
+                    if r.session_id not in reported:
+                        reported.add(r.session_id)
+                        r.episodes.extend(ended[r.session_id])
+    for r in out:  # every writer call has finished: the results replace their futures
+        r.episodes = [e.result() if isinstance(e, Future) else e for e in r.episodes]
     return out
