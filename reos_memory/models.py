@@ -52,6 +52,22 @@ def iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def parse_iso(value: str, field: str) -> str:
+    """A client's date-time as stored (UTC ISO 8601, Z); naive times are taken as UTC. An
+    unreadable one is a clear error naming the field."""
+    from reos_memory.errors import InvalidInput
+
+    try:
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        return iso(dt)
+    except (ValueError, OverflowError):
+        raise InvalidInput(
+            field, "must be an ISO 8601 date-time such as 2023-05-08T13:56:00Z"
+        ) from None
+
+
 def now_iso(days: float = 0.0) -> str:
     """Current UTC time (moved by `days`) as ISO 8601 with milliseconds and a Z suffix."""
     return iso(datetime.now(UTC) + timedelta(days=days))

@@ -157,3 +157,26 @@ def test_delete_with_children_needs_recursive(server):
     res = server.call("blocks/delete", {"block_id": p, "recursive": True})
     assert set(res["deleted_block_ids"]) == {p, k, g}
     assert server.call("memory/stats")["total_blocks"] == 0
+
+
+def test_created_at_dates_imported_history(server):
+    b = server.call(
+        "blocks/create",
+        {"type": "paragraph", "act_id": "conv", "content": "Caroline: I went to a support group",
+         "created_at": "2023-05-08T13:56:00+02:00"},
+    )["block"]
+    assert b["created_at"] == b["updated_at"] == "2023-05-08T11:56:00.000Z"
+    naive = server.call(
+        "blocks/create",
+        {"type": "paragraph", "act_id": "conv", "content": "x", "created_at": "2023-05-08 13:56"},
+    )["block"]
+    assert naive["created_at"] == "2023-05-08T13:56:00.000Z"
+    assert server.call("blocks/get", {"block_id": b["id"]})["block"]["created_at"].startswith("2023")
+    for bad in ("yesterday", "2023-13-01", " ", "8 May 2023"):
+        err = server.error(
+            "blocks/create",
+            {"type": "paragraph", "act_id": "conv", "content": "x", "created_at": bad},
+        )
+        assert err.code == -32602 and "created_at" in str(err.data or err.message), bad
+    fresh = server.call("blocks/create", {"type": "paragraph", "act_id": "conv", "content": "y"})
+    assert fresh["block"]["created_at"] > "2026"

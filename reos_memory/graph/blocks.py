@@ -18,6 +18,7 @@ from reos_memory.models import (
     new_id,
     now_iso,
     page,
+    parse_iso,
     spans_text,
 )
 from reos_memory.store import Database, fetch
@@ -83,11 +84,14 @@ def create_block(
     id: str | None = None,
     index: bool = True,
     indexer: Indexer | None = None,
+    created_at: str | None = None,
 ) -> Block:
     """Store a new block; a client-chosen id that exists already is a conflict, never a replace.
 
     With an indexer, the text is embedded first and stored with the block in one transaction.
+    `created_at` dates imported history (its `updated_at` is the same time); default now.
     """
+    written = None if created_at is None else parse_iso(created_at, "created_at")
     spans = _spans(content, rich_text)
     props = properties or {}
     _check_properties(props)
@@ -99,7 +103,7 @@ def create_block(
             raise Conflict(f"block {id!r} exists already", existing_id=id, field="$.id")
         if parent_id is not None:
             _check_parent(conn, parent_id, act_id)
-        now = now_iso()
+        now = written or now_iso()
         block = Block(
             id=id or new_id("block"),
             type=type,

@@ -74,6 +74,8 @@ class BlockCreateParams(Params):
     properties: dict[str, Any] | None = None
     id: Ident | None = None
     index: bool = True
+    # for imported history: when the block was written (ISO 8601; default now)
+    created_at: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
 
 
 class BlockResult(Struct, kw_only=True):

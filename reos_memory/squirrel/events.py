@@ -5,11 +5,9 @@ frustration, corrections) read off once."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from typing import Any
 
-from reos_memory.errors import InvalidInput
-from reos_memory.models import EventIn, iso, now_iso
+from reos_memory.models import EventIn, now_iso, parse_iso
 from reos_memory.squirrel import signals
 from reos_memory.squirrel.redaction import redact
 from reos_memory.squirrel.tokens import cap
@@ -82,16 +80,7 @@ def parse_ts(ts: str | None, index: int, now: str | None = None) -> str:
     """An event time as UTC ISO 8601 (`now` when absent); an unreadable one is a clear error."""
     if ts is None:
         return now or now_iso()
-    try:
-        dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=UTC)
-        dt = dt.astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise InvalidInput(
-            f"events[{index}].ts", "must be an ISO 8601 date-time such as 2025-05-01T10:00:00Z"
-        ) from None
-    return iso(dt)
+    return parse_iso(ts, f"events[{index}].ts")
 
 
 def compress(
