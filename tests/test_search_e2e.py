@@ -346,3 +346,44 @@ def test_catch_up_is_not_stopped_by_empty_blocks(db_path):
             time.sleep(0.1)
         stats = srv.call("memory/stats")
         assert stats["total_embeddings"] == 1 and stats["unindexed_blocks"] == 0
+
+
+def test_ranking_details_found_in_review(server):
+    # strong "both" matches are not clamped to a tie at 1.0; the breakdown explains the score
+    a = make_block(server, "nightly backup of the billing database", id="a1", act_id="ops")
+    b = make_block(server, "nightly backup of the billing database to cold storage", id="b1",
+                   act_id="ops")
+    c = make_block(server, "the billing database backup runs nightly at two", id="c1",
+                   act_id="ops")
+    link(server, b, a, "references")
+    link(server, c, b, "references")
+    link(server, a, c, "references")
+    res = server.call("memory/search", {"query": "nightly backup of the billing database",
+                                        "act_id": "ops"})
+    by = {m["block_id"]: m for m in res["matches"]}
+    top = res["matches"][0]
+    assert top["block_id"] == a and top["source"] == "both" and top["score"] > 1.0
+    # clamped, every one of these would have tied at 1.0 and fallen back to id order
+    above = {m["score"] for m in res["matches"] if m["score"] > 1.0}
+    assert len(above) >= 2, res["matches"]
+    for m in by.values():
+        bd = m["score_breakdown"]
+        expected = max(bd["fusion"] or 0.0, bd["graph"] or 0.0) * bd["type_weight"] * (
+            bd["source_bonus"] * bd["recency"]
+        )
+        assert abs(m["score"] - round(expected, 4)) < 2e-4, (m["block_id"], bd)
+    # a query of only spaces is a clear -32602
+    for q in (" ", "\t\n  "):
+        err = server.error("memory/search", {"query": q})
+        assert err.code == -32602 and "query" in str(err.data or err.message)
+    # a correction in another act does not demote this act's block when the search names it
+    old = make_block(server, "The VPN endpoint is vpn.old.example", id="vpn-old", act_id="it")
+    other = make_block(server, "Correction for the lab: the VPN endpoint is vpn.lab.example",
+                       id="vpn-lab", act_id="lab")
+    link(server, other, old, "corrects")
+    scoped = server.call("memory/search", {"query": "VPN endpoint", "act_id": "it"})
+    mine = next(m for m in scoped["matches"] if m["block_id"] == old)
+    assert "superseded_by" not in mine and mine["score_breakdown"]["correction_penalty"] is None
+    everywhere = server.call("memory/search", {"query": "VPN endpoint"})
+    theirs = next(m for m in everywhere["matches"] if m["block_id"] == old)
+    assert theirs["superseded_by"] == other

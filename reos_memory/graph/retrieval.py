@@ -18,7 +18,7 @@ from typing import Any
 
 import apsw
 
-from reos_memory.errors import EmbedderUnavailable
+from reos_memory.errors import EmbedderUnavailable, InvalidInput
 from reos_memory.graph.indexing import Indexer
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
@@ -116,6 +116,8 @@ def search(
     keyword_budget: int = 20_000,
 ) -> SearchOutcome:
     """Run the three stages and render the result as seed 004's "Relevant Memory" markdown."""
+    if not query.strip():
+        raise InvalidInput("query", "must contain something to search for, not only spaces")
     k = max(candidates, max_results)
     cands: dict[str, Candidate] = {}
     semantic_reason: str | None = None
@@ -181,7 +183,7 @@ def search(
             keyword_info,
         )
     summary = db.read(lambda conn: block_sql.block_summaries(conn, list(cands)))
-    replaced = db.read(lambda conn: _replacements(conn, list(summary)))
+    replaced = db.read(lambda conn: _replacements(conn, list(summary), act_id))
     weights = {**DEFAULT_TYPE_WEIGHTS, **(type_weights or {})}
     now = datetime.now(UTC)
     for c in list(cands.values()):
@@ -200,7 +202,8 @@ def search(
                 - recency_weight
                 + recency_weight * math.exp(-age_days * math.log(2) / recency_half_life_days)
             )
-        c.final = min(1.0, base * tw * bonus * recency)
+        # not clamped: strong "both" matches keep their order instead of tying at 1.0
+        c.final = base * tw * bonus * recency
         c.breakdown.update(
             type_weight=tw, source_bonus=bonus, recency=round(recency, 4), graph=round(c.graph, 4)
         )
@@ -311,11 +314,21 @@ def _expand(
     return reached
 
 
-def _replacements(conn: apsw.Connection, block_ids: list[str]) -> dict[str, list[str]]:
-    """old block -> blocks that correct or supersede it (among all blocks)."""
+def _replacements(
+    conn: apsw.Connection, block_ids: list[str], act_id: str | None
+) -> dict[str, list[str]]:
+    """old block -> blocks that correct or supersede it (within `act_id` when the search is
+    limited to an act: a replacement elsewhere says nothing about this act's blocks)."""
     out: dict[str, list[str]] = {}
     for _eid, src, tgt, _t, _c in edges_into(conn, block_ids, REPLACES):
         out.setdefault(tgt, []).append(src)
+    if act_id is not None and out:
+        acts = block_sql.block_summaries(conn, sorted({n for v in out.values() for n in v}))
+        out = {
+            old: kept
+            for old, new in out.items()
+            if (kept := [n for n in new if n in acts and acts[n][2] == act_id])
+        }
     return out
 
 
