@@ -349,28 +349,28 @@ def test_catch_up_is_not_stopped_by_empty_blocks(db_path):
 
 
 def test_ranking_details_found_in_review(server):
-    # strong "both" matches are not clamped to a tie at 1.0; the breakdown explains the score
+    # every score is explained exactly by its breakdown, none is capped; a block reached only
+    # over an edge ranks below the direct hits it hangs off (the graph adds, never displaces)
     a = make_block(server, "nightly backup of the billing database", id="a1", act_id="ops")
     b = make_block(server, "nightly backup of the billing database to cold storage", id="b1",
                    act_id="ops")
     c = make_block(server, "the billing database backup runs nightly at two", id="c1",
                    act_id="ops")
+    tape = make_block(server, "Tapes are rotated by Dana on Fridays", id="t1", act_id="ops")
     link(server, b, a, "references")
     link(server, c, b, "references")
-    link(server, a, c, "references")
+    link(server, a, tape, "references")
     res = server.call("memory/search", {"query": "nightly backup of the billing database",
                                         "act_id": "ops"})
     by = {m["block_id"]: m for m in res["matches"]}
-    top = res["matches"][0]
-    assert top["block_id"] == a and top["source"] == "both" and top["score"] > 1.0
-    # clamped, every one of these would have tied at 1.0 and fallen back to id order
-    above = {m["score"] for m in res["matches"] if m["score"] > 1.0}
-    assert len(above) >= 2, res["matches"]
+    assert res["matches"][0]["block_id"] == a
+    assert by[tape]["source"] == "graph" and by[tape]["relationship_chain"] == ["references"]
+    assert all(by[tape]["score"] < by[x]["score"] for x in (a, b, c))
+    assert by[b]["score_breakdown"]["neighbourhood"] > 0  # its neighbour a matches the query
     for m in by.values():
         bd = m["score_breakdown"]
-        expected = max(bd["fusion"] or 0.0, bd["graph"] or 0.0) * bd["type_weight"] * (
-            bd["source_bonus"] * bd["recency"]
-        )
+        base = bd["fusion"] if bd["graph_only_factor"] is None else bd["graph"] * bd["graph_only_factor"]
+        expected = base * bd["type_weight"] * bd["recency"]
         assert abs(m["score"] - round(expected, 4)) < 2e-4, (m["block_id"], bd)
     # a query of only spaces is a clear -32602
     for q in (" ", "\t\n  "):

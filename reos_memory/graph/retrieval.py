@@ -53,7 +53,14 @@ DEFAULT_TYPE_WEIGHTS = {
     "paragraph": 0.9,
 }
 DEFAULT_TYPE_WEIGHT = 0.9
-SOURCE_BONUS = {"both": 1.15, "semantic": 1.0, "keyword": 1.0, "graph": 0.85}
+# How the graph takes part (tuned on locomo-dev, tools/eval_conversations.py): a direct hit's
+# vector similarity gains NEIGHBOURHOOD_WEIGHT x the best (edge weight x similarity) of the
+# blocks one edge away, so a turn whose context matches ranks higher; a block reached only over
+# edges scores GRAPH_ONLY_FACTOR x its path score, below the direct hits it hangs off. Injecting
+# neighbours at their parent's score (the old way) put them above other good hits (MRR@10
+# 0.40 -> 0.28).
+NEIGHBOURHOOD_WEIGHT = 0.3
+GRAPH_ONLY_FACTOR = 0.3
 HOP_DECAY = 0.7
 CORRECTION_FACTOR = 0.8
 
@@ -68,6 +75,7 @@ class Candidate:
     found_by_vector: bool = False
     found_by_keyword: bool = False
     stage1: float = 0.0
+    neighbourhood: float = 0.0  # added to the vector similarity for ranking (see above)
     graph: float = 0.0
     chain: list[str] = field(default_factory=list)
     reached_from: str | None = None
@@ -159,6 +167,8 @@ def search(
             missing = [c.block_id for c in cands.values() if c.cos is None]
             for bid, cos in indexer.similarities(qvec, missing).items():
                 cands[bid].cos = cos
+    if include_graph and qvec is not None and cands:
+        _fold_neighbourhood(db, indexer, qvec, cands)
     _fuse(cands.values(), use_vec=qvec is not None, use_kw=bool(words))
     total_vector = sum(c.found_by_vector for c in cands.values())
     total_keyword = sum(c.found_by_keyword and not c.found_by_vector for c in cands.values())
@@ -191,9 +201,9 @@ def search(
             del cands[c.block_id]
             continue
         block_type, updated_at, _act = summary[c.block_id]
-        base = max(c.stage1, c.graph)
+        graph_only = None if c.in_stage1 else GRAPH_ONLY_FACTOR
+        base = c.stage1 if graph_only is None else c.graph * graph_only
         tw = weights.get(block_type, DEFAULT_TYPE_WEIGHT)
-        bonus = SOURCE_BONUS[c.source]
         recency = 1.0
         if recency_weight > 0:
             age_days = max(0.0, (now - _parse_ts(updated_at)).total_seconds() / 86400)
@@ -202,10 +212,12 @@ def search(
                 - recency_weight
                 + recency_weight * math.exp(-age_days * math.log(2) / recency_half_life_days)
             )
-        # not clamped: strong "both" matches keep their order instead of tying at 1.0
-        c.final = base * tw * bonus * recency
+        c.final = base * tw * recency
         c.breakdown.update(
-            type_weight=tw, source_bonus=bonus, recency=round(recency, 4), graph=round(c.graph, 4)
+            type_weight=tw,
+            graph_only_factor=graph_only,
+            recency=round(recency, 4),
+            graph=round(c.graph, 4),
         )
     # A corrected or superseded block ranks below what replaces it. Each pass starts from the
     # unpenalised scores, so a chain (C replaces B replaces A) settles without compounding.
@@ -237,12 +249,41 @@ def search(
     )
 
 
+def _fold_neighbourhood(
+    db: Database, indexer: Indexer, qvec: Any, cands: dict[str, Candidate]
+) -> None:
+    """A candidate's vector evidence includes its neighbourhood: NEIGHBOURHOOD_WEIGHT x the
+    best (edge confidence x type priority x similarity to the query) among the blocks one edge
+    away, in either direction."""
+    ids = [c.block_id for c in cands.values() if c.cos is not None]
+    if not ids:
+        return
+    rows = db.read(lambda conn: edges_from(conn, ids, "both", None))
+    near: dict[str, dict[str, float]] = {}
+    for _eid, src, tgt, rtype, conf in rows:
+        weight = (1.0 if conf is None else conf) * EDGE_PRIORITY.get(rtype, 0.6)
+        for a, b in ((src, tgt), (tgt, src)):
+            if a in cands:
+                links = near.setdefault(a, {})
+                links[b] = max(weight, links.get(b, 0.0))
+    if not near:
+        return
+    sims = indexer.similarities(qvec, sorted({b for links in near.values() for b in links}))
+    for bid, links in near.items():
+        c = cands[bid]
+        best = max((w * sims[b] for b, w in links.items() if b in sims), default=0.0)
+        if c.cos is not None and best > 0:
+            c.neighbourhood = NEIGHBOURHOOD_WEIGHT * best
+
+
 def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> None:
     items = list(cands)
     # ties break by block id, so every index (memory or vec0) gives the same order
     if use_vec:
         scored = [c for c in items if c.cos is not None]
-        for rank, c in enumerate(sorted(scored, key=lambda c: (-(c.cos or 0.0), c.block_id)), 1):
+        for rank, c in enumerate(
+            sorted(scored, key=lambda c: (-((c.cos or 0.0) + c.neighbourhood), c.block_id)), 1
+        ):
             c.vec_rank = rank
     if use_kw:
         scored = [c for c in items if c.bm25 is not None]
@@ -259,6 +300,7 @@ def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> N
         c.stage1 = rrf / best
         c.breakdown.update(
             vector_similarity=None if c.cos is None else round(c.cos, 4),
+            neighbourhood=round(c.neighbourhood, 4) if c.neighbourhood else None,
             vector_rank=c.vec_rank,
             keyword_bm25=None if c.bm25 is None else round(c.bm25, 4),
             keyword_rank=c.kw_rank,

@@ -299,14 +299,18 @@ class SearchParams(Params):
 
 
 class ScoreBreakdown(Struct, kw_only=True):
+    """score = (fusion, or graph x graph_only_factor for a block reached only over edges)
+    x type_weight x recency (x correction_penalty)."""
+
     vector_similarity: float | None = None
+    neighbourhood: float | None = None  # added to vector_similarity for the vector ranking
     vector_rank: int | None = None
     keyword_bm25: float | None = None
     keyword_rank: int | None = None
     fusion: float | None = None
     graph: float | None = None
+    graph_only_factor: float | None = None
     type_weight: float | None = None
-    source_bonus: float | None = None
     recency: float | None = None
     correction_penalty: float | None = None
     final: float | None = None
