@@ -387,3 +387,24 @@ def test_ranking_details_found_in_review(server):
     everywhere = server.call("memory/search", {"query": "VPN endpoint"})
     theirs = next(m for m in everywhere["matches"] if m["block_id"] == old)
     assert theirs["superseded_by"] == other
+
+
+def test_time_in_the_query_favours_blocks_written_then(server):
+    for bid, when in (("mar", "2023-03-14T10:00:00Z"), ("may", "2023-05-09T10:00:00Z"),
+                      ("jul", "2023-07-20T10:00:00Z")):
+        server.call("blocks/create", {
+            "type": "paragraph", "act_id": "team", "id": bid, "created_at": when,
+            "content": f"We decided to move the launch of the mobile app ({bid} review)",
+        })
+    plain = server.call("memory/search", {"query": "decision about the launch of the mobile app",
+                                          "act_id": "team"})
+    assert all(m["score_breakdown"]["time_match"] is None for m in plain["matches"])
+    res = server.call("memory/search", {
+        "query": "what did we decide about the launch of the mobile app in May 2023?",
+        "act_id": "team"})
+    top = res["matches"][0]
+    assert top["block_id"] == "may" and top["score_breakdown"]["time_match"] == 1.5
+    assert {m["block_id"] for m in res["matches"]} == {"mar", "may", "jul"}  # nothing dropped
+    before = server.call("memory/search", {
+        "query": "the launch of the mobile app before April 2023", "act_id": "team"})
+    assert before["matches"][0]["block_id"] == "mar"

@@ -19,6 +19,7 @@ from typing import Any
 import apsw
 
 from reos_memory.errors import EmbedderUnavailable, InvalidInput
+from reos_memory.graph import when
 from reos_memory.graph.indexing import Indexer
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
@@ -68,6 +69,9 @@ DEFAULT_TYPE_WEIGHT = 0.9
 # 0.40 -> 0.28).
 NEIGHBOURHOOD_WEIGHT = 0.3
 GRAPH_ONLY_FACTOR = 0.3
+# A candidate written inside the time the query names ("in May 2023", "last week") ranks this
+# much higher (graph/when.py); nothing outside it is dropped.
+TIME_MATCH = 1.5
 HOP_DECAY = 0.7
 CORRECTION_FACTOR = 0.8
 
@@ -203,11 +207,12 @@ def search(
     replaced = db.read(lambda conn: _replacements(conn, list(summary), act_id))
     weights = {**DEFAULT_TYPE_WEIGHTS, **(type_weights or {})}
     now = datetime.now(UTC)
+    asked = when.window(query, now)
     for c in list(cands.values()):
         if c.block_id not in summary:  # deleted meanwhile
             del cands[c.block_id]
             continue
-        block_type, updated_at, _act = summary[c.block_id]
+        block_type, updated_at, _act, created_at = summary[c.block_id]
         graph_only = None if c.in_stage1 else GRAPH_ONLY_FACTOR
         base = c.stage1 if graph_only is None else c.graph * graph_only
         tw = weights.get(block_type, DEFAULT_TYPE_WEIGHT)
@@ -219,11 +224,13 @@ def search(
                 - recency_weight
                 + recency_weight * math.exp(-age_days * math.log(2) / recency_half_life_days)
             )
-        c.final = base * tw * recency
+        in_time = TIME_MATCH if asked is not None and asked.contains(_parse_ts(created_at)) else None
+        c.final = base * tw * recency * (in_time or 1.0)
         c.breakdown.update(
             type_weight=tw,
             graph_only_factor=graph_only,
             recency=round(recency, 4),
+            time_match=in_time,
             graph=round(c.graph, 4),
         )
     # A corrected or superseded block ranks below what replaces it. Each pass starts from the

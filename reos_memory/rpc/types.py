@@ -300,7 +300,7 @@ class SearchParams(Params):
 
 class ScoreBreakdown(Struct, kw_only=True):
     """score = (fusion, or graph x graph_only_factor for a block reached only over edges)
-    x type_weight x recency (x correction_penalty)."""
+    x type_weight x recency (x time_match) (x correction_penalty)."""
 
     vector_similarity: float | None = None
     neighbourhood: float | None = None  # added to vector_similarity for the vector ranking
@@ -312,6 +312,7 @@ class ScoreBreakdown(Struct, kw_only=True):
     graph_only_factor: float | None = None
     type_weight: float | None = None
     recency: float | None = None
+    time_match: float | None = None  # written inside the time the query names
     correction_penalty: float | None = None
     final: float | None = None
 

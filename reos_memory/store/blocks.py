@@ -106,13 +106,14 @@ def missing_blocks(conn: apsw.Connection, block_ids: Sequence[str]) -> list[str]
 
 def block_summaries(
     conn: apsw.Connection, block_ids: Sequence[str]
-) -> dict[str, tuple[str, str, str]]:
-    """block_id -> (type, updated_at, act_id) for those that exist, in one query."""
+) -> dict[str, tuple[str, str, str, str]]:
+    """block_id -> (type, updated_at, act_id, created_at) for those that exist, in one query."""
     rows = conn.execute(
-        "SELECT id, type, updated_at, act_id FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
+        "SELECT id, type, updated_at, act_id, created_at FROM blocks"
+        " WHERE id IN (SELECT value FROM json_each(?))",
         (_encoder.encode(list(block_ids)).decode(),),
     )
-    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
 
 def get_blocks(conn: apsw.Connection, block_ids: Sequence[str]) -> dict[str, Block]:
