@@ -398,6 +398,16 @@ def open_app(
     return app
 
 
+def migrate_database(config: Config) -> list[Any]:
+    """`reos-memory migrate`: apply the pending migrations and close; what was applied."""
+    setup_logging(config.log_level)
+    db = Database(config.db)
+    try:
+        return list(migrate(db) or [])
+    finally:
+        db.close()
+
+
 def run_sqrl(config: Config, args: Any) -> int:
     """Run one `sqrl` command on the database directly (no server needed)."""
     import msgspec

@@ -106,14 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     if command == "model":
         return _model(args.model_command, config, args)
     if command == "migrate":
-        from reos_memory.logs import setup_logging
-        from reos_memory.store import Database
-        from reos_memory.store.migrations import migrate
+        from reos_memory.app import migrate_database
 
-        setup_logging(config.log_level)
-        db = Database(config.db)
-        applied = migrate(db)
-        db.close()
+        applied = migrate_database(config)
         sys.stdout.write(f"{config.db}: applied {applied or 'nothing (up to date)'}\n")
         return 0
     if command == "mcp":

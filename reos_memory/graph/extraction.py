@@ -27,8 +27,8 @@ from reos_memory.llm import LLMClient, LLMError
 from reos_memory.models import REL_TYPES, Relationship, RelType, new_id, now_iso
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
+from reos_memory.store import keywords as kw_sql
 from reos_memory.store import relationships as rel_sql
-from reos_memory.store import vectors as vec_sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -177,8 +177,8 @@ def extract(
                 )
         candidates = [t for t, _ in nearest[:LLM_CANDIDATES]]
     else:
-        words = vec_sql.query_words(content)[:32]
-        hits = db.read(lambda c: vec_sql.keyword_search(c, words, LLM_CANDIDATES + 1, act))
+        words = kw_sql.query_words(content)[:32]
+        hits = db.read(lambda c: kw_sql.keyword_search(c, words, LLM_CANDIDATES + 1, act))
         candidates = [b for b, _ in hits if b != block_id]
     if llm is not None:
         try:

@@ -23,7 +23,7 @@ from reos_memory.graph import when
 from reos_memory.graph.indexing import Indexer
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
-from reos_memory.store import vectors as vec_sql
+from reos_memory.store import keywords as kw_sql
 from reos_memory.store.relationships import edges_from, edges_into
 
 # Reciprocal rank fusion, tuned on locomo-dev and checked on SciFact (tools/eval_conversations.py,
@@ -153,12 +153,12 @@ def search(
     words: list[str] = []
     dropped: list[str] = []
     if mode in ("hybrid", "keyword"):
-        words = vec_sql.query_words(query)
+        words = kw_sql.query_words(query)
 
         def keyword(conn: apsw.Connection) -> list[tuple[str, float]]:
             nonlocal words, dropped
-            words, dropped = vec_sql.prune_words(conn, words, keyword_budget)
-            return vec_sql.keyword_search(conn, words, k, act_id)
+            words, dropped = kw_sql.prune_words(conn, words, keyword_budget)
+            return kw_sql.keyword_search(conn, words, k, act_id)
 
         for bid, score in db.read(keyword):
             cand = cands.setdefault(bid, Candidate(bid))

@@ -24,6 +24,7 @@ from reos_memory.squirrel.projects import path_inside
 from reos_memory.squirrel.redaction import redact
 from reos_memory.squirrel.tokens import Size, count_tokens, size, truncate_to_tokens
 from reos_memory.store import Database
+from reos_memory.store import keywords as kw_sql
 from reos_memory.store import memories as msql
 from reos_memory.store import squirrel as ssql
 from reos_memory.store import vectors as vsql
@@ -124,7 +125,7 @@ def candidates(
             # the query is embedded on the embedder's thread while the keyword and key
             # lookups run here
             stage = vectors.embed_async([query])
-    words = vsql.query_words(query)
+    words = kw_sql.query_words(query)
     now = now_iso()
 
     pids: list[str | None] | None = None
@@ -132,7 +133,7 @@ def candidates(
         pids = [scope.project_id, None] if scope.include_global else [scope.project_id]
 
     def read(conn: apsw.Connection) -> tuple[dict[str, float], set[str], set[str]]:
-        kept = vsql.prune_words(conn, words, KEYWORD_POSTINGS, "memories_fts")[0] if words else []
+        kept = kw_sql.prune_words(conn, words, KEYWORD_POSTINGS, "memories_fts")[0] if words else []
         kw = dict(msql.keyword_search(conn, kept, 50, pids, scope.statuses))
         if not key_lookup or scope.project_id is None:
             return kw, set(), set()

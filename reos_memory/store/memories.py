@@ -10,7 +10,7 @@ import msgspec
 
 from reos_memory.models import Evidence, Memory, MemoryMetrics
 from reos_memory.store.connection import fetch, scalar
-from reos_memory.store.vectors import fts_match
+from reos_memory.store.keywords import fts_match
 
 _encoder = msgspec.json.Encoder()
 
