@@ -117,97 +117,126 @@ class SearchOutcome:
     markdown: str
 
 
-def search(
-    db: Database,
-    indexer: Indexer,
-    *,
-    query: str,
-    act_id: str | None = None,
-    max_results: int = 20,
-    include_graph: bool = True,
-    mode: str = "hybrid",
-    min_similarity: float = 0.2,
-    graph_depth: int = 2,
-    candidates: int = 100,
-    recency_weight: float = 0.0,
-    recency_half_life_days: float = 30.0,
-    type_weights: dict[str, float] | None = None,
-    keyword_budget: int = 20_000,
-) -> SearchOutcome:
-    """Run the three stages and render the result as seed 004's "Relevant Memory" markdown."""
-    if not query.strip():
-        raise InvalidInput("query", "must contain something to search for, not only spaces")
-    k = max(candidates, max_results)
-    cands: dict[str, Candidate] = {}
+@dataclass(frozen=True)
+class Query:
+    """What one memory/search asks for (the request's params)."""
+
+    query: str
+    act_id: str | None = None
+    max_results: int = 20
+    include_graph: bool = True
+    mode: str = "hybrid"
+    min_similarity: float = 0.2
+    graph_depth: int = 2
+    candidates: int = 100
+    recency_weight: float = 0.0
+    recency_half_life_days: float = 30.0
+    type_weights: dict[str, float] | None = None
+    keyword_budget: int = 20_000
+
+    @property
+    def k(self) -> int:
+        return max(self.candidates, self.max_results)
+
+
+@dataclass
+class Stage1:
+    """The candidates of the vector and keyword searches, fused."""
+
+    cands: dict[str, Candidate] = field(default_factory=dict)
+    qvec: Any = None
+    words: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
     semantic_reason: str | None = None
-    qvec = None
 
-    # -- stage 1: vector + keyword, side by side ----------------------------------------------
+    @property
+    def total_vector(self) -> int:
+        return sum(c.found_by_vector for c in self.cands.values())
+
+    @property
+    def total_keyword(self) -> int:
+        return sum(c.found_by_keyword and not c.found_by_vector for c in self.cands.values())
+
+
+def search(db: Database, indexer: Indexer, **params: Any) -> SearchOutcome:
+    """Run the three stages and render the result as seed 004's "Relevant Memory" markdown."""
+    q = Query(**params)
+    if not q.query.strip():
+        raise InvalidInput("query", "must contain something to search for, not only spaces")
+    s1 = _stage1(db, indexer, q)
+    reached = _stage2(db, q, s1)
+    ranked = _stage3(db, q, s1.cands)
+    blocks = db.read(lambda conn: block_sql.get_blocks(conn, [c.block_id for c in ranked]))
+    matches = [_match(c, blocks[c.block_id]) for c in ranked if c.block_id in blocks]
+    return _outcome(q, s1, matches, reached)
+
+
+def _stage1(db: Database, indexer: Indexer, q: Query) -> Stage1:
+    """Vector KNN and BM25 side by side; the neighbourhood folded in; fused by rank."""
+    s1 = Stage1()
     vector_future = None
-    if mode in ("hybrid", "vector"):
-        emb, semantic_reason = indexer.usable_model()
+    if q.mode in ("hybrid", "vector"):
+        emb, s1.semantic_reason = indexer.usable_model()
         if emb is not None:
-            vector_future = indexer.vector_stage(query, k, act_id)
+            vector_future = indexer.vector_stage(q.query, q.k, q.act_id)
     else:
-        semantic_reason = "mode=keyword"
-    words: list[str] = []
-    dropped: list[str] = []
-    if mode in ("hybrid", "keyword"):
-        words = kw_sql.query_words(query)
-
-        def keyword(conn: apsw.Connection) -> list[tuple[str, float]]:
-            nonlocal words, dropped
-            words, dropped = kw_sql.prune_words(conn, words, keyword_budget)
-            return kw_sql.keyword_search(conn, words, k, act_id)
-
-        for bid, score in db.read(keyword):
-            cand = cands.setdefault(bid, Candidate(bid))
-            cand.bm25, cand.found_by_keyword = score, True
+        s1.semantic_reason = "mode=keyword"
+    if q.mode in ("hybrid", "keyword"):
+        _keyword_hits(db, q, s1)
     if vector_future is not None:
         try:
-            qvec, hits = vector_future.result()
+            s1.qvec, hits = vector_future.result()
         except EmbedderUnavailable as exc:
-            semantic_reason = exc.message
+            s1.semantic_reason = exc.message
         else:
-            for bid, cos in hits:
-                if cos >= min_similarity:
-                    c = cands.setdefault(bid, Candidate(bid))
-                    c.cos, c.found_by_vector = cos, True
-            # keyword-only hits get their vector similarity too (cheap: in memory), so both
-            # rankings cover them; BM25 of vector-only hits was measured to add nothing
-            missing = [c.block_id for c in cands.values() if c.cos is None]
-            for bid, cos in indexer.similarities(qvec, missing).items():
-                cands[bid].cos = cos
-    if include_graph and qvec is not None and cands:
-        _fold_neighbourhood(db, indexer, qvec, cands)
-    _fuse(cands.values(), use_vec=qvec is not None, use_kw=bool(words))
-    total_vector = sum(c.found_by_vector for c in cands.values())
-    total_keyword = sum(c.found_by_keyword and not c.found_by_vector for c in cands.values())
+            _vector_hits(indexer, q, s1, hits)
+    if q.include_graph and s1.qvec is not None and s1.cands:
+        _fold_neighbourhood(db, indexer, s1.qvec, s1.cands)
+    _fuse(s1.cands.values(), use_vec=s1.qvec is not None, use_kw=bool(s1.words))
+    return s1
 
-    # -- stage 2: graph expansion --------------------------------------------------------------
-    seeds = sorted(cands.values(), key=lambda c: -c.stage1)[:max_results]
-    total_graph = 0
-    if include_graph and seeds:
-        total_graph = db.read(lambda conn: _expand(conn, seeds, cands, graph_depth, act_id))
 
-    # -- stage 3: rank & merge -----------------------------------------------------------------
-    keyword_info = {"keyword_terms": words, "keyword_terms_dropped": dropped}
+def _keyword_hits(db: Database, q: Query, s1: Stage1) -> None:
+    words = kw_sql.query_words(q.query)
+
+    def keyword(conn: apsw.Connection) -> list[tuple[str, float]]:
+        s1.words, s1.dropped = kw_sql.prune_words(conn, words, q.keyword_budget)
+        return kw_sql.keyword_search(conn, s1.words, q.k, q.act_id)
+
+    for bid, score in db.read(keyword):
+        cand = s1.cands.setdefault(bid, Candidate(bid))
+        cand.bm25, cand.found_by_keyword = score, True
+
+
+def _vector_hits(indexer: Indexer, q: Query, s1: Stage1, hits: list[tuple[str, float]]) -> None:
+    for bid, cos in hits:
+        if cos >= q.min_similarity:
+            c = s1.cands.setdefault(bid, Candidate(bid))
+            c.cos, c.found_by_vector = cos, True
+    # keyword-only hits get their vector similarity too (cheap: in memory), so both rankings
+    # cover them; BM25 of vector-only hits was measured to add nothing
+    missing = [c.block_id for c in s1.cands.values() if c.cos is None]
+    for bid, cos in indexer.similarities(s1.qvec, missing).items():
+        s1.cands[bid].cos = cos
+
+
+def _stage2(db: Database, q: Query, s1: Stage1) -> int:
+    """Graph expansion from the best candidates; returns how many blocks it reached."""
+    seeds = sorted(s1.cands.values(), key=lambda c: -c.stage1)[: q.max_results]
+    if not (q.include_graph and seeds):
+        return 0
+    return db.read(lambda conn: _expand(conn, seeds, s1.cands, q.graph_depth, q.act_id))
+
+
+def _stage3(db: Database, q: Query, cands: dict[str, Candidate]) -> list[Candidate]:
+    """Score every candidate, demote replaced blocks, and keep the best `max_results`."""
     if not cands:
-        return _outcome(
-            query,
-            [],
-            total_vector,
-            total_keyword,
-            0,
-            semantic_reason,
-            qvec is not None,
-            keyword_info,
-        )
+        return []
     summary = db.read(lambda conn: block_sql.block_summaries(conn, list(cands)))
-    replaced = db.read(lambda conn: _replacements(conn, list(summary), act_id))
-    weights = {**DEFAULT_TYPE_WEIGHTS, **(type_weights or {})}
+    replaced = db.read(lambda conn: _replacements(conn, list(summary), q.act_id))
+    weights = {**DEFAULT_TYPE_WEIGHTS, **(q.type_weights or {})}
     now = datetime.now(UTC)
-    asked = when.window(query, now)
+    asked = when.window(q.query, now)
     for c in list(cands.values()):
         if c.block_id not in summary:  # deleted meanwhile
             del cands[c.block_id]
@@ -216,14 +245,7 @@ def search(
         graph_only = None if c.in_stage1 else GRAPH_ONLY_FACTOR
         base = c.stage1 if graph_only is None else c.graph * graph_only
         tw = weights.get(block_type, DEFAULT_TYPE_WEIGHT)
-        recency = 1.0
-        if recency_weight > 0:
-            age_days = max(0.0, (now - _parse_ts(updated_at)).total_seconds() / 86400)
-            recency = (
-                1.0
-                - recency_weight
-                + recency_weight * math.exp(-age_days * math.log(2) / recency_half_life_days)
-            )
+        recency = _recency(q, now, updated_at)
         in_time = TIME_MATCH if asked is not None and asked.contains(_parse_ts(created_at)) else None
         c.final = base * tw * recency * (in_time or 1.0)
         c.breakdown.update(
@@ -233,8 +255,21 @@ def search(
             time_match=in_time,
             graph=round(c.graph, 4),
         )
-    # A corrected or superseded block ranks below what replaces it. Each pass starts from the
-    # unpenalised scores, so a chain (C replaces B replaces A) settles without compounding.
+    _demote_replaced(cands, replaced)
+    return sorted(cands.values(), key=lambda c: (-c.final, c.block_id))[: q.max_results]
+
+
+def _recency(q: Query, now: datetime, updated_at: str) -> float:
+    if q.recency_weight <= 0:
+        return 1.0
+    age_days = max(0.0, (now - _parse_ts(updated_at)).total_seconds() / 86400)
+    decay = math.exp(-age_days * math.log(2) / q.recency_half_life_days)
+    return 1.0 - q.recency_weight + q.recency_weight * decay
+
+
+def _demote_replaced(cands: dict[str, Candidate], replaced: dict[str, list[str]]) -> None:
+    """A corrected or superseded block ranks below what replaces it. Each pass starts from the
+    unpenalised scores, so a chain (C replaces B replaces A) settles without compounding."""
     unpenalised = {bid: c.final for bid, c in cands.items()}
     for _ in range(3):
         for old_id, new_ids in replaced.items():
@@ -248,19 +283,6 @@ def search(
             old.final = score
             old.breakdown["correction_penalty"] = CORRECTION_FACTOR
             old.superseded_by = live[0].block_id if live else new_ids[0]
-    ranked = sorted(cands.values(), key=lambda c: (-c.final, c.block_id))[:max_results]
-    blocks = db.read(lambda conn: block_sql.get_blocks(conn, [c.block_id for c in ranked]))
-    matches = [_match(c, blocks[c.block_id]) for c in ranked if c.block_id in blocks]
-    return _outcome(
-        query,
-        matches,
-        total_vector,
-        total_keyword,
-        total_graph,
-        semantic_reason,
-        qvec is not None,
-        keyword_info,
-    )
 
 
 def _fold_neighbourhood(
@@ -423,27 +445,22 @@ def _match(c: Candidate, block: Any) -> dict[str, Any]:
 
 
 def _outcome(
-    query: str,
-    matches: list[dict[str, Any]],
-    total_vector: int,
-    total_keyword: int,
-    total_graph: int,
-    semantic_reason: str | None,
-    semantic_used: bool,
-    keyword_info: dict[str, list[str]],
+    q: Query, s1: Stage1, matches: list[dict[str, Any]], total_graph: int
 ) -> SearchOutcome:
+    semantic_used = s1.qvec is not None
     stats: dict[str, Any] = {
-        **keyword_info,
-        "total_semantic": total_vector,
-        "total_keyword": total_keyword,
-        "total_graph": total_graph,
+        "keyword_terms": s1.words,
+        "keyword_terms_dropped": s1.dropped,
+        "total_semantic": s1.total_vector,
+        "total_keyword": s1.total_keyword,
+        "total_graph": total_graph if s1.cands else 0,
         "returned": len(matches),
         "semantic_available": semantic_used,
     }
-    if semantic_reason and not semantic_used:
-        stats["semantic_unavailable_reason"] = semantic_reason
+    if s1.semantic_reason and not semantic_used:
+        stats["semantic_unavailable_reason"] = s1.semantic_reason
     return SearchOutcome(
-        query=query, matches=matches, stats=stats, markdown=render_markdown(matches)
+        query=q.query, matches=matches, stats=stats, markdown=render_markdown(matches)
     )
 
 
