@@ -16,19 +16,12 @@ import pytest
 
 from tests.agent_homes import ClaudeSession, CodexSession
 from tests.rpc_client import ROOT, Server
+from tests.test_squirrel_e2e import SSL_ERROR
 
 pytestmark = pytest.mark.e2e
 
 SECRET = "sk-proj-Zq8XwV2mN5tLr7Kp3Hs9Yc1Bd4Fg6Jk0Qe2Wr5Ty8Ui1Op3As"
 AWS = "AKIAZ7QW3ERT5YUI8OPA"
-SSL_ERROR = (
-    "Traceback (most recent call last):\n"
-    '  File "rates.py", line 3, in <module>\n'
-    "    r = requests.get(URL)\n"
-    "requests.exceptions.SSLError: HTTPSConnectionPool(host='api.rates.example', port=443):"
-    " Max retries exceeded with url: /v1/latest (Caused by SSLError(SSLCertVerificationError(1,"
-    " '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed')))"
-)
 OLD = timedelta(hours=3)  # the sessions ended hours ago: idle past session_idle_minutes
 
 
