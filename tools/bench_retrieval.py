@@ -269,11 +269,11 @@ def measure_corpus(n: int, workdir: Path, queries: list[str], qvecs: np.ndarray)
     out["server_peak_rss_mb"] = round(hwm, 1)
     proc.close()
     out["chromadb"] = chroma(texts, vecs, qvecs, workdir)
-    out["ratios"] = {
-        "chroma_query_p50 / ours_memory_knn_p50": round(
+    out["ratios"] = {}
+    if "query_top10_p50_ms" in out["chromadb"]:  # skipped when chromadb is not installed
+        out["ratios"]["chroma_query_p50 / ours_memory_knn_p50"] = round(
             out["chromadb"]["query_top10_p50_ms"] / out["knn_top10_memory_p50_ms"], 2
-        ),
-    }
+        )
     return out
 
 

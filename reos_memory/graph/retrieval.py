@@ -24,7 +24,7 @@ from reos_memory.graph.indexing import Indexer
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import keywords as kw_sql
-from reos_memory.store.relationships import edges_from, edges_into
+from reos_memory.store.relationships import any_relationship, edges_from, edges_into
 
 # Reciprocal rank fusion, tuned on locomo-dev and checked on SciFact (tools/eval_conversations.py,
 # tools/eval_retrieval.py): a small k lets the first places of each ranking count (k = 60 spread
@@ -68,6 +68,7 @@ DEFAULT_TYPE_WEIGHT = 0.9
 # neighbours at their parent's score (the old way) put them above other good hits (MRR@10
 # 0.40 -> 0.28).
 NEIGHBOURHOOD_WEIGHT = 0.3
+NEIGHBOURHOOD_CANDIDATES = 30  # per ranking: the candidates whose neighbourhood is looked at
 GRAPH_ONLY_FACTOR = 0.3
 # A candidate written inside the time the query names ("in May 2023", "last week") ranks this
 # much higher (graph/when.py); nothing outside it is dropped.
@@ -148,6 +149,7 @@ class Stage1:
     words: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     semantic_reason: str | None = None
+    graph: bool = False  # the graph stages run: asked for, and the graph has edges
 
     @property
     def total_vector(self) -> int:
@@ -190,8 +192,10 @@ def _stage1(db: Database, indexer: Indexer, q: Query) -> Stage1:
             s1.semantic_reason = exc.message
         else:
             _vector_hits(indexer, q, s1, hits)
-    if q.include_graph and s1.qvec is not None and s1.cands:
-        _fold_neighbourhood(db, indexer, s1.qvec, s1.cands)
+    if q.include_graph and s1.cands and db.read(any_relationship):
+        s1.graph = True  # the graph stages have edges to work with
+        if s1.qvec is not None:
+            _fold_neighbourhood(db, indexer, s1.qvec, s1.cands)
     _fuse(s1.cands.values(), use_vec=s1.qvec is not None, use_kw=bool(s1.words))
     return s1
 
@@ -223,7 +227,7 @@ def _vector_hits(indexer: Indexer, q: Query, s1: Stage1, hits: list[tuple[str, f
 def _stage2(db: Database, q: Query, s1: Stage1) -> int:
     """Graph expansion from the best candidates; returns how many blocks it reached."""
     seeds = sorted(s1.cands.values(), key=lambda c: -c.stage1)[: q.max_results]
-    if not (q.include_graph and seeds):
+    if not (s1.graph and seeds):
         return 0
     return db.read(lambda conn: _expand(conn, seeds, s1.cands, q.graph_depth, q.act_id))
 
@@ -291,7 +295,13 @@ def _fold_neighbourhood(
     """A candidate's vector evidence includes its neighbourhood: NEIGHBOURHOOD_WEIGHT x the
     best (edge confidence x type priority x similarity to the query) among the blocks one edge
     away, in either direction."""
-    ids = [c.block_id for c in cands.values() if c.cos is not None]
+    # only candidates that can still reach the results: the best by similarity or by BM25
+    with_cos = [c for c in cands.values() if c.cos is not None]
+    by_cos = sorted(with_cos, key=lambda c: (-(c.cos or 0.0), c.block_id))[:NEIGHBOURHOOD_CANDIDATES]
+    by_kw = sorted(
+        (c for c in with_cos if c.bm25 is not None), key=lambda c: (-(c.bm25 or 0.0), c.block_id)
+    )[:NEIGHBOURHOOD_CANDIDATES]
+    ids = list(dict.fromkeys(c.block_id for c in [*by_cos, *by_kw]))
     if not ids:
         return
     rows = db.read(lambda conn: edges_from(conn, ids, "both", None))

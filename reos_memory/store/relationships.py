@@ -198,6 +198,11 @@ def pairs_of_type(conn: apsw.Connection, rel_type: str) -> set[tuple[str, str]]:
     return {(r[0], r[1]) for r in rows}
 
 
+def any_relationship(conn: apsw.Connection) -> bool:
+    """Whether the graph has an edge at all (one row read)."""
+    return bool(fetch(conn, "SELECT 1 FROM block_relationships LIMIT 1"))
+
+
 def count_relationships(
     conn: apsw.Connection, act_id: str | None
 ) -> tuple[dict[str, int], dict[str, int], int]:
