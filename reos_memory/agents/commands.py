@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reos_memory.agents import close_app
 from reos_memory.config import Config
 from reos_memory.errors import ReosError
 
@@ -36,8 +37,7 @@ def run(config: Config, args: Any) -> int:
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1
     finally:
-        app.squirrel.wait_idle(config.llm_timeout_s * (config.llm_max_retries + 1) + 30)
-        app.close()
+        close_app(app, config)
 
 
 def _ingest(config: Config, app: Any, args: Any) -> int:

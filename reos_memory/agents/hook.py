@@ -33,6 +33,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from reos_memory.agents import close_app
 from reos_memory.config import Config
 
 MAX_INPUT = 4 << 20
@@ -325,8 +326,7 @@ def work(config: Config) -> int:
         return 0
     finally:
         if app is not None:
-            app.squirrel.wait_idle(config.llm_timeout_s * (config.llm_max_retries + 1) + 30)
-            app.close()
+            close_app(app, config)
 
 
 def _ingest(config: Config, sq: Any, transcript: str, end: bool) -> None:

@@ -269,6 +269,9 @@ def _batch(
     pols = {sid: sq.policy(p.root) for sid, p in projects.items() if p is not None}
     limits = sq.limits()
 
+    # a young file's identity grows with it (read here, not inside the write transaction)
+    grown = reader.head(path) if cur.head_bytes < reader.HEAD_BYTES else None
+
     def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
         stored = tsql.get(conn, path)
         if (None if stored is None else (stored.offset, stored.head_sha256, stored.rewrites)) != (
@@ -297,9 +300,8 @@ def _batch(
         new.events += n_events
         new.malformed += malformed
         new.updated_at = now_iso()
-        if new.head_bytes < reader.HEAD_BYTES:  # a young file: its identity grows with it
-            h = reader.head(path)
-            new.head_sha256, new.head_bytes = h.sha256, h.size
+        if grown is not None:
+            new.head_sha256, new.head_bytes = grown.sha256, grown.size
         tsql.put(conn, new)
         return cut, new, lost
 

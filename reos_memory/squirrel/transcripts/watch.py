@@ -119,7 +119,6 @@ class Watcher:
     def run_pass(self) -> PassReport:
         rep = PassReport()
         todo = self.changed()
-        rep.files_seen = len(self._seen) + len(todo)
         opts = tin.Options(session_end=False)  # sessions end below, once all their files are in
         for i, path in enumerate(todo):
             if self.stop.is_set():
@@ -142,6 +141,7 @@ class Watcher:
             rep.episodes += len(fr.episodes)
             if self.progress is not None:
                 self.progress(i + 1, len(todo), fr)
+        rep.files_seen = len(self._seen)  # every log known, read now or before
         rep.sessions_ended += self.end_idle()
         return rep
 
