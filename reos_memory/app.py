@@ -40,7 +40,12 @@ class App:
         self.embeddings = EmbeddingService(
             config.embedder, None if factory is None else lambda: self._load(factory), log
         )
-        self.indexer = Indexer(self.db, self.embeddings, vector_search=config.vector_search)
+        self.indexer = Indexer(
+            self.db,
+            self.embeddings,
+            vector_search=config.vector_search,
+            index_shape=(config.vector_flat_max, config.vector_lists, config.vector_probe),
+        )
         self._llm: Any = None
         self._squirrel: Any = None
         self._squirrel_lock = threading.Lock()
@@ -115,6 +120,7 @@ class App:
         status = self.embeddings.status()
         status["database_model_id"] = self.db.read(recorded_model)
         status["vector_search"] = self.config.vector_search
+        status["vector_index"] = self.indexer.index_status()
         return status
 
     def close(self) -> None:

@@ -49,6 +49,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     onnx_threads: Annotated[int, Meta(ge=0, le=64)] = 0
     hash_dimensions: Annotated[int, Meta(ge=16, le=4096)] = 384
     vector_search: Literal["memory", "sqlite"] = "memory"
+    vector_flat_max: Annotated[int, Meta(ge=0, le=100_000_000)] = 50_000
+    vector_lists: Annotated[int, Meta(ge=1, le=65_536)] = 1024
+    vector_probe: Annotated[int, Meta(ge=1, le=65_536)] = 32
     catch_up_indexing: bool = True
     keyword_postings_budget: Annotated[int, Meta(ge=100, le=100_000_000)] = 20_000
     # LLM provider (off by default): used by memory/extract with use_llm, later by the Memory Writer

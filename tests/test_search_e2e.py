@@ -247,10 +247,14 @@ def test_vec0_and_memory_index_agree(tmp_path):
     assert canon(results["memory"]) == canon(results["sqlite"])
 
 
-def test_in_memory_index_sees_other_processes_writes(db_path):
-    with Server(db_path) as one, Server(db_path) as two:
+@pytest.mark.parametrize("kind", ["flat", "ivf"])
+def test_in_memory_index_sees_other_processes_writes(db_path, kind):
+    env = {"REOS_MEMORY_VECTOR_FLAT_MAX": "0"} if kind == "ivf" else {}
+    with Server(db_path, env=env) as one, Server(db_path, env=env) as two:
+        assert one.call("memory/stats")["embedder"]["vector_index"]["kind"] == "not_loaded"
         make_block(one, "warm up the index", id="w")
         assert ids(one.call("memory/search", {"query": "warm index", "mode": "vector"})) == ["w"]
+        assert one.call("memory/stats")["embedder"]["vector_index"]["kind"] == kind
         make_block(two, "zebra crossing near the office", id="z")
         assert "z" in ids(one.call("memory/search", {"query": "zebra crossing", "mode": "vector"}))
         two.call("blocks/delete", {"block_id": "z"})

@@ -44,11 +44,17 @@ class Indexer:
     and the in-memory indexes in step; one model for all of them."""
 
     def __init__(
-        self, db: Database, embeddings: EmbeddingService, *, vector_search: str = "memory"
+        self,
+        db: Database,
+        embeddings: EmbeddingService,
+        *,
+        vector_search: str = "memory",
+        index_shape: tuple[int, int, int] | None = None,
     ) -> None:
         self.db = db
         self.embeddings = embeddings
         self.vector_search = vector_search
+        self.index_shape = index_shape  # (flat_max, lists, probe) of the memory index
         self._vectors: VectorSearch | None = None
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="vector-stage")
 
@@ -291,14 +297,21 @@ class Indexer:
         """Cosine of the query to specific ids (for fusing keyword-only hits)."""
         return self.vectors().similarities(space, query, ids, self.db.read, self._dims())
 
+    def index_status(self) -> dict[str, Any]:
+        """What the block vectors' memory index holds now (without loading it)."""
+        if self.vector_search == "sqlite":
+            return {"kind": "sqlite", "vectors": 0}
+        return self.vectors().status(sql.BLOCKS)
+
     def close(self) -> None:
         self._pool.shutdown(wait=True)
 
     def vectors(self) -> VectorSearch:
         if self._vectors is None:
-            from reos_memory.store.vector_index import VectorSearch
+            from reos_memory.store.vector_index import Shape, VectorSearch
 
-            self._vectors = VectorSearch(self.vector_search)
+            shape = Shape(*self.index_shape) if self.index_shape else Shape()
+            self._vectors = VectorSearch(self.vector_search, shape)
         return self._vectors
 
     def _dims(self) -> int:

@@ -223,6 +223,16 @@ class EmbedderStatus(Struct, kw_only=True):
     load_seconds: float | None = None
     database_model_id: str | None = None
     vector_search: str | None = None
+    vector_index: VectorIndexStatus | None = None
+
+
+class VectorIndexStatus(Struct, kw_only=True):
+    """The block vectors' memory index as this process holds it (it loads on the first search)."""
+
+    kind: Literal["not_loaded", "flat", "ivf", "sqlite"]
+    vectors: int
+    lists: int | None = None
+    probe: int | None = None
 
 
 class StatsResult(Struct, kw_only=True):

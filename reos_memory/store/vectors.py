@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import apsw
@@ -235,6 +236,19 @@ def embedding_rows(
         space.rows.format(filter=f"AND {space.id_expr} IN (SELECT value FROM json_each(?))"),
         (_encoder.encode(list(ids)).decode(),),
     )
+
+
+def embedding_chunks(
+    conn: apsw.Connection, space: Space = BLOCKS, size: int = 10_000
+) -> Iterator[list[tuple[str, str, bytes]]]:
+    """Every live vector of a space as (id, part, blob), `size` rows at a time (no full list)."""
+    cursor = conn.execute(space.rows.format(filter=""))
+    while chunk := list(islice(cursor, size)):
+        yield chunk
+
+
+def count_vectors(conn: apsw.Connection, space: Space = BLOCKS) -> int:
+    return int(scalar(conn, f"SELECT count(*) FROM ({space.rows.format(filter='')})") or 0)
 
 
 def change_seq(conn: apsw.Connection, space: Space = BLOCKS) -> int:

@@ -1,0 +1,153 @@
+"""The memory vector index (faiss, float16 codes): exactness of the full scan, recall of the
+inverted file against exact search (partition-filtered too), and coherence with writes made
+through another connection, as another process makes them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from reos_memory.embeddings.base import to_blob
+from reos_memory.store import Database
+from reos_memory.store import vectors as vsql
+from reos_memory.store.migrations import migrate
+from reos_memory.store.vector_index import Shape, VectorSearch
+
+DIMS = 64
+MODEL = "test-model"
+NOW = "2026-01-01T00:00:00.000Z"
+
+
+def clustered(n: int, seed: int) -> np.ndarray:
+    """Unit vectors around 40 centres, like embeddings of texts on a few dozen topics."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(40, DIMS))
+    v = centres[rng.integers(0, 40, n)] + rng.normal(scale=0.6, size=(n, DIMS))
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def act_of(i: int) -> str:
+    return "small" if i % 50 == 0 else f"act-{i % 3}"  # three big acts and a 2% one
+
+
+def put(db: Database, vecs: np.ndarray, start: int = 0) -> None:
+    def tx(conn):
+        vsql.set_meta(conn, model_id=MODEL, dimensions=DIMS)
+        vsql.ensure_vector_table(conn, DIMS)
+        for j, v in enumerate(vecs):
+            i = start + j
+            conn.execute(
+                "INSERT OR IGNORE INTO blocks(id, type, act_id, position, content, content_hash,"
+                " rich_text, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (f"b{i}", "paragraph", act_of(i), i, f"t{i}", f"h{i}", json.dumps([]), NOW, NOW),
+            )
+            vsql.upsert_embedding(conn, f"b{i}", to_blob(v), MODEL, f"h{i}", NOW)
+
+    db.write(tx)
+
+
+def exact(vecs: dict[str, np.ndarray], q: np.ndarray, k: int, keep=lambda b: True) -> list[str]:
+    scored = sorted(((-float(v @ q), b) for b, v in vecs.items() if keep(b)))
+    return [b for _s, b in scored[:k]]
+
+
+@pytest.fixture
+def db(tmp_path):
+    d = Database(str(tmp_path / "v.db"))
+    migrate(d)
+    yield d
+    d.close()
+
+
+def test_full_scan_is_exact_and_scores_are_the_stored_float32(db):
+    vecs = clustered(600, 1)
+    put(db, vecs)
+    search = VectorSearch("memory", Shape(flat_max=10_000))
+    stored = {f"b{i}": v for i, v in enumerate(vecs)}
+    for q in clustered(20, 2):
+        hits = search.knn(vsql.BLOCKS, q, 10, None, db.read, DIMS)
+        assert [b for b, _ in hits] == exact(stored, q, 10)
+        for b, s in hits:
+            assert s == float(stored[b] @ q)  # rescored from the stored vector, not float16
+        hits = search.knn(vsql.BLOCKS, q, 10, ["small"], db.read, DIMS)
+        assert [b for b, _ in hits] == exact(stored, q, 10, lambda b: act_of(int(b[1:])) == "small")
+    assert search.status(vsql.BLOCKS) == {"kind": "flat", "vectors": 600}
+
+
+def test_inverted_file_recall_against_exact_search(db):
+    vecs = clustered(6000, 3)
+    put(db, vecs)
+    search = VectorSearch("memory", Shape(flat_max=1000, lists=64, probe=8))
+    stored = {f"b{i}": v for i, v in enumerate(vecs)}
+    queries = clustered(60, 4)
+    recall: dict[str, list[float]] = {"all": [], "act-1": [], "small": []}
+    for q in queries:
+        for part in recall:
+            parts = None if part == "all" else [part]
+            got = [b for b, _ in search.knn(vsql.BLOCKS, q, 10, parts, db.read, DIMS)]
+            if parts:
+                assert all(act_of(int(b[1:])) == part for b in got)
+            want = exact(stored, q, 10, lambda b, p=part: p == "all" or act_of(int(b[1:])) == p)
+            recall[part].append(len(set(got) & set(want)) / 10)
+    assert search.status(vsql.BLOCKS) == {"kind": "ivf", "vectors": 6000, "lists": 64, "probe": 8}
+    for part, values in recall.items():
+        assert np.mean(values) >= 0.95, (part, np.mean(values))
+
+
+@pytest.mark.parametrize("flat_max", [10_000, 350])
+def test_writes_of_another_connection_are_seen(tmp_path, flat_max):
+    path = str(tmp_path / "v.db")
+    mine, other = Database(path), Database(path)
+    migrate(mine)
+    vecs = clustered(400, 5)
+    put(other, vecs[:300])
+    search = VectorSearch("memory", Shape(flat_max=flat_max, lists=8, probe=8))
+    q = vecs[350]
+    assert "b350" not in [b for b, _ in search.knn(vsql.BLOCKS, q, 5, None, mine.read, DIMS)]
+    put(other, vecs[300:], start=300)  # grows past flat_max=350 when that is the bound
+    hits = search.knn(vsql.BLOCKS, q, 5, None, mine.read, DIMS)
+    assert hits[0][0] == "b350" and hits[0][1] == pytest.approx(1.0, abs=1e-6)
+    other.write(lambda c: vsql.delete_embedding(c, "b350"))
+    assert "b350" not in [b for b, _ in search.knn(vsql.BLOCKS, q, 5, None, mine.read, DIMS)]
+    moved = vecs[7]  # b10 now holds b7's vector: both are the best match of that query
+    other.write(lambda c: vsql.upsert_embedding(c, "b10", to_blob(moved), MODEL, "x", NOW))
+    top = search.knn(vsql.BLOCKS, moved, 2, None, mine.read, DIMS)
+    assert sorted(b for b, _ in top) == ["b10", "b7"]
+    index = search.index(vsql.BLOCKS, mine.read, DIMS)
+    assert index.kind == ("ivf" if flat_max == 350 else "flat")
+    assert len(index) == 399 and index.reloads == (2 if flat_max == 350 else 1)
+    # the deleted row is reused by the next new vector instead of growing the index
+    put(other, clustered(1, 6), start=1000)
+    search.knn(vsql.BLOCKS, q, 1, None, mine.read, DIMS)
+    assert len(index) == 400 and len(index._ids) == 400
+    mine.close()
+    other.close()
+
+
+def test_a_model_change_reloads_and_other_dimensions_are_never_mixed(db):
+    put(db, clustered(50, 7))
+    search = VectorSearch("memory", Shape())
+    assert len(search.knn(vsql.BLOCKS, clustered(1, 8)[0], 5, None, db.read, DIMS)) == 5
+    db.write(lambda c: vsql.set_meta(c, model_id="another"))
+    index = search.index(vsql.BLOCKS, db.read, DIMS)
+    assert index.model_id == "another" and index.reloads == 2
+    wide = np.ones(DIMS * 2, dtype=np.float32) / np.sqrt(DIMS * 2)
+
+    def widen(c):  # what a switch to a wider model does first: a vec0 table of its size
+        vsql.ensure_vector_table(c, DIMS * 2)
+        vsql.upsert_embedding(c, "b3", to_blob(wide), "another", "w", NOW)
+
+    db.write(widen)
+    assert len(search.index(vsql.BLOCKS, db.read, DIMS)) == 49
+
+
+def test_an_unknown_partition_or_an_empty_index_finds_nothing(db):
+    search = VectorSearch("memory", Shape())
+    q = clustered(1, 9)[0]
+    assert search.knn(vsql.BLOCKS, q, 5, None, db.read, DIMS) == []
+    put(db, clustered(20, 10))
+    assert search.knn(vsql.BLOCKS, q, 5, ["nowhere"], db.read, DIMS) == []
+    assert search.knn(vsql.BLOCKS, q, 0, None, db.read, DIMS) == []
+    assert len(search.knn(vsql.BLOCKS, q, 50, None, db.read, DIMS)) == 20
