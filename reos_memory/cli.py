@@ -65,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     # Before numpy loads: a vector scan is memory-bound, and a second BLAS thread only competes
     # with the embedder and SQLite for the cores (measured: search p50 28.6 -> 23.9 ms at 100K).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        from reos_memory import heap
+
+        heap.limit_arenas()
     args = build_parser().parse_args(argv)
     command = args.command or "serve"
     if command == "schema":

@@ -40,7 +40,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     busy_timeout_ms: Annotated[int, Meta(ge=1, le=600_000)] = 5000
     lock_wait_s: Annotated[float, Meta(gt=0, le=3600)] = 60.0
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
-    cache_kib: Annotated[int, Meta(ge=512, le=4 << 20)] = 16384
+    cache_kib: Annotated[int, Meta(ge=512, le=4 << 20)] = 4096
     read_threads: Annotated[int, Meta(ge=1, le=64)] = 4
     heavy_threads: Annotated[int, Meta(ge=1, le=16)] = 2
     parent_watch_s: Annotated[float, Meta(ge=0, le=3600)] = 1.0
@@ -53,7 +53,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     vector_lists: Annotated[int, Meta(ge=1, le=65_536)] = 1024
     vector_probe: Annotated[int, Meta(ge=1, le=65_536)] = 32
     catch_up_indexing: bool = True
-    keyword_postings_budget: Annotated[int, Meta(ge=100, le=100_000_000)] = 20_000
+    keyword_postings_budget: Annotated[int, Meta(ge=100, le=100_000_000)] = 5_000
     # LLM provider (off by default): used by memory/extract with use_llm, later by the Memory Writer
     llm_provider: Literal["none", "openai", "anthropic"] = "none"
     llm_base_url: str = ""

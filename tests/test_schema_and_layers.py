@@ -67,7 +67,7 @@ LAYERS = {  # a module may import only from its own layer or the ones listed
     "llm": {"_root"},
     "store": {"_root"},
 }
-ROOT_MODULES = {"errors", "models", "__init__"}
+ROOT_MODULES = {"errors", "models", "heap", "__init__"}
 
 
 def _layer(module: str) -> str:

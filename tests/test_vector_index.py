@@ -53,6 +53,15 @@ def exact(vecs: dict[str, np.ndarray], q: np.ndarray, k: int, keep=lambda b: Tru
     return [b for _s, b in scored[:k]]
 
 
+def assert_exact_top(hits, vecs, q, k, keep=lambda b: True) -> None:
+    """The k best up to float16 rounding: a swap is allowed only between near-ties."""
+    best = exact(vecs, q, k, keep)
+    kth = float(vecs[best[-1]] @ q)
+    assert len(hits) == k and all(keep(b) for b, _ in hits)
+    assert all(float(vecs[b] @ q) >= kth - 2e-4 for b, _ in hits)
+    assert [s for _b, s in hits] == sorted((s for _b, s in hits), reverse=True)
+
+
 @pytest.fixture
 def db(tmp_path):
     d = Database(str(tmp_path / "v.db"))
@@ -61,18 +70,23 @@ def db(tmp_path):
     d.close()
 
 
-def test_full_scan_is_exact_and_scores_are_the_stored_float32(db):
+def test_full_scan_is_exact_up_to_float16_rounding(db):
     vecs = clustered(600, 1)
     put(db, vecs)
     search = VectorSearch("memory", Shape(flat_max=10_000))
     stored = {f"b{i}": v for i, v in enumerate(vecs)}
     for q in clustered(20, 2):
         hits = search.knn(vsql.BLOCKS, q, 10, None, db.read, DIMS)
-        assert [b for b, _ in hits] == exact(stored, q, 10)
+        assert_exact_top(hits, stored, q, 10)
         for b, s in hits:
-            assert s == float(stored[b] @ q)  # rescored from the stored vector, not float16
+            assert s == pytest.approx(float(stored[b] @ q), abs=2e-4)
+        near = exact(stored, q, 30)[10:]
+        sims = search.similarities(vsql.BLOCKS, q, [*near, "missing"], db.read, DIMS)
+        assert set(sims) == set(near)
+        for b, s in sims.items():
+            assert s == pytest.approx(float(stored[b] @ q), abs=2e-4)
         hits = search.knn(vsql.BLOCKS, q, 10, ["small"], db.read, DIMS)
-        assert [b for b, _ in hits] == exact(stored, q, 10, lambda b: act_of(int(b[1:])) == "small")
+        assert_exact_top(hits, stored, q, 10, lambda b: act_of(int(b[1:])) == "small")
     assert search.status(vsql.BLOCKS) == {"kind": "flat", "vectors": 600}
 
 
@@ -108,7 +122,7 @@ def test_writes_of_another_connection_are_seen(tmp_path, flat_max):
     assert "b350" not in [b for b, _ in search.knn(vsql.BLOCKS, q, 5, None, mine.read, DIMS)]
     put(other, vecs[300:], start=300)  # grows past flat_max=350 when that is the bound
     hits = search.knn(vsql.BLOCKS, q, 5, None, mine.read, DIMS)
-    assert hits[0][0] == "b350" and hits[0][1] == pytest.approx(1.0, abs=1e-6)
+    assert hits[0][0] == "b350" and hits[0][1] == pytest.approx(1.0, abs=1e-4)
     other.write(lambda c: vsql.delete_embedding(c, "b350"))
     assert "b350" not in [b for b, _ in search.knn(vsql.BLOCKS, q, 5, None, mine.read, DIMS)]
     moved = vecs[7]  # b10 now holds b7's vector: both are the best match of that query

@@ -133,7 +133,7 @@ class Query:
     recency_weight: float = 0.0
     recency_half_life_days: float = 30.0
     type_weights: dict[str, float] | None = None
-    keyword_budget: int = 20_000
+    keyword_budget: int = 5_000
 
     @property
     def k(self) -> int:
@@ -205,7 +205,7 @@ def _keyword_hits(db: Database, q: Query, s1: Stage1) -> None:
 
     def keyword(conn: apsw.Connection) -> list[tuple[str, float]]:
         s1.words, s1.dropped = kw_sql.prune_words(conn, words, q.keyword_budget)
-        return kw_sql.keyword_search(conn, s1.words, q.k, q.act_id)
+        return kw_sql.keyword_search(conn, s1.words, q.k, q.act_id, q.keyword_budget)
 
     for bid, score in db.read(keyword):
         cand = s1.cands.setdefault(bid, Candidate(bid))

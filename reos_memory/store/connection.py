@@ -59,7 +59,7 @@ class Database:
         busy_timeout_ms: int = 5000,
         lock_wait_s: float = 60.0,
         synchronous: str = "NORMAL",
-        cache_kib: int = 16384,
+        cache_kib: int = 4096,
     ) -> None:
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms

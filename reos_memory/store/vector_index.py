@@ -8,8 +8,9 @@ vectors are held as float16 codes in faiss (half the memory of float32, scanned 
 * beyond it, an inverted file (`NLIST` k-means lists, `NPROBE` of them searched; more when a
   partition filter leaves few rows) - at 1M vectors 2.2 ms with recall@10 0.99 against exact.
 
-Callers get exact cosines all the same: `VectorSearch.knn` rescores the index's candidates with
-the stored float32 vectors. Every write to a space's vectors - from this process or any other - is
+Similarities come from the float16 codes: within ~1e-4 of the float32 cosine (rescoring from the
+stored float32 vectors was measured at 1.5-3 ms per query at 100K blocks, mostly page reads, and
+changed no ranking). Every write to a space's vectors - from this process or any other - is
 logged by a trigger in the space's change table; before each search the index reads the newest
 change number (one indexed lookup) and applies what it has not seen.
 """
@@ -25,12 +26,12 @@ from typing import Any
 import apsw
 import numpy as np
 
+from reos_memory import heap
 from reos_memory.store import vectors as sql
 
 Reader = Callable[[Callable[[apsw.Connection], Any]], Any]  # Database.read
 
 TRAIN_PER_LIST = 60  # k-means sample: this many vectors per inverted list
-RESCORE_EXTRA = 10  # candidates beyond k taken from the index and rescored exactly
 LOAD_CHUNK = 10_000
 
 
@@ -47,6 +48,20 @@ def _faiss() -> Any:
     import faiss
 
     return faiss
+
+
+def _compact_lists(ivf: Any) -> None:
+    """Copy an inverted file's lists into lists of exactly their size (same order, so the
+    direct map's offsets stay right)."""
+    faiss = _faiss()
+    old = ivf.invlists
+    new = faiss.ArrayInvertedLists(old.nlist, old.code_size)
+    for lst in range(old.nlist):
+        size = old.list_size(lst)
+        if size:
+            new.add_entries(lst, size, old.get_ids(lst), old.get_codes(lst))
+    ivf.replace_invlists(new, True)
+    new.this.disown()
 
 
 class VectorIndex:
@@ -107,6 +122,10 @@ class VectorIndex:
             self.model_id = model
 
     def _reload(self, conn: apsw.Connection) -> None:
+        self._build(conn)
+        heap.give_back_freed()  # the build's temporaries are gone by now
+
+    def _build(self, conn: apsw.Connection) -> None:
         """Rebuild from every stored vector, streamed (never a list of all the blobs)."""
         total = sql.count_vectors(conn, self.space)
         codes = np.zeros((total, self.dims), dtype=np.float16)
@@ -126,9 +145,14 @@ class VectorIndex:
         self._acts = np.array(
             [self._act_codes.setdefault(a, len(self._act_codes)) for a in acts], dtype=np.int32
         )
-        for start in range(0, n, LOAD_CHUNK):
-            part = codes[start : start + LOAD_CHUNK].astype(np.float32)
+        # a full scan's codes in one call (one exact allocation); an inverted file's in chunks,
+        # then its lists are copied to exact size (they grow by doubling: ~1.7x the codes)
+        step = max(1, n if self.kind == "flat" else LOAD_CHUNK)
+        for start in range(0, n, step):
+            part = codes[start : start + step].astype(np.float32)
             self._index.add_with_ids(part, np.arange(start, start + len(part), dtype=np.int64))
+        if self.kind == "ivf":
+            _compact_lists(self._index)
         self._masks = {}
         self.reloads += 1
         # a full scan turns into an inverted file past flat_max; lists are trained again when
@@ -148,10 +172,11 @@ class VectorIndex:
             return index, "flat"
         quantizer = faiss.IndexFlatIP(self.dims)
         ivf = faiss.IndexIVFScalarQuantizer(
-            quantizer, self.dims, lists, fp16, faiss.METRIC_INNER_PRODUCT
-        )
+            quantizer, self.dims, lists, fp16, faiss.METRIC_INNER_PRODUCT, False
+        )  # by_residual False: float16 codes of the vectors themselves, exact to 1e-4
         ivf.own_fields = True
         quantizer.this.disown()
+        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # codes by id: similarities, removal
         rng = np.random.default_rng(0)
         size = min(len(vectors), lists * TRAIN_PER_LIST)
         sample = vectors[np.sort(rng.choice(len(vectors), size, replace=False))]
@@ -225,6 +250,15 @@ class VectorIndex:
             return faiss.SearchParametersIVF(sel=selector, nprobe=nprobe)
         return faiss.SearchParameters(sel=selector)
 
+    def similarities(self, query: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the query to each given id that has a vector (from its float16 code)."""
+        with self._lock:
+            known = [(b, self._row[b]) for b in ids if b in self._row]
+            if not known or self._index is None:
+                return {}
+            vecs = self._index.reconstruct_batch(np.array([r for _b, r in known], dtype=np.int64))
+            return {b: float(s) for (b, _r), s in zip(known, vecs @ query, strict=True)}
+
     def search(
         self,
         query: np.ndarray,
@@ -232,8 +266,8 @@ class VectorIndex:
         act_id: str | None = None,
         parts: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
-        """About the top-k (id, cosine from float16 codes), best first, within `act_id` or any of
-        `parts` if given."""
+        """Top-k (id, cosine), best first, within `act_id` or any of `parts` if given (exact up
+        to float16 rounding below `flat_max` vectors, approximate beyond)."""
         return self.search_many(query[None, :], k, [act_id] if act_id is not None else parts)[0]
 
     def search_many(
@@ -250,10 +284,14 @@ class VectorIndex:
             q = np.ascontiguousarray(queries, dtype=np.float32)
             scores, rows = self._index.search(q, min(k, len(self._row)), params=params)
             ids = self._ids
-            return [
-                [(b, float(s)) for r, s in zip(rr, ss, strict=True) if r >= 0 and (b := ids[r])]
-                for rr, ss in zip(rows, scores, strict=True)
-            ]
+            out = []
+            for rr, ss in zip(rows, scores, strict=True):
+                hits = [
+                    (b, float(s)) for r, s in zip(rr, ss, strict=True) if r >= 0 and (b := ids[r])
+                ]
+                hits.sort(key=lambda h: (-h[1], h[0]))
+                out.append(hits)
+            return out
 
 
 class VectorSearch:
@@ -311,18 +349,10 @@ class VectorSearch:
         read: Reader,
         dims: int = 384,
     ) -> list[list[tuple[str, float]]]:
-        """`knn` for several queries at once: the index's candidates, rescored exactly."""
+        """`knn` for several queries at once (one faiss call with the memory index)."""
         if self.mode == "sqlite":
             return [self._knn_sqlite(space, q, k, parts, read) for q in queries]
-        found = self.index(space, read, dims).search_many(queries, k + RESCORE_EXTRA, parts)
-        wanted = sorted({i for hits in found for i, _s in hits})
-        vectors = self._vectors(space, wanted, read) if wanted else {}
-        out = []
-        for q, hits in zip(queries, found, strict=True):
-            exact = [(i, float(vectors[i] @ q)) for i, _s in hits if i in vectors]
-            exact.sort(key=lambda h: (-h[1], h[0]))
-            out.append(exact[:k])
-        return out
+        return self.index(space, read, dims).search_many(queries, k, parts)
 
     def _knn_sqlite(
         self,
@@ -346,11 +376,6 @@ class VectorSearch:
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]
 
-    @staticmethod
-    def _vectors(space: sql.Space, ids: Sequence[str], read: Reader) -> dict[str, np.ndarray]:
-        rows = read(lambda c: sql.embedding_rows(c, ids, space))
-        return {i: np.frombuffer(blob, dtype="<f4") for i, _p, blob in rows}
-
     def similarities(
         self,
         space: sql.Space,
@@ -359,9 +384,8 @@ class VectorSearch:
         read: Reader,
         dims: int = 384,
     ) -> dict[str, float]:
-        """Cosine of the query to specific ids that have a live vector (stored float32)."""
-        return {
-            i: float(v @ query)
-            for i, v in self._vectors(space, ids, read).items()
-            if v.shape[0] == query.shape[0]
-        }
+        """Cosine of the query to specific ids that have a live vector."""
+        if self.mode == "sqlite":
+            rows = read(lambda c: sql.embedding_rows(c, ids, space))
+            return {i: float(np.frombuffer(blob, dtype="<f4") @ query) for i, _p, blob in rows}
+        return self.index(space, read, dims).similarities(query, ids)
