@@ -16,7 +16,7 @@ from reos_memory.embeddings.service import EmbeddingService
 from reos_memory.graph.indexing import Indexer
 from reos_memory.logs import setup_logging
 from reos_memory.store import Database
-from reos_memory.store.migrations import migrate
+from reos_memory.store.migrations import migrate, pending
 from reos_memory.store.vectors import recorded_model
 
 
@@ -170,12 +170,19 @@ def export_graph(
     out: str | None,
 ) -> int:
     """Write a picture of the graph (or of a block's neighbourhood) to a file or stdout."""
-    from reos_memory.errors import ReosError
+    from reos_memory.errors import ReosError, SchemaError
     from reos_memory.graph import export
 
+    if not os.path.exists(config.db):
+        sys.stderr.write(f"reos-memory: no database at {config.db}\n")
+        return 1
     db = Database(config.db)
-    try:
-        migrate(db)
+    try:  # a reader never migrates (nor backs up) the database it reads
+        if pending(db):
+            raise SchemaError(
+                f"{config.db} is an older version of the database; start the service once"
+                " to upgrade it (export only reads)"
+            )
         pic = export.collect(db, block_id=block_id, depth=depth, act_id=act_id, max_nodes=max_nodes)
     except ReosError as exc:
         sys.stderr.write(f"reos-memory: {exc.message}\n")

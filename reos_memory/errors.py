@@ -82,6 +82,7 @@ class DocumentUnreadable(ReosError):
 
 
 class SchemaError(ReosError):
-    """The database was written by a newer or different version of the service."""
+    """The database was written by a newer or different version of the service, or a migration
+    of it failed (and was rolled back)."""
 
     reason = "schema_mismatch"

@@ -60,6 +60,18 @@ def get_data(ctx, p: Empty) -> list:
     return ["hello", 5]
 
 
+class Explosive(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Params whose conversion raises something no handler expects (not a validation error)."""
+
+    def __post_init__(self) -> None:
+        raise RuntimeError("boom")
+
+
+@registry.method("explode", params=Explosive, result=None, kind="read")
+def explode(ctx, p: Explosive) -> None:
+    """Never reached: converting the params raises first."""
+
+
 def main() -> None:
     reader = FrameReader(sys.stdin.buffer, 1 << 20)
     Server(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import time
 
 import pytest
 
@@ -186,3 +187,52 @@ def test_progress_and_cancel_write_nothing(db_path, tmp_path):
         )
         done = srv.call("documents/insert", {"path": str(pdf), "act_id": "a"})
         assert done["chunks"] > 0
+
+
+def _long_text(path):
+    paragraphs = [
+        f"Paragraph {i}: the warehouse in district {i} stores pallets of item {i * 7} and ships"
+        f" them every {i % 5 + 1} days to the northern depot, after checking the inventory."
+        for i in range(60)
+    ]
+    path.write_text("\n\n".join(paragraphs))
+    return path
+
+
+def test_reinsert_with_other_chunking_cuts_the_file_again(server, tmp_path):
+    path = _long_text(tmp_path / "warehouse.txt")
+    first = server.call("documents/insert", {"path": str(path), "act_id": "a"})
+    finer = {"path": str(path), "act_id": "a", "chunk_tokens": 100, "overlap_tokens": 10}
+    again = server.call("documents/insert", finer)
+    assert not again["unchanged"] and again["replaced"] and again["chunks"] > first["chunks"]
+    assert again["document"]["id"] == first["document"]["id"]
+    chunks = server.call("blocks/list", {"act_id": "a", "type": "document_chunk"})["blocks"]
+    assert len(chunks) == again["chunks"]
+    assert server.call("documents/insert", finer)["unchanged"]
+
+
+def test_two_inserts_of_the_same_new_file_at_once_end_in_one_document(db_path, tmp_path):
+    import apsw
+
+    path = _long_text(tmp_path / "warehouse.txt")
+    with Server(db_path) as srv:
+        srv.wait_ready()
+        lock = apsw.Connection(str(db_path))
+        lock.execute("PRAGMA busy_timeout = 10000")
+        lock.execute("BEGIN IMMEDIATE")  # both read "no such document" and wait at their commit
+        try:
+            ids = [
+                srv.request("documents/insert", {"path": str(path), "act_id": "a"})
+                for _ in range(2)
+            ]
+            time.sleep(1.5)
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        replies = [srv.response(i) for i in ids]
+        assert all("result" in r for r in replies), replies
+        assert sorted(r["result"]["replaced"] for r in replies) == [False, True]
+        docs = srv.call("documents/list", {"act_id": "a"})
+        assert docs["count"] == 1
+        chunks = srv.call("blocks/list", {"act_id": "a", "type": "document_chunk"})["blocks"]
+        assert len(chunks) == docs["documents"][0]["chunk_count"]

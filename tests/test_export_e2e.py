@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 import shutil
 import subprocess
@@ -65,9 +67,9 @@ def test_export_formats_and_neighbourhood(server):
     payload = html.split('<script id="graph-data" type="application/json">')[1].split("</script>")[
         0
     ]
-    assert (
-        "Notes <b>x<\\/b> | [draft] <\\/script>" in payload
-    )  # block text cannot end the script tag
+    assert "<" not in payload and ">" not in payload  # block text cannot end the script tag
+    nodes = {n["id"]: n["content"] for n in json.loads(payload)["nodes"]}
+    assert nodes["para"] == "Notes <b>x</b> | [draft] </script>"
     near = server.call("memory/export", {"block_id": "chain", "depth": 1, "formats": ["dot"]})
     assert (
         near["nodes"] == 4 and near["edges"] == 3 and "html" not in near and "mermaid" not in near
@@ -111,6 +113,38 @@ CHROMIUM_FLAGS = [
 
 
 @pytest.mark.browser
+def browse_page(page: Path, tmp_path: Path, *args: str) -> str:
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is needed for this test (./dev setup installs it)"
+    profile = tmp_path / f"profile{len(list(tmp_path.glob('profile*')))}"
+    cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+
+
+HOSTILE = (
+    "<!--<script>",
+    "</script><script>document.title='owned'</script>",
+    "<img src=x onerror=\"document.title='owned'\">",
+    "]]> & &amp; <![CDATA[ \\u003c/script>",
+)
+
+
+def test_html_stays_whole_with_hostile_block_text(server, tmp_path):
+    ids = [make_block(server, text, act_id="hostile") for text in HOSTILE]
+    for a, b in itertools.pairwise(ids):
+        server.call(
+            "memory/relationships/create",
+            {"source_id": a, "target_id": b, "rel_type": "references"},
+        )
+    page = tmp_path / "hostile.html"
+    page.write_text(server.call("memory/export", {"formats": ["html"]})["html"])
+    dom = browse_page(page, tmp_path, "--dump-dom")
+    assert f'data-drawn="{len(ids)}"' in dom, "the drawing script did not run to the end"
+    assert "owned" not in dom.split("<title>", 1)[1].split("</title>", 1)[0]
+    assert "<img" not in dom and dom.count('class="node"') == len(ids)  # text, never elements
+    assert "&lt;!--&lt;script&gt;" in dom  # shown as the text it is
+
+
 def test_html_draws_in_a_real_browser(server, tmp_path):
     from PIL import Image
 
@@ -121,9 +155,7 @@ def test_html_draws_in_a_real_browser(server, tmp_path):
     page.write_text(server.call("memory/export", {"formats": ["html"]})["html"])
 
     def browse(*args: str) -> str:
-        profile = tmp_path / f"profile{len(list(tmp_path.glob('profile*')))}"
-        cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+        return browse_page(page, tmp_path, *args)
 
     dom = browse("--dump-dom")
     assert 'data-drawn="6"' in dom, "the drawing script did not finish"
@@ -149,3 +181,31 @@ def test_html_draws_in_a_real_browser(server, tmp_path):
         > 6 * 150 * 28
     )
     shutil.copy(shot, Path(tmp_path.parent) / "last-export-screenshot.png")
+
+
+def test_export_never_migrates_backs_up_or_creates_the_database_it_reads(tmp_path):
+    from reos_memory.store import Database
+    from reos_memory.store.migrations import load_migrations, migrate
+
+    def export(path):
+        cmd = [sys.executable, "-m", "reos_memory", "export", "--db", str(path)]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+    old = tmp_path / "old.db"
+    db = Database(str(old))
+    migrate(db, load_migrations()[:-1])
+    db.conn().execute(
+        "INSERT INTO blocks(id,type,act_id,content_hash,created_at,updated_at)"
+        " VALUES ('keep','paragraph','x','h','t','t')"
+    )
+    versions = db.conn().execute("SELECT version FROM schema_migrations").fetchall()
+    db.close()
+    done = export(old)
+    assert done.returncode == 1 and "older version" in done.stderr and "Traceback" not in done.stderr
+    db = Database(str(old))
+    assert db.conn().execute("SELECT version FROM schema_migrations").fetchall() == versions
+    db.close()
+    assert not list(tmp_path.glob("*.bak"))
+    missing = tmp_path / "nowhere.db"
+    done = export(missing)
+    assert done.returncode == 1 and "no database" in done.stderr and not missing.exists()

@@ -55,6 +55,15 @@ def test_ratings_move_confidence_as_the_seed_says(server):
     assert incoming[0]["confidence"] == 0.5
 
 
+def test_a_low_rating_never_raises_an_edge_below_the_floor(server):
+    chain = make_block(server, "a weak guess")
+    low = link(server, chain, make_block(server, "barely related"), conf=0.05)["id"]
+    down = server.call("memory/learn", {"chain_block_id": chain, "rating": 1})
+    assert down["count"] == 0 and down["changes"] == []
+    rel = server.call("memory/relationships/list", {"block_id": chain, "direction": "outgoing"})
+    assert [(r["id"], r["confidence"]) for r in rel["relationships"]] == [(low, 0.05)]
+
+
 def test_negative_rating_with_correction(server):
     chain = make_block(server, "the API limit is 100 requests per minute")
     fixed = make_block(server, "the API limit is 1000 requests per minute since March")

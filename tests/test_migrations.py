@@ -98,7 +98,7 @@ def test_upgrade_backs_up_and_applies_in_one_transaction(tmp_path):
     )
     n = len(base) + 1
     broken = Migration(n, "broken", "CREATE TABLE extra(x); INSERT INTO nowhere VALUES (1);")
-    with pytest.raises(apsw.SQLError):
+    with pytest.raises(SchemaError, match="failed and was rolled back"):
         migrate(db, [*base, broken])
     conn = db.conn()
     assert not conn.execute(
@@ -267,3 +267,25 @@ def test_squirrel_migration_leaves_blocks_untouched(tmp_path):
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     assert (path.parent / f"{path.name}.pre-0004.bak").exists()
     db.close()
+
+
+def test_every_statement_of_a_migration_runs_even_after_one_that_returns_rows(tmp_path):
+    db = Database(str(tmp_path / "m.db"))
+    script = "CREATE TABLE a(x); SELECT 1 UNION SELECT 2; CREATE TABLE b(y); INSERT INTO b VALUES (7);"
+    assert migrate(db, [Migration(1, "rows_midway", script)]) == [1]
+    assert db.conn().execute("SELECT y FROM b").fetchall() == [(7,)]
+
+
+def test_a_migration_failing_half_way_leaves_the_previous_version_and_says_so(tmp_path):
+    db = Database(str(tmp_path / "m.db"))
+    good = Migration(1, "first", "CREATE TABLE a(x); INSERT INTO a VALUES (1);")
+    bad = Migration(2, "second", "CREATE TABLE b(y); INSERT INTO nowhere VALUES (1);")
+    assert migrate(db, [good]) == [1]
+    with pytest.raises(SchemaError) as err:
+        migrate(db, [good, bad], backup=False)
+    assert "0002 (second) failed and was rolled back" in err.value.message
+    assert "stays at version 1" in err.value.message and err.value.data["database_version"] == 1
+    conn = db.conn()
+    assert conn.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "b" not in tables and conn.execute("SELECT x FROM a").fetchall() == [(1,)]

@@ -420,3 +420,27 @@ def test_a_word_searched_before_any_block_had_it_is_found_once_written(server):
     assert ids(server.call("memory/search", {"query": "quokka", "mode": "keyword"})) == []
     make_block(server, "a quokka visited the office", id="q", index=False)
     assert ids(server.call("memory/search", {"query": "quokka", "mode": "keyword"})) == ["q"]
+
+
+def test_a_block_whose_text_is_cleared_loses_its_vector(db_path):
+    with Server(db_path, env=NO_CATCH_UP) as srv:
+        make_block(srv, "the giraffe sleeps standing up", id="g")
+        make_block(srv, "zebras have stripes", id="z")
+        assert srv.call("memory/stats")["total_embeddings"] == 2
+        srv.call("blocks/update", {"block_id": "g", "content": ""})
+        found = srv.call(
+            "memory/search", {"query": "giraffe sleeps", "mode": "vector", "min_similarity": -1}
+        )
+        assert ids(found) == ["z"]
+        stats = srv.call("memory/stats")
+        assert stats["total_embeddings"] == 1 and stats["unindexed_blocks"] == 0
+
+
+def test_blank_text_needs_no_vector_by_one_rule_everywhere(db_path):
+    with Server(db_path, env=NO_CATCH_UP) as srv:
+        make_block(srv, "  \n\t ", id="blank", index=False)
+        make_block(srv, "some text", id="t", index=False)
+        assert srv.call("memory/stats")["unindexed_blocks"] == 1  # the blank one needs none
+        done = srv.call("memory/index/batch", {})
+        assert (done["indexed"], done["total"]) == (1, 1)
+        assert srv.call("memory/stats")["unindexed_blocks"] == 0

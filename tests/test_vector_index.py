@@ -165,3 +165,37 @@ def test_an_unknown_partition_or_an_empty_index_finds_nothing(db):
     assert search.knn(vsql.BLOCKS, q, 5, ["nowhere"], db.read, DIMS) == []
     assert search.knn(vsql.BLOCKS, q, 0, None, db.read, DIMS) == []
     assert len(search.knn(vsql.BLOCKS, q, 50, None, db.read, DIMS)) == 20
+
+
+def test_a_cancelled_auto_link_computes_no_queued_chunk(db, monkeypatch):
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from reos_memory.errors import Cancelled
+    from reos_memory.graph import autolink
+
+    monkeypatch.setattr(autolink, "CHUNK_CELLS", 1)  # 64 rows per chunk: 20 chunks here
+    put(db, clustered(1280, 11))
+    indexer = SimpleNamespace(usable_model=lambda: (SimpleNamespace(dimensions=DIMS), None))
+    state = {"stop": False, "computed": 0}
+
+    nonzero = np.nonzero
+
+    def counting_nonzero(a):  # each chunk's similarity matrix goes through np.nonzero once
+        if threading.current_thread().name.startswith("auto-link") and np.ndim(a) == 2:
+            state["computed"] += 1
+            time.sleep(0.05)  # as long as a real chunk of a large store
+        return nonzero(a)
+
+    monkeypatch.setattr(np, "nonzero", counting_nonzero)
+
+    def cancelled() -> bool:
+        return state["stop"]
+
+    def progress(done: int, total: int) -> None:
+        state["stop"] = True  # cancel after the first chunk's result
+
+    with pytest.raises(Cancelled):
+        autolink.auto_link(db, indexer, progress=progress, cancelled=cancelled)
+    assert state["computed"] <= 4  # the first, the ones in flight; never the 16 queued after

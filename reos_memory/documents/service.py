@@ -103,8 +103,16 @@ def insert_document(
 ) -> InsertOutcome:
     """Parse, chunk, embed and store a file; the same (act, filename) again replaces it."""
     sha = hashlib.sha256(data).hexdigest()
-    existing = db.read(lambda c: _document(c, "act_id = ? AND filename = ?", (act_id, filename)))
-    if existing is not None and existing["sha256"] == sha:
+    same = ("act_id = ? AND filename = ?", (act_id, filename))
+    existing = db.read(lambda c: _document(c, *same))
+    if (
+        existing is not None
+        and existing["sha256"] == sha
+        and (
+            existing["chunk_count"] == 0
+            or db.read(lambda c: _chunking(c, existing["id"])) == (chunk_tokens, overlap_tokens)
+        )
+    ):
         return InsertOutcome(existing, existing["chunk_count"], 0, replaced=False, unchanged=True)
 
     def parsing(done: int, total: int | None) -> None:
@@ -113,7 +121,6 @@ def insert_document(
 
     doc = extract(data, filename, parsing)
     chunks = chunk_sections(doc.sections, chunk_tokens, overlap_tokens)
-    doc_id = existing["id"] if existing else new_id("doc")
     vectors: list[bytes | None] = [None] * len(chunks)
     model_id = None
     if embeddings.state not in ("disabled", "failed") and embeddings.wait_ready() is not None:
@@ -127,15 +134,20 @@ def insert_document(
             if progress:
                 progress(start + len(batch), len(chunks), "embedding chunks")
 
-    def tx(conn: apsw.Connection) -> tuple[dict[str, Any], int]:
+    def tx(conn: apsw.Connection) -> tuple[dict[str, Any], int, bool]:
         if cancelled and cancelled():
             raise Cancelled("document insert was cancelled; nothing was written")
         now = now_iso()
+        # read again under the write lock: an insert of the same file that committed meanwhile
+        # is replaced, not collided with
+        current = _document(conn, *same)
+        doc_id = current["id"] if current else new_id("doc")
         old = chunk_ids(conn, doc_id)
         block_sql.delete_blocks(conn, old)
         indexed = 0
+        chunking = {"chunk_tokens": chunk_tokens, "overlap_tokens": overlap_tokens}
         for chunk, blob in zip(chunks, vectors, strict=True):
-            block = _chunk_block(chunk, doc_id, filename, act_id, len(chunks), now)
+            block = _chunk_block(chunk, doc_id, filename, act_id, len(chunks), now, chunking)
             block_sql.insert_block(conn, block)
             if blob is not None and model_id is not None:
                 indexed += vec_sql.store_if_model(
@@ -156,20 +168,39 @@ def insert_document(
                 doc.pages,
                 len(chunks),
                 source_path,
-                existing["created_at"] if existing else now,
+                current["created_at"] if current else now,
                 now,
             ),
         )
         row = _document(conn, "id = ?", (doc_id,))
         assert row is not None
-        return row, indexed
+        return row, indexed, current is not None
 
-    row, indexed = db.write(tx)
-    return InsertOutcome(row, len(chunks), indexed, replaced=existing is not None, unchanged=False)
+    row, indexed, replaced = db.write(tx)
+    return InsertOutcome(row, len(chunks), indexed, replaced=replaced, unchanged=False)
+
+
+def _chunking(conn: apsw.Connection, document_id: str) -> tuple[Any, Any]:
+    """(chunk_tokens, overlap_tokens) a document's chunks were cut with (None when unknown)."""
+    rows = fetch(
+        conn,
+        "SELECT json_extract(properties, '$.chunk_tokens'),"
+        " json_extract(properties, '$.overlap_tokens') FROM blocks"
+        " WHERE type = 'document_chunk' AND json_extract(properties, '$.source_document_id') = ?"
+        " LIMIT 1",
+        (document_id,),
+    )
+    return (rows[0][0], rows[0][1]) if rows else (None, None)
 
 
 def _chunk_block(
-    chunk: Chunk, doc_id: str, filename: str, act_id: str, total: int, now: str
+    chunk: Chunk,
+    doc_id: str,
+    filename: str,
+    act_id: str,
+    total: int,
+    now: str,
+    chunking: dict[str, int],
 ) -> Block:
     return Block(
         id=f"{doc_id}.{chunk.index:05d}",
@@ -187,6 +218,7 @@ def _chunk_block(
             "page_number": chunk.page,
             "section_title": chunk.heading,
             "total_chunks": total,
+            **chunking,
         },
         version=1,
         created_at=now,

@@ -76,6 +76,8 @@ def auto_link(
     linked = 0
 
     def chunk(start: int) -> list[tuple[int, list[tuple[int, float]]]]:
+        if cancelled and cancelled():
+            return []  # the run is over: its result is never used
         sims = matrix[start : start + step] @ matrix.T
         rows, cols = np.nonzero(sims >= threshold)
         picked: list[tuple[int, list[tuple[int, float]]]] = []
@@ -95,7 +97,8 @@ def auto_link(
         return picked
 
     done = 0
-    with ThreadPoolExecutor(2, thread_name_prefix="auto-link") as pool:
+    pool = ThreadPoolExecutor(2, thread_name_prefix="auto-link")
+    try:
         for result in pool.map(chunk, range(0, n, step)):
             if cancelled and cancelled():
                 raise Cancelled("auto_link was cancelled; nothing was written")
@@ -118,6 +121,9 @@ def auto_link(
             done = min(n, done + step)
             if progress:
                 progress(done, n)
+    finally:
+        # a cancelled (or failed) run waits for the chunks being computed, never the queued ones
+        pool.shutdown(wait=True, cancel_futures=True)
 
     def tx(conn: apsw.Connection) -> int:
         if cancelled and cancelled():

@@ -177,7 +177,14 @@ def to_html(pic: GraphPicture, title: str = "reos-memory graph") -> str:
         "edges": pic.edges,
         "truncated": pic.truncated,
     }
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    # no `<`, `>` or `&` inside the script element at all: `<!--<script` in block text would
+    # otherwise switch the HTML parser into a state where the real `</script>` no longer ends it
+    payload = (
+        json.dumps(data, ensure_ascii=False)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+    )
     return _HTML.replace("__TITLE__", html.escape(title)).replace("__DATA__", payload)
 
 
@@ -203,7 +210,7 @@ _HTML = r"""<!doctype html>
  const W = svg.clientWidth || 1000, H = svg.clientHeight || 700, n = g.nodes.length;
  document.getElementById('summary').textContent = n + ' blocks, ' + g.edges.length + ' relationships' + (g.truncated ? ' (truncated)' : '');
  const types = {}; g.nodes.forEach(d => types[d.type] = d.color);
- document.getElementById('legend').innerHTML = Object.keys(types).sort().map(t => '<span><i style="background:' + types[t] + '"></i>' + t.replace(/</g,'&lt;') + '</span>').join('');
+ document.getElementById('legend').innerHTML = Object.keys(types).sort().map(t => '<span><i style="background:' + types[t] + '"></i>' + t.replace(/&/g,'&amp;').replace(/</g,'&lt;') + '</span>').join('');
  // deterministic start on a circle, then Fruchterman-Reingold
  const idx = {}; g.nodes.forEach((d, i) => { idx[d.id] = i; d.x = W/2 + Math.cos(2*Math.PI*i/Math.max(n,1)) * W/3; d.y = H/2 + Math.sin(2*Math.PI*i/Math.max(n,1)) * H/3; });
  const E = g.edges.filter(e => e.source in idx && e.target in idx);

@@ -18,7 +18,7 @@ from reos_memory.embeddings.base import Embedder, to_blob
 from reos_memory.embeddings.service import BULK, EmbeddingService
 from reos_memory.errors import Cancelled, EmbedderUnavailable, NotFound
 from reos_memory.models import content_hash, now_iso
-from reos_memory.store import Database, scalar
+from reos_memory.store import Database
 from reos_memory.store import memories as memory_sql
 from reos_memory.store import vectors as sql
 
@@ -101,7 +101,7 @@ class Indexer:
 
     def prepare(self, text: str) -> tuple[bytes, str] | None:
         """The (vector blob, model id) for a block's text, or None if it cannot be embedded now."""
-        if not text.strip() or self.embeddings.state in ("disabled", "failed"):
+        if not sql.has_text(text) or self.embeddings.state in ("disabled", "failed"):
             return None
         try:
             emb = self.embeddings.embed([text], priority=0)
@@ -112,7 +112,11 @@ class Indexer:
     def write(
         self, conn: apsw.Connection, block_id: str, text: str, prepared: tuple[bytes, str] | None
     ) -> bool:
-        """Inside a write transaction: store a prepared vector if the database uses its model."""
+        """Inside a write transaction: store a prepared vector if the database uses its model.
+        A block whose text became blank loses its vector (it must not stay findable)."""
+        if not sql.has_text(text):
+            sql.delete_embedding(conn, block_id)
+            return False
         if prepared is None:
             return False
         blob, model_id = prepared
@@ -144,7 +148,7 @@ class Indexer:
             if bid not in found:
                 report.failed += 1
                 report.failures.append({"block_id": bid, "reason": "not_found"})
-            elif not found[bid][0].strip():
+            elif not sql.has_text(found[bid][0]):
                 report.skipped += 1
             else:
                 work.append((bid, found[bid][0], found[bid][1]))
@@ -197,14 +201,8 @@ class Indexer:
         return self.db.write(lambda c: sql.delete_embedding(c, block_id))
 
     def pending_count(self) -> int:
-        blocks = self.db.read(
-            lambda c: scalar(
-                c,
-                "SELECT count(*) FROM blocks b LEFT JOIN block_embeddings e ON e.block_id = b.id"
-                " WHERE b.content != '' AND (e.block_id IS NULL OR e.content_hash != b.content_hash)",
-            )
-        )
-        return int(blocks) + self.db.read(memory_sql.count_unembedded)
+        missing, stale = self.db.read(sql.count_needing_index)
+        return missing + stale + self.db.read(memory_sql.count_unembedded)
 
     def embed_memories(self, stop: Callable[[], bool], chunk: int = CHUNK) -> int:
         """Embed live memories that have no vector (written without a model, or before a switch)."""

@@ -56,7 +56,8 @@ def learn(
             if rating >= 4:
                 after = min(CEILING, round(before + RAISE_BY, 6))
             else:
-                after = max(FLOOR, round(before - LOWER_BY, 6))
+                # a lowering never raises: an edge made below the floor keeps its confidence
+                after = min(before, max(FLOOR, round(before - LOWER_BY, 6)))
             if after != before:
                 rel_sql.update_relationship(conn, rel.id, after, rel.weight)
                 out.changes.append(

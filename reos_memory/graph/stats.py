@@ -9,6 +9,7 @@ import apsw
 from reos_memory.store import Database, fetch
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import relationships as rel_sql
+from reos_memory.store import vectors as vec_sql
 
 
 @dataclass
@@ -31,19 +32,14 @@ def graph_stats(db: Database, *, act_id: str | None = None) -> GraphStats:
         rel_by_type, rel_by_source, rel_total = rel_sql.count_relationships(conn, act_id)
         act_filter = "" if act_id is None else " WHERE b.act_id = ?"
         args = () if act_id is None else (act_id,)
-        emb, stale = fetch(
+        emb = fetch(
             conn,
-            "SELECT count(*), coalesce(sum(e.content_hash != b.content_hash), 0)"
-            " FROM block_embeddings e JOIN blocks b ON b.id = e.block_id" + act_filter,
-            args,
-        )[0]
-        total = sum(by_type.values())
-        empty = fetch(
-            conn,
-            "SELECT count(*) FROM blocks b WHERE b.content = ''"
-            + act_filter.replace("WHERE", "AND"),
+            "SELECT count(*) FROM block_embeddings e JOIN blocks b ON b.id = e.block_id"
+            + act_filter,
             args,
         )[0][0]
+        total = sum(by_type.values())
+        unindexed, stale = vec_sql.count_needing_index(conn, act_id)
         return GraphStats(
             total_blocks=total,
             blocks_by_type=by_type,
@@ -52,7 +48,7 @@ def graph_stats(db: Database, *, act_id: str | None = None) -> GraphStats:
             relationships_by_source=rel_by_source,
             total_embeddings=emb,
             stale_embeddings=stale,
-            unindexed_blocks=total - empty - emb,
+            unindexed_blocks=unindexed,
         )
 
     return db.read(tx)

@@ -154,38 +154,44 @@ class Server:
     def serve(self) -> None:
         """Handle frames until end of input or a stop request, then drain in-flight work."""
         try:
-            while not self.stopping.is_set():
-                try:
-                    self.reading = True  # inside the try: a signal may land on any bytecode
-                    frame = self.reader.read()
-                except StopServing:
-                    break
-                finally:
-                    self.reading = False
-                if frame is None:
-                    self.log.info("stdin_closed")
-                    break
-                try:
-                    self.handle_frame(frame)
-                except Exception as exc:  # never let one message take the process down
-                    incident = uuid.uuid4().hex[:12]
-                    self.log.error(
-                        "frame_failed",
-                        incident=incident,
-                        error=repr(exc),
-                        traceback=traceback.format_exc(),
-                    )
-                    self.send(
-                        failure(
-                            None,
-                            codes.INTERNAL_ERROR,
-                            "Internal error",
-                            reason="internal_error",
-                            incident=incident,
-                        )
-                    )
+            self._read_loop()
+        except StopServing:
+            pass  # a signal that landed after a read, before its `finally` cleared `reading`
         finally:
+            self.reading = False
             self.drain()
+
+    def _read_loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.reading = True  # inside the try: a signal may land on any bytecode
+                frame = self.reader.read()
+            except StopServing:
+                break
+            finally:
+                self.reading = False
+            if frame is None:
+                self.log.info("stdin_closed")
+                break
+            try:
+                self.handle_frame(frame)
+            except Exception as exc:  # never let one message take the process down
+                incident = uuid.uuid4().hex[:12]
+                self.log.error(
+                    "frame_failed",
+                    incident=incident,
+                    error=repr(exc),
+                    traceback=traceback.format_exc(),
+                )
+                self.send(
+                    failure(
+                        None,
+                        codes.INTERNAL_ERROR,
+                        "Internal error",
+                        reason="internal_error",
+                        incident=incident,
+                    )
+                )
 
     @property
     def requests_served(self) -> int:
@@ -254,9 +260,45 @@ class Server:
                 return
             batch = _Batch(self, len(msg))
             for item in msg:
-                self.handle_request(item, batch.deliver, bad_text)
+                self._handle_one(item, batch.deliver, bad_text)
         else:
-            self.handle_request(msg, self._deliver_single, bad_text)
+            self._handle_one(msg, self._deliver_single, bad_text)
+
+    def _handle_one(self, obj: Any, deliver: Deliver, bad_text: bool) -> None:
+        """handle_request, with anything it raises answered as this request's -32603: one bad
+        item never leaves its batch unanswered (the batch waits for every item's reply)."""
+        answered = False
+
+        def once(resp: dict[str, Any] | None) -> None:
+            nonlocal answered
+            answered = True
+            deliver(resp)
+
+        try:
+            self.handle_request(obj, once, bad_text)
+        except Exception as exc:
+            if answered:
+                raise  # replied already: the failure is elsewhere (serve() logs it)
+            incident = uuid.uuid4().hex[:12]
+            self.log.error(
+                "request_failed",
+                incident=incident,
+                error=repr(exc),
+                traceback=traceback.format_exc(),
+            )
+            rid = obj.get("id") if isinstance(obj, dict) else None
+            is_notification = isinstance(obj, dict) and "id" not in obj
+            deliver(
+                None
+                if is_notification
+                else failure(
+                    rid if isinstance(rid, _ID_TYPES) and not isinstance(rid, bool) else None,
+                    codes.INTERNAL_ERROR,
+                    "Internal error",
+                    reason="internal_error",
+                    incident=incident,
+                )
+            )
 
     def _deliver_single(self, resp: dict[str, Any] | None) -> None:
         if resp is not None:

@@ -49,6 +49,15 @@ def scalar(conn: apsw.Connection, sql: str, args: Any = ()) -> Any:
     return rows[0][0] if rows else None
 
 
+def _end(conn: apsw.Connection, statement: str) -> None:
+    """End the open transaction, if SQLite has not already ended it, while an error is on its
+    way out: a failing ROLLBACK or COMMIT here must never replace that error."""
+    if conn.get_autocommit():
+        return  # SQLite rolled back on its own (a full disk, an I/O error) or fn ended it
+    with contextlib.suppress(apsw.Error):
+        conn.execute(statement)
+
+
 class Database:
     """A database file plus one connection per thread that uses it."""
 
@@ -109,24 +118,30 @@ class Database:
         try:
             result = fn(conn)
         except BaseException:
-            conn.execute("ROLLBACK")
+            _end(conn, "ROLLBACK")
             raise
         try:
             self.retry(lambda: conn.execute("COMMIT"))
         except BaseException:
-            if not conn.get_autocommit():
-                conn.execute("ROLLBACK")
+            _end(conn, "ROLLBACK")
             raise
         return result
 
     def read(self, fn: Callable[[apsw.Connection], T]) -> T:
-        """Run `fn(conn)` on one consistent snapshot of the database."""
+        """Run `fn(conn)` on one consistent snapshot of the database.
+
+        `fn` runs again when the database is busy (WAL recovery): it must not leave anything
+        behind that a second run would trip over.
+        """
         conn = self.conn()
         conn.execute("BEGIN")
         try:
-            return self.retry(lambda: fn(conn))
-        finally:
-            conn.execute("COMMIT")
+            result = self.retry(lambda: fn(conn))
+        except BaseException:
+            _end(conn, "COMMIT")
+            raise
+        conn.execute("COMMIT")
+        return result
 
     def retry(self, op: Callable[[], T]) -> T:
         """Retry `op` while another process holds the lock, up to `lock_wait_s` in all.

@@ -96,7 +96,9 @@ def migrate(
         def apply(conn: apsw.Connection, mig: Migration = nxt) -> bool:
             if mig.version in applied_versions(conn):
                 return False  # another process applied it meanwhile
-            conn.execute(mig.sql)
+            # apsw runs a script's statements as its cursor is read: a statement that returns
+            # rows would leave the rest unrun unless the cursor is read to the end
+            conn.execute(mig.sql).fetchall()
             conn.execute(
                 "INSERT INTO schema_migrations(version, name, checksum, applied_at)"
                 " VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
@@ -104,8 +106,25 @@ def migrate(
             )
             return True
 
-        if db.write(apply):
+        try:
+            done = db.write(apply)
+        except apsw.Error as exc:
+            current = max(db.read(applied_versions), default=0)
+            raise SchemaError(
+                f"migration {nxt.version:04d} ({nxt.name}) failed and was rolled back: {exc};"
+                f" the database stays at version {current}",
+                version=nxt.version,
+                database_version=current,
+            ) from exc
+        if done:
             applied_now.append(nxt.version)
+
+
+def pending(db: Database) -> list[Migration]:
+    """The migrations this database still lacks, read without writing anything (SchemaError
+    when it was written by a newer or different version)."""
+    known = {m.version: m for m in load_migrations()}
+    return db.read(lambda c: _check_and_pending(c, known))
 
 
 def _check_and_pending(conn: apsw.Connection, known: dict[int, Migration]) -> list[Migration]:

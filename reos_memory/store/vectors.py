@@ -197,15 +197,34 @@ def delete_all_embeddings(conn: apsw.Connection) -> int:
     return conn.changes()
 
 
+# The one rule of which blocks get a vector: those whose text is more than blanks. The same
+# characters in SQL and in Python.
+BLANKS = " \t\n\r"
+_HAS_TEXT = "trim(b.content, ' ' || char(9, 10, 13)) != ''"
+_NEEDS_VECTOR = f"{_HAS_TEXT} AND (e.block_id IS NULL OR e.content_hash != b.content_hash)"
+_BLOCKS_AND_VECTORS = "FROM blocks b LEFT JOIN block_embeddings e ON e.block_id = b.id"
+
+
+def has_text(text: str) -> bool:
+    """Whether a block with this text gets a vector."""
+    return bool(text.strip(BLANKS))
+
+
+def count_needing_index(conn: apsw.Connection, act_id: str | None = None) -> tuple[int, int]:
+    """(blocks with text and no vector, blocks with text and a stale vector)."""
+    sql = (
+        "SELECT coalesce(sum(e.block_id IS NULL), 0),"
+        f" coalesce(sum(e.block_id IS NOT NULL), 0) {_BLOCKS_AND_VECTORS} WHERE {_NEEDS_VECTOR}"
+    )
+    rows = fetch(conn, sql + " AND b.act_id = ?", (act_id,)) if act_id else fetch(conn, sql)
+    return int(rows[0][0]), int(rows[0][1])
+
+
 def blocks_needing_index(
     conn: apsw.Connection, act_id: str | None, limit: int, after_rowid: int = 0
 ) -> list[tuple[int, str]]:
-    """(rowid, id) of non-empty blocks with no embedding or a stale one, in rowid order."""
-    sql = (
-        "SELECT b.rowid, b.id FROM blocks b LEFT JOIN block_embeddings e ON e.block_id = b.id"
-        " WHERE b.rowid > ? AND b.content != ''"
-        " AND (e.block_id IS NULL OR e.content_hash != b.content_hash)"
-    )
+    """(rowid, id) of blocks with text and no vector or a stale one, in rowid order."""
+    sql = f"SELECT b.rowid, b.id {_BLOCKS_AND_VECTORS} WHERE b.rowid > ? AND {_NEEDS_VECTOR}"
     args: list[Any] = [after_rowid]
     if act_id is not None:
         sql += " AND b.act_id = ?"
