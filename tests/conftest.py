@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.rpc_client import Server
 from tests.fake_llm import FakeProvider
-from tests.rpc_client import Server
 
 
 @pytest.fixture

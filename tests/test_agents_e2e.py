@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.agent_homes import ClaudeSession, CodexSession
-from tests.rpc_client import ROOT, Server
+from harness.agent_homes import ClaudeSession, CodexSession
+from harness.rpc_client import ROOT, Server
 from tests.test_squirrel_e2e import SSL_ERROR
 
 pytestmark = pytest.mark.e2e

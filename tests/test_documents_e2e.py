@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from harness.documents_fixtures import make_csv, make_docx, make_md, make_pdf, make_txt, make_xlsx
+from harness.rpc_client import Server
 from tests.conftest import cancel_at_commit
-from tests.documents_fixtures import make_csv, make_docx, make_md, make_pdf, make_txt, make_xlsx
-from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.rpc_client import ROOT
 from tests.conftest import make_block
-from tests.rpc_client import ROOT
 
 pytestmark = pytest.mark.e2e
 

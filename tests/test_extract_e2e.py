@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.rpc_client import Server
 from reos_memory.graph.extraction import clauses
 from tests.conftest import make_block
-from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

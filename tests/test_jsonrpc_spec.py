@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.rpc_client import Server
+from harness.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

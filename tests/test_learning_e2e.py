@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.rpc_client import Server
 from tests.conftest import NO_CATCH_UP, cancel_at_commit, make_block
-from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

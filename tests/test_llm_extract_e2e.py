@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from harness.rpc_client import Server
 from tests.conftest import make_block
 from tests.fake_llm import FakeProvider, provider_env
-from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

@@ -14,8 +14,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from harness.rpc_client import ROOT, Server
 from tests.conftest import make_block
-from tests.rpc_client import ROOT, Server
 
 pytestmark = pytest.mark.e2e
 

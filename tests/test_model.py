@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.rpc_client import Server
 from reos_memory.config import load_config
 from tests.conftest import make_block
-from tests.rpc_client import Server
 
 pytestmark = pytest.mark.model
 

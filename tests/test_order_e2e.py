@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.rpc_client import Server
+from harness.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from harness.secret_corpus import BENIGN, SECRETS
 from reos_memory.squirrel.redaction import find_secrets, redact, redact_value
-from tests.secret_corpus import BENIGN, SECRETS
 
 SECRET_IDS = [f"{i:02d}-{kind}" for i, (_t, _s, kind) in enumerate(SECRETS)]
 BENIGN_IDS = [f"{i:02d}" for i in range(len(BENIGN))]

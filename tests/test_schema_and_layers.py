@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.rpc_client import Server
 from reos_memory.rpc.methods import load_all
 from reos_memory.rpc.openrpc import render
-from tests.rpc_client import Server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,3 +113,18 @@ def test_imports_point_one_way():
                 if _layer(t) not in allowed:
                     bad.append(f"{mod} imports {t}")
     assert not bad, bad
+
+
+def test_tools_never_import_from_tests():
+    for path in sorted((ROOT / "tools").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not any(n == "tests" or n.startswith("tests.") for n in names), (
+                f"{path.name} imports {names}: shared code lives in harness/"
+            )

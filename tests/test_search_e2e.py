@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from harness.rpc_client import Server
 from tests.conftest import NO_CATCH_UP, make_block
-from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

@@ -13,8 +13,8 @@ import time
 import apsw
 import pytest
 
+from harness.rpc_client import Server
 from tests.conftest import make_block
-from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rpc_client import Server
+from harness.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

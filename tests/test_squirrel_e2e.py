@@ -9,8 +9,8 @@ from pathlib import Path
 import apsw
 import pytest
 
+from harness.rpc_client import Server
 from tests.fake_llm import FakeProvider, provider_env, settle
-from tests.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
 

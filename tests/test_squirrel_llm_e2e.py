@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.rpc_client import Server
+from harness.secret_corpus import BENIGN, SECRETS
 from tests.fake_llm import HANG, FakeProvider, provider_env, settle
-from tests.rpc_client import Server
-from tests.secret_corpus import BENIGN, SECRETS
 
 pytestmark = pytest.mark.e2e
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from harness.rpc_client import Server
 from reos_memory.squirrel.transcripts import ingest as tin
 from reos_memory.squirrel.transcripts.base import ParseState
 from reos_memory.squirrel.transcripts.claude_code import ClaudeCode
-from tests.rpc_client import Server
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ROOT.parent / "shared" / "formats"

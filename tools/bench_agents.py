@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.agent_homes import ClaudeSession, CodexSession  # noqa: E402
+from harness.agent_homes import ClaudeSession, CodexSession  # noqa: E402
 
 SQRL = "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())"
 

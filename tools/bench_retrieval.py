@@ -533,7 +533,7 @@ def bench_learning(sizes: list[int], workdir: str | None) -> dict[str, Any]:
 
 def bench_documents(runs: int = 3, pages: int = 100) -> dict[str, Any]:
     """documents/insert of a generated 100-page PDF (about 250 words a page), through the process."""
-    from tests.documents_fixtures import make_pdf
+    from harness.documents_fixtures import make_pdf
 
     words = sentences(4000, seed=21)
     page_texts = [" ".join(words[p * 20 : p * 20 + 20]) * 2 for p in range(pages)]

@@ -167,7 +167,7 @@ def bench_commit(app, project_root: str, rng: random.Random, runs: int = 40) -> 
 
 
 def bench_context(db: Path, project_root: str, embedder: str, queries: int) -> dict:
-    from tests.rpc_client import Server
+    from harness.rpc_client import Server
 
     env = {"REOS_MEMORY_OWNER_ID": "bench", "REOS_MEMORY_CATCH_UP_INDEXING": "false"}
     with Server(db, embedder=embedder, env=env) as srv:
@@ -269,7 +269,7 @@ def bench_cr(workdir: Path, n: int) -> dict:
 
 
 def bench_ingest(workdir: Path, project_root: str, total: int, per_call: int = 500) -> dict:
-    from tests.rpc_client import Server
+    from harness.rpc_client import Server
 
     rng = random.Random(3)
     out = "collected 12 items\n" + "\n".join(f"tests/test_{i}.py ...." for i in range(8))

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.rpc_client import Server  # noqa: E402  (the same client the end-to-end tests use)
+from harness.rpc_client import Server  # noqa: E402  (the same client the end-to-end tests use)
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.:\-]")
 DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M", "%Y-%m-%d")

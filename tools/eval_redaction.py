@@ -2,7 +2,7 @@
 
     python tools/eval_redaction.py
 
-Misses are secrets of tests/secret_corpus.py SECRETS that survive redact() (also after whitespace
+Misses are secrets of harness/secret_corpus.py SECRETS that survive redact() (also after whitespace
 is collapsed, as commit.py and service.py do before redacting); false positives are BENIGN
 substrings that do not survive, listed with what was removed. As a second false-positive check on
 real text, every finding in this repository's own source and README is listed (there should be
@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.secret_corpus import BENIGN, SECRETS  # noqa: E402
 from reos_memory.squirrel.redaction import find_secrets, redact  # noqa: E402
-from tests.secret_corpus import BENIGN, SECRETS  # noqa: E402
 
 
 def median_us(texts: list[str], rounds: int = 200) -> float:
