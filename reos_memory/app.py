@@ -15,7 +15,7 @@ from reos_memory.embeddings.base import Embedder
 from reos_memory.embeddings.service import EmbeddingService
 from reos_memory.graph.indexing import Indexer
 from reos_memory.logs import setup_logging
-from reos_memory.store import Database
+from reos_memory.store import Database, backup_to
 from reos_memory.store.migrations import migrate, pending
 from reos_memory.store.vectors import recorded_model
 
@@ -409,6 +409,34 @@ def open_app(
         app.close()
         raise
     return app
+
+
+def backup_database(config: Config, target: str) -> int:
+    """`reos-memory backup PATH`: a consistent online copy of the database (servers may keep
+    running), written to a new file readable by its owner only."""
+    if not os.path.exists(config.db):
+        sys.stderr.write(f"reos-memory: no database at {config.db}\n")
+        return 1
+    if os.path.exists(target):
+        sys.stderr.write(f"reos-memory: {target} exists; a backup never overwrites a file\n")
+        return 1
+    from reos_memory.errors import ReosError
+
+    db = Database(config.db, busy_timeout_ms=config.busy_timeout_ms, lock_wait_s=config.lock_wait_s)
+    try:
+        t0 = time.monotonic()
+        pages = backup_to(db, target)
+    except (OSError, ReosError) as exc:
+        sys.stderr.write(f"reos-memory: backup failed: {exc}\n")
+        return 1
+    finally:
+        db.close()
+    size = os.path.getsize(target)
+    sys.stderr.write(
+        f"backed up {config.db} to {target}: {pages} pages, {size} bytes"
+        f" in {time.monotonic() - t0:.1f} s\n"
+    )
+    return 0
 
 
 def migrate_database(config: Config) -> list[Any]:

@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--act", help="only blocks of this act")
     exp.add_argument("--max-nodes", type=int, default=200)
     exp.add_argument("--out", help="file to write (default: stdout)")
+    bak = sub.add_parser(
+        "backup", help="copy the database to a new file while servers keep running (online)"
+    )
+    _common(bak)
+    bak.add_argument("target", help="the new file (an existing one is never overwritten)")
     where = sub.add_parser("where", help="print the database path that serve would open")
     _common(where)
     hook = sub.add_parser("hook", help="run as an agent's hook (reads the hook JSON on stdin)")
@@ -101,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     if command == "where":
         sys.stdout.write(config.db + "\n")
         return 0
+    if command == "backup":
+        from reos_memory.app import backup_database
+
+        return backup_database(config, args.target)
     if command == "export":
         from reos_memory.app import export_graph
 

@@ -107,6 +107,7 @@ def test_upgrade_backs_up_and_applies_in_one_transaction(tmp_path):
     assert conn.execute("SELECT count(*) FROM blocks").fetchall()[0][0] == 1
     good = Migration(n, "extra", "CREATE TABLE extra(x);")
     assert migrate(db, [*base, good]) == [n]
+    assert Path(f"{path}.pre-{n:04d}.bak").stat().st_mode & 0o777 == 0o600  # as private as the db
     backup = apsw.Connection(f"{path}.pre-{n:04d}.bak")
     assert backup.execute("SELECT id FROM blocks").fetchall() == [("keep",)]
     # an applied migration that changed, or an unknown newer one, stops the service

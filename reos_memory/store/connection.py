@@ -49,6 +49,45 @@ def scalar(conn: apsw.Connection, sql: str, args: Any = ()) -> Any:
     return rows[0][0] if rows else None
 
 
+def create_private(path: str) -> bool:
+    """Create `path` as an empty file readable by its owner only (0600), and its directory, if
+    missing, as 0700; True when the file was created. SQLite gives a database's -wal and -shm
+    files the database's own permissions, so they are private too. An existing file is left as
+    it is (its owner chose its mode)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def backup_to(db: Database, target: str, pages_per_step: int = 4096) -> int:
+    """A consistent copy of the database at `target` (a new, private file), taken while other
+    connections and processes keep reading and writing (SQLite's online backup); the pages
+    copied. A step that meets a lock waits and goes on; writes made meanwhile by this process's
+    connection are picked up, others' restart the copy (SQLite's rule), which the loop finishes."""
+    if not create_private(target):
+        raise FileExistsError(target)
+    dest = apsw.Connection(target)
+    pages = -1
+    try:
+        with dest.backup("main", db.conn(), "main") as b:
+            while not b.done:
+                db.retry(lambda: b.step(pages_per_step))
+            pages = int(b.page_count)
+    except apsw.Error as exc:
+        raise OSError(f"the copy failed: {exc}") from exc
+    finally:
+        dest.close()
+        if pages < 0:
+            os.unlink(target)  # never leave a half copy that looks like a backup
+    return pages
+
+
 def _end(conn: apsw.Connection, statement: str) -> None:
     """End the open transaction, if SQLite has not already ended it, while an error is on its
     way out: a failing ROLLBACK or COMMIT here must never replace that error."""
@@ -80,8 +119,7 @@ class Database:
         self._all_lock = threading.Lock()
         self._closed = False
         if path != ":memory:":
-            parent = os.path.dirname(os.path.abspath(path))
-            os.makedirs(parent, exist_ok=True)
+            create_private(path)
 
     # -- connections -----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import apsw
 
 from reos_memory.errors import SchemaError
-from reos_memory.store.connection import Database, fetch
+from reos_memory.store.connection import Database, create_private, fetch
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -168,6 +168,7 @@ def _backup(db: Database, target: str) -> None:
     """Copy the whole database to `target`, retrying while another process holds a lock."""
 
     def copy() -> None:
+        create_private(target)  # a copy of the memories is as private as the memories
         dest = apsw.Connection(target)
         try:
             with dest.backup("main", db.conn(), "main") as b:
