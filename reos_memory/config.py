@@ -53,6 +53,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     vector_lists: Annotated[int, Meta(ge=1, le=65_536)] = 1024
     vector_probe: Annotated[int, Meta(ge=1, le=65_536)] = 32
     catch_up_indexing: bool = True
+    documents_follow_symlinks: bool = False  # documents/insert reads through a symbolic link
     keyword_postings_budget: Annotated[int, Meta(ge=100, le=100_000_000)] = 5_000
     # LLM provider (off by default): used by memory/extract with use_llm, later by the Memory Writer
     llm_provider: Literal["none", "openai", "anthropic"] = "none"

@@ -236,3 +236,26 @@ def test_two_inserts_of_the_same_new_file_at_once_end_in_one_document(db_path, t
         assert docs["count"] == 1
         chunks = srv.call("blocks/list", {"act_id": "a", "type": "document_chunk"})["blocks"]
         assert len(chunks) == docs["documents"][0]["chunk_count"]
+
+
+def test_links_devices_and_pipes_are_refused_unless_links_are_allowed(db_path, tmp_path):
+    import os
+
+    from harness.documents_fixtures import make_txt
+
+    real = make_txt(tmp_path / "notes.txt")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    with Server(db_path) as srv:
+        err = srv.error("documents/insert", {"path": str(link), "act_id": "a"})
+        assert err.code == -32602 and "symbolic link" in str(err)
+        assert err.data["field"] == "$.path"
+        for special in (fifo, "/dev/zero"):
+            err = srv.error("documents/insert", {"path": str(special), "act_id": "a"})
+            assert err.code == -32602 and "regular file" in str(err)
+        assert srv.call("documents/list", {})["count"] == 0
+    with Server(db_path, env={"REOS_MEMORY_DOCUMENTS_FOLLOW_SYMLINKS": "true"}) as srv:
+        done = srv.call("documents/insert", {"path": str(link), "act_id": "a"})
+        assert done["chunks"] == 1 and done["document"]["source_path"] == str(real.resolve())

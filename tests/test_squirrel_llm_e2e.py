@@ -245,3 +245,24 @@ def _strings(value: object) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def test_configuration_never_shows_or_logs_a_secret(tmp_path, provider):
+    key = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+    url = provider.url.replace("://", "://admin:hunter2-secret-pass@") + "?api_key=qs-secret-123"
+    env = {
+        **provider_env(provider, "openai"),
+        "REOS_MEMORY_LLM_BASE_URL": url,
+        "REOS_MEMORY_LLM_API_KEY_ENV": "TEST_LLM_KEY",
+        "TEST_LLM_KEY": key,
+        "REOS_MEMORY_LOG_LEVEL": "debug",
+    }
+    with Server(tmp_path / "m.db", env=env) as srv:
+        status = srv.call("squirrel/status", {})
+        shown = json.dumps(status)
+        assert status["writer_config"]["api_key_set"] is True
+        assert status["writer_config"]["base_url"].startswith("http://127.0.0.1")
+        stats = json.dumps(srv.call("memory/stats"))
+    log = srv.stderr()
+    for secret in (key, "hunter2-secret-pass", "qs-secret-123"):
+        assert secret not in shown and secret not in stats and secret not in log

@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,9 +51,16 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 def read_input(
-    path: str | None, data: str | None, filename: str | None
+    path: str | None, data: str | None, filename: str | None, follow_symlinks: bool = False
 ) -> tuple[bytes, str, str | None]:
-    """(bytes, filename, source path) from a file path or base64 data plus a filename."""
+    """(bytes, filename, source path) from a file path or base64 data plus a filename.
+
+    A path must name a regular file: a device, pipe or socket is refused (reading one can block
+    or never end), and so is a symbolic link unless `follow_symlinks` (config
+    `documents_follow_symlinks`): a client cannot make the service read through a link it
+    planted. The file is opened without following a link, then checked, so it cannot be swapped
+    between the check and the read.
+    """
     if (path is None) == (data is None):
         raise InvalidInput("path", "give either path or data (base64) with filename")
     if data is not None:
@@ -63,12 +72,29 @@ def read_input(
             raise InvalidInput("data", "must be standard base64") from exc
     assert path is not None
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise NotFound("file", str(p), field="path")
-    size = p.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise PayloadTooLarge(f"{p} is {size} bytes; the limit is {MAX_FILE_BYTES}", field="$.path")
-    return p.read_bytes(), filename or p.name, str(p.resolve())
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(p, flags)
+    except FileNotFoundError:
+        raise NotFound("file", str(p), field="path") from None
+    except OSError as exc:
+        if p.is_symlink() and not follow_symlinks:
+            raise InvalidInput(
+                "path", "is a symbolic link (set documents_follow_symlinks = true to allow links)"
+            ) from None
+        raise NotFound("file", f"{p} ({exc.strerror})", field="path") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
+            raise InvalidInput("path", f"must be a regular file, not {kind}")
+        if st.st_size > MAX_FILE_BYTES:
+            raise PayloadTooLarge(
+                f"{p} is {st.st_size} bytes; the limit is {MAX_FILE_BYTES}", field="$.path"
+            )
+        os.set_blocking(f.fileno(), True)
+        content = f.read(MAX_FILE_BYTES + 1)
+    return content, filename or p.name, str(p.resolve())
 
 
 def _document(conn: apsw.Connection, where: str, args: tuple[Any, ...]) -> dict[str, Any] | None:

@@ -58,6 +58,20 @@ def _http_errors() -> type[Exception]:
     return httpx.HTTPError
 
 
+def shown_url(url: str) -> str:
+    """A URL without the parts that may carry a secret: credentials and the query string."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparsable URL)"
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 class LLMClient:
     """Sends one system + user prompt and returns the text of the reply."""
 
@@ -76,6 +90,11 @@ class LLMClient:
 
         self._http = httpx.Client(timeout=settings.timeout_s, headers=headers, transport=transport)
         self.calls = 0
+
+    @property
+    def shown_url(self) -> str:
+        """The base URL as it may be shown or logged: without `user:password@` or a query."""
+        return shown_url(self.base_url)
 
     def complete(self, system: str, user: str, *, json_mode: bool = True) -> str:
         """The reply text; raises LLMError once retries are used up or the reply is malformed."""

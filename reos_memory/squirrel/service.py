@@ -141,7 +141,7 @@ class Squirrel:
             "writer": self.settings.writer,
             "provider": st.provider,
             "model": st.model,
-            "base_url": client.base_url,
+            "base_url": client.shown_url,  # never a password or a key in a query
             "api_key_env": st.api_key_env or None,
             "api_key_set": bool(st.api_key_env and os.environ.get(st.api_key_env)),
         }

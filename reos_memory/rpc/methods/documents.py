@@ -26,11 +26,14 @@ def insert(ctx: RequestContext, p: t.DocumentInsertParams) -> t.DocumentInsertRe
     paragraphs and never cross a heading; each chunk becomes a `document_chunk` block with
     `source_document_id`, `source_document_name`, `chunk_index`, `page_number`, `section_title` and
     `total_chunks`, embedded for search. The same filename in the same act replaces the earlier
-    insert (an identical file is left as it is: `unchanged`). Unsupported, corrupt, encrypted or
-    empty files answer -32012 with `data.kind` and store nothing. `$/progress` with
-    `progress_token`; `$/cancelRequest` stops it with nothing written.
+    insert (an identical file cut the same way is left as it is: `unchanged`). A `path` must be
+    a regular file (a symbolic link only with config `documents_follow_symlinks`). Unsupported,
+    corrupt, encrypted or empty files answer -32012 with `data.kind` and store nothing.
+    `$/progress` with `progress_token`; `$/cancelRequest` stops it with nothing written.
     """
-    data, filename, source = svc.read_input(p.path, p.data, p.filename)
+    data, filename, source = svc.read_input(
+        p.path, p.data, p.filename, ctx.app.config.documents_follow_symlinks
+    )
     out = svc.insert_document(
         ctx.app.db,
         ctx.app.embeddings,
