@@ -199,3 +199,24 @@ def test_a_cancelled_auto_link_computes_no_queued_chunk(db, monkeypatch):
     with pytest.raises(Cancelled):
         autolink.auto_link(db, indexer, progress=progress, cancelled=cancelled)
     assert state["computed"] <= 4  # the first, the ones in flight; never the 16 queued after
+
+
+def test_the_change_logs_stay_bounded_whatever_writes_them(db):
+    def log(conn):
+        conn.executemany(
+            "INSERT INTO embedding_changes(block_id) VALUES (?)", ((f"b{i}",) for i in range(102_500))
+        )
+        conn.executemany(
+            "INSERT INTO memory_embedding_changes(memory_id) VALUES (?)",
+            ((f"m{i}",) for i in range(101_000)),
+        )
+
+    db.write(log)
+    for table in ("embedding_changes", "memory_embedding_changes"):
+        n, oldest, newest = db.read(
+            lambda c, t=table: c.execute(f"SELECT count(*), min(seq), max(seq) FROM {t}").fetchall()
+        )[0]
+        assert n <= 101_000 and newest - oldest + 1 == n  # the newest ones, none missing
+    search = VectorSearch("memory", Shape())
+    put(db, clustered(30, 12))  # a fresh reader starts from the vectors themselves
+    assert len(search.index(vsql.BLOCKS, db.read, DIMS)) == 30
