@@ -116,3 +116,29 @@ def test_llm_is_never_called_unless_asked(provider, db_path):
     with Server(db_path) as srv:  # no provider configured
         err = srv.error("memory/extract", {"block_id": "chain", "content": "x", "use_llm": True})
         assert err.code == -32602 and err.data["field"] == "$.use_llm"
+
+
+def test_a_hanging_llm_holds_no_write_and_costs_one_request_its_budget(provider, db_path):
+    import time
+
+    from tests.fake_llm import HANG
+
+    provider.replies = [(200, HANG)] * 3
+    timeouts = {"REOS_MEMORY_LLM_TIMEOUT_S": "1", "REOS_MEMORY_LLM_MAX_RETRIES": "2"}
+    with Server(db_path, env={**env(provider), **timeouts}) as srv:
+        chain = blocks(srv)
+        t0 = time.monotonic()
+        content = "Restart the ingest worker and check the queue"
+        slow = srv.request(
+            "memory/extract", {"block_id": chain, "content": content, "use_llm": True}
+        )
+        time.sleep(0.2)  # the extract is waiting on the LLM now
+        make_block(srv, "written while the LLM hangs", id="meanwhile")
+        wrote = time.monotonic() - t0
+        found = srv.call("blocks/get", {"block_id": "meanwhile"})
+        assert found["block"]["id"] == "meanwhile"
+        reply = srv.response(slow, timeout=30)
+        took = time.monotonic() - t0
+    assert wrote < 1.0  # not behind the LLM's 3 x 1 s
+    assert len(provider.requests) == 3 and took < 3 * 1 + 2 + 4  # timeout x attempts + backoff
+    assert "result" in reply and reply["result"]["llm_error"]

@@ -62,7 +62,7 @@ def auto_link(ctx: RequestContext, p: t.AutoLinkParams) -> t.AutoLinkResult:
     "memory/extract",
     params=t.ExtractParams,
     result=t.ExtractResult,
-    kind="pipeline",
+    kind="heavy",  # with use_llm it waits on the network: nothing may queue behind that
     errors=[-32004],
 )
 def extract(ctx: RequestContext, p: t.ExtractParams) -> t.ExtractResult:
