@@ -127,6 +127,16 @@ class Server:
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
+    def wait_lines(self, n: int, timeout: float = 30.0) -> list[bytes]:
+        """The raw lines received, once there are at least `n` of them."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.raw_lines) < n:
+                left = deadline - time.monotonic()
+                assert left > 0, f"only {len(self.raw_lines)} of {n} lines arrived"
+                self._cond.wait(left)
+        return self.raw_lines
+
     def send(self, message: Any) -> None:
         self.send_bytes(json.dumps(message).encode())
 
