@@ -252,7 +252,7 @@ def test_links_devices_and_pipes_are_refused_unless_links_are_allowed(db_path, t
         err = srv.error("documents/insert", {"path": str(link), "act_id": "a"})
         assert err.code == -32602 and "symbolic link" in str(err)
         assert err.data["field"] == "$.path"
-        for special in (fifo, "/dev/zero"):
+        for special in (fifo, "/dev/zero", tmp_path):  # a pipe, a device, a directory
             err = srv.error("documents/insert", {"path": str(special), "act_id": "a"})
             assert err.code == -32602 and "regular file" in str(err)
         assert srv.call("documents/list", {})["count"] == 0

@@ -83,8 +83,8 @@ def read_input(
                 "path", "is a symbolic link (set documents_follow_symlinks = true to allow links)"
             ) from None
         raise NotFound("file", f"{p} ({exc.strerror})", field="path") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+    try:
+        st = os.fstat(fd)  # the opened file itself: it cannot be swapped after this check
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
             raise InvalidInput("path", f"must be a regular file, not {kind}")
@@ -92,7 +92,12 @@ def read_input(
             raise PayloadTooLarge(
                 f"{p} is {st.st_size} bytes; the limit is {MAX_FILE_BYTES}", field="$.path"
             )
-        os.set_blocking(f.fileno(), True)
+        os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
         content = f.read(MAX_FILE_BYTES + 1)
     return content, filename or p.name, str(p.resolve())
 
