@@ -15,10 +15,11 @@ from reos_memory.errors import InvalidInput
 # inline: cheap, no I/O, answered on the reading thread, waits for nothing;
 # read: database reads on a pool of threads, each after the writes the client sent before it;
 # write: quick writes, one at a time on the write thread, in the order they arrived;
-# pipeline: writes that also wait on the outside world (an LLM call), ordered like writes but on
-#   their own thread so the write thread never waits on the network;
-# heavy: long jobs with progress (batch index, documents, auto-link, CR-Memory) on their own
-#   threads; they start after earlier writes and nothing waits for them.
+# pipeline: Squirrel's writes that may call the Memory Writer, ordered like writes but on their
+#   own thread so the write thread never waits on the network;
+# heavy: long jobs (batch index, documents, auto-link, CR-Memory, and memory/extract, whose LLM
+#   call may last the provider's timeout x retries) on their own threads; they start after
+#   earlier writes and nothing waits for them.
 # Every kind but inline may write to SQLite from its own thread: BEGIN IMMEDIATE and the busy
 # handler serialise them, the write thread only keeps quick writes from queueing on the lock.
 Kind = Literal["inline", "read", "write", "pipeline", "heavy"]
