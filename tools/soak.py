@@ -6,10 +6,11 @@ and RSS over time. Prints figures; asserts nothing.
 Each round, through stdio: blocks/create (indexed), a relationship to the previous block,
 blocks/update, memory/search, memory/related, squirrel/ingest of a small coding session with an
 error and a fix, squirrel/flush (the offline writer learns from it), squirrel/get_task_context,
-squirrel/feedback, and every 20th round blocks/delete. Every 30 s it prints the rounds per
-second, p50/p99 latency per method and the server's RSS; at the end the RSS slope over the
-second half of the run (the first half includes caches filling) and the row counts of the
-internal logs (embedding change logs, context requests) to show they stay bounded.
+squirrel/feedback, and blocks/delete of the oldest block once `--keep` blocks exist (a steady
+state: the store stops growing, so a growing RSS would be a leak, not data). Every 30 s it prints
+the rounds per second and the server's RSS; at the end p50/p99 latency per method, the RSS
+slope over the second half of the run (the first half includes caches filling) and the row
+counts of the logs, to show which stay bounded.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,6 +104,7 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--embedder", default="hash", choices=["hash", "onnx"])
     ap.add_argument("--workdir")
+    ap.add_argument("--keep", type=int, default=2000, help="blocks kept (oldest deleted beyond)")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="reos-soak-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -117,6 +119,7 @@ def main() -> int:
         end = t0 + args.minutes * 60
         rounds = 0
         prev: str | None = None
+        alive: deque[str] = deque()
 
         def timed(method: str, params: dict) -> dict:
             t = time.perf_counter()
@@ -158,11 +161,10 @@ def main() -> int:
                 },
             )
             timed("squirrel/feedback", {"context_id": ctx["context_id"], "errors": 0, "retries": 0})
-            if i % 20 == 19:
-                timed("blocks/delete", {"block_id": prev})
-                prev = None
-            else:
-                prev = block
+            prev = block
+            alive.append(block)
+            if len(alive) > args.keep:
+                timed("blocks/delete", {"block_id": alive.popleft()})
             rounds += 1
             now = time.monotonic()
             if now - last_print >= 30 or now >= end:
