@@ -6,12 +6,23 @@ from pathlib import Path
 import pytest
 
 from harness.rpc_client import Server
+from reos_memory.store import Database
+from reos_memory.store.migrations import migrate
 from tests.fake_llm import FakeProvider
 
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """A migrated database, used in process (no server)."""
+    d = Database(str(tmp_path / "store.db"))
+    migrate(d)
+    yield d
+    d.close()
 
 
 @pytest.fixture

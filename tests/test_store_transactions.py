@@ -5,17 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reos_memory.store import Database
 from reos_memory.store import keywords as kw
-from reos_memory.store.migrations import migrate
-
-
-@pytest.fixture
-def db(tmp_path):
-    d = Database(str(tmp_path / "t.db"))
-    migrate(d)
-    yield d
-    d.close()
 
 
 class Boom(Exception):

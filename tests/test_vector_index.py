@@ -62,14 +62,6 @@ def assert_exact_top(hits, vecs, q, k, keep=lambda b: True) -> None:
     assert [s for _b, s in hits] == sorted((s for _b, s in hits), reverse=True)
 
 
-@pytest.fixture
-def db(tmp_path):
-    d = Database(str(tmp_path / "v.db"))
-    migrate(d)
-    yield d
-    d.close()
-
-
 def test_full_scan_is_exact_up_to_float16_rounding(db):
     vecs = clustered(600, 1)
     put(db, vecs)
@@ -204,7 +196,8 @@ def test_a_cancelled_auto_link_computes_no_queued_chunk(db, monkeypatch):
 def test_the_change_logs_stay_bounded_whatever_writes_them(db):
     def log(conn):
         conn.executemany(
-            "INSERT INTO embedding_changes(block_id) VALUES (?)", ((f"b{i}",) for i in range(102_500))
+            "INSERT INTO embedding_changes(block_id) VALUES (?)",
+            ((f"b{i}",) for i in range(102_500)),
         )
         conn.executemany(
             "INSERT INTO memory_embedding_changes(memory_id) VALUES (?)",
