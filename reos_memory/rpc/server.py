@@ -176,22 +176,7 @@ class Server:
             try:
                 self.handle_frame(frame)
             except Exception as exc:  # never let one message take the process down
-                incident = uuid.uuid4().hex[:12]
-                self.log.error(
-                    "frame_failed",
-                    incident=incident,
-                    error=repr(exc),
-                    traceback=traceback.format_exc(),
-                )
-                self.send(
-                    failure(
-                        None,
-                        codes.INTERNAL_ERROR,
-                        "Internal error",
-                        reason="internal_error",
-                        incident=incident,
-                    )
-                )
+                self.send(self._internal_error("frame_failed", exc, None))
 
     @property
     def requests_served(self) -> int:
@@ -279,26 +264,10 @@ class Server:
         except Exception as exc:
             if answered:
                 raise  # replied already: the failure is elsewhere (serve() logs it)
-            incident = uuid.uuid4().hex[:12]
-            self.log.error(
-                "request_failed",
-                incident=incident,
-                error=repr(exc),
-                traceback=traceback.format_exc(),
-            )
             rid = obj.get("id") if isinstance(obj, dict) else None
-            is_notification = isinstance(obj, dict) and "id" not in obj
-            deliver(
-                None
-                if is_notification
-                else failure(
-                    rid if isinstance(rid, _ID_TYPES) and not isinstance(rid, bool) else None,
-                    codes.INTERNAL_ERROR,
-                    "Internal error",
-                    reason="internal_error",
-                    incident=incident,
-                )
-            )
+            rid = rid if isinstance(rid, _ID_TYPES) and not isinstance(rid, bool) else None
+            resp = self._internal_error("request_failed", exc, rid)
+            deliver(None if isinstance(obj, dict) and "id" not in obj else resp)
 
     def _deliver_single(self, resp: dict[str, Any] | None) -> None:
         if resp is not None:
@@ -474,27 +443,24 @@ class Server:
             )
             resp = failure(ctx.id, code, message, reason=exc.reason, **exc.data)
         except Exception as exc:
-            incident = uuid.uuid4().hex[:12]
-            self.log.error(
-                "internal_error",
-                method=spec.name,
-                incident=incident,
-                error=repr(exc),
-                traceback=traceback.format_exc(),
-            )
-            resp = failure(
-                ctx.id,
-                codes.INTERNAL_ERROR,
-                "Internal error",
-                reason="internal_error",
-                incident=incident,
-            )
+            resp = self._internal_error("internal_error", exc, ctx.id, method=spec.name)
         elapsed = time.perf_counter() - t0
         with self._served_lock:  # served from many threads; += alone is not atomic
             self._served_n += 1
         if elapsed > self.slow_request_s:
             self.log.info("slow_request", method=spec.name, seconds=round(elapsed, 3))
         return None if is_notification else resp
+
+    def _internal_error(self, event: str, exc: Exception, rid: Any, **log: Any) -> dict[str, Any]:
+        """Log an unexpected exception with a fresh incident id (and its traceback); the -32603
+        reply naming that incident, so a user's report can be matched to the log."""
+        incident = uuid.uuid4().hex[:12]
+        self.log.error(
+            event, incident=incident, error=repr(exc), traceback=traceback.format_exc(), **log
+        )
+        return failure(
+            rid, codes.INTERNAL_ERROR, "Internal error", reason="internal_error", incident=incident
+        )
 
     def cancel(self, req_id: Any) -> bool:
         """Mark an in-flight request as cancelled; False if it is not (or no longer) running."""

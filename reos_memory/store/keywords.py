@@ -143,10 +143,9 @@ def prune_words(
     large corpus.
     """
     _ensure_temp_tables(conn)
-    conn.execute("DELETE FROM temp.query_stems")  # a run cut short (a retried read) left rows
+    conn.execute("DELETE FROM temp.query_stems")  # the last run's words (or a run cut short)
     conn.executemany("INSERT INTO temp.query_stems(rowid, w) VALUES (?, ?)", list(enumerate(words)))
     stems = {int(r[0]): r[1] for r in fetch(conn, "SELECT doc, term FROM temp.query_stems_v")}
-    conn.execute("DELETE FROM temp.query_stems")
     dfs = _frequencies.get(conn, index, set(stems.values()))
     kept: list[str] = []
     dropped: list[str] = []

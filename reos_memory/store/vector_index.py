@@ -4,11 +4,12 @@ Measured here (2 cores, 384 dimensions): vec0 brute force takes ~7 ms for top-10
 and ~82 ms of 100K; a float32 numpy product takes 8.7 ms at 100K and 79 ms at 1M. So a space's
 vectors are held as float16 codes in faiss (half the memory of float32, scanned with AVX2):
 
-* up to `FLAT_MAX` vectors, every code is scanned (exact up to float16 rounding);
-* beyond it, an inverted file (`NLIST` k-means lists, `NPROBE` of them searched; more when a
-  partition filter leaves few rows) - at 1M vectors 2.2 ms with recall@10 0.99 against exact.
+* up to `Shape.flat_max` vectors, every code is scanned (exact up to float16 rounding);
+* beyond it, an inverted file (`Shape.lists` k-means lists, `Shape.probe` of them searched; more
+  when a partition filter leaves few rows) - at 1M vectors 2.6 ms with recall@10 0.999 against
+  exact search.
 
-Similarities come from the float16 codes: within ~1e-4 of the float32 cosine (rescoring from the
+Similarities come from the float16 codes: within ~2e-4 of the float32 cosine (rescoring from the
 stored float32 vectors was measured at 1.5-3 ms per query at 100K blocks, mostly page reads, and
 changed no ranking). Every write to a space's vectors - from this process or any other - is
 logged by a trigger in the space's change table; before each search the index reads the newest
@@ -227,9 +228,9 @@ class VectorIndex:
 
     def _params(self, parts: Sequence[str] | None) -> Any | None:
         """faiss search parameters for a partition filter (None: no filter; False: no row)."""
-        faiss = _faiss()
         if parts is None:
             return None
+        faiss = _faiss()
         codes = tuple(sorted({self._act_codes[p] for p in parts if p in self._act_codes}))
         if not codes:
             return False
@@ -259,21 +260,12 @@ class VectorIndex:
             vecs = self._index.reconstruct_batch(np.array([r for _b, r in known], dtype=np.int64))
             return {b: float(s) for (b, _r), s in zip(known, vecs @ query, strict=True)}
 
-    def search(
-        self,
-        query: np.ndarray,
-        k: int,
-        act_id: str | None = None,
-        parts: Sequence[str] | None = None,
-    ) -> list[tuple[str, float]]:
-        """Top-k (id, cosine), best first, within `act_id` or any of `parts` if given (exact up
-        to float16 rounding below `flat_max` vectors, approximate beyond)."""
-        return self.search_many(query[None, :], k, [act_id] if act_id is not None else parts)[0]
-
     def search_many(
         self, queries: np.ndarray, k: int, parts: Sequence[str] | None = None
     ) -> list[list[tuple[str, float]]]:
-        """`search` for each row of `queries`, in one faiss call."""
+        """Top-k (id, cosine), best first, for each row of `queries` in one faiss call, within
+        any of `parts` if given (exact up to float16 rounding below `flat_max` vectors,
+        approximate beyond)."""
         with self._lock:
             empty: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
             if self._index is None or not self._row or k <= 0:
