@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -46,6 +47,22 @@ from reos_memory.store import transcripts as tsql
 
 LIVE = ("provisional", "active")
 STALE_CLAIM = timedelta(minutes=15)  # a claim older than this belonged to a process that died
+# who holds a claim: a claim of a process of this machine that is gone is free at once
+CLAIMANT = f"{socket.gethostname().replace(' ', '_')}/{os.getpid()}"
+
+
+def _claimant_died(claim: str) -> bool:
+    """True when `claim` was taken by a process of this machine that no longer runs."""
+    host, _, pid = claim.rsplit(" ", 1)[-1].rpartition("/")
+    if host != CLAIMANT.rpartition("/")[0] or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive under another user
+        return False
+    return False
 
 
 @dataclass
@@ -344,7 +361,7 @@ class Squirrel:
         while this call still holds the episode's claim. A failed call or invalid output leaves
         the episode unprocessed with the reason (retry it later); nothing is lost.
         """
-        token = new_id("claim")
+        token = f"{new_id('claim')} {CLAIMANT}"
         now = now_iso()
         stale = iso(datetime.now(UTC) - self._stale_after)
         ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
@@ -357,11 +374,11 @@ class Squirrel:
 
         def claim(conn: apsw.Connection) -> bool:
             if force and ep.processed:
-                conn.execute(
-                    "UPDATE episodes SET processed = 0, outcome = 'pending' WHERE id = ?",
-                    (episode_id,),
-                )
-            return ssql.claim_episode(conn, episode_id, f"{now} {token}", stale)
+                ssql.reopen_episode(conn, episode_id)
+            abandoned = ep.outcome_reason if ep.outcome == "running" else None
+            if abandoned is not None and not _claimant_died(abandoned):
+                abandoned = None
+            return ssql.claim_episode(conn, episode_id, f"{now} {token}", stale, abandoned)
 
         if not self.db.write(claim):
             return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}

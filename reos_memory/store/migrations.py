@@ -7,6 +7,7 @@ and a mismatch stops the service before it touches anything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -165,15 +166,21 @@ def _has_user_data(db: Database) -> bool:
 
 
 def _backup(db: Database, target: str) -> None:
-    """Copy the whole database to `target`, retrying while another process holds a lock."""
+    """Copy the whole database to `target`, retrying while another process holds a lock. The
+    copy is written under a temporary name and renamed when complete, so a process killed
+    half-way never leaves a partial file that looks like a backup."""
+    partial = f"{target}.partial"
 
     def copy() -> None:
-        create_private(target)  # a copy of the memories is as private as the memories
-        dest = apsw.Connection(target)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)  # left by a process killed while copying
+        create_private(partial)  # a copy of the memories is as private as the memories
+        dest = apsw.Connection(partial)
         try:
             with dest.backup("main", db.conn(), "main") as b:
                 b.step(-1)
         finally:
             dest.close()
+        os.replace(partial, target)
 
     db.retry(copy)

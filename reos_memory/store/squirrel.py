@@ -209,13 +209,29 @@ def list_episodes(
     return [(int(r[0]), _episode(r[1:], False)) for r in rows]
 
 
-def claim_episode(conn: apsw.Connection, episode_id: str, now: str, stale_before: str) -> bool:
-    """Mark an unprocessed episode as being written by this process (False if it is not free)."""
+def reopen_episode(conn: apsw.Connection, episode_id: str) -> None:
+    """Mark a processed episode unprocessed and pending again, so the writer may run on it."""
+    conn.execute(
+        "UPDATE episodes SET processed = 0, outcome = 'pending' WHERE id = ?",
+        (episode_id,),
+    )
+
+
+def claim_episode(
+    conn: apsw.Connection,
+    episode_id: str,
+    claim: str,
+    stale_before: str,
+    abandoned: str | None = None,
+) -> bool:
+    """Mark an unprocessed episode as being written by this process (False if it is not free):
+    free means never tried, failed, or running under a claim older than `stale_before` or equal
+    to `abandoned` (one whose process is known to have died)."""
     conn.execute(
         "UPDATE episodes SET outcome = 'running', outcome_reason = ?, attempts = attempts + 1"
-        " WHERE id = ? AND processed = 0"
-        " AND (outcome IN ('pending', 'failed') OR (outcome = 'running' AND outcome_reason < ?))",
-        (now, episode_id, stale_before),
+        " WHERE id = ? AND processed = 0 AND (outcome IN ('pending', 'failed')"
+        " OR (outcome = 'running' AND (outcome_reason < ? OR outcome_reason = ?)))",
+        (claim, episode_id, stale_before, abandoned),
     )
     return conn.changes() > 0
 
