@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,74 @@ def test_tools_never_import_from_tests():
             assert not any(n == "tests" or n.startswith("tests.") for n in names), (
                 f"{path.name} imports {names}: shared code lives in harness/"
             )
+
+
+# SQL lives only in store/: elsewhere code calls store functions inside db.read/db.write.
+_SQL_TEXT = re.compile(
+    r"\bSELECT\b.*\bFROM\b|\bINSERT\s+(OR\s+\w+\s+)?INTO\b|\bUPDATE\s+\w+\s+SET\b"
+    r"|\bDELETE\s+FROM\b|\b(CREATE|DROP|ALTER)\s+(TABLE|INDEX|VIEW|TRIGGER|VIRTUAL)\b"
+    r"|\bPRAGMA\s+\w+|\bjson_each\s*\(|\bWITH\s+RECURSIVE\b",
+    re.DOTALL,
+)
+_DB_CALLS = {"execute", "executemany", "executescript", "cursor", "fetchall", "fetchone"}
+_NOT_SQL = {  # text that reads like SQL but is never run
+    # embeddings/prepare.py: a sentence the embedding model is verified on
+    "SELECT id, content FROM blocks WHERE act_id = ? ORDER BY created_at DESC LIMIT 10;",
+}
+
+
+def _sql_in(source: str) -> list[str]:
+    """What in a module's source runs SQL against a connection or spells a query."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _DB_CALLS
+        ):
+            found.append(f"line {node.lineno}: .{node.func.attr}(...)")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "reos_memory.store"
+        ):
+            helpers = sorted({a.name for a in node.names} & {"fetch", "scalar"})
+            if helpers:
+                found.append(f"line {node.lineno}: imports {', '.join(helpers)} from store")
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value not in _NOT_SQL
+            and _SQL_TEXT.search(node.value)
+        ):
+            found.append(f"line {node.lineno}: SQL text {node.value[:60]!r}")
+    return found
+
+
+def test_sql_lives_only_in_store():
+    store = ROOT / "reos_memory" / "store"
+    bad = [
+        f"{path.relative_to(ROOT)} {what}"
+        for path in sorted((ROOT / "reos_memory").rglob("*.py"))
+        if store not in path.parents
+        for what in _sql_in(path.read_text())
+    ]
+    assert not bad, "move these into a function under reos_memory/store/:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(conn):\n    conn.execute('SELECT 1')\n",
+        "def f(conn, rows):\n    conn.executemany(SQL, rows)\n",
+        "from reos_memory.store import Database, fetch\n",
+        "Q = 'SELECT id FROM blocks WHERE act_id = ?'\n",
+        "def f(t):\n    return f'UPDATE memories SET {t} = ? WHERE id = ?'\n",
+        "Q = ' AND id IN (SELECT value FROM json_each(?))'\n",
+    ],
+)
+def test_the_sql_check_sees_sql(source):
+    assert _sql_in(source)
+
+
+def test_the_sql_check_passes_prose():
+    source = '"""ADD / UPDATE / DEPRECATE a memory; select what to keep from the list."""\n'
+    assert not _sql_in(source)

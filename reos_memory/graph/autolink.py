@@ -129,18 +129,10 @@ def auto_link(
         if cancelled and cancelled():
             raise Cancelled("auto_link was cancelled; nothing was written")
         now = now_iso()
-        before = conn.total_changes()
-        conn.executemany(
-            "INSERT OR IGNORE INTO block_relationships(id, source_block_id, target_block_id,"
-            " relationship_type, confidence, weight, source, created_at)"
-            " SELECT ?, ?, ?, 'similar_to', ?, 1.0, 'embedding', ?"
-            " WHERE EXISTS (SELECT 1 FROM blocks WHERE id = ?) AND EXISTS (SELECT 1 FROM blocks WHERE id = ?)",
-            (
-                (new_id("rel"), ids[i], ids[j], round(min(1.0, sim), 6), now, ids[i], ids[j])
-                for i, j, sim in chosen
-            ),
+        return rel_sql.insert_similar(
+            conn,
+            ((new_id("rel"), ids[i], ids[j], round(min(1.0, sim), 6), now) for i, j, sim in chosen),
         )
-        return conn.total_changes() - before
 
     created = db.write(tx) if chosen else 0
     return AutoLinkReport(

@@ -21,8 +21,10 @@ from reos_memory.models import (
     parse_iso,
     spans_text,
 )
-from reos_memory.store import Database, fetch
+from reos_memory.store import Database
 from reos_memory.store import blocks as sql
+from reos_memory.store import relationships as rel_sql
+from reos_memory.store import vectors as vec_sql
 
 _UNSET: Any = msgspec.UNSET
 
@@ -56,17 +58,9 @@ def _check_parent(conn: apsw.Connection, parent_id: str, act_id: str) -> None:
 
 
 def _next_position(conn: apsw.Connection, parent_id: str | None, page_id: str | None) -> int:
-    if parent_id is not None:
-        row = fetch(conn, "SELECT max(position) FROM blocks WHERE parent_id = ?", (parent_id,))
-    elif page_id is not None:
-        row = fetch(
-            conn,
-            "SELECT max(position) FROM blocks WHERE page_id = ? AND parent_id IS NULL",
-            (page_id,),
-        )
-    else:
+    if parent_id is None and page_id is None:
         return 0
-    top = row[0][0]
+    top = sql.max_position(conn, parent_id=parent_id, page_id=page_id)
     return 0 if top is None else top + 1
 
 
@@ -280,18 +274,8 @@ def delete_block(db: Database, *, block_id: str, recursive: bool = False) -> dic
                 field="$.recursive",
             )
         ids = [*reversed(below), block_id]
-        ids_json = encode_json(ids).decode()
-        edges = fetch(
-            conn,
-            "SELECT count(*) FROM block_relationships WHERE source_block_id IN"
-            " (SELECT value FROM json_each(?1)) OR target_block_id IN (SELECT value FROM json_each(?1))",
-            (ids_json,),
-        )[0][0]
-        embeddings = fetch(
-            conn,
-            "SELECT count(*) FROM block_embeddings WHERE block_id IN (SELECT value FROM json_each(?))",
-            (ids_json,),
-        )[0][0]
+        edges = rel_sql.count_touching(conn, ids)
+        embeddings = vec_sql.count_embeddings_of(conn, ids)
         sql.delete_blocks(conn, ids)
         return {
             "deleted": True,

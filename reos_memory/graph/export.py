@@ -15,8 +15,9 @@ from typing import Any
 import apsw
 
 from reos_memory.graph import traversal
-from reos_memory.store import Database, fetch
+from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
+from reos_memory.store import relationships as rel_sql
 
 PALETTE = [
     "#4e79a7",
@@ -55,31 +56,13 @@ def collect(
         )
         ids, truncated = n.visited_blocks, n.truncated
     else:
-
-        def pick(conn: apsw.Connection) -> list[str]:
-            where, args = (
-                ("WHERE act_id = ?", (act_id, max_nodes + 1)) if act_id else ("", (max_nodes + 1,))
-            )
-            return [
-                r[0]
-                for r in fetch(conn, f"SELECT id FROM blocks {where} ORDER BY rowid LIMIT ?", args)
-            ]
-
-        ids = db.read(pick)
+        ids = db.read(lambda c: block_sql.first_block_ids(c, act_id, max_nodes + 1))
         truncated = len(ids) > max_nodes
         ids = ids[:max_nodes]
 
     def load(conn: apsw.Connection) -> GraphPicture:
         blocks = block_sql.get_blocks(conn, ids)
-        id_json = json.dumps(ids)
-        types = " AND relationship_type IN (SELECT value FROM json_each(?2))" if rel_types else ""
-        rows = fetch(
-            conn,
-            "SELECT id, source_block_id, target_block_id, relationship_type, confidence, source"
-            " FROM block_relationships WHERE source_block_id IN (SELECT value FROM json_each(?1))"
-            " AND target_block_id IN (SELECT value FROM json_each(?1))" + types + " ORDER BY rowid",
-            (id_json, json.dumps(list(rel_types))) if rel_types else (id_json,),
-        )
+        rows = rel_sql.edges_among(conn, ids, rel_types)
         nodes = [
             {
                 "id": b,

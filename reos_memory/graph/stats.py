@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from reos_memory.store import Database, fetch
+from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import relationships as rel_sql
 from reos_memory.store import vectors as vec_sql
@@ -30,14 +30,7 @@ def graph_stats(db: Database, *, act_id: str | None = None) -> GraphStats:
     def tx(conn: apsw.Connection) -> GraphStats:
         by_type = block_sql.count_blocks(conn, act_id)
         rel_by_type, rel_by_source, rel_total = rel_sql.count_relationships(conn, act_id)
-        act_filter = "" if act_id is None else " WHERE b.act_id = ?"
-        args = () if act_id is None else (act_id,)
-        emb = fetch(
-            conn,
-            "SELECT count(*) FROM block_embeddings e JOIN blocks b ON b.id = e.block_id"
-            + act_filter,
-            args,
-        )[0][0]
+        emb = vec_sql.count_embeddings(conn, act_id)
         total = sum(by_type.values())
         unindexed, stale = vec_sql.count_needing_index(conn, act_id)
         return GraphStats(

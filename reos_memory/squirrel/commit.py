@@ -382,7 +382,4 @@ def _add_evidence(
             ),
         )
     if confidence is not None:
-        conn.execute(
-            "UPDATE memories SET confidence = max(coalesce(confidence, 0), ?) WHERE id = ?",
-            (confidence, memory_id),
-        )
+        msql.raise_confidence(conn, memory_id, confidence)

@@ -22,7 +22,8 @@ import apsw
 from reos_memory.errors import Cancelled
 from reos_memory.models import iso, now_iso
 from reos_memory.squirrel.policy import Policy
-from reos_memory.store import Database, fetch
+from reos_memory.store import Database
+from reos_memory.store import memories as msql
 
 PROMOTE_TO_LONG_TERM = ("invariant", "preference", "pattern")
 MAX_LISTED = 10_000
@@ -128,15 +129,6 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
     return {**out, "action": "keep", "reason": reason}
 
 
-_ROWS = (
-    "SELECT m.id, m.project_id, m.kind, m.tier, m.status, m.expires_at, m.created_at,"
-    " coalesce(x.opportunities, 0), coalesce(x.use_count, 0),"
-    " coalesce(x.suspected_regret_hits, 0), coalesce(x.estimated_regret_saved, 0),"
-    " x.last_used_at FROM memories m LEFT JOIN memory_metrics x ON x.memory_id = m.id"
-    " WHERE m.status IN ('provisional', 'active')"
-)
-
-
 def run(
     db: Database,
     *,
@@ -147,8 +139,7 @@ def run(
 ) -> dict[str, Any]:
     """Evaluate every live memory (of a project, or all) and apply the decisions in one tx."""
     t0 = datetime.now(UTC)
-    sql = _ROWS + (" AND m.project_id = ?" if project_id else "") + " ORDER BY m.rowid"
-    rows = db.read(lambda c: fetch(c, sql, (project_id,) if project_id else ()))
+    rows = db.read(lambda c: msql.live_with_metrics(c, project_id))
     policies: dict[str | None, Policy] = {}
     decisions = []
     for i, r in enumerate(rows):
@@ -185,17 +176,9 @@ def run(
                     (*d["changes"].values(), now, d["memory_id"], d["status"])
                 )
             for cols, rows in groups.items():
-                sets = ", ".join(f"{k} = ?" for k in cols)
                 # only if nobody changed its status meanwhile
-                conn.executemany(
-                    f"UPDATE memories SET {sets}, updated_at = ? WHERE id = ? AND status = ?",
-                    rows,
-                )
-            conn.execute(
-                "UPDATE memory_metrics SET last_evaluated_at = ? WHERE memory_id IN"
-                " (SELECT value FROM json_each(?))",
-                (now, _ids_json([d["memory_id"] for d in decisions])),
-            )
+                msql.update_many_if_status(conn, cols, rows)
+            msql.mark_evaluated(conn, [d["memory_id"] for d in decisions], now)
 
         if decisions:
             db.write(tx)
@@ -215,9 +198,3 @@ def run(
         "seconds": round((datetime.now(UTC) - t0).total_seconds(), 3),
         "policy_sources": sorted({s for p in policies.values() for s in p.sources}),
     }
-
-
-def _ids_json(ids: list[str]) -> str:
-    import json
-
-    return json.dumps(ids)

@@ -194,6 +194,29 @@ def list_blocks(
     return [(r[-1], _row_to_block(r)) for r in conn.execute(sql, args)]
 
 
+def max_position(conn: apsw.Connection, *, parent_id: str | None, page_id: str | None) -> Any:
+    """The highest position among a parent's children, or, without a parent, among a page's
+    top-level blocks; None when there is none."""
+    if parent_id is not None:
+        rows = conn.execute(
+            "SELECT max(position) FROM blocks WHERE parent_id = ?", (parent_id,)
+        ).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT max(position) FROM blocks WHERE page_id = ? AND parent_id IS NULL",
+            (page_id,),
+        ).fetchall()
+    return rows[0][0]
+
+
+def first_block_ids(conn: apsw.Connection, act_id: str | None, limit: int) -> list[str]:
+    """The ids of the first `limit` blocks (of one act, if given) in insertion order."""
+    where, args = ("WHERE act_id = ?", (act_id, limit)) if act_id else ("", (limit,))
+    return [
+        r[0] for r in conn.execute(f"SELECT id FROM blocks {where} ORDER BY rowid LIMIT ?", args)
+    ]
+
+
 def delete_blocks(conn: apsw.Connection, block_ids: Sequence[str]) -> int:
     """Delete these blocks (children before parents); edges and embeddings cascade."""
     n = 0

@@ -205,6 +205,26 @@ def update_memory(conn: apsw.Connection, memory_id: str, now: str, **fields: Any
     )
 
 
+def raise_confidence(conn: apsw.Connection, memory_id: str, confidence: float) -> None:
+    """Lift a memory's confidence to at least `confidence` (it never goes down here)."""
+    conn.execute(
+        "UPDATE memories SET confidence = max(coalesce(confidence, 0), ?) WHERE id = ?",
+        (confidence, memory_id),
+    )
+
+
+def update_many_if_status(
+    conn: apsw.Connection, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """Set `columns` and updated_at of many memories, each row being (*values, updated_at, id,
+    expected status): a memory whose status changed meanwhile is left alone."""
+    sets = ", ".join(f"{k} = ?" for k in columns)
+    conn.executemany(
+        f"UPDATE memories SET {sets}, updated_at = ? WHERE id = ? AND status = ?",
+        rows,
+    )
+
+
 def delete_memory(conn: apsw.Connection, memory_id: str) -> dict[str, int]:
     """Erase a memory with its evidence, metrics and injections; counts of rows removed."""
     out = {}
@@ -413,6 +433,32 @@ def _metrics(r: Any) -> MemoryMetrics:
         estimated_regret_saved=float(r[4] or 0.0),
         last_used_at=r[5],
         last_evaluated_at=r[6],
+    )
+
+
+_LIVE_WITH_METRICS = (
+    "SELECT m.id, m.project_id, m.kind, m.tier, m.status, m.expires_at, m.created_at,"
+    " coalesce(x.opportunities, 0), coalesce(x.use_count, 0),"
+    " coalesce(x.suspected_regret_hits, 0), coalesce(x.estimated_regret_saved, 0),"
+    " x.last_used_at FROM memories m LEFT JOIN memory_metrics x ON x.memory_id = m.id"
+    " WHERE m.status IN ('provisional', 'active')"
+)
+
+
+def live_with_metrics(conn: apsw.Connection, project_id: str | None) -> list[Any]:
+    """(id, project_id, kind, tier, status, expires_at, created_at, opportunities, use_count,
+    regret hits, regret saved, last_used_at) of every live memory (of one project, if given),
+    in creation order."""
+    sql = _LIVE_WITH_METRICS + (" AND m.project_id = ?" if project_id else "") + " ORDER BY m.rowid"
+    return fetch(conn, sql, (project_id,) if project_id else ())
+
+
+def mark_evaluated(conn: apsw.Connection, ids: Sequence[str], now: str) -> None:
+    """Record when CR-Memory last looked at these memories."""
+    conn.execute(
+        "UPDATE memory_metrics SET last_evaluated_at = ? WHERE memory_id IN"
+        " (SELECT value FROM json_each(?))",
+        (now, _json(ids)),
     )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apsw
@@ -196,6 +197,46 @@ def pairs_of_type(conn: apsw.Connection, rel_type: str) -> set[tuple[str, str]]:
         (rel_type,),
     )
     return {(r[0], r[1]) for r in rows}
+
+
+def edges_among(
+    conn: apsw.Connection, block_ids: Sequence[str], rel_types: Sequence[str] | None
+) -> list[tuple[str, str, str, str, float | None, str]]:
+    """(id, source, target, type, confidence, source of the edge) of the edges, of the given
+    types if any, whose both ends are among `block_ids`, in insertion order."""
+    id_json = json.dumps(list(block_ids))
+    types = " AND relationship_type IN (SELECT value FROM json_each(?2))" if rel_types else ""
+    return fetch(
+        conn,
+        "SELECT id, source_block_id, target_block_id, relationship_type, confidence, source"
+        " FROM block_relationships WHERE source_block_id IN (SELECT value FROM json_each(?1))"
+        " AND target_block_id IN (SELECT value FROM json_each(?1))" + types + " ORDER BY rowid",
+        (id_json, json.dumps(list(rel_types))) if rel_types else (id_json,),
+    )
+
+
+def count_touching(conn: apsw.Connection, block_ids: Sequence[str]) -> int:
+    """How many edges start or end at any of these blocks."""
+    return fetch(
+        conn,
+        "SELECT count(*) FROM block_relationships WHERE source_block_id IN"
+        " (SELECT value FROM json_each(?1)) OR target_block_id IN (SELECT value FROM json_each(?1))",
+        (_json(block_ids),),
+    )[0][0]
+
+
+def insert_similar(conn: apsw.Connection, edges: Iterable[tuple[str, str, str, float, str]]) -> int:
+    """Add `similar_to` edges (id, source, target, confidence, created_at) from embeddings,
+    skipping those whose pair is already linked or whose block is gone; how many were added."""
+    before = conn.total_changes()
+    conn.executemany(
+        "INSERT OR IGNORE INTO block_relationships(id, source_block_id, target_block_id,"
+        " relationship_type, confidence, weight, source, created_at)"
+        " SELECT ?, ?, ?, 'similar_to', ?, 1.0, 'embedding', ?"
+        " WHERE EXISTS (SELECT 1 FROM blocks WHERE id = ?) AND EXISTS (SELECT 1 FROM blocks WHERE id = ?)",
+        ((rel_id, src, tgt, conf, now, src, tgt) for rel_id, src, tgt, conf, now in edges),
+    )
+    return conn.total_changes() - before
 
 
 def any_relationship(conn: apsw.Connection) -> bool:

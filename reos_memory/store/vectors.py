@@ -197,6 +197,26 @@ def delete_all_embeddings(conn: apsw.Connection) -> int:
     return conn.changes()
 
 
+def count_embeddings(conn: apsw.Connection, act_id: str | None = None) -> int:
+    """Block vectors stored (of the blocks of one act, if given), stale ones included."""
+    act_filter = "" if act_id is None else " WHERE b.act_id = ?"
+    args = () if act_id is None else (act_id,)
+    return fetch(
+        conn,
+        "SELECT count(*) FROM block_embeddings e JOIN blocks b ON b.id = e.block_id" + act_filter,
+        args,
+    )[0][0]
+
+
+def count_embeddings_of(conn: apsw.Connection, block_ids: Sequence[str]) -> int:
+    """How many of these blocks have a vector."""
+    return fetch(
+        conn,
+        "SELECT count(*) FROM block_embeddings WHERE block_id IN (SELECT value FROM json_each(?))",
+        (_encoder.encode(list(block_ids)).decode(),),
+    )[0][0]
+
+
 # The one rule of which blocks get a vector: those whose text is more than blanks. The same
 # characters in SQL and in Python.
 BLANKS = " \t\n\r"
