@@ -305,6 +305,8 @@ def serve(config: Config) -> int:
         read_threads=config.read_threads,
         heavy_threads=config.heavy_threads,
     )
+        max_batch_items=config.max_batch_items,
+        max_result_bytes=config.max_result_bytes,
 
     def on_signal(signum: int, frame: Any) -> None:
         log.info("signal", signal=signal.Signals(signum).name)

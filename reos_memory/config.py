@@ -37,6 +37,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     db: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     max_message_bytes: Annotated[int, Meta(ge=1024, le=1 << 30)] = 16 * 1024 * 1024
+    max_batch_items: Annotated[int, Meta(ge=1, le=1_000_000)] = 1000
+    max_result_bytes: Annotated[int, Meta(ge=1024, le=1 << 32)] = 64 * 1024 * 1024
     busy_timeout_ms: Annotated[int, Meta(ge=1, le=600_000)] = 5000
     lock_wait_s: Annotated[float, Meta(gt=0, le=3600)] = 60.0
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
@@ -54,6 +56,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     vector_probe: Annotated[int, Meta(ge=1, le=65_536)] = 32
     catch_up_indexing: bool = True
     documents_follow_symlinks: bool = False  # documents/insert reads through a symbolic link
+    max_document_bytes: Annotated[int, Meta(ge=1, le=1 << 34)] = 256 * 1024 * 1024
+    max_document_pages: Annotated[int, Meta(ge=1, le=1_000_000)] = 2000  # PDF pages, XLSX sheets
+    max_document_chunks: Annotated[int, Meta(ge=1, le=10_000_000)] = 50_000
     keyword_postings_budget: Annotated[int, Meta(ge=100, le=100_000_000)] = 5_000
     # LLM provider (off by default): used by memory/extract with use_llm, later by the Memory Writer
     llm_provider: Literal["none", "openai", "anthropic"] = "none"

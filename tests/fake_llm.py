@@ -17,11 +17,25 @@ class FakeProvider:
     def __init__(self) -> None:
         self.replies: list[tuple[int, str]] = []
         self.requests: list[dict] = []
+        self.delay = 0.0  # seconds each answer takes (hangs excepted)
+        self.active = 0  # requests being answered now
+        self.peak = 0  # the most requests ever answered at once
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                with provider._lock:
+                    provider.active += 1
+                    provider.peak = max(provider.peak, provider.active)
+                try:
+                    self._answer()
+                finally:
+                    with provider._lock:
+                        provider.active -= 1
+
+            def _answer(self) -> None:
                 raw = self.rfile.read(int(self.headers["content-length"]))
                 provider.requests.append(
                     {
@@ -35,6 +49,8 @@ class FakeProvider:
                 if text == HANG:
                     provider._stop.wait(60)
                     return
+                if provider.delay:
+                    time.sleep(provider.delay)
                 data = text.encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from reos_memory.errors import DocumentUnreadable
+from reos_memory.errors import DocumentUnreadable, PayloadTooLarge
 
 FORMATS = {
     ".pdf": "pdf",
@@ -50,15 +50,44 @@ def format_of(filename: str) -> str:
     return FORMATS[ext]
 
 
+class _TooManyPages(Exception):
+    def __init__(self, pages: int, unit: str) -> None:
+        self.pages = pages
+        self.unit = unit
+
+
+def _check_pages(pages: int, max_pages: int | None, unit: str) -> None:
+    if max_pages is not None and pages > max_pages:
+        raise _TooManyPages(pages, unit)
+
+
 def extract(
-    data: bytes, filename: str, progress: Callable[[int, int | None], None] | None = None
+    data: bytes,
+    filename: str,
+    progress: Callable[[int, int | None], None] | None = None,
+    *,
+    max_pages: int | None = None,
+    field: str = "$.path",
 ) -> Extracted:
-    """Parse a file's bytes; an unreadable, encrypted or text-less file raises DocumentUnreadable."""
+    """Parse a file's bytes; an unreadable, encrypted or text-less file raises DocumentUnreadable.
+
+    A PDF of more than `max_pages` pages (counted in its page tree, before any page is read)
+    or an XLSX of more than `max_pages` worksheets raises PayloadTooLarge naming `field`.
+    """
     fmt = format_of(filename)
     if not data:
         raise DocumentUnreadable("empty", f"{filename!r} is empty")
     try:
-        out = _PARSERS[fmt](data, progress)
+        out = _PARSERS[fmt](data, progress, max_pages)
+    except _TooManyPages as exc:
+        raise PayloadTooLarge(
+            f"{filename!r} has {exc.pages} {exc.unit}, over the limit of {max_pages}"
+            f" (max_document_pages); split it into smaller files - at `{field}`",
+            field=field,
+            limit="max_document_pages",
+            limit_pages=max_pages,
+            pages=exc.pages,
+        ) from None
     except DocumentUnreadable as exc:
         raise DocumentUnreadable(exc.data["kind"], f"{filename!r}: {exc.message}") from exc
     except Exception as exc:  # each parser library has its own error types for broken files
@@ -72,7 +101,9 @@ def extract(
     return out
 
 
-def _pdf(data: bytes, progress: Callable[[int, int | None], None] | None) -> Extracted:
+def _pdf(
+    data: bytes, progress: Callable[[int, int | None], None] | None, max_pages: int | None
+) -> Extracted:
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(data))
@@ -83,7 +114,8 @@ def _pdf(data: bytes, progress: Callable[[int, int | None], None] | None) -> Ext
             ok = False
         if not ok:
             raise DocumentUnreadable("encrypted", "the PDF is encrypted with a password")
-    pages = len(reader.pages)
+    pages = len(reader.pages)  # walks the page tree only: no page's content is parsed yet
+    _check_pages(pages, max_pages, "pages")
     sections = []
     for i, page in enumerate(reader.pages, 1):
         sections.append(Section(page.extract_text() or "", page=i))
@@ -92,7 +124,9 @@ def _pdf(data: bytes, progress: Callable[[int, int | None], None] | None) -> Ext
     return Extracted("pdf", sections, pages)
 
 
-def _docx(data: bytes, progress: Callable[[int, int | None], None] | None) -> Extracted:
+def _docx(
+    data: bytes, progress: Callable[[int, int | None], None] | None, max_pages: int | None
+) -> Extracted:
     import docx
 
     if not zipfile.is_zipfile(io.BytesIO(data)):
@@ -137,14 +171,18 @@ def _decode(data: bytes) -> str:
     return data.decode("cp1252", errors="replace")  # old Windows text files
 
 
-def _txt(data: bytes, progress: Callable[[int, int | None], None] | None) -> Extracted:
+def _txt(
+    data: bytes, progress: Callable[[int, int | None], None] | None, max_pages: int | None
+) -> Extracted:
     return Extracted("txt", [Section(_decode(data))], None)
 
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def _md(data: bytes, progress: Callable[[int, int | None], None] | None) -> Extracted:
+def _md(
+    data: bytes, progress: Callable[[int, int | None], None] | None, max_pages: int | None
+) -> Extracted:
     sections: list[Section] = []
     heading: str | None = None
     buf: list[str] = []
@@ -179,7 +217,9 @@ def _rows_text(header: list[str] | None, rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _csv(data: bytes, progress: Callable[[int, int | None], None] | None) -> Extracted:
+def _csv(
+    data: bytes, progress: Callable[[int, int | None], None] | None, max_pages: int | None
+) -> Extracted:
     text = _decode(data)
     try:
         dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(text[:4096])
@@ -194,7 +234,9 @@ def _csv(data: bytes, progress: Callable[[int, int | None], None] | None) -> Ext
     )
 
 
-def _xlsx(data: bytes, progress: Callable[[int, int | None], None] | None) -> Extracted:
+def _xlsx(
+    data: bytes, progress: Callable[[int, int | None], None] | None, max_pages: int | None
+) -> Extracted:
     import openpyxl
 
     if not zipfile.is_zipfile(io.BytesIO(data)):
@@ -202,6 +244,7 @@ def _xlsx(data: bytes, progress: Callable[[int, int | None], None] | None) -> Ex
     book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     sections = []
     try:
+        _check_pages(len(book.sheetnames), max_pages, "worksheets")
         for sheet in book.worksheets:
             rows = [
                 ["" if v is None else str(v) for v in row]
@@ -220,7 +263,9 @@ def _xlsx(data: bytes, progress: Callable[[int, int | None], None] | None) -> Ex
     return Extracted("xlsx", sections, len(book.sheetnames))
 
 
-_PARSERS: dict[str, Callable[[bytes, Callable[[int, int | None], None] | None], Extracted]] = {
+_PARSERS: dict[
+    str, Callable[[bytes, Callable[[int, int | None], None] | None, int | None], Extracted]
+] = {
     "pdf": _pdf,
     "docx": _docx,
     "txt": _txt,

@@ -25,17 +25,12 @@ from reos_memory.embeddings.base import to_blob
 from reos_memory.embeddings.service import BULK, EmbeddingService
 from reos_memory.errors import Cancelled, InvalidInput, NotFound, PayloadTooLarge
 from reos_memory.models import Block, RichTextSpan, content_hash, new_id, now_iso
-from reos_memory.store import Database, fetch, scalar
+from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
+from reos_memory.store import documents as doc_sql
 from reos_memory.store import vectors as vec_sql
 
 EMBED_CHUNK = 16
-
-_DOC_COLS = (
-    "id, act_id, filename, format, size_bytes, sha256, pages, chunk_count, source_path,"
-    " created_at, updated_at"
-)
-_KEYS = [c.strip() for c in _DOC_COLS.split(",")]
 
 
 @dataclass
@@ -47,13 +42,18 @@ class InsertOutcome:
     unchanged: bool
 
 
-MAX_FILE_BYTES = 256 * 1024 * 1024
-
-
 def read_input(
-    path: str | None, data: str | None, filename: str | None, follow_symlinks: bool = False
+    path: str | None,
+    data: str | None,
+    filename: str | None,
+    follow_symlinks: bool = False,
+    *,
+    max_bytes: int,
 ) -> tuple[bytes, str, str | None]:
     """(bytes, filename, source path) from a file path or base64 data plus a filename.
+
+    A file (or decoded `data`) over `max_bytes` (config `max_document_bytes`) is refused with
+    PayloadTooLarge before it is parsed; a file is measured before it is read.
 
     A path must name a regular file: a device, pipe or socket is refused (reading one can block
     or never end), and so is a symbolic link unless `follow_symlinks` (config
@@ -67,9 +67,12 @@ def read_input(
         if not filename:
             raise InvalidInput("filename", "is required with data")
         try:
-            return base64.b64decode(data, validate=True), filename, None
+            raw = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise InvalidInput("data", "must be standard base64") from exc
+        if len(raw) > max_bytes:
+            raise _too_big(filename, len(raw), max_bytes, "$.data")
+        return raw, filename, None
     assert path is not None
     p = Path(path).expanduser()
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
@@ -88,35 +91,29 @@ def read_input(
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
             raise InvalidInput("path", f"must be a regular file, not {kind}")
-        if st.st_size > MAX_FILE_BYTES:
-            raise PayloadTooLarge(
-                f"{p} is {st.st_size} bytes; the limit is {MAX_FILE_BYTES}", field="$.path"
-            )
+        if st.st_size > max_bytes:
+            raise _too_big(str(p), st.st_size, max_bytes, "$.path")
         os.set_blocking(fd, True)
         f = os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
     with f:
-        content = f.read(MAX_FILE_BYTES + 1)
+        content = f.read(max_bytes + 1)
+    if len(content) > max_bytes:  # it grew after it was measured
+        raise _too_big(str(p), len(content), max_bytes, "$.path")
     return content, filename or p.name, str(p.resolve())
 
 
-def _document(conn: apsw.Connection, where: str, args: tuple[Any, ...]) -> dict[str, Any] | None:
-    rows = fetch(conn, f"SELECT {_DOC_COLS} FROM documents WHERE {where}", args)
-    return dict(zip(_KEYS, rows[0], strict=True)) if rows else None
-
-
-def chunk_ids(conn: apsw.Connection, document_id: str) -> list[str]:
-    return [
-        r[0]
-        for r in fetch(
-            conn,
-            "SELECT id FROM blocks WHERE type = 'document_chunk'"
-            " AND json_extract(properties, '$.source_document_id') = ?",
-            (document_id,),
-        )
-    ]
+def _too_big(name: str, size: int, limit: int, field: str) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"{name} is {size} bytes, over the limit of {limit} bytes (max_document_bytes)"
+        f" - at `{field}`",
+        field=field,
+        limit="max_document_bytes",
+        limit_bytes=limit,
+        size_bytes=size,
+    )
 
 
 def insert_document(
@@ -131,17 +128,25 @@ def insert_document(
     overlap_tokens: int = 50,
     progress: Callable[[int, int | None, str], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    max_pages: int | None = None,
+    max_chunks: int | None = None,
+    field: str = "$.path",
 ) -> InsertOutcome:
-    """Parse, chunk, embed and store a file; the same (act, filename) again replaces it."""
+    """Parse, chunk, embed and store a file; the same (act, filename) again replaces it.
+
+    A file of more than `max_pages` pages (PDF pages, XLSX worksheets) or that makes more than
+    `max_chunks` chunks is refused with PayloadTooLarge naming `field`, before anything is
+    embedded or stored.
+    """
     sha = hashlib.sha256(data).hexdigest()
-    same = ("act_id = ? AND filename = ?", (act_id, filename))
-    existing = db.read(lambda c: _document(c, *same))
+    existing = db.read(lambda c: doc_sql.document_named(c, act_id, filename))
     if (
         existing is not None
         and existing["sha256"] == sha
         and (
             existing["chunk_count"] == 0
-            or db.read(lambda c: _chunking(c, existing["id"])) == (chunk_tokens, overlap_tokens)
+            or db.read(lambda c: doc_sql.chunking_of(c, existing["id"]))
+            == (chunk_tokens, overlap_tokens)
         )
     ):
         return InsertOutcome(existing, existing["chunk_count"], 0, replaced=False, unchanged=True)
@@ -150,8 +155,18 @@ def insert_document(
         if progress:
             progress(done, total, "reading pages")
 
-    doc = extract(data, filename, parsing)
+    doc = extract(data, filename, parsing, max_pages=max_pages, field=field)
     chunks = chunk_sections(doc.sections, chunk_tokens, overlap_tokens)
+    if max_chunks is not None and len(chunks) > max_chunks:
+        raise PayloadTooLarge(
+            f"{filename!r} makes {len(chunks)} chunks of about {chunk_tokens} tokens, over the"
+            f" limit of {max_chunks} (max_document_chunks); use a larger `chunk_tokens` or split"
+            f" the file - at `{field}`",
+            field=field,
+            limit="max_document_chunks",
+            limit_chunks=max_chunks,
+            chunks=len(chunks),
+        )
     vectors: list[bytes | None] = [None] * len(chunks)
     model_id = None
     if embeddings.state not in ("disabled", "failed") and embeddings.wait_ready() is not None:
@@ -171,9 +186,9 @@ def insert_document(
         now = now_iso()
         # read again under the write lock: an insert of the same file that committed meanwhile
         # is replaced, not collided with
-        current = _document(conn, *same)
+        current = doc_sql.document_named(conn, act_id, filename)
         doc_id = current["id"] if current else new_id("doc")
-        old = chunk_ids(conn, doc_id)
+        old = doc_sql.chunk_ids(conn, doc_id)
         block_sql.delete_blocks(conn, old)
         indexed = 0
         chunking = {"chunk_tokens": chunk_tokens, "overlap_tokens": overlap_tokens}
@@ -184,44 +199,26 @@ def insert_document(
                 indexed += vec_sql.store_if_model(
                     conn, block.id, blob, model_id, content_hash(block.content), now
                 )
-        conn.execute(
-            f"INSERT INTO documents ({_DOC_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-            " ON CONFLICT(id) DO UPDATE SET format = excluded.format, size_bytes = excluded.size_bytes,"
-            " sha256 = excluded.sha256, pages = excluded.pages, chunk_count = excluded.chunk_count,"
-            " source_path = excluded.source_path, updated_at = excluded.updated_at",
-            (
-                doc_id,
-                act_id,
-                filename,
-                doc.format,
-                len(data),
-                sha,
-                doc.pages,
-                len(chunks),
-                source_path,
-                current["created_at"] if current else now,
-                now,
-            ),
+        doc_sql.put_document(
+            conn,
+            id=doc_id,
+            act_id=act_id,
+            filename=filename,
+            format=doc.format,
+            size_bytes=len(data),
+            sha256=sha,
+            pages=doc.pages,
+            chunk_count=len(chunks),
+            source_path=source_path,
+            created_at=current["created_at"] if current else now,
+            updated_at=now,
         )
-        row = _document(conn, "id = ?", (doc_id,))
+        row = doc_sql.get_document(conn, doc_id)
         assert row is not None
         return row, indexed, current is not None
 
     row, indexed, replaced = db.write(tx)
     return InsertOutcome(row, len(chunks), indexed, replaced=replaced, unchanged=False)
-
-
-def _chunking(conn: apsw.Connection, document_id: str) -> tuple[Any, Any]:
-    """(chunk_tokens, overlap_tokens) a document's chunks were cut with (None when unknown)."""
-    rows = fetch(
-        conn,
-        "SELECT json_extract(properties, '$.chunk_tokens'),"
-        " json_extract(properties, '$.overlap_tokens') FROM blocks"
-        " WHERE type = 'document_chunk' AND json_extract(properties, '$.source_document_id') = ?"
-        " LIMIT 1",
-        (document_id,),
-    )
-    return (rows[0][0], rows[0][1]) if rows else (None, None)
 
 
 def _chunk_block(
@@ -259,27 +256,17 @@ def _chunk_block(
 
 def list_documents(db: Database, *, act_id: str | None = None) -> list[dict[str, Any]]:
     """Every document (of one act, if given), newest first."""
-    where, args = ("act_id = ?", (act_id,)) if act_id else ("1", ())
-    return db.read(
-        lambda c: [
-            dict(zip(_KEYS, r, strict=True))
-            for r in fetch(
-                c,
-                f"SELECT {_DOC_COLS} FROM documents WHERE {where} ORDER BY updated_at DESC, id",
-                args,
-            )
-        ]
-    )
+    return db.read(lambda c: doc_sql.list_documents(c, act_id))
 
 
 def delete_document(db: Database, *, document_id: str) -> dict[str, Any]:
     """Remove a document with its chunks, their edges and vectors; deleted=false if absent."""
 
     def tx(conn: apsw.Connection) -> dict[str, Any]:
-        if not scalar(conn, "SELECT 1 FROM documents WHERE id = ?", (document_id,)):
+        if not doc_sql.document_exists(conn, document_id):
             return {"deleted": False, "document_id": document_id, "chunks_removed": 0}
-        removed = block_sql.delete_blocks(conn, chunk_ids(conn, document_id))
-        conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+        removed = block_sql.delete_blocks(conn, doc_sql.chunk_ids(conn, document_id))
+        doc_sql.delete_document(conn, document_id)
         return {"deleted": True, "document_id": document_id, "chunks_removed": removed}
 
     return db.write(tx)

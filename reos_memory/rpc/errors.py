@@ -42,7 +42,7 @@ ERROR_TABLE: list[dict[str, Any]] = [
     {
         "code": INVALID_REQUEST,
         "reason": "invalid_request",
-        "meaning": "not a JSON-RPC 2.0 request object (or an empty batch, or a message over the size limit)",
+        "meaning": "not a JSON-RPC 2.0 request object (or an empty batch, a message over max_message_bytes or a batch over max_batch_items)",
     },
     {"code": METHOD_NOT_FOUND, "reason": "method_not_found", "meaning": "no such method"},
     {
@@ -58,7 +58,7 @@ ERROR_TABLE: list[dict[str, Any]] = [
     {
         "code": -32001,
         "reason": "payload_too_large",
-        "meaning": "a field or message exceeds a documented limit",
+        "meaning": "a field, document or read result exceeds a documented limit (data.limit names the setting)",
     },
     {
         "code": -32002,

@@ -47,10 +47,12 @@ def build_document(registry: Registry) -> dict[str, Any]:
         }
         if s.description:
             entry["description"] = s.description
-        if s.errors:
+        # any read may answer -32001 when its result is over max_result_bytes
+        errors = [*s.errors, *([-32001] if s.kind == "read" and -32001 not in s.errors else [])]
+        if errors:
             entry["errors"] = [
                 {"code": c, "message": by_code[c]["reason"], "data": by_code[c]["meaning"]}
-                for c in s.errors
+                for c in errors
             ]
         methods.append(entry)
     # Param Structs are inlined into each method's params; only referenced ones stay.

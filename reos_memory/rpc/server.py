@@ -112,8 +112,12 @@ class Server:
         read_threads: int = 4,
         heavy_threads: int = 2,
         slow_request_s: float = 1.0,
+        max_batch_items: int = 1000,
+        max_result_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.app = app
+        self.max_batch_items = max_batch_items
+        self.max_result_bytes = max_result_bytes
         self.registry = registry
         self.reader = reader
         self.writer = writer
@@ -240,6 +244,23 @@ class Server:
                         codes.INVALID_REQUEST,
                         "Invalid Request: empty batch",
                         reason="invalid_request",
+                    )
+                )
+                return
+            if len(msg) > self.max_batch_items:
+                # refused whole, before any item runs: a client must not be able to queue an
+                # unbounded amount of work (and of replies to hold) with one message
+                self.send(
+                    failure(
+                        None,
+                        codes.INVALID_REQUEST,
+                        f"Invalid Request: batch of {len(msg)} items exceeds the limit of"
+                        f" {self.max_batch_items} items (max_batch_items); nothing of it was run,"
+                        " send it in smaller batches",
+                        reason="payload_too_large",
+                        limit="max_batch_items",
+                        limit_items=self.max_batch_items,
+                        items=len(msg),
                     )
                 )
                 return
@@ -435,6 +456,9 @@ class Server:
         try:
             ctx.check_cancelled()
             result = spec.handler(ctx, params)
+            if not is_notification:
+                # encoded here, once: the size is known before anything is sent
+                result = msgspec.Raw(self._bounded(spec, _encoder.encode(result)))
             resp = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
         except derr.ReosError as exc:
             code = codes.code_for(exc)
@@ -450,6 +474,32 @@ class Server:
         if elapsed > self.slow_request_s:
             self.log.info("slow_request", method=spec.name, seconds=round(elapsed, 3))
         return None if is_notification else resp
+
+    def _bounded(self, spec: MethodSpec, raw: bytes) -> bytes:
+        """The encoded result, or PayloadTooLarge when a read's result exceeds max_result_bytes.
+
+        Only reads are refused: they changed nothing, so the client can ask again for less. A
+        write's result is small (it echoes what was written, itself bounded by
+        max_message_bytes) and is always sent, since its effects are committed already; so are
+        the small fixed results of inline methods (`rpc.discover` included)."""
+        if len(raw) <= self.max_result_bytes:
+            return raw
+        if spec.kind != "read":
+            self.log.warning(
+                "large_result", method=spec.name, size_bytes=len(raw), limit=self.max_result_bytes
+            )
+            return raw
+        narrow = [f for f in _NARROWING if f in spec.field_names]
+        how = ", ".join(_NARROWING[f] for f in narrow) or "a narrower request"
+        raise derr.PayloadTooLarge(
+            f"the result of {spec.name} is {len(raw)} bytes, over the limit of"
+            f" {self.max_result_bytes} bytes (max_result_bytes); ask for less: {how}",
+            method=spec.name,
+            size_bytes=len(raw),
+            limit="max_result_bytes",
+            limit_bytes=self.max_result_bytes,
+            narrow_with=narrow,
+        )
 
     def _internal_error(self, event: str, exc: Exception, rid: Any, **log: Any) -> dict[str, Any]:
         """Log an unexpected exception with a fresh incident id (and its traceback); the -32603
@@ -474,6 +524,22 @@ class Server:
     def inflight_count(self) -> int:
         with self._inflight_lock:
             return len(self.inflight)
+
+
+# parameters that make a read's result smaller, named in a payload_too_large reply
+_NARROWING = {
+    "limit": "a smaller `limit`",
+    "cursor": "then the next page with `cursor`",
+    "max_results": "a smaller `max_results`",
+    "depth": "a smaller `depth`",
+    "graph_depth": "a smaller `graph_depth`",
+    "max_depth": "a smaller `max_depth`",
+    "max_nodes": "a smaller `max_nodes`",
+    "formats": "fewer `formats`",
+    "include_children": "`include_children: false`",
+    "rel_types": "fewer `rel_types`",
+    "act_id": "an `act_id` filter",
+}
 
 
 def _id_key(req_id: Any) -> Any:

@@ -49,6 +49,8 @@ class InfoResult(Struct, kw_only=True):
     database: str
     framing: str | None
     max_message_bytes: int
+    max_batch_items: int
+    max_result_bytes: int
     uptime_s: float
     requests_served: int
     embedder_backend: str

@@ -28,11 +28,14 @@ def insert(ctx: RequestContext, p: t.DocumentInsertParams) -> t.DocumentInsertRe
     `total_chunks`, embedded for search. The same filename in the same act replaces the earlier
     insert (an identical file cut the same way is left as it is: `unchanged`). A `path` must be
     a regular file (a symbolic link only with config `documents_follow_symlinks`). Unsupported,
-    corrupt, encrypted or empty files answer -32012 with `data.kind` and store nothing.
+    corrupt, encrypted or empty files answer -32012 with `data.kind` and store nothing. A file
+    over config `max_document_bytes`, `max_document_pages` (PDF pages, XLSX worksheets) or
+    `max_document_chunks` answers -32001 naming `$.path` (or `$.data`) and stores nothing.
     `$/progress` with `progress_token`; `$/cancelRequest` stops it with nothing written.
     """
+    cfg = ctx.app.config
     data, filename, source = svc.read_input(
-        p.path, p.data, p.filename, ctx.app.config.documents_follow_symlinks
+        p.path, p.data, p.filename, cfg.documents_follow_symlinks, max_bytes=cfg.max_document_bytes
     )
     out = svc.insert_document(
         ctx.app.db,
@@ -45,6 +48,9 @@ def insert(ctx: RequestContext, p: t.DocumentInsertParams) -> t.DocumentInsertRe
         overlap_tokens=p.overlap_tokens,
         progress=lambda done, total, message: ctx.progress(done, total, message),
         cancelled=ctx.cancelled.is_set,
+        max_pages=cfg.max_document_pages,
+        max_chunks=cfg.max_document_chunks,
+        field="$.path" if p.path is not None else "$.data",
     )
     return t.DocumentInsertResult(
         document=msgspec.convert(out.document, t.DocumentInfo),

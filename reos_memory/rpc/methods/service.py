@@ -31,6 +31,8 @@ def info(ctx: RequestContext, p: t.NoParams) -> t.InfoResult:
         database=ctx.app.db.path,
         framing=server.reader.mode,
         max_message_bytes=server.reader.max_bytes,
+        max_batch_items=server.max_batch_items,
+        max_result_bytes=server.max_result_bytes,
         uptime_s=round(time.monotonic() - server.started, 3),
         requests_served=server.requests_served,
         embedder_backend=ctx.app.embeddings.backend,
