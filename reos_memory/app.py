@@ -304,10 +304,10 @@ def serve(config: Config) -> int:
         log,
         read_threads=config.read_threads,
         heavy_threads=config.heavy_threads,
-    )
         max_batch_items=config.max_batch_items,
         max_result_bytes=config.max_result_bytes,
 
+    )
     def on_signal(signum: int, frame: Any) -> None:
         log.info("signal", signal=signal.Signals(signum).name)
         server.stopping.set()
@@ -442,6 +442,138 @@ def backup_database(config: Config, target: str) -> int:
 
 
 def migrate_database(config: Config) -> list[Any]:
+def dump_database(config: Config, target: str) -> int:
+    """`reos-memory dump [PATH|-]`: the user's data as JSON Lines, read from one snapshot (servers
+    may keep running), to a new file readable by its owner only, or to stdout. Vectors are left
+    out: `load` recomputes them."""
+    import apsw
+
+    from reos_memory.errors import ReosError, SchemaError
+    from reos_memory.store import dump as dump_sql
+    from reos_memory.store.connection import create_private
+
+    if not os.path.exists(config.db):
+        sys.stderr.write(f"reos-memory: no database at {config.db}\n")
+        return 1
+    to_file = target != "-"
+    if to_file and os.path.lexists(target):
+        sys.stderr.write(f"reos-memory: {target} exists; a dump never overwrites a file\n")
+        return 1
+    db = Database(config.db, busy_timeout_ms=config.busy_timeout_ms, lock_wait_s=config.lock_wait_s)
+    out: Any = None
+    created = False
+    try:
+        if pending(db):  # a reader never migrates the database it reads
+            raise SchemaError(
+                f"{config.db} is an older version of the database; start the service once"
+                " to upgrade it (dump only reads)"
+            )
+        if to_file:
+            created = create_private(target)
+            if not created:
+                raise FileExistsError(f"{target} exists; a dump never overwrites a file")
+            out = open(target, "wb")  # noqa: SIM115 - closed below, removed on failure
+        stream = out if out is not None else sys.stdout.buffer
+        counts = dump_sql.dump(db, stream.write, __version__)
+        stream.flush()
+        if out is not None:
+            os.fsync(out.fileno())
+            out.close()
+    except (OSError, ReosError, apsw.Error) as exc:
+        if out is not None:
+            out.close()
+        if created:
+            os.unlink(target)  # never leave half a dump that looks like one
+        sys.stderr.write(f"reos-memory: dump failed: {getattr(exc, 'message', exc)}\n")
+        return 1
+    finally:
+        db.close()
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"
+    sys.stderr.write(f"dumped {config.db} to {target if to_file else 'stdout'}: {summary}\n")
+    return 0
+
+
+def load_dump(config: Config, source: str) -> int:
+    """`reos-memory load PATH|-`: a dump into an empty or new database, in one transaction (all
+    of it or nothing), ids, timestamps and versions as they were; then the vectors of blocks and
+    memories are computed with the configured embedder."""
+    import contextlib
+
+    import apsw
+
+    from reos_memory.errors import ReosError
+    from reos_memory.store import dump as dump_sql
+    from reos_memory.store.migrations import load_migrations
+
+    if source != "-" and not os.path.isfile(source):
+        sys.stderr.write(f"reos-memory: no dump at {source}\n")
+        return 1
+    existed = os.path.exists(config.db)
+    db = Database(config.db, busy_timeout_ms=config.busy_timeout_ms, lock_wait_s=config.lock_wait_s)
+    loaded = None
+    try:
+        full = db.read(dump_sql.tables_with_rows) if existed else {}
+        if full:  # refused before anything (a migration included) is written
+            held = ", ".join(f"{n}: {c}" for n, c in full.items())
+            raise dump_sql.DumpError(
+                f"{config.db} holds data ({held}); load only into an empty or new database"
+            )
+        migrate(db)
+        latest = max(m.version for m in load_migrations())
+        with contextlib.ExitStack() as stack:
+            f = sys.stdin.buffer if source == "-" else stack.enter_context(open(source, "rb"))
+            loaded = dump_sql.load(db, f, latest)
+    except (OSError, ReosError, apsw.Error) as exc:
+        sys.stderr.write(
+            f"reos-memory: load failed, nothing was stored: {getattr(exc, 'message', exc)}\n"
+        )
+        return 1
+    finally:
+        db.close()
+        if loaded is None and not existed:  # leave no database behind that we made
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(config.db + suffix)
+    assert loaded is not None
+    summary = ", ".join(f"{n} {k}" for k, n in loaded.counts.items()) or "nothing"
+    sys.stderr.write(f"loaded {source} into {config.db}: {summary}\n")
+    return _index_loaded(config, loaded.header.get("embedding_model"))
+
+
+def _index_loaded(config: Config, dumped_model: str | None) -> int:
+    """Compute the vectors of a freshly loaded database with the configured embedder, through
+    the catch-up indexing every server runs at start."""
+    from reos_memory.errors import ReosError
+
+    try:
+        app = open_app(config, needs_model=True)
+    except ReosError as exc:
+        sys.stderr.write(f"reos-memory: indexing failed: {exc.message}\n")
+        return 1
+    try:
+        emb = app.embeddings.wait_ready(0)
+        if emb is None:
+            sys.stderr.write(
+                f"reos-memory: no vectors computed ({app.embeddings.detail or app.config.embedder});"
+                " a server started with an embedder computes them\n"
+            )
+            return 0
+        if dumped_model and dumped_model != emb.model_id:
+            sys.stderr.write(
+                f"the dump's vectors came from {dumped_model}; computing them with the configured"
+                f" {emb.model_id}\n"
+            )
+        done = app.indexer.catch_up(app.log, lambda: False)
+        left = app.indexer.pending_count()
+    finally:
+        app.close()
+    sys.stderr.write(
+        f"indexed {done} blocks and memories with {emb.model_id}"
+        + (f"; {left} left for a server to index\n" if left else "\n")
+    )
+    return 0
+
+
     """`reos-memory migrate`: apply the pending migrations and close; what was applied."""
     setup_logging(config.log_level)
     db = Database(config.db)

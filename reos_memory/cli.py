@@ -50,6 +50,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(bak)
     bak.add_argument("target", help="the new file (an existing one is never overwritten)")
+    dmp = sub.add_parser(
+        "dump", help="write the data as JSON Lines (one snapshot; no vectors, no secrets added)"
+    )
+    _common(dmp)
+    dmp.add_argument(
+        "target", nargs="?", default="-", help="the new file (never overwritten), - for stdout"
+    )
+    lod = sub.add_parser(
+        "load", help="read a dump into an empty or new database, then compute its vectors"
+    )
+    _common(lod)
+    lod.add_argument("source", help="the dump file, - for stdin")
+    lod.add_argument("--embedder", choices=["onnx", "sentence-transformers", "hash", "none"])
     where = sub.add_parser("where", help="print the database path that serve would open")
     _common(where)
     hook = sub.add_parser("hook", help="run as an agent's hook (reads the hook JSON on stdin)")
@@ -110,6 +123,14 @@ def main(argv: list[str] | None = None) -> int:
         from reos_memory.app import backup_database
 
         return backup_database(config, args.target)
+    if command == "dump":
+        from reos_memory.app import dump_database
+
+        return dump_database(config, args.target)
+    if command == "load":
+        from reos_memory.app import load_dump
+
+        return load_dump(config, args.source)
     if command == "export":
         from reos_memory.app import export_graph
 
@@ -206,9 +227,7 @@ def build_sqrl_parser() -> argparse.ArgumentParser:
     )
     ing.add_argument("paths", nargs="+", metavar="FILE|DIR")
     ing.add_argument("--agent", choices=["auto", "claude-code", "codex"], default="auto")
-    ing.add_argument(
-        "--end", action="store_true", help="end the sessions now (default: when idle)"
-    )
+    ing.add_argument("--end", action="store_true", help="end the sessions now (default: when idle)")
     wa = sub.add_parser(
         "watch", parents=[common], help="follow the agents' session logs as they are written"
     )
