@@ -252,7 +252,7 @@ class DocumentsInsert(Scenario):
         )
 
 
-def _session_events(i: int) -> list[dict[str, Any]]:
+def session_events(i: int) -> list[dict[str, Any]]:
     """One coding session the offline writer learns from: a failure, its fix, a statement."""
     tool = f"tool{i}"
     fail = f"ModuleNotFoundError: No module named 'pkg_{i}'\nFAILED tests/test_{i}.py - 1 failed"
@@ -333,7 +333,7 @@ class SquirrelCommit(Scenario):
         with Server(base, env=self.DEFER) as srv:
             for i in range(self.units(40)):
                 where = {"project_root": str(project), "session_id": f"s{i}"}
-                srv.call("squirrel/ingest", {**where, "events": _session_events(i)})
+                srv.call("squirrel/ingest", {**where, "events": session_events(i)})
                 srv.call("squirrel/flush", {**where, "wait": True})
 
     def start(self, db: Path) -> Running:

@@ -154,6 +154,7 @@ def make_squirrel(config: Config, db: Database, indexer: Any, llm: Any, log: Any
         writer_daily_token_budget=c.writer_daily_token_budget,
         writer_max_concurrent_calls=c.writer_max_concurrent_calls,
         max_events_per_ingest=c.max_events_per_ingest,
+        log_retention_days=c.log_retention_days,
         idle_seconds=c.session_idle_minutes * 60.0,
         llm_call_budget_s=c.llm_timeout_s * (c.llm_max_retries + 1) + 10 * c.llm_max_retries,
     )
@@ -306,8 +307,8 @@ def serve(config: Config) -> int:
         heavy_threads=config.heavy_threads,
         max_batch_items=config.max_batch_items,
         max_result_bytes=config.max_result_bytes,
-
     )
+
     def on_signal(signum: int, frame: Any) -> None:
         log.info("signal", signal=signal.Signals(signum).name)
         server.stopping.set()
@@ -441,7 +442,6 @@ def backup_database(config: Config, target: str) -> int:
     return 0
 
 
-def migrate_database(config: Config) -> list[Any]:
 def dump_database(config: Config, target: str) -> int:
     """`reos-memory dump [PATH|-]`: the user's data as JSON Lines, read from one snapshot (servers
     may keep running), to a new file readable by its owner only, or to stdout. Vectors are left
@@ -574,6 +574,7 @@ def _index_loaded(config: Config, dumped_model: str | None) -> int:
     return 0
 
 
+def migrate_database(config: Config) -> list[Any]:
     """`reos-memory migrate`: apply the pending migrations and close; what was applied."""
     setup_logging(config.log_level)
     db = Database(config.db)

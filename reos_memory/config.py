@@ -76,6 +76,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     dedup_threshold: Annotated[float, Meta(ge=0.5, le=1.0)] = 0.92
     max_episode_events: Annotated[int, Meta(ge=10, le=100_000)] = 400
     max_events_per_ingest: Annotated[int, Meta(ge=1, le=1_000_000)] = 5000
+    log_retention_days: Annotated[int, Meta(ge=1, le=36_500)] = 90  # context requests, writer calls
     writer_min_tool_calls: Annotated[int, Meta(ge=1, le=10_000)] = 12
     writer_max_input_tokens: Annotated[int, Meta(ge=500, le=1_000_000)] = 6000
     writer_max_output_tokens: Annotated[int, Meta(ge=64, le=32_000)] = 1200

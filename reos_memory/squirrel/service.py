@@ -82,6 +82,7 @@ class Settings:
     max_events_per_ingest: int = 5000
     llm_call_budget_s: float = 120.0  # timeout x attempts + backoff of one writer call
     idle_seconds: float = 1800.0  # a session whose log is idle this long has ended
+    log_retention_days: int = 90  # context requests, writer calls, silent sessions
 
 
 class Squirrel:
@@ -108,6 +109,7 @@ class Squirrel:
         self._closing = threading.Event()
         # a claim older than the longest a writer call can take belonged to a process that died
         self._stale_after = max(STALE_CLAIM, timedelta(seconds=2 * settings.llm_call_budget_s + 60))
+        self._pruned_at: float | None = None  # monotonic time of this process's last pruning
 
     # -- who and where ----------------------------------------------------------------------
 
@@ -193,6 +195,7 @@ class Squirrel:
         def tx(conn: apsw.Connection) -> episodes.IngestReport:
             return self.ingest_in(conn, proj, owner, session_id, events, session_end, pol, limits)
 
+        self.prune_logs()
         report = self.db.write(tx)
         results = [self.after_cut(ep, process) for ep in report.episodes]
         return {
@@ -352,6 +355,19 @@ class Squirrel:
             for _ in self._workers:
                 self._queue.put(None)
 
+    def prune_logs(self, *, every_s: float = 3600.0) -> dict[str, int] | None:
+        """Forget log rows older than `log_retention_days`; at most once per `every_s` per
+        process (each call that writes a log row comes here, so the logs stay bounded)."""
+        now = time.monotonic()
+        if self._pruned_at is not None and now - self._pruned_at < every_s:
+            return None
+        self._pruned_at = now
+        before = iso(datetime.now(UTC) - timedelta(days=self.settings.log_retention_days))
+        gone = self.db.write(lambda c: ssql.prune_logs(c, before))
+        if self.log and any(gone.values()):
+            self.log.info("logs_pruned", before=before, **gone)
+        return gone
+
     def process_episode(
         self, episode_id: str, *, force: bool = False, retry_failed: bool = True
     ) -> dict[str, Any]:
@@ -361,6 +377,7 @@ class Squirrel:
         while this call still holds the episode's claim. A failed call or invalid output leaves
         the episode unprocessed with the reason (retry it later); nothing is lost.
         """
+        self.prune_logs()
         token = f"{new_id('claim')} {CLAIMANT}"
         now = now_iso()
         stale = iso(datetime.now(UTC) - self._stale_after)
@@ -636,6 +653,7 @@ class Squirrel:
     ) -> dict[str, Any]:
         proj = self.project(project_id, project_root)
         rel = relative_path(path, proj.root)
+        self.prune_logs()
         return ctxmod.get_task_context(
             self.db,
             self.vectors,

@@ -456,6 +456,21 @@ def calls_by_day(conn: apsw.Connection, days: int = 7) -> list[dict[str, Any]]:
     ]
 
 
+def prune_logs(conn: apsw.Connection, before: str) -> dict[str, int]:
+    """Forget what is older than `before`: context requests (their injections go with them),
+    writer calls, and sessions with no event since (their unflushed events go with them: a
+    session silent that long has ended). Memories, metrics, evidence and episodes stay."""
+    out = {}
+    for name, sql in (
+        ("context_requests", "DELETE FROM context_requests WHERE created_at < ?"),
+        ("writer_calls", "DELETE FROM writer_calls WHERE started_at < ?"),
+        ("sessions", "DELETE FROM squirrel_sessions WHERE last_event_at < ?"),
+    ):
+        conn.execute(sql, (before,))
+        out[name] = conn.changes()
+    return out
+
+
 def tokens_today(conn: apsw.Connection, day: str) -> int:
     return int(
         scalar(
