@@ -13,6 +13,7 @@ import pytest
 from harness.documents_fixtures import make_pdf, make_xlsx
 from harness.rpc_client import Server
 from tests.fake_llm import FakeProvider, provider_env, settle
+from tests.test_squirrel_llm_e2e import failing_episode
 
 pytestmark = pytest.mark.e2e
 
@@ -262,26 +263,6 @@ def test_an_episode_is_cut_at_max_episode_events(db_path, tmp_path):
             ("size_cap", 10),
         ]
         assert r["pending_events"] == 5
-
-
-def failing_episode(tag: str) -> list[dict]:
-    return [
-        {"role": "user", "kind": "message", "text": f"run the test suite {tag}"},
-        {
-            "role": "assistant",
-            "kind": "tool_call",
-            "tool_name": "Bash",
-            "command": "pytest",
-            "call_id": "a",
-        },
-        {
-            "role": "tool",
-            "kind": "tool_result",
-            "call_id": "a",
-            "exit_code": 1,
-            "text": "E   sqlalchemy.exc.OperationalError: no such table: orders",
-        },
-    ]
 
 
 @pytest.mark.parametrize("calls", [1, 2])
