@@ -44,7 +44,12 @@ class App:
             self.db,
             self.embeddings,
             vector_search=config.vector_search,
-            index_shape=(config.vector_flat_max, config.vector_lists, config.vector_probe),
+            index_shape=(
+                config.vector_flat_max,
+                config.vector_lists,
+                config.vector_probe,
+                config.vector_snapshot_min,
+            ),
         )
         self._llm: Any = None
         self._squirrel: Any = None

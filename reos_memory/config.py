@@ -54,6 +54,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     vector_flat_max: Annotated[int, Meta(ge=0, le=100_000_000)] = 50_000
     vector_lists: Annotated[int, Meta(ge=1, le=65_536)] = 1024
     vector_probe: Annotated[int, Meta(ge=1, le=65_536)] = 32
+    # a memory index built from this many vectors is saved beside the database for the next process
+    vector_snapshot_min: Annotated[int, Meta(ge=1, le=10**9)] = 20_000
     catch_up_indexing: bool = True
     documents_follow_symlinks: bool = False  # documents/insert reads through a symbolic link
     max_document_bytes: Annotated[int, Meta(ge=1, le=1 << 34)] = 256 * 1024 * 1024

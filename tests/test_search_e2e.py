@@ -267,6 +267,31 @@ def test_in_memory_index_sees_other_processes_writes(db_path, kind):
         assert top["block_id"] == "w" and top["score_breakdown"]["vector_similarity"] > 0.99
 
 
+def test_the_next_server_loads_the_saved_index_and_sees_later_writes(db_path):
+    env = {"REOS_MEMORY_VECTOR_FLAT_MAX": "50", "REOS_MEMORY_VECTOR_SNAPSHOT_MIN": "60"}
+    queries = ["owls at night", "fact 7", "tea kettles", "the harbor in winter"]
+    with Server(db_path, env=env) as first:
+        topics = ["owls", "tea", "harbor", "winter", "kettles", "night"]
+        for i in range(120):
+            make_block(first, f"fact {i} about {topics[i % 6]} and {topics[(i * 5) % 6]}")
+        want = [ids(first.call("memory/search", {"query": q, "mode": "vector"})) for q in queries]
+        status = first.call("memory/stats")["embedder"]["vector_index"]
+        assert status["kind"] == "ivf" and status["loaded_from"] == "vectors"
+    assert (db_path.parent / f"{db_path.name}.vectors.block").exists()
+    with Server(db_path, env=env) as second:
+        got = [ids(second.call("memory/search", {"query": q, "mode": "vector"})) for q in queries]
+        assert got == want
+        status = second.call("memory/stats")["embedder"]["vector_index"]
+        assert status["loaded_from"] == "snapshot" and status["vectors"] == 120
+        make_block(second, "a zebra crossing near the office", id="z")
+    with Server(db_path, env=env) as third:  # the saved file plus the logged change since
+        hits = ids(
+            third.call("memory/search", {"query": "zebra crossing office", "mode": "vector"})
+        )
+        assert hits[0] == "z"
+        assert third.call("memory/stats")["embedder"]["vector_index"]["loaded_from"] == "snapshot"
+
+
 def test_model_change_reembeds_and_never_mixes(db_path):
     with Server(db_path) as srv:
         for i in range(5):
@@ -357,16 +382,17 @@ def test_ranking_details_found_in_review(server):
     # every score is explained exactly by its breakdown, none is capped; a block reached only
     # over an edge ranks below the direct hits it hangs off (the graph adds, never displaces)
     a = make_block(server, "nightly backup of the billing database", id="a1", act_id="ops")
-    b = make_block(server, "nightly backup of the billing database to cold storage", id="b1",
-                   act_id="ops")
-    c = make_block(server, "the billing database backup runs nightly at two", id="c1",
-                   act_id="ops")
+    b = make_block(
+        server, "nightly backup of the billing database to cold storage", id="b1", act_id="ops"
+    )
+    c = make_block(server, "the billing database backup runs nightly at two", id="c1", act_id="ops")
     tape = make_block(server, "Tapes are rotated by Dana on Fridays", id="t1", act_id="ops")
     link(server, b, a, "references")
     link(server, c, b, "references")
     link(server, a, tape, "references")
-    res = server.call("memory/search", {"query": "nightly backup of the billing database",
-                                        "act_id": "ops"})
+    res = server.call(
+        "memory/search", {"query": "nightly backup of the billing database", "act_id": "ops"}
+    )
     by = {m["block_id"]: m for m in res["matches"]}
     assert res["matches"][0]["block_id"] == a
     assert by[tape]["source"] == "graph" and by[tape]["relationship_chain"] == ["references"]
@@ -374,7 +400,11 @@ def test_ranking_details_found_in_review(server):
     assert by[b]["score_breakdown"]["neighbourhood"] > 0  # its neighbour a matches the query
     for m in by.values():
         bd = m["score_breakdown"]
-        base = bd["fusion"] if bd["graph_only_factor"] is None else bd["graph"] * bd["graph_only_factor"]
+        base = (
+            bd["fusion"]
+            if bd["graph_only_factor"] is None
+            else bd["graph"] * bd["graph_only_factor"]
+        )
         expected = base * bd["type_weight"] * bd["recency"]
         assert abs(m["score"] - round(expected, 4)) < 2e-4, (m["block_id"], bd)
     # a query of only spaces is a clear -32602
@@ -383,8 +413,12 @@ def test_ranking_details_found_in_review(server):
         assert err.code == -32602 and "query" in str(err.data or err.message)
     # a correction in another act does not demote this act's block when the search names it
     old = make_block(server, "The VPN endpoint is vpn.old.example", id="vpn-old", act_id="it")
-    other = make_block(server, "Correction for the lab: the VPN endpoint is vpn.lab.example",
-                       id="vpn-lab", act_id="lab")
+    other = make_block(
+        server,
+        "Correction for the lab: the VPN endpoint is vpn.lab.example",
+        id="vpn-lab",
+        act_id="lab",
+    )
     link(server, other, old, "corrects")
     scoped = server.call("memory/search", {"query": "VPN endpoint", "act_id": "it"})
     mine = next(m for m in scoped["matches"] if m["block_id"] == old)
@@ -395,23 +429,39 @@ def test_ranking_details_found_in_review(server):
 
 
 def test_time_in_the_query_favours_blocks_written_then(server):
-    for bid, when in (("mar", "2023-03-14T10:00:00Z"), ("may", "2023-05-09T10:00:00Z"),
-                      ("jul", "2023-07-20T10:00:00Z")):
-        server.call("blocks/create", {
-            "type": "paragraph", "act_id": "team", "id": bid, "created_at": when,
-            "content": f"We decided to move the launch of the mobile app ({bid} review)",
-        })
-    plain = server.call("memory/search", {"query": "decision about the launch of the mobile app",
-                                          "act_id": "team"})
+    for bid, when in (
+        ("mar", "2023-03-14T10:00:00Z"),
+        ("may", "2023-05-09T10:00:00Z"),
+        ("jul", "2023-07-20T10:00:00Z"),
+    ):
+        server.call(
+            "blocks/create",
+            {
+                "type": "paragraph",
+                "act_id": "team",
+                "id": bid,
+                "created_at": when,
+                "content": f"We decided to move the launch of the mobile app ({bid} review)",
+            },
+        )
+    plain = server.call(
+        "memory/search", {"query": "decision about the launch of the mobile app", "act_id": "team"}
+    )
     assert all(m["score_breakdown"]["time_match"] is None for m in plain["matches"])
-    res = server.call("memory/search", {
-        "query": "what did we decide about the launch of the mobile app in May 2023?",
-        "act_id": "team"})
+    res = server.call(
+        "memory/search",
+        {
+            "query": "what did we decide about the launch of the mobile app in May 2023?",
+            "act_id": "team",
+        },
+    )
     top = res["matches"][0]
     assert top["block_id"] == "may" and top["score_breakdown"]["time_match"] == 1.5
     assert {m["block_id"] for m in res["matches"]} == {"mar", "may", "jul"}  # nothing dropped
-    before = server.call("memory/search", {
-        "query": "the launch of the mobile app before April 2023", "act_id": "team"})
+    before = server.call(
+        "memory/search",
+        {"query": "the launch of the mobile app before April 2023", "act_id": "team"},
+    )
     assert before["matches"][0]["block_id"] == "mar"
 
 

@@ -5,6 +5,9 @@ through another connection, as another process makes them."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,7 +82,7 @@ def test_full_scan_is_exact_up_to_float16_rounding(db):
             assert s == pytest.approx(float(stored[b] @ q), abs=2e-4)
         hits = search.knn(vsql.BLOCKS, q, 10, ["small"], db.read, DIMS)
         assert_exact_top(hits, stored, q, 10, lambda b: act_of(int(b[1:])) == "small")
-    assert search.status(vsql.BLOCKS) == {"kind": "flat", "vectors": 600}
+    assert search.status(vsql.BLOCKS) == {"kind": "flat", "vectors": 600, "loaded_from": "vectors"}
 
 
 def test_inverted_file_recall_against_exact_search(db):
@@ -97,7 +100,13 @@ def test_inverted_file_recall_against_exact_search(db):
                 assert all(act_of(int(b[1:])) == part for b in got)
             want = exact(stored, q, 10, lambda b, p=part: p == "all" or act_of(int(b[1:])) == p)
             recall[part].append(len(set(got) & set(want)) / 10)
-    assert search.status(vsql.BLOCKS) == {"kind": "ivf", "vectors": 6000, "lists": 64, "probe": 8}
+    assert search.status(vsql.BLOCKS) == {
+        "kind": "ivf",
+        "vectors": 6000,
+        "lists": 64,
+        "probe": 8,
+        "loaded_from": "vectors",
+    }
     for part, values in recall.items():
         assert np.mean(values) >= 0.95, (part, np.mean(values))
 
@@ -213,3 +222,67 @@ def test_the_change_logs_stay_bounded_whatever_writes_them(db):
     search = VectorSearch("memory", Shape())
     put(db, clustered(30, 12))  # a fresh reader starts from the vectors themselves
     assert len(search.index(vsql.BLOCKS, db.read, DIMS)) == 30
+
+
+SAVED = Shape(flat_max=1000, lists=32, probe=8, snapshot_min=500)
+
+
+def saved_index(tmp_path: Path) -> tuple[str, np.ndarray, list]:
+    """A database of 3,000 vectors whose inverted file was built and saved by a first search."""
+    path = str(tmp_path / "v.db")
+    db = Database(path)
+    migrate(db)
+    vecs = clustered(3000, 7)
+    put(db, vecs)
+    first = VectorSearch("memory", SAVED, path)
+    hits = [first.knn(vsql.BLOCKS, q, 10, ["act-1"], db.read, DIMS) for q in vecs[:20]]
+    assert first.status(vsql.BLOCKS)["loaded_from"] == "vectors"
+    db.close()
+    return path, vecs, hits
+
+
+def test_a_saved_index_is_loaded_by_the_next_process_and_brought_up_to_date(tmp_path):
+    path, vecs, hits = saved_index(tmp_path)
+    snap = Path(f"{path}.vectors.block")
+    assert snap.stat().st_mode & 0o777 == 0o600
+    db = Database(path)
+    second = VectorSearch("memory", SAVED, path)  # as the next process would
+    assert [second.knn(vsql.BLOCKS, q, 10, ["act-1"], db.read, DIMS) for q in vecs[:20]] == hits
+    assert second.status(vsql.BLOCKS)["loaded_from"] == "snapshot"
+    # writes made after the save are applied on top of it
+    new = clustered(30, 9)
+    put(db, new, start=5000)
+    db.write(lambda c: vsql.delete_embedding(c, "b3"))
+    third = VectorSearch("memory", SAVED, path)
+    assert third.knn(vsql.BLOCKS, new[4], 1, None, db.read, DIMS)[0][0] == "b5004"
+    assert "b3" not in [b for b, _ in third.knn(vsql.BLOCKS, vecs[3], 5, None, db.read, DIMS)]
+    assert third.status(vsql.BLOCKS) == {**second.status(vsql.BLOCKS), "vectors": 3029}
+    assert third.status(vsql.BLOCKS)["loaded_from"] == "snapshot"
+    db.close()
+
+
+@pytest.mark.parametrize("change", ["shape", "model", "database", "torn", "log_pruned"])
+def test_a_saved_index_that_does_not_match_is_never_used(tmp_path, change):
+    path, vecs, hits = saved_index(tmp_path)
+    snap = f"{path}.vectors.block"
+    shape = SAVED
+    if change == "shape":
+        shape = Shape(flat_max=1000, lists=32, probe=9, snapshot_min=500)
+    elif change == "database":  # another file at the same path (a restored copy, say)
+        shutil.copyfile(path, f"{path}.copy")
+        os.replace(f"{path}.copy", path)
+    elif change == "torn":
+        with open(snap, "r+b") as f:
+            f.truncate(os.path.getsize(snap) // 2)
+    db = Database(path)
+    if change == "model":
+        db.write(lambda c: vsql.set_meta(c, model_id="another-model", dimensions=DIMS))
+    elif change == "log_pruned":  # the changes since the save are no longer all logged
+        put(db, clustered(20, 10), start=6000)
+        db.write(lambda c: vsql.prune_changes(c, keep=5))
+    search = VectorSearch("memory", shape, path)
+    got = [search.knn(vsql.BLOCKS, q, 10, ["act-1"], db.read, DIMS) for q in vecs[:20]]
+    assert search.status(vsql.BLOCKS)["loaded_from"] == "vectors"
+    if change in ("database", "torn"):
+        assert got == hits  # built again from the same vectors
+    db.close()

@@ -295,6 +295,8 @@ def measure_corpus(n: int, workdir: Path, queries: list[str], qvecs: np.ndarray)
     out.update(knn_figures(path, vecs, qvecs))
     # through the real process
     first, first_stats, ready, first_search, search_t, filtered_t = [], [], [], [], [], []
+    for saved in path.parent.glob(f"{path.name}.vectors.*"):
+        saved.unlink()  # the first process builds the index (and saves it); the next ones load it
     for _ in range(3):
         proc = Proc(str(path))
         proc.call("ping")
@@ -320,7 +322,10 @@ def measure_corpus(n: int, workdir: Path, queries: list[str], qvecs: np.ndarray)
     out["first_reply_after_spawn_ms"] = round(statistics.median(first) * 1000, 1)
     out["first_stats_reply_after_spawn_ms"] = round(statistics.median(first_stats) * 1000, 1)
     out["embedder_ready_after_spawn_s"] = round(statistics.median(ready), 3)
-    out["first_search_after_spawn_s"] = round(statistics.median(first_search), 2)
+    out["first_search_after_spawn_s"] = {
+        "building_the_index": round(first_search[0], 2),
+        "from_the_saved_index": round(statistics.median(first_search[1:]), 2),
+    }
     out["search_p50_ms"] = round(pct(search_t, 0.5) * 1000, 2)
     out["search_p95_ms"] = round(pct(search_t, 0.95) * 1000, 2)
     out["search_act_filter_p50_ms"] = round(pct(filtered_t, 0.5) * 1000, 2)

@@ -49,12 +49,13 @@ class Indexer:
         embeddings: EmbeddingService,
         *,
         vector_search: str = "memory",
-        index_shape: tuple[int, int, int] | None = None,
+        index_shape: tuple[int, int, int, int] | None = None,
     ) -> None:
         self.db = db
         self.embeddings = embeddings
         self.vector_search = vector_search
-        self.index_shape = index_shape  # (flat_max, lists, probe) of the memory index
+        # (flat_max, lists, probe, snapshot_min) of the memory index
+        self.index_shape = index_shape
         self._vectors: VectorSearch | None = None
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="vector-stage")
 
@@ -309,7 +310,7 @@ class Indexer:
             from reos_memory.store.vector_index import Shape, VectorSearch
 
             shape = Shape(*self.index_shape) if self.index_shape else Shape()
-            self._vectors = VectorSearch(self.vector_search, shape)
+            self._vectors = VectorSearch(self.vector_search, shape, self.db.path)
         return self._vectors
 
     def _dims(self) -> int:

@@ -235,6 +235,8 @@ class VectorIndexStatus(Struct, kw_only=True):
     vectors: int
     lists: int | None = None
     probe: int | None = None
+    # "vectors": built from the stored vectors; "snapshot": read from the saved index file
+    loaded_from: Literal["vectors", "snapshot"] | None = None
 
 
 class StatsResult(Struct, kw_only=True):

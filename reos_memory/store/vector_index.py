@@ -14,21 +14,33 @@ stored float32 vectors was measured at 1.5-3 ms per query at 100K blocks, mostly
 changed no ranking). Every write to a space's vectors - from this process or any other - is
 logged by a trigger in the space's change table; before each search the index reads the newest
 change number (one indexed lookup) and applies what it has not seen.
+
+Building an inverted file reads every vector and trains k-means (5 s at 100K vectors, 24 s at
+1M), so after a build of `Shape.snapshot_min` vectors or more the index is written next to the
+database (`<db>.vectors.<space>`, 0600, replaced atomically) with the change number it holds.
+A process's first search loads that file and applies the changes logged since - unless the
+file is for another database file, model, dimension or shape, or the log no longer reaches back
+to it, in which case it builds from the vectors as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import apsw
+import msgspec
 import numpy as np
 
 from reos_memory import heap
 from reos_memory.store import vectors as sql
+from reos_memory.store.connection import create_private
 
 Reader = Callable[[Callable[[apsw.Connection], Any]], Any]  # Database.read
 
@@ -43,6 +55,26 @@ class Shape:
     flat_max: int = 50_000  # vectors: above this, an inverted file instead of a full scan
     lists: int = 1024  # inverted lists (k-means centroids)
     probe: int = 32  # lists searched per query; divided by sqrt(share a partition filter keeps)
+    snapshot_min: int = 20_000  # vectors: a build this large is saved for the next process
+
+
+SNAPSHOT_MAGIC = b"REOSVIX1"
+_LENGTHS = struct.Struct("<QQQQ")  # header, faiss index, ids, partitions
+
+
+class _SnapshotMeta(msgspec.Struct, kw_only=True):
+    """What a saved index holds and what it must match to be used."""
+
+    space: str
+    dims: int
+    model_id: str
+    seq: int  # the change number the index is up to date with
+    anchor: str | None  # the id of change `seq`: another database's log would not match
+    db_file: tuple[int, int]  # (device, inode) of the database file
+    shape: tuple[int, int, int]  # flat_max, lists, probe
+    kind: str
+    rebuild_at: int
+    parts: list[str]  # partition names by code
 
 
 def _faiss() -> Any:
@@ -68,10 +100,18 @@ def _compact_lists(ivf: Any) -> None:
 class VectorIndex:
     """One space's vectors as float16 codes in a faiss index; faiss ids are our row numbers."""
 
-    def __init__(self, dims: int, space: sql.Space = sql.BLOCKS, shape: Shape = Shape()) -> None:
+    def __init__(
+        self,
+        dims: int,
+        space: sql.Space = sql.BLOCKS,
+        shape: Shape = Shape(),
+        db_path: str | None = None,
+    ) -> None:
         self.dims = dims
         self.space = space
         self.shape = shape
+        self.db_path = db_path  # None: never saved or loaded from a file
+        self.loaded_from = ""  # "vectors" (built) or "snapshot" (read from the saved file)
         self._lock = threading.RLock()
         self._index: Any = None  # a faiss index (flat codes in an id map, or an inverted file)
         self.kind = "flat"  # or "ivf"
@@ -93,7 +133,11 @@ class VectorIndex:
         with self._lock:
             if self._index is None:
                 return {"kind": "not_loaded", "vectors": 0}
-            out: dict[str, Any] = {"kind": self.kind, "vectors": len(self._row)}
+            out: dict[str, Any] = {
+                "kind": self.kind,
+                "vectors": len(self._row),
+                "loaded_from": self.loaded_from,
+            }
             if self.kind == "ivf":
                 out["lists"] = int(self._index.nlist)
                 out["probe"] = int(self._index.nprobe)
@@ -108,19 +152,121 @@ class VectorIndex:
             model = sql.recorded_model(conn)
             if seq == self._seq and model == self.model_id:
                 return
+            if self._seq < 0 and model is not None:
+                self._restore(conn, seq, model)
             oldest, changed = sql.changes_since(conn, self._seq, self.space)
+            built = False
             if (
                 self._seq < 0
                 or model != self.model_id
                 or (oldest is not None and oldest > self._seq + 1)
             ):
                 self._reload(conn)
+                built = True
             else:
                 self._apply(sql.embedding_rows(conn, changed, self.space), changed)
                 if len(self._row) > self._rebuild_at:
                     self._reload(conn)  # past a full scan, or the lists' training: train anew
+                    built = True
             self._seq = seq
             self.model_id = model
+            if built and model is not None and len(self._row) >= self.shape.snapshot_min:
+                self._save(conn, model)
+
+    # -- the saved index ---------------------------------------------------------------------
+
+    @property
+    def snapshot_path(self) -> str | None:
+        if self.db_path is None or self.db_path == ":memory:":
+            return None
+        return f"{self.db_path}.vectors.{self.space.name}"
+
+    def _meta(self, conn: apsw.Connection, model: str, seq: int) -> _SnapshotMeta | None:
+        assert self.db_path is not None
+        try:
+            st = os.stat(self.db_path)
+        except OSError:
+            return None
+        return _SnapshotMeta(
+            space=self.space.name,
+            dims=self.dims,
+            model_id=model,
+            seq=seq,
+            anchor=sql.change_at(conn, seq, self.space) if seq else None,
+            db_file=(st.st_dev, st.st_ino),
+            shape=(self.shape.flat_max, self.shape.lists, self.shape.probe),
+            kind=self.kind,
+            rebuild_at=self._rebuild_at,
+            parts=sorted(self._act_codes, key=self._act_codes.__getitem__),
+        )
+
+    def _save(self, conn: apsw.Connection, model: str) -> None:
+        """Write the index and what it is up to date with, for the next process to load."""
+        path = self.snapshot_path
+        meta = self._meta(conn, model, self._seq) if path else None
+        if path is None or meta is None or self._index is None:
+            return
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            blob = _faiss().serialize_index(self._index)
+            ids = msgspec.json.encode(self._ids)
+            parts = np.ascontiguousarray(self._acts[: len(self._ids)], dtype="<i4").tobytes()
+            header = msgspec.json.encode(meta)
+            create_private(tmp)  # vectors say what the text says: as private as the database
+            with open(tmp, "wb") as f:
+                f.write(SNAPSHOT_MAGIC)
+                f.write(_LENGTHS.pack(len(header), blob.nbytes, len(ids), len(parts)))
+                for piece in (header, memoryview(blob), ids, parts):
+                    f.write(piece)
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # a read-only or full disk only costs the next process a build
+        finally:
+            heap.give_back_freed()
+
+    def _restore(self, conn: apsw.Connection, seq: int, model: str) -> bool:
+        """Load the saved index if it was made from this database file, model and shape and
+        the change log still reaches back to it; False (nothing changed) otherwise."""
+        path = self.snapshot_path
+        if path is None or not os.path.exists(path):
+            return False
+        try:
+            with open(path, "rb") as f:
+                if f.read(len(SNAPSHOT_MAGIC)) != SNAPSHOT_MAGIC:
+                    return False
+                lengths = _LENGTHS.unpack(f.read(_LENGTHS.size))
+                meta = msgspec.json.decode(f.read(lengths[0]), type=_SnapshotMeta)
+                want = self._meta(conn, model, meta.seq)
+                if (
+                    want is None
+                    or meta.seq > seq
+                    or (meta.space, meta.dims, meta.model_id, meta.anchor, meta.db_file)
+                    != (want.space, want.dims, want.model_id, want.anchor, want.db_file)
+                    or meta.shape != want.shape
+                ):
+                    return False
+                blob = np.frombuffer(f.read(lengths[1]), dtype=np.uint8)
+                ids = msgspec.json.decode(f.read(lengths[2]), type=list[str | None])
+                acts = np.frombuffer(f.read(lengths[3]), dtype="<i4").astype(np.int32)
+            if len(blob) != lengths[1] or len(acts) != len(ids):
+                return False  # a torn file
+            index = _faiss().deserialize_index(blob)
+        except (OSError, ValueError, RuntimeError, msgspec.DecodeError, struct.error):
+            return False  # a damaged file costs a build, never the search
+        finally:
+            heap.give_back_freed()
+        self._index, self.kind = index, meta.kind
+        self._ids = ids
+        self._row = {b: i for i, b in enumerate(ids) if b is not None}
+        self._free = [i for i, b in enumerate(ids) if b is None]
+        self._acts = acts
+        self._act_codes = {name: code for code, name in enumerate(meta.parts)}
+        self._masks = {}
+        self._rebuild_at = meta.rebuild_at
+        self._seq, self.model_id = meta.seq, model
+        self.loaded_from = "snapshot"
+        return True
 
     def _reload(self, conn: apsw.Connection) -> None:
         self._build(conn)
@@ -156,6 +302,7 @@ class VectorIndex:
             _compact_lists(self._index)
         self._masks = {}
         self.reloads += 1
+        self.loaded_from = "vectors"
         # a full scan turns into an inverted file past flat_max; lists are trained again when
         # the vectors have grown fourfold since their training
         self._rebuild_at = self.shape.flat_max if self.kind == "flat" else 4 * max(n, 1000)
@@ -289,16 +436,21 @@ class VectorIndex:
 class VectorSearch:
     """Nearest-neighbour search over every space, by the configured index (memory or sqlite)."""
 
-    def __init__(self, mode: str = "memory", shape: Shape = Shape()) -> None:
+    def __init__(
+        self, mode: str = "memory", shape: Shape = Shape(), db_path: str | None = None
+    ) -> None:
         self.mode = mode
         self.shape = shape
+        self.db_path = db_path  # where saved indexes go (None: never saved)
         self._indexes: dict[str, VectorIndex] = {}
         self._lock = threading.Lock()
 
     def reset(self, dims: int) -> None:
         """Start empty indexes for a model of `dims` dimensions (they load on first use)."""
         with self._lock:
-            self._indexes = {s.name: VectorIndex(dims, s, self.shape) for s in sql.SPACES}
+            self._indexes = {
+                s.name: VectorIndex(dims, s, self.shape, self.db_path) for s in sql.SPACES
+            }
 
     def status(self, space: sql.Space) -> dict[str, Any]:
         """kind, vectors and (inverted file) lists and probe of a space's index, as loaded."""
@@ -316,7 +468,9 @@ class VectorSearch:
         with self._lock:
             index = self._indexes.get(space.name)
             if index is None:
-                index = self._indexes[space.name] = VectorIndex(dims, space, self.shape)
+                index = self._indexes[space.name] = VectorIndex(
+                    dims, space, self.shape, self.db_path
+                )
         read(index.sync)
         return index
 

@@ -307,6 +307,13 @@ def changes_since(
     return (int(oldest) if oldest is not None else None), ids
 
 
+def change_at(conn: apsw.Connection, seq: int, space: Space = BLOCKS) -> str | None:
+    """The id the change numbered `seq` was about (None once pruned, or never made)."""
+    t, c = space.changes_table, space.changes_id
+    found = scalar(conn, f"SELECT {c} FROM {t} WHERE seq = ?", (seq,))
+    return None if found is None else str(found)
+
+
 def prune_changes(conn: apsw.Connection, keep: int = 100_000, space: Space = BLOCKS) -> None:
     """Forget all but the newest `keep` changes (a reader that far behind reloads fully)."""
     t = space.changes_table
