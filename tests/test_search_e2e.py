@@ -400,11 +400,7 @@ def test_ranking_details_found_in_review(server):
     assert by[b]["score_breakdown"]["neighbourhood"] > 0  # its neighbour a matches the query
     for m in by.values():
         bd = m["score_breakdown"]
-        base = (
-            bd["fusion"]
-            if bd["graph_only_factor"] is None
-            else bd["graph"] * bd["graph_only_factor"]
-        )
+        base = (bd["fusion"] or 0.0) + (bd["graph_weight"] or 0.0) * (bd["graph"] or 0.0)
         expected = base * bd["type_weight"] * bd["recency"]
         assert abs(m["score"] - round(expected, 4)) < 2e-4, (m["block_id"], bd)
     # a query of only spaces is a clear -32602
@@ -494,3 +490,31 @@ def test_blank_text_needs_no_vector_by_one_rule_everywhere(db_path):
         done = srv.call("memory/index/batch", {})
         assert (done["indexed"], done["total"]) == (1, 1)
         assert srv.call("memory/stats")["unindexed_blocks"] == 0
+
+
+def test_graph_spreads_relevance_and_second_hop_follows_the_first_hits(server):
+    # the second hop searches the distinctive words of the best first-hop hits: a block that
+    # shares none of the query's words but one of the hits' rarer words joins the results
+    lead = make_block(server, "The team lead enjoys kayaking on weekends", id="lead", act_id="t")
+    trip = make_block(server, "Booked the kayaking trip to the glacier lake", id="trip", act_id="t")
+    for n in range(6):
+        make_block(server, f"Sprint note {n}: tickets moved to review", id=f"n{n}", act_id="t")
+    reply = make_block(server, "Sounds fun, send photos", id="reply", act_id="t")
+    link(server, reply, lead, "follows_from")
+    res = server.call(
+        "memory/search", {"query": "what does the team lead do for fun?", "act_id": "t"}
+    )
+    by = {m["block_id"]: m for m in res["matches"]}
+    assert "kayaking" in res["stats"]["second_hop_terms"]
+    assert by[trip]["score_breakdown"]["second_hop_rank"] in (1, 2)  # with "lead"
+    # relevance spreads both ways over the edge: the reply gets a share of its turn's score
+    bd = by[reply]["score_breakdown"]
+    assert bd["graph"] > 0 and bd["graph_weight"] == 0.15
+    assert by[reply]["relationship_chain"] in (["follows_from"], ["follows_from (incoming)"])
+    plain = server.call(
+        "memory/search",
+        {"query": "what does the team lead do for fun?", "act_id": "t", "include_graph": False},
+    )
+    assert plain["stats"].get("second_hop_terms", []) == []
+    assert all(m["score_breakdown"]["second_hop_rank"] is None for m in plain["matches"])
+    assert all(m["score_breakdown"]["graph_weight"] is None for m in plain["matches"])

@@ -2,10 +2,12 @@
 
 Stage 1 finds candidates by vector KNN and by FTS5 BM25, scores every candidate on both signals
 and fuses the two rankings by reciprocal rank fusion. Stage 2 follows typed edges out of the best
-candidates (and back from any block that corrects or supersedes one), weighting by edge
-confidence and type. Stage 3 applies the block-type weight, the source bonus
-(both > semantic > graph), optional recency, and ranks a corrected or superseded block below its
-replacement. Every match carries the numbers behind its score.
+candidates, in both directions, spreading a share of their relevance to the blocks they touch
+(weighted by edge confidence and type). With the graph on, a second hop also searches for the
+distinctive words of the first hop's best hits, for questions whose answer is spread over several
+blocks. Stage 3 adds the spread relevance to each block's own, applies the block-type weight,
+optional recency and the time the query names, and ranks a corrected or superseded block below
+its replacement. Every match carries the numbers behind its score.
 """
 
 from __future__ import annotations
@@ -63,13 +65,29 @@ DEFAULT_TYPE_WEIGHTS = {
 DEFAULT_TYPE_WEIGHT = 0.9
 # How the graph takes part (tuned on locomo-dev, tools/eval_conversations.py): a direct hit's
 # vector similarity gains NEIGHBOURHOOD_WEIGHT x the best (edge weight x similarity) of the
-# blocks one edge away, so a turn whose context matches ranks higher; a block reached only over
-# edges scores GRAPH_ONLY_FACTOR x its path score, below the direct hits it hangs off. Injecting
-# neighbours at their parent's score (the old way) put them above other good hits (MRR@10
-# 0.40 -> 0.28).
+# blocks one edge away, so a turn whose context matches ranks higher. Injecting neighbours at
+# their parent's score (an early version) put them above other good hits (MRR@10 0.40 -> 0.28).
 NEIGHBOURHOOD_WEIGHT = 0.3
 NEIGHBOURHOOD_CANDIDATES = 30  # per ranking: the candidates whose neighbourhood is looked at
-GRAPH_ONLY_FACTOR = 0.3
+# Stage 2 spreads relevance (personalized-PageRank-like, bounded): each of the SPREAD_SEEDS best
+# candidates passes its fusion score x edge confidence x type priority (x HOP_DECAY per further
+# hop, up to graph_depth) to the blocks it touches, either direction; a block keeps the best it
+# receives at each hop, and its score becomes fusion + GRAPH_WEIGHT x that. A block reached only
+# over edges so ranks well below the hit it hangs off.
+GRAPH_WEIGHT = 0.15
+SPREAD_SEEDS = 30
+# The second hop (pseudo relevance feedback, with the graph on): the words of the SECOND_HOP_SEEDS
+# best first-hop candidates that the query lacks, weighted by 1/rank of the hits holding them x
+# IDF, kept if in 2 or more blocks and at most SECOND_HOP_MAX_DF of them; the SECOND_HOP_TERMS
+# best are searched by BM25 and that ranking joins the fusion with weight SECOND_HOP_WEIGHT.
+SECOND_HOP_SEEDS = 15
+SECOND_HOP_TERMS = 15
+SECOND_HOP_SHORTLIST = 60  # words whose document frequency is looked up
+SECOND_HOP_MAX_DF = 0.05
+SECOND_HOP_WEIGHT = 1.5
+# BM25 rows the second hop may score (its words are chosen to fit): a bound on its cost on large
+# stores (5.7 -> 2.4 ms at 100K blocks) that a store of a few thousand blocks never reaches
+SECOND_HOP_POSTINGS = 2_000
 # A candidate written inside the time the query names ("in May 2023", "last week") ranks this
 # much higher (graph/when.py); nothing outside it is dropped.
 TIME_MATCH = 1.5
@@ -84,6 +102,8 @@ class Candidate:
     bm25: float | None = None
     vec_rank: int | None = None
     kw_rank: int | None = None
+    hop2_bm25: float | None = None
+    hop2_rank: int | None = None
     found_by_vector: bool = False
     found_by_keyword: bool = False
     stage1: float = 0.0
@@ -148,6 +168,7 @@ class Stage1:
     qvec: Any = None
     words: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    hop2_words: list[str] = field(default_factory=list)
     semantic_reason: str | None = None
     graph: bool = False  # the graph stages run: asked for, and the graph has edges
 
@@ -194,6 +215,9 @@ def _stage1(db: Database, indexer: Indexer, q: Query) -> Stage1:
             _vector_hits(indexer, q, s1, hits)
     if q.include_graph and s1.cands and db.read(any_relationship):
         s1.graph = True  # the graph stages have edges to work with
+        if q.mode != "vector":
+            _fuse(s1.cands.values(), use_vec=s1.qvec is not None, use_kw=bool(s1.words))
+            _second_hop(db, indexer, q, s1)
         if s1.qvec is not None:
             _fold_neighbourhood(db, indexer, s1.qvec, s1.cands)
     _fuse(s1.cands.values(), use_vec=s1.qvec is not None, use_kw=bool(s1.words))
@@ -212,6 +236,47 @@ def _keyword_hits(db: Database, q: Query, s1: Stage1) -> None:
         cand.bm25, cand.found_by_keyword = score, True
 
 
+def _second_hop(db: Database, indexer: Indexer, q: Query, s1: Stage1) -> None:
+    """BM25 for the distinctive words of the first hop's best candidates (see SECOND_HOP_*)."""
+    seeds = sorted(s1.cands.values(), key=lambda c: (-c.stage1, c.block_id))[:SECOND_HOP_SEEDS]
+    asked = set(kw_sql.query_words(q.query))
+    texts = db.read(lambda conn: block_sql.contents(conn, [c.block_id for c in seeds]))
+    weight: dict[str, float] = {}
+    for rank, c in enumerate(seeds, 1):
+        for w in kw_sql.query_words(texts.get(c.block_id, "")):
+            if w not in asked and not w.isdigit():
+                weight[w] = weight.get(w, 0.0) + 1.0 / rank
+    shortlist = sorted(weight, key=lambda w: -weight[w])[:SECOND_HOP_SHORTLIST]
+    if not shortlist:
+        return
+
+    def search(conn: apsw.Connection) -> list[tuple[str, float]]:
+        dfs = kw_sql.document_frequencies(conn, shortlist)
+        total = max(1, block_sql.max_rowid(conn))  # about the block count, in O(log n)
+        df_of = {
+            w: df
+            for w, df in zip(shortlist, dfs, strict=True)
+            if 2 <= df <= max(2.0, SECOND_HOP_MAX_DF * total)
+        }
+        best = sorted(df_of, key=lambda w: (-weight[w] * math.log(total / df_of[w]), w))
+        budget = min(q.keyword_budget, SECOND_HOP_POSTINGS)
+        postings = 0
+        for w in sorted(best[:SECOND_HOP_TERMS], key=lambda w: (df_of[w], w)):
+            if postings + df_of[w] <= budget:  # the rarest fit, as in prune_words
+                s1.hop2_words.append(w)
+                postings += df_of[w]
+        return kw_sql.keyword_search(conn, s1.hop2_words, q.k, q.act_id, budget)
+
+    for bid, score in db.read(search):
+        if bid not in s1.cands:
+            s1.cands[bid] = Candidate(bid, found_by_keyword=True)
+        s1.cands[bid].hop2_bm25 = score
+    missing = [c.block_id for c in s1.cands.values() if c.cos is None]
+    if s1.qvec is not None and missing:
+        for bid, cos in indexer.similarities(s1.qvec, missing).items():
+            s1.cands[bid].cos = cos
+
+
 def _vector_hits(indexer: Indexer, q: Query, s1: Stage1, hits: list[tuple[str, float]]) -> None:
     for bid, cos in hits:
         if cos >= q.min_similarity:
@@ -226,41 +291,83 @@ def _vector_hits(indexer: Indexer, q: Query, s1: Stage1, hits: list[tuple[str, f
 
 def _stage2(db: Database, q: Query, s1: Stage1) -> int:
     """Graph expansion from the best candidates; returns how many blocks it reached."""
-    seeds = sorted(s1.cands.values(), key=lambda c: -c.stage1)[: q.max_results]
+    seeds = sorted(s1.cands.values(), key=lambda c: (-c.stage1, c.block_id))[:SPREAD_SEEDS]
     if not (s1.graph and seeds):
         return 0
-    return db.read(lambda conn: _expand(conn, seeds, s1.cands, q.graph_depth, q.act_id))
+    return db.read(lambda conn: _spread(conn, seeds, s1.cands, q.graph_depth, q.act_id))
 
 
 def _stage3(db: Database, q: Query, cands: dict[str, Candidate]) -> list[Candidate]:
-    """Score every candidate, demote replaced blocks, and keep the best `max_results`."""
+    """Score the candidates, demote replaced blocks, and keep the best `max_results`.
+
+    Only candidates that can still make the results are read and scored: a candidate's final
+    score lies between its fusion-plus-graph score times the smallest and times the largest
+    factor stage 3 can apply, so one whose best case is below the `max_results`-th worst case
+    is left out. If demotion pulls the kept scores below what a left-out one could reach, every
+    candidate is scored: the result is always the one of scoring them all."""
     if not cands:
         return []
-    summary = db.read(lambda conn: block_sql.block_summaries(conn, list(cands)))
-    replaced = db.read(lambda conn: _replacements(conn, list(summary), q.act_id))
     weights = {**DEFAULT_TYPE_WEIGHTS, **(q.type_weights or {})}
+    base = {b: c.stage1 + GRAPH_WEIGHT * c.graph for b, c in cands.items()}
+    order = sorted(base, key=lambda b: (-base[b], b))
+    low = min(*weights.values(), DEFAULT_TYPE_WEIGHT) * (1.0 - min(1.0, q.recency_weight))
+    high = max(*weights.values(), DEFAULT_TYPE_WEIGHT) * TIME_MATCH
+    keep = len(order)
+    if len(order) > q.max_results and low > 0:
+        floor = base[order[q.max_results - 1]] * low
+        keep = next((i for i, b in enumerate(order) if base[b] * high < floor), len(order))
+    ranked = _score(db, q, cands, order[:keep], weights)
+    if keep < len(order):
+        reachable = base[order[keep]] * high  # the best any left-out candidate could score
+        if len(ranked) < q.max_results or ranked[-1].final <= reachable:
+            ranked = _score(db, q, cands, order, weights)
+    return ranked
+
+
+def _score(
+    db: Database, q: Query, cands: dict[str, Candidate], ids: list[str], weights: dict[str, float]
+) -> list[Candidate]:
+    """Final scores of the candidates `ids` (and of any candidate replacing one of them)."""
+
+    def read(conn: apsw.Connection) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        summary = block_sql.block_summaries(conn, ids)
+        replaced = _replacements(conn, list(summary), q.act_id)
+        more = {n for new in replaced.values() for n in new if n in cands and n not in summary}
+        if more:  # a replacement ranks the block it replaces: score it too
+            summary.update(block_sql.block_summaries(conn, sorted(more)))
+        return summary, replaced
+
+    summary, replaced = db.read(read)
     now = datetime.now(UTC)
     asked = when.window(q.query, now)
-    for c in list(cands.values()):
-        if c.block_id not in summary:  # deleted meanwhile
-            del cands[c.block_id]
+    scored: dict[str, Candidate] = {}
+    listed = set(ids)
+    for bid in [*ids, *(b for b in summary if b not in listed)]:
+        c = cands.get(bid)
+        if c is None:
             continue
-        block_type, updated_at, _act, created_at = summary[c.block_id]
-        graph_only = None if c.in_stage1 else GRAPH_ONLY_FACTOR
-        base = c.stage1 if graph_only is None else c.graph * graph_only
+        if bid not in summary:  # deleted meanwhile
+            del cands[bid]
+            continue
+        block_type, updated_at, _act, created_at = summary[bid]
+        graph_weight = GRAPH_WEIGHT if c.graph > 0 else None
+        base = c.stage1 + (graph_weight or 0.0) * c.graph
         tw = weights.get(block_type, DEFAULT_TYPE_WEIGHT)
         recency = _recency(q, now, updated_at)
-        in_time = TIME_MATCH if asked is not None and asked.contains(_parse_ts(created_at)) else None
+        in_time = (
+            TIME_MATCH if asked is not None and asked.contains(_parse_ts(created_at)) else None
+        )
         c.final = base * tw * recency * (in_time or 1.0)
         c.breakdown.update(
             type_weight=tw,
-            graph_only_factor=graph_only,
+            graph_weight=graph_weight,
             recency=round(recency, 4),
             time_match=in_time,
             graph=round(c.graph, 4),
         )
-    _demote_replaced(cands, replaced)
-    return sorted(cands.values(), key=lambda c: (-c.final, c.block_id))[: q.max_results]
+        scored[bid] = c
+    _demote_replaced(scored, replaced)
+    return sorted(scored.values(), key=lambda c: (-c.final, c.block_id))[: q.max_results]
 
 
 def _recency(q: Query, now: datetime, updated_at: str) -> float:
@@ -297,7 +404,9 @@ def _fold_neighbourhood(
     away, in either direction."""
     # only candidates that can still reach the results: the best by similarity or by BM25
     with_cos = [c for c in cands.values() if c.cos is not None]
-    by_cos = sorted(with_cos, key=lambda c: (-(c.cos or 0.0), c.block_id))[:NEIGHBOURHOOD_CANDIDATES]
+    by_cos = sorted(with_cos, key=lambda c: (-(c.cos or 0.0), c.block_id))[
+        :NEIGHBOURHOOD_CANDIDATES
+    ]
     by_kw = sorted(
         (c for c in with_cos if c.bm25 is not None), key=lambda c: (-(c.bm25 or 0.0), c.block_id)
     )[:NEIGHBOURHOOD_CANDIDATES]
@@ -335,6 +444,9 @@ def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> N
         scored = [c for c in items if c.bm25 is not None]
         for rank, c in enumerate(sorted(scored, key=lambda c: (-(c.bm25 or 0.0), c.block_id)), 1):
             c.kw_rank = rank
+    scored = [c for c in items if c.hop2_bm25 is not None]  # the second hop's, if it ran
+    for rank, c in enumerate(sorted(scored, key=lambda c: (-(c.hop2_bm25 or 0.0), c.block_id)), 1):
+        c.hop2_rank = rank
     # the best possible fusion (first in every ranking used) scores 1.0
     best = ((VECTOR_WEIGHT if use_vec else 0.0) + (KEYWORD_WEIGHT if use_kw else 0.0)) / (RRF_K + 1)
     best = best or 1.0
@@ -344,6 +456,8 @@ def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> N
             rrf += VECTOR_WEIGHT / (RRF_K + c.vec_rank)
         if c.kw_rank is not None:
             rrf += KEYWORD_WEIGHT / (RRF_K + c.kw_rank)
+        if c.hop2_rank is not None:
+            rrf += SECOND_HOP_WEIGHT / (RRF_K + c.hop2_rank)
         c.stage1 = rrf / best
         c.breakdown.update(
             vector_similarity=None if c.cos is None else round(c.cos, 4),
@@ -351,55 +465,50 @@ def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> N
             vector_rank=c.vec_rank,
             keyword_bm25=None if c.bm25 is None else round(c.bm25, 4),
             keyword_rank=c.kw_rank,
+            second_hop_rank=c.hop2_rank,
             fusion=round(c.stage1, 4),
         )
 
 
-def _expand(
+def _spread(
     conn: apsw.Connection,
     seeds: list[Candidate],
     cands: dict[str, Candidate],
     depth: int,
     act_id: str | None,
 ) -> int:
-    """Follow outgoing edges (and incoming corrects/supersedes) from the seeds; returns blocks reached."""
+    """Spread the seeds' fusion scores over edges in both directions, `depth` hops (see
+    GRAPH_WEIGHT); adds to each block's `graph`, returns how many blocks only the graph reached."""
     reached = 0
-    frontier: list[tuple[str, float, list[str], str]] = [
-        (s.block_id, s.stage1, [], s.block_id) for s in seeds
-    ]
-    seen = {s.block_id for s in seeds}
+    # block -> (what it passes on, chain from its seed, the seed)
+    frontier: dict[str, tuple[float, list[str], str]] = {
+        s.block_id: (s.stage1, [], s.block_id) for s in seeds
+    }
     for d in range(1, depth + 1):
-        if not frontier:
-            break
-        score_of = {bid: (score, chain, origin) for bid, score, chain, origin in frontier}
-        ids = list(score_of)
-        out_rows = edges_from(conn, ids, "outgoing", None)
-        # the block that corrects or supersedes a seed is what the agent should see
-        in_rows = edges_from(conn, ids, "incoming", REPLACES) if d == 1 else []
         nxt: dict[str, tuple[float, list[str], str]] = {}
-        for rows, outgoing in ((out_rows, True), (in_rows, False)):
-            for _eid, src, tgt, rtype, conf in rows:
-                here, there = (src, tgt) if outgoing else (tgt, src)
-                parent_score, chain, origin = score_of[here]
-                weight = (1.0 if conf is None else conf) * EDGE_PRIORITY.get(rtype, 0.6)
-                score = parent_score * weight * (HOP_DECAY ** (d - 1))
-                label = rtype if outgoing else f"{rtype} (incoming)"
+        for _eid, src, tgt, rtype, conf in edges_from(conn, list(frontier), "both", None):
+            weight = (1.0 if conf is None else conf) * EDGE_PRIORITY.get(rtype, 0.6)
+            for here, there, label in ((src, tgt, rtype), (tgt, src, f"{rtype} (incoming)")):
+                if here not in frontier or there == here:
+                    continue
+                score, chain, origin = frontier[here]
+                if there == origin:
+                    continue  # no relevance back to where it came from
+                passed = score * weight * HOP_DECAY ** (d - 1)
                 prev = nxt.get(there)
-                if prev is None or score > prev[0]:
-                    nxt[there] = (score, [*chain, label], origin)
+                if prev is None or (passed, prev[2]) > (prev[0], origin):
+                    nxt[there] = (passed, [*chain, label], origin)
         if act_id is not None and nxt:
             acts = block_sql.block_summaries(conn, list(nxt))
             nxt = {b: v for b, v in nxt.items() if b in acts and acts[b][2] == act_id}
-        frontier = []
-        for bid, (score, chain, origin) in nxt.items():
+        for bid, (passed, chain, origin) in nxt.items():
             c = cands.setdefault(bid, Candidate(bid))
-            if score > c.graph:
-                if c.graph == 0 and not c.in_stage1:
-                    reached += 1
-                c.graph, c.chain, c.reached_from = score, chain, origin
-            if bid not in seen:
-                seen.add(bid)
-                frontier.append((bid, score, chain, origin))
+            if c.graph == 0 and not c.in_stage1:
+                reached += 1
+            if not c.chain:
+                c.chain, c.reached_from = chain, origin
+            c.graph += passed
+        frontier = nxt
     return reached
 
 
@@ -461,6 +570,7 @@ def _outcome(
     stats: dict[str, Any] = {
         "keyword_terms": s1.words,
         "keyword_terms_dropped": s1.dropped,
+        "second_hop_terms": s1.hop2_words,
         "total_semantic": s1.total_vector,
         "total_keyword": s1.total_keyword,
         "total_graph": total_graph if s1.cands else 0,

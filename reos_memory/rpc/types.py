@@ -313,17 +313,18 @@ class SearchParams(Params):
 
 
 class ScoreBreakdown(Struct, kw_only=True):
-    """score = (fusion, or graph x graph_only_factor for a block reached only over edges)
-    x type_weight x recency (x time_match) (x correction_penalty)."""
+    """score = (fusion + graph_weight x graph) x type_weight x recency (x time_match)
+    (x correction_penalty); fusion is 0 for a block reached only over edges."""
 
     vector_similarity: float | None = None
     neighbourhood: float | None = None  # added to vector_similarity for the vector ranking
     vector_rank: int | None = None
     keyword_bm25: float | None = None
     keyword_rank: int | None = None
+    second_hop_rank: int | None = None  # in the BM25 ranking of the second hop's words
     fusion: float | None = None
-    graph: float | None = None
-    graph_only_factor: float | None = None
+    graph: float | None = None  # relevance spread to it over edges
+    graph_weight: float | None = None
     type_weight: float | None = None
     recency: float | None = None
     time_match: float | None = None  # written inside the time the query names
@@ -354,6 +355,7 @@ class SearchStats(Struct, kw_only=True, omit_defaults=True):
     semantic_available: bool
     keyword_terms: list[str] = []
     keyword_terms_dropped: list[str] = []
+    second_hop_terms: list[str] = []
     semantic_unavailable_reason: str | None = None
 
 

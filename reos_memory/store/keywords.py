@@ -142,16 +142,12 @@ def prune_words(
     (IDF) is the smallest anyway; without this an OR query over common words scores most of a
     large corpus.
     """
-    _ensure_temp_tables(conn)
-    conn.execute("DELETE FROM temp.query_stems")  # the last run's words (or a run cut short)
-    conn.executemany("INSERT INTO temp.query_stems(rowid, w) VALUES (?, ?)", list(enumerate(words)))
-    stems = {int(r[0]): r[1] for r in fetch(conn, "SELECT doc, term FROM temp.query_stems_v")}
-    dfs = _frequencies.get(conn, index, set(stems.values()))
+    df_of = document_frequencies(conn, words, index)
     kept: list[str] = []
     dropped: list[str] = []
     total = 0
-    for i in sorted(range(len(words)), key=lambda i: (dfs.get(stems.get(i, ""), 0), i)):
-        df = dfs.get(stems.get(i, ""), 0)
+    for i in sorted(range(len(words)), key=lambda i: (df_of[i], i)):
+        df = df_of[i]
         if df == 0:
             continue  # in no document: matches nothing
         if kept and total + df > budget:
@@ -160,6 +156,18 @@ def prune_words(
         kept.append(words[i])
         total += df
     return kept, dropped
+
+
+def document_frequencies(
+    conn: apsw.Connection, words: Sequence[str], index: str = "blocks_fts"
+) -> list[int]:
+    """How many documents of the index hold each word (stemmed by the index's tokenizer)."""
+    _ensure_temp_tables(conn)
+    conn.execute("DELETE FROM temp.query_stems")  # the last run's words (or a run cut short)
+    conn.executemany("INSERT INTO temp.query_stems(rowid, w) VALUES (?, ?)", list(enumerate(words)))
+    stems = {int(r[0]): r[1] for r in fetch(conn, "SELECT doc, term FROM temp.query_stems_v")}
+    dfs = _frequencies.get(conn, index, set(stems.values()))
+    return [dfs.get(stems.get(i, ""), 0) for i in range(len(words))]
 
 
 def keyword_search(
