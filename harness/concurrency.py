@@ -81,6 +81,18 @@ def _events(n: int) -> list[dict[str, Any]]:
     ]
 
 
+def _collect(srv: Server, rids: list[Any], kind: str, errors: list[Any]) -> list[str]:
+    """The ids of the `kind` objects the pipelined requests created; error replies to `errors`."""
+    ids = []
+    for rid in rids:
+        reply = srv.response(rid, timeout=300)
+        if "error" in reply:
+            errors.append(reply["error"])
+        else:
+            ids.append(reply["result"][kind]["id"])
+    return ids
+
+
 def _server_work(
     srv: Server, n: int, load: Load, project: Path, out: Outcome, lock: threading.Lock
 ) -> None:
@@ -101,13 +113,7 @@ def _server_work(
                 )
                 for _ in range(load.blocks)
             ]  # pipelined
-            ids = []
-            for rid in created:
-                reply = srv.response(rid, timeout=300)
-                if "error" in reply:
-                    errors.append(reply["error"])
-                else:
-                    ids.append(reply["result"]["block"]["id"])
+            ids = _collect(srv, created, "block", errors)
             mine["blocks"] += ids
             edges = [
                 srv.request(
@@ -116,12 +122,7 @@ def _server_work(
                 )
                 for a, b in itertools.pairwise(ids)
             ]
-            for rid in edges:
-                reply = srv.response(rid, timeout=300)
-                if "error" in reply:
-                    errors.append(reply["error"])
-                else:
-                    mine["edges"].append(reply["result"]["relationship"]["id"])
+            mine["edges"] += _collect(srv, edges, "relationship", errors)
             failed += srv.call("memory/index/batch", {"block_ids": ids}, timeout=300)["failed"]
             mems = [
                 srv.request(
@@ -134,12 +135,7 @@ def _server_work(
                 )
                 for _ in range(load.memories)
             ]
-            for rid in mems:
-                reply = srv.response(rid, timeout=300)
-                if "error" in reply:
-                    errors.append(reply["error"])
-                else:
-                    mine["memories"].append(reply["result"]["memory"]["id"])
+            mine["memories"] += _collect(srv, mems, "memory", errors)
             session = {"project_root": str(project), "session_id": f"session-{n}-{r}"}
             srv.call("squirrel/ingest", {**session, "events": _events(n)}, timeout=300)
             srv.call("squirrel/flush", session, timeout=300)

@@ -13,7 +13,7 @@ import pytest
 from harness.documents_fixtures import make_pdf, make_xlsx
 from harness.rpc_client import Server
 from tests.fake_llm import FakeProvider, provider_env, settle
-from tests.test_squirrel_llm_e2e import failing_episode
+from tests.test_squirrel_llm_e2e import ingest_failing_sessions
 
 pytestmark = pytest.mark.e2e
 
@@ -281,17 +281,7 @@ def test_llm_writer_calls_respect_max_concurrent_calls_and_output_cap(
     )
     with Server(db_path, env=env) as srv:
         srv.wait_ready()
-        for i in range(4):
-            r = srv.call(
-                "squirrel/ingest",
-                {
-                    "project_root": str(root),
-                    "session_id": f"s{i}",
-                    "events": failing_episode(str(i)),
-                    "session_end": True,
-                },
-            )
-            assert r["episodes"][0]["outcome"] == "queued"
+        ingest_failing_sessions(srv, root, 4)
         eps = settle(srv, str(root))
         assert [e["outcome"] for e in eps] == ["written"] * 4
     assert len(provider.requests) == 4

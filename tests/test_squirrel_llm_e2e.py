@@ -24,6 +24,21 @@ def repo(tmp_path: Path) -> Path:
     return p
 
 
+def ingest_failing_sessions(srv: Server, root: Path, n: int) -> None:
+    """n ended sessions of one failing test run each; each episode's writer call is queued."""
+    for i in range(n):
+        r = srv.call(
+            "squirrel/ingest",
+            {
+                "project_root": str(root),
+                "session_id": f"s{i}",
+                "events": failing_episode(str(i)),
+                "session_end": True,
+            },
+        )
+        assert r["episodes"][0]["outcome"] == "queued"
+
+
 def failing_episode(tag: str) -> list[dict]:
     return [
         {"role": "user", "kind": "message", "text": f"run the test suite {tag}"},
@@ -69,17 +84,7 @@ def test_garbage_429_500_and_a_hang_leave_the_episode_for_retry(
     ]
     with Server(db_path, env=env) as srv:
         srv.wait_ready()
-        for i in range(4):
-            r = srv.call(
-                "squirrel/ingest",
-                {
-                    "project_root": str(root),
-                    "session_id": f"s{i}",
-                    "events": failing_episode(str(i)),
-                    "session_end": True,
-                },
-            )
-            assert r["episodes"][0]["outcome"] == "queued"  # the call runs in the background
+        ingest_failing_sessions(srv, root, 4)  # the calls run in the background
         # meanwhile the connection is not held up by the provider (garbage, errors, a hang)
         t0 = time.monotonic()
         ctx = srv.call("squirrel/get_task_context", {"project_root": str(root), "task": "tests"})
