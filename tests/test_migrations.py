@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -272,7 +273,9 @@ def test_squirrel_migration_leaves_blocks_untouched(tmp_path):
 
 def test_every_statement_of_a_migration_runs_even_after_one_that_returns_rows(tmp_path):
     db = Database(str(tmp_path / "m.db"))
-    script = "CREATE TABLE a(x); SELECT 1 UNION SELECT 2; CREATE TABLE b(y); INSERT INTO b VALUES (7);"
+    script = (
+        "CREATE TABLE a(x); SELECT 1 UNION SELECT 2; CREATE TABLE b(y); INSERT INTO b VALUES (7);"
+    )
     assert migrate(db, [Migration(1, "rows_midway", script)]) == [1]
     assert db.conn().execute("SELECT y FROM b").fetchall() == [(7,)]
 
@@ -290,3 +293,46 @@ def test_a_migration_failing_half_way_leaves_the_previous_version_and_says_so(tm
     assert conn.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert "b" not in tables and conn.execute("SELECT x FROM a").fetchall() == [(1,)]
+
+
+def _upgrade(path: str, barrier, results) -> None:  # a process starting on the same file
+    db = Database(path)
+    barrier.wait()
+    try:
+        migrate(db)
+        results.put("ok")
+    except BaseException as exc:  # reported to the test
+        results.put(repr(exc))
+    finally:
+        db.close()
+
+
+def test_processes_upgrading_at_once_all_succeed_and_leave_a_whole_backup(tmp_path):
+    import multiprocessing
+
+    path = str(tmp_path / "busy.db")
+    db = Database(path)
+    migrate(db, load_migrations()[:-1], backup=False)
+    db.write(
+        lambda c: c.execute(
+            "WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < 1500)"
+            " INSERT INTO blocks(id, type, act_id, position, content, content_hash, rich_text,"
+            " created_at, updated_at) SELECT 'b' || v, 'paragraph', 'a', v,"
+            " hex(randomblob(20000)), 'h', '[]', 't', 't' FROM n"
+        )
+    )
+    db.close()
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_upgrade, args=(path, barrier, results)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert sorted(results.get(timeout=5) for _ in procs) == ["ok"] * 4
+    backups = [f for f in os.listdir(tmp_path) if f.endswith(".bak")]
+    assert len(backups) == 1 and not [f for f in os.listdir(tmp_path) if f.endswith(".partial")]
+    copy = apsw.Connection(str(tmp_path / backups[0]))
+    assert copy.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert copy.execute("SELECT count(*) FROM blocks").fetchall() == [(1500,)]
+    copy.close()

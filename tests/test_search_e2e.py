@@ -292,6 +292,29 @@ def test_the_next_server_loads_the_saved_index_and_sees_later_writes(db_path):
         assert third.call("memory/stats")["embedder"]["vector_index"]["loaded_from"] == "snapshot"
 
 
+def test_forgetting_a_memory_removes_the_saved_memory_index(db_path, tmp_path):
+    env = {"REOS_MEMORY_VECTOR_SNAPSHOT_MIN": "3"}
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    saved = db_path.parent / f"{db_path.name}.vectors.memory"
+    with Server(db_path, env=env) as srv:
+        ids = [
+            srv.call(
+                "squirrel/memories/add",
+                {"project_root": str(root), "kind": "note", "text": f"fact {i} about kettles"},
+            )["memory"]["id"]
+            for i in range(5)
+        ]
+    with Server(db_path, env=env) as srv:  # its first search builds the index of 5 and saves it
+        srv.call("squirrel/search", {"project_root": str(root), "query": "kettles"})
+        assert saved.exists()
+        srv.call("squirrel/memories/forget", {"memory_id": ids[0]})
+        assert not saved.exists()  # its vector must not linger in the file
+        hits = srv.call("squirrel/search", {"project_root": str(root), "query": "fact 0 kettles"})
+        found = [m["id"] for m in hits["matches"]]
+        assert found and ids[0] not in found
+
+
 def test_model_change_reembeds_and_never_mixes(db_path):
     with Server(db_path) as srv:
         for i in range(5):

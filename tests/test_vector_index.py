@@ -4,6 +4,7 @@ through another connection, as another process makes them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -234,7 +235,7 @@ def saved_index(tmp_path: Path) -> tuple[str, np.ndarray, list]:
     migrate(db)
     vecs = clustered(3000, 7)
     put(db, vecs)
-    first = VectorSearch("memory", SAVED, path)
+    first = VectorSearch("memory", SAVED, path, db.write)
     hits = [first.knn(vsql.BLOCKS, q, 10, ["act-1"], db.read, DIMS) for q in vecs[:20]]
     assert first.status(vsql.BLOCKS)["loaded_from"] == "vectors"
     db.close()
@@ -261,7 +262,9 @@ def test_a_saved_index_is_loaded_by_the_next_process_and_brought_up_to_date(tmp_
     db.close()
 
 
-@pytest.mark.parametrize("change", ["shape", "model", "database", "torn", "log_pruned"])
+@pytest.mark.parametrize(
+    "change", ["shape", "model", "database", "torn", "bad_length", "flipped", "log_pruned"]
+)
 def test_a_saved_index_that_does_not_match_is_never_used(tmp_path, change):
     path, vecs, hits = saved_index(tmp_path)
     snap = f"{path}.vectors.block"
@@ -274,6 +277,14 @@ def test_a_saved_index_that_does_not_match_is_never_used(tmp_path, change):
     elif change == "torn":
         with open(snap, "r+b") as f:
             f.truncate(os.path.getsize(snap) // 2)
+    elif change == "bad_length":  # a header claiming a huge payload must not break searches
+        with open(snap, "r+b") as f:
+            f.seek(len(b"REOSVIX1") + 8)
+            f.write((2**62).to_bytes(8, "little"))
+    elif change == "flipped":  # a damaged block of the stored vectors is noticed
+        with open(snap, "r+b") as f:
+            f.seek(os.path.getsize(snap) // 2)
+            f.write(bytes(4096))
     db = Database(path)
     if change == "model":
         db.write(lambda c: vsql.set_meta(c, model_id="another-model", dimensions=DIMS))
@@ -283,6 +294,44 @@ def test_a_saved_index_that_does_not_match_is_never_used(tmp_path, change):
     search = VectorSearch("memory", shape, path)
     got = [search.knn(vsql.BLOCKS, q, 10, ["act-1"], db.read, DIMS) for q in vecs[:20]]
     assert search.status(vsql.BLOCKS)["loaded_from"] == "vectors"
-    if change in ("database", "torn"):
+    if change in ("database", "torn", "bad_length", "flipped"):
         assert got == hits  # built again from the same vectors
+    db.close()
+
+
+def test_a_copy_from_before_the_save_or_a_new_database_never_uses_it(tmp_path):
+    """Same file (inode), same change numbers, same ids: only the token tells them apart."""
+    path = str(tmp_path / "v.db")
+    db = Database(path)
+    migrate(db)
+    vecs = clustered(3000, 7)
+    put(db, vecs)
+    db.close()
+    shutil.copyfile(path, f"{path}.before")  # a backup taken before the save
+    db = Database(path)
+    edited, other = clustered(2, 11)
+    db.write(lambda c: vsql.upsert_embedding(c, "b5", to_blob(edited), MODEL, "e1", NOW))
+    first = VectorSearch("memory", SAVED, path, db.write)
+    assert first.knn(vsql.BLOCKS, edited, 1, None, db.read, DIMS)[0][0] == "b5"
+    db.close()
+    assert os.path.exists(f"{path}.vectors.block")
+    # restored over the same file, then the same block edited otherwise: change 3001 is b5 again
+    shutil.copyfile(f"{path}.before", path)
+    db = Database(path)
+    db.write(lambda c: vsql.upsert_embedding(c, "b5", to_blob(other), MODEL, "e2", NOW))
+    second = VectorSearch("memory", SAVED, path, db.write)
+    top = second.knn(vsql.BLOCKS, other, 1, None, db.read, DIMS)
+    assert second.status(vsql.BLOCKS)["loaded_from"] == "vectors"
+    assert top[0][0] == "b5" and top[0][1] == pytest.approx(1.0, abs=1e-3)
+    db.close()
+    # deleted and made again with the same writes in the same order
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)
+    db = Database(path)
+    migrate(db)
+    put(db, vecs)
+    third = VectorSearch("memory", SAVED, path, db.write)
+    third.knn(vsql.BLOCKS, vecs[0], 1, None, db.read, DIMS)
+    assert third.status(vsql.BLOCKS)["loaded_from"] == "vectors"
     db.close()

@@ -296,6 +296,12 @@ class Indexer:
         """Cosine of the query to specific ids (for fusing keyword-only hits)."""
         return self.vectors().similarities(space, query, ids, self.db.read, self._dims())
 
+    def drop_saved_index(self, space: sql.Space) -> None:
+        """Delete the space's saved index file (a vector erased for good must not linger there;
+        the next process builds the index again)."""
+        if self.vector_search == "memory":
+            self.vectors().drop_saved(space)
+
     def index_status(self) -> dict[str, Any]:
         """What the block vectors' memory index holds now (without loading it)."""
         if self.vector_search == "sqlite":
@@ -310,7 +316,7 @@ class Indexer:
             from reos_memory.store.vector_index import Shape, VectorSearch
 
             shape = Shape(*self.index_shape) if self.index_shape else Shape()
-            self._vectors = VectorSearch(self.vector_search, shape, self.db.path)
+            self._vectors = VectorSearch(self.vector_search, shape, self.db.path, self.db.write)
         return self._vectors
 
     def _dims(self) -> int:

@@ -447,7 +447,8 @@ def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> N
     scored = [c for c in items if c.hop2_bm25 is not None]  # the second hop's, if it ran
     for rank, c in enumerate(sorted(scored, key=lambda c: (-(c.hop2_bm25 or 0.0), c.block_id)), 1):
         c.hop2_rank = rank
-    # the best possible fusion (first in every ranking used) scores 1.0
+    # the best possible fusion (first in the vector and keyword rankings) scores 1.0; the second
+    # hop's ranking, when it ran, adds to that, so a fusion may exceed 1.0
     best = ((VECTOR_WEIGHT if use_vec else 0.0) + (KEYWORD_WEIGHT if use_kw else 0.0)) / (RRF_K + 1)
     best = best or 1.0
     for c in items:

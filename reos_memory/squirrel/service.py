@@ -47,22 +47,51 @@ from reos_memory.store import transcripts as tsql
 
 LIVE = ("provisional", "active")
 STALE_CLAIM = timedelta(minutes=15)  # a claim older than this belonged to a process that died
-# who holds a claim: a claim of a process of this machine that is gone is free at once
-CLAIMANT = f"{socket.gethostname().replace(' ', '_')}/{os.getpid()}"
+# Who holds a claim: host, pid namespace, pid and the process's start time. A claim of a
+# process of this host and namespace that is gone (or whose pid now names a younger process) is
+# free at once; any other claim waits for STALE_CLAIM.
+_HOST = socket.gethostname().replace(" ", "_").replace("/", "_")
+
+
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "-"
+
+
+def _started(pid: int) -> str:
+    """The process's start time in clock ticks since boot ("-" when unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return "-"
+
+
+def claimant() -> str:
+    """This process, as a claim names it (computed each time: a forked child is another)."""
+    pid = os.getpid()
+    return f"{_HOST}/{_pid_namespace()}/{pid}/{_started(pid)}"
 
 
 def _claimant_died(claim: str) -> bool:
-    """True when `claim` was taken by a process of this machine that no longer runs."""
-    host, _, pid = claim.rsplit(" ", 1)[-1].rpartition("/")
-    if host != CLAIMANT.rpartition("/")[0] or not pid.isdigit() or int(pid) == os.getpid():
+    """True when `claim` was taken by a process of this host and pid namespace that no longer
+    runs; False when it may run, or cannot be told (another host or namespace, older claims)."""
+    parts = claim.rsplit(" ", 1)[-1].split("/")
+    if len(parts) != 4 or not parts[2].isdigit():
+        return False
+    host, ns, pid, started = parts[0], parts[1], int(parts[2]), parts[3]
+    if host != _HOST or ns == "-" or ns != _pid_namespace() or pid == os.getpid():
         return False
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except OSError:  # alive under another user
         return False
-    return False
+    now = _started(pid)
+    return started != "-" and now != "-" and now != started  # the pid was reused
 
 
 @dataclass
@@ -378,7 +407,7 @@ class Squirrel:
         the episode unprocessed with the reason (retry it later); nothing is lost.
         """
         self.prune_logs()
-        token = f"{new_id('claim')} {CLAIMANT}"
+        token = f"{new_id('claim')} {claimant()}"
         now = now_iso()
         stale = iso(datetime.now(UTC) - self._stale_after)
         ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
@@ -811,6 +840,10 @@ class Squirrel:
             return msql.delete_memory(conn, memory_id)
 
         removed = self.db.write(tx)
+        if self.vectors is not None:  # the saved index file still holds its vector
+            from reos_memory.store.vectors import MEMORIES
+
+            self.vectors.drop_saved_index(MEMORIES)
         return {"forgotten": True, "memory_id": memory_id, "removed": removed}
 
     # -- episodes ---------------------------------------------------------------------------

@@ -65,6 +65,19 @@ def create_private(path: str) -> bool:
     return True
 
 
+def remove_stale_siblings(path: str, suffix: str, older_than_s: float = 3600.0) -> None:
+    """Delete `<path>.*<suffix>` files older than `older_than_s`: half-written copies left by
+    processes killed while writing them (each writer uses a random name of its own)."""
+    folder, name = os.path.split(path)
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder or "."):
+            if entry.name.startswith(name + ".") and entry.name.endswith(suffix):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat().st_mtime > older_than_s:
+                        os.unlink(entry.path)
+
+
 def backup_to(db: Database, target: str, pages_per_step: int = 4096) -> int:
     """A consistent copy of the database at `target` (a new, private file), taken while other
     connections and processes keep reading and writing (SQLite's online backup); the pages

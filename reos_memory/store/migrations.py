@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import os
 import re
+import uuid
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import apsw
 
 from reos_memory.errors import SchemaError
-from reos_memory.store.connection import Database, create_private, fetch
+from reos_memory.store.connection import Database, create_private, fetch, remove_stale_siblings
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -167,13 +168,15 @@ def _has_user_data(db: Database) -> bool:
 
 def _backup(db: Database, target: str) -> None:
     """Copy the whole database to `target`, retrying while another process holds a lock. The
-    copy is written under a temporary name and renamed when complete, so a process killed
-    half-way never leaves a partial file that looks like a backup."""
-    partial = f"{target}.partial"
+    copy is written under a name of this process's own and renamed when complete, so a process
+    killed half-way never leaves a partial file that looks like a backup, and processes starting
+    at once never write into each other's copy (the last complete one wins)."""
+    partial = f"{target}.{uuid.uuid4().hex}.partial"
+    remove_stale_siblings(target, ".partial")
 
     def copy() -> None:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(partial)  # left by a process killed while copying
+            os.unlink(partial)  # a retry starts over
         create_private(partial)  # a copy of the memories is as private as the memories
         dest = apsw.Connection(partial)
         try:

@@ -30,6 +30,8 @@ import math
 import os
 import struct
 import threading
+import uuid
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +42,7 @@ import numpy as np
 
 from reos_memory import heap
 from reos_memory.store import vectors as sql
-from reos_memory.store.connection import create_private
+from reos_memory.store.connection import create_private, remove_stale_siblings
 
 Reader = Callable[[Callable[[apsw.Connection], Any]], Any]  # Database.read
 
@@ -65,16 +67,18 @@ _LENGTHS = struct.Struct("<QQQQ")  # header, faiss index, ids, partitions
 class _SnapshotMeta(msgspec.Struct, kw_only=True):
     """What a saved index holds and what it must match to be used."""
 
-    space: str
-    dims: int
-    model_id: str
+    token: str  # also recorded in the database when the file was saved
+    identity: list[Any]  # VectorIndex._identity at `seq`
     seq: int  # the change number the index is up to date with
-    anchor: str | None  # the id of change `seq`: another database's log would not match
-    db_file: tuple[int, int]  # (device, inode) of the database file
-    shape: tuple[int, int, int]  # flat_max, lists, probe
     kind: str
     rebuild_at: int
     parts: list[str]  # partition names by code
+    crc32: int  # of the payload: the faiss index, the ids, the partitions
+
+
+def _plain(value: Any) -> Any:
+    """`value` as it reads back from JSON (tuples become lists)."""
+    return msgspec.json.decode(msgspec.json.encode(value))
 
 
 def _faiss() -> Any:
@@ -111,6 +115,7 @@ class VectorIndex:
         self.space = space
         self.shape = shape
         self.db_path = db_path  # None: never saved or loaded from a file
+        self._unsaved: tuple[int, tuple[Any, ...]] | None = None  # (seq, identity) to save
         self.loaded_from = ""  # "vectors" (built) or "snapshot" (read from the saved file)
         self._lock = threading.RLock()
         self._index: Any = None  # a faiss index (flat codes in an id map, or an inverted file)
@@ -171,7 +176,8 @@ class VectorIndex:
             self._seq = seq
             self.model_id = model
             if built and model is not None and len(self._row) >= self.shape.snapshot_min:
-                self._save(conn, model)
+                ident = self._identity(conn, model, seq)  # read in the build's transaction
+                self._unsaved = None if ident is None else (seq, ident)
 
     # -- the saved index ---------------------------------------------------------------------
 
@@ -181,79 +187,114 @@ class VectorIndex:
             return None
         return f"{self.db_path}.vectors.{self.space.name}"
 
-    def _meta(self, conn: apsw.Connection, model: str, seq: int) -> _SnapshotMeta | None:
+    @property
+    def token_key(self) -> str:
+        return f"vector_snapshot_{self.space.name}"
+
+    def _identity(self, conn: apsw.Connection, model: str, seq: int) -> tuple[Any, ...] | None:
+        """What a saved index must match: this space, dimensions, model, shape, the database
+        file, and the id of change `seq`."""
         assert self.db_path is not None
         try:
             st = os.stat(self.db_path)
         except OSError:
             return None
-        return _SnapshotMeta(
-            space=self.space.name,
-            dims=self.dims,
-            model_id=model,
-            seq=seq,
-            anchor=sql.change_at(conn, seq, self.space) if seq else None,
-            db_file=(st.st_dev, st.st_ino),
-            shape=(self.shape.flat_max, self.shape.lists, self.shape.probe),
-            kind=self.kind,
-            rebuild_at=self._rebuild_at,
-            parts=sorted(self._act_codes, key=self._act_codes.__getitem__),
+        return (
+            self.space.name,
+            self.dims,
+            model,
+            (self.shape.flat_max, self.shape.lists, self.shape.probe),
+            (st.st_dev, st.st_ino),
+            sql.change_at(conn, seq, self.space) if seq else None,
         )
 
-    def _save(self, conn: apsw.Connection, model: str) -> None:
-        """Write the index and what it is up to date with, for the next process to load."""
+    def save(self, write: Callable[[Callable[[apsw.Connection], Any]], Any]) -> None:
+        """Write the index the last sync built for the next process to load; `write` is
+        Database.write. The file carries a random token that is also recorded in the database
+        (once the file is complete, before it replaces the old one): a copy of the database
+        from before the save, or another database at the same path, never matches it."""
         path = self.snapshot_path
-        meta = self._meta(conn, model, self._seq) if path else None
-        if path is None or meta is None or self._index is None:
-            return
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
+        with self._lock:
+            pending, self._unsaved = self._unsaved, None
+            if pending is None or path is None or self._index is None or pending[0] != self._seq:
+                return  # nothing built, or changes applied since: the identity no longer fits
+            token = uuid.uuid4().hex
             blob = _faiss().serialize_index(self._index)
-            ids = msgspec.json.encode(self._ids)
-            parts = np.ascontiguousarray(self._acts[: len(self._ids)], dtype="<i4").tobytes()
-            header = msgspec.json.encode(meta)
+            payload: list[bytes | memoryview] = [
+                memoryview(blob),
+                msgspec.json.encode(self._ids),
+                np.ascontiguousarray(self._acts[: len(self._ids)], dtype="<i4").tobytes(),
+            ]
+            crc = 0
+            for piece in payload:
+                crc = zlib.crc32(piece, crc)
+            header = msgspec.json.encode(
+                _SnapshotMeta(
+                    token=token,
+                    identity=list(pending[1]),
+                    seq=self._seq,
+                    kind=self.kind,
+                    rebuild_at=self._rebuild_at,
+                    parts=sorted(self._act_codes, key=self._act_codes.__getitem__),
+                    crc32=crc,
+                )
+            )
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        try:
+            remove_stale_siblings(path, ".tmp")
             create_private(tmp)  # vectors say what the text says: as private as the database
             with open(tmp, "wb") as f:
                 f.write(SNAPSHOT_MAGIC)
-                f.write(_LENGTHS.pack(len(header), blob.nbytes, len(ids), len(parts)))
-                for piece in (header, memoryview(blob), ids, parts):
+                f.write(_LENGTHS.pack(len(header), *(len(p) for p in payload)))
+                f.write(header)
+                for piece in payload:
                     f.write(piece)
+                f.flush()
+                os.fsync(f.fileno())
+            write(lambda c: sql.set_meta(c, **{self.token_key: token}))
             os.replace(tmp, path)
-        except OSError:
+        except (OSError, apsw.Error):
             with contextlib.suppress(OSError):
                 os.unlink(tmp)  # a read-only or full disk only costs the next process a build
         finally:
+            del payload, blob
             heap.give_back_freed()
 
     def _restore(self, conn: apsw.Connection, seq: int, model: str) -> bool:
-        """Load the saved index if it was made from this database file, model and shape and
-        the change log still reaches back to it; False (nothing changed) otherwise."""
+        """Load the saved index if it is the one this database recorded, made from this
+        database file, model and shape, and the change log still reaches back to it; False
+        (nothing changed) otherwise."""
         path = self.snapshot_path
         if path is None or not os.path.exists(path):
             return False
         try:
             with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
                 if f.read(len(SNAPSHOT_MAGIC)) != SNAPSHOT_MAGIC:
                     return False
                 lengths = _LENGTHS.unpack(f.read(_LENGTHS.size))
+                if len(SNAPSHOT_MAGIC) + _LENGTHS.size + sum(lengths) != size:
+                    return False  # torn, or not what its header says
                 meta = msgspec.json.decode(f.read(lengths[0]), type=_SnapshotMeta)
-                want = self._meta(conn, model, meta.seq)
+                recorded = sql.get_meta(conn).get(self.token_key)
                 if (
-                    want is None
+                    recorded != meta.token
                     or meta.seq > seq
-                    or (meta.space, meta.dims, meta.model_id, meta.anchor, meta.db_file)
-                    != (want.space, want.dims, want.model_id, want.anchor, want.db_file)
-                    or meta.shape != want.shape
+                    or _plain(self._identity(conn, model, meta.seq)) != meta.identity
                 ):
                     return False
-                blob = np.frombuffer(f.read(lengths[1]), dtype=np.uint8)
-                ids = msgspec.json.decode(f.read(lengths[2]), type=list[str | None])
-                acts = np.frombuffer(f.read(lengths[3]), dtype="<i4").astype(np.int32)
-            if len(blob) != lengths[1] or len(acts) != len(ids):
-                return False  # a torn file
+                payload = [f.read(n) for n in lengths[1:]]
+            if zlib.crc32(b"".join(payload[1:]), zlib.crc32(payload[0])) != meta.crc32:
+                return False  # damaged on disk
+            blob = np.frombuffer(payload[0], dtype=np.uint8)
+            ids = msgspec.json.decode(payload[1], type=list[str | None])
+            acts = np.frombuffer(payload[2], dtype="<i4").astype(np.int32)
+            if len(acts) != len(ids):
+                return False
             index = _faiss().deserialize_index(blob)
-        except (OSError, ValueError, RuntimeError, msgspec.DecodeError, struct.error):
-            return False  # a damaged file costs a build, never the search
+            del payload, blob
+        except Exception:  # a damaged file costs a build, never the search
+            return False
         finally:
             heap.give_back_freed()
         self._index, self.kind = index, meta.kind
@@ -437,11 +478,16 @@ class VectorSearch:
     """Nearest-neighbour search over every space, by the configured index (memory or sqlite)."""
 
     def __init__(
-        self, mode: str = "memory", shape: Shape = Shape(), db_path: str | None = None
+        self,
+        mode: str = "memory",
+        shape: Shape = Shape(),
+        db_path: str | None = None,
+        write: Callable[[Callable[[apsw.Connection], Any]], Any] | None = None,
     ) -> None:
         self.mode = mode
         self.shape = shape
         self.db_path = db_path  # where saved indexes go (None: never saved)
+        self.write = write  # Database.write, to record a saved index's token
         self._indexes: dict[str, VectorIndex] = {}
         self._lock = threading.Lock()
 
@@ -451,6 +497,12 @@ class VectorSearch:
             self._indexes = {
                 s.name: VectorIndex(dims, s, self.shape, self.db_path) for s in sql.SPACES
             }
+
+    def drop_saved(self, space: sql.Space) -> None:
+        """Delete the space's saved index file, if any."""
+        if self.db_path is not None and self.db_path != ":memory:":
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.db_path}.vectors.{space.name}")
 
     def status(self, space: sql.Space) -> dict[str, Any]:
         """kind, vectors and (inverted file) lists and probe of a space's index, as loaded."""
@@ -472,6 +524,8 @@ class VectorSearch:
                     dims, space, self.shape, self.db_path
                 )
         read(index.sync)
+        if self.write is not None:
+            index.save(self.write)  # after a build; outside the read transaction
         return index
 
     def knn(
