@@ -1,0 +1,28 @@
+"""Which episode claims belong to a process that is gone (and may be taken over at once)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from reos_memory.squirrel import service
+
+
+def test_a_claim_is_free_only_when_its_process_of_this_host_and_namespace_is_gone():
+    me = service.claimant()
+    host, ns, _pid, _start = me.split("/")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = f"2026-11-22T10:00:00Z claim_x {host}/{ns}/{proc.pid}/{service._started(proc.pid)}"
+        assert not service._claimant_died(live)
+        # the same pid started at another time: the claim's process is gone, the pid reused
+        assert service._claimant_died(f"2026 claim_x {host}/{ns}/{proc.pid}/1")
+        # another pid namespace or host cannot be told from here: wait for the stale timeout
+        assert not service._claimant_died(f"2026 claim_x {host}/1/{proc.pid}/1")
+        assert not service._claimant_died(f"2026 claim_x other-host/{ns}/{proc.pid}/1")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert service._claimant_died(live)
+    assert not service._claimant_died(f"2026 claim_x {me}")  # this very process
+    assert not service._claimant_died("2026-11-22T10:00:00Z claim_0123")  # older claims
