@@ -335,3 +335,11 @@ def test_a_copy_from_before_the_save_or_a_new_database_never_uses_it(tmp_path):
     third.knn(vsql.BLOCKS, vecs[0], 1, None, db.read, DIMS)
     assert third.status(vsql.BLOCKS)["loaded_from"] == "vectors"
     db.close()
+
+
+def test_an_index_without_a_database_path_is_never_saved(db):
+    vecs = clustered(700, 12)
+    put(db, vecs)
+    search = VectorSearch("memory", Shape(flat_max=300, lists=8, probe=8, snapshot_min=500))
+    assert search.knn(vsql.BLOCKS, vecs[3], 1, None, db.read, DIMS)[0][0] == "b3"
+    assert search.status(vsql.BLOCKS)["loaded_from"] == "vectors"

@@ -175,7 +175,8 @@ class VectorIndex:
                     built = True
             self._seq = seq
             self.model_id = model
-            if built and model is not None and len(self._row) >= self.shape.snapshot_min:
+            big = len(self._row) >= self.shape.snapshot_min
+            if built and big and model is not None and self.snapshot_path is not None:
                 ident = self._identity(conn, model, seq)  # read in the build's transaction
                 self._unsaved = None if ident is None else (seq, ident)
 
