@@ -120,6 +120,11 @@ class Candidate:
         return self.found_by_vector or self.found_by_keyword
 
     @property
+    def base(self) -> float:
+        """The score before stage 3's factors: fusion plus the relevance spread to it."""
+        return self.stage1 + GRAPH_WEIGHT * self.graph
+
+    @property
     def source(self) -> str:
         if self.in_stage1 and self.graph > 0:
             return "both"
@@ -238,7 +243,7 @@ def _keyword_hits(db: Database, q: Query, s1: Stage1) -> None:
 
 def _second_hop(db: Database, indexer: Indexer, q: Query, s1: Stage1) -> None:
     """BM25 for the distinctive words of the first hop's best candidates (see SECOND_HOP_*)."""
-    seeds = sorted(s1.cands.values(), key=lambda c: (-c.stage1, c.block_id))[:SECOND_HOP_SEEDS]
+    seeds = _best(s1.cands, SECOND_HOP_SEEDS)
     asked = set(kw_sql.query_words(q.query))
     texts = db.read(lambda conn: block_sql.contents(conn, [c.block_id for c in seeds]))
     weight: dict[str, float] = {}
@@ -271,10 +276,8 @@ def _second_hop(db: Database, indexer: Indexer, q: Query, s1: Stage1) -> None:
         if bid not in s1.cands:
             s1.cands[bid] = Candidate(bid, found_by_keyword=True)
         s1.cands[bid].hop2_bm25 = score
-    missing = [c.block_id for c in s1.cands.values() if c.cos is None]
-    if s1.qvec is not None and missing:
-        for bid, cos in indexer.similarities(s1.qvec, missing).items():
-            s1.cands[bid].cos = cos
+    if s1.qvec is not None:
+        _fill_similarities(indexer, s1)
 
 
 def _vector_hits(indexer: Indexer, q: Query, s1: Stage1, hits: list[tuple[str, float]]) -> None:
@@ -284,14 +287,25 @@ def _vector_hits(indexer: Indexer, q: Query, s1: Stage1, hits: list[tuple[str, f
             c.cos, c.found_by_vector = cos, True
     # keyword-only hits get their vector similarity too (cheap: in memory), so both rankings
     # cover them; BM25 of vector-only hits was measured to add nothing
+    _fill_similarities(indexer, s1)
+
+
+def _fill_similarities(indexer: Indexer, s1: Stage1) -> None:
+    """The query's similarity for every candidate that has none yet."""
     missing = [c.block_id for c in s1.cands.values() if c.cos is None]
-    for bid, cos in indexer.similarities(s1.qvec, missing).items():
-        s1.cands[bid].cos = cos
+    if missing:
+        for bid, cos in indexer.similarities(s1.qvec, missing).items():
+            s1.cands[bid].cos = cos
+
+
+def _best(cands: dict[str, Candidate], n: int) -> list[Candidate]:
+    """The `n` candidates of highest fusion (ties by id)."""
+    return sorted(cands.values(), key=lambda c: (-c.stage1, c.block_id))[:n]
 
 
 def _stage2(db: Database, q: Query, s1: Stage1) -> int:
     """Graph expansion from the best candidates; returns how many blocks it reached."""
-    seeds = sorted(s1.cands.values(), key=lambda c: (-c.stage1, c.block_id))[:SPREAD_SEEDS]
+    seeds = _best(s1.cands, SPREAD_SEEDS)
     if not (s1.graph and seeds):
         return 0
     return db.read(lambda conn: _spread(conn, seeds, s1.cands, q.graph_depth, q.act_id))
@@ -308,7 +322,7 @@ def _stage3(db: Database, q: Query, cands: dict[str, Candidate]) -> list[Candida
     if not cands:
         return []
     weights = {**DEFAULT_TYPE_WEIGHTS, **(q.type_weights or {})}
-    base = {b: c.stage1 + GRAPH_WEIGHT * c.graph for b, c in cands.items()}
+    base = {b: c.base for b, c in cands.items()}
     order = sorted(base, key=lambda b: (-base[b], b))
     low = min(*weights.values(), DEFAULT_TYPE_WEIGHT) * (1.0 - min(1.0, q.recency_weight))
     high = max(*weights.values(), DEFAULT_TYPE_WEIGHT) * TIME_MATCH
@@ -351,7 +365,7 @@ def _score(
             continue
         block_type, updated_at, _act, created_at = summary[bid]
         graph_weight = GRAPH_WEIGHT if c.graph > 0 else None
-        base = c.stage1 + (graph_weight or 0.0) * c.graph
+        base = c.base
         tw = weights.get(block_type, DEFAULT_TYPE_WEIGHT)
         recency = _recency(q, now, updated_at)
         in_time = (

@@ -76,6 +76,21 @@ class _SnapshotMeta(msgspec.Struct, kw_only=True):
     crc32: int  # of the payload: the faiss index, the ids, the partitions
 
 
+def saved_index_path(db_path: str | None, space: sql.Space) -> str | None:
+    """Where a space's index is saved beside the database (None: an in-memory database)."""
+    if db_path is None or db_path == ":memory:":
+        return None
+    return f"{db_path}.vectors.{space.name}"
+
+
+def _crc(pieces: Sequence[bytes | memoryview]) -> int:
+    """CRC32 of the pieces one after the other."""
+    crc = 0
+    for piece in pieces:
+        crc = zlib.crc32(piece, crc)
+    return crc
+
+
 def _plain(value: Any) -> Any:
     """`value` as it reads back from JSON (tuples become lists)."""
     return msgspec.json.decode(msgspec.json.encode(value))
@@ -184,9 +199,7 @@ class VectorIndex:
 
     @property
     def snapshot_path(self) -> str | None:
-        if self.db_path is None or self.db_path == ":memory:":
-            return None
-        return f"{self.db_path}.vectors.{self.space.name}"
+        return saved_index_path(self.db_path, self.space)
 
     @property
     def token_key(self) -> str:
@@ -226,9 +239,6 @@ class VectorIndex:
                 msgspec.json.encode(self._ids),
                 np.ascontiguousarray(self._acts[: len(self._ids)], dtype="<i4").tobytes(),
             ]
-            crc = 0
-            for piece in payload:
-                crc = zlib.crc32(piece, crc)
             header = msgspec.json.encode(
                 _SnapshotMeta(
                     token=token,
@@ -237,7 +247,7 @@ class VectorIndex:
                     kind=self.kind,
                     rebuild_at=self._rebuild_at,
                     parts=sorted(self._act_codes, key=self._act_codes.__getitem__),
-                    crc32=crc,
+                    crc32=_crc(payload),
                 )
             )
         tmp = f"{path}.{uuid.uuid4().hex}.tmp"
@@ -285,7 +295,7 @@ class VectorIndex:
                 ):
                     return False
                 payload = [f.read(n) for n in lengths[1:]]
-            if zlib.crc32(b"".join(payload[1:]), zlib.crc32(payload[0])) != meta.crc32:
+            if _crc(payload) != meta.crc32:
                 return False  # damaged on disk
             blob = np.frombuffer(payload[0], dtype=np.uint8)
             ids = msgspec.json.decode(payload[1], type=list[str | None])
@@ -298,17 +308,30 @@ class VectorIndex:
             return False
         finally:
             heap.give_back_freed()
-        self._index, self.kind = index, meta.kind
+        parts = {name: code for code, name in enumerate(meta.parts)}
+        self._install(index, meta.kind, ids, acts, parts, meta.rebuild_at, "snapshot")
+        self._seq, self.model_id = meta.seq, model
+        return True
+
+    def _install(
+        self,
+        index: Any,
+        kind: str,
+        ids: list[str | None],
+        acts: np.ndarray,
+        act_codes: dict[str, int],
+        rebuild_at: int,
+        loaded_from: str,
+    ) -> None:
+        """Make `index` (faiss ids = rows of `ids`, None for a free row) the one searched."""
+        self._index, self.kind = index, kind
         self._ids = ids
         self._row = {b: i for i, b in enumerate(ids) if b is not None}
         self._free = [i for i, b in enumerate(ids) if b is None]
-        self._acts = acts
-        self._act_codes = {name: code for code, name in enumerate(meta.parts)}
+        self._acts, self._act_codes = acts, act_codes
         self._masks = {}
-        self._rebuild_at = meta.rebuild_at
-        self._seq, self.model_id = meta.seq, model
-        self.loaded_from = "snapshot"
-        return True
+        self._rebuild_at = rebuild_at
+        self.loaded_from = loaded_from
 
     def _reload(self, conn: apsw.Connection) -> None:
         self._build(conn)
@@ -328,26 +351,22 @@ class VectorIndex:
                 ids.append(block_id)
                 acts.append(act_id)
         n = len(ids)
-        self._index, self.kind = self._new_index(codes[:n])
-        self._ids, self._row, self._free = list(ids), {b: i for i, b in enumerate(ids)}, []
-        self._act_codes = {}
-        self._acts = np.array(
-            [self._act_codes.setdefault(a, len(self._act_codes)) for a in acts], dtype=np.int32
-        )
+        index, kind = self._new_index(codes[:n])
+        act_codes: dict[str, int] = {}
+        rows = np.array([act_codes.setdefault(a, len(act_codes)) for a in acts], dtype=np.int32)
         # a full scan's codes in one call (one exact allocation); an inverted file's in chunks,
         # then its lists are copied to exact size (they grow by doubling: ~1.7x the codes)
-        step = max(1, n if self.kind == "flat" else LOAD_CHUNK)
+        step = max(1, n if kind == "flat" else LOAD_CHUNK)
         for start in range(0, n, step):
             part = codes[start : start + step].astype(np.float32)
-            self._index.add_with_ids(part, np.arange(start, start + len(part), dtype=np.int64))
-        if self.kind == "ivf":
-            _compact_lists(self._index)
-        self._masks = {}
-        self.reloads += 1
-        self.loaded_from = "vectors"
+            index.add_with_ids(part, np.arange(start, start + len(part), dtype=np.int64))
+        if kind == "ivf":
+            _compact_lists(index)
         # a full scan turns into an inverted file past flat_max; lists are trained again when
         # the vectors have grown fourfold since their training
-        self._rebuild_at = self.shape.flat_max if self.kind == "flat" else 4 * max(n, 1000)
+        rebuild_at = self.shape.flat_max if kind == "flat" else 4 * max(n, 1000)
+        self._install(index, kind, list(ids), rows, act_codes, rebuild_at, "vectors")
+        self.reloads += 1
 
     def _new_index(self, vectors: np.ndarray) -> tuple[Any, str]:
         """An empty index for this many vectors: a full scan, or an inverted file trained on them."""
@@ -501,9 +520,10 @@ class VectorSearch:
 
     def drop_saved(self, space: sql.Space) -> None:
         """Delete the space's saved index file, if any."""
-        if self.db_path is not None and self.db_path != ":memory:":
+        path = saved_index_path(self.db_path, space)
+        if path is not None:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.db_path}.vectors.{space.name}")
+                os.unlink(path)
 
     def status(self, space: sql.Space) -> dict[str, Any]:
         """kind, vectors and (inverted file) lists and probe of a space's index, as loaded."""
