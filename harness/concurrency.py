@@ -11,7 +11,6 @@ import itertools
 import os
 import random
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,14 +18,9 @@ from typing import Any
 
 import apsw
 
-from harness.rpc_client import Server
+from harness.rpc_client import SQRL, Server
 
 WORDS = [f"{a}{b}" for a in ("zor", "kel", "vim", "pax", "dru", "mon") for b in "aeiouy"]
-SQRL = [
-    sys.executable,
-    "-c",
-    "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
-]
 
 
 def unique_text(rng: random.Random, tag: str) -> str:

@@ -33,14 +33,9 @@ from typing import Any
 import apsw
 
 from harness.agent_homes import ClaudeSession
-from harness.rpc_client import ROOT, Server
+from harness.rpc_client import ROOT, SQRL, Server
 
 NO_CATCH_UP = {"REOS_MEMORY_CATCH_UP_INDEXING": "false"}
-SQRL = [
-    sys.executable,
-    "-c",
-    "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
-]
 WORDS = [
     "amber",
     "basil",
@@ -582,7 +577,14 @@ _OBJECTS = (
 
 SCENARIOS: dict[str, type[Scenario]] = {
     s.name: s
-    for s in (IndexBatch, DocumentsInsert, SquirrelCommit, TranscriptIngest, CrMemory, UpgradeMigration)
+    for s in (
+        IndexBatch,
+        DocumentsInsert,
+        SquirrelCommit,
+        TranscriptIngest,
+        CrMemory,
+        UpgradeMigration,
+    )
 }
 
 

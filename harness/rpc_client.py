@@ -16,6 +16,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+# the `sqrl` command line, as its console script runs it
+SQRL = [
+    sys.executable,
+    "-c",
+    "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
+]
 
 
 class RpcError(Exception):

@@ -176,19 +176,14 @@ def export_graph(
     out: str | None,
 ) -> int:
     """Write a picture of the graph (or of a block's neighbourhood) to a file or stdout."""
-    from reos_memory.errors import ReosError, SchemaError
+    from reos_memory.errors import ReosError
     from reos_memory.graph import export
 
-    if not os.path.exists(config.db):
-        sys.stderr.write(f"reos-memory: no database at {config.db}\n")
+    if _missing(config):
         return 1
     db = Database(config.db)
     try:  # a reader never migrates (nor backs up) the database it reads
-        if pending(db):
-            raise SchemaError(
-                f"{config.db} is an older version of the database; start the service once"
-                " to upgrade it (export only reads)"
-            )
+        _refuse_older(db, "export")
         pic = export.collect(db, block_id=block_id, depth=depth, act_id=act_id, max_nodes=max_nodes)
     except ReosError as exc:
         sys.stderr.write(f"reos-memory: {exc.message}\n")
@@ -419,11 +414,29 @@ def open_app(
     return app
 
 
+def _missing(config: Config) -> bool:
+    """True (and said on stderr) when the database a command would read does not exist."""
+    if os.path.exists(config.db):
+        return False
+    sys.stderr.write(f"reos-memory: no database at {config.db}\n")
+    return True
+
+
+def _refuse_older(db: Database, verb: str) -> None:
+    """A command that only reads never migrates (nor backs up) the database it reads."""
+    from reos_memory.errors import SchemaError
+
+    if pending(db):
+        raise SchemaError(
+            f"{db.path} is an older version of the database; start the service once"
+            f" to upgrade it ({verb} only reads)"
+        )
+
+
 def backup_database(config: Config, target: str) -> int:
     """`reos-memory backup PATH`: a consistent online copy of the database (servers may keep
     running), written to a new file readable by its owner only."""
-    if not os.path.exists(config.db):
-        sys.stderr.write(f"reos-memory: no database at {config.db}\n")
+    if _missing(config):
         return 1
     if os.path.exists(target):
         sys.stderr.write(f"reos-memory: {target} exists; a backup never overwrites a file\n")
@@ -453,12 +466,11 @@ def dump_database(config: Config, target: str) -> int:
     out: `load` recomputes them."""
     import apsw
 
-    from reos_memory.errors import ReosError, SchemaError
+    from reos_memory.errors import ReosError
     from reos_memory.store import dump as dump_sql
     from reos_memory.store.connection import create_private
 
-    if not os.path.exists(config.db):
-        sys.stderr.write(f"reos-memory: no database at {config.db}\n")
+    if _missing(config):
         return 1
     to_file = target != "-"
     if to_file and os.path.lexists(target):
@@ -468,11 +480,7 @@ def dump_database(config: Config, target: str) -> int:
     out: Any = None
     created = False
     try:
-        if pending(db):  # a reader never migrates the database it reads
-            raise SchemaError(
-                f"{config.db} is an older version of the database; start the service once"
-                " to upgrade it (dump only reads)"
-            )
+        _refuse_older(db, "dump")
         if to_file:
             created = create_private(target)
             if not created:

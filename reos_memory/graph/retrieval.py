@@ -26,6 +26,7 @@ from reos_memory.graph.indexing import Indexer
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import keywords as kw_sql
+from reos_memory.store import vectors as vec_sql
 from reos_memory.store.relationships import any_relationship, edges_from, edges_into
 
 # Reciprocal rank fusion, tuned on locomo-dev and checked on SciFact (tools/eval_conversations.py,
@@ -245,10 +246,10 @@ def _second_hop(db: Database, indexer: Indexer, q: Query, s1: Stage1) -> None:
     """BM25 for the distinctive words of the first hop's best candidates (see SECOND_HOP_*)."""
     seeds = _best(s1.cands, SECOND_HOP_SEEDS)
     asked = set(kw_sql.query_words(q.query))
-    texts = db.read(lambda conn: block_sql.contents(conn, [c.block_id for c in seeds]))
+    texts = db.read(lambda conn: vec_sql.texts_for(conn, [c.block_id for c in seeds]))
     weight: dict[str, float] = {}
     for rank, c in enumerate(seeds, 1):
-        for w in kw_sql.query_words(texts.get(c.block_id, "")):
+        for w in kw_sql.query_words(texts.get(c.block_id, ("", ""))[0]):
             if w not in asked and not w.isdigit():
                 weight[w] = weight.get(w, 0.0) + 1.0 / rank
     shortlist = sorted(weight, key=lambda w: -weight[w])[:SECOND_HOP_SHORTLIST]

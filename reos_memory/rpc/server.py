@@ -25,6 +25,13 @@ from reos_memory.rpc.registry import MethodSpec, Registry, convert_params
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 _ID_TYPES = (str, int, float, type(None))
+
+
+def _valid_id(value: Any) -> bool:
+    """JSON-RPC's rule for an id: a string, a number or null (true/false are not numbers)."""
+    return isinstance(value, _ID_TYPES) and not isinstance(value, bool)
+
+
 _MISSING = object()
 
 Deliver = Callable[[dict[str, Any] | None], None]
@@ -286,7 +293,7 @@ class Server:
             if answered:
                 raise  # replied already: the failure is elsewhere (serve() logs it)
             rid = obj.get("id") if isinstance(obj, dict) else None
-            rid = rid if isinstance(rid, _ID_TYPES) and not isinstance(rid, bool) else None
+            rid = rid if _valid_id(rid) else None
             resp = self._internal_error("request_failed", exc, rid)
             deliver(None if isinstance(obj, dict) and "id" not in obj else resp)
 
@@ -310,7 +317,7 @@ class Server:
             return
         req_id = obj.get("id", _MISSING)
         is_notification = req_id is _MISSING
-        if (not is_notification and not isinstance(req_id, _ID_TYPES)) or isinstance(req_id, bool):
+        if not is_notification and not _valid_id(req_id):
             deliver(
                 failure(
                     None,

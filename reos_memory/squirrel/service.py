@@ -407,8 +407,7 @@ class Squirrel:
         the episode unprocessed with the reason (retry it later); nothing is lost.
         """
         self.prune_logs()
-        token = f"{new_id('claim')} {claimant()}"
-        now = now_iso()
+        claimed = f"{now_iso()} {new_id('claim')} {claimant()}"
         stale = iso(datetime.now(UTC) - self._stale_after)
         ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
         if ep is None:
@@ -418,17 +417,18 @@ class Squirrel:
         if ep.outcome == "failed" and not retry_failed:
             return {"episode_id": episode_id, "outcome": "failed", "reason": ep.outcome_reason}
 
+        # whether the process holding a running claim is gone: /proc, read before the write lock
+        abandoned = ep.outcome_reason if ep.outcome == "running" else None
+        if abandoned is not None and not _claimant_died(abandoned):
+            abandoned = None
+
         def claim(conn: apsw.Connection) -> bool:
             if force and ep.processed:
                 ssql.reopen_episode(conn, episode_id)
-            abandoned = ep.outcome_reason if ep.outcome == "running" else None
-            if abandoned is not None and not _claimant_died(abandoned):
-                abandoned = None
-            return ssql.claim_episode(conn, episode_id, f"{now} {token}", stale, abandoned)
+            return ssql.claim_episode(conn, episode_id, claimed, stale, abandoned)
 
         if not self.db.write(claim):
             return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
-        claimed = f"{now} {token}"
         try:
             kind = self.writer_kind()
             output, sources, call = self._write(ep, kind)

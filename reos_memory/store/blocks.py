@@ -116,15 +116,6 @@ def block_summaries(
     return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
 
-def contents(conn: apsw.Connection, block_ids: Sequence[str]) -> dict[str, str]:
-    """block_id -> content for those that exist, in one query."""
-    rows = conn.execute(
-        "SELECT id, content FROM blocks WHERE id IN (SELECT value FROM json_each(?))",
-        (_encoder.encode(list(block_ids)).decode(),),
-    )
-    return {r[0]: r[1] for r in rows}
-
-
 def max_rowid(conn: apsw.Connection) -> int:
     """The largest block rowid: about the number of blocks, read in O(log n)."""
     for (r,) in conn.execute("SELECT max(rowid) FROM blocks"):

@@ -87,9 +87,10 @@ class DumpError(ReosError):
 
 def undumped_tables(conn: apsw.Connection) -> list[str]:
     """Tables of the schema that are neither dumped nor known to be derived."""
-    names = [r[0] for r in fetch(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")]
     known = {t.name for t in TABLES} | set(DERIVED)
-    return sorted(n for n in names if n not in known and not n.startswith(DERIVED_PREFIXES))
+    return sorted(
+        n for n in _existing(conn) if n not in known and not n.startswith(DERIVED_PREFIXES)
+    )
 
 
 def _columns(conn: apsw.Connection, table: str) -> list[str]:
@@ -100,26 +101,22 @@ def _existing(conn: apsw.Connection) -> set[str]:
     return {r[0] for r in fetch(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
+def _counts(conn: apsw.Connection, names: list[str]) -> dict[str, int]:
+    """Rows of each of the tables `names` that exist."""
+    have = _existing(conn)
+    return {n: int(scalar(conn, f'SELECT count(*) FROM "{n}"') or 0) for n in names if n in have}
+
+
 def row_counts(conn: apsw.Connection) -> dict[str, int]:
     """Rows of every dumped table that exists, by record type."""
-    have = _existing(conn)
-    return {
-        t.record: int(scalar(conn, f'SELECT count(*) FROM "{t.name}"') or 0)
-        for t in TABLES
-        if t.name in have
-    }
+    by_table = _counts(conn, [t.name for t in TABLES])
+    return {t.record: by_table[t.name] for t in TABLES if t.name in by_table}
 
 
 def tables_with_rows(conn: apsw.Connection) -> dict[str, int]:
     """The user-data tables (dumped ones and vectors) that hold rows: name -> rows."""
-    have = _existing(conn)
-    out = {}
-    for name in [t.name for t in TABLES] + ["block_embeddings"]:
-        if name in have:
-            n = int(scalar(conn, f'SELECT count(*) FROM "{name}"') or 0)
-            if n:
-                out[name] = n
-    return out
+    counts = _counts(conn, [t.name for t in TABLES] + ["block_embeddings"])
+    return {name: n for name, n in counts.items() if n}
 
 
 def schema_version(conn: apsw.Connection) -> int:
@@ -177,15 +174,11 @@ def dump(db: Database, write: Callable[[bytes], Any], version: str) -> dict[str,
             else:
                 sql = f'SELECT {select} FROM "{t.name}"'  # primary key order
             for r in conn.execute(sql):
+                rec: dict[str, Any] = {"type": t.record}
                 if t.rowid:
-                    rec = {
-                        "type": t.record,
-                        "rowid": r[0],
-                        "row": dict(zip(cols, r[1:], strict=True)),
-                    }
-                else:
-                    rec = {"type": t.record, "row": dict(zip(cols, r, strict=True))}
-                rec["row"] = {k: _value(v) for k, v in rec["row"].items()}
+                    rec["rowid"] = r[0]
+                values = r[1:] if t.rowid else r
+                rec["row"] = {c: _value(v) for c, v in zip(cols, values, strict=True)}
                 emit(rec)
                 written[t.record] += 1
                 records += 1

@@ -83,14 +83,13 @@ def migrate(
     a copy is taken next to it (`<db>.pre-NNNN.bak`) so a bad upgrade can never lose memories.
     """
     migrations = migrations if migrations is not None else load_migrations()
-    known = {m.version: m for m in migrations}
     applied_now: list[int] = []
     backed_up = False
     while True:
-        pending = db.read(lambda c: _check_and_pending(c, known))
-        if not pending:
+        todo = pending(db, migrations)
+        if not todo:
             return applied_now
-        nxt = pending[0]
+        nxt = todo[0]
         if backup and not backed_up and _has_user_data(db) and db.path != ":memory:":
             _backup(db, f"{db.path}.pre-{nxt.version:04d}.bak")
             backed_up = True
@@ -122,10 +121,10 @@ def migrate(
             applied_now.append(nxt.version)
 
 
-def pending(db: Database) -> list[Migration]:
-    """The migrations this database still lacks, read without writing anything (SchemaError
-    when it was written by a newer or different version)."""
-    known = {m.version: m for m in load_migrations()}
+def pending(db: Database, migrations: list[Migration] | None = None) -> list[Migration]:
+    """The migrations (by default the shipped ones) this database still lacks, read without
+    writing anything (SchemaError when it was written by a newer or different version)."""
+    known = {m.version: m for m in (migrations if migrations is not None else load_migrations())}
     return db.read(lambda c: _check_and_pending(c, known))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -204,14 +203,14 @@ def edges_among(
 ) -> list[tuple[str, str, str, str, float | None, str]]:
     """(id, source, target, type, confidence, source of the edge) of the edges, of the given
     types if any, whose both ends are among `block_ids`, in insertion order."""
-    id_json = json.dumps(list(block_ids))
+    id_json = _json(block_ids)
     types = " AND relationship_type IN (SELECT value FROM json_each(?2))" if rel_types else ""
     return fetch(
         conn,
         "SELECT id, source_block_id, target_block_id, relationship_type, confidence, source"
         " FROM block_relationships WHERE source_block_id IN (SELECT value FROM json_each(?1))"
         " AND target_block_id IN (SELECT value FROM json_each(?1))" + types + " ORDER BY rowid",
-        (id_json, json.dumps(list(rel_types))) if rel_types else (id_json,),
+        (id_json, _json(rel_types)) if rel_types else (id_json,),
     )
 
 
