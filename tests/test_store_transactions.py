@@ -45,7 +45,7 @@ def test_a_read_whose_transaction_was_ended_raises_the_original_error(db):
 
 def test_keyword_pruning_runs_again_after_a_run_cut_short(db):
     def cut_short_then_again(conn):
-        kw._ensure_temp_tables(conn)  # what a first run leaves when the database was busy
+        kw.ensure_temp_tables(conn)  # what a first run leaves when the database was busy
         conn.execute("INSERT INTO temp.query_stems(rowid, w) VALUES (0, 'left over')")
         return kw.prune_words(conn, ["zebra", "crossing"], 100)
 

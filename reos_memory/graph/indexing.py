@@ -19,8 +19,10 @@ from reos_memory.embeddings.service import BULK, EmbeddingService
 from reos_memory.errors import Cancelled, EmbedderUnavailable, NotFound
 from reos_memory.models import content_hash, now_iso
 from reos_memory.store import Database
+from reos_memory.store import keywords as kw_sql
 from reos_memory.store import memories as memory_sql
 from reos_memory.store import vectors as sql
+from reos_memory.store.keyword_index import KeywordIndex
 
 if TYPE_CHECKING:  # numpy and the memory index load on first use, off the start-up path
     import numpy as np
@@ -57,6 +59,8 @@ class Indexer:
         # (flat_max, lists, probe, snapshot_min) of the memory index
         self.index_shape = index_shape
         self._vectors: VectorSearch | None = None
+        # block postings in memory when vectors are (a one-shot process asks FTS5 alone)
+        self.keywords = KeywordIndex() if vector_search == "memory" else None
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="vector-stage")
 
     # -- model identity ----------------------------------------------------------------------
@@ -289,6 +293,22 @@ class Indexer:
     ) -> list[list[tuple[str, float]]]:
         """Top-k (id, cosine) for each row of `queries`."""
         return self.vectors().knn_many(space, queries, k, parts, self.db.read, self._dims())
+
+    def keyword_search(
+        self,
+        conn: apsw.Connection,
+        words: Sequence[str],
+        k: int,
+        act_id: str | None,
+        postings: int | None = None,
+    ) -> list[tuple[str, float]]:
+        """BM25 top-k blocks (see keywords.keyword_search): from the postings in memory when they
+        can answer, else from FTS5 - the same results either way."""
+        if self.keywords is not None:
+            found = self.keywords.search(conn, words, k, act_id, postings)
+            if found is not None:
+                return found
+        return kw_sql.keyword_search(conn, words, k, act_id, postings)
 
     def similarities(
         self, query: np.ndarray, ids: Sequence[str], *, space: sql.Space = sql.BLOCKS

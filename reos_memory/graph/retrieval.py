@@ -211,7 +211,7 @@ def _stage1(db: Database, indexer: Indexer, q: Query) -> Stage1:
     else:
         s1.semantic_reason = "mode=keyword"
     if q.mode in ("hybrid", "keyword"):
-        _keyword_hits(db, q, s1)
+        _keyword_hits(db, indexer, q, s1)
     if vector_future is not None:
         try:
             s1.qvec, hits = vector_future.result()
@@ -230,12 +230,12 @@ def _stage1(db: Database, indexer: Indexer, q: Query) -> Stage1:
     return s1
 
 
-def _keyword_hits(db: Database, q: Query, s1: Stage1) -> None:
+def _keyword_hits(db: Database, indexer: Indexer, q: Query, s1: Stage1) -> None:
     words = kw_sql.query_words(q.query)
 
     def keyword(conn: apsw.Connection) -> list[tuple[str, float]]:
         s1.words, s1.dropped = kw_sql.prune_words(conn, words, q.keyword_budget)
-        return kw_sql.keyword_search(conn, s1.words, q.k, q.act_id, q.keyword_budget)
+        return indexer.keyword_search(conn, s1.words, q.k, q.act_id, q.keyword_budget)
 
     for bid, score in db.read(keyword):
         cand = s1.cands.setdefault(bid, Candidate(bid))
@@ -271,7 +271,7 @@ def _second_hop(db: Database, indexer: Indexer, q: Query, s1: Stage1) -> None:
             if postings + df_of[w] <= budget:  # the rarest fit, as in prune_words
                 s1.hop2_words.append(w)
                 postings += df_of[w]
-        return kw_sql.keyword_search(conn, s1.hop2_words, q.k, q.act_id, budget)
+        return indexer.keyword_search(conn, s1.hop2_words, q.k, q.act_id, budget)
 
     for bid, score in db.read(search):
         if bid not in s1.cands:

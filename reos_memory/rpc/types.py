@@ -252,6 +252,16 @@ class StatsResult(Struct, kw_only=True):
     embedder: EmbedderStatus
     database: str
     inflight_requests: int
+    keyword_index: KeywordIndexStatus | None = None
+
+
+class KeywordIndexStatus(Struct, kw_only=True):
+    """The block postings this process holds in memory for keyword search (null when
+    `vector_search` is `sqlite`: FTS5 answers alone)."""
+
+    terms: int  # terms whose postings are cached
+    postings: int  # (block, frequency) pairs cached
+    changed: int  # blocks changed since, patched in at query time
 
 
 # -- index -------------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ DERIVED = (
     "block_embeddings",
     "embedding_changes",
     "memory_embedding_changes",
+    "keyword_changes",
 )
 DERIVED_PREFIXES = ("sqlite_", "blocks_fts", "memories_fts", "block_vectors", "memory_vectors")
 

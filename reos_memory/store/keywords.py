@@ -80,14 +80,21 @@ def fts_match(words: Sequence[str]) -> str:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-def _ensure_temp_tables(conn: apsw.Connection) -> None:
+def ensure_temp_tables(conn: apsw.Connection) -> None:
+    """This connection's views of the indexes' vocabularies, and scratch tables that tokenize
+    text exactly as the indexes do (for query words, and for changed blocks: keyword_index)."""
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.blocks_fts_terms USING fts5vocab(main, blocks_fts, 'row');"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.blocks_fts_instances"
+        " USING fts5vocab(main, blocks_fts, 'instance');"
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_terms"
         " USING fts5vocab(main, memories_fts, 'row');"
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems"
         " USING fts5(w, tokenize = 'porter unicode61 remove_diacritics 2');"
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems_v USING fts5vocab(temp, query_stems, 'instance');"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.block_terms"
+        " USING fts5(c, tokenize = 'porter unicode61 remove_diacritics 2');"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.block_terms_v USING fts5vocab(temp, block_terms, 'instance');"
     )
 
 
@@ -158,16 +165,26 @@ def prune_words(
     return kept, dropped
 
 
+def stem_words(conn: apsw.Connection, words: Sequence[str]) -> list[list[str]]:
+    """Each word's terms as the indexes' tokenizer makes them (usually one; none for a word of
+    separators only; several for `foo_bar`, which FTS5 matches as a phrase)."""
+    ensure_temp_tables(conn)
+    conn.execute("DELETE FROM temp.query_stems")  # the last run's words (or a run cut short)
+    conn.executemany("INSERT INTO temp.query_stems(rowid, w) VALUES (?, ?)", list(enumerate(words)))
+    terms: list[list[str]] = [[] for _ in words]
+    for doc, term in fetch(conn, "SELECT doc, term FROM temp.query_stems_v ORDER BY doc, offset"):
+        terms[int(doc)].append(term)
+    return terms
+
+
 def document_frequencies(
     conn: apsw.Connection, words: Sequence[str], index: str = "blocks_fts"
 ) -> list[int]:
-    """How many documents of the index hold each word (stemmed by the index's tokenizer)."""
-    _ensure_temp_tables(conn)
-    conn.execute("DELETE FROM temp.query_stems")  # the last run's words (or a run cut short)
-    conn.executemany("INSERT INTO temp.query_stems(rowid, w) VALUES (?, ?)", list(enumerate(words)))
-    stems = {int(r[0]): r[1] for r in fetch(conn, "SELECT doc, term FROM temp.query_stems_v")}
-    dfs = _frequencies.get(conn, index, set(stems.values()))
-    return [dfs.get(stems.get(i, ""), 0) for i in range(len(words))]
+    """How many documents of the index hold each word (stemmed by the index's tokenizer; a
+    word of several terms counts by its last)."""
+    stems = [t[-1] if t else "" for t in stem_words(conn, words)]
+    dfs = _frequencies.get(conn, index, {t for t in stems if t})
+    return [dfs.get(t, 0) for t in stems]
 
 
 def keyword_search(

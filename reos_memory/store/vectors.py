@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 import apsw
 import msgspec
@@ -290,16 +290,26 @@ def count_vectors(conn: apsw.Connection, space: Space = BLOCKS) -> int:
     return int(scalar(conn, f"SELECT count(*) FROM ({space.rows.format(filter='')})") or 0)
 
 
-def change_seq(conn: apsw.Connection, space: Space = BLOCKS) -> int:
-    """The newest change number of a space's vectors (0 when none was ever made)."""
+class ChangeLog(Protocol):
+    """A change log written by triggers: a vector space's, or the block text's (keyword_index)."""
+
+    @property
+    def changes_table(self) -> str: ...
+
+    @property
+    def changes_id(self) -> str: ...
+
+
+def change_seq(conn: apsw.Connection, space: ChangeLog = BLOCKS) -> int:
+    """The newest change number of a change log (0 when none was ever made)."""
     return int(
         scalar(conn, "SELECT seq FROM sqlite_sequence WHERE name = ?", (space.changes_table,)) or 0
     )
 
 
 def changes_since(
-    conn: apsw.Connection, seq: int, space: Space = BLOCKS
-) -> tuple[int | None, list[str]]:
+    conn: apsw.Connection, seq: int, space: ChangeLog = BLOCKS
+) -> tuple[int | None, list[Any]]:
     """(oldest seq still logged, distinct ids changed after `seq`)."""
     t, c = space.changes_table, space.changes_id
     oldest = scalar(conn, f"SELECT min(seq) FROM {t}")

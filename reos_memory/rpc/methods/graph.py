@@ -44,7 +44,8 @@ def path(ctx: RequestContext, p: t.PathParams) -> t.PathResult:
 
 @method("memory/stats", params=t.StatsParams, result=t.StatsResult)
 def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
-    """Counts of blocks, relationships (by type and source), embeddings (and stale ones), embedder state."""
+    """Counts of blocks, relationships (by type and source), embeddings (and stale ones), embedder
+    state, and the keyword postings this process holds."""
     s = stats_svc.graph_stats(ctx.app.db, act_id=p.act_id)
     return t.StatsResult(
         act_id=p.act_id,
@@ -52,6 +53,9 @@ def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
         embedder=t.EmbedderStatus(**ctx.app.embedder_status()),
         database=ctx.app.db.path,
         inflight_requests=ctx.server.inflight_count(),
+        keyword_index=(
+            None if (kx := ctx.app.indexer.keywords) is None else t.KeywordIndexStatus(**kx.status())
+        ),
     )
 
 
