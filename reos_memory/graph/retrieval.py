@@ -108,6 +108,7 @@ class Candidate:
     found_by_vector: bool = False
     found_by_keyword: bool = False
     stage1: float = 0.0
+    fused: bool = False  # ranked by stage 1's fusion (a block only the graph reached is not)
     neighbourhood: float = 0.0  # added to the vector similarity for ranking (see above)
     graph: float = 0.0
     chain: list[str] = field(default_factory=list)
@@ -373,6 +374,8 @@ def _score(
             TIME_MATCH if asked is not None and asked.contains(_parse_ts(created_at)) else None
         )
         c.final = base * tw * recency * (in_time or 1.0)
+        if c.fused:
+            c.breakdown.update(_fusion_breakdown(c))
         c.breakdown.update(
             type_weight=tw,
             graph_weight=graph_weight,
@@ -475,15 +478,20 @@ def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> N
         if c.hop2_rank is not None:
             rrf += SECOND_HOP_WEIGHT / (RRF_K + c.hop2_rank)
         c.stage1 = rrf / best
-        c.breakdown.update(
-            vector_similarity=None if c.cos is None else round(c.cos, 4),
-            neighbourhood=round(c.neighbourhood, 4) if c.neighbourhood else None,
-            vector_rank=c.vec_rank,
-            keyword_bm25=None if c.bm25 is None else round(c.bm25, 4),
-            keyword_rank=c.kw_rank,
-            second_hop_rank=c.hop2_rank,
-            fusion=round(c.stage1, 4),
-        )
+        c.fused = True
+
+
+def _fusion_breakdown(c: Candidate) -> dict[str, Any]:
+    """Stage 1's part of a candidate's score breakdown (written for the scored ones only)."""
+    return {
+        "vector_similarity": None if c.cos is None else round(c.cos, 4),
+        "neighbourhood": round(c.neighbourhood, 4) if c.neighbourhood else None,
+        "vector_rank": c.vec_rank,
+        "keyword_bm25": None if c.bm25 is None else round(c.bm25, 4),
+        "keyword_rank": c.kw_rank,
+        "second_hop_rank": c.hop2_rank,
+        "fusion": round(c.stage1, 4),
+    }
 
 
 def _spread(

@@ -133,15 +133,20 @@ def delete_relationship(conn: apsw.Connection, rel_id: str) -> bool:
     return conn.changes() > 0
 
 
-_OUT_SQL = (
-    "SELECT id, source_block_id, target_block_id, relationship_type, confidence"
-    " FROM block_relationships INDEXED BY idx_rel_out WHERE source_block_id = ?"
-)
-_IN_SQL = (
-    "SELECT id, source_block_id, target_block_id, relationship_type, confidence"
-    " FROM block_relationships INDEXED BY idx_rel_in WHERE target_block_id = ?"
-)
-_TYPES = " AND relationship_type IN (SELECT value FROM json_each(?))"
+def _edges_sql(index: str, near: str, far: str) -> str:
+    """Edges whose `near` end is one of a JSON list of ids, in the list's order and then the
+    index's (as one lookup per id would return them)."""
+    return (
+        "SELECT r.id, r.source_block_id, r.target_block_id, r.relationship_type, r.confidence"
+        f" FROM json_each(:ids) j JOIN block_relationships r INDEXED BY {index}"
+        f" ON r.{near} = j.value{{types}}"
+        f" ORDER BY j.key, r.relationship_type, r.{far}, r.confidence, r.id"
+    )
+
+
+_OUT_SQL = _edges_sql("idx_rel_out", "source_block_id", "target_block_id")
+_IN_SQL = _edges_sql("idx_rel_in", "target_block_id", "source_block_id")
+_TYPES = " AND r.relationship_type IN (SELECT value FROM json_each(:types))"
 
 
 def edges_from(
@@ -152,25 +157,19 @@ def edges_from(
 ) -> list[EdgeRow]:
     """Every edge leaving (outgoing), entering (incoming) or touching (both) the given blocks.
 
-    One indexed lookup per block and direction: two index-only range scans, never a
-    UNION neighbour CTE (measured 400x slower on an undirected walk).
+    One query per direction, each an index-only range scan per block (never a UNION neighbour
+    CTE, measured 400x slower on an undirected walk); rows come block by block, in the order
+    of `block_ids`.
     """
+    if not block_ids:
+        return []
+    args = {"ids": _json(list(block_ids)), "types": _json(rel_types) if rel_types else None}
+    types = _TYPES if rel_types else ""
     rows: list[EdgeRow] = []
-    types_json = _json(rel_types) if rel_types else None
-    queries = []
     if direction in ("outgoing", "both"):
-        queries.append(_OUT_SQL)
+        rows.extend(fetch(conn, _OUT_SQL.format(types=types), args))
     if direction in ("incoming", "both"):
-        queries.append(_IN_SQL)
-    cur = conn.cursor()
-    for sql in queries:
-        if types_json is None:
-            for bid in block_ids:
-                rows.extend(cur.execute(sql, (bid,)))
-        else:
-            sql_t = sql + _TYPES
-            for bid in block_ids:
-                rows.extend(cur.execute(sql_t, (bid, types_json)))
+        rows.extend(fetch(conn, _IN_SQL.format(types=types), args))
     return rows
 
 
