@@ -78,7 +78,7 @@ def same_answer(mine: Database, index: kx.KeywordIndex, rng: random.Random, n: i
     """`n` random queries (acts, budgets, word counts): the index's answer is FTS5's."""
     for _ in range(n):
         words = list(dict.fromkeys(rng.choice(VOCAB) for _ in range(rng.randint(1, 4))))
-        act = rng.choice([None, "act-0", "act-1", "act-2", "missing"])
+        act = rng.choice([None, "", "act-0", "act-1", "act-2", "missing"])
         budget = rng.choice([None, 30, 200])
         k = rng.choice([5, 10, 50])
 
@@ -163,3 +163,19 @@ def test_what_it_cannot_answer_exactly_goes_to_fts5(db):
     assert len(kw_sql.keyword_search(reader, ["case"], 5, None)) == 2
     reader.execute("COMMIT")
     reader.close()
+
+    # limits SQL reads its own way, and rowids too far apart for arrays, go to FTS5 as well
+    assert db.read(lambda c: index.search(c, ["case"], 0, None)) is None
+    assert db.read(lambda c: index.search(c, ["case"], 5, None, 0)) is None
+
+    def far(conn):
+        conn.execute(
+            "INSERT INTO blocks(rowid, id, type, act_id, position, content, content_hash,"
+            " rich_text, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (10**12, "far", "paragraph", "act-0", 0, "case far away", "far", "[]", NOW, NOW),
+        )
+
+    db.write(far)
+    assert db.read(lambda c: index.search(c, ["case"], 5, None)) is None
+    far_hits = db.read(lambda c: indexer.keyword_search(c, ["far"], 5, None))
+    assert [b for b, _ in far_hits] == ["far"]

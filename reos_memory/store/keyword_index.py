@@ -14,9 +14,10 @@ terms through a temp FTS5 table with the index's own tokenizer - and patched int
 a query reads, until MAX_DIRTY of them are folded into the cached postings at once. A reader
 that fell behind the log's pruning starts afresh.
 
-`search` returns None when it cannot answer exactly, and the caller asks FTS5: a word that is
-not exactly one term (FTS5 matches `foo_bar` as a phrase), a read transaction older than what
-the index already holds, or rowids too sparse for arrays indexed by rowid.
+`search` returns None when it cannot answer exactly or cheaply, and the caller asks FTS5: a word
+that is not exactly one term (FTS5 matches `foo_bar` as a phrase), a term in more than FETCH_MAX
+blocks, a read transaction older than what the index already holds, or rowids too sparse for
+arrays indexed by rowid.
 """
 
 from __future__ import annotations
@@ -37,7 +38,12 @@ from reos_memory.store.connection import fetch, scalar
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
-MAX_POSTINGS = 2_000_000  # cached postings (12 bytes each) across all terms
+MAX_POSTINGS = 2_000_000  # cached postings (16 bytes each) across all terms
+TERM_COST = 40  # what a cached term costs beyond its postings (arrays, key), in postings
+# A term in more blocks than this is never cached (FTS5 answers the queries that use it): reading
+# all its postings (~0.6 us each: 33 ms for 50,000 at 1M blocks) costs several FTS5 queries,
+# which score only the budget's newest rows, and a few such terms would evict all the others.
+FETCH_MAX = 20_000
 MAX_DIRTY = 2_000  # changed blocks patched at query time before they are folded in
 SPARSE = 4  # arrays are indexed by rowid: not when the largest rowid is past SPARSE x blocks
 
@@ -127,13 +133,25 @@ class KeywordIndex:
         """What `keywords.keyword_search` returns for the same arguments, or None (ask FTS5)."""
         if not words:
             return []
+        if k <= 0 or (postings is not None and postings <= 0):
+            return None  # SQL's LIMIT semantics for these: FTS5 answers
         with self._lock:  # scoring reads arrays a later sync may replace
             if not self._sync(conn):
                 return None
             stems = kw_sql.stem_words(conn, words)
             if any(len(t) != 1 for t in stems):
                 return None
-            return self._search(conn, [t[0] for t in stems], k, act_id, postings)
+            terms = [t[0] for t in stems]
+            if not self._admit(conn, terms):
+                return None
+            return self._search(conn, terms, k, act_id, postings)
+
+    def _admit(self, conn: apsw.Connection, terms: list[str]) -> bool:
+        """Whether the postings of every term are cached or worth reading now (see FETCH_MAX)."""
+        new = {t for t in terms if t not in self._terms}
+        if not new:
+            return True
+        return all(df <= FETCH_MAX for df in kw_sql.term_frequencies(conn, new).values())
 
     def _search(
         self,
@@ -142,14 +160,16 @@ class KeywordIndex:
         k: int,
         act_id: str | None,
         postings: int | None,
-    ) -> list[tuple[str, float]]:
+    ) -> list[tuple[str, float]] | None:
         avg = scalar(conn, "SELECT block FROM blocks_fts_data WHERE id = 1")
         n_rows, total = [*varints(avg), 0, 0][:2] if avg else (0, 0)
         if n_rows == 0:
             return []
         lists = [self._postings(conn, t) for t in terms]
         rows = lists[0][0] if len(lists) == 1 else _union([r for r, _ in lists])
-        if act_id is not None:
+        if len(rows) and (rows[-1] >= len(self._len) or (self._act[rows] == -1).any()):
+            return None  # FTS5 holds a row no block has: its length is not known here
+        if act_id:  # as the SQL path, an empty act filters nothing
             code = self._acts.get(act_id)
             if code is None:
                 return []
@@ -202,13 +222,17 @@ class KeywordIndex:
                 np.array([r[1] for r in rows], dtype=np.float64),
             )
             self._terms[term] = got
-            self._cached += len(got[0])
-            while self._cached > MAX_POSTINGS and len(self._terms) > 1:
-                _, (old, _tf) = self._terms.popitem(last=False)
-                self._cached -= len(old)
+            self._cached += len(got[0]) + TERM_COST
+            self._evict()
         else:
             self._terms.move_to_end(term)
         return self._patched(term, got)
+
+    def _evict(self) -> None:
+        """Drop the least recently used terms past MAX_POSTINGS (keeping at least one)."""
+        while self._cached > MAX_POSTINGS and len(self._terms) > 1:
+            _, (old, _tf) = self._terms.popitem(last=False)
+            self._cached -= len(old) + TERM_COST
 
     def _patched(self, term: str, got: Postings) -> Postings:
         if not self._dirty:
@@ -255,7 +279,7 @@ class KeywordIndex:
             "SELECT b.rowid, b.act_id, d.sz FROM blocks b JOIN blocks_fts_docsize d ON d.id = b.rowid",
         )
         top = max((r[0] for r in rows), default=0)
-        if top > SPARSE * len(rows) + 1_000_000:
+        if top > SPARSE * len(rows) + 1_000_000 or min((r[0] for r in rows), default=0) < 0:
             self._usable = False  # rowids far apart (explicitly set): FTS5 answers instead
             return
         self._len = np.zeros(top + 1, dtype=np.float64)
@@ -289,6 +313,9 @@ class KeywordIndex:
             )
         }
         top = max(changed)
+        if min(changed) < 0 or top > SPARSE * len(self._len) + 1_000_000:
+            self._usable = False  # rowids far apart (a load kept a dump's): FTS5 answers
+            return
         if top >= len(self._len):
             grow = max(top + 1, 2 * len(self._len))
             self._len = np.concatenate([self._len, np.zeros(grow - len(self._len))])
@@ -333,3 +360,4 @@ class KeywordIndex:
             self._terms[term] = new
         self._dirty, self._dirty_terms = {}, {}
         self._dirty_ids = np.zeros(0, dtype=np.int64)
+        self._evict()

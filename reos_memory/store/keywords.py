@@ -177,13 +177,20 @@ def stem_words(conn: apsw.Connection, words: Sequence[str]) -> list[list[str]]:
     return terms
 
 
+def term_frequencies(
+    conn: apsw.Connection, terms: set[str], index: str = "blocks_fts"
+) -> dict[str, int]:
+    """How many documents of the index hold each (stemmed) term, up to DF_TTL_S old."""
+    return _frequencies.get(conn, index, terms)
+
+
 def document_frequencies(
     conn: apsw.Connection, words: Sequence[str], index: str = "blocks_fts"
 ) -> list[int]:
     """How many documents of the index hold each word (stemmed by the index's tokenizer; a
-    word of several terms counts by its last)."""
-    stems = [t[-1] if t else "" for t in stem_words(conn, words)]
-    dfs = _frequencies.get(conn, index, {t for t in stems if t})
+    word of several terms counts by the alphabetically last of them)."""
+    stems = [max(t) if t else "" for t in stem_words(conn, words)]
+    dfs = term_frequencies(conn, {t for t in stems if t}, index)
     return [dfs.get(t, 0) for t in stems]
 
 
