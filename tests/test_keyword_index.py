@@ -179,3 +179,18 @@ def test_what_it_cannot_answer_exactly_goes_to_fts5(db):
     assert db.read(lambda c: index.search(c, ["case"], 5, None)) is None
     far_hits = db.read(lambda c: indexer.keyword_search(c, ["far"], 5, None))
     assert [b for b, _ in far_hits] == ["far"]
+
+
+def test_a_large_store_loads_on_a_thread_while_fts5_answers(db, monkeypatch):
+    import time
+
+    monkeypatch.setattr(kx, "LOAD_INLINE_MAX", 20)  # "large": more than 20 blocks
+    rng = random.Random(6)
+    put(db, [(f"b{i}", f"act-{i % 3}", text(rng)) for i in range(60)])
+    index = kx.KeywordIndex(db.read)
+    assert db.read(lambda c: index.search(c, ["release"], 5, None)) is None  # loading
+    deadline = time.monotonic() + 10
+    while (index._loading or index.loads == 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert index.loads == 1 and not index._loading
+    same_answer(db, index, rng, 10)

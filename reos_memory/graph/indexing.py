@@ -60,7 +60,7 @@ class Indexer:
         self.index_shape = index_shape
         self._vectors: VectorSearch | None = None
         # block postings in memory when vectors are (a one-shot process asks FTS5 alone)
-        self.keywords = KeywordIndex() if vector_search == "memory" else None
+        self.keywords = KeywordIndex(db.read) if vector_search == "memory" else None
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="vector-stage")
 
     # -- model identity ----------------------------------------------------------------------

@@ -25,8 +25,9 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 import msgspec
@@ -34,6 +35,7 @@ import numpy as np
 
 from reos_memory.store import keywords as kw_sql
 from reos_memory.store import vectors as vsql
+from reos_memory.store.blocks import max_rowid
 from reos_memory.store.connection import fetch, scalar
 
 K1 = 1.2  # FTS5's bm25() constants
@@ -46,8 +48,12 @@ TERM_COST = 40  # what a cached term costs beyond its postings (arrays, key), in
 FETCH_MAX = 20_000
 MAX_DIRTY = 2_000  # changed blocks patched at query time before they are folded in
 SPARSE = 4  # arrays are indexed by rowid: not when the largest rowid is past SPARSE x blocks
+# Up to this many blocks (by largest rowid) the first search loads every block's length and act
+# (~0.1 s at 100K); a larger store loads on a thread of its own (2.5 s at 1M) while FTS5 answers.
+LOAD_INLINE_MAX = 200_000
 
 _encode = msgspec.json.Encoder().encode
+Reader = Callable[[Callable[[apsw.Connection], Any]], Any]  # Database.read
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,9 @@ def _size(blob: bytes | None) -> int:
 class KeywordIndex:
     """One database's block postings, lengths and acts in this process."""
 
-    def __init__(self) -> None:
+    def __init__(self, reader: Reader | None = None) -> None:
+        self._reader = reader  # Database.read: a large store then loads on a thread of its own
+        self._loading = False
         self._lock = threading.Lock()
         self._seq = -1  # the change number the lengths, acts and dirty set are up to date with
         self._usable = True
@@ -113,12 +121,8 @@ class KeywordIndex:
         self.loads = 0
 
     def status(self) -> dict[str, int]:
-        with self._lock:
-            return {
-                "terms": len(self._terms),
-                "postings": self._cached,
-                "changed": len(self._dirty),
-            }
+        # read without the lock: a load in progress must not hold up memory/stats
+        return {"terms": len(self._terms), "postings": self._cached, "changed": len(self._dirty)}
 
     # -- searching ---------------------------------------------------------------------------
 
@@ -135,6 +139,11 @@ class KeywordIndex:
             return []
         if k <= 0 or (postings is not None and postings <= 0):
             return None  # SQL's LIMIT semantics for these: FTS5 answers
+        if self._loading:
+            return None
+        if self._seq < 0 and self._reader is not None and max_rowid(conn) > LOAD_INLINE_MAX:
+            self._load_in_background()
+            return None
         with self._lock:  # scoring reads arrays a later sync may replace
             if not self._sync(conn):
                 return None
@@ -145,6 +154,28 @@ class KeywordIndex:
             if not self._admit(conn, terms):
                 return None
             return self._search(conn, terms, k, act_id, postings)
+
+    def _load_in_background(self) -> None:
+        with self._lock:
+            if self._loading or self._seq >= 0:
+                return
+            self._loading = True
+        reader = self._reader
+        assert reader is not None
+
+        def load(conn: apsw.Connection) -> None:
+            with self._lock:
+                self._sync(conn)
+
+        def run() -> None:
+            try:
+                reader(load)
+            except Exception:  # closed meanwhile: the next search loads again
+                pass
+            finally:
+                self._loading = False
+
+        threading.Thread(target=run, name="keyword-index-load", daemon=True).start()
 
     def _admit(self, conn: apsw.Connection, terms: list[str]) -> bool:
         """Whether the postings of every term are cached or worth reading now (see FETCH_MAX)."""
