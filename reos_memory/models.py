@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar, get_args
@@ -52,12 +53,18 @@ def iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_STORED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+
+
 def parse_iso(value: str, field: str) -> str:
     """A client's date-time as stored (UTC ISO 8601, Z); naive times are taken as UTC. An
     unreadable one is a clear error naming the field."""
     from reos_memory.errors import InvalidInput
 
     try:
+        if _STORED.fullmatch(value):  # already as stored (the agents' logs): only validated
+            datetime.fromisoformat(value[:-1])
+            return value
         dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)

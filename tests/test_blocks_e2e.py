@@ -172,7 +172,12 @@ def test_created_at_dates_imported_history(server):
     )["block"]
     assert naive["created_at"] == "2023-05-08T13:56:00.000Z"
     assert server.call("blocks/get", {"block_id": b["id"]})["block"]["created_at"].startswith("2023")
-    for bad in ("yesterday", "2023-13-01", " ", "8 May 2023"):
+    stored = server.call(  # already in the stored form: kept as it is
+        "blocks/create",
+        {"type": "paragraph", "act_id": "conv", "content": "z", "created_at": "2023-05-08T13:56:00.250Z"},
+    )["block"]
+    assert stored["created_at"] == "2023-05-08T13:56:00.250Z"
+    for bad in ("yesterday", "2023-13-01", " ", "8 May 2023", "2023-02-30T10:00:00.000Z"):
         err = server.error(
             "blocks/create",
             {"type": "paragraph", "act_id": "conv", "content": "x", "created_at": bad},
