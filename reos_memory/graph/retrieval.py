@@ -108,7 +108,6 @@ class Candidate:
     found_by_vector: bool = False
     found_by_keyword: bool = False
     stage1: float = 0.0
-    fused: bool = False  # ranked by stage 1's fusion (a block only the graph reached is not)
     neighbourhood: float = 0.0  # added to the vector similarity for ranking (see above)
     graph: float = 0.0
     chain: list[str] = field(default_factory=list)
@@ -374,7 +373,7 @@ def _score(
             TIME_MATCH if asked is not None and asked.contains(_parse_ts(created_at)) else None
         )
         c.final = base * tw * recency * (in_time or 1.0)
-        if c.fused:
+        if c.in_stage1:  # fused in stage 1 (a block only the graph reached was not)
             c.breakdown.update(_fusion_breakdown(c))
         c.breakdown.update(
             type_weight=tw,
@@ -478,7 +477,6 @@ def _fuse(cands: Sequence[Candidate] | Any, *, use_vec: bool, use_kw: bool) -> N
         if c.hop2_rank is not None:
             rrf += SECOND_HOP_WEIGHT / (RRF_K + c.hop2_rank)
         c.stage1 = rrf / best
-        c.fused = True
 
 
 def _fusion_breakdown(c: Candidate) -> dict[str, Any]:

@@ -38,6 +38,9 @@ Connection = apsw.Connection
 _BUSY = (apsw.BusyError, apsw.LockedError)
 
 
+Reader = Callable[[Callable[[apsw.Connection], Any]], Any]  # Database.read
+
+
 def fetch(conn: apsw.Connection, sql: str, args: Any = ()) -> list[Any]:
     """All rows of a query, loosely typed (apsw's row types are a wide union)."""
     return conn.execute(sql, args).fetchall()

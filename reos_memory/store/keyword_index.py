@@ -25,9 +25,8 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import apsw
 import msgspec
@@ -36,7 +35,7 @@ import numpy as np
 from reos_memory.store import keywords as kw_sql
 from reos_memory.store import vectors as vsql
 from reos_memory.store.blocks import max_rowid
-from reos_memory.store.connection import fetch, scalar
+from reos_memory.store.connection import Reader, fetch, scalar
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
@@ -53,7 +52,6 @@ SPARSE = 4  # arrays are indexed by rowid: not when the largest rowid is past SP
 LOAD_INLINE_MAX = 200_000
 
 _encode = msgspec.json.Encoder().encode
-Reader = Callable[[Callable[[apsw.Connection], Any]], Any]  # Database.read
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,6 @@ class _Log:
 LOG = _Log()
 
 Postings = tuple[np.ndarray, np.ndarray]  # rowids (int64, ascending), term frequencies (float64)
-_NONE: Postings = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 
 def varints(blob: bytes) -> list[int]:

@@ -42,9 +42,7 @@ import numpy as np
 
 from reos_memory import heap
 from reos_memory.store import vectors as sql
-from reos_memory.store.connection import create_private, remove_stale_siblings
-
-Reader = Callable[[Callable[[apsw.Connection], Any]], Any]  # Database.read
+from reos_memory.store.connection import Reader, create_private, remove_stale_siblings
 
 TRAIN_PER_LIST = 60  # k-means sample: this many vectors per inverted list
 LOAD_CHUNK = 10_000
