@@ -76,6 +76,22 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
+def proc_status_kb(pid: int, field: str = "VmRSS") -> int:
+    """A field of /proc/<pid>/status in kB (VmRSS: resident memory now, VmHWM: its peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    """The least-squares slope of ys over xs (RSS growth per unit of time)."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / max(
+        1e-9, sum((x - mx) ** 2 for x in xs)
+    )
+
+
 # -- throughput -------------------------------------------------------------------------------
 
 

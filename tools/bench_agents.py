@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.agent_homes import ClaudeSession, CodexSession  # noqa: E402
+from tools.bench import pct, proc_status_kb, slope  # noqa: E402
 
 SQRL = "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())"
 
@@ -49,11 +50,6 @@ PROMPTS = [
     "Update the README with the new deploy steps",
     "Why does the build fail on CI?",
 ]
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def claude_session(rng: random.Random, cwd: Path, start: datetime, turns: int) -> ClaudeSession:
@@ -253,13 +249,6 @@ def bench_hook(work: Path, memories: int, runs: int, embedder: str, reuse: bool)
     return out
 
 
-def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
 def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
     home = work / "watch-home"
     shutil.rmtree(home, ignore_errors=True)
@@ -283,7 +272,7 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
     try:
         time.sleep(8)  # start-up and catch-up of the existing files
         t_start = time.monotonic()
-        samples.append((0.0, rss_kb(proc.pid)))
+        samples.append((0.0, proc_status_kb(proc.pid)))
         live = [claude_session(rng, home / "work" / "proj0", datetime.now(UTC), 1) for _ in range(4)]
         paths = [s.write(home / ".claude") for s in live]
         written = 0
@@ -297,21 +286,15 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
                         f.write(json.dumps(rec) + "\n")
                 written += len(s.records)
             time.sleep(0.5)
-            samples.append((time.monotonic() - t_start, rss_kb(proc.pid)))
+            samples.append((time.monotonic() - t_start, proc_status_kb(proc.pid)))
         time.sleep(5)
-        samples.append((time.monotonic() - t_start, rss_kb(proc.pid)))
+        samples.append((time.monotonic() - t_start, proc_status_kb(proc.pid)))
     finally:
         proc.terminate()
         proc.wait(30)
     xs = [t for t, _ in samples]
     ys = [r / 1024 for _, r in samples]
     half = len(ys) // 2
-
-    def slope(a: list[float], b: list[float]) -> float:
-        ma, mb = statistics.fmean(a), statistics.fmean(b)
-        return sum((x - ma) * (y - mb) for x, y in zip(a, b, strict=True)) / max(
-            1e-9, sum((x - ma) ** 2 for x in a))
-
     return {
         "lines_appended": written,
         "seconds": round(xs[-1], 1),

@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.bench import Proc, pct  # noqa: E402
+from tools.bench import Proc, pct, proc_status_kb  # noqa: E402
 
 SUBJECTS = (
     "the user",
@@ -215,12 +215,8 @@ def build_db(path: Path, texts: list[str], vecs: np.ndarray) -> None:
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
-    fields = dict(
-        line.split(":", 1)
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-        if ":" in line
-    )
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+    """Resident memory now and at its peak, MB."""
+    return proc_status_kb(pid) / 1024, proc_status_kb(pid, "VmHWM") / 1024
 
 
 def wait_ready(proc: Proc) -> float:

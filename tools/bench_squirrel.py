@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tools.bench import pct  # noqa: E402
+
 TOOLS = [
     "requests",
     "httpx",
@@ -92,11 +94,6 @@ def memory_text(rng: random.Random, i: int) -> str:
         rng.choice(TEMPLATES).format(t1=t1, t2=t2, f=rng.choice(FILES), err=rng.choice(ERRORS))
         + f" (case {i})"
     )
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def build_app(db: Path, embedder: str):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -28,15 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.rpc_client import Server  # noqa: E402
+from tools.bench import pct, proc_status_kb, slope  # noqa: E402
 
 TOPICS = ("billing", "auth", "search", "deploys", "the cache", "invoices", "the scheduler")
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def session(i: int) -> list[dict]:
@@ -168,7 +161,7 @@ def main() -> int:
             rounds += 1
             now = time.monotonic()
             if now - last_print >= 30 or now >= end:
-                samples.append((now - t0, rss_mb(srv.proc.pid)))
+                samples.append((now - t0, proc_status_kb(srv.proc.pid) / 1024))
                 last_print = now
                 print(
                     json.dumps(
@@ -182,17 +175,9 @@ def main() -> int:
                     flush=True,
                 )
     half = [s for s in samples if s[0] >= samples[-1][0] / 2]
-    slope = 0.0
+    rss_slope = 0.0
     if len(half) >= 2:
-        xs, ys = [s[0] / 60 for s in half], [s[1] for s in half]
-        mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / max(
-            1e-9, sum((x - mx) ** 2 for x in xs)
-        )
-
-    def pct(v: list[float], q: float) -> float:
-        s = sorted(v)
-        return s[min(len(s) - 1, int(q * len(s)))] * 1000
+        rss_slope = slope([s[0] / 60 for s in half], [s[1] for s in half])
 
     print(
         json.dumps(
@@ -204,9 +189,9 @@ def main() -> int:
                 "rss_mb_first_last": [round(samples[0][1], 1), round(samples[-1][1], 1)]
                 if samples
                 else [],
-                "rss_slope_mb_per_min_second_half": round(slope, 3),
+                "rss_slope_mb_per_min_second_half": round(rss_slope, 3),
                 "latency_ms": {
-                    m: {"p50": round(pct(v, 0.5), 2), "p99": round(pct(v, 0.99), 2)}
+                    m: {"p50": round(pct(v, 0.5) * 1000, 2), "p99": round(pct(v, 0.99) * 1000, 2)}
                     for m, v in sorted(times.items())
                 },
                 "rows_at_end": table_counts(db),
