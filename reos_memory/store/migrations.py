@@ -7,7 +7,6 @@ and a mismatch stops the service before it touches anything.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
@@ -19,7 +18,12 @@ from pathlib import Path
 import apsw
 
 from reos_memory.errors import SchemaError
-from reos_memory.store.connection import Database, create_private, fetch, remove_stale_siblings
+from reos_memory.store.connection import (
+    Database,
+    backup_to,
+    fetch,
+    remove_stale_siblings,
+)
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -166,23 +170,12 @@ def _has_user_data(db: Database) -> bool:
 
 
 def _backup(db: Database, target: str) -> None:
-    """Copy the whole database to `target`, retrying while another process holds a lock. The
-    copy is written under a name of this process's own and renamed when complete, so a process
-    killed half-way never leaves a partial file that looks like a backup, and processes starting
-    at once never write into each other's copy (the last complete one wins)."""
+    """Copy the whole database to `target` (SQLite's online backup, waiting out other processes'
+    locks: `backup_to`). The copy is written under a name of this process's own and renamed when
+    complete, so a process killed half-way never leaves a partial file that looks like a backup,
+    and processes starting at once never write into each other's copy (the last complete one
+    wins)."""
     partial = f"{target}.{uuid.uuid4().hex}.partial"
     remove_stale_siblings(target, ".partial")
-
-    def copy() -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(partial)  # a retry starts over
-        create_private(partial)  # a copy of the memories is as private as the memories
-        dest = apsw.Connection(partial)
-        try:
-            with dest.backup("main", db.conn(), "main") as b:
-                b.step(-1)
-        finally:
-            dest.close()
-        os.replace(partial, target)
-
-    db.retry(copy)
+    backup_to(db, partial)  # private, and removed again if the copy fails
+    os.replace(partial, target)
