@@ -7,6 +7,8 @@ import json
 import pytest
 
 from harness.secret_corpus import BENIGN, SECRETS
+from reos_memory.models import EventIn
+from reos_memory.squirrel.events import compress
 from reos_memory.squirrel.redaction import find_secrets, redact, redact_value
 
 SECRET_IDS = [f"{i:02d}-{kind}" for i, (_t, _s, kind) in enumerate(SECRETS)]
@@ -37,6 +39,29 @@ def test_secrets_are_removed_when_whitespace_was_collapsed_first(text, secrets, 
     # commit.py and service.py collapse whitespace before redacting, so line structure is gone.
     out = redact(" ".join(text.split()))
     assert [s for s in secrets if s in out] == []
+
+
+@pytest.mark.parametrize(("text", "secrets", "kind"), SECRETS, ids=SECRET_IDS)
+def test_error_lines_taken_from_failing_output_hold_no_secret(text, secrets, kind):
+    # the error line is read from the whole output and may be kept as it was read: every way
+    # an error can wrap a secret leaves none in the stored event
+    outputs = [
+        f"<tool_use_error>{text}</tool_use_error>",
+        f"Traceback (most recent call last):\nRuntimeError: {text}\n",
+        f"Error: {' '.join(text.split())}\n",
+        f"fatal: {' '.join(text.split())}\n",
+    ]
+    for output in outputs:
+        ev = EventIn(role="tool", kind="tool_result", text=output, is_error=True)
+        stored = json.dumps(compress(ev, 0, {"tool_name": "Bash", "command": "make deploy"}))
+        assert [s for s in secrets if s in stored] == [], output
+
+
+def test_an_error_line_is_kept_as_read_when_its_line_holds_no_secret():
+    out = "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>"
+    ev = EventIn(role="tool", kind="tool_result", text=out, is_error=True)
+    c = compress(ev, 0, {"tool_name": "Edit", "file": "/src/app/page.tsx"})
+    assert c["error_line"] == "File has not been read yet. Read it first before writing to it."
 
 
 @pytest.mark.parametrize(("text", "secrets", "kind"), SECRETS, ids=SECRET_IDS)

@@ -109,11 +109,27 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
         statuses=["provisional"], kinds=None, scope=None, owner_type=None, owner_id=None,
         key_prefix=None, limit=50, cursor=None,
     )["memories"]
-    assert any("mix test" in m.text for m in mems)
+    mix = [m for m in mems if m.kind == "pattern" and "mix test" in m.text]
+    assert mix
+    # what worked is said in a few words (not a bare path); a guard does not say "instead" after it
+    assert "what worked: Read project_review_live_test.exs; Edit project_review_live_test.exs" in (
+        mix[0].text
+    )
+    assert not any("/home/" in m.text or ("worked:" in m.text and m.text.endswith("instead."))
+                   for m in mems)
 
-    # and again: nothing new
-    again = tin.ingest_paths(sq, [str(FORMATS)])
+    # and again: nothing new (the sessions end now, whatever the files' age)
+    again = tin.ingest_paths(sq, [str(FORMATS)], tin.Options(session_end=True))
     assert sum(r.lines + r.events for r in again) == 0
+    demo = sq.list_memories(
+        project_id=old.project_id, project_root=None, include_global=False,
+        statuses=["provisional"], kinds=None, scope=None, owner_type=None, owner_id=None,
+        key_prefix=None, limit=50, cursor=None,
+    )["memories"]
+    # Claude Code's own error wrapper is not part of the error
+    assert any("File has not been read yet. Read it first before writing to it.;" in m.text
+               for m in demo)
+    assert not any("tool_use_error" in m.text for m in demo)
 
 
 @needs_formats

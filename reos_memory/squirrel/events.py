@@ -147,8 +147,7 @@ def compress(
             out["error"] = True
             line = signals.error_line(raw_body) if raw_body else None
             if line:
-                line = redact(_full_line(raw_body, line))  # the whole line, then cut
-                out["error_line"] = cap(brief_error(line), SUMMARY_CHARS)
+                out["error_line"] = cap(brief_error(_safe_line(raw_body, line)), SUMMARY_CHARS)
         out["summary"] = cap(
             summary or out.get("error_line") or _first_line(body) or "(no output)", SUMMARY_CHARS
         )
@@ -170,6 +169,17 @@ def compress(
     if ev.kind in ("tool_call", "tool_result"):
         out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
     return out
+
+
+def _safe_line(body: str, line: str) -> str:
+    """An error line fit to store. Redaction reads the whole output line it came from (a secret
+    cut off by the cap must still be recognised); the line as read is kept when it was not cut
+    and its whole line holds no secret (so "<tool_use_error>x</tool_use_error>" stays "x")."""
+    full = _full_line(body, line)
+    safe = redact(full)
+    if safe == full and not line.endswith("…") and redact(line) == line:
+        return line
+    return safe
 
 
 def _full_line(body: str, line: str) -> str:

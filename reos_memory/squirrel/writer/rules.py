@@ -18,6 +18,7 @@ A single fail-edit-pass loop (ordinary test-driven work) writes nothing.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from reos_memory.models import Memory
@@ -192,7 +193,10 @@ def _failure_then_success(
             )
         )
         if severe:
-            instead = f"switch to {switch[2]}" if switch else (fix or "change the approach")
+            if switch is not None:
+                instead = f"switch to {switch[2]} instead"
+            else:
+                instead = fix or "change the approach instead"
             ops.append(
                 WriterOp(
                     op="ADD",
@@ -200,7 +204,7 @@ def _failure_then_success(
                     tier="emergency",
                     polarity=-1,
                     text=f"Do not keep retrying `{shorten(cmd, 100)}` after {shorten(error, 120)};"
-                    f" {instead} instead.",
+                    f" {instead}.",
                     ttl_days=GUARD_TTL_DAYS,
                     confidence=0.7,
                 )
@@ -218,15 +222,24 @@ def _changes(x: dict[str, Any]) -> bool:
 
 def _fix(between: list[dict[str, Any]]) -> str | None:
     """What changed between the last failure and the success, in a few words."""
-    edits = []
+    steps: list[tuple[str, bool]] = []  # (what, whether it changed something)
     for x in between:
         if x["kind"] != "tool_call":
             continue
-        tool = (x.get("tool_name") or "").lower()
-        if tool in EDIT_TOOLS or (x.get("file") and not x.get("command")):
-            what = x.get("summary") or f"edited {x.get('file')}"
-            if what not in edits:
-                edits.append(what)
-    if not edits:
+        name = x.get("tool_name") or ""
+        file = x.get("file")
+        changed = name.lower() in EDIT_TOOLS
+        what = x.get("summary")
+        bare = bool(file) and what in (None, file)
+        # besides edits, files read ("Edit" fails until the file was read): not searches
+        if not changed and not (bare and not x.get("command")):
+            continue
+        if bare and file:  # a bare path says less than "Read app.py"
+            what = f"{name or 'edited'} {os.path.basename(str(file).rstrip('/')) or file}"
+        if what and all(what != w for w, _ in steps):
+            steps.append((what, changed))
+    if len(steps) > 3:  # the edits matter more than the files read on the way
+        steps = [s for s in steps if s[1]][:3] or steps
+    if not steps:
         return None
-    return "what worked: " + "; ".join(shorten(w, 100) for w in edits[:3])
+    return "what worked: " + "; ".join(shorten(w, 100) for w, _ in steps[:3])
