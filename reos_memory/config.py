@@ -61,6 +61,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_document_bytes: Annotated[int, Meta(ge=1, le=1 << 34)] = 256 * 1024 * 1024
     max_document_pages: Annotated[int, Meta(ge=1, le=1_000_000)] = 2000  # PDF pages, XLSX sheets
     max_document_chunks: Annotated[int, Meta(ge=1, le=10_000_000)] = 50_000
+    # an MCP tool's result, in Squirrel's token count: Claude Code refuses results over 25,000
+    mcp_max_result_tokens: Annotated[int, Meta(ge=1000, le=10_000_000)] = 20_000
     keyword_postings_budget: Annotated[int, Meta(ge=100, le=100_000_000)] = 5_000
     # LLM provider (off by default): used by memory/extract with use_llm, later by the Memory Writer
     llm_provider: Literal["none", "openai", "anthropic"] = "none"

@@ -34,9 +34,11 @@ from msgspec import Meta
 from reos_memory import __version__
 from reos_memory.config import Config
 from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.graph.retrieval import render_markdown
 from reos_memory.models import Direction, Ident, MemoryKind, MemoryScope, RelType
 from reos_memory.rpc import types_squirrel as ts
 from reos_memory.rpc.registry import MethodSpec, Registry, convert_params
+from reos_memory.squirrel.tokens import count_tokens
 from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText
 
 INSTRUCTIONS = (
@@ -83,6 +85,10 @@ class Env:
         self.calls = 0  # both counted on the event loop's thread
         self.running = 0
 
+    @property
+    def max_tokens(self) -> int:
+        return int(self.app.config.mcp_max_result_tokens)
+
     def root(self, project_root: str | None) -> str:
         return self.cwd if project_root is None else project_root
 
@@ -109,7 +115,7 @@ class Env:
                 traceback=traceback.format_exc(),
             )
             return _error(f"internal_error: unexpected failure (incident {incident} in the log)")
-        data = msgspec.to_builtins(result)
+        data = fit_result(spec.name, msgspec.to_builtins(result), self.max_tokens)
         return mt.CallToolResult(
             content=[mt.TextContent(text=msgspec.json.encode(data).decode())],
             structured_content=data,
@@ -129,6 +135,90 @@ class _HandlerContext:
 
     def progress(self, done: int, total: int | None, message: str = "") -> None:
         pass
+
+
+# -- results an agent can take in ------------------------------------------------------------
+
+# a text cut to fit says where the whole of it is
+_CUT = " … [{n} more characters; the whole text: {where}]"
+_WHOLE = {"search_blocks": "blocks/get with its block_id", "search_memory": "sqrl memories <id>"}
+_TEXTS = ("content", "text")
+
+
+def _tokens(data: Any) -> int:
+    return count_tokens(msgspec.json.encode(data).decode())
+
+
+def fit_result(name: str, data: Any, limit: int) -> Any:
+    """A tool's result within `limit` tokens (Squirrel's count of its JSON): agents refuse or
+    truncate bigger results (Claude Code: 25,000 tokens by default). Over the limit, single
+    texts longer than the limit are cut first, then the list of results loses its last
+    (least relevant, or farthest) items, and `mcp_truncated` says what was left out and how
+    to ask for less."""
+    key = _LISTS.get(name)
+    if key is None or not isinstance(data, dict) or _tokens(data) <= limit:
+        return data
+    items = data.get(key)
+    if not isinstance(items, list):
+        return data
+    cut = 0
+    if key != "visited_blocks":  # ids are short; contents may be whole documents
+        items = [dict(x) if isinstance(x, dict) else x for x in items]
+        for x in items:
+            for f in _TEXTS:
+                text = x.get(f) if isinstance(x, dict) else None
+                if isinstance(text, str) and len(text) > limit:
+                    x[f] = text[:limit] + _CUT.format(
+                        n=len(text) - limit, where=_WHOLE.get(name, "ask for it alone")
+                    )
+                    cut += 1
+
+    def keep(n: int) -> dict[str, Any]:
+        out = {**data, key: items[:n]}
+        if name == "related_blocks":
+            kept = set(items[:n])
+            by_depth = data.get("blocks_by_depth") or {}
+            out["blocks_by_depth"] = {
+                d: [b for b in ids if b in kept]
+                for d, ids in by_depth.items()
+                if any(b in kept for b in ids)
+            }
+            out["edges"] = [
+                e
+                for e in data.get("edges") or []
+                if e.get("source_block_id") in kept and e.get("target_block_id") in kept
+            ]
+            out["truncated"] = out["truncated"] or n < len(items)
+        elif name == "search_blocks" and "markdown" in data:
+            out["markdown"] = render_markdown(items[:n])
+        out["mcp_truncated"] = {
+            "limit_tokens": limit,
+            "left_out": len(items) - n,
+            "texts_cut": cut,
+            "ask_for_less": _LESS.get(name, "a smaller limit"),
+        }
+        return out
+
+    lo, hi = 0, len(items)  # the most items that fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _tokens(keep(mid)) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return keep(lo)
+
+
+_LISTS = {  # get_task_context fits its own budget (see context_budget)
+    "search_blocks": "matches",
+    "search_memory": "matches",
+    "related_blocks": "visited_blocks",
+}
+_LESS = {
+    "search_blocks": "a smaller max_results or a narrower query",
+    "search_memory": "a smaller limit or a narrower query",
+    "related_blocks": "a smaller max_nodes or depth, or fewer rel_types",
+}
 
 
 def _error(text: str) -> mt.CallToolResult:
@@ -177,7 +267,8 @@ def get_task_context(env: Env, a: GetTaskContextArgs) -> Any:
     Returns `context_prompt`, ready to read as instructions (guards first, then invariants and
     preferences, patterns, notes; within `budget_tokens`), and `memories` with each memory's id,
     kind, scope, score and why it was chosen. Follow guards and invariants; a memory that is
-    wrong can be erased with `forget`. Records the request (memories gain a use).
+    wrong can be erased with `forget`. Records the request (memories gain a use). The budget is
+    at most a quarter of the server's result limit (`mcp_max_result_tokens`, 20,000 tokens).
     """
     out = env.app.squirrel.get_task_context(
         project_id=None,
@@ -185,7 +276,8 @@ def get_task_context(env: Env, a: GetTaskContextArgs) -> Any:
         task=a.task,
         path=a.path,
         session_id=a.session_id,
-        budget=a.budget_tokens,
+        # the result holds the prompt and each memory again, with its details
+        budget=min(a.budget_tokens, env.max_tokens // 4),
     )
     return _shape(out, ts.ContextResult)
 

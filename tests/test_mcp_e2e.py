@@ -64,6 +64,12 @@ def test_mcp_tools_over_stdio(tmp_path: Path, db_path: Path) -> None:
             {"source_id": deploy, "target_id": rollback, "rel_type": "elaborates"},
         )
 
+    _run_mcp(tmp_path, db_path, env, repo, lambda s: _exercise(s, repo, deploy, rollback))
+
+
+def _run_mcp(tmp_path: Path, db_path: Path, env: dict[str, str], cwd: Path, body: Any) -> None:
+    """Spawn `reos-memory mcp` with the SDK's stdio client, run `body(session)`, close stdin;
+    then check that stdout carried protocol only and that the process stopped by itself."""
     errlog_path = tmp_path / "mcp-stderr.log"
     stream_faults: list[Exception] = []
 
@@ -77,7 +83,7 @@ def test_mcp_tools_over_stdio(tmp_path: Path, db_path: Path) -> None:
             args=["-m", "reos_memory", "mcp", "--db", str(db_path), "--embedder", "hash"],
             # the SDK passes only a few variables on: this checkout first, as `-m` would from ROOT
             env={**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), _pythonpath()]))},
-            cwd=str(repo),  # the default project is the server's working directory
+            cwd=str(cwd),  # the default project is the server's working directory
         )
         with errlog_path.open("w") as errlog, anyio.fail_after(60):
             async with (
@@ -85,7 +91,7 @@ def test_mcp_tools_over_stdio(tmp_path: Path, db_path: Path) -> None:
                 ClientSession(read, write, message_handler=on_message) as s,
             ):
                 await s.initialize()
-                await _exercise(s, repo, deploy, rollback)
+                await body(s)
 
     anyio.run(session)
 
@@ -243,3 +249,78 @@ def test_mcp_answers_every_piped_request(tmp_path: Path, db_path: Path) -> None:
     assert added["isError"] is False and added["structuredContent"]["memory"]["kind"] == "note"
     assert len(replies[4]["result"]["tools"]) == len(TOOLS)
     assert b"message_too_large" in r.stderr
+
+
+def test_mcp_results_fit_an_agents_limit(tmp_path: Path, db_path: Path) -> None:
+    """Agents refuse tool results over a token limit (Claude Code: 25,000): a result over
+    `mcp_max_result_tokens` keeps its best items, cuts a giant text, and says what it left out."""
+    from reos_memory.squirrel.tokens import count_tokens
+
+    limit = 2000
+    env = {"REOS_MEMORY_OWNER_ID": "alice", "REOS_MEMORY_MCP_MAX_RESULT_TOKENS": str(limit)}
+    words = [
+        "deploy",
+        "canary",
+        "rollout",
+        "cluster",
+        "ingress",
+        "health",
+        "check",
+        "replica",
+        "balancer",
+    ]
+    with Server(db_path, env=env) as srv:
+        srv.wait_ready()
+        hub = make_block(srv, "Kubernetes deploy runbook: the hub of the deploy notes")
+        ids = []
+        for i in range(30):
+            body = " ".join(words[(i + j) % len(words)] for j in range(400))
+            ids.append(make_block(srv, f"Kubernetes deploy note {i}: {body}"))
+            srv.call(
+                "memory/relationships/create",
+                {"source_id": hub, "target_id": ids[-1], "rel_type": "references"},
+            )
+        giant = make_block(srv, "Zeppelin hangar manual. " + "zeppelin hangar door " * 20_000)
+
+    async def body(s: ClientSession) -> None:
+        def fits(res: Any) -> dict[str, Any]:
+            assert count_tokens(res.content[0].text) <= limit
+            return _result(res)
+
+        many = fits(
+            await s.call_tool("search_blocks", {"query": "kubernetes deploy", "max_results": 30})
+        )
+        cut = many["mcp_truncated"]
+        assert cut["limit_tokens"] == limit and cut["left_out"] > 0
+        assert len(many["matches"]) + cut["left_out"] == 30 and many["matches"]
+        assert "max_results" in cut["ask_for_less"]
+        # the best matches are the ones kept, and the markdown section shows just them
+        assert many["markdown"].count("### Memory #") == len(many["matches"])
+
+        big = fits(
+            await s.call_tool("search_blocks", {"query": "zeppelin hangar", "max_results": 1})
+        )
+        (m,) = big["matches"]
+        assert m["block_id"] == giant and big["mcp_truncated"]["texts_cut"] == 1
+        assert "more characters; the whole text: blocks/get" in m["content"]
+
+        walk = fits(
+            await s.call_tool("related_blocks", {"block_id": hub, "depth": 1, "max_nodes": 100})
+        )
+        kept = set(walk["visited_blocks"])
+        assert walk["truncated"] is True and walk["mcp_truncated"]["left_out"] == 31 - len(kept)
+        assert all(e["target_block_id"] in kept for e in walk["edges"]) and walk["edges"]
+        assert {b for ids_ in walk["blocks_by_depth"].values() for b in ids_} == kept
+
+        small = _result(await s.call_tool("search_blocks", {"query": "runbook", "max_results": 1}))
+        assert "mcp_truncated" not in small  # a result within the limit is left as it is
+
+        # the context budget is bounded by the limit too
+        ctx = _result(
+            await s.call_tool("get_task_context", {"task": "deploy", "budget_tokens": 100_000})
+        )
+        assert ctx["budget"] == limit // 4
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    _run_mcp(tmp_path, db_path, env, repo, body)
