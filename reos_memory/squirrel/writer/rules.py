@@ -13,7 +13,8 @@ tools complain about most:
   `invariant` keyed `project.<category>`; a severe case (3+ failures or severe frustration)
   also an `emergency` guard with a short TTL.
 
-A single fail-edit-pass loop (ordinary test-driven work) writes nothing.
+A single fail-edit-pass loop (ordinary test-driven work) writes nothing, nor do failures of the
+agent's own tool rules (Claude Code's `<tool_use_error>`: "read it first", "string not found").
 """
 
 from __future__ import annotations
@@ -138,6 +139,8 @@ def _failure_then_success(
             continue
         done.add(key)
         failed_at = fails[key]
+        if all(_harness_error(events[j]) for j in failed_at):
+            continue  # the agent's own tool rules ("read it first"): nothing about the project
         last = events[failed_at[-1]]
         between = events[failed_at[-1] + 1 : i]
         fix = _fix(between)
@@ -210,6 +213,12 @@ def _failure_then_success(
                 )
             )
     return ops
+
+
+def _harness_error(e: dict[str, Any]) -> bool:
+    """An error of the agent's tool harness rather than of the work: Claude Code wraps those
+    in <tool_use_error> ("File has not been read yet", "String to replace not found")."""
+    return (e.get("raw_snippet") or "").lstrip().startswith("<tool_use_error>")
 
 
 def _changes(x: dict[str, Any]) -> bool:
