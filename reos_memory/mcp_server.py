@@ -139,9 +139,18 @@ class _HandlerContext:
 
 # -- results an agent can take in ------------------------------------------------------------
 
-# a text cut to fit says where the whole of it is
+# the tools whose results may outgrow an agent's limit: the list that gives way, how to ask for
+# less, where the whole of a cut text is (get_task_context fits its budget to the limit instead)
+_FIT = {
+    "search_blocks": (
+        "matches",
+        "a smaller max_results or a narrower query",
+        "blocks/get with its block_id",
+    ),
+    "search_memory": ("matches", "a smaller limit or a narrower query", "sqrl memories <id>"),
+    "related_blocks": ("visited_blocks", "a smaller max_nodes or depth, or fewer rel_types", ""),
+}
 _CUT = " … [{n} more characters; the whole text: {where}]"
-_WHOLE = {"search_blocks": "blocks/get with its block_id", "search_memory": "sqrl memories <id>"}
 _TEXTS = ("content", "text")
 
 
@@ -155,23 +164,20 @@ def fit_result(name: str, data: Any, limit: int) -> Any:
     texts longer than the limit are cut first, then the list of results loses its last
     (least relevant, or farthest) items, and `mcp_truncated` says what was left out and how
     to ask for less."""
-    key = _LISTS.get(name)
-    if key is None or not isinstance(data, dict) or _tokens(data) <= limit:
+    if name not in _FIT or not isinstance(data, dict) or _tokens(data) <= limit:
         return data
+    key, less, whole = _FIT[name]
     items = data.get(key)
     if not isinstance(items, list):
         return data
     cut = 0
-    if key != "visited_blocks":  # ids are short; contents may be whole documents
-        items = [dict(x) if isinstance(x, dict) else x for x in items]
-        for x in items:
-            for f in _TEXTS:
-                text = x.get(f) if isinstance(x, dict) else None
-                if isinstance(text, str) and len(text) > limit:
-                    x[f] = text[:limit] + _CUT.format(
-                        n=len(text) - limit, where=_WHOLE.get(name, "ask for it alone")
-                    )
-                    cut += 1
+    items = [dict(x) if isinstance(x, dict) else x for x in items]  # ids stay as they are
+    for x in items:
+        for f in _TEXTS:
+            text = x.get(f) if isinstance(x, dict) else None
+            if isinstance(text, str) and len(text) > limit:
+                x[f] = text[:limit] + _CUT.format(n=len(text) - limit, where=whole)
+                cut += 1
 
     def keep(n: int) -> dict[str, Any]:
         out = {**data, key: items[:n]}
@@ -195,7 +201,7 @@ def fit_result(name: str, data: Any, limit: int) -> Any:
             "limit_tokens": limit,
             "left_out": len(items) - n,
             "texts_cut": cut,
-            "ask_for_less": _LESS.get(name, "a smaller limit"),
+            "ask_for_less": less,
         }
         return out
 
@@ -207,18 +213,6 @@ def fit_result(name: str, data: Any, limit: int) -> Any:
         else:
             hi = mid - 1
     return keep(lo)
-
-
-_LISTS = {  # get_task_context fits its own budget (see context_budget)
-    "search_blocks": "matches",
-    "search_memory": "matches",
-    "related_blocks": "visited_blocks",
-}
-_LESS = {
-    "search_blocks": "a smaller max_results or a narrower query",
-    "search_memory": "a smaller limit or a narrower query",
-    "related_blocks": "a smaller max_nodes or depth, or fewer rel_types",
-}
 
 
 def _error(text: str) -> mt.CallToolResult:

@@ -236,15 +236,15 @@ def _fix(between: list[dict[str, Any]]) -> str | None:
         if x["kind"] != "tool_call":
             continue
         name = x.get("tool_name") or ""
-        file = x.get("file")
+        file = x.get("file") or ""
         changed = name.lower() in EDIT_TOOLS
         what = x.get("summary")
         bare = bool(file) and what in (None, file)
         # besides edits, files read ("Edit" fails until the file was read): not searches
         if not changed and not (bare and not x.get("command")):
             continue
-        if bare and file:  # a bare path says less than "Read app.py"
-            what = f"{name or 'edited'} {os.path.basename(str(file).rstrip('/')) or file}"
+        if bare:  # a bare path says less than "Read app.py"
+            what = f"{name or 'edited'} {os.path.basename(file.rstrip('/')) or file}"
         if what and all(what != w for w, _ in steps):
             steps.append((what, changed))
     if len(steps) > 3:  # the edits matter more than the files read on the way
