@@ -409,3 +409,43 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise() -> None:
         bar(i, 3, rep)
     out = tty.getvalue()
     assert out.startswith("\r[") and out.endswith("3/3 files\n") and "/logs/a.jsonl" not in out
+
+
+def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
+    app, tmp_path: Path
+) -> None:
+    """Events are compressed before the write lock is taken; when another writer appended to
+    the session meanwhile, the commit works from the session as it is: nothing is lost, no
+    sequence number is taken twice."""
+    from reos_memory.models import EventIn
+    from reos_memory.squirrel import episodes
+    from reos_memory.store import squirrel as ssql
+
+    sq = app.squirrel  # type: ignore[attr-defined]
+    proj = sq.project(None, str(tmp_path))
+    owner = sq.owner(None, None)
+    pol = sq.policy(proj.root)
+    limits = sq.limits()
+
+    def said(i: int) -> EventIn:
+        return EventIn(role="user", kind="message", text=f"message {i} about the parser")
+
+    mine = [said(i) for i in range(3)]
+    stale = episodes.prepare(
+        None, project_id=proj.id, owner=owner, session_id="s1", events=mine,
+        session_end=False, limits=limits,
+    )
+    sq.ingest(project_id=proj.id, project_root=None, session_id="s1",
+              events=[said(i) for i in range(10, 15)], process=False)
+    report = app.db.write(  # type: ignore[attr-defined]
+        lambda c: sq.ingest_in(c, proj, owner, "s1", mine, False, pol, limits, stale)
+    )
+    assert report.accepted == 3
+    rows = app.db.read(lambda c: c.execute(  # type: ignore[attr-defined]
+        "SELECT seq, event_json FROM squirrel_events WHERE session_id = 's1' ORDER BY seq"
+    ).fetchall())
+    assert [r[0] for r in rows] == list(range(1, 9))
+    texts = [json.loads(r[1])["text"] for r in rows]
+    assert texts == [f"message {i} about the parser" for i in (10, 11, 12, 13, 14, 0, 1, 2)]
+    sess = app.db.read(lambda c: ssql.get_session(c, "s1"))  # type: ignore[attr-defined]
+    assert sess["state"]["seq"] == 9 and sess["state"]["n"] == 8

@@ -19,6 +19,7 @@ from reos_memory.squirrel.policy import RegretWeights
 from reos_memory.store import squirrel as sql
 
 _enc = msgspec.json.Encoder()
+_dec = msgspec.json.Decoder()
 TASK_WORDS = 80  # content words remembered of the episode's requests
 TASK_OVERLAP = 0.2  # below this, a new request is about something else
 MIN_ACTIVITY_FOR_BOUNDARY = 1
@@ -51,8 +52,22 @@ def _new_state(seq: int) -> dict[str, Any]:
     }
 
 
-def ingest(
-    conn: apsw.Connection,
+@dataclass
+class Prepared:
+    """A session's new events compressed and cut against a snapshot of its row, the costly part
+    of an ingest done before the write transaction; `apply` commits it when the row is still
+    that snapshot (else does it again on the row as it is)."""
+
+    base: dict[str, Any] | None  # the row it was computed from (None: a new session)
+    sess: dict[str, Any]
+    first_seq: int
+    stored: list[bytes]
+    cuts: list[tuple[int, str]]
+    args: dict[str, Any]
+
+
+def prepare(
+    base: dict[str, Any] | None,
     *,
     project_id: str,
     owner: tuple[str, str],
@@ -60,12 +75,22 @@ def ingest(
     events: Sequence[EventIn],
     session_end: bool,
     limits: Limits,
-    regret: RegretWeights,
-) -> IngestReport:
-    """Append a session's events and cut the episodes they complete (inside one write tx)."""
-    now = now_iso()
-    sess = sql.get_session(conn, session_id)
-    if sess is None:
+    now: str | None = None,
+) -> Prepared:
+    """Compress a session's events and find the episodes they complete, on a copy of `base`
+    (the session's stored row); touches no database."""
+    now = now or now_iso()
+    args = {
+        "project_id": project_id,
+        "owner": owner,
+        "session_id": session_id,
+        "events": events,
+        "session_end": session_end,
+        "limits": limits,
+        "now": now,
+    }
+    sess: dict[str, Any]
+    if base is None:
         sess = {
             "session_id": session_id,
             "project_id": project_id,
@@ -76,16 +101,17 @@ def ingest(
             "state": _new_state(1),
             "ended": False,
         }
-    elif sess["project_id"] != project_id:
+    elif base["project_id"] != project_id:
         from reos_memory.errors import Conflict
 
         raise Conflict(
-            f"session {session_id!r} belongs to project {sess['project_id']!r}",
+            f"session {session_id!r} belongs to project {base['project_id']!r}",
             field="$.session_id",
-            project_id=sess["project_id"],
+            project_id=base["project_id"],
         )
+    else:
+        sess = {**base, "state": _dec.decode(_enc.encode(base["state"]))}
     state = sess["state"]
-    report = IngestReport(accepted=len(events))
     cuts: list[tuple[int, str]] = []
     stored: list[bytes] = []
     first_seq = state["seq"]
@@ -108,20 +134,54 @@ def ingest(
         elif state["n"] >= limits.max_episode_events:
             cuts.append((seq, "size_cap"))
             _reset(state)
-    sql.put_session(conn, sess)  # the events reference it
-    sql.append_events(conn, session_id, first_seq, stored)
     if session_end and state["n"] > 0:
         cuts.append((state["seq"] - 1, "session_end"))
         _reset(state)
     sess["ended"] = session_end
     sess["last_event_at"] = now
-    sql.put_session(conn, sess)
-    for upto, reason in cuts:
-        ep = cut_episode(conn, sess, upto, reason, limits, regret)
+    return Prepared(base, sess, first_seq, stored, cuts, args)
+
+
+def apply(conn: apsw.Connection, prep: Prepared, regret: RegretWeights) -> IngestReport:
+    """Commit a prepared ingest inside the caller's write transaction."""
+    args = prep.args
+    current = sql.get_session(conn, args["session_id"])
+    if current != prep.base:  # another writer moved the session meanwhile: do it again on it
+        prep = prepare(current, **args)
+    sess = prep.sess
+    report = IngestReport(accepted=len(args["events"]))
+    sql.put_session(conn, sess)  # the events reference it
+    sql.append_events(conn, sess["session_id"], prep.first_seq, prep.stored)
+    for upto, reason in prep.cuts:
+        ep = cut_episode(conn, sess, upto, reason, args["limits"], regret)
         if ep is not None:
             report.episodes.append(ep)
-    report.pending_events = state["n"]
+    report.pending_events = sess["state"]["n"]
     return report
+
+
+def ingest(
+    conn: apsw.Connection,
+    *,
+    project_id: str,
+    owner: tuple[str, str],
+    session_id: str,
+    events: Sequence[EventIn],
+    session_end: bool,
+    limits: Limits,
+    regret: RegretWeights,
+) -> IngestReport:
+    """Append a session's events and cut the episodes they complete (inside one write tx)."""
+    prep = prepare(
+        sql.get_session(conn, session_id),
+        project_id=project_id,
+        owner=owner,
+        session_id=session_id,
+        events=events,
+        session_end=session_end,
+        limits=limits,
+    )
+    return apply(conn, prep, regret)
 
 
 def flush_session(

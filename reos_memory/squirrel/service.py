@@ -245,10 +245,14 @@ class Squirrel:
         session_end: bool,
         pol: Policy,
         limits: episodes.Limits,
+        prepared: episodes.Prepared | None = None,
     ) -> episodes.IngestReport:
-        """Append a session's events inside the caller's write transaction; the episodes it
-        cut are handed to `after_cut` once that transaction has committed."""
+        """Append a session's events inside the caller's write transaction (from `prepared`,
+        their compressed form made before it, when given); the episodes it cut are handed to
+        `after_cut` once that transaction has committed."""
         ssql.touch_project(conn, proj.id, proj.root, now_iso())
+        if prepared is not None and prepared.args["project_id"] == proj.id:
+            return episodes.apply(conn, prepared, pol.regret)
         return episodes.ingest(
             conn,
             project_id=proj.id,
@@ -495,11 +499,10 @@ class Squirrel:
         }
 
     def _write(self, ep: Any, kind: str) -> tuple[WriterOutput, dict[int, str], dict[str, Any]]:
-        full = self.db.read(lambda c: ssql.get_episode(c, ep.id, True))
-        assert full is not None and full.events is not None
+        assert ep.events is not None  # read with them: they never change once cut
         # the offline writer only needs to know which key slots are held; an LLM writer is shown
         # the memories most like the episode, to update or deprecate instead of duplicating
-        existing = self._keyed(full) if kind == "rules" else self._similar_existing(full)
+        existing = self._keyed(ep) if kind == "rules" else self._similar_existing(ep)
         started = now_iso()
         t0 = time.perf_counter()
         call: dict[str, Any] = {
@@ -510,7 +513,7 @@ class Squirrel:
         }
         if kind == "rules":
             output, sources = rules.write(
-                ep.id, full.events, msgspec.structs.asdict(full.stats), existing
+                ep.id, ep.events, msgspec.structs.asdict(ep.stats), existing
             )
             call.update(duration_ms=(time.perf_counter() - t0) * 1000, ok=True, ops=len(output.ops))
             self.db.write(lambda c: ssql.record_call(c, call))
@@ -522,8 +525,8 @@ class Squirrel:
             {
                 "id": ep.id,
                 "project_id": ep.project_id,
-                "events": full.events,
-                "stats": msgspec.structs.asdict(full.stats),
+                "events": ep.events,
+                "stats": msgspec.structs.asdict(ep.stats),
             },
             existing,
             (ep.owner_type, ep.owner_id),

@@ -13,6 +13,7 @@ Everything here is pure and cheap: precompiled regexes, no I/O, no model.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field, replace
@@ -190,11 +191,14 @@ def _fold(text: str) -> str:
     return "".join(c if len(c) == 1 else "?" for c in (ch.lower() for ch in text))
 
 
-def _scan_tools(text: str) -> list[_Mention]:
+# The same texts come back: a command retried, an edit's text read for a switch and for the
+# statements in it, an episode's messages read by the pre-filter and then by the writer.
+@functools.lru_cache(maxsize=512)
+def _scan_tools(text: str) -> tuple[_Mention, ...]:
     """Every catalog name in `text` at word boundaries, ambiguous or not."""
     low = _fold(text)
     if _FIRST_WORDS.isdisjoint(_PREFILTER_RE.findall(low)):
-        return []  # the common case, decided at C speed
+        return ()  # the common case, decided at C speed
     out = []
     for m in _CANDIDATE_RE.finditer(low):
         word = m.group()
@@ -220,7 +224,7 @@ def _scan_tools(text: str) -> list[_Mention]:
             if cut <= 0:
                 break
             word = word[:cut]
-    return out
+    return tuple(out)
 
 
 def _strip_tools(text: str, mentions: list[_Mention], offset: int = 0) -> str:

@@ -14,9 +14,11 @@ import functools
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import apsw
 import msgspec
@@ -35,9 +37,21 @@ from reos_memory.store import transcripts as tsql
 if TYPE_CHECKING:
     from reos_memory.squirrel.service import Squirrel
 
+T = TypeVar("T")
+
+
+class Helper(Protocol):
+    """A second process that learns from cut episodes and ends sessions on the same database
+    (`reos_memory.agents.ingest_helper`)."""
+
+    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]: ...
+
+    def end_sessions(
+        self, session_ids: set[str], idle_seconds: float, force: bool
+    ) -> Future[dict[str, list[Any]]]: ...
+
 ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeCode(), "codex": Codex()}
 AGENTS = ("auto", *ADAPTERS)
-SUFFIXES = (".jsonl", ".jsonl.zst")
 BATCH_BYTES = 4 << 20
 BATCH_EVENTS = 1000
 
@@ -82,30 +96,6 @@ class FileReport:
             "episodes": self.episodes,
             "counts": self.counts,
         }
-
-
-def is_transcript(name: str) -> bool:
-    # compaction runs of Claude Code 2.x are the model summarising the session: not work
-    return name.endswith(SUFFIXES) and not name.startswith("agent-acompact-")
-
-
-def find(paths: Iterable[str]) -> list[str]:
-    """Session logs under the given files and directories, oldest first."""
-    found: list[tuple[float, str]] = []
-    for p in paths:
-        if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for name in files:
-                    if is_transcript(name):
-                        full = os.path.join(root, name)
-                        try:
-                            found.append((os.stat(full).st_mtime, full))
-                        except OSError:
-                            continue
-        elif os.path.exists(p):
-            found.append((os.stat(p).st_mtime, p))
-    return [p for _, p in sorted(found)]
 
 
 def detect(path: str) -> str | None:
@@ -271,6 +261,11 @@ def _batch(
 
     # a young file's identity grows with it (read here, not inside the write transaction)
     grown = reader.head(path) if cur.head_bytes < reader.HEAD_BYTES else None
+    # the costly part (redaction, signals, cutting) before the write lock is taken: other
+    # processes on the database wait only for the writes
+    prepared = {
+        sid: _prepare(sq, sid, projects[sid], owner, evs, limits) for sid, evs in events.items()
+    }
 
     def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
         stored = tsql.get(conn, path)
@@ -287,7 +282,7 @@ def _batch(
                 lost += len(evs)  # no cwd anywhere: no project to learn for
                 continue
             pol = pols.get(sid) or sq.policy(proj.root)
-            report = sq.ingest_in(conn, proj, owner, sid, evs, False, pol, limits)
+            report = sq.ingest_in(conn, proj, owner, sid, evs, False, pol, limits, prepared[sid])
             cut.extend(report.episodes)
             new.session_id = new.session_id or sid
             new.project_id = new.project_id or proj.id
@@ -314,6 +309,31 @@ def _batch(
     rep.malformed += malformed
     rep.episodes.extend(learn(ep) for ep in cut)
     return (cur.offset, cur.head_sha256, cur.rewrites)
+
+
+def _prepare(
+    sq: Squirrel,
+    session_id: str,
+    proj: Project | None,
+    owner: tuple[str, str],
+    evs: list[EventIn],
+    limits: episodes.Limits,
+) -> episodes.Prepared | None:
+    if proj is None:
+        return None
+    base = sq.db.read(lambda c: ssql.get_session(c, session_id))
+    try:
+        return episodes.prepare(
+            base,
+            project_id=proj.id,
+            owner=owner,
+            session_id=session_id,
+            events=evs,
+            session_end=False,
+            limits=limits,
+        )
+    except ReosError:
+        return None  # the transaction meets the same problem and says so
 
 
 @functools.lru_cache(maxsize=256)
@@ -380,29 +400,40 @@ def end_idle_sessions(
     return ended
 
 
+def _log_group(path: str) -> str:
+    """The session log a file belongs with by its place: a Claude Code subagent's
+    `<session>/subagents/agent-*.jsonl` with `<session>.jsonl`, any other log with itself."""
+    parent = os.path.dirname(path)
+    if os.path.basename(parent) == "subagents":
+        return os.path.dirname(parent) + ".jsonl"
+    return path
+
+
 def ingest_paths(
     sq: Squirrel,
     paths: Iterable[str],
     opts: Options | None = None,
     progress: Callable[[int, int, FileReport], None] | None = None,
+    helper: Helper | None = None,
 ) -> list[FileReport]:
     """Every session log under `paths`, oldest first; a file that fails is reported, not fatal
     for the others. Sessions end after all their files are in (a subagent's file after its
     parent's), when `opts.session_end` says so or, by default, when all their files are idle.
 
-    The Memory Writer learns from the cut episodes on one thread of its own, in the order they
-    were cut, while the next logs are read (its embeddings run outside the GIL)."""
-    from concurrent.futures import Future, ThreadPoolExecutor
-
+    The Memory Writer learns from the cut episodes in the order they were cut, while the next
+    logs are read: on a thread of its own (its embeddings run outside the GIL), or in `helper`,
+    a second process that also ends the sessions."""
     opts = opts or Options()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer") as writer:
-
-        def learn(ep: dict[str, Any]) -> Future[dict[str, Any]]:
-            return writer.submit(sq.after_cut, ep, True)
-
-        each = Options(opts.agent, False, opts.idle_seconds, learn)
-        files = find(paths)
+    ending = opts.session_end is not False
+    force = bool(opts.session_end)
+    learning = _Learning(sq, helper)
+    try:
+        each = Options(opts.agent, False, opts.idle_seconds, learning.learn)
+        files = reader.find(paths)
+        left = Counter(_log_group(f) for f in files)
+        group_sessions: dict[str, set[str]] = {}
         out = []
+        ends: list[Future[dict[str, list[Any]]]] = []
         for i, f in enumerate(files):
             try:
                 rep = ingest_file(sq, f, each)
@@ -413,13 +444,24 @@ def ingest_paths(
             except Exception as exc:  # an unreadable file (a corrupt archive...) spoils only it
                 rep = FileReport(os.path.realpath(f), skipped_reason=f"{type(exc).__name__}: {exc}")
             out.append(rep)
+            group = _log_group(f)
+            if rep.session_id is not None:
+                group_sessions.setdefault(group, set()).add(rep.session_id)
+            left[group] -= 1
+            if ending and left[group] == 0 and group in group_sessions:
+                # the last file of a session is in: its last episode goes to the writer now,
+                # while the next logs are read, rather than all of them at the end
+                ends.append(learning.end(group_sessions.pop(group), opts.idle_seconds, force))
             if progress is not None:
                 progress(i + 1, len(files), rep)
-        if opts.session_end is not False:
-            touched = {r.session_id for r in out if r.session_id is not None}
-            ended = end_idle_sessions(
-                sq, opts.idle_seconds, touched, bool(opts.session_end), learn
-            )
+        ended: dict[str, list[Any]] = {}
+        for fut in ends:
+            ended.update(fut.result())
+        if ending:
+            # a session whose files lie elsewhere than beside each other (none that the agents
+            # write today) ends once all of them are in
+            touched = {r.session_id for r in out if r.session_id is not None} - set(ended)
+            ended.update(learning.end(touched, opts.idle_seconds, force).result())
             reported: set[str] = set()
             for r in out:  # the session's last episode is reported with its first file
                 if r.session_id in ended:
@@ -427,6 +469,72 @@ def ingest_paths(
                     if r.session_id not in reported:
                         reported.add(r.session_id)
                         r.episodes.extend(ended[r.session_id])
-    for r in out:  # every writer call has finished: the results replace their futures
-        r.episodes = [e.result() if isinstance(e, Future) else e for e in r.episodes]
+        for r in out:  # every writer call has finished: the results replace their futures
+            r.episodes = [e.result() if isinstance(e, Future) else e for e in r.episodes]
+    finally:
+        learning.close()
     return out
+
+
+class _Learning:
+    """Where cut episodes are learned from and sessions ended: a writer thread of this process,
+    or the helper process when there is one. When the helper fails, what it was given is done
+    here instead (its transactions either committed or left nothing), and so is all that
+    follows."""
+
+    def __init__(self, sq: Squirrel, helper: Helper | None) -> None:
+        self.sq = sq
+        self.helper = helper
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
+
+    def learn(self, ep: dict[str, Any]) -> Future[dict[str, Any]]:
+        def here() -> dict[str, Any]:
+            return self.sq.after_cut(ep, True)
+
+        if self.helper is not None:
+            try:
+                return self._or_here(self.helper.learn(ep), here)
+            except Exception:  # broken or shut down: from now on, here
+                self.helper = None
+        return self.pool.submit(here)
+
+    def end(
+        self, sessions: set[str], idle_seconds: float, force: bool
+    ) -> Future[dict[str, list[Any]]]:
+        def here() -> dict[str, list[Any]]:
+            return end_idle_sessions(self.sq, idle_seconds, sessions, force, self.learn)
+
+        if self.helper is not None:
+            try:
+                return self._or_here(self.helper.end_sessions(sessions, idle_seconds, force), here)
+            except Exception:
+                self.helper = None
+        done: Future[dict[str, list[Any]]] = Future()
+        done.set_result(here())
+        return done
+
+    def _or_here(self, remote: Future[T], here: Callable[[], T]) -> Future[T]:
+        out: Future[T] = Future()
+
+        def settle(f: Future[T]) -> None:
+            try:
+                out.set_result(f.result())
+                return
+            except Exception:
+                self.helper = None
+            retry = self.pool.submit(here)
+            retry.add_done_callback(lambda g: _copy(g, out))
+
+        remote.add_done_callback(settle)
+        return out
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def _copy(src: Future[T], dst: Future[T]) -> None:
+    exc = src.exception()
+    if exc is not None:
+        dst.set_exception(exc)
+    else:
+        dst.set_result(src.result())

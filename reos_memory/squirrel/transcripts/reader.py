@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
@@ -117,3 +117,30 @@ def _whole_json(data: bytes) -> bool:
 
 def size_on_disk(path: str) -> int:
     return os.stat(path).st_size
+
+
+SUFFIXES = (".jsonl", ".jsonl.zst")
+
+
+def is_transcript(name: str) -> bool:
+    # compaction runs of Claude Code 2.x are the model summarising the session: not work
+    return name.endswith(SUFFIXES) and not name.startswith("agent-acompact-")
+
+
+def find(paths: Iterable[str]) -> list[str]:
+    """Session logs under the given files and directories, oldest first."""
+    found: list[tuple[float, str]] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for name in files:
+                    if is_transcript(name):
+                        full = os.path.join(root, name)
+                        try:
+                            found.append((os.stat(full).st_mtime, full))
+                        except OSError:
+                            continue
+        elif os.path.exists(p):
+            found.append((os.stat(p).st_mtime, p))
+    return [p for _, p in sorted(found)]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from reos_memory.squirrel.transcripts import ingest as tin
+from reos_memory.squirrel.transcripts import reader
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class Watcher:
             self._prime()
         out: list[tuple[int, str]] = []
         live = set()
-        for path in tin.find([r for r in self.roots if os.path.isdir(r)]):
+        for path in reader.find([r for r in self.roots if os.path.isdir(r)]):
             path = os.path.realpath(path)
             live.add(path)
             try:
