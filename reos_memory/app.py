@@ -133,7 +133,8 @@ class App:
         self._stopping.set()
         if self._squirrel is not None:
             self._squirrel.close()
-        self.embeddings.wait_ready(30)  # a model still loading must finish: exiting mid-load aborts
+        if self.embeddings.started:  # a model still loading must finish: exiting mid-load aborts
+            self.embeddings.wait_ready(30)
         if self._catch_up_thread is not None:
             self._catch_up_thread.join(60)  # ends after its current chunk, embedder still running
         self.embeddings.close()
@@ -382,6 +383,7 @@ def open_app(
     embedder: str | None = None,
     wait: bool = True,
     preloaded: dict[str, Any] | None = None,
+    defer_model: bool = False,
 ) -> App:
     """The App a one-shot command (sqrl, a hook) works with: no catch-up indexing; the model
     only when the command embeds something, and then the one the database's vectors come from
@@ -389,7 +391,9 @@ def open_app(
     the servers rely on). With `wait` false the model may still be loading on return (the caller
     overlaps its own start-up with it, then waits). `preloaded` maps an embedder setting to a
     callable returning that embedder, already being built (a hook starts the model before its own
-    imports). Raises ReosError when the database cannot be opened."""
+    imports). With `defer_model` the model loads only when something first needs it (a command
+    that may leave all embedding to a helper process). Raises ReosError when the database cannot
+    be opened."""
     import msgspec
 
     changes: dict[str, Any] = {"catch_up_indexing": False}
@@ -405,8 +409,9 @@ def open_app(
     made = (preloaded or {}).get(cfg.embedder) if needs_model else None
     app = App(cfg, setup_logging("warning"), make_embedder=made)
     try:
-        app.start()
-        if needs_model and wait:
+        if not defer_model:
+            app.start()
+        if needs_model and wait and not defer_model:
             app.embeddings.wait_ready(120)
     except BaseException:
         app.close()

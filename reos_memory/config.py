@@ -91,6 +91,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     claude_projects_dir: str = ""  # empty: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects
     codex_sessions_dir: str = ""  # empty: $CODEX_HOME/sessions or ~/.codex/sessions
     watch_interval_s: Annotated[float, Meta(ge=0.05, le=3600)] = 2.0
+    # `sqrl ingest` of at least this many MB of logs learns in a second process (0: never)
+    ingest_helper_min_mb: Annotated[float, Meta(ge=0, le=1e9)] = 16.0
     hook_context_budget: Annotated[int, Meta(ge=16, le=100_000)] = 400  # SessionStart
     hook_prompt_budget: Annotated[int, Meta(ge=16, le=100_000)] = 200  # UserPromptSubmit
 

@@ -19,28 +19,41 @@ from reos_memory.errors import ReosError
 def run(config: Config, args: Any) -> int:
     if args.command == "hooks":
         return _hooks(config, args)
+    embedder = getattr(args, "embedder", None)
+    helper = None
+    if args.command == "ingest":
+        from reos_memory.agents import ingest_helper
+
+        if ingest_helper.wanted(config, args.paths):
+            # a large catch-up: the Memory Writer runs in a second process, started first so
+            # its start-up overlaps ours; this process then needs the model only if it fails
+            helper = ingest_helper.Helper(config, embedder)
     from reos_memory.app import open_app
 
     try:
         # the model loads while the logs are read: the first commit that needs it waits for it
         app = open_app(
-            config, needs_model=True, embedder=getattr(args, "embedder", None), wait=False
+            config, needs_model=True, embedder=embedder, wait=False, defer_model=bool(helper)
         )
     except ReosError as exc:
+        if helper is not None:
+            helper.close()
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1
     try:
         if args.command == "ingest":
-            return _ingest(config, app, args)
+            return _ingest(config, app, args, helper)
         return _watch(config, app, args)
     except ReosError as exc:
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1
     finally:
+        if helper is not None:
+            helper.close()
         close_app(app, config)
 
 
-def _ingest(config: Config, app: Any, args: Any) -> int:
+def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
     from reos_memory.squirrel.transcripts import ingest as tin
     from reos_memory.squirrel.transcripts.watch import Progress
 
@@ -51,7 +64,7 @@ def _ingest(config: Config, app: Any, args: Any) -> int:
     end = True if args.end else None
     opts = tin.Options(args.agent, end, config.session_idle_minutes * 60.0)
     progress = None if args.json else Progress()
-    reps = tin.ingest_paths(app.squirrel, args.paths, opts, progress)
+    reps = tin.ingest_paths(app.squirrel, args.paths, opts, progress, helper)
     if args.json:
         sys.stdout.write(json.dumps([r.public() for r in reps], default=str) + "\n")
         return 0

@@ -46,15 +46,17 @@ class EmbeddingService:
         self._queue: queue.PriorityQueue[tuple[int, int, Any]] = queue.PriorityQueue()
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
         if factory is None:
             self._ready.set()
 
     def start(self) -> None:
         """Start loading the model on the worker thread (returns at once)."""
-        if self._factory is None or self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name="embedder", daemon=True)
-        self._thread.start()
+        with self._start_lock:
+            if self._factory is None or self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="embedder", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         t0 = time.perf_counter()
@@ -93,9 +95,16 @@ class EmbeddingService:
     # -- queries -----------------------------------------------------------------------------
 
     def wait_ready(self, timeout: float | None = 60.0) -> Embedder | None:
-        """The embedder once loaded; None if there is none (disabled or failed to load)."""
+        """The embedder once loaded; None if there is none (disabled or failed to load). A
+        model not started yet (an App started with `defer_model`) starts loading now."""
+        self.start()
         self._ready.wait(timeout)
         return self._embedder if self.state == "ready" else None
+
+    @property
+    def started(self) -> bool:
+        """Whether the model was asked for (it may still be loading)."""
+        return self._thread is not None
 
     @property
     def model_id(self) -> str | None:

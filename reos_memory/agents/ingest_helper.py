@@ -1,0 +1,130 @@
+"""A second process for a large catch-up (`sqrl ingest` over many megabytes of session logs).
+
+Python runs one thread at a time. Reading, parsing and redacting the logs keeps one core busy;
+the offline Memory Writer (its rules, its commits with their embeddings) and the session ends
+that cut the last episodes would share that core through the GIL. A helper process does them
+instead, on the other core, with its own connection to the same database and its own model.
+
+Each task the helper runs is the code the in-process path runs, in the same transactions, so a
+helper that dies leaves nothing half-done: its episodes stay pending (a claim of a dead process
+is taken over), its sessions stay open, and `ingest_paths` does what is left itself. The helper
+never outlives its caller: the kernel ends it when the caller dies (Linux), and `close` waits
+for it to exit.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from reos_memory.squirrel.transcripts import reader
+
+if TYPE_CHECKING:
+    from reos_memory.app import App
+    from reos_memory.config import Config
+
+_APP: App | None = None  # the helper process's own App
+
+
+def wanted(config: Config, paths: Iterable[str]) -> bool:
+    """Whether a catch-up over `paths` is worth a helper: the offline writer (an LLM writer
+    waits on the network, which threads overlap well), two cores or more, and at least
+    `ingest_helper_min_mb` of logs (0: never)."""
+    if config.ingest_helper_min_mb <= 0 or (os.cpu_count() or 1) < 2:
+        return False
+    llm = config.llm_provider != "none" and bool(config.llm_model)  # as App.llm() reads them
+    if config.writer == "llm" or (config.writer == "auto" and llm):
+        return False
+    need = config.ingest_helper_min_mb * 1e6
+    total = 0
+    for path in reader.find(paths):
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            continue
+        if total >= need:
+            return True
+    return False
+
+
+class Helper:
+    """One helper process with an App on the database of `config`; started at once, so its
+    start-up overlaps the caller's."""
+
+    def __init__(self, config: Config, embedder: str | None = None) -> None:
+        self._pool = ProcessPoolExecutor(
+            1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start,
+            initargs=(config, embedder, os.getpid()),
+        )
+        self.ready: Future[int] = self._pool.submit(os.getpid)
+
+    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]:
+        """`Squirrel.after_cut(episode, process=True)` in the helper."""
+        return self._pool.submit(_learn, episode)
+
+    def end_sessions(
+        self, session_ids: set[str], idle_seconds: float, force: bool
+    ) -> Future[dict[str, list[Any]]]:
+        """`end_idle_sessions` for these sessions in the helper, their last episodes learned
+        there too."""
+        return self._pool.submit(_end_sessions, sorted(session_ids), idle_seconds, force)
+
+    def close(self) -> None:
+        """Wait for the queued tasks and for the process to exit."""
+        self._pool.shutdown(wait=True, cancel_futures=False)
+
+
+# -- in the helper process ----------------------------------------------------------------------
+
+
+def _start(config: Config, embedder: str | None, parent: int) -> None:
+    global _APP
+    _die_with(parent)
+    from multiprocessing import util
+
+    from reos_memory.app import open_app
+
+    # the model loads while the first episodes are cut; the first commit that needs it waits
+    _APP = open_app(config, needs_model=True, embedder=embedder, wait=False)
+    # a clean close (its vectors, its connection) when the pool lets the process go
+    util.Finalize(_APP, _APP.close, exitpriority=10)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel end this process when its parent dies (Linux); elsewhere the parent's
+    `close` is what ends it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the call above
+        os._exit(1)
+
+
+def _learn(episode: dict[str, Any]) -> dict[str, Any]:
+    assert _APP is not None
+    return _APP.squirrel.after_cut(episode, True)
+
+
+def _end_sessions(
+    session_ids: Sequence[str], idle_seconds: float, force: bool
+) -> dict[str, list[Any]]:
+    from reos_memory.squirrel.transcripts.ingest import end_idle_sessions
+
+    assert _APP is not None
+    sq = _APP.squirrel
+    return end_idle_sessions(
+        sq, idle_seconds, set(session_ids), force, lambda ep: sq.after_cut(ep, True)
+    )
