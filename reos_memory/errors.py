@@ -15,6 +15,17 @@ class ReosError(Exception):
         self.message = message
         self.data = data
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the same error on the other side of a process boundary, whatever the subclass's
+        # own constructor takes
+        return (_rebuilt, (type(self), self.message, self.data))
+
+
+def _rebuilt(cls: type[ReosError], message: str, data: dict[str, Any]) -> ReosError:
+    err = cls.__new__(cls)
+    ReosError.__init__(err, message, **data)
+    return err
+
 
 class InvalidInput(ReosError):
     """A parameter broke a rule that the type system could not express."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 from reos_memory.squirrel import service
 
@@ -20,6 +21,12 @@ def test_a_claim_is_free_only_when_its_process_of_this_host_and_namespace_is_gon
         # another pid namespace or host cannot be told from here: wait for the stale timeout
         assert not service._claimant_died(f"2026 claim_x {host}/1/{proc.pid}/1")
         assert not service._claimant_died(f"2026 claim_x other-host/{ns}/{proc.pid}/1")
+        proc.kill()
+        for _ in range(500):  # killed, not yet reaped (a zombie): its claims are free already
+            if service._stat(proc.pid)[:1] == [b"Z"]:
+                break
+            time.sleep(0.01)
+        assert service._claimant_died(live)
     finally:
         proc.kill()
         proc.wait()

@@ -11,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,10 @@ def _app(db: Path, **changes: Any) -> Any:
     from reos_memory.logs import setup_logging
 
     cfg = load_config(None, {"db": str(db), "embedder": "hash"})
-    cfg = msgspec.structs.replace(cfg, catch_up_indexing=False, owner_id="tester", **changes)
+    # episodes are cut while the logs are read too (a size cap), not only at the sessions' ends
+    cfg = msgspec.structs.replace(
+        cfg, catch_up_indexing=False, owner_id="tester", max_episode_events=60, **changes
+    )
     app = App(cfg, setup_logging("warning"))
     app.start()
     app.embeddings.wait_ready(30)
@@ -84,12 +88,28 @@ def reference(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         app.close()
 
 
+def _watched(helper: Any) -> list[int]:
+    """Count the times ingest_paths stops the helper (its first failure does)."""
+    stops: list[int] = []
+    stop = helper.stop
+
+    def counted() -> None:
+        stops.append(1)
+        stop()
+
+    helper.stop = counted
+    return stops
+
+
 def test_the_helper_learns_what_this_process_would(home, reference, tmp_path: Path) -> None:
     app = _app(tmp_path / "m.db")
     try:
         helper = Helper(app.config)
-        pid = helper.ready.result(60)
+        hello = helper.ready.result(60)
+        pid = hello["pid"]
         assert pid != os.getpid() and _alive(pid)
+        assert hello["dies_with_parent"]  # the kernel ends it if this process dies
+        stops = _watched(helper)
         try:
             reps = tin.ingest_paths(
                 app.squirrel, [str(home)], tin.Options(session_end=True), helper=helper
@@ -100,10 +120,13 @@ def test_the_helper_learns_what_this_process_would(home, reference, tmp_path: Pa
         learned = _learned(app)
     finally:
         app.close()
+    assert not stops  # all of it was done there: nothing failed over to this process
     assert learned == reference["learned"]
     assert learned["memories"] and learned["episodes"]["written"] > 0
     assert learned["open_sessions"] == 0 and learned["pending_events"] == 0
     assert _reported(reps) == reference["reported"]
+    cuts = Counter(e["cut_reason"] for r in reps for e in r.episodes)
+    assert cuts["size_cap"] > 0 and cuts["session_end"] > 0  # learned while reading, and at ends
 
 
 @pytest.mark.parametrize("when", ["at once", "midway"])
@@ -113,7 +136,8 @@ def test_a_helper_that_dies_leaves_its_work_to_this_process(
     app = _app(tmp_path / "m.db")
     try:
         helper = Helper(app.config)
-        pid = helper.ready.result(60)
+        pid = helper.ready.result(60)["pid"]
+        stops = _watched(helper)
         if when == "at once":
             os.kill(pid, signal.SIGKILL)
 
@@ -130,15 +154,59 @@ def test_a_helper_that_dies_leaves_its_work_to_this_process(
         learned = _learned(app)
     finally:
         app.close()
+    assert stops == [1]
     # every episode was learned from, here when not there; every session ended; no event lost
     assert learned == reference["learned"]
     assert _reported(reps) == reference["reported"]
 
 
+class _EndsThenFails:
+    """A helper that learns as asked but, asked to end sessions, ends them (cutting their last
+    episodes, learned from or not) and then fails, as one killed right after that commit."""
+
+    def __init__(self, app: Any, learns_before_failing: bool) -> None:
+        self.sq = app.squirrel
+        self.learns = learns_before_failing
+        self.stopped = 0
+
+    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]:
+        done: Future[dict[str, Any]] = Future()
+        done.set_result(self.sq.after_cut(episode, True))
+        return done
+
+    def end_sessions(self, session_ids: set[str], idle: float, force: bool) -> Future[Any]:
+        learn = (lambda ep: self.sq.after_cut(ep, True)) if self.learns else (lambda ep: ep)
+        tin.end_idle_sessions(self.sq, idle, session_ids, force, learn)
+        failed: Future[Any] = Future()
+        failed.set_exception(RuntimeError("the helper died"))
+        return failed
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+@pytest.mark.parametrize("learns", [False, True], ids=["before learning", "after learning"])
+def test_a_session_ended_by_a_helper_that_then_died_has_its_last_episode_learned(
+    home, reference, tmp_path: Path, learns: bool
+) -> None:
+    app = _app(tmp_path / "m.db")
+    try:
+        helper = _EndsThenFails(app, learns)
+        reps = tin.ingest_paths(
+            app.squirrel, [str(home)], tin.Options(session_end=True), helper=helper
+        )
+        learned = _learned(app)
+    finally:
+        app.close()
+    assert helper.stopped == 1
+    assert learned == reference["learned"]  # no episode left pending, none learned twice
+    assert _reported(reps) == reference["reported"]  # each reported once
+
+
 def test_only_a_large_catch_up_with_the_offline_writer_gets_a_helper(home) -> None:
     from reos_memory.config import load_config
 
-    cfg = load_config(None, {"db": ":memory:"})
+    cfg = load_config(None, {"db": str(home.parent / "m.db")})
     one = msgspec.structs.replace(cfg, ingest_helper_min_mb=1.0)
     assert wanted(one, [str(home)])  # 1.5 MB of logs
     assert not wanted(msgspec.structs.replace(cfg, ingest_helper_min_mb=2.0), [str(home)])
@@ -146,6 +214,7 @@ def test_only_a_large_catch_up_with_the_offline_writer_gets_a_helper(home) -> No
     llm = msgspec.structs.replace(one, llm_provider="openai", llm_model="gpt-4o-mini")
     assert not wanted(llm, [str(home)])  # an LLM writer waits on the network: threads do
     assert wanted(msgspec.structs.replace(llm, writer="rules"), [str(home)])
+    assert not wanted(msgspec.structs.replace(one, db=":memory:"), [str(home)])  # not shared
 
 
 # -- `sqrl ingest`, whole processes --------------------------------------------------------------

@@ -449,3 +449,21 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
     assert texts == [f"message {i} about the parser" for i in (10, 11, 12, 13, 14, 0, 1, 2)]
     sess = app.db.read(lambda c: ssql.get_session(c, "s1"))  # type: ignore[attr-defined]
     assert sess["state"]["seq"] == 9 and sess["state"]["n"] == 8
+
+    # prepared against the session as it still is: committed as prepared, not done again
+    fresh = episodes.prepare(
+        sess, project_id=proj.id, owner=owner, session_id="s1", events=[said(20)],
+        session_end=False, limits=limits,
+    )
+
+    def again(*args, **kwargs):
+        raise AssertionError("an unchanged session was prepared again inside the transaction")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(episodes, "prepare", again)
+        app.db.write(  # type: ignore[attr-defined]
+            lambda c: sq.ingest_in(c, proj, owner, "s1", [said(20)], False, pol, limits, fresh)
+        )
+    seqs = app.db.read(lambda c: c.execute(  # type: ignore[attr-defined]
+        "SELECT max(seq) FROM squirrel_events WHERE session_id = 's1'").fetchone()[0])
+    assert seqs == 9

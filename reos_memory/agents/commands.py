@@ -47,6 +47,10 @@ def run(config: Config, args: Any) -> int:
     except ReosError as exc:
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1
+    except KeyboardInterrupt:
+        # every batch of lines committed with its cursor: nothing half-done, nothing lost
+        sys.stderr.write("sqrl: interrupted; run it again to go on from where it stopped\n")
+        return 130
     finally:
         if helper is not None:
             helper.close()

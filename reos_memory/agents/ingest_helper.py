@@ -6,14 +6,15 @@ that cut the last episodes would share that core through the GIL. A helper proce
 instead, on the other core, with its own connection to the same database and its own model.
 
 Each task the helper runs is the code the in-process path runs, in the same transactions, so a
-helper that dies leaves nothing half-done: its episodes stay pending (a claim of a dead process
-is taken over), its sessions stay open, and `ingest_paths` does what is left itself. The helper
-never outlives its caller: the kernel ends it when the caller dies (Linux), and `close` waits
-for it to exit.
+helper that fails leaves nothing half-done: `ingest_paths` stops it at its first failure and
+does what it had not finished (a claim of a dead process is taken over at once; a session it
+ended has its last episode learned). The helper never outlives its caller: the kernel ends it
+when the caller dies (Linux), and `close` waits for it to exit. Ctrl-C is the caller's alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -35,7 +36,7 @@ def wanted(config: Config, paths: Iterable[str]) -> bool:
     """Whether a catch-up over `paths` is worth a helper: the offline writer (an LLM writer
     waits on the network, which threads overlap well), two cores or more, and at least
     `ingest_helper_min_mb` of logs (0: never)."""
-    if config.ingest_helper_min_mb <= 0 or (os.cpu_count() or 1) < 2:
+    if config.ingest_helper_min_mb <= 0 or config.db == ":memory:" or _cores() < 2:
         return False
     llm = config.llm_provider != "none" and bool(config.llm_model)  # as App.llm() reads them
     if config.writer == "llm" or (config.writer == "auto" and llm):
@@ -52,6 +53,14 @@ def wanted(config: Config, paths: Iterable[str]) -> bool:
     return False
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 class Helper:
     """One helper process with an App on the database of `config`; started at once, so its
     start-up overlaps the caller's."""
@@ -63,7 +72,8 @@ class Helper:
             initializer=_start,
             initargs=(config, embedder, os.getpid()),
         )
-        self.ready: Future[int] = self._pool.submit(os.getpid)
+        # {"pid", "dies_with_parent"} once the process is up
+        self.ready: Future[dict[str, Any]] = self._pool.submit(_hello)
 
     def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]:
         """`Squirrel.after_cut(episode, process=True)` in the helper."""
@@ -76,9 +86,24 @@ class Helper:
         there too."""
         return self._pool.submit(_end_sessions, sorted(session_ids), idle_seconds, force)
 
+    def stop(self) -> None:
+        """End the process now (after a failure): what it had not finished fails or is
+        cancelled, and the claims it held die with it."""
+        try:
+            # its first task: until it is back no other has begun (the pool may have handed the
+            # process the next ones already, so it must end, not just stop taking tasks)
+            pid = self.ready.result(30)["pid"]
+        except Exception:  # it died starting: nothing of ours runs there
+            pid = None
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
     def close(self) -> None:
-        """Wait for the queued tasks and for the process to exit."""
-        self._pool.shutdown(wait=True, cancel_futures=False)
+        """Let the process exit and wait for it. Tasks not begun yet are dropped: a caller that
+        finished has none left, and one leaving on an error wants none."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- in the helper process ----------------------------------------------------------------------
@@ -87,6 +112,7 @@ class Helper:
 def _start(config: Config, embedder: str | None, parent: int) -> None:
     global _APP
     _die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, which stops us
     from multiprocessing import util
 
     from reos_memory.app import open_app
@@ -95,6 +121,25 @@ def _start(config: Config, embedder: str | None, parent: int) -> None:
     _APP = open_app(config, needs_model=True, embedder=embedder, wait=False)
     # a clean close (its vectors, its connection) when the pool lets the process go
     util.Finalize(_APP, _APP.close, exitpriority=10)
+
+
+def _hello() -> dict[str, Any]:
+    return {"pid": os.getpid(), "dies_with_parent": _death_signal() == signal.SIGTERM}
+
+
+def _death_signal() -> int:
+    """The signal this process gets when its parent dies (0: none, or not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    import ctypes
+
+    sig = ctypes.c_int(0)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(2, ctypes.byref(sig))  # PR_GET_PDEATHSIG
+    except (OSError, AttributeError):
+        return 0
+    return sig.value
 
 
 def _die_with(parent: int) -> None:

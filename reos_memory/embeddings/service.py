@@ -47,13 +47,14 @@ class EmbeddingService:
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._closed = False
         if factory is None:
             self._ready.set()
 
     def start(self) -> None:
         """Start loading the model on the worker thread (returns at once)."""
         with self._start_lock:
-            if self._factory is None or self._thread is not None:
+            if self._factory is None or self._thread is not None or self._closed:
                 return
             self._thread = threading.Thread(target=self._run, name="embedder", daemon=True)
             self._thread.start()
@@ -146,6 +147,10 @@ class EmbeddingService:
 
     def close(self, timeout: float = 30.0) -> None:
         """Stop the worker after queued work; waits so the process never exits mid-load."""
+        with self._start_lock:
+            self._closed = True  # a model never asked for is not loaded on the way out
+            if self._thread is None:
+                self._ready.set()  # nobody waits for it either
         if self._thread is not None:
             self._queue.put((99, next(self._seq), None))
             self._thread.join(timeout)

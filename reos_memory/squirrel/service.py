@@ -60,13 +60,19 @@ def _pid_namespace() -> str:
         return "-"
 
 
-def _started(pid: int) -> str:
-    """The process's start time in clock ticks since boot ("-" when unknown)."""
+def _stat(pid: int) -> list[bytes]:
+    """The fields of /proc/<pid>/stat after the command name (empty when unreadable)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+            return f.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
-        return "-"
+        return []
+
+
+def _started(pid: int) -> str:
+    """The process's start time in clock ticks since boot ("-" when unknown)."""
+    fields = _stat(pid)
+    return fields[19].decode() if len(fields) > 19 else "-"
 
 
 def claimant() -> str:
@@ -90,7 +96,10 @@ def _claimant_died(claim: str) -> bool:
         return True
     except OSError:  # alive under another user
         return False
-    now = _started(pid)
+    fields = _stat(pid)
+    if fields[:1] == [b"Z"]:
+        return True  # exited, not yet reaped by its parent
+    now = fields[19].decode() if len(fields) > 19 else "-"
     return started != "-" and now != "-" and now != started  # the pid was reused
 
 

@@ -13,6 +13,8 @@ import dataclasses
 import functools
 import os
 import re
+import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -49,6 +51,8 @@ class Helper(Protocol):
     def end_sessions(
         self, session_ids: set[str], idle_seconds: float, force: bool
     ) -> Future[dict[str, list[Any]]]: ...
+
+    def stop(self) -> None: ...
 
 ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeCode(), "codex": Codex()}
 AGENTS = ("auto", *ADAPTERS)
@@ -402,7 +406,9 @@ def end_idle_sessions(
 
 def _log_group(path: str) -> str:
     """The session log a file belongs with by its place: a Claude Code subagent's
-    `<session>/subagents/agent-*.jsonl` with `<session>.jsonl`, any other log with itself."""
+    `<session>/subagents/agent-*.jsonl` with `<session>.jsonl`, a compressed rollout with its
+    uncompressed name, any other log with itself."""
+    path = os.path.realpath(path).removesuffix(".zst")
     parent = os.path.dirname(path)
     if os.path.basename(parent) == "subagents":
         return os.path.dirname(parent) + ".jsonl"
@@ -456,12 +462,14 @@ def ingest_paths(
                 progress(i + 1, len(files), rep)
         ended: dict[str, list[Any]] = {}
         for fut in ends:
-            ended.update(fut.result())
+            for sid, eps in fut.result().items():
+                ended.setdefault(sid, []).extend(eps)
         if ending:
             # a session whose files lie elsewhere than beside each other (none that the agents
             # write today) ends once all of them are in
             touched = {r.session_id for r in out if r.session_id is not None} - set(ended)
-            ended.update(learning.end(touched, opts.idle_seconds, force).result())
+            for sid, eps in learning.end(touched, opts.idle_seconds, force).result().items():
+                ended.setdefault(sid, []).extend(eps)
             reported: set[str] = set()
             for r in out:  # the session's last episode is reported with its first file
                 if r.session_id in ended:
@@ -478,25 +486,24 @@ def ingest_paths(
 
 class _Learning:
     """Where cut episodes are learned from and sessions ended: a writer thread of this process,
-    or the helper process when there is one. When the helper fails, what it was given is done
-    here instead (its transactions either committed or left nothing), and so is all that
-    follows."""
+    or the helper process when there is one. The first failure of the helper stops it (its
+    claims die with it), and what it was given and had not finished is done here, in order,
+    and so is all that follows: each of its tasks committed whole or left nothing, and a
+    session it ended without learning from its last episode has that episode learned here."""
 
     def __init__(self, sq: Squirrel, helper: Helper | None) -> None:
         self.sq = sq
         self.helper = helper
+        self.since = now_iso()  # episodes cut from now on are this run's
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
+        self._lock = threading.Lock()
+        self._closing = False
 
     def learn(self, ep: dict[str, Any]) -> Future[dict[str, Any]]:
         def here() -> dict[str, Any]:
             return self.sq.after_cut(ep, True)
 
-        if self.helper is not None:
-            try:
-                return self._or_here(self.helper.learn(ep), here)
-            except Exception:  # broken or shut down: from now on, here
-                self.helper = None
-        return self.pool.submit(here)
+        return self._route(lambda h: h.learn(ep), here)
 
     def end(
         self, sessions: set[str], idle_seconds: float, force: bool
@@ -504,35 +511,96 @@ class _Learning:
         def here() -> dict[str, list[Any]]:
             return end_idle_sessions(self.sq, idle_seconds, sessions, force, self.learn)
 
-        if self.helper is not None:
-            try:
-                return self._or_here(self.helper.end_sessions(sessions, idle_seconds, force), here)
-            except Exception:
-                self.helper = None
-        done: Future[dict[str, list[Any]]] = Future()
-        done.set_result(here())
-        return done
+        def after_helper() -> dict[str, list[Any]]:
+            cut_here: set[str] = set()
 
-    def _or_here(self, remote: Future[T], here: Callable[[], T]) -> Future[T]:
+            def learn(ep: dict[str, Any]) -> Future[dict[str, Any]]:
+                cut_here.add(ep["episode_id"])
+                return self.learn(ep)
+
+            ended = end_idle_sessions(self.sq, idle_seconds, sessions, force, learn)
+            for sid, eps in self._left_by_helper(sessions, cut_here).items():
+                ended.setdefault(sid, []).extend(eps)
+            return ended
+
+        if self.helper is None:
+            done: Future[dict[str, list[Any]]] = Future()
+            done.set_result(here())
+            return done
+        return self._route(lambda h: h.end_sessions(sessions, idle_seconds, force), after_helper)
+
+    def _route(self, there: Callable[[Helper], Future[T]], here: Callable[[], T]) -> Future[T]:
+        helper = self.helper
+        if helper is None:
+            return self.pool.submit(here)
         out: Future[T] = Future()
 
         def settle(f: Future[T]) -> None:
-            try:
+            exc = None if f.cancelled() else f.exception()
+            if not f.cancelled() and exc is None:
                 out.set_result(f.result())
                 return
-            except Exception:
-                self.helper = None
-            retry = self.pool.submit(here)
-            retry.add_done_callback(lambda g: _copy(g, out))
+            self._stop_helper(exc)
+            if self._closing:
+                out.cancel()
+                return
+            self.pool.submit(here).add_done_callback(lambda g: _copy(g, out))
 
+        try:
+            remote = there(helper)
+        except Exception as exc:  # already broken or shut down
+            self._stop_helper(exc)
+            return self.pool.submit(here)
         remote.add_done_callback(settle)
         return out
 
+    def _stop_helper(self, exc: BaseException | None) -> None:
+        with self._lock:
+            helper, self.helper = self.helper, None
+        if helper is not None:
+            if self.sq.log and not self._closing:
+                self.sq.log.warning("ingest_helper_failed", error=repr(exc))
+            helper.stop()
+
+    def _left_by_helper(
+        self, sessions: set[str], cut_here: set[str]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The episodes a failed helper cut when it ended these sessions, learned from here
+        (once: an episode it finished says so)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        since = self.since
+        for sid in sorted(sessions):
+
+            def read(conn: apsw.Connection, sid: str = sid) -> list[Any]:
+                return ssql.session_end_episodes(conn, sid, since)
+
+            for ep in self.sq.db.read(read):
+                if ep.id in cut_here:
+                    continue
+                item = {
+                    "episode_id": ep.id,
+                    "cut_reason": ep.cut_reason,
+                    "events": ep.event_count,
+                    "call_writer": bool((ep.prefilter or {}).get("call_writer")),
+                    "stats": msgspec.structs.asdict(ep.stats),
+                }
+                if item["call_writer"]:
+                    item.update(self.sq.process_episode(ep.id))
+                else:
+                    item["outcome"] = ep.outcome
+                out.setdefault(sid, []).append(item)
+        return out
+
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        """Wait for the work queued here; on the way out of an error, drop what has not begun."""
+        self._closing = sys.exc_info()[0] is not None
+        self.pool.shutdown(wait=True, cancel_futures=self._closing)
 
 
 def _copy(src: Future[T], dst: Future[T]) -> None:
+    if src.cancelled():
+        dst.cancel()
+        return
     exc = src.exception()
     if exc is not None:
         dst.set_exception(exc)
