@@ -160,45 +160,45 @@ def test_a_helper_that_dies_leaves_its_work_to_this_process(
     assert _reported(reps) == reference["reported"]
 
 
-class _EndsThenFails:
-    """A helper that learns as asked but, asked to end sessions, ends them (cutting their last
-    episodes, learned from or not) and then fails, as one killed right after that commit."""
+class _FailsMidway:
+    """A helper that learns the first episodes it is given, then fails on one: having
+    committed it (a reply lost) or not (a crash before the commit)."""
 
-    def __init__(self, app: Any, learns_before_failing: bool) -> None:
+    def __init__(self, app: Any, committed: bool) -> None:
         self.sq = app.squirrel
-        self.learns = learns_before_failing
+        self.committed = committed
+        self.given = 0
         self.stopped = 0
 
     def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]:
+        self.given += 1
         done: Future[dict[str, Any]] = Future()
-        done.set_result(self.sq.after_cut(episode, True))
+        if self.given < 4:
+            done.set_result(self.sq.after_cut(episode, True))
+        else:
+            if self.committed:
+                self.sq.after_cut(episode, True)
+            done.set_exception(RuntimeError("the helper failed"))
         return done
-
-    def end_sessions(self, session_ids: set[str], idle: float, force: bool) -> Future[Any]:
-        learn = (lambda ep: self.sq.after_cut(ep, True)) if self.learns else (lambda ep: ep)
-        tin.end_idle_sessions(self.sq, idle, session_ids, force, learn)
-        failed: Future[Any] = Future()
-        failed.set_exception(RuntimeError("the helper died"))
-        return failed
 
     def stop(self) -> None:
         self.stopped += 1
 
 
-@pytest.mark.parametrize("learns", [False, True], ids=["before learning", "after learning"])
-def test_a_session_ended_by_a_helper_that_then_died_has_its_last_episode_learned(
-    home, reference, tmp_path: Path, learns: bool
+@pytest.mark.parametrize("committed", [False, True], ids=["before its commit", "after it"])
+def test_a_helper_that_fails_on_an_episode_has_it_learned_here_once(
+    home, reference, tmp_path: Path, committed: bool
 ) -> None:
     app = _app(tmp_path / "m.db")
     try:
-        helper = _EndsThenFails(app, learns)
+        helper = _FailsMidway(app, committed)
         reps = tin.ingest_paths(
             app.squirrel, [str(home)], tin.Options(session_end=True), helper=helper
         )
         learned = _learned(app)
     finally:
         app.close()
-    assert helper.stopped == 1
+    assert helper.stopped == 1 and helper.given == 4  # stopped at once, given nothing more
     assert learned == reference["learned"]  # no episode left pending, none learned twice
     assert _reported(reps) == reference["reported"]  # each reported once
 

@@ -1,15 +1,15 @@
 """A second process for a large catch-up (`sqrl ingest` over many megabytes of session logs).
 
 Python runs one thread at a time. Reading, parsing and redacting the logs keeps one core busy;
-the offline Memory Writer (its rules, its commits with their embeddings) and the session ends
-that cut the last episodes would share that core through the GIL. A helper process does them
-instead, on the other core, with its own connection to the same database and its own model.
+the offline Memory Writer (its rules, its commits with their embeddings) would share that core
+through the GIL. A helper process runs it instead, on the other core, with its own connection
+to the same database and its own model.
 
 Each task the helper runs is the code the in-process path runs, in the same transactions, so a
 helper that fails leaves nothing half-done: `ingest_paths` stops it at its first failure and
-does what it had not finished (a claim of a dead process is taken over at once; a session it
-ended has its last episode learned). The helper never outlives its caller: the kernel ends it
-when the caller dies (Linux), and `close` waits for it to exit. Ctrl-C is the caller's alone.
+does what it had not finished (a claim of a dead process is taken over at once). The helper
+never outlives its caller: the kernel ends it when the caller dies (Linux), and `close` waits
+for it to exit. Ctrl-C is the caller's alone.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -79,13 +79,6 @@ class Helper:
         """`Squirrel.after_cut(episode, process=True)` in the helper."""
         return self._pool.submit(_learn, episode)
 
-    def end_sessions(
-        self, session_ids: set[str], idle_seconds: float, force: bool
-    ) -> Future[dict[str, list[Any]]]:
-        """`end_idle_sessions` for these sessions in the helper, their last episodes learned
-        there too."""
-        return self._pool.submit(_end_sessions, sorted(session_ids), idle_seconds, force)
-
     def stop(self) -> None:
         """End the process now (after a failure): what it had not finished fails or is
         cancelled, and the claims it held die with it."""
@@ -116,11 +109,12 @@ def _start(config: Config, embedder: str | None, parent: int) -> None:
     from multiprocessing import util
 
     from reos_memory.app import open_app
+    from reos_memory.squirrel.writer import rules  # noqa: F401 - loaded before the first task
 
     # the model loads while the first episodes are cut; the first commit that needs it waits
     _APP = open_app(config, needs_model=True, embedder=embedder, wait=False)
     # a clean close (its vectors, its connection) when the pool lets the process go
-    util.Finalize(_APP, _APP.close, exitpriority=10)
+    util.Finalize(_APP, _close_and_exit, exitpriority=10)
 
 
 def _hello() -> dict[str, Any]:
@@ -142,6 +136,17 @@ def _death_signal() -> int:
     return sig.value
 
 
+def _close_and_exit() -> None:
+    """Close the App, then leave at once: every result has been sent (synchronously), and
+    tearing the interpreter down (the model's session, its arrays) would only keep the caller
+    waiting for this process to end."""
+    assert _APP is not None
+    _APP.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def _die_with(parent: int) -> None:
     """Have the kernel end this process when its parent dies (Linux); elsewhere the parent's
     `close` is what ends it."""
@@ -161,15 +166,3 @@ def _die_with(parent: int) -> None:
 def _learn(episode: dict[str, Any]) -> dict[str, Any]:
     assert _APP is not None
     return _APP.squirrel.after_cut(episode, True)
-
-
-def _end_sessions(
-    session_ids: Sequence[str], idle_seconds: float, force: bool
-) -> dict[str, list[Any]]:
-    from reos_memory.squirrel.transcripts.ingest import end_idle_sessions
-
-    assert _APP is not None
-    sq = _APP.squirrel
-    return end_idle_sessions(
-        sq, idle_seconds, set(session_ids), force, lambda ep: sq.after_cut(ep, True)
-    )

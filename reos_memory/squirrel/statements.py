@@ -1591,7 +1591,12 @@ def _collect(
 
 def explicit_statements(text: str) -> list[Statement]:
     """Rules the user states outright in a message ("from now on ...", "never ...", "we use X")."""
-    return _collect(text, False)
+    return list(_explicit(text))
+
+
+@functools.lru_cache(maxsize=256)  # the pre-filter and then the writer read the same messages
+def _explicit(text: str) -> tuple[Statement, ...]:
+    return tuple(_collect(text, False))
 
 
 def corrections(

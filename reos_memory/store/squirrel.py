@@ -209,17 +209,6 @@ def list_episodes(
     return [(int(r[0]), _episode(r[1:], False)) for r in rows]
 
 
-def session_end_episodes(conn: apsw.Connection, session_id: str, since: str) -> list[Episode]:
-    """The episodes cut at the end of a session since `since`, oldest first."""
-    rows = fetch(
-        conn,
-        f"SELECT {_EP_COLS} FROM episodes WHERE session_id = ? AND cut_reason = 'session_end'"
-        " AND created_at >= ? ORDER BY rowid",
-        (session_id, since),
-    )
-    return [_episode(r, False) for r in rows]
-
-
 def reopen_episode(conn: apsw.Connection, episode_id: str) -> None:
     """Mark a processed episode unprocessed and pending again, so the writer may run on it."""
     conn.execute(

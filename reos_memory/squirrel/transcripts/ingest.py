@@ -43,14 +43,10 @@ T = TypeVar("T")
 
 
 class Helper(Protocol):
-    """A second process that learns from cut episodes and ends sessions on the same database
+    """A second process that learns from cut episodes on the same database
     (`reos_memory.agents.ingest_helper`)."""
 
     def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]: ...
-
-    def end_sessions(
-        self, session_ids: set[str], idle_seconds: float, force: bool
-    ) -> Future[dict[str, list[Any]]]: ...
 
     def stop(self) -> None: ...
 
@@ -428,7 +424,7 @@ def ingest_paths(
 
     The Memory Writer learns from the cut episodes in the order they were cut, while the next
     logs are read: on a thread of its own (its embeddings run outside the GIL), or in `helper`,
-    a second process that also ends the sessions."""
+    a second process."""
     opts = opts or Options()
     ending = opts.session_end is not False
     force = bool(opts.session_end)
@@ -485,16 +481,15 @@ def ingest_paths(
 
 
 class _Learning:
-    """Where cut episodes are learned from and sessions ended: a writer thread of this process,
-    or the helper process when there is one. The first failure of the helper stops it (its
-    claims die with it), and what it was given and had not finished is done here, in order,
-    and so is all that follows: each of its tasks committed whole or left nothing, and a
-    session it ended without learning from its last episode has that episode learned here."""
+    """Where cut episodes are learned from: a writer thread of this process, or the helper
+    process when there is one. Sessions end here either way (a short transaction), their last
+    episodes learned like the others. The first failure of the helper stops it (its claims die
+    with it), and what it was given and had not finished is done here, in order, and so is all
+    that follows: each of its tasks committed whole or left nothing."""
 
     def __init__(self, sq: Squirrel, helper: Helper | None) -> None:
         self.sq = sq
         self.helper = helper
-        self.since = now_iso()  # episodes cut from now on are this run's
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
         self._lock = threading.Lock()
         self._closing = False
@@ -508,26 +503,10 @@ class _Learning:
     def end(
         self, sessions: set[str], idle_seconds: float, force: bool
     ) -> Future[dict[str, list[Any]]]:
-        def here() -> dict[str, list[Any]]:
-            return end_idle_sessions(self.sq, idle_seconds, sessions, force, self.learn)
-
-        def after_helper() -> dict[str, list[Any]]:
-            cut_here: set[str] = set()
-
-            def learn(ep: dict[str, Any]) -> Future[dict[str, Any]]:
-                cut_here.add(ep["episode_id"])
-                return self.learn(ep)
-
-            ended = end_idle_sessions(self.sq, idle_seconds, sessions, force, learn)
-            for sid, eps in self._left_by_helper(sessions, cut_here).items():
-                ended.setdefault(sid, []).extend(eps)
-            return ended
-
-        if self.helper is None:
-            done: Future[dict[str, list[Any]]] = Future()
-            done.set_result(here())
-            return done
-        return self._route(lambda h: h.end_sessions(sessions, idle_seconds, force), after_helper)
+        # here in every case (a short transaction); the episodes it cuts go to `learn`
+        done: Future[dict[str, list[Any]]] = Future()
+        done.set_result(end_idle_sessions(self.sq, idle_seconds, sessions, force, self.learn))
+        return done
 
     def _route(self, there: Callable[[Helper], Future[T]], here: Callable[[], T]) -> Future[T]:
         helper = self.helper
@@ -561,35 +540,6 @@ class _Learning:
             if self.sq.log and not self._closing:
                 self.sq.log.warning("ingest_helper_failed", error=repr(exc))
             helper.stop()
-
-    def _left_by_helper(
-        self, sessions: set[str], cut_here: set[str]
-    ) -> dict[str, list[dict[str, Any]]]:
-        """The episodes a failed helper cut when it ended these sessions, learned from here
-        (once: an episode it finished says so)."""
-        out: dict[str, list[dict[str, Any]]] = {}
-        since = self.since
-        for sid in sorted(sessions):
-
-            def read(conn: apsw.Connection, sid: str = sid) -> list[Any]:
-                return ssql.session_end_episodes(conn, sid, since)
-
-            for ep in self.sq.db.read(read):
-                if ep.id in cut_here:
-                    continue
-                item = {
-                    "episode_id": ep.id,
-                    "cut_reason": ep.cut_reason,
-                    "events": ep.event_count,
-                    "call_writer": bool((ep.prefilter or {}).get("call_writer")),
-                    "stats": msgspec.structs.asdict(ep.stats),
-                }
-                if item["call_writer"]:
-                    item.update(self.sq.process_episode(ep.id))
-                else:
-                    item["outcome"] = ep.outcome
-                out.setdefault(sid, []).append(item)
-        return out
 
     def close(self) -> None:
         """Wait for the work queued here; on the way out of an error, drop what has not begun."""
