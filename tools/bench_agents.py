@@ -245,10 +245,13 @@ def bench_hook(work: Path, memories: int, runs: int, embedder: str, reuse: bool)
         fill(db, project, memories, embedder)
     env = {**os.environ, "REOS_MEMORY_DB": str(db), "REOS_MEMORY_OWNER_ID": "bench"}
     out: dict = {"memories": memories}
+    token = f"{os.getpid()}-{time.time_ns()}"
     for event in ("SessionStart", "UserPromptSubmit"):
         times, hits = [], 0
         for i in range(runs):
-            payload = {"hook_event_name": event, "session_id": f"bench-{event}-{i}",
+            # a new session each run: a reused database must not know it (it would inject
+            # nothing already injected in it)
+            payload = {"hook_event_name": event, "session_id": f"bench-{event}-{token}-{i}",
                        "cwd": str(project), "source": "startup",
                        "transcript_path": str(work / "none.jsonl"),
                        "prompt": f"fix the SSL error of requests in api/client.py ({i})"}

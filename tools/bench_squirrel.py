@@ -197,6 +197,8 @@ def bench_cr(workdir: Path, n: int) -> dict:
     from reos_memory.store.migrations import migrate
 
     path = workdir / "cr.db"
+    for suffix in ("", "-wal", "-shm"):  # a run changes what it measures: always from scratch
+        Path(str(path) + suffix).unlink(missing_ok=True)
     db = Database(str(path))
     migrate(db)
     rng = random.Random(7)
