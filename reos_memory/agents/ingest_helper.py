@@ -121,18 +121,27 @@ def _hello() -> dict[str, Any]:
     return {"pid": os.getpid(), "dies_with_parent": _death_signal() == signal.SIGTERM}
 
 
-def _death_signal() -> int:
-    """The signal this process gets when its parent dies (0: none, or not Linux)."""
+def _libc() -> Any:
+    """The C library, for prctl (None when not on Linux or not loadable)."""
     if not sys.platform.startswith("linux"):
-        return 0
+        return None
     import ctypes
 
-    sig = ctypes.c_int(0)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    return libc if hasattr(libc, "prctl") else None
+
+
+def _death_signal() -> int:
+    """The signal this process gets when its parent dies (0: none, or not Linux)."""
+    import ctypes
+
+    libc = _libc()
+    sig = ctypes.c_int(0)
+    if libc is not None:
         libc.prctl(2, ctypes.byref(sig))  # PR_GET_PDEATHSIG
-    except (OSError, AttributeError):
-        return 0
     return sig.value
 
 
@@ -150,15 +159,10 @@ def _close_and_exit() -> None:
 def _die_with(parent: int) -> None:
     """Have the kernel end this process when its parent dies (Linux); elsewhere the parent's
     `close` is what ends it."""
-    if not sys.platform.startswith("linux"):
+    libc = _libc()
+    if libc is None:
         return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # it died before the call above
         os._exit(1)
 

@@ -144,10 +144,15 @@ def prepare(
 
 def apply(conn: apsw.Connection, prep: Prepared, regret: RegretWeights) -> IngestReport:
     """Commit a prepared ingest inside the caller's write transaction."""
-    args = prep.args
-    current = sql.get_session(conn, args["session_id"])
+    current = sql.get_session(conn, prep.args["session_id"])
     if current != prep.base:  # another writer moved the session meanwhile: do it again on it
-        prep = prepare(current, **args)
+        prep = prepare(current, **prep.args)
+    return _commit(conn, prep, regret)
+
+
+def _commit(conn: apsw.Connection, prep: Prepared, regret: RegretWeights) -> IngestReport:
+    """Store what `prep` holds: prepared from the session row as it is in this transaction."""
+    args = prep.args
     sess = prep.sess
     report = IngestReport(accepted=len(args["events"]))
     sql.put_session(conn, sess)  # the events reference it
@@ -181,7 +186,7 @@ def ingest(
         session_end=session_end,
         limits=limits,
     )
-    return apply(conn, prep, regret)
+    return _commit(conn, prep, regret)  # read in this transaction: nothing to compare
 
 
 def flush_session(

@@ -71,7 +71,10 @@ def _stat(pid: int) -> list[bytes]:
 
 def _started(pid: int) -> str:
     """The process's start time in clock ticks since boot ("-" when unknown)."""
-    fields = _stat(pid)
+    return _start_time(_stat(pid))
+
+
+def _start_time(fields: list[bytes]) -> str:
     return fields[19].decode() if len(fields) > 19 else "-"
 
 
@@ -99,7 +102,7 @@ def _claimant_died(claim: str) -> bool:
     fields = _stat(pid)
     if fields[:1] == [b"Z"]:
         return True  # exited, not yet reaped by its parent
-    now = fields[19].decode() if len(fields) > 19 else "-"
+    now = _start_time(fields)
     return started != "-" and now != "-" and now != started  # the pid was reused
 
 

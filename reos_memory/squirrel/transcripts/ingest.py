@@ -435,7 +435,14 @@ def ingest_paths(
         left = Counter(_log_group(f) for f in files)
         group_sessions: dict[str, set[str]] = {}
         out = []
-        ends: list[Future[dict[str, list[Any]]]] = []
+        ended: dict[str, list[Any]] = {}
+
+        def end(sessions: set[str]) -> None:
+            # a short transaction here, the episodes it cuts learned like the others
+            found = end_idle_sessions(sq, opts.idle_seconds, sessions, force, learning.learn)
+            for sid, eps in found.items():
+                ended.setdefault(sid, []).extend(eps)
+
         for i, f in enumerate(files):
             try:
                 rep = ingest_file(sq, f, each)
@@ -453,19 +460,13 @@ def ingest_paths(
             if ending and left[group] == 0 and group in group_sessions:
                 # the last file of a session is in: its last episode goes to the writer now,
                 # while the next logs are read, rather than all of them at the end
-                ends.append(learning.end(group_sessions.pop(group), opts.idle_seconds, force))
+                end(group_sessions.pop(group))
             if progress is not None:
                 progress(i + 1, len(files), rep)
-        ended: dict[str, list[Any]] = {}
-        for fut in ends:
-            for sid, eps in fut.result().items():
-                ended.setdefault(sid, []).extend(eps)
         if ending:
             # a session whose files lie elsewhere than beside each other (none that the agents
             # write today) ends once all of them are in
-            touched = {r.session_id for r in out if r.session_id is not None} - set(ended)
-            for sid, eps in learning.end(touched, opts.idle_seconds, force).result().items():
-                ended.setdefault(sid, []).extend(eps)
+            end({r.session_id for r in out if r.session_id is not None} - set(ended))
             reported: set[str] = set()
             for r in out:  # the session's last episode is reported with its first file
                 if r.session_id in ended:
@@ -499,14 +500,6 @@ class _Learning:
             return self.sq.after_cut(ep, True)
 
         return self._route(lambda h: h.learn(ep), here)
-
-    def end(
-        self, sessions: set[str], idle_seconds: float, force: bool
-    ) -> Future[dict[str, list[Any]]]:
-        # here in every case (a short transaction); the episodes it cuts go to `learn`
-        done: Future[dict[str, list[Any]]] = Future()
-        done.set_result(end_idle_sessions(self.sq, idle_seconds, sessions, force, self.learn))
-        return done
 
     def _route(self, there: Callable[[Helper], Future[T]], here: Callable[[], T]) -> Future[T]:
         helper = self.helper
