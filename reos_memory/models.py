@@ -203,7 +203,16 @@ MemoryScope = Literal["global", "project", "repo_path"]
 OwnerType = Literal["user", "team", "org"]
 Frustration = Literal["none", "mild", "moderate", "severe"]
 TestsStatus = Literal["passed", "failed", "not_run"]
-EvidenceSource = Literal["failure_then_success", "user_correction", "explicit_statement"]
+# the seed's three, and what the offline writer also reads: the agent's own diagnosis, the
+# summaries the agent wrote of its session, and the project's commands that worked
+EvidenceSource = Literal[
+    "failure_then_success",
+    "user_correction",
+    "explicit_statement",
+    "agent_diagnosis",
+    "session_summary",
+    "project_command",
+]
 
 MAX_MEMORY_TEXT = 2000
 
@@ -300,3 +309,7 @@ class EventIn(Struct, kw_only=True, forbid_unknown_fields=True):
     command: Annotated[str, Meta(max_length=100_000)] | None = None
     call_id: Annotated[str, Meta(max_length=200)] | None = None
     rejected: bool = False
+    # where a message came from, when not typed as a turn: `queued` (typed while the agent
+    # worked), `rejection` (the user's reason for rejecting a tool call), `compaction` (the
+    # agent's own summary of the session so far); read as evidence by the offline writer
+    origin: Literal["queued", "rejection", "compaction"] | None = None

@@ -16,6 +16,7 @@ from reos_memory.models import Episode, EpisodeStats, EventIn, new_id, now_iso
 from reos_memory.squirrel import feedback, signals, statements
 from reos_memory.squirrel.events import compress
 from reos_memory.squirrel.policy import RegretWeights
+from reos_memory.squirrel.text import commands, instructions
 from reos_memory.store import squirrel as sql
 
 _enc = msgspec.json.Encoder()
@@ -301,6 +302,8 @@ def _is_boundary(state: dict[str, Any], c: dict[str, Any]) -> bool:
     ):
         return False
     said = c.get("text", "")
+    if c.get("origin") in ("queued", "rejection"):
+        return False  # typed mid-work or on rejecting a call: about the task at hand
     if not said or c.get("correction") or c.get("frustration") or signals.is_continuation(said):
         return False  # complaints and corrections are about the task at hand
     if signals.is_new_task(said):
@@ -377,6 +380,18 @@ def prefilter(events: Sequence[dict[str, Any]], st: EpisodeStats, limits: Limits
         reasons.append("rejected tool call")
     if any(statements.explicit_statements(e.get("text", "")) for e in users):
         reasons.append("explicit statement")
+    elif any(e.get("origin") in ("queued", "rejection") for e in users) or any(
+        instructions.find(e.get("text", ""), "reply") for e in users[1:]
+    ):
+        reasons.append("user instruction")
+    if any(
+        e["kind"] == "tool_result" and e.get("command") and not e.get("error")
+        and any(commands.classify(c) for c in commands.split(e["command"]))
+        for e in events
+    ):
+        reasons.append("project check command")
+    if any(e.get("notes") for e in events):
+        reasons.append("agent diagnosis or session summary")
     if st.user_frustration in ("moderate", "severe"):
         reasons.append(f"{st.user_frustration} frustration")
     calls = sum(1 for e in events if e["kind"] == "tool_call")

@@ -10,6 +10,7 @@ from typing import Any
 from reos_memory.models import EventIn, now_iso, parse_iso
 from reos_memory.squirrel import signals
 from reos_memory.squirrel.redaction import redact
+from reos_memory.squirrel.text import diagnosis, summaries
 from reos_memory.squirrel.tokens import cap
 
 # Squirrel's own injection (markers.CONTEXT_OPEN ... CONTEXT_CLOSE), also a truncated one
@@ -111,6 +112,15 @@ def compress(
         out["call_id"] = redact(ev.call_id)[:80]
     if ev.exit_code is not None:
         out["exit_code"] = ev.exit_code
+    if ev.origin is not None:
+        out["origin"] = ev.origin
+    if ev.origin == "compaction":
+        # the agent's own summary: only its errors-and-fixes entries are kept, as notes
+        out["summary"] = cap(summary or "compaction summary", SUMMARY_CHARS)
+        notes = [redact(n) for n in summaries.find(raw_text or "")]
+        if notes:
+            out["notes"] = notes
+        return out
     if ev.role == "user" and ev.kind == "message":
         said = (text if text is not None else summary or snippet or "").strip()
         out["text"] = cap(said, USER_TEXT_CHARS)
@@ -118,7 +128,7 @@ def compress(
         level = signals.frustration(said)
         if level != "none":
             out["frustration"] = level
-        if signals.is_correction(said):
+        if signals.is_correction(said) or ev.origin == "rejection":
             out["correction"] = True
         if signals.success_cue(said):
             out["success"] = True
@@ -166,6 +176,11 @@ def compress(
                 out["raw_snippet"] = _head_tail(detail.strip(), SNIPPET_CHARS)
         elif text and len(text) > SUMMARY_CHARS:
             out["raw_snippet"] = _head_tail(text.strip(), SNIPPET_CHARS)
+        if ev.role == "assistant" and ev.kind == "message" and raw_text:
+            # what the agent found out, read from its whole message (the rest is not kept)
+            notes = [redact(n) for n in diagnosis.find(raw_text)]
+            if notes:
+                out["notes"] = notes
     if ev.kind in ("tool_call", "tool_result"):
         out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
     return out

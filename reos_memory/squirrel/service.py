@@ -447,7 +447,7 @@ class Squirrel:
             return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
         try:
             kind = self.writer_kind()
-            output, sources, call = self._write(ep, kind)
+            output, sources, call, turned_away = self._write(ep, kind)
         except Exception as exc:
             reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             outcome = "pending" if isinstance(exc, _Deferred) else "failed"
@@ -469,6 +469,12 @@ class Squirrel:
                 for a in ("added", "updated", "deprecated", "deduplicated", "rejected")
                 if (n := result.count(a))
             )
+            if turned_away:
+                # the writer's own junk gate: each candidate it turned away, with the reason
+                ops += [{"action": "rejected", "stage": "writer", **r} for r in turned_away]
+                summary = ", ".join(
+                    x for x in (summary, f"{len(turned_away)} turned away by the junk gate") if x
+                )
             if not ssql.finish_episode(
                 conn,
                 episode_id,
@@ -510,11 +516,18 @@ class Squirrel:
             "writer_call": call,
         }
 
-    def _write(self, ep: Any, kind: str) -> tuple[WriterOutput, dict[int, str], dict[str, Any]]:
+    def _write(
+        self, ep: Any, kind: str
+    ) -> tuple[WriterOutput, dict[int, str], dict[str, Any], list[dict[str, str]]]:
         assert ep.events is not None  # read with them: they never change once cut
-        # the offline writer only needs to know which key slots are held; an LLM writer is shown
-        # the memories most like the episode, to update or deprecate instead of duplicating
-        existing = self._keyed(ep) if kind == "rules" else self._similar_existing(ep)
+        # the writer is shown the memories most like the episode, to update or deprecate
+        # instead of duplicating
+        existing = self._similar_existing(ep)
+        if kind == "rules":
+            # the offline writer fills key slots, and its junk gate turns away near-duplicates
+            # of what is stored: the held slots and the memories most like the episode
+            ids = {m.id for m in existing}
+            existing += [m for m in self._keyed(ep) if m.id not in ids]
         started = now_iso()
         t0 = time.perf_counter()
         call: dict[str, Any] = {
@@ -524,12 +537,12 @@ class Squirrel:
             "started_at": started,
         }
         if kind == "rules":
-            output, sources = rules.write(
+            output, sources, turned_away = rules.write(
                 ep.id, ep.events, msgspec.structs.asdict(ep.stats), existing
             )
             call.update(duration_ms=(time.perf_counter() - t0) * 1000, ok=True, ops=len(output.ops))
             self.db.write(lambda c: ssql.record_call(c, call))
-            return output, sources, call
+            return output, sources, call, turned_away
         client = self._llm() if self._llm else None
         assert client is not None
         pol = self.project_policy(ep.project_id)
@@ -586,7 +599,7 @@ class Squirrel:
         if error is not None:
             raise error
         source = output.episode_evidence.source if output.episode_evidence else None
-        return output, {i: source for i in range(len(output.ops)) if source}, call
+        return output, {i: source for i in range(len(output.ops)) if source}, call, []
 
     def _keyed(self, ep: Any) -> list[Memory]:
         """The live keyed memories of the episode's project and owner."""

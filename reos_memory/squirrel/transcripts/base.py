@@ -18,6 +18,8 @@ from reos_memory.models import EventIn
 # characters of one message or tool output handed on: its head and its tail, where commands print
 # what went wrong and test runners their summary (what is stored is much shorter still)
 MAX_TEXT = 8_000
+# an agent's summary of its session is read whole (Claude Code's "Errors and fixes" sit midway)
+SUMMARY_TEXT = 60_000
 MAX_CALLS = 512  # call ids remembered for pairing results with their calls (inline sidechains
 # of 1.0.x interleave many)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from reos_memory.models import EventIn
 from reos_memory.squirrel.transcripts.base import (
+    SUMMARY_TEXT,
     Parsed,
     ParseState,
     as_text,
@@ -67,6 +68,8 @@ _COMMAND = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.S)
 _INTERRUPT = "[Request interrupted by user"
 _REJECTED = ("User rejected tool use", "The user doesn't want to proceed with this tool use")
 _FILE_KEYS = ("file_path", "notebook_path", "path")
+# Claude Code appends what the user typed when rejecting a call to the rejection text
+_SAID = "the user said:"
 
 
 class ClaudeCode:
@@ -84,6 +87,8 @@ class ClaudeCode:
         if cwd and state.cwd is None:
             state.cwd = cwd  # the session's project: where it started
         session = sid or state.session_id
+        if kind == "queue-operation":
+            return [Parsed(session, e) for e in _queued(record)] if session else []
         if kind in BOOKKEEPING:
             return []
         if kind == "system":
@@ -118,8 +123,19 @@ class ClaudeCode:
         sidechain: bool,
         state: ParseState,
     ) -> list[EventIn]:
-        if record.get("isCompactSummary") or record.get("isVisibleInTranscriptOnly"):
+        if record.get("isCompactSummary"):
+            # the agent's own summary of the session so far: evidence, never a request
             state.count("compact_summaries")
+            summary = as_text(message.get("content"))
+            if not summary.strip():
+                return []
+            return [
+                EventIn(
+                    role="system", kind="message", ts=ts, origin="compaction",
+                    summary="compaction summary", text=cut(summary, SUMMARY_TEXT),
+                )
+            ]
+        if record.get("isVisibleInTranscriptOnly"):
             return []
         content = message.get("content")
         if isinstance(content, str):
@@ -136,6 +152,11 @@ class ClaudeCode:
             btype = block.get("type")
             if btype == "tool_result":
                 out.append(self._result(record, block, ts, state))
+                reason = _rejection_reason(out[-1]) if not sidechain else None
+                if reason:
+                    out.append(
+                        EventIn(role="user", kind="message", ts=ts, origin="rejection", text=reason)
+                    )
             elif btype == "text" and not record.get("isMeta") and not sidechain:
                 text = block.get("text")
                 if not isinstance(text, str):
@@ -258,3 +279,27 @@ def _typed(text: str) -> str | None:
 
 def _said(text: str, ts: str | None) -> EventIn:
     return EventIn(role="user", kind="message", ts=ts, text=cut(text))
+
+
+def _queued(record: dict[str, Any]) -> list[EventIn]:
+    """A message the user typed while the agent worked (`queue-operation` `enqueue`)."""
+    content = record.get("content")
+    if record.get("operation") != "enqueue" or not isinstance(content, str):
+        return []
+    text = _typed(content)
+    if not text:
+        return []
+    ts = string(record.get("timestamp"))
+    return [EventIn(role="user", kind="message", ts=ts, origin="queued", text=cut(text))]
+
+
+def _rejection_reason(result: EventIn) -> str | None:
+    """What the user said when rejecting a tool call, if anything."""
+    if not result.rejected:
+        return None
+    body = result.raw_snippet or result.text or ""
+    at = body.find(_SAID)
+    if at < 0:
+        return None
+    said = body[at + len(_SAID) :].strip()
+    return cut(said) if said else None

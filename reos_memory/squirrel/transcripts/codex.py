@@ -19,6 +19,7 @@ from typing import Any
 
 from reos_memory.models import EventIn
 from reos_memory.squirrel.transcripts.base import (
+    SUMMARY_TEXT,
     Parsed,
     ParseState,
     as_text,
@@ -80,8 +81,16 @@ class Codex:
             state.cwd = state.cwd or string(p.get("cwd"))
             return []
         if kind == "compacted":
+            # Codex's own summary of the session so far (`payload.message`): evidence
             state.count("compactions")
-            return []
+            summary = string(p.get("message"))
+            if not summary or state.session_id is None:
+                return []
+            event = EventIn(
+                role="system", kind="message", ts=ts, origin="compaction",
+                summary="compaction summary", text=cut(summary, SUMMARY_TEXT),
+            )
+            return [Parsed(state.session_id, event)]
         if state.session_id is None:
             state.count("skipped")  # records before the session's first line: nobody's
             return []

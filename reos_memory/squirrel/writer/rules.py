@@ -1,29 +1,37 @@
 """The offline Memory Writer: rules, no model, no key.
 
-It writes only what an episode shows plainly, because junk memories are what users of memory
-tools complain about most:
+It learns what a developer would write down after the session, from how people really work:
 
-* explicit statements of the user ("always ...", "never ...", "from now on ...", "we use X
-  here") become preferences, invariants or guards (tier long_term: the user said so);
-* user corrections ("no, use pnpm"; an instruction right after the user rejected a tool call)
-  become preferences, invariants or guards;
-* failure then success of the same call - when it was a real trap: the call failed at least
-  twice, or the fix switched tools (requests -> httpx), or the user was severely frustrated -
-  becomes a `pattern` (what failed, the error, what worked); a tool switch also becomes an
-  `invariant` keyed `project.<category>`; a severe case (3+ failures or severe frustration)
-  also an `emergency` guard with a short TTL.
+* what the user tells the agent, in the user's own words: explicit rules ("always ...", "never
+  ..."), corrections of what the agent just did ("that is not correct, we don't ..."), another
+  way proposed as a question ("why not adding .entire/.gitignore?"), the reason typed when
+  rejecting a tool call, messages typed while the agent worked (`text.instructions`, and the
+  slot-filling rules of `statements`: "use pnpm" fills `project.package_manager`);
+* what the agent found out: the sentence naming a root cause or a constraint
+  (`text.diagnosis`), paired with the error it explains when it came after one;
+* failure -> fix per distinct error: each error signature with what made it go away (edits to
+  other files than the failing one, a different tool) and the agent's diagnosis; a fail-edit-pass
+  loop with nothing learned in between writes nothing, nor do failures of the agent's own tool
+  rules ("read it first");
+* the summaries the agent already wrote of its session (Claude Code compaction summaries'
+  "Errors and fixes", Codex `compacted` records; `text.summaries`);
+* the project's build / test / lint / format commands that worked, as one invariant keyed
+  `project.commands.checks`, merged with what earlier sessions found (`text.commands`).
 
-A single fail-edit-pass loop (ordinary test-driven work) writes nothing, nor do failures of the
-agent's own tool rules (Claude Code's `<tool_use_error>`: "read it first", "string not found").
+Every candidate passes the junk gate (`text.junk`: fragments, the agent's tool mechanics,
+near-duplicates of each other or of stored memories); what it turns away is returned with the
+reason and kept on the episode.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+import re
+from typing import Any, NamedTuple
 
 from reos_memory.models import Memory
 from reos_memory.squirrel import statements
+from reos_memory.squirrel.text import commands, instructions, junk
 from reos_memory.squirrel.tokens import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 
@@ -33,6 +41,40 @@ EDIT_TOOLS = frozenset(
 LABELS = {"http_client": "HTTP client", "orm": "ORM", "python_env": "Python environment tool"}
 GUARD_TTL_DAYS = 14
 PATTERN_TTL_DAYS = 90
+COMMANDS_KEY = "project.commands.checks"
+MAX_DIAGNOSES = 3  # standalone diagnosis memories per episode
+MAX_SUMMARY_NOTES = 4
+
+
+class Written(NamedTuple):
+    output: WriterOutput
+    sources: dict[int, str]  # evidence source of each op, by index
+    rejected: list[dict[str, str]]  # candidates the junk gate turned away, with the reason
+
+
+class _Draft:
+    """The ops of one episode, each through the junk gate, in the order they were found."""
+
+    def __init__(self, existing: list[Memory]) -> None:
+        live = [m for m in existing if m.status != "deprecated"]
+        self.held = {m.key: m for m in live if m.key}
+        self.seen = [m.text for m in live]
+        self.ops: list[tuple[WriterOp, str]] = []
+        self.rejected: list[dict[str, str]] = []
+
+    def add(self, op: WriterOp, source: str, gate: bool = True) -> bool:
+        text = op.text or ""
+        if any(o.text == text for o, _ in self.ops):
+            return False
+        if op.key:  # one op per slot: the latest word on it wins
+            self.ops[:] = [(o, s) for o, s in self.ops if o.key != op.key]
+        elif gate:
+            why = junk.reason(text, [o.text or "" for o, _ in self.ops], self.seen)
+            if why is not None:
+                self.rejected.append({"text": shorten(text, 200), "source": source, "reason": why})
+                return False
+        self.ops.append((op, source))
+        return True
 
 
 def write(
@@ -40,178 +82,320 @@ def write(
     events: list[dict[str, Any]],
     stats: dict[str, Any],
     existing: list[Memory],
-) -> tuple[WriterOutput, dict[int, str]]:
-    """Ops for one episode, and the evidence source of each op (by index)."""
-    said: list[tuple[WriterOp, str]] = []  # from the user's words, in order
-    held = {m.key for m in existing if m.key and m.status != "deprecated"}
+) -> Written:
+    """Ops for one episode, the evidence source of each, and the candidates turned away."""
+    draft = _Draft(existing)
+    _users_words(events, draft)
+    frustration = stats.get("user_frustration", "none")
+    used_notes = _failure_then_fix(events, frustration, draft)
+    _diagnoses(events, draft, used_notes)
+    _summaries(events, draft)
+    _commands(events, draft)
+    ops = [o for o, _ in draft.ops][:20]
+    sources = {i: src for i, (_, src) in enumerate(draft.ops[:20])}
+    return Written(
+        WriterOutput(
+            ops=ops,
+            episode_evidence=EpisodeEvidence(
+                episode_id=episode_id,
+                source=sources.get(0),  # type: ignore[arg-type]
+                frustration=frustration,
+            ),
+        ),
+        sources,
+        draft.rejected,
+    )
 
-    def add(st: statements.Statement, confidence: float) -> None:
-        op = WriterOp(
-            op="UPDATE" if st.key in held else "ADD",
-            scope=st.scope,  # type: ignore[arg-type]
-            kind=st.kind,  # type: ignore[arg-type]
-            tier="long_term",
-            polarity=-1 if st.polarity < 0 else 1,
-            key=st.key,
-            text=st.text,
-            confidence=confidence,
-        )
-        if any(o.text == op.text for o, _ in said):
-            return
-        if op.key:  # one op per slot: the user's latest word on it wins
-            said[:] = [(o, src) for o, src in said if o.key != op.key]
-        said.append((op, st.source))
 
+# -- the user's words ----------------------------------------------------------------------------
+
+
+def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
     last_rejected: dict[str, Any] | None = None
+    acted = False  # whether the agent did anything before this message
     for e in events:
         if e["kind"] == "tool_result" and e.get("rejected"):
             last_rejected = e
             continue
         if e["role"] != "user" or e["kind"] != "message":
-            if e["role"] == "assistant" and e["kind"] == "message":
-                continue
-            last_rejected = None if e["kind"] == "tool_call" else last_rejected
+            if e["role"] == "assistant" or e["kind"] == "tool_call":
+                acted = True
+            if e["kind"] == "tool_call":
+                last_rejected = None
             continue
         text = e.get("text", "")
+        origin = e.get("origin")
+        serious = e.get("frustration") in ("moderate", "severe")
+        said = []
         found = statements.explicit_statements(text)
-        if e.get("frustration") in ("moderate", "severe"):
+        if serious:
             # an outburst ("stop retrying the same thing!!") is about the moment, not a rule,
             # unless it names a tool or a slot
             found = [st for st in found if st.tools or st.key]
-        for st in found:
-            add(st, 0.9)
+        said += [(st, 0.9) for st in found]
         if e.get("correction") or last_rejected is not None:
             rej_tool = last_rejected.get("tool_name") if last_rejected else None
             rej_input = last_rejected.get("command") if last_rejected else None
             for st in statements.corrections(text, rej_tool, rej_input):
-                if e.get("frustration") in ("moderate", "severe") and not (st.tools or st.key):
+                if serious and not (st.tools or st.key):
                     continue
-                if not any(st.text == f.text for f in found):
-                    add(st, 0.8)
+                if not any(st.text == f.text for f, _ in said):
+                    said.append((st, 0.8))
+        for st, confidence in said:
+            draft.add(
+                WriterOp(
+                    op="UPDATE" if st.key in draft.held else "ADD",
+                    scope=st.scope,  # type: ignore[arg-type]
+                    kind=st.kind,  # type: ignore[arg-type]
+                    tier="long_term",
+                    polarity=-1 if st.polarity < 0 else 1,
+                    key=st.key,
+                    text=st.text,
+                    confidence=confidence,
+                ),
+                st.source,
+            )
+        if not serious:
+            situation = origin or ("rejection" if last_rejected else "reply" if acted else "request")
+            about = _about(last_rejected) if last_rejected is not None else None
+            covered = " ".join(st.text for st, _ in said).lower()
+            for ins in instructions.find(text, situation):
+                if ins.text.lower() in covered:
+                    continue
+                words = ins.text if about is None else f"{ins.text} (on rejecting {about})"
+                draft.add(
+                    WriterOp(
+                        op="ADD",
+                        kind=ins.kind,  # type: ignore[arg-type]
+                        tier="long_term" if ins.durable else "short_term",
+                        polarity=-1 if ins.polarity < 0 else 1,
+                        text=_sentence(words),
+                        confidence=0.75 if ins.cue in ("norm", "rejection") else 0.65,
+                    ),
+                    "user_correction" if situation != "request" else "explicit_statement",
+                )
         last_rejected = None
-    frustration = stats.get("user_frustration", "none")
-    ops = [o for o, _ in said]
-    sources = {i: src for i, (_, src) in enumerate(said)}
-    for op in _failure_then_success(events, frustration, held):
-        if op.key and any(o.key == op.key for o in ops):
-            continue  # the user said what to use; a guess from a tool switch does not override
-        sources[len(ops)] = "failure_then_success"
-        ops.append(op)
-    main = sources.get(0)
-    return (
-        WriterOutput(
-            ops=ops[:20],
-            episode_evidence=EpisodeEvidence(
-                episode_id=episode_id,
-                source=main,  # type: ignore[arg-type]
-                frustration=frustration,
-            ),
+        acted = False if origin is None else acted
+
+
+def _about(rejected: dict[str, Any]) -> str:
+    """The rejected call in a few words: `Edit reset.go`, `git commit -m ...`."""
+    if rejected.get("command"):
+        return f"`{shorten(rejected['command'], 60)}`"
+    name = rejected.get("tool_name") or "a tool call"
+    file = rejected.get("file")
+    return f"{name} {os.path.basename(file.rstrip('/'))}" if file else name
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text[-1:] in ".!?…)\"'`" else text + "."
+
+
+# -- what the agent found ------------------------------------------------------------------------
+
+
+def _diagnoses(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None:
+    """The agent's diagnosis sentences not already part of a failure -> fix pattern; first the
+    ones said after an error or a correction (a cause found), at most MAX_DIAGNOSES."""
+    ranked: list[tuple[int, int, str]] = []
+    trouble = False
+    for i, e in enumerate(events):
+        if e.get("error") or e.get("correction") or e.get("origin") == "rejection":
+            trouble = True
+        if e["role"] != "assistant" or e["kind"] != "message":
+            continue
+        for note in e.get("notes") or []:
+            if note not in used:
+                ranked.append((0 if trouble else 1, i, note))
+    ranked.sort()
+    n = 0
+    for _, _, note in ranked:
+        if n >= MAX_DIAGNOSES:
+            break
+        op = WriterOp(op="ADD", kind="pattern", tier="short_term", text=_sentence(note),
+                      ttl_days=PATTERN_TTL_DAYS, confidence=0.6)
+        n += draft.add(op, "agent_diagnosis")
+
+
+def _summaries(events: list[dict[str, Any]], draft: _Draft) -> None:
+    n = 0
+    for e in events:
+        if e.get("origin") != "compaction":
+            continue
+        for note in e.get("notes") or []:
+            if n >= MAX_SUMMARY_NOTES:
+                return
+            op = WriterOp(op="ADD", kind="pattern", tier="short_term", text=_sentence(note),
+                          ttl_days=PATTERN_TTL_DAYS, confidence=0.6)
+            n += draft.add(op, "session_summary")
+
+
+# -- the project's commands ----------------------------------------------------------------------
+
+
+def _commands(events: list[dict[str, Any]], draft: _Draft) -> None:
+    found: dict[str, list[str]] = {}
+
+    def note(cmd: str) -> None:
+        for part in commands.split(cmd):
+            hit = commands.classify(part)
+            if hit and hit[1] not in found.setdefault(hit[0], []):
+                found[hit[0]].append(hit[1])
+
+    for e in events:
+        if e["kind"] == "tool_result" and e.get("command") and not e.get("error"):
+            note(e["command"])
+        elif e["role"] == "user" and e["kind"] == "message":
+            for cmd in _NAMED_COMMAND.findall(e.get("text", "")):
+                note(cmd)
+    if not found:
+        return
+    held = draft.held.get(COMMANDS_KEY)
+    if held is not None:
+        before = commands.parse_text(held.text)
+        merged = {p: (found.get(p, []) + [c for c in before.get(p, []) if c not in found.get(p, [])])
+                  for p in commands.PURPOSES if found.get(p) or before.get(p)}
+        if merged == before:
+            return
+        found = merged
+    draft.add(
+        WriterOp(
+            op="UPDATE" if held is not None else "ADD",
+            kind="invariant",
+            tier="long_term",
+            key=COMMANDS_KEY,
+            text=commands.text_of(found),
+            confidence=0.8,
         ),
-        sources,
+        "project_command",
     )
 
 
-def _task(events: list[dict[str, Any]]) -> str | None:
-    for e in events:
-        if e["role"] == "user" and e["kind"] == "message" and e.get("summary"):
-            s = " ".join(e["summary"].split()).rstrip(".?!")
-            if len(s) <= 3:
-                return None
-            s = s[:1].lower() + s[1:]
-            return s if len(s) <= 90 else s[:89].rstrip() + "…"
-    return None
+# a command the user names: `mise run lint`, or "run mise run test"
+_NAMED_COMMAND = re.compile(r"`([^`\n]{4,80})`")
 
 
-def _failure_then_success(
-    events: list[dict[str, Any]], frustration: str, held: set[str]
-) -> list[WriterOp]:
-    ops: list[WriterOp] = []
-    fails: dict[str, list[int]] = {}
-    done: set[str] = set()
+# -- failure -> fix, per distinct error ----------------------------------------------------------
+
+
+def _signature(e: dict[str, Any]) -> str:
+    line = (e.get("error_line") or e.get("summary") or "").lower()
+    line = re.sub(r"\S*[/\\]\S*", "<path>", line)
+    line = re.sub(r"\d+", "N", line)
+    return f"{e.get('key')}|{' '.join(line.split())[:80]}"
+
+
+def _failure_then_fix(
+    events: list[dict[str, Any]], frustration: str, draft: _Draft
+) -> set[str]:
+    """One pattern per distinct error that later went away, when something was learned from it:
+    the agent's diagnosis, or a fix elsewhere than the failing file, or a tool switch. Returns
+    the diagnosis notes it used."""
+    used: set[str] = set()
+    open_errors: dict[str, list[int]] = {}  # signature -> indexes of its failures
     for i, e in enumerate(events):
         key = e.get("key")
         if e["kind"] != "tool_result" or not key or e.get("rejected"):
             continue
         if e.get("error"):
-            fails.setdefault(key, []).append(i)
+            if not _harness_error(e):
+                open_errors.setdefault(_signature(e), []).append(i)
             continue
-        if key not in fails or key in done:
-            continue
-        done.add(key)
-        failed_at = fails[key]
-        if all(_harness_error(events[j]) for j in failed_at):
-            continue  # the agent's own tool rules ("read it first"): nothing about the project
-        last = events[failed_at[-1]]
-        between = events[failed_at[-1] + 1 : i]
-        fix = _fix(between)
-        text_before = " ".join(
-            str(events[j].get(f) or "")
-            for j in failed_at
-            for f in ("command", "error_line", "raw_snippet")
-        )
-        # what changed: the edits and commands in between and the call that worked (not the
-        # lookups, messages or subagent prompts, which may name the failing tool)
-        text_after = " ".join(
-            str(x.get(f) or "")
-            for x in [*between, e]
-            if x is e or _changes(x)
-            for f in ("summary", "command", "raw_snippet")
-        )
-        switch = statements.switch_in(" ".join(x.get("summary") or "" for x in between))
-        if switch is None:
-            switch = statements.switch_between(text_before, text_after)
-        n = len(failed_at)
-        severe = frustration == "severe" or n >= 3
-        if n < 2 and switch is None and frustration != "severe":
-            continue  # an ordinary fail-edit-pass loop: nothing worth remembering
-        cmd = last.get("command") or last.get("tool_name") or "the call"
-        error = last.get("error_line") or last.get("summary") or "an error"
-        task = _task(events)
-        what = fix or f"`{shorten(e.get('command') or cmd, 100)}` then worked"
-        times = "once" if n == 1 else f"{n} times"
-        lead = f'In the task "{task}": ' if task else ""
-        if switch is not None:
-            category, old, new = switch
-            label = LABELS.get(category, category.replace("_", " "))
-            ops.append(
-                WriterOp(
-                    op="UPDATE" if f"project.{category}" in held else "ADD",
-                    kind="invariant",
-                    tier="short_term",
-                    key=f"project.{category}",
-                    text=f"Use {new} as the {label} in this project; {old} failed here"
-                    f" ({shorten(error, 120)}).",
-                    confidence=0.75,
-                )
+        for sig in [s for s in open_errors if s.split("|", 1)[0] == key]:
+            failed_at = open_errors.pop(sig)
+            op = _pattern(events, failed_at, i, frustration, draft, used)
+            if op is not None:
+                for o in op:
+                    draft.add(o, "failure_then_success")
+    return used
+
+
+def _pattern(
+    events: list[dict[str, Any]],
+    failed_at: list[int],
+    fixed_at: int,
+    frustration: str,
+    draft: _Draft,
+    used: set[str],
+) -> list[WriterOp] | None:
+    last = events[failed_at[-1]]
+    between = events[failed_at[0] + 1 : fixed_at]
+    cmd = last.get("command") or last.get("tool_name") or "the call"
+    error = last.get("error_line") or last.get("summary") or "an error"
+    failing_files = {os.path.basename(str(events[j].get("file") or "")) for j in failed_at}
+    failing_files |= set(re.findall(r"[\w.-]+\.\w+", str(cmd)))
+    edited = []
+    for x in between:
+        if x["kind"] == "tool_call" and (x.get("tool_name") or "").lower() in EDIT_TOOLS:
+            name = os.path.basename(str(x.get("file") or "").rstrip("/"))
+            if name and name not in failing_files and name not in edited:
+                edited.append(name)
+    reason = next(
+        (n for x in between if x["role"] == "assistant" for n in x.get("notes") or [] if n not in used),
+        None,
+    )
+    text_before = " ".join(str(events[j].get(f) or "") for j in failed_at for f in ("command", "error_line"))
+    after = events[fixed_at]
+    text_after = " ".join(
+        str(x.get(f) or "")
+        for x in [*between, after]
+        if x is after or _changes(x)
+        for f in ("summary", "command", "raw_snippet")
+    )
+    switch = statements.switch_in(" ".join(x.get("summary") or "" for x in between))
+    if switch is None:
+        switch = statements.switch_between(text_before, text_after)
+    if reason is None and switch is None and not (edited and len(failed_at) >= 2):
+        return None  # an ordinary fail-edit-pass loop: nothing learned worth keeping
+    ops: list[WriterOp] = []
+    fix = []
+    if reason:
+        used.add(reason)
+        fix.append(reason.rstrip("."))
+    if switch is not None:
+        category, old, new = switch
+        label = LABELS.get(category, category.replace("_", " "))
+        key = f"project.{category}"
+        ops.append(
+            WriterOp(
+                op="UPDATE" if key in draft.held else "ADD",
+                kind="invariant",
+                tier="short_term",
+                key=key,
+                text=f"Use {new} as the {label} in this project; {old} failed here"
+                f" ({shorten(error, 120)}).",
+                confidence=0.75,
             )
-            what = f"switching from {old} to {new} fixed it"
+        )
+        fix.append(f"switching from {old} to {new} fixed it")
+    if edited:
+        fix.append("fixed by changing " + ", ".join(edited[:3]))
+    ops.append(
+        WriterOp(
+            op="ADD",
+            kind="pattern",
+            tier="short_term",
+            text=f"`{shorten(cmd, 100)}` failed with {shorten(error, 160)}: {'; '.join(fix)}.",
+            ttl_days=PATTERN_TTL_DAYS,
+            confidence=0.7,
+        )
+    )
+    if frustration == "severe" and switch is not None:
+        # only the user's severe frustration makes a guard; repetition alone never does
         ops.append(
             WriterOp(
                 op="ADD",
-                kind="pattern",
-                tier="short_term",
-                text=f"{lead}`{shorten(cmd, 100)}` failed {times} with {shorten(error, 160)}; {what}.",
-                ttl_days=PATTERN_TTL_DAYS,
+                kind="guard",
+                tier="emergency",
+                polarity=-1,
+                text=f"Do not keep retrying `{shorten(cmd, 100)}` after {shorten(error, 120)};"
+                f" switch to {switch[2]} instead.",
+                ttl_days=GUARD_TTL_DAYS,
                 confidence=0.7,
             )
         )
-        if severe:
-            if switch is not None:
-                instead = f"switch to {switch[2]} instead"
-            else:
-                instead = fix or "change the approach instead"
-            ops.append(
-                WriterOp(
-                    op="ADD",
-                    kind="guard",
-                    tier="emergency",
-                    polarity=-1,
-                    text=f"Do not keep retrying `{shorten(cmd, 100)}` after {shorten(error, 120)};"
-                    f" {instead}.",
-                    ttl_days=GUARD_TTL_DAYS,
-                    confidence=0.7,
-                )
-            )
     return ops
 
 
@@ -227,28 +411,3 @@ def _changes(x: dict[str, Any]) -> bool:
         return False
     tool = (x.get("tool_name") or "").lower()
     return tool in EDIT_TOOLS or bool(x.get("command")) or bool(x.get("file") and not tool)
-
-
-def _fix(between: list[dict[str, Any]]) -> str | None:
-    """What changed between the last failure and the success, in a few words."""
-    steps: list[tuple[str, bool]] = []  # (what, whether it changed something)
-    for x in between:
-        if x["kind"] != "tool_call":
-            continue
-        name = x.get("tool_name") or ""
-        file = x.get("file") or ""
-        changed = name.lower() in EDIT_TOOLS
-        what = x.get("summary")
-        bare = bool(file) and what in (None, file)
-        # besides edits, files read ("Edit" fails until the file was read): not searches
-        if not changed and not (bare and not x.get("command")):
-            continue
-        if bare:  # a bare path says less than "Read app.py"
-            what = f"{name or 'edited'} {os.path.basename(file.rstrip('/')) or file}"
-        if what and all(what != w for w, _ in steps):
-            steps.append((what, changed))
-    if len(steps) > 3:  # the edits matter more than the files read on the way
-        steps = [s for s in steps if s[1]][:3] or steps
-    if not steps:
-        return None
-    return "what worked: " + "; ".join(shorten(w, 100) for w, _ in steps[:3])

@@ -1,0 +1,59 @@
+"""What an agent found out: the sentence in which it names a root cause or a constraint of the
+project ("Found the bug! X is missing the Y field", "The tests failed because the environment
+has commit.gpgsign=true", "the migration uses ALTER TABLE ... modify, which SQLite doesn't
+support"). Read at ingest from the agent's whole message (only these sentences are kept)."""
+
+from __future__ import annotations
+
+import re
+
+from reos_memory.squirrel.text.prose import clip, sentences, words
+
+MAX_CHARS = 360
+MAX_PER_MESSAGE = 2
+
+# strong: the agent says it found the cause
+_FOUND = re.compile(
+    r"\b(?:found (?:the|it|a|an)(?: \w+)?(?: \w+)? (?:bug|issue|problem|cause|culprit)|found it\b"
+    r"|root cause|the (?:real|actual|underlying) (?:issue|problem|bug|cause)"
+    r"|(?:the|this) (?:issue|problem|bug|failure|error|crash) (?:is|was) (?:that|because|caused)"
+    r"|(?:is|was) caused by|that'?s why|this is why|which is why|that explains"
+    r"|(?:fail(?:s|ed|ing)?|breaks?|broke|crash(?:es|ed)?|errors?(?:ed)?) because)"
+)
+# a constraint of a tool or the project, stated as a fact
+_CONSTRAINT = re.compile(
+    r"\b(?:(?:does|do|did)n'?t support|(?:does|do|did) not support|(?:is|are)n'?t supported"
+    r"|(?:is|are) not supported|not supported (?:by|in|for)|(?:is|are) missing (?:the|from|a|an)"
+    r"|doesn'?t (?:copy|handle|include|pass|persist|propagate|preserve|recogni[sz]e|detect)"
+    r"|won'?t (?:affect|work|persist|propagate)|requires? (?:an? |the )?\w+ (?:to|before|instead)"
+    r"|must (?:use|be|not)|only (?:supports?|works?|handles?)"
+    r"|(?:merge|merges), not override|(?:is|are) (?:silently )?(?:ignored|dropped|overwritten))"
+)
+_HEDGE = re.compile(
+    r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|may be|seems?|i think|i guess"
+    r"|let me|i'?ll|i will|i need to|we need to check|not sure|unclear|wonder)\b|\?$"
+)
+
+
+def find(text: str) -> list[str]:
+    """The diagnosis sentences of one agent message, strongest first."""
+    sents = sentences(text)
+    scored: list[tuple[int, int, str]] = []
+    for i, s in enumerate(sents):
+        low = s.lower()
+        n = len(words(s))
+        if n < 6 or n > 70 or _HEDGE.search(low):
+            continue
+        if _FOUND.search(low):
+            strength = 2
+        elif _CONSTRAINT.search(low):
+            strength = 1
+        else:
+            continue
+        said = s
+        # "Found the bug!" says nothing alone: the sentence after it names the bug
+        if len(words(s)) < 8 and i + 1 < len(sents) and not _HEDGE.search(sents[i + 1].lower()):
+            said = f"{s} {sents[i + 1]}"
+        scored.append((-strength, i, clip(said, MAX_CHARS)))
+    scored.sort()
+    return [s for _, _, s in scored[:MAX_PER_MESSAGE]]

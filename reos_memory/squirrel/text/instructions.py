@@ -1,0 +1,140 @@
+"""What a user tells an agent about how to work, in the user's own words.
+
+People rarely say "always X" or "from now on Y". They answer what the agent just did: they
+disagree ("that is not correct, we don't gitignore the whole folder"), propose another way as a
+question ("why not adding .entire/.gitignore?", "can we use our logging framework?"), or state
+what should happen ("the cli should handle that automatically, not you"). This module finds
+those sentences and keeps them, cleaned, with the sentence that explains them.
+
+A message is read with its situation: a reply to a rejected tool call or a message typed while
+the agent worked is a correction by nature; the first request of a task is a task, so only its
+explicit norms ("make sure ...", "everywhere", "always", "never") count.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from reos_memory.squirrel.text.prose import clip, sentences, words
+
+MAX_CHARS = 420
+
+
+@dataclass(frozen=True)
+class Instruction:
+    text: str
+    kind: str  # preference | guard | invariant
+    polarity: int  # -1: a prohibition
+    durable: bool  # said as a lasting rule (always, never, everywhere, make sure)
+    cue: str  # which rule found it, for the episode's record
+
+
+# a lasting norm, in any message
+_NORM = re.compile(
+    r"\b(?:always|never|from now on|going forward|make sure|ensure|everywhere|by default"
+    r"|in (?:this|our) (?:repo|project|codebase)|(?:we|you) (?:must|should)(?: not|n't)?"
+    r"|must(?: not|n't)?|should(?: not|n't)? (?:be|use|never|always|handle|only|not|just|go|live|stay)"
+    r"|prefer|rather than|instead of)\b"
+)
+# disagreement with what the agent did or said
+_DISAGREE = re.compile(
+    r"(?:^(?:no|nope|nah)\b[,.!]?|\b(?:is|was|that'?s|this is|it'?s) not (?:correct|right|true|what)"
+    r"|\bisn'?t (?:correct|right|true)|\bthat'?s (?:wrong|incorrect)|\bwrong\b"
+    r"|\bi did(?:n'?t| not) (?:say|ask|want)|\bnot you\b|\bshouldn'?t be\b|\bshould not be\b"
+    r"|\bmakes? no sense\b|\bmade (?:it|that) up\b|\bmake (?:it|that) up\b|\bdoesn'?t work\b"
+    r"|\bnot (?:needed|necessary|what i)\b|\bno need\b|\bwe don'?t\b|\bwe do not\b"
+    r"|\bi don'?t (?:want|think|like)\b|\bi do not want\b|\bnot sold\b|\bi (?:would|'d) not\b)"
+)
+# another way, proposed as a question or a suggestion
+_PROPOSE = re.compile(
+    r"^(?:(?:but|and|so|hmm+|emm+|ok(?:ay)?|well|also|question)\W+)*(?:"
+    r"why (?:not|are we not|aren'?t we|don'?t we|do we not|not just|are we)"
+    r"|can'?t (?:we|you)|can (?:we|you|u) (?:use|just|not|provide|add|make|keep|reuse|create|do|have)"
+    r"|could (?:we|you) (?:use|just|have|create|add|make|keep|reuse|do)"
+    r"|what about|how about|is there (?:no|not|any|another|a better|other)"
+    r"|are we (?:missing|doing|using|not)|do we (?:need|have|really)|shouldn'?t (?:we|it|this)"
+    r"|let'?s (?:not|just|use|keep|make|fetch|remove|do|add|stick|avoid|go with)"
+    r"|i (?:would|'d) (?:rather|prefer|like)|i (?:want|expect)|we (?:want|need|should|use|prefer)"
+    r"|please|remember to|remove it|rather|instead|use |don'?t |do not |never |always |only )"
+)
+_NEGATIVE = re.compile(
+    r"\b(?:never|don'?t|do not|shouldn'?t|should not|must not|mustn'?t|no need to|not you|let'?s not"
+    r"|stop|avoid|did not say|didn'?t say|did not ask|didn'?t ask|we don'?t|we do not)\b"
+)
+_DURABLE = re.compile(r"\b(?:always|never|from now on|going forward|everywhere|make sure|ensure)\b")
+# the next sentence explains the one before ("... since that is the stable link")
+_EXPLAINS = re.compile(
+    r"^(?:since|because|as |that'?s why|that is why|so (?:that|we)|otherwise|especially"
+    r"|e\.g\.|i\.e\.|which|this (?:is|way|makes|means)|it (?:should|would|is|makes))",
+    re.I,
+)
+# this sentence points back at the one before ("This shouldn't be a thing.")
+_POINTS_BACK = re.compile(r"^(?:this|that|it|they|these|those)\b(?! is (?:a|the) )", re.I)
+# only about the moment: consent, thanks, process steps of this task
+_MOMENT = re.compile(
+    r"^(?:yes|yep|yeah|ok(?:ay)?|sure|thanks?|thank you|great|perfect|cool|nice|lgtm|looks good"
+    r"|go ahead|continue|proceed|do it|sounds good)\b(?!.*\b(?:but|should|instead|don'?t|not)\b)",
+    re.I,
+)
+_INFO_QUESTION = re.compile(r"^(?:what|where|when|which|who|how (?:do|does|did|is|are|can)|what'?s)\b", re.I)
+
+
+def find(text: str, situation: str) -> list[Instruction]:
+    """The instructions in one user message. `situation`: `rejection` (the user's reason for
+    rejecting a tool call), `queued` (typed while the agent worked), `reply` (a turn answering
+    the agent) or `request` (the first request of a task)."""
+    sents = sentences(text)
+    out: list[Instruction] = []
+    used: set[int] = set()
+    for i, s in enumerate(sents):
+        if i in used:
+            continue
+        low = s.lower()
+        if len(words(s)) < 4 or _MOMENT.match(low) or s.count("`") > 8:
+            continue
+        cue = _cue(low, situation)
+        if cue is None:
+            continue
+        start, end = i, i + 1
+        if _POINTS_BACK.match(s) and i > 0 and i - 1 not in used:
+            start = i - 1
+        while end < len(sents) and end - start < 3 and _EXPLAINS.match(sents[end]):
+            end += 1
+        used.update(range(start, end))
+        said = clip(" ".join(sents[start:end]), MAX_CHARS)
+        negative = bool(_NEGATIVE.search(low))
+        durable = bool(_DURABLE.search(low))
+        out.append(
+            Instruction(
+                text=said,
+                kind="guard" if negative and _imperative_no(low) else "preference",
+                polarity=-1 if negative else 1,
+                durable=durable,
+                cue=cue,
+            )
+        )
+    return out
+
+
+def _cue(low: str, situation: str) -> str | None:
+    if _NORM.search(low):
+        return "norm"
+    if situation == "request":
+        return None  # a task's own details are not rules
+    if _DISAGREE.search(low):
+        return "disagreement"
+    if _PROPOSE.match(low):
+        return "proposal"
+    if situation in ("rejection", "queued") and not _INFO_QUESTION.match(low):
+        # a reason given for rejecting a call, or a message typed mid-work, steers the agent
+        return situation
+    return None
+
+
+def _imperative_no(low: str) -> bool:
+    """A prohibition said as one ("never ...", "don't ...", "no, I did not say commit")."""
+    return bool(
+        re.match(r"^(?:no\W+)?(?:please\s+)?(?:never|don'?t|do not|stop|avoid|let'?s not)\b", low)
+        or re.search(r"\bi did(?:n'?t| not) (?:say|ask)\b", low)
+    )

@@ -1,0 +1,75 @@
+"""A message reduced to the sentences a person wrote: no code blocks, pasted logs, tags or
+markdown decoration; split into sentences that keep their inline code."""
+
+from __future__ import annotations
+
+import re
+
+_FENCE = re.compile(r"(```|~~~).*?(?:\1|\Z)", re.S)
+_TAG_BLOCK = re.compile(r"<(system-reminder|command-\w+|local-command-\w+|bash-\w+)>.*?</\1>", re.S)
+_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?>")
+# pasted output rather than prose: log lines, stack frames, prompts, tables, diff lines
+_PASTED = re.compile(
+    r"^\s*(?:\$\s|>>>|>\s|#!|at\s\S+\(|File\s\"|Traceback\b|\|.*\||[-+]{3}\s|@@|[+-]\s"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d\d:\d\d|\d+[→:]\s|\S+\.\w+:\d+:\d*)"
+)
+_MARKUP = re.compile(r"\*\*|__|^#{1,6}\s+|^\s*[-*+•]\s+|^\s*\d+[.)]\s+", re.M)
+_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(`]?[A-Z0-9@])|(?<=[.!?])\s*\n+|\n\s*\n+|\n(?=\s*(?:[-*+•]|\d+[.)])\s)")
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf)\.$", re.I)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]+")
+
+
+def prose(text: str) -> str:
+    """The text without code blocks, tags and pasted lines (output, logs, diffs, tables)."""
+    text = _FENCE.sub(" ", text)
+    text = _TAG_BLOCK.sub(" ", text)
+    text = _TAG.sub(" ", text)
+    lines = []
+    for line in text.splitlines():
+        if _PASTED.match(line) or _code_like(line):
+            lines.append("")
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _code_like(line: str) -> bool:
+    """A line of code or data: more symbols than words."""
+    s = line.strip()
+    if len(s) < 12:
+        return False
+    words = sum(len(w) for w in _WORD.findall(s))
+    return words < 0.45 * len(s) and s.count("`") < 2
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text's prose, whitespace collapsed, markup dropped."""
+    out: list[str] = []
+    pending = ""
+    for part in _END.split(prose(text)):
+        s = " ".join(_MARKUP.sub("", part or "").split())
+        if not s:
+            continue
+        if pending:
+            s = f"{pending} {s}"
+            pending = ""
+        if _ABBREV.search(s):
+            pending = s
+            continue
+        out.append(s)
+    if pending:
+        out.append(pending)
+    return out
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:-") + "…"
