@@ -302,7 +302,7 @@ def _is_boundary(state: dict[str, Any], c: dict[str, Any]) -> bool:
     ):
         return False
     said = c.get("text", "")
-    if c.get("origin") in ("queued", "rejection"):
+    if c.get("origin") in ("queued", "rejection") or state.get("rejected_last"):
         return False  # typed mid-work or on rejecting a call: about the task at hand
     if not said or c.get("correction") or c.get("frustration") or signals.is_continuation(said):
         return False  # complaints and corrections are about the task at hand
@@ -316,6 +316,8 @@ def _is_boundary(state: dict[str, Any], c: dict[str, Any]) -> bool:
 
 def _absorb(state: dict[str, Any], c: dict[str, Any]) -> None:
     state["n"] += 1
+    if c["role"] != "system":  # an interrupt notice may sit between a rejection and the reply
+        state["rejected_last"] = bool(c["kind"] == "tool_result" and c.get("rejected"))
     state["start_ts"] = state["start_ts"] or c["ts"]
     if c["role"] == "user" and c["kind"] == "message":
         if c.get("frustration") == "severe":

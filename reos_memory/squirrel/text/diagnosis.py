@@ -29,6 +29,11 @@ _CONSTRAINT = re.compile(
     r"|must (?:use|be|not)|only (?:supports?|works?|handles?)"
     r"|(?:merge|merges), not override|(?:is|are) (?:silently )?(?:ignored|dropped|overwritten))"
 )
+# something named: code, an identifier, a file, a flag, a quoted message, a product name
+_SPECIFIC = re.compile(
+    r"`[^`]+`|\b\w+[._/]\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\b|--?\w[\w-]+|\"[^\"]{3,}\""
+    r"|(?<!^)(?<![.!?]\s)\b[A-Z][a-z]{2,}"
+)
 _HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|may be|seems?|i think|i guess"
     r"|let me|i'?ll|i will|i need to|we need to check|not sure|unclear|wonder)\b|\?$"
@@ -51,9 +56,13 @@ def find(text: str) -> list[str]:
         else:
             continue
         said = s
+        if s.rstrip().endswith(":") or re.search(r"\b1\.$", s):
+            continue  # the list it announces is not in the sentence
         # "Found the bug!" says nothing alone: the sentence after it names the bug
         if len(words(s)) < 8 and i + 1 < len(sents) and not _HEDGE.search(sents[i + 1].lower()):
             said = f"{s} {sents[i + 1]}"
+        if not _SPECIFIC.search(said):
+            continue  # names nothing ("I found the root cause of the issue")
         scored.append((-strength, i, clip(said, MAX_CHARS)))
     scored.sort()
     return [s for _, _, s in scored[:MAX_PER_MESSAGE]]

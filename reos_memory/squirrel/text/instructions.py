@@ -77,7 +77,25 @@ _MOMENT = re.compile(
     r"|go ahead|continue|proceed|do it|sounds good)\b(?!.*\b(?:but|should|instead|don'?t|not)\b)",
     re.I,
 )
-_INFO_QUESTION = re.compile(r"^(?:what|where|when|which|who|how (?:do|does|did|is|are|can)|what'?s)\b", re.I)
+_INFO_QUESTION = re.compile(
+    r"^(?:(?:also|and|but|so|ok(?:ay)?)\W+)?(?:what|where|when|which|who|how (?:do|does|did|is|are|can)"
+    r"|what'?s|did (?:we|you)|is (?:that|this|it) because|do we also|have (?:we|you)"
+    r"|can you (?:do a|search|check|look|explain|tell|show)|can we double check)\b",
+    re.I,
+)
+_TENTATIVE = re.compile(
+    r"\b(?:i wonder|wondering|somehow|not sure|i'?ll take it from here|shouldn'?t be (?:too |that )?"
+    r"(?:hard|difficult|a problem|an issue|much))\b"
+)
+# a way proposed in passing ("I think we can just change --local-dev to ...")
+_WE_COULD = re.compile(r"\b(?:we|you)\b(?: \w+)? (?:can|could|should|would|need to|have to) (?:just |simply |also )?\w+")
+# an order: the sentence opens with a verb of doing
+_IMPERATIVE = re.compile(
+    r"^(?:(?:no|ok(?:ay)?|please|just|and|but|so|then)\W+)*(?:use|add|remove|fix|keep|make|put|move"
+    r"|rename|delete|revert|change|write|run|test|try|avoid|go|do|don'?t|only|stop|skip|leave"
+    r"|split|merge|update|create|call|return|prefer|drop|replace|reuse|rewrite|wrap|inline"
+    r"|extract|document|mention|ask|check)\b"
+)
 
 
 def find(text: str, situation: str) -> list[Instruction]:
@@ -93,6 +111,8 @@ def find(text: str, situation: str) -> list[Instruction]:
         low = s.lower()
         if len(words(s)) < 4 or _MOMENT.match(low) or s.count("`") > 8:
             continue
+        if _INFO_QUESTION.match(low) or _TENTATIVE.search(low):
+            continue  # asking, or thinking aloud: not telling
         cue = _cue(low, situation)
         if cue is None:
             continue
@@ -126,8 +146,8 @@ def _cue(low: str, situation: str) -> str | None:
         return "disagreement"
     if _PROPOSE.match(low):
         return "proposal"
-    if situation in ("rejection", "queued") and not _INFO_QUESTION.match(low):
-        # a reason given for rejecting a call, or a message typed mid-work, steers the agent
+    if situation in ("rejection", "queued") and (_IMPERATIVE.match(low) or _WE_COULD.search(low)):
+        # an order given on rejecting a call, or typed mid-work, steers the agent
         return situation
     return None
 

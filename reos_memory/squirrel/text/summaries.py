@@ -18,10 +18,17 @@ MAX_NOTES = 8
 _HEADING = re.compile(r"^\s*(?:#{1,4}\s*)?(?:\d+[.)]\s*)?\**([A-Z][A-Za-z /&-]{2,40}?)\**\s*:?\s*$")
 _WANTED = re.compile(r"^(?:errors? and fix(?:es)?|errors? encountered|problems? solved|problem solving|fixes)$", re.I)
 _TOP = re.compile(r"^(\s*)[-*•]\s+(.*)$")
+# an entry that says why, not only that something was fixed
 _FIXED = re.compile(
-    r"\b(?:fix|fixed|because|caused|cause|root|instead|must|should|needs?|requires?|doesn'?t"
-    r"|does not|not supported|user (?:said|pointed|corrected|asked|wanted|feedback)|real issue"
-    r"|was (?:that|the)|solved)\b",
+    r"\b(?:because|caused|cause|root|instead|must|should|needs?|requires?|doesn'?t"
+    r"|does not|not supported|user (?:said|pointed|corrected|asked|wanted|feedback)|real (?:issue|bug)"
+    r"|was (?:that|the))\b",
+    re.I,
+)
+# the daily grind of editing code: nothing a later session needs
+_MUNDANE = re.compile(
+    r"\b(?:unused (?:variable|import|function|parameter)|compile errors?|typo|missing import"
+    r"|dead code|formatting|gofmt|expected during|incremental editing)\b",
     re.I,
 )
 _PROCESS = re.compile(r"\b(?:in progress|still investigating|pending|next step|was analy[sz]ing)\b", re.I)
@@ -41,7 +48,13 @@ def find(text: str) -> list[str]:
         body = "; ".join(r.rstrip(".;") for r in rest)
         line = f"{head.rstrip(':')}: {body}" if body else head
         line = line.replace("**", "").replace("`", "`")
-        if _FIXED.search(line) and not _PROCESS.search(head) and len(line.split()) >= 6:
+        if (
+            _FIXED.search(line)
+            and not _PROCESS.search(head)
+            and not _MUNDANE.search(line)
+            and not head.lower().startswith(("solved", "problem "))
+            and len(line.split()) >= 6
+        ):
             notes.append(clip(line, MAX_CHARS))
         entry.clear()
 

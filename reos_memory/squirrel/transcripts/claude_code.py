@@ -302,4 +302,6 @@ def _rejection_reason(result: EventIn) -> str | None:
     if at < 0:
         return None
     said = body[at + len(_SAID) :].strip()
-    return cut(said) if said else None
+    if not said or said.startswith("The user "):
+        return None  # the tool's own words (AskUserQuestion: "The user wants to clarify ...")
+    return cut(said)
