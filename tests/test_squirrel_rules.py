@@ -197,28 +197,3 @@ def test_injected_context_is_cut_before_anything_else():
     assert strip_injected('x <squirrel-context id="ctx-2">\n- cut off mid') == "x "
     c = _events({"role": "user", "kind": "message", "text": block + "\nthanks"})[0]
     assert "pnpm" not in c["text"] and c["text"] == "thanks"
-
-
-def test_what_worked_names_the_steps_and_prefers_edits():
-    from reos_memory.squirrel.writer.rules import _fix
-
-    def call(tool, file=None, summary=None, command=None):
-        return {
-            "role": "assistant",
-            "kind": "tool_call",
-            "tool_name": tool,
-            "file": file,
-            "summary": summary or file or command or tool,
-            "command": command,
-        }
-
-    read = call("Read", "/home/dev/shop/src/app/page.tsx")
-    edit = call("Edit", "/home/dev/shop/src/app/page.tsx", "Edit page.tsx")
-    grep = call("Grep", "/home/dev/shop/src", "TODO")
-    assert _fix([read, edit]) == "what worked: Read page.tsx; Edit page.tsx"
-    assert _fix([grep]) is None  # a search changed nothing
-    assert _fix([grep, edit]) == "what worked: Edit page.tsx"
-    assert _fix([call("Bash", command="npm ci")]) is None  # commands are not steps of a fix
-    many = [call("Read", f"/src/m{i}.py") for i in range(4)] + [edit]
-    assert _fix(many) == "what worked: Edit page.tsx"
-    assert _fix([read, read, edit]) == "what worked: Read page.tsx; Edit page.tsx"

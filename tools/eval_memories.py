@@ -56,8 +56,9 @@ SECRET_SHAPES = [
         r"\bnpm_[A-Za-z0-9]{30,}",
         r"\blin_api_[A-Za-z0-9]{30,}",
         r"\bhf_[A-Za-z]{30,}",
+        # a named value with letters and digits (not `token = ReviewTokenStore`)
         r"(?i)\b(?:password|passwd|secret|api[_-]?key|token)\s*[:=]\s*['\"]?(?!\[REDACTED)"
-        r"[A-Za-z0-9+/_\-]{16,}",
+        r"(?=[A-Za-z+/_\-]*[0-9])(?=[0-9+/_\-]*[A-Za-z])[A-Za-z0-9+/_\-]{16,}",
     )
 ]
 

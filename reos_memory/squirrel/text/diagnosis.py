@@ -1,6 +1,6 @@
 """What an agent found out: the sentence in which it names a root cause or a constraint of the
 project ("Found the bug! X is missing the Y field", "The tests failed because the environment
-has commit.gpgsign=true", "the migration uses ALTER TABLE ... modify, which SQLite doesn't
+has commit.gpgsign=true", "the migration changes a column type, which SQLite doesn't
 support"). Read at ingest from the agent's whole message (only these sentences are kept)."""
 
 from __future__ import annotations

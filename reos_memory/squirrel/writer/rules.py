@@ -112,14 +112,12 @@ def write(
 
 def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
     last_rejected: dict[str, Any] | None = None
-    acted = False  # whether the agent did anything before this message
+    first = True  # the episode's first message is its task
     for e in events:
         if e["kind"] == "tool_result" and e.get("rejected"):
             last_rejected = e
             continue
         if e["role"] != "user" or e["kind"] != "message":
-            if e["role"] == "assistant" or e["kind"] == "tool_call":
-                acted = True
             if e["kind"] == "tool_call":
                 last_rejected = None
             continue
@@ -156,12 +154,12 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                 st.source,
             )
         if not serious:
-            situation = origin or ("rejection" if last_rejected else "reply" if acted else "request")
+            situation = origin or ("rejection" if last_rejected else "request" if first else "reply")
             about = _about(last_rejected) if last_rejected is not None else None
-            covered = " ".join(st.text for st, _ in said).lower()
+            covered = [st.text for st, _ in said]
             for ins in instructions.find(text, situation):
-                if ins.text.lower() in covered:
-                    continue
+                if covered and junk.reason(ins.text, covered, []):
+                    continue  # the slot rules read this sentence already
                 words = ins.text if about is None else f"{ins.text} (on rejecting {about})"
                 draft.add(
                     WriterOp(
@@ -175,7 +173,7 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                     "user_correction" if situation != "request" else "explicit_statement",
                 )
         last_rejected = None
-        acted = False if origin is None else acted
+        first = False
 
 
 def _about(rejected: dict[str, Any]) -> str:
@@ -337,14 +335,17 @@ def _pattern(
         None,
     )
     text_before = " ".join(str(events[j].get(f) or "") for j in failed_at for f in ("command", "error_line"))
+    # what changed after the last failure: the edits and commands, and the call that worked
+    # (not the lookups, messages or subagent prompts, which may name the failing tool)
     after = events[fixed_at]
+    since = events[failed_at[-1] + 1 : fixed_at]
     text_after = " ".join(
         str(x.get(f) or "")
-        for x in [*between, after]
+        for x in [*since, after]
         if x is after or _changes(x)
         for f in ("summary", "command", "raw_snippet")
     )
-    switch = statements.switch_in(" ".join(x.get("summary") or "" for x in between))
+    switch = statements.switch_in(" ".join(x.get("summary") or "" for x in since))
     if switch is None:
         switch = statements.switch_between(text_before, text_after)
     if reason is None and switch is None and not (edited and len(failed_at) >= 2):

@@ -1,0 +1,278 @@
+"""The offline writer on how people really work: corrections in natural language, rejected tool
+calls with the user's reason, messages typed while the agent worked, the agent's diagnoses,
+compaction summaries, the project's commands, failure -> fix per distinct error, and the junk
+gate. Logs are written here in Claude Code's real record format and go in over real stdio."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.rpc_client import Server
+from reos_memory.squirrel.text import commands, diagnosis, instructions, summaries
+from reos_memory.squirrel.transcripts.base import ParseState
+from reos_memory.squirrel.transcripts.claude_code import ClaudeCode
+
+SID = "5f0c1e7a-2b1d-4c7e-9a51-0f3b2d6c8e11"
+CWD = "/home/dev/shop"
+_ids = itertools.count(1)
+
+
+def _rec(kind: str, content: Any, **extra: Any) -> dict[str, Any]:
+    n = next(_ids)
+    return {
+        "type": kind,
+        "sessionId": SID,
+        "cwd": CWD,
+        "uuid": f"u-{n}",
+        "timestamp": f"2026-03-01T10:{n // 60:02d}:{n % 60:02d}.000Z",
+        "message": {"role": kind, "content": content},
+        **extra,
+    }
+
+
+def user(text: str) -> dict[str, Any]:
+    return _rec("user", text)
+
+
+def say(text: str) -> dict[str, Any]:
+    return _rec("assistant", [{"type": "text", "text": text}])
+
+
+def bash(cid: str, command: str) -> dict[str, Any]:
+    return _rec("assistant", [{"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": command}}])
+
+
+def edit(cid: str, path: str, new: str) -> dict[str, Any]:
+    return _rec(
+        "assistant",
+        [{"type": "tool_use", "id": cid, "name": "Edit",
+          "input": {"file_path": path, "old_string": "x", "new_string": new}}],
+    )
+
+
+def result(cid: str, body: str, error: bool = False, extra: Any = None) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": cid, "content": body, "is_error": error}
+    rec = _rec("user", [block])
+    if extra is not None:
+        rec["toolUseResult"] = extra
+    return rec
+
+
+REJECTED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it"
+    " was a file edit, the new_string was NOT written to the file). To tell you how to proceed,"
+    " the user said:\n"
+)
+
+
+def write_log(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def learn(db: Path, log: Path, embedder: str = "hash") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Ingest one log with its session ended; every memory, and every episode with its ops."""
+    with Server(db, embedder=embedder) as srv:
+        res = srv.call("squirrel/ingest_transcript", {"path": str(log), "session_end": True})
+        pid = res["project_id"]
+        mems = srv.call("squirrel/memories/list", {"project_id": pid})["memories"]
+        eps = [
+            srv.call("squirrel/episodes/get", {"episode_id": e["id"]})
+            for e in srv.call("squirrel/episodes/list", {"project_id": pid})["episodes"]
+        ]
+    return mems, eps
+
+
+# -- the rules, one by one --------------------------------------------------------------------
+
+
+def test_natural_corrections_and_proposals_are_recognised() -> None:
+    said = {
+        "that is not correct, we don't gitignore the whole entire folder, especially"
+        " .entire/settings.json should be commited": "reply",
+        "why not adding .entire/.gitignore?": "rejection",
+        "why are we not just using the `entire enable` command?": "rejection",
+        "fix the test, the code is right": "rejection",
+        "Sure, but the cli should handle that automatically for the user, not you adding that"
+        " for the current repo now.": "reply",
+        "can we use our logging framework? should be WARN": "rejection",
+    }
+    for text, situation in said.items():
+        found = instructions.find(text, situation)
+        assert found, text
+        assert found[0].text.split()[0].lower() in text.lower()  # the user's own words
+    # asking, agreeing, thinking aloud or the task itself are not instructions
+    for text, situation in {
+        "what does upper bound mean here?": "reply",
+        "yes, that was it": "reply",
+        "Did we end up putting in a specific test for bad ids?": "rejection",
+        "I wonder now if we should add this somewhere": "reply",
+        "add a --json flag to the status command": "request",
+        "I'll take it from here.": "rejection",
+    }.items():
+        assert instructions.find(text, situation) == [], text
+    # a prohibition said as one is a guard
+    (guard,) = instructions.find("no, I did not say commit anything", "rejection")
+    assert guard.kind == "guard" and guard.polarity == -1
+
+
+def test_diagnoses_name_something_and_are_not_hedged() -> None:
+    text = (
+        "Let me look at the test output. Found the bug! The `sessionStateFromStrategy` function"
+        " is missing the `TranscriptPath` field. I think it might also be the cache."
+    )
+    (found,) = diagnosis.find(text)
+    assert found == "The `sessionStateFromStrategy` function is missing the `TranscriptPath` field."
+    assert diagnosis.find("I found and fixed the root cause of the issue.") == []
+    assert diagnosis.find("The problem might be that the cache is stale somewhere.") == []
+    assert diagnosis.find("A `.env` file alone won't work because: 1.") == []
+
+
+def test_compaction_summary_errors_and_fixes_become_notes() -> None:
+    summary = (
+        "This session is being continued from a previous conversation.\n"
+        "1. Primary Request and Intent:\n   - Fix the importer\n"
+        "4. Errors and fixes:\n"
+        "   - **Migration fails on SQLite**:\n"
+        "     - `ALTER TABLE ... modify` is not supported by SQLite\n"
+        "     - Fixed by rewriting the migration as a table rewrite because SQLite cannot alter columns\n"
+        "   - **Unused variable `runner`**:\n     - Fixed by removing it\n"
+        "5. Problem Solving:\n   - Solved: the importer now works\n"
+        "6. All user messages:\n   - \"please never use ALTER TABLE modify\"\n"
+    )
+    notes = summaries.find(summary)
+    assert len(notes) == 1 and notes[0].startswith("Migration fails on SQLite: ")
+    assert "table rewrite" in notes[0]
+
+
+def test_project_commands_are_the_projects_checks_not_task_details() -> None:
+    seen = [
+        commands.classify(p)
+        for c in (
+            "mise run fmt && mise run lint 2>&1 | head -50",
+            "go test ./pkg/settings/... -run TestStrict -v",
+            "mise run test -- ./redact/...",
+            "cd web && npx tsc --noEmit",
+            "mix test test/shop/cart_test.exs",
+            "pnpm dev --port 3001",
+        )
+        for p in commands.split(c)
+    ]
+    assert seen == [
+        ("format", "mise run fmt"),
+        ("lint", "mise run lint"),
+        None,
+        ("test", "mise run test"),
+        ("typecheck", "npx tsc --noEmit"),
+        None,
+        None,
+    ]
+    text = commands.text_of({"lint": ["mise run lint"], "test": ["mise run test"]})
+    assert text == "Project checks: lint with `mise run lint`; run the tests with `mise run test`."
+    assert commands.parse_text(text) == {"lint": ["mise run lint"], "test": ["mise run test"]}
+
+
+def test_claude_code_rejection_reasons_queued_messages_and_summaries_are_read() -> None:
+    parser = ClaudeCode()
+    state = ParseState()
+    recs = [
+        edit("t1", f"{CWD}/.gitignore", ".entire/\n"),
+        result("t1", REJECTED + "why not adding .entire/.gitignore?", True, "User rejected tool use"),
+        result("t2", REJECTED + "The user wants to clarify these questions.\n  Take their response", True),
+        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-03-01T10:00:00Z",
+         "sessionId": SID, "content": "could we put the shim in a gitutil package?"},
+        {"type": "queue-operation", "operation": "remove", "timestamp": "2026-03-01T10:00:01Z",
+         "sessionId": SID},
+        _rec("user", "This session is being continued ... 4. Errors and fixes: ...", isCompactSummary=True),
+    ]
+    events = [p.event for r in recs for p in parser.parse(r, state)]
+    said = [(e.origin, e.text) for e in events if e.role == "user" and e.kind == "message"]
+    assert said == [
+        ("rejection", "why not adding .entire/.gitignore?"),
+        ("queued", "could we put the shim in a gitutil package?"),
+    ]
+    (compaction,) = [e for e in events if e.origin == "compaction"]
+    assert compaction.role == "system" and "Errors and fixes" in (compaction.text or "")
+
+
+# -- end to end, over stdio ---------------------------------------------------------------------
+
+
+def test_a_session_teaches_what_a_developer_would_write_down(tmp_path: Path) -> None:
+    log = write_log(
+        tmp_path / "logs" / f"{SID}.jsonl",
+        [
+            user("add a retry to the payment client"),
+            bash("c1", "pytest tests/test_payment.py"),
+            result("c1", "Exit code 1\nE   KeyError: 'timeout'\nFAILED tests/test_payment.py::test_retry", True),
+            say(
+                "Found the bug! The `load_settings` function in settings.py is missing the"
+                " `timeout` key, so the client never sees it."
+            ),
+            edit("c2", f"{CWD}/shop/settings.py", "timeout = 30"),
+            result("c2", "The file was updated"),
+            bash("c3", "pytest tests/test_payment.py"),
+            result("c3", "1 passed in 0.2s"),
+            edit("c4", f"{CWD}/.gitignore", ".cache/\n"),
+            result("c4", REJECTED + "why not adding .cache/.gitignore instead?", True, "User rejected tool use"),
+            user("that is not correct, we don't gitignore generated folders from the root gitignore"),
+            user("again: we don't gitignore generated folders from the root gitignore, ok"),
+            bash("c5", "mise run lint 2>&1 | tail -5"),
+            result("c5", "0 issues."),
+            bash("c6", "mise run test"),
+            result("c6", "ok  shop 0.4s"),
+        ],
+    )
+    mems, eps = learn(tmp_path / "m.db", log)
+    texts = {m["text"]: m for m in mems}
+    assert any(t.startswith("Why not adding .cache/.gitignore instead?") for t in texts), texts
+    assert any("we don't gitignore generated folders" in t for t in texts)
+    (pattern,) = [t for t in texts if t.startswith("`pytest tests/test_payment.py` failed")]
+    assert "missing the `timeout` key" in pattern and "settings.py" in pattern
+    assert texts["Project checks: lint with `mise run lint`; run the tests with `mise run test`."]["key"] == (
+        "project.commands.checks"
+    )
+    # the repeated correction was turned away, and the episode says why
+    turned = [o for ep in eps for o in ep["episode"]["ops"] or [] if o.get("stage") == "writer"]
+    assert any(o["reason"].startswith("near-duplicate") for o in turned), turned
+    assert not any(m["tier"] == "emergency" for m in mems)
+
+
+def test_repetition_alone_never_makes_a_guard_and_a_test_files_own_edit_is_no_fix(tmp_path: Path) -> None:
+    records = [user("make the cart total test pass")]
+    for i in range(3):
+        records += [
+            bash(f"f{i}", "pytest tests/test_cart.py"),
+            result(f"f{i}", "Exit code 1\nE   AssertionError: assert 10 == 12", True),
+            edit(f"e{i}", f"{CWD}/tests/test_cart.py", f"assert total == {10 + i}"),
+            result(f"e{i}", "The file was updated"),
+        ]
+    records += [bash("ok", "pytest tests/test_cart.py"), result("ok", "1 passed in 0.1s")]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "logs" / f"{SID}.jsonl", records))
+    assert mems == []
+
+
+def test_project_commands_are_updated_never_duplicated(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    first = write_log(
+        tmp_path / "a" / f"{SID}.jsonl",
+        [user("tidy the cart module"), bash("l", "mise run lint"), result("l", "0 issues.")],
+    )
+    learn(db, first)
+    other = "7a0c1e7a-2b1d-4c7e-9a51-0f3b2d6c8e12"
+    second = write_log(
+        tmp_path / "b" / f"{other}.jsonl",
+        [
+            {**r, "sessionId": other}
+            for r in [user("fix the coupon rounding"), bash("t", "mise run test"), result("t", "ok shop 0.3s")]
+        ],
+    )
+    mems, _ = learn(db, second)
+    checks = [m for m in mems if m["key"] == "project.commands.checks"]
+    assert [m["text"] for m in checks] == [
+        "Project checks: lint with `mise run lint`; run the tests with `mise run test`."
+    ]
