@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from reos_memory.squirrel.text.prose import clip, sentences, words
 
 MAX_CHARS = 420
+# a message opening an episode is its task; a short one may still be a correction that the
+# episode cutter took for a new task ("let's not leave all the tests to the very end")
+SHORT_REQUEST = 20
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,11 @@ _NORM = re.compile(
     r"\b(?:always|never|from now on|going forward|make sure|ensure|everywhere|by default"
     r"|in (?:this|our) (?:repo|project|codebase)|(?:we|you) (?:must|should)(?: not|n't)?"
     r"|must(?: not|n't)?|should(?: not|n't)? (?:be|use|never|always|handle|only|not|just|go|live|stay)"
-    r"|prefer|rather than|instead of)\b"
+    r"|prefer|rather than|instead of|keep (?:each|every|all)|(?:each|every) (?:commit|change|step|time))\b"
 )
+# a user turn the agent wrote: a plan accepted into a new context
+_AGENT_WRITTEN = re.compile(r"^\s*(?:implement the following plan|here is the plan)\b", re.I)
+_PLEASE = re.compile(r"\bplease\b")
 # disagreement with what the agent did or said
 _DISAGREE = re.compile(
     r"(?:^(?:no|nope|nah)\b[,.!]?|\b(?:is|was|that'?s|this is|it'?s) not (?:correct|right|true|what)"
@@ -50,11 +56,11 @@ _DISAGREE = re.compile(
 _PROPOSE = re.compile(
     r"^(?:(?:but|and|so|hmm+|emm+|ok(?:ay)?|well|also|question)\W+)*(?:"
     r"why (?:not|are we not|aren'?t we|don'?t we|do we not|not just|are we)"
-    r"|can'?t (?:we|you)|can (?:we|you|u) (?:use|just|not|provide|add|make|keep|reuse|create|do|have)"
-    r"|could (?:we|you) (?:use|just|have|create|add|make|keep|reuse|do)"
+    r"|can'?t (?:we|you)|can (?:we|u) (?:use|just|not|provide|keep|reuse|have)|can you (?:use|just)"
+    r"|could (?:we|you) (?:use|just|have|keep|reuse)"
     r"|what about|how about|is there (?:no|not|any|another|a better|other)"
     r"|are we (?:missing|doing|using|not)|do we (?:need|have|really)|shouldn'?t (?:we|it|this)"
-    r"|let'?s (?:not|just|use|keep|make|fetch|remove|do|add|stick|avoid|go with)"
+    r"|let'?s (?:not|just|use|keep|stick|avoid|go with|rather)"
     r"|i (?:would|'d) (?:rather|prefer|like)|i (?:want|expect)|we (?:want|need|should|use|prefer)"
     r"|please|remember to|remove it|rather|instead|use |don'?t |do not |never |always |only )"
 )
@@ -102,6 +108,8 @@ def find(text: str, situation: str) -> list[Instruction]:
     """The instructions in one user message. `situation`: `rejection` (the user's reason for
     rejecting a tool call), `queued` (typed while the agent worked), `reply` (a turn answering
     the agent) or `request` (the first request of a task)."""
+    if _AGENT_WRITTEN.match(text):
+        return []
     sents = sentences(text)
     out: list[Instruction] = []
     used: set[int] = set()
@@ -138,13 +146,20 @@ def find(text: str, situation: str) -> list[Instruction]:
 
 
 def _cue(low: str, situation: str) -> str | None:
+    if low.rstrip().endswith("?"):
+        # a question tells only when it proposes a way ("why not ...?", "can't we ...?")
+        return "proposal" if _PROPOSE.match(low) else None
     if _NORM.search(low):
         return "norm"
-    if situation == "request":
+    if situation == "request" and len(low.split()) > SHORT_REQUEST:
         return None  # a task's own details are not rules
     if _DISAGREE.search(low):
         return "disagreement"
-    if _PROPOSE.match(low):
+    if _PROPOSE.match(low) or (
+        situation != "request" and _PLEASE.search(low) and len(low.split()) >= 8
+    ):
+        return "proposal"  # (a short "please update the docs" is a task, not a way of working)
+    if situation == "rejection" and low.startswith(("let's", "lets ")):
         return "proposal"
     if situation in ("rejection", "queued") and (_IMPERATIVE.match(low) or _WE_COULD.search(low)):
         # an order given on rejecting a call, or typed mid-work, steers the agent

@@ -31,7 +31,9 @@ _MUNDANE = re.compile(
     r"|dead code|formatting|gofmt|expected during|incremental editing)\b",
     re.I,
 )
-_PROCESS = re.compile(r"\b(?:in progress|still investigating|pending|next step|was analy[sz]ing)\b", re.I)
+_PROCESS = re.compile(
+    r"\b(?:in progress|still investigating|pending|next step|was analy[sz]ing|not yet fixed)\b", re.I
+)
 
 
 def find(text: str) -> list[str]:
@@ -47,10 +49,11 @@ def find(text: str) -> list[str]:
         head, *rest = entry
         body = "; ".join(r.rstrip(".;") for r in rest)
         line = f"{head.rstrip(':')}: {body}" if body else head
-        line = line.replace("**", "").replace("`", "`")
+        line = line.replace("**", "")
+        head = head.replace("**", "")
         if (
             _FIXED.search(line)
-            and not _PROCESS.search(head)
+            and not _PROCESS.search(line)
             and not _MUNDANE.search(line)
             and not head.lower().startswith(("solved", "problem "))
             and len(line.split()) >= 6

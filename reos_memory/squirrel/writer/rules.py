@@ -62,14 +62,16 @@ class _Draft:
         self.ops: list[tuple[WriterOp, str]] = []
         self.rejected: list[dict[str, str]] = []
 
-    def add(self, op: WriterOp, source: str, gate: bool = True) -> bool:
+    def add(self, op: WriterOp, source: str, gate: bool = True, judge: str | None = None) -> bool:
+        """Add `op` unless the gate turns it away; `judge`: the text the gate reads, when the
+        op's text carries more than the candidate (what a rejected call was)."""
         text = op.text or ""
         if any(o.text == text for o, _ in self.ops):
             return False
         if op.key:  # one op per slot: the latest word on it wins
             self.ops[:] = [(o, s) for o, s in self.ops if o.key != op.key]
         elif gate:
-            why = junk.reason(text, [o.text or "" for o, _ in self.ops], self.seen)
+            why = junk.reason(judge or text, [o.text or "" for o, _ in self.ops], self.seen)
             if why is not None:
                 self.rejected.append({"text": shorten(text, 200), "source": source, "reason": why})
                 return False
@@ -171,6 +173,7 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                         confidence=0.75 if ins.cue in ("norm", "rejection") else 0.65,
                     ),
                     "user_correction" if situation != "request" else "explicit_statement",
+                    judge=ins.text,
                 )
         last_rejected = None
         first = False
@@ -181,6 +184,8 @@ def _about(rejected: dict[str, Any]) -> str:
     if rejected.get("command"):
         return f"`{shorten(rejected['command'], 60)}`"
     name = rejected.get("tool_name") or "a tool call"
+    if name == "ExitPlanMode":
+        return "the plan"
     file = rejected.get("file")
     return f"{name} {os.path.basename(file.rstrip('/'))}" if file else name
 
