@@ -6,7 +6,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -314,6 +314,11 @@ class Squirrel:
             "project_id": proj.id,
             "episodes": [self.after_cut(ep, process, wait) for ep in cut],
         }
+
+    def pending_events(self, session_ids: Iterable[str]) -> dict[str, int]:
+        """Events of these sessions not yet cut into an episode, by session (none: left out)."""
+        ids = sorted(set(session_ids))
+        return self.db.read(lambda c: ssql.pending_events_of(c, ids)) if ids else {}
 
     def limits(self) -> episodes.Limits:
         s = self.settings
