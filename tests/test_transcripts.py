@@ -489,7 +489,11 @@ def test_a_hooks_blocking_message_is_not_the_users_words(app, tmp_path: Path) ->
         ' "[Request interrupted by user for tool use]"'
     assert state.counts["hook_messages"] == 1
     # the same as a text block, and a Stop hook's feedback
-    for text in ("Operation stopped by hook: commit first", "Stop hook feedback:\n[lint]: fix it"):
+    for text in (
+        "Operation stopped by hook: commit first",
+        "Stop hook feedback:\n[lint]: fix it",
+        "SubagentStop hook feedback: go on",
+    ):
         rec = json.loads(HOOK_BLOCKED_LINES[1])
         rec["message"]["content"] = [{"type": "text", "text": text}]
         (ev,) = [p.event for p in adapter.parse(rec, state)]

@@ -68,8 +68,8 @@ _NOT_TYPED = (
 _COMMAND = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.S)
 _INTERRUPT = "[Request interrupted by user"
 # what Claude Code writes in the user's name when a hook blocks a prompt (UserPromptSubmit) or
-# the end of a turn (Stop): the hook's words, not the user's
-_HOOK_BLOCKED = ("Operation stopped by hook:", "Stop hook feedback:")
+# the end of a turn (Stop, SubagentStop; often but not always marked isMeta): the hook's words
+_HOOK_BLOCKED = ("Operation stopped by hook:", "Stop hook feedback:", "SubagentStop hook feedback:")
 _REJECTED = ("User rejected tool use", "The user doesn't want to proceed with this tool use")
 _FILE_KEYS = ("file_path", "notebook_path", "path")
 
