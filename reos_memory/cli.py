@@ -169,9 +169,9 @@ def build_sqrl_parser() -> argparse.ArgumentParser:
         " database directly (no server needed).",
     )
     parser.add_argument("--version", action="version", version=f"sqrl {__version__}")
+    _sqrl_global(parser, before=True)
     common = argparse.ArgumentParser(add_help=False)
-    _common(common)
-    common.add_argument("--json", action="store_true", help="print the result as JSON")
+    _sqrl_global(common, before=False)
     common.add_argument(
         "--embedder",
         choices=["onnx", "sentence-transformers", "hash", "none"],
@@ -241,8 +241,7 @@ def build_sqrl_parser() -> argparse.ArgumentParser:
     wa.add_argument("--idle-minutes", type=float, help="a session idle this long has ended")
     hk = sub.add_parser("hooks", help="install Squirrel's Claude Code hooks")
     hk_common = argparse.ArgumentParser(add_help=False)
-    _common(hk_common)
-    hk_common.add_argument("--json", action="store_true", help="print the result as JSON")
+    _sqrl_global(hk_common, before=False)
     target = hk_common.add_mutually_exclusive_group()
     target.add_argument("--user", action="store_true", help="~/.claude/settings.json (default)")
     target.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json")
@@ -252,6 +251,26 @@ def build_sqrl_parser() -> argparse.ArgumentParser:
     hsub.add_parser("uninstall", parents=[hk_common], help="remove exactly Squirrel's hooks")
     hsub.add_parser("status", parents=[hk_common], help="show what is installed")
     return parser
+
+
+def _sqrl_global(p: argparse.ArgumentParser, *, before: bool) -> None:
+    """The options every sqrl command takes, before its name (`sqrl --db X ingest`) or after it.
+
+    After the name they default to "not given" (SUPPRESS): argparse copies a subcommand's
+    defaults over what was parsed before it, which would drop a `--db` given first."""
+    unset: object = None if before else argparse.SUPPRESS
+    p.add_argument(
+        "--db",
+        default=unset,
+        help="database file (default: $REOS_MEMORY_HOME/memory.db or the user data dir)",
+    )
+    p.add_argument("--config", default=unset, help="TOML config file")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        default=False if before else argparse.SUPPRESS,
+        help="print the result as JSON",
+    )
 
 
 def sqrl_main(argv: list[str] | None = None) -> int:

@@ -273,6 +273,9 @@ def get_task_context(env: Env, a: GetTaskContextArgs) -> Any:
         # the result holds the prompt and each memory again, with its details
         budget=min(a.budget_tokens, env.max_tokens // 4),
     )
+    # why the others were left out is for people (squirrel/get_task_context, sqrl context
+    # --json): up to a hundred entries the budget does not bound would only cost the agent tokens
+    out["dropped"] = []
     return _shape(out, ts.ContextResult)
 
 

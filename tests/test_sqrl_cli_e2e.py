@@ -114,3 +114,56 @@ def test_sqrl_commands_share_the_database_with_the_server(tmp_path, db_path):
         other = tmp_path / "other"
         (other / ".git").mkdir(parents=True)
         assert "no memories" in sqrl(db_path, other, "memories").stdout
+
+
+def real_sqrl(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    """The installed `sqrl` command itself (its own argument order), on this checkout's code."""
+    exe = Path(sys.executable).with_name("sqrl")
+    if not exe.exists():
+        pytest.skip(f"no sqrl command beside {sys.executable}")
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("REOS_MEMORY_DB", "REOS_MEMORY_HOME")},
+        "HOME": str(home),
+        "REOS_MEMORY_EMBEDDER": "hash",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [str(exe), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_sqrl_ingest_takes_db_before_the_command_and_says_what_is_still_pending(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from harness.agent_homes import ClaudeSession
+
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    s = ClaudeSession(repo, datetime.now(UTC) - timedelta(minutes=5))
+    s.user("Fix the failing price rounding test")
+    s.bash("pytest tests/test_price.py", "E   AssertionError: 1.005 != 1.01", exit_code=1)
+    s.edit("price.py", "round(x, 2)", "Decimal(x).quantize(CENT)")
+    s.bash("pytest tests/test_price.py", "1 passed")
+    log = s.write(tmp_path / "home" / ".claude")  # just written: the session is still open
+    db = tmp_path / "chosen.db"
+
+    r = real_sqrl("--db", str(db), "ingest", str(log), cwd=repo, home=tmp_path / "home")
+    assert r.returncode == 0, r.stderr
+    assert db.exists()  # the --db given before the command is the one used
+    assert not (tmp_path / "home" / ".local").exists()  # and not the default database
+    assert "still pending:" in r.stdout and "of 1 open session(s)" in r.stdout, r.stdout
+    assert "`sqrl ingest --end`" in r.stdout and "idle for 30 min" in r.stdout
+    pending = int(r.stdout.split("still pending: ")[1].split(" ")[0])
+    assert pending > 0
+
+    as_json = real_sqrl(
+        "--json", "--db", str(db), "ingest", str(log), cwd=repo, home=tmp_path / "home"
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)[0]["pending_events"] == pending
+
+    # as the summary says: --end cuts and learns them; nothing is left pending
+    done = real_sqrl("ingest", "--end", str(log), "--db", str(db), cwd=repo, home=tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    assert "still pending" not in done.stdout and "1 episode(s)" in done.stdout, done.stdout

@@ -116,6 +116,55 @@ def test_garbage_429_500_and_a_hang_leave_the_episode_for_retry(
     assert len(provider.requests) == 7  # 1 + 1 + 2 + 2 (each hang ended by the timeout) + 1
 
 
+def wait_outcome(srv: Server, episode_id: str, outcome: str, timeout: float = 30) -> dict:
+    """The episode once its outcome is `outcome` (its state at the deadline otherwise)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ep = srv.call("squirrel/episodes/get", {"episode_id": episode_id})["episode"]
+        if ep["outcome"] == outcome or time.monotonic() > deadline:
+            return ep
+        time.sleep(0.05)
+
+
+def test_retry_without_wait_learns_a_failed_episode_once_the_provider_recovers(
+    tmp_path, db_path, provider: FakeProvider
+):
+    root = repo(tmp_path)
+    env = provider_env(provider, "openai", REOS_MEMORY_LLM_MAX_RETRIES="0")
+    provider.replies = [(500, "down")]  # the provider is down for the first call
+    with Server(db_path, env=env) as srv:
+        srv.wait_ready()
+        ingest_failing_sessions(srv, root, 1)
+        (ep,) = settle(srv, str(root))
+        assert ep["outcome"] == "failed" and "HTTP 500" in ep["outcome_reason"]
+        # a failed episode is not retried by the writer on its own: a new episode's call is
+        # the only one that follows (a failing provider never causes runaway calls)
+        provider.replies = [(500, "still down")]
+        r = srv.call(
+            "squirrel/ingest",
+            {
+                "project_root": str(root),
+                "session_id": "other",
+                "events": failing_episode("y"),
+                "session_end": True,
+            },
+        )
+        assert wait_outcome(srv, r["episodes"][0]["episode_id"], "failed")["outcome"] == "failed"
+        assert len(provider.requests) == 2
+        assert srv.call("squirrel/episodes/get", {"episode_id": ep["id"]})["episode"]["attempts"] == 1
+
+        # the provider is back; the user retries the first episode without waiting
+        provider.replies = [provider.reply("openai", json.dumps(GOOD))]
+        out = srv.call("squirrel/episodes/retry", {"episode_id": ep["id"]})
+        assert out["episodes"] == [{"episode_id": ep["id"], "outcome": "queued"}]
+        done = wait_outcome(srv, ep["id"], "written")
+        assert done["outcome"] == "written" and done["processed"] == 1, done
+        assert done["attempts"] == 2
+        mems = srv.call("squirrel/memories/list", {"project_root": str(root)})["memories"]
+        assert [m["text"] for m in mems] == ["Run migrations before the tests."]
+    assert len(provider.requests) == 3  # one call per attempt, no more
+
+
 def test_daily_token_budget_defers_the_call(tmp_path, db_path, provider: FakeProvider):
     root = repo(tmp_path)
     env = provider_env(provider, "openai", REOS_MEMORY_WRITER_DAILY_TOKEN_BUDGET="100")

@@ -16,6 +16,7 @@ from harness.rpc_client import Server
 from reos_memory.squirrel.transcripts import ingest as tin
 from reos_memory.squirrel.transcripts.base import ParseState
 from reos_memory.squirrel.transcripts.claude_code import ClaudeCode
+from reos_memory.store import squirrel as ssql
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ROOT.parent / "shared" / "formats"
@@ -467,3 +468,45 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
     seqs = app.db.read(lambda c: c.execute(  # type: ignore[attr-defined]
         "SELECT max(seq) FROM squirrel_events WHERE session_id = 's1'").fetchone()[0])
     assert seqs == 9
+
+
+# Two records as Claude Code 2.1.29 wrote them (a shared dataset session, paths as they were):
+# the user's prompt, then the message of another tool's UserPromptSubmit hook that blocked it,
+# written by Claude Code as a `user` record.
+HOOK_BLOCKED_LINES = [
+    '{"parentUuid":"4bddfc59-8db0-4119-b1aa-2eb274346fe0","isSidechain":false,"userType":"external","cwd":"/Users/gtrrz-victor/wks/test-cli/cli","sessionId":"1ecba475-5b18-4058-a0cb-e87703f6f792","version":"2.1.29","gitBranch":"gtrrz-victor/adds-entire-reset-command","type":"user","message":{"role":"user","content":"fix tests"},"uuid":"35ad7fb2-6a79-48d9-9f8d-8a9faeb5640a","timestamp":"2026-02-03T00:25:13.595Z","thinkingMetadata":{"maxThinkingTokens":31999},"todos":[],"permissionMode":"default"}',
+    '{"parentUuid":"35ad7fb2-6a79-48d9-9f8d-8a9faeb5640a","isSidechain":false,"userType":"external","cwd":"/Users/gtrrz-victor/wks/test-cli/cli","sessionId":"1ecba475-5b18-4058-a0cb-e87703f6f792","version":"2.1.29","gitBranch":"gtrrz-victor/adds-entire-reset-command","type":"user","message":{"role":"user","content":"Operation stopped by hook: Another session is active: \\"[Request interrupted by user for tool use]\\"\\n\\nYou can continue here, but checkpoints from both sessions will be interleaved.\\n\\nTo resume the other session instead, exit Claude and run: claude -r 0a93878f-dc30-4a5d-882f-3cd81cd3d499\\n\\nTo suppress this warning in future sessions, run:\\n  entire enable --disable-multisession-warning\\n\\nPress the up arrow key to get your prompt back."},"uuid":"f139f56c-133b-441c-b93e-f15fe1650bfa","timestamp":"2026-02-03T00:25:14.150Z"}',
+]
+
+
+def test_a_hooks_blocking_message_is_not_the_users_words(app, tmp_path: Path) -> None:
+    adapter, state = ClaudeCode(), ParseState()
+    parsed = [p.event for line in HOOK_BLOCKED_LINES for p in adapter.parse(json.loads(line), state)]
+    assert [(e.role, e.text) for e in parsed if e.role == "user"] == [("user", "fix tests")]
+    hook = [e for e in parsed if e.role != "user"]
+    assert len(hook) == 1 and hook[0].role == "system" and hook[0].kind == "message"
+    assert hook[0].summary == "a hook stopped the operation: Another session is active:" \
+        ' "[Request interrupted by user for tool use]"'
+    assert state.counts["hook_messages"] == 1
+    # the same as a text block, and a Stop hook's feedback
+    for text in (
+        "Operation stopped by hook: commit first",
+        "Stop hook feedback:\n[lint]: fix it",
+        "SubagentStop hook feedback: go on",
+    ):
+        rec = json.loads(HOOK_BLOCKED_LINES[1])
+        rec["message"]["content"] = [{"type": "text", "text": text}]
+        (ev,) = [p.event for p in adapter.parse(rec, state)]
+        assert ev.role == "system" and ev.text is None
+
+    # ingested: the episode's only request is the user's
+    log = tmp_path / "logs" / "s.jsonl"
+    log.parent.mkdir()
+    log.write_text("\n".join(HOOK_BLOCKED_LINES) + "\n")
+    sq = app.squirrel  # type: ignore[attr-defined]
+    rep = tin.ingest_file(sq, str(log), tin.Options(session_end=True))
+    assert rep.counts["hook_messages"] == 1 and rep.episodes
+    ep = sq.db.read(lambda c: ssql.get_episode(c, rep.episodes[0]["episode_id"]))
+    said = [e.get("text") or e.get("summary") for e in ep.events if e["role"] == "user"]
+    assert said == ["fix tests"]
+    assert not any("stopped by hook" in json.dumps(e) for e in ep.events if e["role"] == "user")

@@ -69,8 +69,11 @@ def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
     opts = tin.Options(args.agent, end, config.session_idle_minutes * 60.0)
     progress = None if args.json else Progress()
     reps = tin.ingest_paths(app.squirrel, args.paths, opts, progress, helper)
+    # sessions left open (their logs are fresh): their last events wait for the session to end
+    pending = app.squirrel.pending_events(r.session_id for r in reps if r.session_id and not r.ended)
     if args.json:
-        sys.stdout.write(json.dumps([r.public() for r in reps], default=str) + "\n")
+        out = [{**r.public(), "pending_events": pending.get(r.session_id or "", 0)} for r in reps]
+        sys.stdout.write(json.dumps(out, default=str) + "\n")
         return 0
     lines = sum(r.lines for r in reps)
     events = sum(r.events for r in reps)
@@ -85,6 +88,13 @@ def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
     )
     for r in skipped:
         sys.stdout.write(f"  skipped {r.path}: {r.skipped_reason}\n")
+    if pending:
+        sys.stdout.write(
+            f"  still pending: {sum(pending.values())} event(s) of {len(pending)} open session(s),"
+            " not yet cut into episodes nor learned from. They are learned once their logs have"
+            f" been idle for {config.session_idle_minutes:g} min (at the next `sqrl ingest` or"
+            " `sqrl watch`), or now with `sqrl ingest --end` on the same paths.\n"
+        )
     return 0
 
 

@@ -132,6 +132,17 @@ class ContextMemory(Struct, kw_only=True):
     why: str
 
 
+class ContextDropped(Struct, kw_only=True):
+    """A memory looked at for the task and not returned, with the first reason found."""
+
+    id: str
+    reason: Literal["under_floor", "filtered", "not_relevant", "already_injected", "over_budget"]
+    detail: str
+    similarity: float | None
+    keyword: float
+    shared_words: list[str]
+
+
 class ContextResult(Struct, kw_only=True):
     context_id: str
     context_prompt: str
@@ -142,6 +153,7 @@ class ContextResult(Struct, kw_only=True):
     considered: int
     opportunities: int
     semantic_available: bool
+    dropped: list[ContextDropped] = msgspec.field(default_factory=list)
 
 
 class SquirrelSearchParams(ProjectParams, kw_only=True):

@@ -79,6 +79,8 @@ class Retrieval(Struct, kw_only=True, forbid_unknown_fields=True):
     # the same literals as rpc/types.py: typing caches equal Annotated types, so the first one
     # built decides how both render in the OpenRPC document
     similarity_floor: Annotated[float, Meta(ge=-1.0, le=1.0)] = 0.3
+    keyword_floor_relief: Ratio = 0.05
+    distinctive_share: Ratio = 0.05
     candidates: Annotated[int, Meta(ge=1, le=10_000)] = 40
     similarity: NonNeg = 1.0
     keyword: NonNeg = 0.25

@@ -71,12 +71,14 @@ def episodes(result: dict[str, Any]) -> str:
 
 
 def context(result: dict[str, Any]) -> str:
+    left = len(result.get("dropped") or [])
+    left_out = f"; {left} more looked at and left out (--json says why)" if left else ""
     if not result["context_prompt"]:
-        return f"no memories for this task ({result['context_id']})\n"
+        return f"no memories for this task ({result['context_id']}){left_out}\n"
     return (
         result["context_prompt"]
         + f"\n\n{len(result['memory_ids'])} memories, {result['tokens']} of"
-        f" {result['budget']} tokens, context {result['context_id']}\n"
+        f" {result['budget']} tokens, context {result['context_id']}{left_out}\n"
     )
 
 

@@ -6,7 +6,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -146,6 +146,9 @@ class Squirrel:
         self._queue_lock = threading.Lock()
         self._queue: Any = None
         self._queued: set[str] = set()
+        # episodes asked for again by name (episodes/retry): the one time a background writer
+        # runs a failed episode; the ones it meets by itself stay failed (no runaway calls)
+        self._retrying: set[str] = set()
         self._workers: list[threading.Thread] = []
         self._closing = threading.Event()
         # a claim older than the longest a writer call can take belonged to a process that died
@@ -315,6 +318,11 @@ class Squirrel:
             "episodes": [self.after_cut(ep, process, wait) for ep in cut],
         }
 
+    def pending_events(self, session_ids: Iterable[str]) -> dict[str, int]:
+        """Events of these sessions not yet cut into an episode, by session (none: left out)."""
+        ids = sorted(set(session_ids))
+        return self.db.read(lambda c: ssql.pending_events_of(c, ids)) if ids else {}
+
     def limits(self) -> episodes.Limits:
         s = self.settings
         return episodes.Limits(
@@ -339,10 +347,15 @@ class Squirrel:
 
     # -- the background Memory Writer ---------------------------------------------------------
 
-    def enqueue(self, episode_id: str) -> None:
-        """Have a background writer thread process this episode (once, even if asked twice)."""
+    def enqueue(self, episode_id: str, *, retry_failed: bool = False) -> None:
+        """Have a background writer thread process this episode (once, even if asked twice);
+        with `retry_failed`, also when its last call failed."""
         with self._queue_lock:
-            if self._closing.is_set() or episode_id in self._queued:
+            if self._closing.is_set():
+                return
+            if retry_failed:
+                self._retrying.add(episode_id)  # seen by the worker even if already queued
+            if episode_id in self._queued:
                 return
             if not self._workers:
                 self._start_workers()  # may queue this episode already (it is pending)
@@ -374,14 +387,20 @@ class Squirrel:
             eid = self._queue.get()
             if eid is None:
                 return
+            with self._queue_lock:
+                retry = eid in self._retrying
+                self._retrying.discard(eid)
             try:
-                self.process_episode(eid, retry_failed=False)
+                self.process_episode(eid, retry_failed=retry)
             except Exception as exc:  # the episode keeps its state; the worker keeps going
                 if self.log:
                     self.log.warning("writer_worker_error", episode_id=eid, error=repr(exc))
             finally:
                 with self._queue_lock:
-                    self._queued.discard(eid)
+                    if eid in self._retrying and not self._closing.is_set():
+                        self._queue.put(eid)  # retried while this call ran: once more, after it
+                    else:
+                        self._queued.discard(eid)
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """True once no episode is queued or being written by this process (for tests, CLI)."""
@@ -643,7 +662,7 @@ class Squirrel:
         if wait or self.writer_kind() == "rules":
             return {"episodes": [self.process_episode(i) for i in ids]}
         for i in ids:
-            self.enqueue(i)
+            self.enqueue(i, retry_failed=True)
         return {"episodes": [{"episode_id": i, "outcome": "queued"} for i in ids]}
 
     # -- explicit writes --------------------------------------------------------------------

@@ -140,16 +140,20 @@ _frequencies = _Frequencies()
 
 
 def prune_words(
-    conn: apsw.Connection, words: Sequence[str], budget: int, index: str = "blocks_fts"
+    conn: apsw.Connection,
+    words: Sequence[str],
+    budget: int,
+    index: str = "blocks_fts",
+    dfs: Sequence[int] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(kept, dropped): the rarest words whose postings fit in `budget`, at least one.
 
     Words are stemmed by the index's own tokenizer, so document frequencies are those of the
     index (up to DF_TTL_S old). The dropped words are the most common ones, whose BM25 weight
     (IDF) is the smallest anyway; without this an OR query over common words scores most of a
-    large corpus.
+    large corpus. `dfs`: the words' document frequencies, when the caller has them already.
     """
-    df_of = document_frequencies(conn, words, index)
+    df_of = document_frequencies(conn, words, index) if dfs is None else dfs
     kept: list[str] = []
     dropped: list[str] = []
     total = 0

@@ -375,6 +375,30 @@ def keyword_search(
     return [(r[0], float(r[1])) for r in rows]
 
 
+def count_all(conn: apsw.Connection) -> int:
+    """How many memories the database holds (every project and status: the keyword index's
+    documents)."""
+    return int(scalar(conn, "SELECT count(*) FROM memories") or 0)
+
+
+def words_held(
+    conn: apsw.Connection, words: Sequence[str], ids: Sequence[str]
+) -> dict[str, list[str]]:
+    """Which of the words (matched as the keyword index stems them) each of these memories
+    holds; memories holding none are left out."""
+    out: dict[str, list[str]] = {}
+    for w in words:
+        rows = fetch(
+            conn,
+            "SELECT m.id FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid"
+            " WHERE memories_fts MATCH ? AND m.id IN (SELECT value FROM json_each(?))",
+            (fts_match([w]), _json(list(ids))),
+        )
+        for r in rows:
+            out.setdefault(r[0], []).append(w)
+    return out
+
+
 # -- evidence ---------------------------------------------------------------------------------
 
 

@@ -123,6 +123,18 @@ def pending_event_count(conn: apsw.Connection) -> int:
     return int(scalar(conn, "SELECT count(*) FROM squirrel_events") or 0)
 
 
+def pending_events_of(conn: apsw.Connection, session_ids: Sequence[str]) -> dict[str, int]:
+    """How many events each of these sessions holds that are not yet in an episode (sessions
+    holding none are left out)."""
+    rows = fetch(
+        conn,
+        "SELECT session_id, count(*) FROM squirrel_events"
+        " WHERE session_id IN (SELECT value FROM json_each(?)) GROUP BY session_id",
+        (_json(list(session_ids)),),
+    )
+    return {r[0]: int(r[1]) for r in rows}
+
+
 # -- episodes ---------------------------------------------------------------------------------
 
 _EP_COLS = (

@@ -102,8 +102,12 @@ def get_task_context(ctx: RequestContext, p: t.ContextParams) -> t.ContextResult
     provisional or active, not expired. Key lookup first (`project.*`, `user.*`), then vector and
     keyword search; ranked by similarity, status, tier, kind and use (weights from the policy);
     emergency guards first. `tokens` never exceeds `context_budget_tokens` (count: README).
+    The similarity floor is hybrid: a memory just under it passes when it holds a distinctive
+    word of the task (policy `keyword_floor_relief`, `distinctive_share`).
     Counts an opportunity for every memory that passed the filters and similarity floor and a
     use for every memory returned; the request is recorded under `context_id` for feedback.
+    `considered` counts every memory looked at; `dropped` says why each one not returned was
+    left out (under_floor, filtered, not_relevant, already_injected, over_budget).
     """
     out = ctx.app.squirrel.get_task_context(
         project_id=p.project_id,

@@ -5,6 +5,8 @@
   wrappers, which are not requests and are left out (a slash command's arguments are kept).
 * Assistant turns are split across records (one block each); `tool_use` blocks become tool
   calls, `text` blocks assistant messages, `thinking` blocks are dropped.
+* A hook of another tool that blocks a prompt makes Claude Code write its message as a `user`
+  record ("Operation stopped by hook: ..."): a system event, never the user's words.
 * A failed tool result has `is_error: true` and starts with "Exit code N" for commands; a
   rejected call says so in `toolUseResult` ("User rejected tool use").
 * Subagent work (1.0.x inline `isSidechain` records, 2.x `<session>/subagents/agent-*.jsonl`)
@@ -66,6 +68,9 @@ _NOT_TYPED = (
 )
 _COMMAND = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.S)
 _INTERRUPT = "[Request interrupted by user"
+# what Claude Code writes in the user's name when a hook blocks a prompt (UserPromptSubmit) or
+# the end of a turn (Stop, SubagentStop; often but not always marked isMeta): the hook's words
+_HOOK_BLOCKED = ("Operation stopped by hook:", "Stop hook feedback:", "SubagentStop hook feedback:")
 _REJECTED = ("User rejected tool use", "The user doesn't want to proceed with this tool use")
 _FILE_KEYS = ("file_path", "notebook_path", "path")
 # Claude Code appends what the user typed when rejecting a call to the rejection text
@@ -141,6 +146,8 @@ class ClaudeCode:
         if isinstance(content, str):
             if record.get("isMeta") or sidechain:
                 return []
+            if content.lstrip().startswith(_HOOK_BLOCKED):
+                return [_hook_blocked(content, ts, state)]
             text = _typed(content)
             return [_said(text, ts)] if text else []
         if not isinstance(content, list):
@@ -169,6 +176,9 @@ class ClaudeCode:
                             summary="the user interrupted the assistant",
                         )
                     )
+                    continue
+                if text.lstrip().startswith(_HOOK_BLOCKED):
+                    out.append(_hook_blocked(text, ts, state))
                     continue
                 typed = _typed(text)
                 if typed:
@@ -275,6 +285,15 @@ def _typed(text: str) -> str | None:
         args = parts.get("args", "").strip()
         return args or None  # a slash command's own arguments are a request
     return s
+
+
+def _hook_blocked(text: str, ts: str | None, state: ParseState) -> EventIn:
+    """A hook's blocking message: a system event naming the hook's reason (its first line)."""
+    state.count("hook_messages")
+    return EventIn(
+        role="system", kind="message", ts=ts,
+        summary=f"a hook stopped the operation: {first_line(text.split(':', 1)[1])}",
+    )
 
 
 def _said(text: str, ts: str | None) -> EventIn:
