@@ -34,6 +34,12 @@ _SPECIFIC = re.compile(
     r"`[^`]+`|\b\w+[._/]\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\b|--?\w[\w-]+|\"[^\"]{3,}\""
     r"|(?<!^)(?<![.!?]\s)\b[A-Z][a-z]{2,}"
 )
+# a word every cue above holds: a substring test skips most messages at C speed
+_ANCHORS = (
+    "found", "cause", "issue", "problem", "bug", "why", "explain", "because", "support",
+    "missing", "n't", " not ", "require", "must", "only ", "merge", "ignored", "dropped",
+    "overwritten", "failure", "error", "crash",
+)
 _HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|may be|seems?|i think|i guess"
     r"|let me|i'?ll|i will|i need to|we need to check|not sure|unclear|wonder)\b|\?$"
@@ -42,6 +48,9 @@ _HEDGE = re.compile(
 
 def find(text: str) -> list[str]:
     """The diagnosis sentences of one agent message, strongest first."""
+    low = text.lower()
+    if not any(w in low for w in _ANCHORS) or not (_FOUND.search(low) or _CONSTRAINT.search(low)):
+        return []  # most messages: one pass over the text, no sentence splitting
     sents = sentences(text)
     scored: list[tuple[int, int, str]] = []
     for i, s in enumerate(sents):
