@@ -1,4 +1,7 @@
-"""Configuration: defaults < config file (TOML) < environment < command line."""
+"""Configuration: defaults < config file (TOML) < environment < command line.
+
+The config file is `--config FILE`, else `$REOS_MEMORY_CONFIG`, else `config.toml` in the home
+directory when it exists (`sqrl hooks install --writer` writes the writer setting there)."""
 
 from __future__ import annotations
 
@@ -24,6 +27,11 @@ def default_home() -> Path:
 
 def default_db_path() -> str:
     return str(default_home() / "memory.db")
+
+
+def default_config_path() -> Path:
+    """The user's config file, read when no other is named: `$REOS_MEMORY_HOME/config.toml`."""
+    return default_home() / "config.toml"
 
 
 def default_model_dir() -> str:
@@ -74,7 +82,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm_max_output_tokens: Annotated[int, Meta(ge=16, le=32_000)] = 800
     llm_extraction: bool = False
     # Squirrel (coding-assistant memory)
-    writer: Literal["auto", "rules", "llm"] = "auto"  # auto: the LLM when configured, else rules
+    # auto: the LLM when configured, else rules; claude-code / codex: the agent's own CLI
+    writer: Literal["auto", "rules", "llm", "claude-code", "codex"] = "auto"
     owner_id: Annotated[str, Meta(max_length=128)] = ""  # default owner; empty: the OS user name
     policy_file: str = ""  # user memory_policy.toml; empty: $REOS_MEMORY_HOME/memory_policy.toml
     dedup_threshold: Annotated[float, Meta(ge=0.5, le=1.0)] = 0.92
@@ -86,6 +95,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     writer_max_output_tokens: Annotated[int, Meta(ge=64, le=32_000)] = 1200
     writer_daily_token_budget: Annotated[int, Meta(ge=0, le=10**10)] = 1_000_000
     writer_max_concurrent_calls: Annotated[int, Meta(ge=1, le=16)] = 2
+    # writer = "claude-code" | "codex": the executable (empty: on PATH), model, time per call
+    writer_cli_path: str = ""
+    writer_cli_model: Annotated[str, Meta(max_length=200)] = ""  # empty: haiku / codex's own
+    writer_cli_timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 120.0
     # Real agents: session logs, `sqrl watch` and the Claude Code hook
     session_idle_minutes: Annotated[float, Meta(gt=0, le=10_080)] = 30.0
     claude_projects_dir: str = ""  # empty: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects
@@ -108,6 +121,8 @@ def load_config(config_file: str | None = None, overrides: dict[str, Any] | None
     """Merge the sources in order and validate the result (errors name the setting)."""
     merged: dict[str, Any] = {}
     path = config_file or os.environ.get(ENV_PREFIX + "CONFIG")
+    if not path and default_config_path().is_file():
+        path = str(default_config_path())
     if path:
         try:
             raw = msgspec.toml.decode(Path(path).read_bytes())
