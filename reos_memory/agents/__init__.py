@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 def close_app(app: App, config: Config) -> None:
     """Let background Memory Writer calls finish (each is bounded by the LLM timeout and
-    retries), then close the App."""
-    app.squirrel.wait_idle(config.llm_timeout_s * (config.llm_max_retries + 1) + 30)
+    retries, or the agent CLI's timeout), then close the App."""
+    if config.writer in ("claude-code", "codex"):
+        app.squirrel.wait_idle(config.writer_cli_timeout_s + 60)
+    else:
+        app.squirrel.wait_idle(config.llm_timeout_s * (config.llm_max_retries + 1) + 30)
     app.close()
