@@ -6,6 +6,7 @@ directory when it exists (`sqrl hooks install --writer` writes the writer settin
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -154,3 +155,48 @@ def load_config(config_file: str | None = None, overrides: dict[str, Any] | None
         codex = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
         cfg.codex_sessions_dir = str(Path(codex).expanduser() / "sessions")
     return cfg
+
+
+def set_setting(path: str | Path, key: str, value: str) -> None:
+    """Write `key = "value"` into a config file (created if missing), where `load_config` reads
+    it (the `[server]` table when the file has one), keeping every other line; the result is
+    validated before it replaces the file."""
+    if key not in _ENV_FIELDS:
+        raise ConfigError(f"unknown setting {key!r}")
+    target = Path(path).expanduser()
+    try:
+        text = target.read_text("utf-8") if target.exists() else ""
+        raw = msgspec.toml.decode(text.encode()) if text else {}
+    except (OSError, UnicodeDecodeError, msgspec.DecodeError) as exc:
+        raise ConfigError(f"cannot read config file {target}: {exc}") from exc
+    line = f"{key} = {msgspec.json.encode(value).decode()}"  # a JSON string is a TOML string
+    lines = text.splitlines()
+    header = re.compile(r"^\s*\[")
+    if isinstance(raw, dict) and isinstance(raw.get("server"), dict):
+        start = next(i for i, ln in enumerate(lines) if re.match(r"^\s*\[\s*server\s*\]", ln))
+        end = next((i for i in range(start + 1, len(lines)) if header.match(lines[i])), len(lines))
+        insert_at = start + 1
+    else:
+        start, end = -1, next((i for i, ln in enumerate(lines) if header.match(ln)), len(lines))
+        insert_at = end
+    mine = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    at = next((i for i in range(start + 1, end) if mine.match(lines[i])), None)
+    if at is not None:
+        lines[at] = line
+    else:
+        lines.insert(insert_at, line)
+    new = "\n".join(lines) + "\n"
+    try:
+        check = msgspec.toml.decode(new.encode())
+        section = check.get("server", check) if isinstance(check, dict) else {}
+        msgspec.convert({key: section.get(key)}, Config, strict=False)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ConfigError(f"{target}: {key} = {value!r} would not be valid: {exc}") from exc
+    if section.get(key) != value:
+        raise ConfigError(f"{target}: {key} could not be set (edit the file by hand)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(new, "utf-8")
+    if target.exists():
+        os.chmod(tmp, target.stat().st_mode & 0o7777)
+    os.replace(tmp, target)

@@ -449,3 +449,52 @@ def test_the_hook_exits_at_once_inside_a_writer_run(tmp_path: Path) -> None:
     r = hook()  # the same call from an ordinary session is queued
     assert r.returncode == 0
     assert queue.exists() and list(queue.iterdir())
+
+
+# -- sqrl hooks install --writer ----------------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_hooks_install_writer_says_the_cost_and_writes_the_config(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    root = repo(tmp_path)
+    make_fake(tmp_path / "bin", "claude-code", "good")
+    env = _env(
+        home,
+        tmp_path / "m.db",
+        PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        REOS_MEMORY_HOME=str(tmp_path / "rh"),
+        REOS_MEMORY_WRITER_MAX_INPUT_TOKENS="3000",
+    )
+    # two days of sessions learned offline: the history the estimate goes by
+    for age in (timedelta(days=2), timedelta(days=1)):
+        s = ClaudeSession(root, datetime.now(UTC) - age)
+        s.user("Always run the linters with `make lint` before committing.")
+        s.bash("make lint", "ok")
+        assert sqrl(env, "ingest", str(s.write(home / ".claude")), "--end").returncode == 0
+    text = sqrl(env, "hooks", "install", "--writer", "claude-code")
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    assert "`claude -p --model haiku` (found at " in out
+    assert "at most 4,200 tokens per episode" in out  # 3000 in + 1200 out
+    assert "1.0 episodes worth a writer call per active day (2 active days" in out
+    assert "writer_daily_token_budget = 1,000,000 tokens a day" in out
+    cfg = tmp_path / "rh" / "config.toml"
+    assert cfg.read_text() == 'writer = "claude-code"\n'
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    cmd = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert f"REOS_MEMORY_CONFIG={cfg}" in cmd
+    # every command now reads it: sqrl status shows the writer and where its CLI is
+    st = json.loads(sqrl(env, "status", "--json").stdout)
+    assert st["writer"] == "claude-code"
+    assert st["writer_config"]["executable_found"] == str(tmp_path / "bin" / "claude")
+    # codex, in JSON, into a named config file that keeps what it held
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[server]\nembedder = "hash"\nwriter = "rules"\n')
+    j = sqrl(env, "hooks", "install", "--writer", "codex", "--config", str(mine), "--json")
+    assert j.returncode == 0, j.stderr
+    got = json.loads(j.stdout)["writer"]
+    assert got["config_file"] == str(mine)
+    assert got["estimate"]["executable_found"] is None  # no codex on this PATH
+    assert got["estimate"]["tokens_per_day"] == 4200
+    assert mine.read_text() == '[server]\nembedder = "hash"\nwriter = "codex"\n'
