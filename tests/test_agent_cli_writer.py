@@ -498,3 +498,37 @@ def test_hooks_install_writer_says_the_cost_and_writes_the_config(tmp_path: Path
     assert got["estimate"]["executable_found"] is None  # no codex on this PATH
     assert got["estimate"]["tokens_per_day"] == 4200
     assert mine.read_text() == '[server]\nembedder = "hash"\nwriter = "codex"\n'
+
+
+def test_set_setting_keeps_the_file_and_refuses_what_would_break_it(tmp_path: Path) -> None:
+    from reos_memory.config import ConfigError, load_config, set_setting
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('# my settings\nembedder = "hash"\nwriter = "rules"  # offline for now\n')
+    set_setting(cfg, "writer", "claude-code")
+    assert cfg.read_text() == '# my settings\nembedder = "hash"\nwriter = "claude-code"\n'
+    assert load_config(str(cfg)).writer == "claude-code"
+    with pytest.raises(ConfigError, match="Invalid enum value 'gpt'"):
+        set_setting(cfg, "writer", "gpt")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("writer = \n")
+    with pytest.raises(ConfigError, match="cannot read"):
+        set_setting(broken, "writer", "codex")
+    assert broken.read_text() == "writer = \n"  # untouched
+
+
+def test_the_default_config_file_is_read_when_no_other_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reos_memory.config import load_config
+
+    monkeypatch.setenv("REOS_MEMORY_HOME", str(tmp_path))
+    monkeypatch.delenv("REOS_MEMORY_CONFIG", raising=False)
+    monkeypatch.delenv("REOS_MEMORY_WRITER", raising=False)
+    assert load_config().writer == "auto"
+    (tmp_path / "config.toml").write_text('writer = "codex"\nwriter_cli_model = "gpt-5-mini"\n')
+    cfg = load_config()
+    assert (cfg.writer, cfg.writer_cli_model) == ("codex", "gpt-5-mini")
+    named = tmp_path / "other.toml"
+    named.write_text('writer = "rules"\n')
+    assert load_config(str(named)).writer == "rules"  # a named file wins

@@ -37,6 +37,7 @@ never ingested: see `markers.is_writer_run_dir`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -251,7 +252,8 @@ class AgentCLIClient:
     def __init__(self, settings: CLISettings) -> None:
         if settings.provider not in EXECUTABLES:
             raise LLMError(f"unknown agent CLI {settings.provider!r}")
-        self.settings = settings
+        # the model it asks for, as the call records show it
+        self.settings = dataclasses.replace(settings, model=settings.effective_model)
         self.calls = 0
         self._flags: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
@@ -342,12 +344,14 @@ class AgentCLIClient:
             res = run_bounded(
                 argv, b"", env=env, cwd=cwd, timeout_s=HELP_TIMEOUT_S, max_stdout=1 << 18
             )
-            text = res.stdout.decode("utf-8", "replace") if res.returncode == 0 else ""
         except LLMError:
-            text = ""
-        flags = frozenset(re.findall(r"(?<![\w-])--[a-zA-Z][\w-]*", text))
-        with self._lock:
-            self._flags[key] = flags
+            return frozenset()  # the run itself will say what is wrong
+        flags = frozenset(
+            re.findall(r"(?<![\w-])--[a-zA-Z][\w-]*", res.stdout.decode("utf-8", "replace"))
+        )
+        if res.returncode == 0 and not res.timed_out:  # a failed probe is tried again next time
+            with self._lock:
+                self._flags[key] = flags
         return flags
 
     def _claude_argv(
