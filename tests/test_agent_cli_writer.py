@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.agent_homes import ClaudeSession
+from harness.agent_homes import ClaudeSession, CodexSession
 from harness.rpc_client import ROOT, Server
 from reos_memory.llm import LLMError
 from reos_memory.squirrel.writer import agent_cli
@@ -402,11 +402,16 @@ def test_sqrl_ingest_learns_through_claude_and_never_from_its_own_runs(tmp_path:
     w.user('{"episode_id": "ep-x", "events": [{"role": "user", "text": "never learn me"}]}')
     w.say('{"ops": [{"op": "ADD", "kind": "note", "text": "never learn me"}]}')
     own = w.write(home / ".claude")
-    out = sqrl(env, "ingest", str(real), str(own), "--end", "--json")
+    x = CodexSession(Path("/tmp/reos-memory-writer-def456"), start)  # a codex run, likewise
+    x.user("<instructions>\nYou are the Memory Writer\n</instructions>\n\nnever learn me")
+    x.say('{"ops": [{"op": "ADD", "kind": "note", "text": "never learn me"}]}')
+    own_codex = x.write(home / ".codex")
+    out = sqrl(env, "ingest", str(real), str(own), str(own_codex), "--end", "--json")
     assert out.returncode == 0, out.stderr
     reps = {r["path"]: r for r in json.loads(out.stdout)}
-    assert reps[str(own)]["skipped_reason"].startswith("a Memory Writer run")
-    assert reps[str(own)]["episodes"] == []
+    for path in (own, own_codex):
+        assert reps[str(path)]["skipped_reason"].startswith("a Memory Writer run")
+        assert reps[str(path)]["episodes"] == []
     assert reps[str(real)]["episodes"]
     mems = json.loads(sqrl(env, "memories", "--json", "--project-root", str(root)).stdout)
     texts = [m["text"] for m in mems["memories"]]
