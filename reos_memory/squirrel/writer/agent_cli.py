@@ -171,7 +171,8 @@ def run_bounded(
     out = bytearray()
     err = bytearray()
     overflow = threading.Event()
-    exited = threading.Event()
+    exited = threading.Event()  # the leader has exited
+    wake = threading.Event()  # it exited, or printed too much
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     stdin_pipe, stdout_pipe, stderr_pipe = proc.stdin, proc.stdout, proc.stderr
 
@@ -188,7 +189,7 @@ def run_bounded(
                 return
             if len(out) + len(chunk) > max_stdout:
                 overflow.set()
-                exited.set()  # wakes the waiter, which kills the group
+                wake.set()  # the waiter kills the group
                 return
             out.extend(chunk)
 
@@ -212,6 +213,7 @@ def run_bounded(
             else:
                 proc.wait()
         exited.set()
+        wake.set()
 
     threads = [
         threading.Thread(target=f, name=f"writer-cli-{f.__name__}", daemon=True)
@@ -219,7 +221,7 @@ def run_bounded(
     ]
     for t in threads:
         t.start()
-    timed_out = not exited.wait(timeout_s)
+    timed_out = not wake.wait(timeout_s)
     if timed_out or overflow.is_set():
         _kill_group(proc.pid, signal.SIGTERM)
         if not exited.wait(1.0):
