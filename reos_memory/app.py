@@ -52,6 +52,7 @@ class App:
             ),
         )
         self._llm: Any = None
+        self._writer_cli: Any = None
         self._squirrel: Any = None
         self._squirrel_lock = threading.Lock()
         self._stopping = threading.Event()
@@ -111,13 +112,31 @@ class App:
             self._llm = LLMClient(settings)
         return self._llm
 
+    def writer_llm(self) -> Any:
+        """The Memory Writer's model: the agent's CLI when `writer` names one, else `llm()`."""
+        c = self.config
+        if c.writer not in ("claude-code", "codex"):
+            return self.llm()
+        if self._writer_cli is None:
+            from reos_memory.squirrel.writer.agent_cli import AgentCLIClient, CLISettings
+
+            self._writer_cli = AgentCLIClient(
+                CLISettings(
+                    provider=c.writer,
+                    path=c.writer_cli_path,
+                    model=c.writer_cli_model,
+                    timeout_s=c.writer_cli_timeout_s,
+                )
+            )
+        return self._writer_cli
+
     @property
     def squirrel(self) -> Any:
         """Squirrel, built on first use (its rules and regexes stay off the start-up path)."""
         with self._squirrel_lock:
             if self._squirrel is None:
                 self._squirrel = make_squirrel(
-                    self.config, self.db, self.indexer, self.llm, self.log
+                    self.config, self.db, self.indexer, self.writer_llm, self.log
                 )
             return self._squirrel
 
@@ -162,7 +181,11 @@ def make_squirrel(config: Config, db: Database, indexer: Any, llm: Any, log: Any
         max_events_per_ingest=c.max_events_per_ingest,
         log_retention_days=c.log_retention_days,
         idle_seconds=c.session_idle_minutes * 60.0,
-        llm_call_budget_s=c.llm_timeout_s * (c.llm_max_retries + 1) + 10 * c.llm_max_retries,
+        llm_call_budget_s=(
+            c.writer_cli_timeout_s + 30  # one run, and the probe of its options
+            if c.writer in ("claude-code", "codex")
+            else c.llm_timeout_s * (c.llm_max_retries + 1) + 10 * c.llm_max_retries
+        ),
     )
     return Squirrel(db, indexer, settings, llm, log)
 

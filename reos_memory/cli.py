@@ -247,7 +247,13 @@ def build_sqrl_parser() -> argparse.ArgumentParser:
     target.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json")
     target.add_argument("--local", metavar="DIR", help="DIR/.claude/settings.local.json")
     hsub = hk.add_subparsers(dest="hooks_command", required=True)
-    hsub.add_parser("install", parents=[hk_common], help="add the hooks (keeps yours)")
+    hin = hsub.add_parser("install", parents=[hk_common], help="add the hooks (keeps yours)")
+    hin.add_argument(
+        "--writer",
+        choices=["claude-code", "codex", "rules", "auto"],
+        help="also set the Memory Writer (claude-code / codex: says what it will cost first)",
+    )
+    hin.add_argument("--yes", action="store_true", help="do not ask before switching it on")
     hsub.add_parser("uninstall", parents=[hk_common], help="remove exactly Squirrel's hooks")
     hsub.add_parser("status", parents=[hk_common], help="show what is installed")
     return parser

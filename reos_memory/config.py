@@ -1,8 +1,12 @@
-"""Configuration: defaults < config file (TOML) < environment < command line."""
+"""Configuration: defaults < config file (TOML) < environment < command line.
+
+The config file is `--config FILE`, else `$REOS_MEMORY_CONFIG`, else `config.toml` in the home
+directory when it exists (`sqrl hooks install --writer` writes the writer setting there)."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,6 +28,11 @@ def default_home() -> Path:
 
 def default_db_path() -> str:
     return str(default_home() / "memory.db")
+
+
+def default_config_path() -> Path:
+    """The user's config file, read when no other is named: `$REOS_MEMORY_HOME/config.toml`."""
+    return default_home() / "config.toml"
 
 
 def default_model_dir() -> str:
@@ -74,7 +83,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm_max_output_tokens: Annotated[int, Meta(ge=16, le=32_000)] = 800
     llm_extraction: bool = False
     # Squirrel (coding-assistant memory)
-    writer: Literal["auto", "rules", "llm"] = "auto"  # auto: the LLM when configured, else rules
+    # auto: the LLM when configured, else rules; claude-code / codex: the agent's own CLI
+    writer: Literal["auto", "rules", "llm", "claude-code", "codex"] = "auto"
     owner_id: Annotated[str, Meta(max_length=128)] = ""  # default owner; empty: the OS user name
     policy_file: str = ""  # user memory_policy.toml; empty: $REOS_MEMORY_HOME/memory_policy.toml
     dedup_threshold: Annotated[float, Meta(ge=0.5, le=1.0)] = 0.92
@@ -86,6 +96,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     writer_max_output_tokens: Annotated[int, Meta(ge=64, le=32_000)] = 1200
     writer_daily_token_budget: Annotated[int, Meta(ge=0, le=10**10)] = 1_000_000
     writer_max_concurrent_calls: Annotated[int, Meta(ge=1, le=16)] = 2
+    # writer = "claude-code" | "codex": the executable (empty: on PATH), model, time per call
+    writer_cli_path: str = ""
+    writer_cli_model: Annotated[str, Meta(max_length=200)] = ""  # empty: haiku / codex's own
+    writer_cli_timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 120.0
     # Real agents: session logs, `sqrl watch` and the Claude Code hook
     session_idle_minutes: Annotated[float, Meta(gt=0, le=10_080)] = 30.0
     claude_projects_dir: str = ""  # empty: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects
@@ -108,6 +122,8 @@ def load_config(config_file: str | None = None, overrides: dict[str, Any] | None
     """Merge the sources in order and validate the result (errors name the setting)."""
     merged: dict[str, Any] = {}
     path = config_file or os.environ.get(ENV_PREFIX + "CONFIG")
+    if not path and default_config_path().is_file():
+        path = str(default_config_path())
     if path:
         try:
             raw = msgspec.toml.decode(Path(path).read_bytes())
@@ -139,3 +155,48 @@ def load_config(config_file: str | None = None, overrides: dict[str, Any] | None
         codex = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
         cfg.codex_sessions_dir = str(Path(codex).expanduser() / "sessions")
     return cfg
+
+
+def set_setting(path: str | Path, key: str, value: str) -> None:
+    """Write `key = "value"` into a config file (created if missing), where `load_config` reads
+    it (the `[server]` table when the file has one), keeping every other line; the result is
+    validated before it replaces the file."""
+    if key not in _ENV_FIELDS:
+        raise ConfigError(f"unknown setting {key!r}")
+    target = Path(path).expanduser()
+    try:
+        text = target.read_text("utf-8") if target.exists() else ""
+        raw = msgspec.toml.decode(text.encode()) if text else {}
+    except (OSError, UnicodeDecodeError, msgspec.DecodeError) as exc:
+        raise ConfigError(f"cannot read config file {target}: {exc}") from exc
+    line = f"{key} = {msgspec.json.encode(value).decode()}"  # a JSON string is a TOML string
+    lines = text.splitlines()
+    header = re.compile(r"^\s*\[")
+    if isinstance(raw, dict) and isinstance(raw.get("server"), dict):
+        start = next(i for i, ln in enumerate(lines) if re.match(r"^\s*\[\s*server\s*\]", ln))
+        end = next((i for i in range(start + 1, len(lines)) if header.match(lines[i])), len(lines))
+        insert_at = start + 1
+    else:
+        start, end = -1, next((i for i, ln in enumerate(lines) if header.match(ln)), len(lines))
+        insert_at = end
+    mine = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    at = next((i for i in range(start + 1, end) if mine.match(lines[i])), None)
+    if at is not None:
+        lines[at] = line
+    else:
+        lines.insert(insert_at, line)
+    new = "\n".join(lines) + "\n"
+    try:
+        check = msgspec.toml.decode(new.encode())
+        section = check.get("server", check) if isinstance(check, dict) else {}
+        msgspec.convert({key: section.get(key)}, Config, strict=False)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ConfigError(f"{target}: {key} = {value!r} would not be valid: {exc}") from exc
+    if section.get(key) != value:
+        raise ConfigError(f"{target}: {key} could not be set (edit the file by hand)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(new, "utf-8")
+    if target.exists():
+        os.chmod(tmp, target.stat().st_mode & 0o7777)
+    os.replace(tmp, target)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from reos_memory.agents import close_app
-from reos_memory.config import Config
+from reos_memory.config import Config, ConfigError
 from reos_memory.errors import ReosError
 
 
@@ -154,12 +154,18 @@ def _hooks(config: Config, args: Any) -> int:
     scope = "project" if args.project is not None else ("local" if args.local else "user")
     project = Path(args.project or args.local or ".").resolve() if scope != "user" else None
     path = hs.settings_path(scope, project)  # type: ignore[arg-type]
+    writer: dict[str, Any] | None = None
     try:
         if args.hooks_command == "install":
+            writer = _writer_choice(config, args)
+            if writer is not None and writer.get("refused"):
+                sys.stdout.write("nothing changed\n")
+                return 1
             command = hook_executable()
             # the hook must open the database this command did (Claude Code runs it with its
-            # own environment)
-            config_file = args.config or os.environ.get("REOS_MEMORY_CONFIG")
+            # own environment), with the config file that names the writer
+            config_file = (writer or {}).get("config_file") or args.config
+            config_file = config_file or os.environ.get("REOS_MEMORY_CONFIG")
             if config_file:
                 command = f"REOS_MEMORY_CONFIG={shlex.quote(os.path.abspath(config_file))} {command}"
             if args.db or os.environ.get("REOS_MEMORY_DB"):
@@ -179,13 +185,14 @@ def _hooks(config: Config, args: Any) -> int:
                 cmd = f"  {s['commands'][0]}" if s["commands"] else ""
                 sys.stdout.write(f"  {mark} {ev}{extra}{cmd}\n")
             return 0
-    except (hs.SettingsError, ValueError) as exc:
+    except (hs.SettingsError, ValueError, ConfigError) as exc:
         sys.stderr.write(f"sqrl: {exc}\n")
         return 1
     if args.json:
         sys.stdout.write(
             json.dumps(
                 {
+                    **({"writer": writer} if writer else {}),
                     "path": str(res.path),
                     "changed": res.changed,
                     "backup": str(res.backup) if res.backup else None,
@@ -206,4 +213,37 @@ def _hooks(config: Config, args: Any) -> int:
         )
         backup = f" (backup: {res.backup})" if res.backup else ""
         sys.stdout.write(f"{res.path}: {done}{backup}\n")
+    if writer and not args.json:
+        sys.stdout.write(f'{writer["config_file"]}: writer = "{writer["writer"]}"\n')
     return 0
+
+
+def _writer_choice(config: Config, args: Any) -> dict[str, Any] | None:
+    """With `--writer`: say what an agent-CLI writer will cost, ask when on a terminal (unless
+    `--yes`), and write the setting into the user's config file."""
+    choice = getattr(args, "writer", None)
+    if choice is None:
+        return None
+    from reos_memory.agents import writer_setup as ws
+
+    out: dict[str, Any] = {"writer": choice}
+    if choice in ("claude-code", "codex"):
+        est = ws.estimate(config, choice)
+        out["estimate"] = {
+            "command": est.command,
+            "executable_found": est.executable_found,
+            "tokens_per_episode": est.tokens_per_episode,
+            "episodes_per_day": round(est.episodes_per_day, 2),
+            "from_history": est.from_history,
+            "tokens_per_day": est.tokens_per_day,
+            "daily_token_budget": est.daily_cap,
+        }
+        if not args.json:
+            sys.stdout.write(ws.describe(est))
+        if not args.yes and sys.stdin.isatty():
+            sys.stdout.write("Use it? [y/N] ")
+            sys.stdout.flush()
+            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                return {"refused": True}
+    out["config_file"] = str(ws.switch_on(args.config, choice))
+    return out

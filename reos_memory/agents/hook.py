@@ -35,6 +35,7 @@ from typing import Any
 
 from reos_memory.agents import close_app
 from reos_memory.config import Config
+from reos_memory.squirrel.markers import WRITER_RUN_ENV
 
 MAX_INPUT = 4 << 20
 LOG_BYTES = 1 << 20
@@ -60,6 +61,9 @@ def log_line(config: Config, text: str) -> None:
 
 def run(config: Config, stdin: bytes) -> int:
     """Handle one hook call; the answer (if any) is written to stdout. Always returns 0."""
+    if os.environ.get(WRITER_RUN_ENV):
+        # a Memory Writer run of ours (`claude -p`): never hooked, so never learned from
+        return 0
     # Nothing but the answer may reach stdout: anything printed meanwhile (by us or a library,
     # through sys.stdout or the file descriptor) goes to stderr.
     sys.stdout.flush()

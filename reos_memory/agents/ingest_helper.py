@@ -39,7 +39,7 @@ def wanted(config: Config, paths: Iterable[str]) -> bool:
     if config.ingest_helper_min_mb <= 0 or config.db == ":memory:" or _cores() < 2:
         return False
     llm = config.llm_provider != "none" and bool(config.llm_model)  # as App.llm() reads them
-    if config.writer == "llm" or (config.writer == "auto" and llm):
+    if config.writer in ("llm", "claude-code", "codex") or (config.writer == "auto" and llm):
         return False
     need = config.ingest_helper_min_mb * 1e6
     total = 0

@@ -351,4 +351,6 @@ class StatusResult(Struct, kw_only=True):
     writer_daily_token_budget: int
     owner_id: str
     transcripts: dict[str, dict[str, Any]]  # per agent: files, lines, events, malformed, ...
-    writer_config: dict[str, Any]  # provider, model, base_url, api_key_env, api_key_set
+    # provider, model, base_url, api_key_env, api_key_set; for an agent's CLI (claude-code,
+    # codex): provider, model, executable, executable_found, timeout_s
+    writer_config: dict[str, Any]

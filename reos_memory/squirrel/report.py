@@ -100,6 +100,13 @@ def _writer_config(c: dict[str, Any]) -> str:
         return f"{c.get('writer')}: {c['problem']}"
     if "model" not in c:
         return str(c.get("provider", "rules (offline)"))
+    if "executable" in c:  # the agent's CLI
+        found = c.get("executable_found")
+        where = f"found at {found}" if found else "NOT found on PATH"
+        return (
+            f"{c['provider']} {c['model']} via `{c['executable']}` ({where}),"
+            f" timeout {c.get('timeout_s')} s"
+        )
     key = c.get("api_key_env")
     key_text = f"key in ${key} ({'set' if c.get('api_key_set') else 'NOT set'})" if key else "no key"
     return f"{c['provider']} {c['model']} at {c['base_url']}, {key_text}"

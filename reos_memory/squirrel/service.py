@@ -110,7 +110,7 @@ def _claimant_died(claim: str) -> bool:
 class Settings:
     """Squirrel's part of the configuration (the README lists each as a setting)."""
 
-    writer: str = "auto"  # auto | rules | llm
+    writer: str = "auto"  # auto | rules | llm | claude-code | codex
     owner_id: str = ""
     policy_file: str = ""
     dedup_threshold: float = 0.92
@@ -199,6 +199,8 @@ class Squirrel:
                 return {"writer": self.settings.writer, "problem": str(exc)}
         if client is None:
             return {"writer": self.settings.writer, "provider": "rules (offline)"}
+        if hasattr(client, "describe"):  # the agent's CLI: its executable, found or not
+            return {"writer": self.settings.writer, **client.describe()}
         st = client.settings
         return {
             "writer": self.settings.writer,

@@ -493,3 +493,14 @@ def tokens_today(conn: apsw.Connection, day: str) -> int:
         )
         or 0
     )
+
+
+def writer_episodes_by_day(conn: apsw.Connection, since: str) -> dict[str, int]:
+    """Episodes the pre-filter sent (or would send) to the writer, per day of their end."""
+    rows = fetch(
+        conn,
+        "SELECT substr(end_ts, 1, 10), count(*) FROM episodes"
+        " WHERE end_ts >= ? AND outcome != 'skipped' GROUP BY 1",
+        (since,),
+    )
+    return {r[0]: int(r[1]) for r in rows}

@@ -28,6 +28,7 @@ import msgspec
 from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.models import EventIn, now_iso
 from reos_memory.squirrel import episodes
+from reos_memory.squirrel.markers import is_writer_run_dir
 from reos_memory.squirrel.projects import Project, project_for_root, safe_session_id
 from reos_memory.squirrel.transcripts import reader
 from reos_memory.squirrel.transcripts.base import Adapter, ParseState
@@ -196,6 +197,8 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
             break
     rep.session_id, rep.project_id = cur.session_id, cur.project_id
     rep.counts = dict(state.counts)
+    if is_writer_run_dir(state.cwd):
+        rep.skipped_reason = "a Memory Writer run of reos-memory (never learned from)"
     idle = time.time() - os.stat(path).st_mtime >= opts.idle_seconds
     end = opts.session_end if opts.session_end is not None else idle
     if end and cur.session_id is not None and not cur.ended:
@@ -254,6 +257,11 @@ def _batch(
             break
     if lines == 0:
         return None
+    if events and is_writer_run_dir(state.cwd):
+        # a Memory Writer run of ours (`claude -p`, `codex exec` in its scratch directory): its
+        # log is read past, never learned from
+        state.count("writer_runs_skipped", n_events)
+        events = {}
     projects = {sid: _project(sq, sid, state.cwd) for sid in events}
     owner = sq.owner(None, None)
     pols = {sid: sq.policy(p.root) for sid, p in projects.items() if p is not None}

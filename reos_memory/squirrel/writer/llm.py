@@ -87,38 +87,94 @@ def build_prompt(
     budget = max_input_tokens - count_tokens(system)
     report = {"events": len(events), "summarised": False, "omitted_events": 0}
     user = _dump(body)
-    # Summarise down: first drop snippets of ordinary events, then shorten every text, then keep
-    # the start and the end of the episode. Never send more than the cap.
-    if count_tokens(user) > budget:
-        report["summarised"] = True
-        for e in events:
-            if not e.get("error") and e.get("role") != "user":
-                e.pop("raw_snippet", None)
-        user = _dump(body)
-    if count_tokens(user) > budget:
-        for e in events:
-            for f in ("raw_snippet", "text", "summary", "command"):
-                if isinstance(e.get(f), str) and len(e[f]) > 160:
-                    e[f] = e[f][:157] + "..."
-        user = _dump(body)
-    while count_tokens(user) > budget and len(events) > 2:
-        keep = max(2, int(len(events) * 0.7))
-        head = keep // 2
-        dropped = len(events) - keep
-        marker = {"omitted": f"{dropped + report['omitted_events']} events omitted here"}
-        rest = [e for e in events if "omitted" not in e]
-        events[:] = [*rest[:head], marker, *rest[len(rest) - (keep - head) :]]
-        report["omitted_events"] += dropped
-        user = _dump(body)
+    if count_tokens(user) <= budget:
+        return system, user, report
+    # Summarise down, what matters most kept longest: the user's own words (requests,
+    # corrections, rejections) and the compaction summaries first, then errors, then the rest.
+    # Never send more than the cap.
+    report["summarised"] = True
+    rank = [_priority(e) for e in events]
+    kept = list(range(len(events)))
+
+    def render() -> str:
+        body["events"] = _with_gaps(events, kept)
+        report["omitted_events"] = len(events) - len(kept)
+        return _dump(body)
+
+    for e, r in zip(events, rank, strict=True):  # snippets of ordinary events first
+        if r == 0:
+            e.pop("raw_snippet", None)
+    user = render()
+    for level, limit in ((0, 160), (1, 160)):  # then the texts of the lesser events
+        if count_tokens(user) <= budget:
+            break
+        for e, r in zip(events, rank, strict=True):
+            if r == level:
+                _shorten(e, limit)
+        user = render()
+    for level in (0, 1):  # then those events, from the middle (the start and end stay)
+        while count_tokens(user) > budget and any(rank[i] == level for i in kept):
+            drop = _middle_third([i for i in kept if rank[i] == level])
+            kept = [i for i in kept if i not in drop]
+            user = render()
+    for limit in (600, 160):  # then the first-priority texts themselves
+        if count_tokens(user) <= budget:
+            break
+        for i in kept:
+            _shorten(events[i], limit)
+        user = render()
+    while count_tokens(user) > budget and len(kept) > 2:
+        drop = _middle_third(kept)
+        kept = [i for i in kept if i not in drop]
+        user = render()
     if count_tokens(user) > budget:
         body["existing_memories"] = memories[:3]
-        body["events"] = events[:1]
-        user = _dump(body)
+        kept = kept[:1]
+        user = render()
     if count_tokens(user) > budget:
         raise LLMError(
             f"the episode cannot be summarised under writer_max_input_tokens={max_input_tokens}"
         )
     return system, user, report
+
+
+def _priority(e: dict[str, Any]) -> int:
+    """2: the user's words (a request, a correction, a rejected call) and compaction summaries;
+    1: errors and failed tests; 0: the rest."""
+    if e.get("role") == "user" or e.get("rejected") or e.get("correction"):
+        return 2
+    if e.get("compact_summary") or e.get("summary_of_session") or e.get("role") == "system":
+        return 2
+    if e.get("error") or e.get("test") == "failed":
+        return 1
+    return 0
+
+
+def _shorten(e: dict[str, Any], limit: int) -> None:
+    for f in ("raw_snippet", "text", "summary", "command"):
+        if isinstance(e.get(f), str) and len(e[f]) > limit:
+            e[f] = e[f][: limit - 3] + "..."
+
+
+def _middle_third(ids: list[int]) -> set[int]:
+    """About a third of `ids` (at least one) around their middle."""
+    n = max(1, len(ids) // 3)
+    start = (len(ids) - n) // 2
+    return set(ids[start : start + n])
+
+
+def _with_gaps(events: list[dict[str, Any]], kept: list[int]) -> list[dict[str, Any]]:
+    """The kept events in order, with a marker where some were left out."""
+    out: list[dict[str, Any]] = []
+    prev = -1
+    for i in kept:
+        if i - prev > 1:
+            out.append({"omitted": f"{i - prev - 1} events omitted here"})
+        out.append(events[i])
+        prev = i
+    if events and len(events) - 1 - prev > 0:
+        out.append({"omitted": f"{len(events) - 1 - prev} events omitted here"})
+    return out
 
 
 def _slim(e: dict[str, Any]) -> dict[str, Any]:
