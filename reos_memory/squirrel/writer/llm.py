@@ -139,13 +139,14 @@ def build_prompt(
 
 
 def _priority(e: dict[str, Any]) -> int:
-    """2: the user's words (a request, a correction, a rejected call) and compaction summaries;
-    1: errors and failed tests; 0: the rest."""
+    """2: the user's words (a request, a correction, a rejected call) and compaction summaries
+    (events of `origin` compaction, their errors-and-fixes kept as `notes`); 1: errors, failed
+    tests and the agent's diagnoses (`notes` of its messages); 0: the rest."""
     if e.get("role") == "user" or e.get("rejected") or e.get("correction"):
         return 2
-    if e.get("compact_summary") or e.get("summary_of_session") or e.get("role") == "system":
+    if e.get("origin") == "compaction":
         return 2
-    if e.get("error") or e.get("test") == "failed":
+    if e.get("error") or e.get("test") == "failed" or e.get("notes"):
         return 1
     return 0
 
