@@ -92,6 +92,8 @@ def run_session(
             )
             project_id = project_id or res.get("project_id")
             episodes += len(res.get("episodes") or [])
+        if project_id is not None:
+            _wait_learned(srv, project_id)
         memories: list[dict[str, Any]] = []
         if project_id is not None:
             cursor = None
@@ -129,6 +131,23 @@ def run_session(
         "secrets_in_memories": [s for m in memories for s in secrets_in(m["text"])],
         "secrets_in_db": secrets_in(raw),
     }
+
+
+def _wait_learned(srv: Server, project_id: str, timeout: float = 600.0) -> None:
+    """An LLM writer learns on background threads: wait until no episode is pending or running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = [
+            e
+            for outcome in ("pending", "running")
+            for e in srv.call(
+                "squirrel/episodes/list", {"project_id": project_id, "outcome": outcome}
+            )["episodes"]
+        ]
+        if not busy:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"episodes of {project_id} still being learned after {timeout:.0f} s")
 
 
 def score(gold: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
