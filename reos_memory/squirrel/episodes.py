@@ -383,7 +383,8 @@ def prefilter(events: Sequence[dict[str, Any]], st: EpisodeStats, limits: Limits
     if any(statements.explicit_statements(e.get("text", "")) for e in users):
         reasons.append("explicit statement")
     elif any(e.get("origin") in ("queued", "rejection") for e in users) or any(
-        instructions.find(e.get("text", ""), "reply") for e in users[1:]
+        instructions.find(e.get("text", ""), "reply" if i else "request")
+        for i, e in enumerate(users)
     ):
         reasons.append("user instruction")
     if any(
