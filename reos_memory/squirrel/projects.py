@@ -27,6 +27,7 @@ import getpass
 import hashlib
 import os
 import re
+import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -374,6 +375,26 @@ def reconcile(
     return merges
 
 
+# A server resolves the same checkout on every request: its identity (a dozen file reads) is
+# read again after a few seconds only. A change inside that window (an origin just added) is
+# caught by the next read, whose resolve merges the id used meanwhile (an alias identity).
+_RECENT: dict[str, tuple[float, Project]] = {}
+_RECENT_S = 2.0
+_RECENT_MAX = 256
+
+
+def _recent_project(project_root: str) -> Project:
+    now = time.monotonic()
+    hit = _RECENT.get(project_root)
+    if hit is not None and now - hit[0] < _RECENT_S:
+        return hit[1]
+    proj = project_for_root(project_root)
+    if len(_RECENT) >= _RECENT_MAX:
+        _RECENT.clear()
+    _RECENT[project_root] = (now, proj)
+    return proj
+
+
 def resolve_project(
     db: Database,
     project_id: str | None,
@@ -386,7 +407,7 @@ def resolve_project(
     allows that, e.g. for global memories), the database reconciled first. An id merged into
     another project names that one."""
     if project_root is not None:
-        proj = project_for_root(project_root)
+        proj = _recent_project(project_root)
         reconcile(db, proj, on_merge)
         if project_id is not None and project_id != proj.id:
             live = db.read(lambda c: pstore.canonical(c, project_id))
