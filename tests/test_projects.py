@@ -230,28 +230,29 @@ def old_database(path: Path, repo: dict[str, Path], tmp_path: Path) -> dict[str,
             " updated_at) VALUES (?, 2, ?, 0.0, 't')",
             (pid, {"main": 1.0, "a": 3.0, "b": 5.0, "plain": 9.0}[k]),
         )
-    mem("m-main", ids["main"], "Migrations run with alembic upgrade head.")
-    mem(
-        "m-a",
-        ids["a"],
-        "The API client uses httpx, never requests.",
-        scope="repo_path",
-        prefix="src/api",
-    )
-    mem("m-b", ids["b"], "Run the tests with make test-integration.")
-    # the same key learned in two worktrees: the newer value must win, the older stay deprecated
-    mem("k-old", ids["a"], "The package manager is npm.", key="project.package_manager")
-    mem(
-        "k-new",
-        ids["b"],
-        "The package manager is pnpm.",
-        key="project.package_manager",
-        updated="2026-02-01T00:00:00Z",
-    )
-    # the same text learned twice: one stays, with both pieces of evidence
-    mem("d-main", ids["main"], "Never push to main directly.")
-    mem("d-b", ids["b"], "never push to main directly.  ", status="provisional")
-    mem("p-plain", ids["plain"], "Plain folders keep their memories.")
+    for mid, k, text, extra in (
+        ("m-main", "main", "Migrations run with alembic upgrade head.", {}),
+        (
+            "m-a",
+            "a",
+            "The API client uses httpx, never requests.",
+            {"scope": "repo_path", "prefix": "src/api"},
+        ),
+        ("m-b", "b", "Run the tests with make test-integration.", {}),
+        # one key learned in two worktrees: the newer value must win, the older stay deprecated
+        ("k-old", "a", "The package manager is npm.", {"key": "project.package_manager"}),
+        (
+            "k-new",
+            "b",
+            "The package manager is pnpm.",
+            {"key": "project.package_manager", "updated": "2026-02-01T00:00:00Z"},
+        ),
+        # the same text learned twice: one stays, with both pieces of evidence
+        ("d-main", "main", "Never push to main directly.", {}),
+        ("d-b", "b", "never push to main directly.  ", {"status": "provisional"}),
+        ("p-plain", "plain", "Plain folders keep their memories.", {}),
+    ):
+        mem(mid, ids[k], text, **extra)
     db.close()
     return ids
 
@@ -342,6 +343,17 @@ def test_a_removed_worktree_and_a_new_origin_still_merge(repo, tmp_path):
         "SELECT count(*) FROM memories WHERE project_id = ?", (now.id,)
     ).fetchall() == [(7,)]
     assert resolve_project(db, ids["a"], None).id == now.id  # type: ignore[union-attr]
+    # the origin removed again: the checkout is its own project once more (empty), and what it
+    # learned stays with the origin's project, which other clones may use
+    git(repo["main"], "remote", "remove", "origin")
+    back = resolve_project(db, None, str(repo["main"] / "src"))
+    assert back is not None and back.id == proj.id
+    assert conn.execute("SELECT merged_into FROM projects WHERE id = ?", (proj.id,)).fetchall() == [
+        (None,)
+    ]
+    assert conn.execute(
+        "SELECT count(*) FROM memories WHERE project_id = ?", (now.id,)
+    ).fetchall() == [(7,)]
     db.close()
 
 

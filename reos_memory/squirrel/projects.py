@@ -354,15 +354,22 @@ def reconcile(
     def tx(conn: Any) -> list[dict[str, Any]]:
         now = now_iso()
         merges: list[dict[str, Any]] = []
-        for r in pstore.pending(conn, me, mine):  # again, under the write lock
-            if r.identity is None:
+        # again, under the write lock; a merged id to revive first, before others join it
+        rows = pstore.pending(conn, me, mine)
+        for r in sorted(rows, key=lambda r: r.merged_into is None):
+            if r.merged_into is not None:
+                pstore.revive(conn, r.id)
+            elif r.identity is None:
                 ident = found.get(r.id)
                 if ident is None:
                     continue  # a row that appeared meanwhile: the next resolve takes it
                 pstore.set_identity(conn, r.id, ident.key)
                 if ident.id != r.id:
                     pstore.ensure(conn, ident.id, r.root, ident.key, now)
-                    merges.append(pstore.merge(conn, r.id, ident.id, now))
+                    live = pstore.canonical(conn, ident.id)
+                    target = live[0] if live is not None else ident.id
+                    if target != r.id:
+                        merges.append(pstore.merge(conn, r.id, target, now))
             elif proj is not None and r.id != proj.id:
                 pstore.ensure(conn, proj.id, proj.root, proj.identity, now)
                 merges.append(pstore.merge(conn, r.id, proj.id, now))

@@ -31,22 +31,31 @@ class ProjectRow:
     id: str
     root: str | None
     identity: str | None
+    merged_into: str | None = None
 
 
 def pending(
     conn: apsw.Connection, project_id: str | None, identities: Sequence[str]
 ) -> list[ProjectRow]:
-    """Live rows a resolve must act on: those from before identities (identity unknown, root
-    known) and those holding one of `identities` under an id other than `project_id`."""
+    """Rows a resolve must act on: live ones from before identities (identity unknown, root
+    known), live ones holding one of `identities` under an id other than `project_id`, and
+    `project_id` itself when it was merged into another project."""
     rows = fetch(
         conn,
-        "SELECT id, root, identity FROM projects WHERE merged_into IS NULL AND ("
+        "SELECT id, root, identity, merged_into FROM projects WHERE (merged_into IS NULL AND ("
         " (identity IS NULL AND root IS NOT NULL)"
-        " OR (identity IN (SELECT value FROM json_each(?)) AND id IS NOT ?))"
+        " OR (identity IN (SELECT value FROM json_each(?)) AND id IS NOT ?)))"
+        " OR (id IS ? AND merged_into IS NOT NULL)"
         " ORDER BY created_at, id",
-        (_enc.encode(list(identities)).decode(), project_id),
+        (_enc.encode(list(identities)).decode(), project_id, project_id),
     )
     return [ProjectRow(*r) for r in rows]
+
+
+def revive(conn: apsw.Connection, project_id: str) -> None:
+    """A merged id that names a checkout's own project again (its origin was removed): live,
+    empty; what it held stays with the project it was merged into."""
+    conn.execute("UPDATE projects SET merged_into = NULL WHERE id = ?", (project_id,))
 
 
 def canonical(conn: apsw.Connection, project_id: str) -> tuple[str, str | None, str | None] | None:
