@@ -38,6 +38,7 @@ from reos_memory.errors import InvalidInput
 from reos_memory.models import now_iso
 from reos_memory.store import Database
 from reos_memory.store import projects as pstore
+from reos_memory.store import squirrel as ssql
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 GIT_DIR = "git-dir:"  # identity prefix of a repository known by its common dir
@@ -365,13 +366,13 @@ def reconcile(
                     continue  # a row that appeared meanwhile: the next resolve takes it
                 pstore.set_identity(conn, r.id, ident.key)
                 if ident.id != r.id:
-                    pstore.ensure(conn, ident.id, r.root, ident.key, now)
+                    ssql.touch_project(conn, ident.id, r.root, now, ident.key)
                     live = pstore.canonical(conn, ident.id)
                     target = live[0] if live is not None else ident.id
                     if target != r.id:
                         merges.append(pstore.merge(conn, r.id, target, now))
             elif proj is not None and r.id != proj.id:
-                pstore.ensure(conn, proj.id, proj.root, proj.identity, now)
+                ssql.touch_project(conn, proj.id, proj.root, now, proj.identity)
                 merges.append(pstore.merge(conn, r.id, proj.id, now))
         return merges
 

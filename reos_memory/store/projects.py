@@ -74,20 +74,6 @@ def set_identity(conn: apsw.Connection, project_id: str, identity: str) -> None:
     conn.execute("UPDATE projects SET identity = ? WHERE id = ?", (identity, project_id))
 
 
-def ensure(
-    conn: apsw.Connection, project_id: str, root: str | None, identity: str | None, now: str
-) -> None:
-    """The row of a project, created when missing (a merge target)."""
-    name = (root or project_id).rstrip("/").rsplit("/", 1)[-1] or project_id
-    conn.execute(
-        "INSERT INTO projects(id, root, name, created_at, last_seen_at, identity)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-        " identity = coalesce(projects.identity, excluded.identity),"
-        " root = coalesce(projects.root, excluded.root)",
-        (project_id, root, name, now, now, identity),
-    )
-
-
 _LIVE_COLS = (
     "id, project_id, key, scope, owner_type, owner_id, kind, lower(trim(text)),"
     " coalesce(path_prefix, ''), status, created_at, updated_at"
