@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import apsw
+
 from reos_memory.errors import InvalidInput
 from reos_memory.models import now_iso
 from reos_memory.store import Database
@@ -352,7 +354,7 @@ def reconcile(
     legacy = [r for r in todo if r.identity is None]
     found = _identify_rows(legacy, [proj.root] if proj is not None and proj.root else [])
 
-    def tx(conn: Any) -> list[dict[str, Any]]:
+    def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
         now = now_iso()
         merges: list[dict[str, Any]] = []
         # again, under the write lock; a merged id to revive first, before others join it
