@@ -163,9 +163,10 @@ def _context(
         # Only the read path: the Squirrel facade would also load the writer's rules (~0.4 s).
         from reos_memory.squirrel import context as ctxmod
         from reos_memory.squirrel.policy import load_policy
-        from reos_memory.squirrel.projects import owner_of, project_for_root, safe_session_id
+        from reos_memory.squirrel.projects import owner_of, resolve_project, safe_session_id
 
-        proj = project_for_root(cwd)
+        proj = resolve_project(app.db, None, cwd)
+        assert proj is not None
         policy = load_policy(config.policy_file or None, proj.root)
         session = safe_session_id(session)
         if task is not None:

@@ -33,7 +33,7 @@ from reos_memory.squirrel.projects import (
     owner_of,
     project_for_root,
     relative_path,
-    resolve,
+    resolve_project,
     safe_session_id,
 )
 from reos_memory.squirrel.tokens import count_tokens
@@ -161,12 +161,16 @@ class Squirrel:
         return owner_of(owner_type, owner_id, self.settings.owner_id)
 
     def project(self, project_id: str | None, project_root: str | None) -> Project:
-        p = resolve(project_id, project_root)
+        """The project of a request; project ids that turn out to be one repository are merged
+        on the way (squirrel/projects.py)."""
+        p = resolve_project(
+            self.db,
+            project_id,
+            project_root,
+            on_merge=lambda m: self.log.info("project_merged", **m),
+        )
         assert p is not None
-        if p.root is not None:
-            return p
-        pid = p.id
-        return Project(pid, self.db.read(lambda c: ssql.project_root(c, pid)))
+        return p
 
     def policy(self, project_root: str | None = None) -> Policy:
         return load_policy(self.settings.policy_file or None, project_root)
@@ -267,7 +271,7 @@ class Squirrel:
         """Append a session's events inside the caller's write transaction (from `prepared`,
         their compressed form made before it, when given); the episodes it cut are handed to
         `after_cut` once that transaction has committed."""
-        ssql.touch_project(conn, proj.id, proj.root, now_iso())
+        ssql.touch_project(conn, proj.id, proj.root, now_iso(), proj.identity)
         if prepared is not None and prepared.args["project_id"] == proj.id:
             return episodes.apply(conn, prepared, pol.regret)
         return episodes.ingest(
@@ -686,7 +690,9 @@ class Squirrel:
             raise InvalidInput("scope", "a global memory belongs to no project: drop project_id")
         owner = self.owner(owner_type, owner_id)
         if proj is not None:
-            self.db.write(lambda c: ssql.touch_project(c, proj.id, proj.root, now_iso()))
+            self.db.write(
+                lambda c: ssql.touch_project(c, proj.id, proj.root, now_iso(), proj.identity)
+            )
         mem_id = new_id("explicit")
         res = commit(
             self.db,

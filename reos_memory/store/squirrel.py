@@ -23,13 +23,17 @@ def _json(v: Any) -> str:
 # -- projects ---------------------------------------------------------------------------------
 
 
-def touch_project(conn: apsw.Connection, project_id: str, root: str | None, now: str) -> None:
+def touch_project(
+    conn: apsw.Connection, project_id: str, root: str | None, now: str, identity: str | None = None
+) -> None:
     name = (root or project_id).rstrip("/").rsplit("/", 1)[-1] or project_id
     conn.execute(
-        "INSERT INTO projects(id, root, name, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)"
+        "INSERT INTO projects(id, root, name, created_at, last_seen_at, identity)"
+        " VALUES (?, ?, ?, ?, ?, ?)"
         " ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at,"
-        " root = coalesce(excluded.root, projects.root)",
-        (project_id, root, name, now, now),
+        " root = coalesce(excluded.root, projects.root),"
+        " identity = coalesce(excluded.identity, projects.identity)",
+        (project_id, root, name, now, now, identity),
     )
 
 
@@ -38,7 +42,9 @@ def project_root(conn: apsw.Connection, project_id: str) -> str | None:
 
 
 def project_ids(conn: apsw.Connection) -> list[str]:
-    return [r[0] for r in fetch(conn, "SELECT id FROM projects ORDER BY id")]
+    """The live projects (not the ids merged into another)."""
+    sql = "SELECT id FROM projects WHERE merged_into IS NULL ORDER BY id"
+    return [r[0] for r in fetch(conn, sql)]
 
 
 # -- open sessions ----------------------------------------------------------------------------

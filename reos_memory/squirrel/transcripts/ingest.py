@@ -29,7 +29,7 @@ from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.models import EventIn, now_iso
 from reos_memory.squirrel import episodes
 from reos_memory.squirrel.markers import is_writer_run_dir
-from reos_memory.squirrel.projects import Project, project_for_root, safe_session_id
+from reos_memory.squirrel.projects import Project, safe_session_id
 from reos_memory.squirrel.transcripts import reader
 from reos_memory.squirrel.transcripts.base import Adapter, ParseState
 from reos_memory.squirrel.transcripts.claude_code import ClaudeCode
@@ -353,7 +353,7 @@ def _project(sq: Squirrel, session_id: str, cwd: str | None) -> Project | None:
     known = sq.db.read(lambda c: _session_project(c, session_id))
     if known is not None:
         return known
-    return project_for_root(cwd) if cwd else None
+    return sq.project(None, cwd) if cwd else None
 
 
 def _session_project(conn: apsw.Connection, session_id: str) -> Project | None:
