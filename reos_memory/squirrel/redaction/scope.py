@@ -1,0 +1,117 @@
+"""Redaction across the events of one session: a value found once is redacted everywhere.
+
+A password typed in a URL (``postgres://app:Tr0ub4dor-be3n@db``) is found by the URL rule; the
+same password in the user's next sentence ("don't put Tr0ub4dor-be3n in the Makefile") has no
+frame a rule could see. A `SecretScope` remembers every value redacted in a session's events and
+redacts it wherever else it shows, in this ingest and in the session's later ones. It also reads
+across the seam of two adjacent events, where a key split over two messages is whole.
+
+The values live in process memory only (never stored): a bounded map from session to the values
+seen, so a session fed one event at a time (hooks) keeps its values between calls. Every
+memory derived from the session's episodes is written from the redacted events, so it cannot hold
+a value the episode lost.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from reos_memory.squirrel.redaction.rules import PLACEHOLDER_RE, find_secrets, redact_found
+
+__all__ = ["SecretScope", "redact_events", "scope_for"]
+
+# a value shorter than this is too likely to be an ordinary word to replace everywhere
+MIN_VALUE = 6
+MAX_VALUES = 512  # per session
+MAX_VALUE_CHARS = 4096
+MAX_SESSIONS = 256
+SEAM = 300  # characters read on each side of two events' seam
+
+
+class SecretScope:
+    """The secret values found so far in one session, and the redaction that uses them."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}  # value -> kind
+        self._tail = ""  # the end of the last event's main text, for a key split across events
+        self._lock = threading.Lock()
+
+    def redact(self, text: str) -> str:
+        """`text` redacted by the rules, remembering what they found, then of every value seen."""
+        out, found = redact_found(text)
+        if found:
+            self._learn(found)
+        return self._known(out)
+
+    def seam(self, text: str | None) -> None:
+        """Read the seam between the previous event's main text and this one's; remember a key
+        split across it (both halves). Call once per event, in order, with its main text."""
+        if not text:
+            return
+        head = text.lstrip()
+        cut = len(head) - len(head.lstrip("\"'`"))
+        end = cut
+        while end < min(len(head), SEAM) and not head[end].isspace():
+            end += 1
+        tail = self._tail
+        self._tail = text[-SEAM:].rstrip()
+        if not tail or tail[-1:].isspace() or end == cut:
+            return
+        joined = tail + head[:end]
+        for kind, s, e in find_secrets(joined):
+            if s < len(tail) < e:
+                with self._lock:
+                    for part in (joined[s : len(tail)], joined[len(tail) : e]):
+                        if len(part) >= MIN_VALUE and len(self.values) < MAX_VALUES:
+                            self.values.setdefault(part, kind)
+
+    def known(self, text: str) -> str:
+        """`text` with every value seen so far in the session redacted."""
+        return self._known(text)
+
+    def _learn(self, found: tuple[tuple[str, str], ...]) -> None:
+        with self._lock:
+            for kind, value in found:
+                v = value.strip()
+                if (
+                    MIN_VALUE <= len(v) <= MAX_VALUE_CHARS
+                    and not PLACEHOLDER_RE.search(v)
+                    and len(self.values) < MAX_VALUES
+                ):
+                    self.values.setdefault(v, kind)
+
+    def _known(self, text: str) -> str:
+        if not self.values or not text:
+            return text
+        # longest first: a value that contains another is replaced whole
+        for v in sorted(self.values, key=len, reverse=True):
+            if v in text:
+                text = text.replace(v, f"[REDACTED:{self.values[v]}]")
+        return text
+
+
+_SCOPES: OrderedDict[str, SecretScope] = OrderedDict()
+_SCOPES_LOCK = threading.Lock()
+
+
+def scope_for(session_key: str) -> SecretScope:
+    """The scope of a session (kept for the MAX_SESSIONS sessions used last)."""
+    with _SCOPES_LOCK:
+        scope = _SCOPES.get(session_key)
+        if scope is None:
+            scope = _SCOPES[session_key] = SecretScope()
+            while len(_SCOPES) > MAX_SESSIONS:
+                _SCOPES.popitem(last=False)
+        else:
+            _SCOPES.move_to_end(session_key)
+        return scope
+
+
+def redact_events(texts: list[str]) -> list[str]:
+    """Texts of adjacent events redacted together: rules, split keys, values seen anywhere."""
+    scope = SecretScope()
+    for t in texts:
+        scope.seam(t)
+        scope.redact(t)
+    return [scope.redact(t) for t in texts]
