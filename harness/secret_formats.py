@@ -332,11 +332,14 @@ def cases(seed: int = 19) -> list[Case]:
                 [v3, fullwidth(v3)],
             )
         )
-        mid = len(v3) // 2
-        zw = v3[:mid] + _ZW + v3[mid:]
-        out.append(Case(k.name, "zero_width", [f"try {zw} now"], v3, [v3, zw]))
-        a, b = v3[:mid], v3[mid:]
-        out.append(Case(k.name, "split", [f"the token is {a}", f"{b}"], v3, [v3, a, b]))
+        v4 = k.gen(rng)
+        mid = len(v4) // 2
+        zw = v4[:mid] + _ZW + v4[mid:]
+        out.append(Case(k.name, "zero_width", [f"try {zw} now"], v4, [v4, zw]))
+        v5 = k.gen(rng)
+        mid = len(v5) // 2
+        a, b = v5[:mid], v5[mid:]
+        out.append(Case(k.name, "split", [f"the token is {a}", f"{b}"], v5, [v5, a, b]))
     out.extend(_named_leaks(rng))
     return out
 

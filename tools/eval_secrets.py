@@ -379,7 +379,7 @@ def run_paths(limit: int | None) -> int:
 
     all_cases = cases()[:limit] if limit else cases()
     looks = [Case("lookalike", "lookalike", [ctx], s, [s]) for ctx, s in LOOKALIKES]
-    results: dict[str, tuple[list[bool], list[bool]]] = {}
+    results: dict[str, tuple[list[Case], list[bool], list[bool]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         proj = Path(tmp) / "proj"
         proj.mkdir()
@@ -388,11 +388,12 @@ def run_paths(limit: int | None) -> int:
             with Server(db) as srv:
                 _feed(srv, path, all_cases + looks, proj, Path(tmp))
             dump = _dump(db)
-            leaks = _scan_db(db, dump, all_cases)
+            run = [c for c in all_cases if path != "memories/add" or len(c.messages) == 1]
+            leaks = _scan_db(db, dump, run)
             kept = [s in dump for _ctx, s in LOOKALIKES]
-            results[path] = (leaks, kept)
+            results[path] = (run, leaks, kept)
     bad = 0
-    for path, (leaks, kept) in results.items():
+    for path, (run, leaks, kept) in results.items():
         n, k = sum(leaks), len(leaks)
         changed = len(kept) - sum(kept)
         print(
@@ -400,7 +401,7 @@ def run_paths(limit: int | None) -> int:
             f"{changed}/{len(kept)} ({changed / len(kept):.1%})"
         )
         by_ctx: dict[str, int] = defaultdict(int)
-        for c, leak in zip(all_cases, leaks, strict=True):
+        for c, leak in zip(run, leaks, strict=True):
             if leak:
                 by_ctx[f"{c.kind}/{c.context}"] += 1
         if by_ctx:
@@ -416,6 +417,8 @@ def _feed(srv: object, path: str, items: list[Case], proj: Path, tmp: Path) -> N
     call = srv.call  # type: ignore[attr-defined]
     if path == "memories/add":
         for i, c in enumerate(items):
+            if len(c.messages) > 1:
+                continue  # a key split over two messages exists only in a stream of events
             call(
                 "squirrel/memories/add",
                 {

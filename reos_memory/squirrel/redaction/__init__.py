@@ -7,11 +7,12 @@ two adjacent events is found across them).
 """
 
 from reos_memory.squirrel.redaction.rules import find_secrets, redact, redact_found, redact_value
-from reos_memory.squirrel.redaction.scope import SecretScope, redact_events, scope_for
+from reos_memory.squirrel.redaction.scope import SecretScope, peek_scope, redact_events, scope_for
 
 __all__ = [
     "SecretScope",
     "find_secrets",
+    "peek_scope",
     "redact",
     "redact_events",
     "redact_found",

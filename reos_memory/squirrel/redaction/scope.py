@@ -14,12 +14,14 @@ a value the episode lost.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
+from typing import Any
 
 from reos_memory.squirrel.redaction.rules import PLACEHOLDER_RE, find_secrets, redact_found
 
-__all__ = ["SecretScope", "redact_events", "scope_for"]
+__all__ = ["SecretScope", "peek_scope", "redact_events", "scope_for"]
 
 # a value shorter than this is too likely to be an ordinary word to replace everywhere
 MIN_VALUE = 6
@@ -27,6 +29,11 @@ MAX_VALUES = 512  # per session
 MAX_VALUE_CHARS = 4096
 MAX_SESSIONS = 256
 SEAM = 300  # characters read on each side of two events' seam
+# kinds of the rules that read a name and its value, not a token's own form
+NAMED_KINDS = frozenset(
+    {"password", "env_secret", "bearer", "basic_auth", "aws_secret_key", "dense_secret_words"}
+)
+_TOKEN_RE = re.compile(r"[^\s\"'`<>]+(?<!:)")
 
 
 class SecretScope:
@@ -34,7 +41,7 @@ class SecretScope:
 
     def __init__(self) -> None:
         self.values: dict[str, str] = {}  # value -> kind
-        self._tail = ""  # the end of the last event's main text, for a key split across events
+        self.tail = ""  # the end of the last event's main text, for a key split across events
         self._lock = threading.Lock()
 
     def redact(self, text: str) -> str:
@@ -54,21 +61,37 @@ class SecretScope:
         end = cut
         while end < min(len(head), SEAM) and not head[end].isspace():
             end += 1
-        tail = self._tail
-        self._tail = text[-SEAM:].rstrip()
+        tail = self.tail
+        self.tail = text[-SEAM:].rstrip()
         if not tail or tail[-1:].isspace() or end == cut:
             return
         joined = tail + head[:end]
         for kind, s, e in find_secrets(joined):
-            if s < len(tail) < e:
-                with self._lock:
-                    for part in (joined[s : len(tail)], joined[len(tail) : e]):
-                        if len(part) >= MIN_VALUE and len(self.values) < MAX_VALUES:
-                            self.values.setdefault(part, kind)
+            # a token cut in two: provider or random-string findings only, made of token
+            # characters on both sides (a named value running on into the next message is not)
+            if not s < len(tail) < e or kind in NAMED_KINDS:
+                continue
+            parts = (joined[s : len(tail)], joined[len(tail) : e])
+            if not all(_TOKEN_RE.fullmatch(p) for p in parts):
+                continue
+            with self._lock:
+                for part in parts:
+                    if len(part) >= MIN_VALUE and len(self.values) < MAX_VALUES:
+                        self.values.setdefault(part, kind)
 
     def known(self, text: str) -> str:
         """`text` with every value seen so far in the session redacted."""
         return self._known(text)
+
+    def known_value(self, value: Any) -> Any:
+        """Every string in JSON-like `value` with the values seen so far redacted."""
+        if isinstance(value, str):
+            return self._known(value)
+        if isinstance(value, dict):
+            return {k: self.known_value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.known_value(v) for v in value]
+        return value
 
     def _learn(self, found: tuple[tuple[str, str], ...]) -> None:
         with self._lock:
@@ -93,6 +116,12 @@ class SecretScope:
 
 _SCOPES: OrderedDict[str, SecretScope] = OrderedDict()
 _SCOPES_LOCK = threading.Lock()
+
+
+def peek_scope(session_key: str) -> SecretScope | None:
+    """The scope of a session if this process has one."""
+    with _SCOPES_LOCK:
+        return _SCOPES.get(session_key)
 
 
 def scope_for(session_key: str) -> SecretScope:
