@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.rpc_client import Server
-from harness.secret_formats import ALL_KINDS, LOOKALIKES, cases
+from harness.secret_formats import ALL_KINDS, LOOKALIKES, cases, fullwidth
 from reos_memory.squirrel.redaction import SecretScope, find_secrets, redact, redact_events
 
 CASES = cases()
@@ -59,7 +59,7 @@ def test_ordinary_developer_text_is_not_touched(text):
 
 def test_full_width_and_zero_width_keys_are_found_and_the_rest_keeps_its_characters():
     key = "sk-or-v1-" + "0a1b2c3d4e5f6a7b" * 4
-    wide = "".join(chr(ord(c) + 0xFEE0) for c in key)
+    wide = fullwidth(key)
     out = redact(f"«clé» {wide} — fin")
     assert out == "«clé» [REDACTED:openrouter_key] — fin"
     out = redact(f"try {key[:20]}\u200b{key[20:]} now")
@@ -129,7 +129,7 @@ def test_redaction_time_grows_linearly_on_crafted_lines(shape):
 
 def test_find_secrets_offsets_point_into_the_original_text():
     key = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"
-    text = f"ｘ {key[:10]}\u200b{key[10:]} ｙ"
+    text = f"{fullwidth('x')} {key[:10]}\u200b{key[10:]} {fullwidth('y')}"
     ((kind, s, e),) = find_secrets(text)
     assert kind == "huggingface_token" and text[s:e].replace("\u200b", "") == key
 
@@ -180,7 +180,7 @@ def test_memory_text_is_redacted_on_add_and_update(tmp_path):
             "project_root": str(proj), "kind": "note",
             "text": f"the Databricks token is {key}"})["memory"]  # fmt: skip
         upd = srv.call("squirrel/memories/update", {
-            "memory_id": m["id"], "text": f"use ｄａｐｉ{key[4:]} for the jobs API"})  # fmt: skip
+            "memory_id": m["id"], "text": f"use {fullwidth('dapi')}{key[4:]} for the jobs API"})  # fmt: skip
     assert key not in m["text"] and "[REDACTED:databricks_token]" in m["text"]
     assert "[REDACTED:databricks_token]" in upd["memory"]["text"]
     assert key not in _db_text(db) and key[4:] not in _db_text(db)
