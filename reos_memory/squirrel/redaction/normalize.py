@@ -23,6 +23,13 @@ _INVISIBLE = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u180e
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
 _INVISIBLE_SET = frozenset(_INVISIBLE)
 _INVISIBLE_RE = re.compile(f"[{_INVISIBLE}]+")
+# Characters whose NFKC form holds ASCII letters, digits or token punctuation, and the invisible
+# ones: without any of these (ordinary accents, CJK, "…", dashes, quotes) nothing a rule reads
+# changes, and the text is read as it is.
+_SUSPECT_RE = re.compile(
+    f"[{_INVISIBLE}\uff01-\uff5e\u2070-\u209f\u2460-\u24ff\u2100-\u214f\u3000"
+    "\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff\ufb00-\ufb06\u2150-\u218f]"
+)
 
 
 @lru_cache(maxsize=8192)
@@ -42,7 +49,7 @@ def normalized(text: str) -> tuple[str, list[int] | None]:
     replacements); otherwise it has one entry per character of the normalised text plus one for
     its end. A text with more than MAX_MAPPED_RUNS changed runs comes back normalised with an
     empty map: the caller redacts and keeps the normalised text."""
-    if text.isascii():
+    if text.isascii() or _SUSPECT_RE.search(text) is None:
         return text, None
     has_invisible = any(z in text for z in _INVISIBLE)
     if not has_invisible and unicodedata.is_normalized("NFKC", text):

@@ -96,7 +96,10 @@ _FORMATS: list[tuple[str, str]] = [
     ("cloudflare_key", r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}"),
     ("django_secret", r"django-insecure-[^\s'\"`]{40,60}"),
     ("gitlab_token", r"gl(?:rt|cbt|ptt|dt|ft|agent|oas|soat|imt|wt)-[A-Za-z0-9_\-]{20,50}"),
-    ("aws_access_key", r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("aws_access_key", r"AKIA[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("aws_access_key", r"ASIA[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("aws_access_key", r"ABIA[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("aws_access_key", r"ACCA[A-Z0-9]{16}(?![A-Za-z0-9])"),
 ]
 
 # Kinds whose prefix is also an ordinary word piece: their body must look random too.
@@ -111,11 +114,27 @@ _BY_RX = {rx: c for (_k, rx), (_k2, c) in zip(_FORMATS, _COMPILED, strict=True)}
 # regex engine skips along to a possible first character in C. A token must start where no token
 # character precedes it; that is checked on each (rare) match.
 _LITERAL_START = [(k, rx) for k, rx in _FORMATS if rx[0].isalnum()]
+
+
 # by first character: a token starts at a run's start or after + / . = ~, and only the formats
 # starting with the character found there are tried
+# by their first two characters (every literal-start format begins with two literal ones)
+def _lead(rx: str) -> str:
+    """The two literal characters a format's regex starts with (``s\\.`` is ``s.``)."""
+    out, i = "", 0
+    while len(out) < 2:
+        if rx[i] == "\\":
+            i += 1
+        elif not (rx[i].isalnum() or rx[i] in "-_~:/"):
+            raise ValueError(f"format {rx!r} does not start with two literal characters")
+        out += rx[i]
+        i += 1
+    return out
+
+
 _BY_FIRST: dict[str, tuple[re.Pattern[str], list[tuple[str, str]]]] = {}
-for _c in sorted({rx[0] for _k, rx in _LITERAL_START}):
-    _fs = [(k, rx) for k, rx in _LITERAL_START if rx[0] == _c]
+for _c in sorted({_lead(rx) for _k, rx in _LITERAL_START}):
+    _fs = [(k, rx) for k, rx in _LITERAL_START if _lead(rx) == _c]
     _BY_FIRST[_c] = (re.compile("|".join(rx for _k, rx in _fs)), _fs)
 _DELIMS_RE = re.compile(r"[+/.=~]")
 # Formats that start with a class run only where a piece of them shows: (needle, kind, regex)
@@ -127,6 +146,15 @@ _ANCHORED = [
     (".", "discord_token"),
     (":", "asana_token"),
 ]
+# One search for every needle above (a run holds none of them, mostly), then the exact ones.
+_ANCHOR_ANY_RE = re.compile(r"\.atlasv1\.|-us[0-9]|:AA|Q~|[MNO][A-Za-z0-9_\-]{23,25}\.|[12]/[0-9]")
+# anything that could make a run hold a token other than at its start: a delimiter, an anchor
+# of the formats above, or the 30-character body of an unknown vendor's token
+_ANYTHING_RE = re.compile(r"[+/.=~]|-us[0-9]|:AA|Q~")
+_ALNUM_MAP = bytes(
+    ord("a") if chr(i).isascii() and chr(i).isalnum() else ord(" ") for i in range(256)
+)
+_ALNUM30 = b"a" * 30
 _BY_KIND = dict(_COMPILED)
 _BOUNDARY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -165,30 +193,40 @@ def _kind_of(tok: str, formats: list[tuple[str, str]]) -> str | None:
     return None
 
 
+def _literal_at(text: str, pos: int, end: int, out: list[tuple[int, int, str]]) -> None:
+    """The literal-prefix format that starts at `pos`, if any, appended to `out`."""
+    if pos > 0 and text[pos - 1] in _BOUNDARY:
+        return
+    first = _BY_FIRST[text[pos : pos + 2]]
+    m = first[0].match(text, pos, end)
+    if m is None:
+        return
+    tok = m.group()
+    kind = _kind_of(tok, first[1])
+    if kind is not None and not (kind in _NEEDS_RANDOM and not _random_body(_alnum(tok))):
+        out.append((pos, m.end(), kind))
+
+
 def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
     """(start, end, kind) of the prefixed tokens inside the run [start, end) of `text`."""
     out: list[tuple[int, int, str]] = []
-    pos = start
-    delims = _DELIMS_RE.finditer(text, start, end)
-    while pos < end:
-        first = _BY_FIRST.get(text[pos])
-        if first is not None and not (pos > 0 and text[pos - 1] in _BOUNDARY):
-            m = first[0].match(text, pos, end)
-            if m is not None:
-                tok = m.group()
-                kind = _kind_of(tok, first[1])
-                if kind is not None and not (
-                    kind in _NEEDS_RANDOM and not _random_body(_alnum(tok))
-                ):
-                    out.append((pos, m.end(), kind))
-        d = next(delims, None)
-        if d is None:
-            break
-        pos = d.end()
-    # these may reach over a character that ends a run (":" in 123:AA..., 2/12/34:abc...)
     lo, hi = max(0, start - 12), min(len(text), end + 40)
-    run = text[lo:hi]
-    for needle, kind in _ANCHORED:
+    at_start = text[start : start + 2] in _BY_FIRST
+    long_body = end - start >= 30 and _ALNUM30 in text[start:end].encode(
+        "ascii", "replace"
+    ).translate(_ALNUM_MAP)
+    if not at_start and not long_body and _ANYTHING_RE.search(text, lo, hi) is None:
+        return out  # an id like call_3fafa713cb5d4a6b835d: two C-level searches say so
+    # a token starts at the run's start or after + / . = ~ (most runs have none of these)
+    if at_start:
+        _literal_at(text, start, end, out)
+    for d in _DELIMS_RE.finditer(text, start, end):
+        if text[d.end() : d.end() + 2] in _BY_FIRST:
+            _literal_at(text, d.end(), end, out)
+    # these may reach over a character that ends a run (":" in 123:AA..., 2/12/34:abc...)
+    anchored = _ANCHORED if _ANCHOR_ANY_RE.search(text, lo, hi) is not None else []
+    run = text[lo:hi] if anchored else ""
+    for needle, kind in anchored:
         if needle not in run:
             continue
         rx = _BY_KIND[kind]
@@ -199,7 +237,7 @@ def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]
             if kind in _NEEDS_RANDOM and not _random_body(_alnum(m.group())):
                 continue
             out.append((s, m.end(), kind))
-    if out or ("_" not in run and "-" not in run):
+    if out or not long_body:
         return out
     for m in _GENERIC_BODY_RE.finditer(text, start, end):
         body = m.group("body")

@@ -190,6 +190,7 @@ _ANCHOR_RES = (
     ),
     (b"django-insecure-", "django_secret", re.compile(r"(?P<v>django-insecure-[^\s'\"`]{30,80})")),
 )
+_ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-")
 _WEBHOOK_RES = (
     (
         b"hooks.slack.com/",
@@ -1008,7 +1009,7 @@ def _collect_ascii(text: str) -> list[_Span]:
             spans.append(_Span(dsn.start(2), dsn.end(2), _P_URL, "url_password"))
         i = b.find(b"@tcp(", i + 5)
     _scan_flags(text, b, spans)
-    for needle, kind, regex in _ANCHOR_RES:
+    for needle, kind, regex in _ANCHOR_RES if _ANCHOR_NEEDLES_RE.search(b) else ():
         i = b.find(needle)
         while i >= 0:
             a = regex.match(text, i)

@@ -56,16 +56,18 @@ class SecretScope:
         split across it (both halves). Call once per event, in order, with its main text."""
         if not text:
             return
-        head = text.lstrip()
-        cut = len(head) - len(head.lstrip("\"'`"))
-        end = cut
-        while end < min(len(head), SEAM) and not head[end].isspace():
-            end += 1
-        tail = self.tail
-        self.tail = text[-SEAM:].rstrip()
-        if not tail or tail[-1:].isspace() or end == cut:
+        prev = self.tail
+        self.tail = text[-SEAM:]
+        if not prev or prev[-1] in _NOT_TOKEN_END:
             return
-        joined = tail + head[:end]
+        head = _first_chunk(text[:SEAM])
+        if len(head) < 4:
+            return
+        tail = _last_chunk(prev)
+        # a token cut in two leaves token characters on both sides, 20 or more in all
+        if len(tail) < 4 or len(tail) + len(head) < 20:
+            return
+        joined = tail + head
         for kind, s, e in find_secrets(joined):
             # a token cut in two: provider or random-string findings only, made of token
             # characters on both sides (a named value running on into the next message is not)
@@ -112,6 +114,24 @@ class SecretScope:
             if v in text:
                 text = text.replace(v, f"[REDACTED:{self.values[v]}]")
         return text
+
+
+_NOT_TOKEN_END = frozenset(" \t\r\n.,;:!?)]}>\"'`")
+_CHUNK_RE = re.compile(r"[^\s\"'`<>()\[\]{},;]*")
+_CHUNK_START_RE = re.compile(r"[\"'`]?([^\s\"'`<>()\[\]{},;]*)")
+
+
+def _last_chunk(text: str) -> str:
+    """The run of token-like characters `text` ends with (after trailing blanks)."""
+    rev = text.rstrip()[::-1]
+    m = _CHUNK_RE.match(rev)
+    return "" if m is None else m.group()[::-1]
+
+
+def _first_chunk(text: str) -> str:
+    """The run of token-like characters `text` starts with (an opening quote skipped)."""
+    m = _CHUNK_START_RE.match(text.lstrip())
+    return "" if m is None else m.group(1)
 
 
 _SCOPES: OrderedDict[str, SecretScope] = OrderedDict()
