@@ -185,6 +185,14 @@ def run_engines(crafted_limit: float) -> None:
             if dt > crafted_limit:
                 break  # one slow shape is enough to judge
         n = len(all_cases)
+        if name.startswith("reos-memory"):
+            from reos_memory.squirrel.redaction import redact_events
+
+            scoped = sum(_leaked("\n".join(redact_events(c.messages)), c) for c in all_cases)
+            print(
+                f"{name + ', session scope':22} | {n - scoped}/{n} ({(n - scoped) / n:.0%})"
+                " | (split keys read across their two events)"
+            )
         print(
             f"{name:22} | {n - leaks}/{n} ({(n - leaks) / n:.0%}) | {changed}/{len(LOOKALIKES)}"
             f" | {mbs:.2f} | {worst:.2f} s ({worst_name})"
