@@ -99,9 +99,7 @@ def _writer_config(c: dict[str, Any]) -> str:
     if "model" not in c:
         return str(c.get("provider", "rules (offline)"))
     key = c.get("api_key_env")
-    key_text = (
-        f"key in ${key} ({'set' if c.get('api_key_set') else 'NOT set'})" if key else "no key"
-    )
+    key_text = f"key in ${key} ({'set' if c.get('api_key_set') else 'NOT set'})" if key else "no key"
     return f"{c['provider']} {c['model']} at {c['base_url']}, {key_text}"
 
 

@@ -42,12 +42,8 @@ class ParseState:
 
     def to_json(self) -> str:
         return json.dumps(
-            {
-                "session_id": self.session_id,
-                "cwd": self.cwd,
-                "calls": self.calls,
-                "counts": self.counts,
-            },
+            {"session_id": self.session_id, "cwd": self.cwd, "calls": self.calls,
+             "counts": self.counts},
             separators=(",", ":"),
         )
 
@@ -193,3 +189,4 @@ def result_event(
         is_error=is_error,
         rejected=rejected,
     )
+

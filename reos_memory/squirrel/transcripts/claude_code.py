@@ -144,9 +144,7 @@ class ClaudeCode:
                     state.count("interrupts")
                     out.append(
                         EventIn(
-                            role="system",
-                            kind="message",
-                            ts=ts,
+                            role="system", kind="message", ts=ts,
                             summary="the user interrupted the assistant",
                         )
                     )
@@ -239,9 +237,7 @@ def _written(inp: dict[str, Any]) -> str | None:
     edits = inp.get("edits")
     if isinstance(edits, list):
         return "\n".join(
-            e["new_string"]
-            for e in edits
-            if isinstance(e, dict) and isinstance(e.get("new_string"), str)
+            e["new_string"] for e in edits if isinstance(e, dict) and isinstance(e.get("new_string"), str)
         )
     if isinstance(inp.get("content"), str) and isinstance(inp.get("file_path"), str):
         return str(inp["content"])

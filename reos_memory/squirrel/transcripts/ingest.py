@@ -50,7 +50,6 @@ class Helper(Protocol):
 
     def stop(self) -> None: ...
 
-
 ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeCode(), "codex": Codex()}
 AGENTS = ("auto", *ADAPTERS)
 BATCH_BYTES = 4 << 20
@@ -185,22 +184,8 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
         h = reader.head(path)
         now = now_iso()
         cur = tsql.Cursor(
-            path,
-            agent,
-            h.sha256,
-            h.size,
-            size,
-            0,
-            None,
-            None,
-            "{}",
-            0,
-            0,
-            0,
-            0,
-            False,
-            now,
-            now,
+            path, agent, h.sha256, h.size, size, 0, None, None, "{}", 0, 0, 0, 0,
+            False, now, now,
         )
     state = ParseState.from_json(cur.state_json)
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
