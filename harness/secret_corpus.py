@@ -438,7 +438,7 @@ SECRETS: list[tuple[str, list[str], str]] = [
     (
         "bot is 4677637484:AAHt1E0RKqhiZzmZBzj5lFZJCIDiJJKMp0B - wire it to the alerts channel",
         ["AAHt1E0RKqhiZzmZBzj5lFZJCIDiJJKMp0B"],
-        "high_entropy",
+        "telegram_token",
     ),
     (
         '{"service": "ingest", "region": "eu-west-1", "signingMaterial": "UjgjfXudzTQXGqi+x8PikL2t/yiRbiMdYN2fFq6oCoS=", "retries": 3}',

@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from reos_memory import __version__
@@ -51,6 +52,11 @@ class App:
                 config.vector_snapshot_min,
             ),
         )
+        self.block_redact: Callable[[Any], Any] | None = None
+        if config.redact_blocks:
+            from reos_memory.squirrel.redaction import redact_value
+
+            self.block_redact = redact_value
         self._llm: Any = None
         self._writer_cli: Any = None
         self._squirrel: Any = None

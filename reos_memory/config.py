@@ -66,6 +66,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # a memory index built from this many vectors is saved beside the database for the next process
     vector_snapshot_min: Annotated[int, Meta(ge=1, le=10**9)] = 20_000
     catch_up_indexing: bool = True
+    # blocks/create and blocks/update store what the client sends unless this is on: then block
+    # text and properties pass through the same secret redaction as Squirrel's events
+    redact_blocks: bool = False
     documents_follow_symlinks: bool = False  # documents/insert reads through a symbolic link
     max_document_bytes: Annotated[int, Meta(ge=1, le=1 << 34)] = 256 * 1024 * 1024
     max_document_pages: Annotated[int, Meta(ge=1, le=1_000_000)] = 2000  # PDF pages, XLSX sheets

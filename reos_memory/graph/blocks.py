@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import apsw
@@ -64,6 +65,10 @@ def _next_position(conn: apsw.Connection, parent_id: str | None, page_id: str | 
     return 0 if top is None else top + 1
 
 
+def _redacted_spans(spans: list[RichTextSpan], redact: Callable[[Any], Any]) -> list[RichTextSpan]:
+    return [msgspec.structs.replace(s, content=redact(s.content)) for s in spans]
+
+
 def create_block(
     db: Database,
     *,
@@ -79,6 +84,7 @@ def create_block(
     index: bool = True,
     indexer: Indexer | None = None,
     created_at: str | None = None,
+    redact: Callable[[Any], Any] | None = None,
 ) -> Block:
     """Store a new block; a client-chosen id that exists already is a conflict, never a replace.
 
@@ -89,6 +95,9 @@ def create_block(
     spans = _spans(content, rich_text)
     props = properties or {}
     _check_properties(props)
+    if redact is not None:  # the redact_blocks setting: secrets never reach the database
+        spans = _redacted_spans(spans, redact)
+        props = redact(props)
     text = spans_text(spans)
     prepared = indexer.prepare(text) if indexer is not None and index else None
 
@@ -188,6 +197,7 @@ def update_block(
     position: Any = _UNSET,
     index: bool = True,
     indexer: Indexer | None = None,
+    redact: Callable[[Any], Any] | None = None,
 ) -> Block:
     """Change the given fields only.
 
@@ -203,6 +213,11 @@ def update_block(
         new_spans = [RichTextSpan(content=content)] if content else []
     elif rich_text is not _UNSET:
         new_spans = rich_text
+    if redact is not None:  # the redact_blocks setting: secrets never reach the database
+        if new_spans is not None:
+            new_spans = _redacted_spans(new_spans, redact)
+        if properties is not _UNSET:
+            properties = redact(properties)
     new_text = spans_text(new_spans) if new_spans is not None else None
     prepared = indexer.prepare(new_text) if indexer is not None and index and new_text else None
 

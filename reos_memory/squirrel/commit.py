@@ -16,6 +16,7 @@ get_task_context sees all of it or none of it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -67,6 +68,8 @@ class CommitContext:
     op_sources: dict[int, str] | None = None  # per-op evidence source, else `source`
     protected_kinds: tuple[str, ...] = ()  # the policy's: their TTL does not end them
     after: Any = None  # called with the connection inside the commit transaction
+    # the values the episode's session showed as secrets, redacted from memory text as well
+    known_secrets: Callable[[str], str] | None = None
 
     def source_of(self, index: int) -> str | None:
         return (self.op_sources or {}).get(index, self.source)
@@ -120,6 +123,8 @@ def _prepare(i: int, op: WriterOp, ctx: CommitContext) -> _Prepared:
             p.problem = f"{op.op} needs kind and text"
         else:
             p.text = redact(_SPACE.sub(" ", op.text.strip()))
+            if ctx.known_secrets is not None:
+                p.text = ctx.known_secrets(p.text)
     if op.op in ("UPDATE", "DEPRECATE") and op.memory_id is None and op.key is None:
         p.problem = f"{op.op} needs memory_id or key"
     if op.scope == "repo_path":

@@ -14,8 +14,9 @@ import msgspec
 
 from reos_memory.models import Episode, EpisodeStats, EventIn, new_id, now_iso
 from reos_memory.squirrel import feedback, signals, statements
-from reos_memory.squirrel.events import compress
+from reos_memory.squirrel.events import compress, main_text
 from reos_memory.squirrel.policy import RegretWeights
+from reos_memory.squirrel.redaction import SecretScope, peek_scope, scope_for
 from reos_memory.squirrel.text import commands, instructions
 from reos_memory.store import squirrel as sql
 
@@ -112,14 +113,52 @@ def prepare(
         )
     else:
         sess = {**base, "state": _dec.decode(_enc.encode(base["state"]))}
+    # A value redacted in one event is redacted in all of them (and a key split over two events
+    # is found across their seam): the session's scope learns values as the events go by. When
+    # an event learned one that an earlier event of this batch holds, the batch is done again
+    # with every value known from its start (rare: a secret shown twice, once in a readable form).
+    scope = scope_for(session_scope_key(project_id, session_id))
+    state0 = _enc.encode(sess["state"])
+    tail = scope.tail
+    first_seq, stored, cuts = _compress_all(sess, events, limits, now, scope, session_end)
+    if scope.values and _holds_known(stored, sess["state"], scope):
+        scope.tail = tail
+        sess["state"] = _dec.decode(state0)
+        first_seq, stored, cuts = _compress_all(sess, events, limits, now, scope, session_end)
+    sess["ended"] = session_end
+    sess["last_event_at"] = now
+    return Prepared(base, sess, first_seq, stored, cuts, args)
+
+
+def session_scope_key(project_id: str, session_id: str) -> str:
+    """The key of a session's redaction scope."""
+    return f"{project_id}\x00{session_id}"
+
+
+def _holds_known(stored: list[bytes], state: dict[str, Any], scope: SecretScope) -> bool:
+    """Whether a stored event or the state holds a value the scope knows."""
+    blob = b"".join(stored).decode("utf-8", "replace") + _enc.encode(state).decode()
+    return any(v in blob or _enc.encode(v).decode()[1:-1] in blob for v in scope.values)
+
+
+def _compress_all(
+    sess: dict[str, Any],
+    events: Sequence[EventIn],
+    limits: Limits,
+    now: str,
+    scope: SecretScope,
+    session_end: bool,
+) -> tuple[int, list[bytes], list[tuple[int, str]]]:
+    """Compress `events` into the session's state; (first seq, stored events, cuts)."""
     state = sess["state"]
     cuts: list[tuple[int, str]] = []
     stored: list[bytes] = []
     first_seq = state["seq"]
     for i, ev in enumerate(events):
         seq = state["seq"]
-        call = _pairing(state, ev)
-        c = compress(ev, i, call, now)
+        call = _pairing(state, ev, scope)
+        scope.seam(main_text(ev))
+        c = compress(ev, i, call, now, scope.redact)
         if ev.kind == "tool_call":
             _remember_call(state, ev, c)
         boundary = _is_boundary(state, c)
@@ -138,9 +177,7 @@ def prepare(
     if session_end and state["n"] > 0:
         cuts.append((state["seq"] - 1, "session_end"))
         _reset(state)
-    sess["ended"] = session_end
-    sess["last_event_at"] = now
-    return Prepared(base, sess, first_seq, stored, cuts, args)
+    return first_seq, stored, cuts
 
 
 def apply(conn: apsw.Connection, prep: Prepared, regret: RegretWeights) -> IngestReport:
@@ -219,6 +256,10 @@ def cut_episode(
     events = sql.take_events(conn, sess["session_id"], upto_seq)
     if not events:
         return None
+    # events stored by earlier ingests may hold a value the session showed as a secret since
+    scope = peek_scope(session_scope_key(sess["project_id"], sess["session_id"]))
+    if scope is not None and scope.values:
+        events = [scope.known_value(e) for e in events]
     st = compute_stats(events)
     pre = prefilter(events, st, limits)
     now = now_iso()
@@ -269,13 +310,11 @@ def _reset(state: dict[str, Any]) -> None:
     state["calls"] = calls  # a result may arrive after the cut of its call
 
 
-def _pairing(state: dict[str, Any], ev: EventIn) -> dict[str, Any] | None:
+def _pairing(state: dict[str, Any], ev: EventIn, scope: SecretScope) -> dict[str, Any] | None:
     if ev.kind != "tool_result":
         return None
     if ev.call_id:
-        from reos_memory.squirrel.redaction import redact
-
-        key = redact(ev.call_id)[:80]
+        key = scope.redact(ev.call_id)[:80]
         if key in state["calls"]:
             return state["calls"][key]
     return state["last_call"]

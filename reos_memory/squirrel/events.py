@@ -5,6 +5,7 @@ frustration, corrections) read off once."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from reos_memory.models import EventIn, now_iso, parse_iso
@@ -39,10 +40,13 @@ def strip_injected(text: str) -> str:
     return _INJECTED_ESCAPED.sub("", _INJECTED.sub("", text))
 
 
-def _clean(text: str | None) -> str | None:
+Redactor = Callable[[str], str]
+
+
+def _clean(text: str | None, red: Redactor) -> str | None:
     if text is None:
         return None
-    return redact(strip_injected(text))
+    return red(strip_injected(text))
 
 
 # Long text is redacted only as far as anything of it can be stored: its head and its tail (the
@@ -52,14 +56,14 @@ def _clean(text: str | None) -> str | None:
 REDACT_WINDOW = 3000
 
 
-def _window(text: str | None) -> str | None:
+def _window(text: str | None, red: Redactor) -> str | None:
     """The head and tail of a long text (injections already stripped), redacted."""
     if text is None:
         return None
     if len(text) > REDACT_WINDOW:
         half = REDACT_WINDOW // 2
         text = text[:half] + "\n…\n" + text[-half:]
-    return redact(text)
+    return red(text)
 
 
 def _head_tail(text: str, n: int) -> str:
@@ -84,17 +88,26 @@ def parse_ts(ts: str | None, index: int, now: str | None = None) -> str:
     return parse_iso(ts, f"events[{index}].ts")
 
 
+def main_text(ev: EventIn) -> str | None:
+    """The text of an event that a following event may continue (a key split over two)."""
+    return ev.text if ev.text is not None else ev.raw_snippet or ev.command
+
+
 def compress(
-    ev: EventIn, index: int, call: dict[str, Any] | None, now: str | None = None
+    ev: EventIn,
+    index: int,
+    call: dict[str, Any] | None,
+    now: str | None = None,
+    red: Redactor = redact,
 ) -> dict[str, Any]:
     """The stored form of one event. `call` is the tool call a result answers, if known; `now`
-    stands in for a missing `ts`."""
+    stands in for a missing `ts`; `red` redacts (the session's scope: values seen elsewhere)."""
     raw_text = None if ev.text is None else strip_injected(ev.text)  # never stored
     raw_snippet = None if ev.raw_snippet is None else strip_injected(ev.raw_snippet)
-    text = _window(raw_text)
-    snippet = _window(raw_snippet)
-    summary = _clean(ev.summary)
-    command = _clean(ev.command)
+    text = _window(raw_text, red)
+    snippet = _window(raw_snippet, red)
+    summary = _clean(ev.summary, red)
+    command = _clean(ev.command, red)
     if command is None and call is not None:
         command = call.get("command")
     body = text if text is not None else (snippet or "")
@@ -103,13 +116,13 @@ def compress(
         "ts": parse_ts(ev.ts, index, now),
         "role": ev.role,
         "kind": ev.kind,
-        "tool_name": redact(ev.tool_name) if ev.tool_name else (call or {}).get("tool_name"),
-        "file": cap(redact(ev.file), 300) if ev.file else (call or {}).get("file"),
+        "tool_name": red(ev.tool_name) if ev.tool_name else (call or {}).get("tool_name"),
+        "file": cap(red(ev.file), 300) if ev.file else (call or {}).get("file"),
     }
     if command:
         out["command"] = cap(command.strip(), COMMAND_CHARS)
     if ev.call_id:
-        out["call_id"] = redact(ev.call_id)[:80]
+        out["call_id"] = red(ev.call_id)[:80]
     if ev.exit_code is not None:
         out["exit_code"] = ev.exit_code
     if ev.origin is not None:
@@ -117,7 +130,7 @@ def compress(
     if ev.origin == "compaction":
         # the agent's own summary: only its errors-and-fixes entries are kept, as notes
         out["summary"] = cap(summary or "compaction summary", SUMMARY_CHARS)
-        notes = [redact(n) for n in summaries.find(raw_text or "")]
+        notes = [red(n) for n in summaries.find(raw_text or "")]
         if notes:
             out["notes"] = notes
         return out
@@ -157,7 +170,7 @@ def compress(
             out["error"] = True
             line = signals.error_line(raw_body) if raw_body else None
             if line:
-                out["error_line"] = cap(brief_error(_safe_line(raw_body, line)), SUMMARY_CHARS)
+                out["error_line"] = cap(brief_error(_safe_line(raw_body, line, red)), SUMMARY_CHARS)
         out["summary"] = cap(
             summary or out.get("error_line") or _first_line(body) or "(no output)", SUMMARY_CHARS
         )
@@ -178,7 +191,7 @@ def compress(
             out["raw_snippet"] = _head_tail(text.strip(), SNIPPET_CHARS)
         if ev.role == "assistant" and ev.kind == "message" and raw_text:
             # what the agent found out, read from its whole message (the rest is not kept)
-            notes = [redact(n) for n in diagnosis.find(raw_text)]
+            notes = [red(n) for n in diagnosis.find(raw_text)]
             if notes:
                 out["notes"] = notes
     if ev.kind in ("tool_call", "tool_result"):
@@ -186,13 +199,13 @@ def compress(
     return out
 
 
-def _safe_line(body: str, line: str) -> str:
+def _safe_line(body: str, line: str, red: Redactor = redact) -> str:
     """An error line fit to store. Redaction reads the whole output line it came from (a secret
     cut off by the cap must still be recognised); the line as read is kept when it was not cut
     and its whole line holds no secret (so "<tool_use_error>x</tool_use_error>" stays "x")."""
     full = _full_line(body, line)
-    safe = redact(full)
-    if safe == full and not line.endswith("…") and redact(line) == line:
+    safe = red(full)
+    if safe == full and not line.endswith("…") and red(line) == line:
         return line
     return safe
 

@@ -528,6 +528,7 @@ class Squirrel:
                     op_sources=sources,
                     protected_kinds=tuple(self.project_policy(ep.project_id).protected_kinds),
                     after=finish,
+                    known_secrets=_known_secrets(ep.project_id, ep.session_id),
                 ),
                 dedup_threshold=self.settings.dedup_threshold,
             )
@@ -1013,6 +1014,17 @@ class _Deferred(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+def _known_secrets(project_id: str, session_id: str | None) -> Callable[[str], str] | None:
+    """Redaction of the values the session showed as secrets (None: this process knows none)."""
+    from reos_memory.squirrel.episodes import session_scope_key
+    from reos_memory.squirrel.redaction import peek_scope
+
+    if session_id is None:
+        return None
+    scope = peek_scope(session_scope_key(project_id, session_id))
+    return None if scope is None or not scope.values else scope.known
 
 
 def _public_result(r: dict[str, Any]) -> dict[str, Any]:

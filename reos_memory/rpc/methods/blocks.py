@@ -26,7 +26,10 @@ def create(ctx: RequestContext, p: t.BlockCreateParams) -> t.BlockResult:
     defaults to after the last sibling. A parent must exist and be in the same act. The block is
     embedded for semantic search before the reply (pass `index: false` to skip).
     """
-    return t.BlockResult(block=svc.create_block(ctx.app.db, indexer=ctx.app.indexer, **asdict(p)))
+    app = ctx.app
+    return t.BlockResult(
+        block=svc.create_block(app.db, indexer=app.indexer, redact=app.block_redact, **asdict(p))
+    )
 
 
 @method("blocks/get", params=t.BlockGetParams, result=t.BlockResult, errors=[-32004])
@@ -60,7 +63,10 @@ def update(ctx: RequestContext, p: t.BlockUpdateParams) -> t.BlockResult:
     Pass `expected_version` (the `version` you read) to get -32009 instead of overwriting a
     change made by someone else meanwhile.
     """
-    return t.BlockResult(block=svc.update_block(ctx.app.db, indexer=ctx.app.indexer, **asdict(p)))
+    app = ctx.app
+    return t.BlockResult(
+        block=svc.update_block(app.db, indexer=app.indexer, redact=app.block_redact, **asdict(p))
+    )
 
 
 @method(

@@ -74,6 +74,9 @@ import string
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from reos_memory.squirrel.redaction.normalize import normalized, to_original
+from reos_memory.squirrel.redaction.providers import scan_prefixed
+
 __all__ = ["find_secrets", "redact", "redact_value"]
 
 
@@ -92,12 +95,13 @@ _P_NAMED = 2
 _P_ENTROPY = 1
 
 _PLACEHOLDER_RE = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+PLACEHOLDER_RE = _PLACEHOLDER_RE
 
 # ---------------------------------------------------------------------------------------------
 # Byte tables for the cheap pre-checks
 # ---------------------------------------------------------------------------------------------
 
-_TOKEN_CHARS = string.ascii_letters + string.digits + "_-+/.="
+_TOKEN_CHARS = string.ascii_letters + string.digits + "_-+/.=~"
 _RUN_TABLE = bytes(ord("a") if chr(i) in _TOKEN_CHARS else ord(" ") for i in range(256))
 _RUN_MIN = 20  # the shortest provider token (an AWS key id) has 20 characters
 _RUN_END = b"a" * _RUN_MIN + b" "
@@ -114,6 +118,7 @@ _CLASS_TABLE = bytes(
 _PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
 _SPACE_RE = re.compile(r"\s")
 _NON_VOWELS = bytes(i for i in range(256) if chr(i) not in "aeiouAEIOU")
+_NON_ALNUM = bytes(i for i in range(256) if not chr(i).isascii() or not chr(i).isalnum())
 _CLASS_RUNS_RE = re.compile(rb"U+|l+|D+")
 
 # ---------------------------------------------------------------------------------------------
@@ -159,6 +164,7 @@ _PROVIDER_RE = re.compile(
 _NEEDS_RANDOM_TAIL = frozenset({"openai_key", "anthropic_key", "slack_token", "gitlab_token"})
 
 _B64_RE = re.compile(r"[A-Za-z0-9+/_\-]{32,}")
+_LONG_TOKEN = 1024
 # Hash-labelled values and public keys are not secrets: sha256:..., go.sum h1:..., data URIs.
 _HASH_LABEL_BEFORE_RE = re.compile(
     r"(?i)(?:(?:sha\d{1,3}|md5|h1|blake2b?|base64)[:,]"
@@ -166,11 +172,25 @@ _HASH_LABEL_BEFORE_RE = re.compile(
 )
 _HASH_LABEL_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
+_UUID_OR_HEX_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-f]{8,64}"
+)
 _SEPARATORS_RE = re.compile(r"[\-_/.+=]+")
 _WORDLIKE_RE = re.compile(
     r"[A-Z]?[a-z]{2,}\d{0,2}|[A-Z]{2,}\d{0,2}s?|\d{1,4}[A-Za-z]{0,2}|[A-Za-z]\d{1,3}[A-Za-z]?"
 )
 
+# Found from a literal anywhere: (needle, kind, regex matched at the needle with a group "v")
+_ANCHOR_RES = (
+    (b"sig=", "url_signature", re.compile(r"sig=(?P<v>[A-Za-z0-9%+/=_\-]{16,400})")),
+    (
+        b"Signature=",
+        "url_signature",
+        re.compile(r"Signature=(?P<v>[A-Za-z0-9%+/=_\-]{16,1000})"),
+    ),
+    (b"django-insecure-", "django_secret", re.compile(r"(?P<v>django-insecure-[^\s'\"`]{30,80})")),
+)
+_ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-")
 _WEBHOOK_RES = (
     (
         b"hooks.slack.com/",
@@ -202,24 +222,27 @@ _NAME_TABLE = bytes(
 # Matched right after a secret-looking name (the scanner already knows where the name ends).
 _KV_TAIL_RE = re.compile(
     r"""
-    (?P<nq>\\?["'])?+
+    (?P<nq>\\?["'])?+\]?
     (?:
         (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\]))(?P<sp2>[ \t]*)
       | (?P<xml>>)
       | (?P<ws>[ \t]+)
     )
     (?:
-        [bBrRuUfF]{0,2}\\"(?P<eqv>(?:(?!\\")[^\n])*)(?:\\")?
-      | [bBrRuUfF]{0,2}(?P<q>["'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n])*)(?P=q)?
-      | (?P<bare>(?:[^\s"'`;&<>()\[\]{},|]|,(?!\s))+)
+        [bBrRuUfF]{0,2}\\"(?P<eqv>(?:(?!\\")[^\n]){0,4096})(?:\\")?
+      | [bBrRuUfF]{0,2}(?P<q>["'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n]){0,4096})(?P=q)?
+      | (?P<bare>[^\s"'`;&<>()\[\]{}|]{1,4096})
     )?
     """,
     re.VERBOSE,
 )
 _AUTH_SCHEME_RE = re.compile(
     r"(?i)(?P<scheme>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|key|jwt|oauth"
-    r"|ssws|splunk)[ \t]+(?P<cred>[^\s\"'`,;]+)"
+    r"|ssws|splunk|api-token|apitoken|sso-key|[A-Za-z][A-Za-z0-9_-]{1,24})[ \t]+"
+    r"(?P<cred>[^\s\"'`,;]+)"
 )
+# <add key="Password" value="..."/>, <param name="apiToken" value="..."/>
+_XML_VALUE_RE = re.compile(r"""["'][ \t]+value[ \t]*=[ \t]*(["'])(?P<v>[^"'\n]{1,4096})\1""")
 _AUTH_TUPLE_RE = re.compile(r"""\(\s*(["'])[^"'\n]*\1\s*,\s*(["'])(?P<pw>[^"'\n]*)\2\s*\)""")
 _PROSE_NAMES = ("password", "passphrase", "passcode", "pwd", "key", "token", "secret")
 _PROSE_TAIL_RE = re.compile(
@@ -246,6 +269,9 @@ _CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _CURL_USER_RE = re.compile(
     r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]+):(?P<pw>[^\s"'`]+)\1"""
 )
+_LDAP_CMD_RE = re.compile(
+    r"(?:^|[\s;&|(])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b"
+)
 _P_FLAG_CMD_RE = re.compile(
     r"(?:^|[\s;&|(])(?:(?P<attached>mysql|mysqldump|mysqladmin|mysqlsh|mariadb|mariadb-dump)"
     r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl)\s+login))\b",
@@ -266,7 +292,8 @@ _KEY_PAIRS = frozenset(
     {
         "api", "access", "secret", "private", "account", "auth", "master", "encryption",
         "signing", "app", "license", "sas", "shared", "subscription", "consumer", "client",
-        "storage", "webhook", "hmac", "jwt", "session", "service",
+        "storage", "webhook", "hmac", "jwt", "session", "service", "admin", "write", "deploy",
+        "management", "root", "server", "bot", "integration", "personal", "cloud", "live",
     }
 )  # fmt: skip
 _WEAK_WORDS = frozenset(
@@ -473,6 +500,8 @@ def _is_placeholder(v: str) -> bool:
     s = v.strip()
     if not s:
         return True
+    if s[0] in "${" and _literal_despite_sigil(s):
+        return False
     if s[0] in "$%{<#!*&@[\\" or s.startswith(("(", "process.env", "os.environ")):
         return True
     low = s.lower()
@@ -481,6 +510,27 @@ def _is_placeholder(v: str) -> bool:
     if low.startswith(("your", "insert", "enter-", "enter_", "replace", "put-", "my-")):
         return True
     return s[-1] == "}" and "{" in s
+
+
+def _literal_despite_sigil(s: str) -> bool:
+    """``$Xk9mP2vQ7`` or ``{Xk9mP2vQ7}``: a random literal that starts with ``$`` or is braced.
+
+    A reference is ``$NAME`` / ``$name`` in one case, ``${...}``, ``$(...)``, ``$1``; a template
+    holds a name, a dotted path or words (``{password}``, ``{{ .Values.apiKey }}``)."""
+    if s[0] == "$":
+        rest = s[1:]
+        if not rest or rest[0] in "{(0123456789@*#?!$-_":
+            return False
+        if _IDENT_RE.fullmatch(rest) and (rest.isupper() or rest.islower()):
+            return False
+        return _randomish(rest, 8) or not _IDENT_RE.fullmatch(rest)
+    inner = s.strip("{} ").lstrip(".")
+    if s[-1] != "}" or not inner or _DOTTED_RE.fullmatch(inner) or " " in inner:
+        return False
+    return _randomish(inner, 10) and not _TEMPLATE_WORDS_RE.fullmatch(inner)
+
+
+_TEMPLATE_WORDS_RE = re.compile(r"[a-z_]+|[A-Z_]+|[A-Za-z]+[0-9]?|[0-9]+|[A-Za-z_]+\|[a-z_]+")
 
 
 def _ends_call(text: str, end: int) -> bool:
@@ -513,6 +563,12 @@ def _scan_runs(text: str, b: bytes, spans: list[_Span]) -> None:
             and (has_upper or b"xox" in raw or b"_v1_" in raw)
             and _scan_provider(text, start, end, spans)
         ):
+            continue
+        # Newer formats, of any case, by their prefix (providers.py). Each has a digit or a
+        # capital somewhere; lowercase paths and snake_case names, most long runs, skip this.
+        found = (has_digit or has_upper) and scan_prefixed(text, start, end)
+        if found:
+            spans.extend(_Span(s, e, _P_PROVIDER, kind) for s, e, kind in found)
             continue
         if text[start - 1 : start] == " ":
             before = text[max(0, start - 7) : start].lower()
@@ -548,7 +604,8 @@ def _scan_provider(text: str, start: int, end: int, spans: list[_Span]) -> bool:
 def _scan_entropy(text: str, start: int, end: int, spans: list[_Span]) -> None:
     for m in _B64_RE.finditer(text, start, end):
         s, e = m.span()
-        tok = m.group()
+        # a blob longer than any key is judged on its head, and kept or redacted whole
+        tok = m.group() if e - s <= _LONG_TOKEN else text[s : s + _LONG_TOKEN]
         if tok.startswith(_HASH_LABEL_PREFIXES) or _HASH_LABEL_BEFORE_RE.search(
             text, max(0, s - 20), s
         ):
@@ -602,11 +659,20 @@ def _scan_flags(text: str, b: bytes, spans: list[_Span]) -> None:
     while i >= 0:
         _p_flag(text, len(text), i, spans)
         i = b.find(b" -p", i + 3)
+    i = b.find(b" -w ") if b"ldap" in b else -1
+    while i >= 0:
+        lo = max(0, i - 300)
+        line = text[max(text.rfind("\n", lo, i) + 1, lo) : i]
+        m = _NEXT_WORD_RE.match(text, i + 3)
+        if _LDAP_CMD_RE.search(line) and m is not None and not _is_placeholder(m.group(1)):
+            spans.append(_Span(m.start(1), m.end(1), _P_NAMED, "password"))
+        i = b.find(b" -w ", i + 4)
 
 
 def _p_flag(text: str, n: int, i: int, spans: list[_Span]) -> None:
     """``-p`` is a password only after mysql-like commands (attached) or sshpass/login (spaced)."""
-    cmd = _P_FLAG_CMD_RE.search(text, max(text.rfind("\n", 0, i) + 1, i - 300), i)
+    lo = max(0, i - 300)
+    cmd = _P_FLAG_CMD_RE.search(text, max(text.rfind("\n", lo, i) + 1, lo), i)
     if cmd is None:
         return
     j = i + 3
@@ -626,11 +692,10 @@ def _scan_named(text: str, b: bytes, spans: list[_Span]) -> bool:
 
     Returns whether "key" occurs at all (the PEM rule needs it)."""
     low = b.lower()
+    saw_key = b"key" in low
     hits: list[int] = []
-    saw_key = False
     for word in _TRIGGER_WORDS:
         i = low.find(word)
-        saw_key = saw_key or (i >= 0 and word == b"key")
         while i >= 0:
             hits.append(i)
             i = low.find(word, i + len(word))
@@ -640,37 +705,80 @@ def _scan_named(text: str, b: bytes, spans: list[_Span]) -> bool:
         hits.extend(m.start() for m in regex.finditer(low))
     if not hits:
         return saw_key
+    hits.sort()
     name_map = b.translate(_NAME_TABLE) + b" "
-    seen: set[int] = set()
+    # Each hit's work is bounded (names of 80 characters, values of 4,096), and a hit inside what
+    # an earlier one read (its name or its value) is not read again, so the pass is linear in
+    # the text: "token:token:token:..." reads its first value and skips the rest.
+    reach = [0]
+    budget = max(_HIT_BUDGET, len(text) // 100)
     for i in hits:
-        start = name_map.rfind(b" ", 0, i) + 1
-        if start in seen:
+        if i < reach[0]:
             continue
-        seen.add(start)
-        end = name_map.find(b" ", i)
-        if end - start > 80:
-            continue  # no variable is named like that: a blob that happens to contain "key"
-        info = _name_info(text[start:end])
-        if (info is None or not _named_at(text, start, end, info, spans)) and text[
-            end : end + 1
-        ].isspace():
-            _prose_at(text, start, end, spans)
+        budget -= 1
+        if budget < 0:
+            # a crafted or generated blob: the rest is one finding, not judged word by word
+            spans.append(_Span(i, len(text), _P_NAMED, "dense_secret_words"))
+            break
+        _named_hit(text, name_map, i, spans, reach)
     return saw_key
+
+
+# Natural text holds a secret word every few hundred characters; past this many in one text (at
+# least 4,000, one per 100 characters) it is a crafted or generated blob, and the rest of it is
+# redacted as one finding rather than judged word by word in time that adds up to minutes.
+_HIT_BUDGET = 4000
+
+
+def _named_hit(text: str, name_map: bytes, i: int, spans: list[_Span], reach: list[int]) -> None:
+    """Read the name around the secret word at `i` and what follows it."""
+    start = name_map.rfind(b" ", max(0, i - 81), i) + 1
+    end = name_map.find(b" ", i, i + 81)
+    if (start == 0 and i > 81) or end < 0 or end - start > 80:
+        # no variable is named like that: a blob that happens to contain "key"
+        reach[0] = name_map.find(b" ", i)
+        return
+    reach[0] = end
+    info = _name_info(text[start:end])
+    if (info is None or not _named_at(text, start, end, info, spans, reach)) and text[
+        end : end + 1
+    ].isspace():
+        _prose_at(text, start, end, spans)
 
 
 def _line_prefix(text: str, start: int) -> str:
     """What precedes `start` on its line (at most 200 characters: minified lines are long)."""
-    return text[max(text.rfind("\n", 0, start) + 1, start - 200) : start]
+    lo = max(0, start - 200)
+    return text[max(text.rfind("\n", lo, start) + 1, lo) : start]
 
 
-def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Span]) -> bool:
-    """Handle ``name <sep> value`` for the name at [start, end); True when it was an assignment."""
+def _named_at(
+    text: str, start: int, end: int, info: _NameInfo, spans: list[_Span], reach: list[int]
+) -> bool:
+    """Handle ``name <sep> value`` for the name at [start, end); True when it was an assignment.
+
+    `reach` is moved past the value read, so that no later hit reads it again."""
     before = text[max(0, start - 2) : start]
     if before.endswith(("$", "%")) or before == "${":
         return False  # "$API_TOKEN" is a reference, not an assignment
+    if text[end : end + 1] in ("'", '"') and text[max(0, start - 6) : start - 1].lower().endswith(
+        ("key=", "name=")
+    ):
+        x = _XML_VALUE_RE.match(text, end)
+        if x is not None and not _is_placeholder(x.group("v")) and _fits_tier(info, x.group("v")):
+            spans.append(_Span(x.start("v"), x.end("v"), _P_NAMED, info.kind))
+            reach[0] = max(reach[0], x.end())
+            return True
+    if text[end : end + 1] in (" ", "\t") and not (
+        text[start] == "-" or text[start:end].lower() in ("password", "passwd")
+    ):
+        after = text[end : end + 40].lstrip(" \t")[:1]
+        if after not in ("=", ":"):
+            return False  # "secret token key": words, not an assignment (the fast way out)
     m = _KV_TAIL_RE.match(text, end)
     if m is None:
         return False
+    reach[0] = max(reach[0], m.end())
     name = text[start:end]
     xml, ws = m.group("xml", "ws")
     if xml is not None and not before.endswith("<"):
@@ -688,6 +796,8 @@ def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Spa
     if group in ("eqv", "qv", "bare"):
         vs, ve = m.span(group)
         quoted = group != "bare"
+        while not quoted and ve > vs and text[ve - 1] == ",":
+            ve -= 1  # "token=abc, next" - the comma ends the value
     else:
         if info.tier != _TIER_WEAK or text[m.end() : m.end() + 1] != "(":
             return True
@@ -709,6 +819,7 @@ def _named_at(text: str, start: int, end: int, info: _NameInfo, spans: list[_Spa
     accepted_end = _judge_value(text, m, start, name, info, vs, ve, quoted)
     if accepted_end is not None:
         spans.append(_Span(vs, accepted_end, _P_NAMED, kind))
+        reach[0] = max(reach[0], accepted_end)
     return True
 
 
@@ -756,7 +867,8 @@ def _judge_value(
         )
         if env_line:
             # A shell or .env value runs to the next blank whatever characters it holds.
-            while ve < len(text) and not text[ve].isspace():
+            stop = min(len(text), vs + 4096)
+            while ve < stop and not text[ve].isspace():
                 ve += 1
             value = text[vs:ve]
         else:
@@ -795,14 +907,16 @@ def _judge_value(
 def _fits_tier(info: _NameInfo, value: str) -> bool:
     """Whether a literal under a name of this tier looks like the secret the name promises."""
     if info.tier == _TIER_WEAK:
-        return _randomish(value.strip())
+        v = value.strip()
+        return _randomish(v) and not _UUID_OR_HEX_RE.fullmatch(v)
     if info.tier == _TIER_SECRET:
         # EXPIRED_TOKEN = "expired_token" and IMAGE_TOKEN = "<|image|>" name no credential
         return not (
             len(value) < 8
             or _SPACE_RE.search(value)
             or _WORDY_RE.fullmatch(value)
-            or len(_ALNUM_RE.findall(value)) < max(8, 0.4 * len(value))
+            or len(value.encode("ascii", "replace").translate(None, _NON_ALNUM))
+            < max(8, 0.4 * len(value))
         )
     return True  # any literal can be a password
 
@@ -817,10 +931,16 @@ def _prose_at(text: str, start: int, end: int, spans: list[_Span]) -> None:
     name = text[start:end].lower()
     if not name.endswith(_PROSE_NAMES):
         return
+    is_password = name.endswith(("password", "passphrase", "passcode", "pwd"))
     m = _PROSE_TAIL_RE.match(text, end)
     if m is None:
+        if is_password:
+            nxt = _NEXT_WORD_RE.match(text, end)
+            if nxt is not None:
+                v = nxt.group(1).rstrip(".,;:!?)\"'`")
+                if _randomish(v, 8) and _has_digit_or_symbol(v) and not _is_placeholder(v):
+                    spans.append(_Span(nxt.start(1), nxt.start(1) + len(v), _P_NAMED, "password"))
         return
-    is_password = name.endswith(("password", "passphrase", "passcode", "pwd"))
     if name.endswith("key") and not (
         _name_info(name) is not None
         or text[max(0, start - 8) : start]
@@ -850,7 +970,22 @@ def _prose_at(text: str, start: int, end: int, spans: list[_Span]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _collect(text: str) -> list[_Span]:
+def _analyse(text: str) -> tuple[str, list[_Span]]:
+    """(the text the findings index, the findings), read in the NFKC form of `text` without
+    zero-width characters. The text is `text` itself unless it was too changed to map back."""
+    norm, pos = normalized(text)
+    if pos is None:
+        return text, _collect_ascii(norm)
+    if not pos:
+        return norm, _collect_ascii(norm)
+    return text, [
+        s._replace(start=a, end=b)
+        for s in _collect_ascii(norm)
+        for a, b in [to_original(pos, s.start, s.end)]
+    ]
+
+
+def _collect_ascii(text: str) -> list[_Span]:
     if len(text) < 6:
         return []
     b = text.encode("ascii") if text.isascii() else text.encode("ascii", "replace")
@@ -874,6 +1009,13 @@ def _collect(text: str) -> list[_Span]:
             spans.append(_Span(dsn.start(2), dsn.end(2), _P_URL, "url_password"))
         i = b.find(b"@tcp(", i + 5)
     _scan_flags(text, b, spans)
+    for needle, kind, regex in _ANCHOR_RES if _ANCHOR_NEEDLES_RE.search(b) else ():
+        i = b.find(needle)
+        while i >= 0:
+            a = regex.match(text, i)
+            if a is not None and len(a.group("v")) >= 16 and not _is_placeholder(a.group("v")):
+                spans.append(_Span(a.start("v"), a.end("v"), _P_PROVIDER, kind))
+            i = b.find(needle, i + len(needle))
     if not spans:
         return spans
     spans = _merge(spans)
@@ -916,7 +1058,7 @@ def _merge(spans: list[_Span]) -> list[_Span]:
 
 def find_secrets(text: str) -> list[tuple[str, int, int]]:
     """Return (kind, start, end) of every secret in `text`, in order and non-overlapping."""
-    return [(s.kind, s.start, s.end) for s in _collect(text)]
+    return [(s.kind, s.start, s.end) for s in _analyse(text)[1]]
 
 
 def redact(text: str) -> str:
@@ -937,9 +1079,25 @@ def _redact_short(text: str) -> str:
 
 
 def _redact(text: str) -> str:
-    spans = _collect(text)
+    return _redact_found(text)[0]
+
+
+def redact_found(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """(`text` redacted, the (kind, value) of each secret it held); idempotent like redact()."""
+    if len(text) <= _SHORT:
+        return _redact_found_short(text)
+    return _redact_found(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _redact_found_short(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return _redact_found(text)
+
+
+def _redact_found(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    text, spans = _analyse(text)
     if not spans:
-        return text
+        return text, ()
     parts: list[str] = []
     pos = 0
     for s in spans:
@@ -947,7 +1105,7 @@ def _redact(text: str) -> str:
         parts.append(f"[REDACTED:{s.kind}]")
         pos = s.end
     parts.append(text[pos:])
-    return "".join(parts)
+    return "".join(parts), tuple((s.kind, text[s.start : s.end]) for s in spans)
 
 
 def redact_value(value: Any) -> Any:

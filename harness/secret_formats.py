@@ -1,0 +1,529 @@
+"""An external-style secret corpus: real formats of many providers, random values, real contexts.
+
+The formats (prefix, alphabet, length) are facts from the providers' documentation and from the
+public rule sets of secret scanners; every value here is generated from a seeded random source, so
+none was ever a live credential. `cases()` embeds each secret in the ways people leak them: pasted
+in chat, in a stack trace, in ``.env`` / ``export`` lines, config files, CLI flags, URLs, split
+over two messages, in full-width characters and with a zero-width space inside. `LOOKALIKES` are
+strings that look random but are not secrets and must survive redaction unchanged.
+
+Used by ``tools/eval_secrets.py`` (every ingestion path, every table) and by the tests.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+HEX = "0123456789abcdef"
+UHEX = "0123456789ABCDEF"
+ALNUM = string.ascii_letters + string.digits
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+UPPER_ALNUM = string.ascii_uppercase + string.digits
+B64 = ALNUM + "+/"
+B64URL = ALNUM + "-_"
+LETTERS = string.ascii_letters
+
+Gen = Callable[[random.Random], str]
+
+
+def r(alphabet: str, n: int) -> Gen:
+    """A generator of `n` characters from `alphabet`."""
+    return lambda rng: "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def cat(*parts: str | Gen) -> Gen:
+    """Literal parts and generated parts, joined."""
+    return lambda rng: "".join(p if isinstance(p, str) else p(rng) for p in parts)
+
+
+def _jwt_like(rng: random.Random) -> str:
+    import base64
+    import json
+
+    def seg(obj: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    header = seg({"alg": "HS256", "typ": "JWT"})
+    body = seg({"sub": r(LOWER_ALNUM, 12)(rng), "iat": rng.randint(1_600_000_000, 1_800_000_000)})
+    return f"{header}.{body}.{r(B64URL, 43)(rng)}"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One secret format: its name, a value generator, the variable people keep it in, and
+    whether the value alone (with no name around it) identifies it as a secret."""
+
+    name: str
+    gen: Gen
+    env: str
+    prefixed: bool = True
+
+
+# Prefixed formats: recognisable alone. (name, generator, usual variable name)
+KINDS: list[Kind] = [
+    Kind(
+        "openai_project",
+        cat("sk-proj-", r(B64URL, 74), "T3BlbkFJ", r(B64URL, 74)),
+        "OPENAI_API_KEY",
+    ),
+    Kind("openai_legacy", cat("sk-", r(ALNUM, 20), "T3BlbkFJ", r(ALNUM, 20)), "OPENAI_API_KEY"),
+    Kind("openai_svcacct", cat("sk-svcacct-", r(B64URL, 58)), "OPENAI_API_KEY"),
+    Kind("openrouter", cat("sk-or-v1-", r(HEX, 64)), "OPENROUTER_API_KEY"),
+    Kind("anthropic", cat("sk-ant-api03-", r(B64URL, 93), "AA"), "ANTHROPIC_API_KEY"),
+    Kind("anthropic_admin", cat("sk-ant-admin01-", r(B64URL, 93), "AA"), "ANTHROPIC_ADMIN_KEY"),
+    Kind("deepseek", cat("sk-", r(HEX, 32)), "DEEPSEEK_API_KEY"),
+    Kind("groq", cat("gsk_", r(ALNUM, 52)), "GROQ_API_KEY"),
+    Kind("xai", cat("xai-", r(ALNUM, 80)), "XAI_API_KEY"),
+    Kind("perplexity", cat("pplx-", r(ALNUM, 48)), "PERPLEXITY_API_KEY"),
+    Kind("replicate", cat("r8_", r(ALNUM, 37)), "REPLICATE_API_TOKEN"),
+    Kind("huggingface", cat("hf_", r(LETTERS, 34)), "HF_TOKEN"),
+    Kind("huggingface_org", cat("api_org_", r(LETTERS, 34)), "HF_ORG_TOKEN"),
+    Kind("elevenlabs", cat("sk_", r(HEX, 48)), "ELEVENLABS_API_KEY"),
+    Kind("tavily", cat("tvly-", r(ALNUM, 32)), "TAVILY_API_KEY"),
+    Kind("firecrawl", cat("fc-", r(HEX, 32)), "FIRECRAWL_API_KEY"),
+    Kind("langsmith", cat("lsv2_pt_", r(HEX, 32), "_", r(HEX, 10)), "LANGSMITH_API_KEY"),
+    Kind("langsmith_sk", cat("lsv2_sk_", r(HEX, 32), "_", r(HEX, 10)), "LANGCHAIN_API_KEY"),
+    Kind("pinecone", cat("pcsk_", r(ALNUM, 5), "_", r(ALNUM, 63)), "PINECONE_API_KEY"),
+    Kind("aws_key_id", cat("AKIA", r(UPPER_ALNUM, 16)), "AWS_ACCESS_KEY_ID"),
+    Kind("aws_sts_id", cat("ASIA", r(UPPER_ALNUM, 16)), "AWS_ACCESS_KEY_ID"),
+    Kind("github_classic", cat("ghp_", r(ALNUM, 36)), "GITHUB_TOKEN"),
+    Kind("github_oauth", cat("gho_", r(ALNUM, 36)), "GH_TOKEN"),
+    Kind("github_fine", cat("github_pat_", r(ALNUM, 22), "_", r(ALNUM, 59)), "GITHUB_PAT"),
+    Kind("gitlab_pat", cat("glpat-", r(B64URL, 20)), "GITLAB_TOKEN"),
+    Kind("gitlab_runner", cat("glrt-", r(B64URL, 20)), "CI_RUNNER_TOKEN"),
+    Kind(
+        "slack_bot",
+        cat("xoxb-", r(string.digits, 12), "-", r(string.digits, 13), "-", r(ALNUM, 24)),
+        "SLACK_BOT_TOKEN",
+    ),
+    Kind(
+        "slack_user",
+        cat(
+            "xoxp-",
+            r(string.digits, 12),
+            "-",
+            r(string.digits, 12),
+            "-",
+            r(string.digits, 13),
+            "-",
+            r(HEX, 32),
+        ),
+        "SLACK_TOKEN",
+    ),
+    Kind(
+        "slack_app",
+        cat("xapp-1-A", r(UPPER_ALNUM, 10), "-", r(string.digits, 13), "-", r(HEX, 64)),
+        "SLACK_APP_TOKEN",
+    ),
+    Kind("stripe_live", cat("sk_live_", r(ALNUM, 99)), "STRIPE_SECRET_KEY"),
+    Kind("stripe_restricted", cat("rk_live_", r(ALNUM, 99)), "STRIPE_KEY"),
+    Kind("stripe_webhook", cat("whsec_", r(ALNUM, 32)), "STRIPE_WEBHOOK_SECRET"),
+    Kind("google_api", cat("AIza", r(B64URL, 35)), "GOOGLE_API_KEY"),
+    Kind("google_oauth_secret", cat("GOCSPX-", r(B64URL, 28)), "GOOGLE_CLIENT_SECRET"),
+    Kind("google_access", cat("ya29.a0", r(B64URL, 120)), "GOOGLE_ACCESS_TOKEN"),
+    Kind("npm", cat("npm_", r(ALNUM, 36)), "NPM_TOKEN"),
+    Kind("pypi", cat("pypi-AgEIcHlwaS5vcmc", r(B64URL, 70)), "PYPI_TOKEN"),
+    Kind("rubygems", cat("rubygems_", r(HEX, 48)), "GEM_HOST_API_KEY"),
+    Kind("nuget", cat("oy2", r(string.ascii_lowercase + string.digits, 43)), "NUGET_API_KEY"),
+    Kind("docker_hub", cat("dckr_pat_", r(B64URL, 27)), "DOCKERHUB_TOKEN"),
+    Kind("sendgrid", cat("SG.", r(B64URL, 22), ".", r(B64URL, 43)), "SENDGRID_API_KEY"),
+    Kind("mailgun", cat("key-", r(HEX, 32)), "MAILGUN_API_KEY"),
+    Kind("mailchimp", cat(r(HEX, 32), "-us12"), "MAILCHIMP_API_KEY"),
+    Kind("digitalocean", cat("dop_v1_", r(HEX, 64)), "DIGITALOCEAN_TOKEN"),
+    Kind("sentry_user", cat("sntryu_", r(HEX, 64)), "SENTRY_AUTH_TOKEN"),
+    Kind(
+        "sentry_org",
+        cat("sntrys_eyJpYXQiOjE3", r(B64URL, 60), "_", r(B64URL, 43)),
+        "SENTRY_AUTH_TOKEN",
+    ),
+    Kind("shopify_access", cat("shpat_", r(HEX, 32)), "SHOPIFY_ACCESS_TOKEN"),
+    Kind("shopify_secret", cat("shpss_", r(HEX, 32)), "SHOPIFY_SHARED_SECRET"),
+    Kind("linear", cat("lin_api_", r(ALNUM, 40)), "LINEAR_API_KEY"),
+    Kind("notion", cat("ntn_", r(string.digits, 11), r(ALNUM, 35)), "NOTION_TOKEN"),
+    Kind("notion_legacy", cat("secret_", r(ALNUM, 43)), "NOTION_API_KEY"),
+    Kind("supabase", cat("sbp_", r(HEX, 40)), "SUPABASE_ACCESS_TOKEN"),
+    Kind("grafana_sa", cat("glsa_", r(ALNUM, 32), "_", r(HEX, 8)), "GRAFANA_TOKEN"),
+    Kind("postman", cat("PMAK-", r(HEX, 24), "-", r(HEX, 34)), "POSTMAN_API_KEY"),
+    Kind("doppler", cat("dp.st.", r(ALNUM, 43)), "DOPPLER_TOKEN"),
+    Kind("pulumi", cat("pul-", r(HEX, 40)), "PULUMI_ACCESS_TOKEN"),
+    Kind("terraform", cat(r(ALNUM, 14), ".atlasv1.", r(ALNUM, 67)), "TFE_TOKEN"),
+    Kind("newrelic", cat("NRAK-", r(UPPER_ALNUM, 27)), "NEW_RELIC_API_KEY"),
+    Kind("vault_service", cat("hvs.", r(B64URL, 90)), "VAULT_TOKEN"),
+    Kind("vault_legacy", cat("s.", r(ALNUM, 24)), "VAULT_TOKEN"),
+    Kind("age", cat("AGE-SECRET-KEY-1", r("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)), "SOPS_AGE_KEY"),
+    Kind("telegram", cat(r(string.digits, 10), ":AA", r(B64URL, 33)), "TELEGRAM_BOT_TOKEN"),
+    Kind("netlify", cat("nfp_", r(ALNUM, 36)), "NETLIFY_AUTH_TOKEN"),
+    Kind("flyio", cat("fo1_", r(B64URL, 43)), "FLY_API_TOKEN"),
+    Kind("render", cat("rnd_", r(ALNUM, 32)), "RENDER_API_KEY"),
+    Kind("figma", cat("figd_", r(B64URL, 40)), "FIGMA_TOKEN"),
+    Kind("resend", cat("re_", r(ALNUM, 8), "_", r(ALNUM, 24)), "RESEND_API_KEY"),
+    Kind("sonarqube", cat("squ_", r(HEX, 40)), "SONAR_TOKEN"),
+    Kind("buildkite", cat("bkua_", r(HEX, 40)), "BUILDKITE_API_TOKEN"),
+    Kind("planetscale", cat("pscale_tkn_", r(B64URL, 43)), "PLANETSCALE_SERVICE_TOKEN"),
+    Kind("prefect", cat("pnu_", r(ALNUM, 36)), "PREFECT_API_KEY"),
+    Kind("readme", cat("rdme_", r(HEX, 70)), "README_API_KEY"),
+    Kind("dynatrace", cat("dt0c01.", r(UPPER_ALNUM, 24), ".", r(UPPER_ALNUM, 64)), "DT_API_TOKEN"),
+    Kind("contentful", cat("CFPAT-", r(B64URL, 43)), "CONTENTFUL_MANAGEMENT_TOKEN"),
+    Kind("atlassian", cat("ATATT3xFfGF0", r(B64URL, 170), "=", r(UHEX, 8)), "JIRA_API_TOKEN"),
+    Kind("artifactory", cat("AKCp", r(ALNUM, 69)), "ARTIFACTORY_API_KEY"),
+    Kind("square", cat("EAAA", r(B64URL, 60)), "SQUARE_ACCESS_TOKEN"),
+    Kind("square_oauth", cat("sq0csp-", r(B64URL, 43)), "SQUARE_APP_SECRET"),
+    Kind("alibaba", cat("LTAI", r(ALNUM, 20)), "ALIBABA_CLOUD_ACCESS_KEY_ID"),
+    Kind("twilio_key", cat("SK", r(HEX, 32)), "TWILIO_API_KEY"),
+    Kind(
+        "azure_ad_secret",
+        cat(r(ALNUM, 3), r(string.digits, 1), "Q~", r(ALNUM + "_~.-", 34)),
+        "AZURE_CLIENT_SECRET",
+    ),
+    Kind("facebook_token", cat("EAACEdEose0cBA", r(ALNUM, 150)), "FACEBOOK_ACCESS_TOKEN"),
+    Kind(
+        "discord_bot",
+        cat("M", r(B64URL, 25), ".", r(B64URL, 6), ".", r(B64URL, 38)),
+        "DISCORD_BOT_TOKEN",
+    ),
+    Kind("heroku", cat("HRKU-AA", r(B64URL, 58)), "HEROKU_API_KEY"),
+    Kind(
+        "onepassword_sa",
+        cat("ops_eyJzaWduSW5BZGRyZXNzIjoi", r(B64URL, 240)),
+        "OP_SERVICE_ACCOUNT_TOKEN",
+    ),
+    Kind(
+        "onepassword_secret_key",
+        cat(
+            "A3-",
+            r(UPPER_ALNUM, 6),
+            "-",
+            r(UPPER_ALNUM, 6),
+            "-",
+            r(UPPER_ALNUM, 5),
+            "-",
+            r(UPPER_ALNUM, 5),
+            "-",
+            r(UPPER_ALNUM, 5),
+            "-",
+            r(UPPER_ALNUM, 5),
+        ),
+        "OP_SECRET_KEY",
+    ),
+    Kind("airtable_pat", cat("pat", r(ALNUM, 14), ".", r(HEX, 64)), "AIRTABLE_API_KEY"),
+    Kind("databricks", cat("dapi", r(HEX, 32)), "DATABRICKS_TOKEN"),
+    Kind("jwt", _jwt_like, "AUTH_TOKEN"),
+    Kind("grafana_cloud", cat("glc_eyJvIjoi", r(B64URL, 100)), "GRAFANA_CLOUD_TOKEN"),
+    Kind("mapbox", cat("sk.eyJ1Ijoi", r(B64URL, 50), ".", r(B64URL, 22)), "MAPBOX_SECRET_TOKEN"),
+    Kind("dropbox", cat("sl.", r(B64URL, 135)), "DROPBOX_ACCESS_TOKEN"),
+    Kind("clickup", cat("pk_", r(string.digits, 8), "_", r(UPPER_ALNUM, 32)), "CLICKUP_API_KEY"),
+    Kind(
+        "asana",
+        cat("2/", r(string.digits, 16), "/", r(string.digits, 16), ":", r(HEX, 32)),
+        "ASANA_PAT",
+    ),
+    Kind("frameio", cat("fio-u-", r(B64URL, 64)), "FRAMEIO_TOKEN"),
+    Kind("typeform", cat("tfp_", r(B64URL, 44), "_", r(B64URL, 14)), "TYPEFORM_TOKEN"),
+    Kind("vercel", cat("vcp_", r(ALNUM, 56)), "VERCEL_TOKEN"),
+    Kind("cloudflare_origin_ca", cat("v1.0-", r(HEX, 24), "-", r(HEX, 146)), "CF_ORIGIN_CA_KEY"),
+    Kind(
+        "django",
+        cat("django-insecure-", r(string.ascii_lowercase + string.digits + "!@#%^&*(-_=+)", 50)),
+        "DJANGO_SECRET_KEY",
+    ),
+]
+
+# Formats without a prefix: a secret only by the name around it (mostly hex or base64 bodies).
+UNNAMED_KINDS: list[Kind] = [
+    Kind("wandb", r(HEX, 40), "WANDB_API_KEY", False),
+    Kind("azure_openai", r(HEX, 32), "AZURE_OPENAI_API_KEY", False),
+    Kind("datadog_api", r(HEX, 32), "DD_API_KEY", False),
+    Kind("datadog_app", r(HEX, 40), "DD_APP_KEY", False),
+    Kind("aws_secret", r(B64, 40), "AWS_SECRET_ACCESS_KEY", False),
+    Kind("azure_storage", cat(r(B64, 86), "=="), "AZURE_STORAGE_KEY", False),
+    Kind("cloudflare_api", r(B64URL, 40), "CLOUDFLARE_API_TOKEN", False),
+    Kind("mistral", r(ALNUM, 32), "MISTRAL_API_KEY", False),
+    Kind("cohere", r(ALNUM, 40), "COHERE_API_KEY", False),
+    Kind("algolia_admin", r(HEX, 32), "ALGOLIA_ADMIN_KEY", False),
+    Kind("facebook_app_secret", r(HEX, 32), "FACEBOOK_APP_SECRET", False),
+    Kind("okta", cat("00", r(B64URL, 40)), "OKTA_API_TOKEN", False),
+    Kind("rails_secret", r(HEX, 128), "SECRET_KEY_BASE", False),
+    Kind("flask_secret", r(HEX, 48), "FLASK_SECRET_KEY", False),
+    Kind("twilio_auth", r(HEX, 32), "TWILIO_AUTH_TOKEN", False),
+    Kind(
+        "db_password",
+        cat(r(LETTERS, 6), r(string.digits, 2), "-", r(ALNUM, 10)),
+        "DB_PASSWORD",
+        False,
+    ),
+    Kind(
+        "password_symbols",
+        cat(r(LETTERS, 5), "#", r(string.digits, 3), "!", r(LETTERS, 4)),
+        "POSTGRES_PASSWORD",
+        False,
+    ),
+]
+
+ALL_KINDS = KINDS + UNNAMED_KINDS
+
+_ZW = "\u200b"
+
+
+def fullwidth(s: str) -> str:
+    """`s` in full-width forms (U+FF01..U+FF5E), as some IMEs and PDFs paste it."""
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
+
+
+@dataclass
+class Case:
+    """One leak: the messages that carry it (one, or two for a split key), the secret as the
+    provider issued it, and the pieces of it that must not be stored."""
+
+    kind: str
+    context: str
+    messages: list[str]
+    secret: str
+    needles: list[str] = field(default_factory=list)
+    channel: str = "user"  # user message, tool output (stack traces, files) or a command
+
+
+def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
+    env = k.env
+    low = env.lower()
+    yield "env_line", f"cat .env\n{env}={v}\nDEBUG=false", "tool"
+    yield "export", f"export {env}={v} && npm run dev", "command"
+    yield "json_config", f'{{\n  "{low}": "{v}",\n  "region": "eu-west-1"\n}}', "tool"
+    yield "yaml_config", f"services:\n  api:\n    environment:\n      {env}: {v}\n", "tool"
+    yield "python_environ", f'os.environ["{env}"] = "{v}"', "user"
+    yield "cli_flag", f"deploy --{low.replace('_', '-')} {v} --region eu-west-1", "command"
+
+
+def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:
+    yield "chat", f"here is the key {v} can you check why the call fails", "user"
+    yield "chat_colon", f"use this one: {v}", "user"
+    yield (
+        "stack_trace",
+        'Traceback (most recent call last):\n  File "/srv/app/client.py", line 41, in connect\n'
+        f'    raise AuthError(f"rejected credential {v}")\nAuthError: rejected credential {v}',
+        "tool",
+    )
+    yield "log_line", f"2026-03-02T10:11:12Z WARN retrying with {v} after 401", "tool"
+    yield "url_query", f"curl 'https://api.example.io/v2/items?limit=5&key={v}'", "command"
+
+
+def cases(seed: int = 19) -> list[Case]:
+    """Every secret kind in every context that fits it."""
+    rng = random.Random(seed)
+    out: list[Case] = []
+    for k in ALL_KINDS:
+        v = k.gen(rng)
+        for ctx, text, channel in _named_contexts(k, v):
+            out.append(Case(k.name, ctx, [text], v, [v], channel))
+        if not k.prefixed:
+            continue
+        v2 = k.gen(rng)
+        for ctx, text, channel in _unnamed_contexts(v2):
+            out.append(Case(k.name, ctx, [text], v2, [v2], channel))
+        v3 = k.gen(rng)
+        out.append(
+            Case(
+                k.name,
+                "fullwidth",
+                [f"my key is {fullwidth(v3)} please test"],
+                v3,
+                [v3, fullwidth(v3)],
+            )
+        )
+        v4 = k.gen(rng)
+        mid = len(v4) // 2
+        zw = v4[:mid] + _ZW + v4[mid:]
+        out.append(Case(k.name, "zero_width", [f"try {zw} now"], v4, [v4, zw]))
+        v5 = k.gen(rng)
+        mid = len(v5) // 2
+        a, b = v5[:mid], v5[mid:]
+        out.append(Case(k.name, "split", [f"the token is {a}", f"{b}"], v5, [v5, a, b]))
+    out.extend(_named_leaks(rng))
+    return out
+
+
+def _named_leaks(rng: random.Random) -> list[Case]:
+    """Values a name makes secret in shapes that used to slip through (issue 19's list)."""
+    pw = cat(r(LETTERS, 5), r(string.digits, 2), r(LETTERS, 4), r(string.digits, 2))
+    shapes = [
+        ("environ_password", lambda v: f'os.environ["DB_PASSWORD"] = "{v}"'),
+        ("auth_token_flag", lambda v: f"sentry-cli releases new --auth-token {v} 1.2.3"),
+        ("dollar_value", lambda v: f"DB_PASSWORD=${v}"),
+        ("brace_value", lambda v: f'password = "{{{v}}}"'),
+        ("xml_add_key", lambda v: f'<add key="Password" value="{v}"/>'),
+        (
+            "api_token_header",
+            lambda v: f"curl -H 'Authorization: Api-Token {v}' https://x.live.dynatrace.com/api",
+        ),
+        (
+            "ldapsearch",
+            lambda v: f"ldapsearch -x -D cn=admin,dc=corp,dc=io -w {v} -b dc=corp,dc=io",
+        ),
+        (
+            "azure_sas",
+            lambda v: (
+                f"https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&se=2026-01-01&sr=b&sp=r&sig={v}"
+            ),
+        ),
+        ("sentence_password", lambda v: f"no, don't put the db password {v} in the Makefile"),
+        ("connection_string", lambda v: f"Server=db.corp;Database=app;User Id=sa;Password={v};"),
+        ("url_password", lambda v: f"postgres://app:{v}@db.internal:5432/app"),
+        ("docker_login", lambda v: f"docker login -u ci -p {v} registry.corp.io"),
+        ("mysql_attached", lambda v: f"mysql -uroot -p{v} app < dump.sql"),
+        ("yaml_password", lambda v: f"spring:\n  datasource:\n    password: {v}\n"),
+        ("ini_password", lambda v: f"[client]\npassword = {v}\n"),
+        ("kwarg_password", lambda v: f'conn = psycopg.connect(host="db", password="{v}")'),
+        ("netrc", lambda v: f"machine api.corp.io login ci password {v}"),
+        ("npmrc", lambda v: f"//registry.npmjs.org/:_authToken={v}"),
+    ]
+    out = []
+    for name, fmt in shapes:
+        if name == "azure_sas":
+            v = r(B64, 43)(rng) + "%3D"
+        elif name in ("api_token_header", "npmrc"):
+            v = r(ALNUM, 32)(rng)
+        else:
+            v = pw(rng)
+        out.append(Case(name, "named", [fmt(v)], v, [v], "user"))
+    return out
+
+
+# Not secrets: they must come out unchanged. (context, the string that must survive)
+LOOKALIKES: list[tuple[str, str]] = [
+    ("sessionId: 3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a", "3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a"),
+    (
+        "request 6ba7b810-9dad-11d1-80b4-00c04fd430c8 timed out",
+        "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+    ),
+    (
+        '"session_id": "a1b2c3d4-e5f6-4789-abcd-ef0123456789"',
+        "a1b2c3d4-e5f6-4789-abcd-ef0123456789",
+    ),
+    (
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed it",
+        "9fceb02d0ae598e95dc970b74767f19372d61af8",
+    ),
+    (
+        "git checkout 4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    ),
+    (
+        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    ),
+    (
+        "integrity sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==",
+        "z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==",
+    ),
+    ("API_KEY={{ .Values.apiKey }}", "{{ .Values.apiKey }}"),
+    ("OPENAI_API_KEY=${OPENAI_API_KEY}", "${OPENAI_API_KEY}"),
+    ("token: ${{ secrets.GITHUB_TOKEN }}", "${{ secrets.GITHUB_TOKEN }}"),
+    ("password: <your-password-here>", "<your-password-here>"),
+    ("export API_KEY=your_api_key_here", "your_api_key_here"),
+    (
+        "open /home/dev/projects/reos/src/handlers/authTokenRefresher.ts",
+        "/home/dev/projects/reos/src/handlers/authTokenRefresher.ts",
+    ),
+    (
+        "see internal/paths/RepoRootResolverForWorktrees.go",
+        "internal/paths/RepoRootResolverForWorktrees.go",
+    ),
+    ("run mise run test:integration before pushing", "mise run test:integration"),
+    ("decoder.DisallowUnknownFields() rejects extra keys", "DisallowUnknownFields"),
+    ("root := paths.RepoRoot() returns the checkout", "paths.RepoRoot()"),
+    (
+        "AbstractSingletonProxyFactoryBeanConfigurationProvider is too long",
+        "AbstractSingletonProxyFactoryBeanConfigurationProvider",
+    ),
+    (
+        "TestCheckoutWorktreeResolvesCommonGitDirectory2 failed",
+        "TestCheckoutWorktreeResolvesCommonGitDirectory2",
+    ),
+    (
+        "docs at https://docs.github.com/en/rest/authentication/authenticating-to-the-rest-api",
+        "https://docs.github.com/en/rest/authentication/authenticating-to-the-rest-api",
+    ),
+    (
+        "fetch https://pkg.go.dev/golang.org/x/tools@v0.21.0/go/analysis",
+        "https://pkg.go.dev/golang.org/x/tools@v0.21.0/go/analysis",
+    ),
+    ("image ghcr.io/acme/api:v2.14.3-alpine3.19", "ghcr.io/acme/api:v2.14.3-alpine3.19"),
+    ("model Qwen/Qwen3-Next-80B-A3B-Instruct loaded", "Qwen/Qwen3-Next-80B-A3B-Instruct"),
+    ("pip install types-requests==2.31.0.20240406", "types-requests==2.31.0.20240406"),
+    ("max_tokens=4096 and pad_token=eos", "max_tokens=4096"),
+    ("the token_type is bearer", "token_type"),
+    ("PASSWORD_MIN_LENGTH=12", "PASSWORD_MIN_LENGTH=12"),
+    (
+        "set GOOGLE_APPLICATION_CREDENTIALS=/etc/keys/service-account.json",
+        "/etc/keys/service-account.json",
+    ),
+    ("password = getpass.getpass()", "getpass.getpass()"),
+    ("token = os.environ['GITHUB_TOKEN']", "os.environ['GITHUB_TOKEN']"),
+    ("api_key = settings.OPENAI_API_KEY", "settings.OPENAI_API_KEY"),
+    (
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGp2mBEs6z1Kq3dQ7wzKx8Lr0yTnU5vHc2JfW9aPb4Ro dev@laptop",
+        "AAAAC3NzaC1lZDI1NTE5AAAAIGp2mBEs6z1Kq3dQ7wzKx8Lr0yTnU5vHc2JfW9aPb4Ro",
+    ),
+    (
+        "go.sum: h1:4Qe3vmn8tPmQ9NBq0rvOFAtrEYeObCc2yD4H0pBzr+8=",
+        "h1:4Qe3vmn8tPmQ9NBq0rvOFAtrEYeObCc2yD4H0pBzr+8=",
+    ),
+    ("the CSS class is .btn-primary-outline-lg-hover", ".btn-primary-outline-lg-hover"),
+    ("k8s pod api-7d9f8b6c5d-x2k4p restarted", "api-7d9f8b6c5d-x2k4p"),
+    ("build id 20260311-1423-release-candidate-7", "20260311-1423-release-candidate-7"),
+    (
+        "python -m pytest tests/test_checkout_worktree_common_dir.py::test_resolves -x",
+        "tests/test_checkout_worktree_common_dir.py::test_resolves",
+    ),
+    ("npm run build:production:analyze", "build:production:analyze"),
+    (
+        "func (s *Server) HandleGetTaskContextWithBudget(ctx context.Context)",
+        "HandleGetTaskContextWithBudget",
+    ),
+    ("const useAuthTokenRefreshInterval = 30_000", "useAuthTokenRefreshInterval"),
+    ("docker run -p 5432:5432 postgres:16-alpine", "postgres:16-alpine"),
+    (
+        "ERROR 1045 (28000): Access denied for user 'root'@'localhost' (using password: YES)",
+        "(using password: YES)",
+    ),
+    (
+        "base64 of hello: aGVsbG8gd29ybGQgdGhpcyBpcyBwbGFpbiB0ZXh0IG9ubHk=",
+        "aGVsbG8gd29ybGQgdGhpcyBpcyBwbGFpbiB0ZXh0IG9ubHk=",
+    ),
+    (
+        "the error says ENOENT: no such file or directory, open '/tmp/x'",
+        "ENOENT: no such file or directory",
+    ),
+    ("the secret_key_base is read from config/credentials.yml.enc", "config/credentials.yml.enc"),
+    (
+        "curl https://api.github.com/repos/acme/api/pulls?state=open&per_page=100",
+        "https://api.github.com/repos/acme/api/pulls?state=open&per_page=100",
+    ),
+    ("object id 507f1f77bcf86cd799439011 not found", "507f1f77bcf86cd799439011"),
+    ("md5 d41d8cd98f00b204e9800998ecf8427e matches", "d41d8cd98f00b204e9800998ecf8427e"),
+    ("ULID 01ARZ3NDEKTSV4RRFFQ69G5FAV was created", "01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+    ("color #3b82f6 and #1e40af", "#3b82f6"),
+    ("version 1.2.3-beta.4+build.5678", "1.2.3-beta.4+build.5678"),
+    (
+        "Use `mix test test/spotter_web/live/project_review_live_test.exs:42`",
+        "test/spotter_web/live/project_review_live_test.exs:42",
+    ),
+    ("tool_use id toolu_01FdQ8qTyVyZjE3Kw4dguQGx returned", "toolu_01FdQ8qTyVyZjE3Kw4dguQGx"),
+    ("request_id req_011CY15QS2LGwAeBxdfa6e1V", "req_011CY15QS2LGwAeBxdfa6e1V"),
+    ("message msg_01MKH1ccEGrZGNPvu8pYiiQa arrived", "msg_01MKH1ccEGrZGNPvu8pYiiQa"),
+    (
+        "i18n key errors.validation.passwordTooShortMessage",
+        "errors.validation.passwordTooShortMessage",
+    ),
+    ("JWT_SECRET_FILE=/run/secrets/jwt", "JWT_SECRET_FILE=/run/secrets/jwt"),
+    (
+        "the function verifyAccessTokenSignatureWithRotatingKeys",
+        "verifyAccessTokenSignatureWithRotatingKeys",
+    ),
+    (
+        "onnx model all-MiniLM-L6-v2 at ~/.cache/reos/models/all-MiniLM-L6-v2-onnx-fp32",
+        "~/.cache/reos/models/all-MiniLM-L6-v2-onnx-fp32",
+    ),
+]

@@ -1,0 +1,222 @@
+"""Secrets on the external-style corpus (harness/secret_formats.py), across events, in linear time,
+through every way text comes in: events, session logs, memories, blocks with redact_blocks."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.rpc_client import Server
+from harness.secret_formats import ALL_KINDS, LOOKALIKES, cases, fullwidth
+from reos_memory.squirrel.redaction import SecretScope, find_secrets, redact, redact_events
+
+CASES = cases()
+CASE_IDS = [f"{i:04d}-{c.kind}-{c.context}" for i, c in enumerate(CASES)]
+
+
+def test_the_corpus_is_external_style_and_large():
+    assert len(ALL_KINDS) >= 110
+    assert len({c.kind for c in CASES}) >= 130
+    assert len(CASES) >= 1400
+    contexts = {c.context for c in CASES}
+    assert {"chat", "stack_trace", "env_line", "export", "cli_flag", "url_query", "split",
+            "fullwidth", "zero_width", "yaml_config", "json_config"} <= contexts  # fmt: skip
+    assert len(LOOKALIKES) >= 50
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_every_corpus_secret_is_redacted_across_its_events(case):
+    out = "\n".join(redact_events(case.messages))
+    assert [n for n in case.needles if len(n) >= 8 and n in out] == [], out
+
+
+@pytest.mark.parametrize(("text", "keep"), LOOKALIKES, ids=[k[:40] for _t, k in LOOKALIKES])
+def test_lookalikes_survive(text, keep):
+    assert keep in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mise run test:integration",
+        "decoder.DisallowUnknownFields()",
+        "root := paths.RepoRoot()",
+        "AbstractSingletonProxyFactoryBeanConfigurationProviderRegistryImpl",
+        "see /home/dev/projects/reos/internal/checkout/worktree_common_dir_test.go",
+        "https://pkg.go.dev/github.com/go-git/go-git/v5/plumbing/format/gitignore",
+        "sessionId: 3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a",
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "API_KEY={{ .Values.apiKey }}",
+    ],
+)
+def test_ordinary_developer_text_is_not_touched(text):
+    assert redact(text) == text
+
+
+def test_full_width_and_zero_width_keys_are_found_and_the_rest_keeps_its_characters():
+    key = "sk-or-v1-" + "0a1b2c3d4e5f6a7b" * 4
+    wide = fullwidth(key)
+    out = redact(f"«clé» {wide} — fin")
+    assert out == "«clé» [REDACTED:openrouter_key] — fin"
+    out = redact(f"try {key[:20]}\u200b{key[20:]} now")
+    assert out == "try [REDACTED:openrouter_key] now"
+
+
+def test_a_value_redacted_once_is_redacted_everywhere_in_the_session():
+    pw = "Tr0ub4dor-be3nNyjOq9"
+    first = f"psql postgres://app:{pw}@db.internal:5432/app"
+    second = f"no, don't put {pw} in the Makefile"
+    assert pw in redact(second)  # no rule sees it alone
+    out = redact_events([second, first])
+    assert all(pw not in t for t in out), out
+    assert out[0] == "no, don't put [REDACTED:url_password] in the Makefile"
+
+
+def test_a_key_split_over_two_messages_is_found_across_their_seam():
+    key = "sntryu_" + "9f8e7d6c5b4a3928" * 4
+    a, b = key[:30], key[30:]
+    out = redact_events([f"here is the token {a}", f"{b}", "thanks"])
+    assert a not in out[0] and b not in out[1], out
+    assert out[2] == "thanks"
+
+
+def test_the_seam_does_not_join_ordinary_messages():
+    out = redact_events(["see the file", "README.md and docs/setup_guide_for_contributors.md"])
+    assert out == ["see the file", "README.md and docs/setup_guide_for_contributors.md"]
+
+
+def test_a_scope_keeps_values_between_calls():
+    scope = SecretScope()
+    scope.redact("export DB_PASSWORD=Zq7-hunter-99x")
+    assert scope.redact("it is Zq7-hunter-99x again") == "it is [REDACTED:password] again"
+
+
+# -- time: linear in the input, judged by how time grows with size (no time limit) -----------
+
+CRAFTED: dict[str, Callable[[int], str]] = {
+    "token: repeated": lambda n: "token:" * (n // 6),
+    "API_KEY=y repeated": lambda n: "API_KEY=y" * (n // 9),
+    "pass= repeated": lambda n: "pass=" * (n // 5),
+    "export X_TOKEN= repeated": lambda n: "export X_TOKEN=" * (n // 15),
+    "secret words": lambda n: "secret token key auth " * (n // 22),
+    "base64 run": lambda n: "Ab3+" * (n // 4),
+    "zero width": lambda n: "a\u200b" * (n // 2),
+}
+
+
+def _cpu(fn: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return max(best, 1e-4)
+
+
+@pytest.mark.parametrize("shape", list(CRAFTED))
+def test_redaction_time_grows_linearly_on_crafted_lines(shape):
+    make = CRAFTED[shape]
+    small, large = make(8_000), make(64_000)  # 8 times the input
+    redact(small)  # warm caches
+    ratio = _cpu(lambda: redact(large)) / _cpu(lambda: redact(small))
+    # linear: about 8; quadratic: about 64 (it was, for the first four shapes)
+    assert ratio < 24, f"{shape}: 8x the input took {ratio:.1f}x the time"
+
+
+def test_find_secrets_offsets_point_into_the_original_text():
+    key = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"
+    text = f"{fullwidth('x')} {key[:10]}\u200b{key[10:]} {fullwidth('y')}"
+    ((kind, s, e),) = find_secrets(text)
+    assert kind == "huggingface_token" and text[s:e].replace("\u200b", "") == key
+
+
+# -- every way in, over stdio -----------------------------------------------------------------
+
+
+def _db_text(db: Path) -> str:
+    blob = b"".join(p.read_bytes() for p in (db, Path(f"{db}-wal")) if p.exists())
+    return blob.decode("utf-8", "replace")
+
+
+@pytest.mark.e2e
+def test_values_seen_in_one_ingest_are_redacted_in_a_later_one_and_in_memories(tmp_path):
+    pw = "Tr0ub4dor-be3nNyjOq9"
+    db = tmp_path / "m.db"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    with Server(db) as srv:
+        base = {"project_root": str(proj), "session_id": "s-1"}
+        srv.call("squirrel/ingest", {**base, "events": [
+            {"role": "user", "kind": "message", "text": "set up the database connection"},
+            {"role": "assistant", "kind": "tool_call", "tool_name": "Bash", "call_id": "c1",
+             "command": f"psql postgres://app:{pw}@db.internal:5432/app -c 'select 1'"},
+            {"role": "tool", "kind": "tool_result", "call_id": "c1", "exit_code": 0,
+             "text": "1 row"},
+        ]})  # fmt: skip
+        srv.call("squirrel/ingest", {**base, "session_end": True, "events": [
+            {"role": "user", "kind": "message",
+             "text": f"no, don't put {pw} in the Makefile, always read it from the environment"},
+        ]})  # fmt: skip
+        eps = srv.call("squirrel/episodes/list", {"project_root": str(proj)})["episodes"]
+        got = [srv.call("squirrel/episodes/get", {"episode_id": e["id"]}) for e in eps]
+        mems = srv.call("squirrel/memories/list", {"project_root": str(proj)})["memories"]
+    assert pw not in json.dumps(got) and pw not in json.dumps(mems)
+    assert pw not in _db_text(db)
+    assert "[REDACTED:url_password] in the Makefile" in json.dumps(got)
+
+
+@pytest.mark.e2e
+def test_memory_text_is_redacted_on_add_and_update(tmp_path):
+    key = "dapi" + "0123456789abcdef" * 2
+    db = tmp_path / "m.db"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    with Server(db) as srv:
+        m = srv.call("squirrel/memories/add", {
+            "project_root": str(proj), "kind": "note",
+            "text": f"the Databricks token is {key}"})["memory"]  # fmt: skip
+        upd = srv.call("squirrel/memories/update", {
+            "memory_id": m["id"], "text": f"use {fullwidth('dapi')}{key[4:]} for the jobs API"})  # fmt: skip
+    assert key not in m["text"] and "[REDACTED:databricks_token]" in m["text"]
+    assert "[REDACTED:databricks_token]" in upd["memory"]["text"]
+    assert key not in _db_text(db) and key[4:] not in _db_text(db)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("on", [False, True])
+def test_blocks_store_what_the_client_sends_unless_redact_blocks_is_on(tmp_path, on):
+    key = "sk-or-v1-" + "0a1b2c3d4e5f6a7b" * 4
+    db = tmp_path / "m.db"
+    env = {"REOS_MEMORY_REDACT_BLOCKS": "true" if on else "false"}
+    with Server(db, env=env) as srv:
+        b = srv.call(
+            "blocks/create",
+            {
+                "type": "paragraph",
+                "act_id": "a",
+                "content": f"OpenRouter key {key}",
+                "properties": {"api_key": key},
+            },
+        )
+        u = srv.call(
+            "blocks/update",
+            {
+                "block_id": b["block"]["id"],
+                "rich_text": [{"content": f"still {key}", "bold": True}],
+            },
+        )
+    if on:
+        assert key not in json.dumps([b, u])
+        assert b["block"]["content"] == "OpenRouter key [REDACTED:openrouter_key]"
+        assert b["block"]["properties"]["api_key"].startswith("[REDACTED:")
+        assert u["block"]["rich_text"] == [
+            {"content": "still [REDACTED:openrouter_key]", "bold": True}
+        ]
+        assert key not in _db_text(db)
+    else:
+        assert b["block"]["content"] == f"OpenRouter key {key}"
+        assert u["block"]["content"] == f"still {key}"
