@@ -268,11 +268,36 @@ def test_project_commands_are_updated_never_duplicated(tmp_path: Path) -> None:
         tmp_path / "b" / f"{other}.jsonl",
         [
             {**r, "sessionId": other}
-            for r in [user("fix the coupon rounding"), bash("t", "mise run test"), result("t", "ok shop 0.3s")]
+            for r in [
+                user("fix the coupon rounding"),
+                bash("t", "mise run test"),
+                result("t", "ok shop 0.3s"),
+                bash("g", "go test ./..."),
+                result("g", "ok shop 0.2s"),
+            ]
         ],
     )
     mems, _ = learn(db, second)
     checks = [m for m in mems if m["key"] == "project.commands.checks"]
     assert [m["text"] for m in checks] == [
-        "Project checks: lint with `mise run lint`; run the tests with `mise run test`."
+        "Project checks: lint with `mise run lint`; run the tests with `mise run test`, `go test ./...`."
     ]
+    # the same commands again, in another order: nothing is written
+    third_id = "8b0c1e7a-2b1d-4c7e-9a51-0f3b2d6c8e13"
+    third = write_log(
+        tmp_path / "c" / f"{third_id}.jsonl",
+        [
+            {**r, "sessionId": third_id}
+            for r in [
+                user("rename the coupon field"),
+                bash("g", "go test ./..."),
+                result("g", "ok shop 0.2s"),
+                bash("t", "mise run test"),
+                result("t", "ok shop 0.3s"),
+                bash("l", "mise run lint"),
+                result("l", "0 issues."),
+            ]
+        ],
+    )
+    again, _ = learn(db, third)
+    assert [m["id"] for m in again if m["key"] == "project.commands.checks"] == [checks[0]["id"]]

@@ -546,14 +546,10 @@ class Squirrel:
         self, ep: Any, kind: str
     ) -> tuple[WriterOutput, dict[int, str], dict[str, Any], list[dict[str, str]]]:
         assert ep.events is not None  # read with them: they never change once cut
-        # the writer is shown the memories most like the episode, to update or deprecate
-        # instead of duplicating
-        existing = self._similar_existing(ep)
-        if kind == "rules":
-            # the offline writer fills key slots, and its junk gate turns away near-duplicates
-            # of what is stored: the held slots and the memories most like the episode
-            ids = {m.id for m in existing}
-            existing += [m for m in self._keyed(ep) if m.id not in ids]
+        # the offline writer fills key slots: it is shown the held ones (a search for the
+        # memories most like the episode costs it 5x its own time; the commit layer turns
+        # near-identical texts into duplicates of what is stored anyway)
+        existing = self._keyed(ep) if kind == "rules" else self._similar_existing(ep)
         started = now_iso()
         t0 = time.perf_counter()
         call: dict[str, Any] = {

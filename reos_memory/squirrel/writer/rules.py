@@ -257,9 +257,14 @@ def _commands(events: list[dict[str, Any]], draft: _Draft) -> None:
         return
     held = draft.held.get(COMMANDS_KEY)
     if held is not None:
+        # what is stored keeps its order; a command not seen before is added after it, and
+        # nothing is written when every command is already there (no churn, no duplicates)
         before = commands.parse_text(held.text)
-        merged = {p: (found.get(p, []) + [c for c in before.get(p, []) if c not in found.get(p, [])])
-                  for p in commands.PURPOSES if found.get(p) or before.get(p)}
+        merged = {
+            p: before.get(p, []) + [c for c in found.get(p, []) if c not in before.get(p, [])]
+            for p in commands.PURPOSES
+            if found.get(p) or before.get(p)
+        }
         if merged == before:
             return
         found = merged
