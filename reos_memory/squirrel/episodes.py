@@ -421,28 +421,32 @@ def prefilter(events: Sequence[dict[str, Any]], st: EpisodeStats, limits: Limits
         reasons.append("rejected tool call")
     if any(statements.explicit_statements(e.get("text", "")) for e in users):
         reasons.append("explicit statement")
-    elif any(e.get("origin") in ("queued", "rejection") for e in users) or any(
-        instructions.find(e.get("text", ""), "reply" if i else "request")
-        for i, e in enumerate(users)
-    ):
-        reasons.append("user instruction")
-    if any(
-        e["kind"] == "tool_result" and e.get("command") and not e.get("error")
-        and any(commands.classify(c) for c in commands.split(e["command"]))
-        for e in events
-    ):
-        reasons.append("project check command")
     if any(e.get("notes") for e in events):
         reasons.append("agent diagnosis or session summary")
+    if any(e.get("origin") in ("queued", "rejection") for e in users):
+        reasons.append("user instruction")
     if st.user_frustration in ("moderate", "severe"):
         reasons.append(f"{st.user_frustration} frustration")
     calls = sum(1 for e in events if e["kind"] == "tool_call")
     if calls >= limits.writer_min_tool_calls:
         reasons.append(f"{calls} tool calls")
+    # the costlier readings, only when nothing above made the call worth it already
+    if not reasons and any(
+        instructions.find(e.get("text", ""), "reply" if i else "request")
+        for i, e in enumerate(users)
+    ):
+        reasons.append("user instruction")
+    if not reasons and any(
+        e["kind"] == "tool_result" and e.get("command") and not e.get("error")
+        and any(commands.classify(c) for c in commands.split(e["command"]))
+        for e in events
+    ):
+        reasons.append("project check command")
     out: dict[str, Any] = {"call_writer": bool(reasons), "reasons": reasons, "tool_calls": calls}
     if not reasons:
         out["reason"] = (
-            f"no error, correction, explicit statement or frustration, and only {calls} tool"
-            f" call(s) (< {limits.writer_min_tool_calls})"
+            "no error, correction, rejected call, statement or instruction of the user, agent"
+            " diagnosis, project check command or frustration, and only"
+            f" {calls} tool call(s) (< {limits.writer_min_tool_calls})"
         )
     return out
