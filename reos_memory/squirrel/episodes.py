@@ -14,7 +14,7 @@ import msgspec
 
 from reos_memory.models import Episode, EpisodeStats, EventIn, new_id, now_iso
 from reos_memory.squirrel import feedback, signals, statements
-from reos_memory.squirrel.events import compress, main_text
+from reos_memory.squirrel.events import call_ref, compress, main_text
 from reos_memory.squirrel.policy import RegretWeights
 from reos_memory.squirrel.redaction import SecretScope, peek_scope, scope_for
 from reos_memory.squirrel.text import commands, instructions
@@ -314,7 +314,7 @@ def _pairing(state: dict[str, Any], ev: EventIn, scope: SecretScope) -> dict[str
     if ev.kind != "tool_result":
         return None
     if ev.call_id:
-        key = scope.redact(ev.call_id)[:80]
+        key = call_ref(ev.call_id, scope.redact)
         if key in state["calls"]:
             return state["calls"][key]
     return state["last_call"]

@@ -122,7 +122,7 @@ def compress(
     if command:
         out["command"] = cap(command.strip(), COMMAND_CHARS)
     if ev.call_id:
-        out["call_id"] = red(ev.call_id)[:80]
+        out["call_id"] = call_ref(ev.call_id, red)
     if ev.exit_code is not None:
         out["exit_code"] = ev.exit_code
     if ev.origin is not None:
@@ -197,6 +197,16 @@ def compress(
     if ev.kind in ("tool_call", "tool_result"):
         out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
     return out
+
+
+# the ids agents give their tool calls (Claude Code `toolu_…`, Codex `call_…`): never a secret,
+# unique per call, so the redaction rules would read each one in full for nothing
+_CALL_ID = re.compile(r"(?:toolu|call|fc|tool)_[A-Za-z0-9]{8,64}")
+
+
+def call_ref(call_id: str, red: Redactor = redact) -> str:
+    """A tool call's id as stored: an agent's own id as it is, anything else redacted."""
+    return call_id if _CALL_ID.fullmatch(call_id) else red(call_id)[:80]
 
 
 def _safe_line(body: str, line: str, red: Redactor = redact) -> str:
