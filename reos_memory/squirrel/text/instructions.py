@@ -169,7 +169,8 @@ def _cue(low: str, situation: str) -> str | None:
 
 def _imperative_no(low: str) -> bool:
     """A prohibition said as one ("never ...", "don't ...", "no, I did not say commit")."""
-    return bool(
-        re.match(r"^(?:no\W+)?(?:please\s+)?(?:never|don'?t|do not|stop|avoid|let'?s not)\b", low)
-        or re.search(r"\bi did(?:n'?t| not) (?:say|ask)\b", low)
-    )
+    return bool(_PROHIBITION.match(low) or _NOT_SAID.search(low))
+
+
+_PROHIBITION = re.compile(r"^(?:no\W+)?(?:please\s+)?(?:never|don'?t|do not|stop|avoid|let'?s not)\b")
+_NOT_SAID = re.compile(r"\bi did(?:n'?t| not) (?:say|ask)\b")

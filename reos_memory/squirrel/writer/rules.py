@@ -62,7 +62,7 @@ class _Draft:
         self.ops: list[tuple[WriterOp, str]] = []
         self.rejected: list[dict[str, str]] = []
 
-    def add(self, op: WriterOp, source: str, gate: bool = True, judge: str | None = None) -> bool:
+    def add(self, op: WriterOp, source: str, judge: str | None = None) -> bool:
         """Add `op` unless the gate turns it away; `judge`: the text the gate reads, when the
         op's text carries more than the candidate (what a rejected call was)."""
         text = op.text or ""
@@ -70,7 +70,7 @@ class _Draft:
             return False
         if op.key:  # one op per slot: the latest word on it wins
             self.ops[:] = [(o, s) for o, s in self.ops if o.key != op.key]
-        elif gate:
+        else:
             why = junk.reason(judge or text, [o.text or "" for o, _ in self.ops], self.seen)
             if why is not None:
                 self.rejected.append({"text": shorten(text, 200), "source": source, "reason": why})
@@ -238,6 +238,10 @@ def _summaries(events: list[dict[str, Any]], draft: _Draft) -> None:
 # -- the project's commands ----------------------------------------------------------------------
 
 
+# a command the user names in backticks: `mise run lint`
+_NAMED_COMMAND = re.compile(r"`([^`\n]{4,80})`")
+
+
 def _commands(events: list[dict[str, Any]], draft: _Draft) -> None:
     found: dict[str, list[str]] = {}
 
@@ -281,18 +285,16 @@ def _commands(events: list[dict[str, Any]], draft: _Draft) -> None:
     )
 
 
-# a command the user names: `mise run lint`, or "run mise run test"
-_NAMED_COMMAND = re.compile(r"`([^`\n]{4,80})`")
-
 
 # -- failure -> fix, per distinct error ----------------------------------------------------------
 
 
 def _signature(e: dict[str, Any]) -> str:
+    """An error line with its paths and numbers blanked: what makes two failures one error."""
     line = (e.get("error_line") or e.get("summary") or "").lower()
     line = re.sub(r"\S*[/\\]\S*", "<path>", line)
     line = re.sub(r"\d+", "N", line)
-    return f"{e.get('key')}|{' '.join(line.split())[:80]}"
+    return " ".join(line.split())[:80]
 
 
 def _failure_then_fix(
@@ -302,21 +304,20 @@ def _failure_then_fix(
     the agent's diagnosis, or a fix elsewhere than the failing file, or a tool switch. Returns
     the diagnosis notes it used."""
     used: set[str] = set()
-    open_errors: dict[str, list[int]] = {}  # signature -> indexes of its failures
+    # (the call's key, its error's signature) -> indexes of its failures
+    open_errors: dict[tuple[str, str], list[int]] = {}
     for i, e in enumerate(events):
         key = e.get("key")
         if e["kind"] != "tool_result" or not key or e.get("rejected"):
             continue
         if e.get("error"):
             if not _harness_error(e):
-                open_errors.setdefault(_signature(e), []).append(i)
+                open_errors.setdefault((key, _signature(e)), []).append(i)
             continue
-        for sig in [s for s in open_errors if s.split("|", 1)[0] == key]:
-            failed_at = open_errors.pop(sig)
-            op = _pattern(events, failed_at, i, frustration, draft, used)
-            if op is not None:
-                for o in op:
-                    draft.add(o, "failure_then_success")
+        for opened in [k for k in open_errors if k[0] == key]:
+            failed_at = open_errors.pop(opened)
+            for op in _pattern(events, failed_at, i, frustration, draft, used):
+                draft.add(op, "failure_then_success")
     return used
 
 
@@ -327,7 +328,7 @@ def _pattern(
     frustration: str,
     draft: _Draft,
     used: set[str],
-) -> list[WriterOp] | None:
+) -> list[WriterOp]:
     last = events[failed_at[-1]]
     between = events[failed_at[0] + 1 : fixed_at]
     cmd = last.get("command") or last.get("tool_name") or "the call"
@@ -359,7 +360,7 @@ def _pattern(
     if switch is None:
         switch = statements.switch_between(text_before, text_after)
     if reason is None and switch is None and not (edited and len(failed_at) >= 2):
-        return None  # an ordinary fail-edit-pass loop: nothing learned worth keeping
+        return []  # an ordinary fail-edit-pass loop: nothing learned worth keeping
     ops: list[WriterOp] = []
     fix = []
     if reason:
