@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 HANG = "hang"  # a reply that never comes (the client's timeout must end it)
 
@@ -113,3 +114,24 @@ def settle(srv, project_root: str, timeout: float = 30.0) -> list[dict]:
         if time.monotonic() > deadline:
             raise TimeoutError(f"episodes still being written: {eps}")
         time.sleep(0.05)
+
+
+def failing_episode(tag: str = "") -> list[dict[str, Any]]:
+    """One episode whose test run fails: what a writer is asked to learn from."""
+    return [
+        {"role": "user", "kind": "message", "text": f"run the test suite {tag}".strip()},
+        {
+            "role": "assistant",
+            "kind": "tool_call",
+            "tool_name": "Bash",
+            "command": "pytest",
+            "call_id": "a",
+        },
+        {
+            "role": "tool",
+            "kind": "tool_result",
+            "call_id": "a",
+            "exit_code": 1,
+            "text": "E   sqlalchemy.exc.OperationalError: no such table: orders",
+        },
+    ]

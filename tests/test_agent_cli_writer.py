@@ -20,7 +20,7 @@ from harness.rpc_client import ROOT, Server
 from reos_memory.llm import LLMError
 from reos_memory.squirrel.writer import agent_cli
 from reos_memory.squirrel.writer.agent_cli import AgentCLIClient, CLISettings
-from tests.fake_llm import settle
+from tests.fake_llm import failing_episode, settle
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 EXE = {"claude-code": "claude", "codex": "codex"}
@@ -49,26 +49,6 @@ def repo(tmp_path: Path) -> Path:
     return p
 
 
-def episode(tag: str = "") -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "kind": "message", "text": f"run the test suite {tag}".strip()},
-        {
-            "role": "assistant",
-            "kind": "tool_call",
-            "tool_name": "Bash",
-            "command": "pytest",
-            "call_id": "a",
-        },
-        {
-            "role": "tool",
-            "kind": "tool_result",
-            "call_id": "a",
-            "exit_code": 1,
-            "text": "E   sqlalchemy.exc.OperationalError: no such table: orders",
-        },
-    ]
-
-
 def writer_env(agent: str, bin_dir: Path, **extra: str) -> dict[str, str]:
     """A server environment with the CLI writer on PATH, and everything a Claude Code session
     (and our own config) would put there that must never reach the child."""
@@ -89,7 +69,7 @@ def writer_env(agent: str, bin_dir: Path, **extra: str) -> dict[str, str]:
 def ingest(srv: Server, root: Path, sid: str, tag: str = "") -> str:
     r = srv.call(
         "squirrel/ingest",
-        {"project_root": str(root), "session_id": sid, "events": episode(tag), "session_end": True},
+        {"project_root": str(root), "session_id": sid, "events": failing_episode(tag), "session_end": True},
     )
     assert r["episodes"][0]["outcome"] == "queued"
     return r["episodes"][0]["episode_id"]

@@ -11,7 +11,7 @@ import pytest
 
 from harness.rpc_client import Server
 from harness.secret_corpus import BENIGN, SECRETS
-from tests.fake_llm import HANG, FakeProvider, provider_env, settle
+from tests.fake_llm import HANG, FakeProvider, failing_episode, provider_env, settle
 
 pytestmark = pytest.mark.e2e
 
@@ -37,26 +37,6 @@ def ingest_failing_sessions(srv: Server, root: Path, n: int) -> None:
             },
         )
         assert r["episodes"][0]["outcome"] == "queued"
-
-
-def failing_episode(tag: str) -> list[dict]:
-    return [
-        {"role": "user", "kind": "message", "text": f"run the test suite {tag}"},
-        {
-            "role": "assistant",
-            "kind": "tool_call",
-            "tool_name": "Bash",
-            "command": "pytest",
-            "call_id": "a",
-        },
-        {
-            "role": "tool",
-            "kind": "tool_result",
-            "call_id": "a",
-            "exit_code": 1,
-            "text": "E   sqlalchemy.exc.OperationalError: no such table: orders",
-        },
-    ]
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
