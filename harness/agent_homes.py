@@ -197,8 +197,14 @@ class ClaudeSession:
         `age`, the files look that long untouched."""
         path = self.path(claude_home)
         path.parent.mkdir(parents=True, exist_ok=True)
-        head = [{"type": "file-history-snapshot", "messageId": "m0", "isSnapshotUpdate": False,
-                 "snapshot": {"timestamp": self.records[0]["timestamp"], "trackedFileBackups": {}}}]
+        head = [
+            {
+                "type": "file-history-snapshot",
+                "messageId": "m0",
+                "isSnapshotUpdate": False,
+                "snapshot": {"timestamp": self.records[0]["timestamp"], "trackedFileBackups": {}},
+            }
+        ]
         _dump(path, head + self.records)
         files = [path]
         for agent, recs in self.subagents.items():
@@ -246,8 +252,13 @@ class CodexSession:
         self._line("turn_context", {"turn_id": self.turn, "cwd": self.cwd, "model": "gpt-5"})
         self._line(
             "response_item",
-            {"type": "message", "role": "user", "content": [
-                {"type": "input_text", "text": f"# AGENTS.md instructions for {self.cwd}"}]},
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": f"# AGENTS.md instructions for {self.cwd}"}
+                ],
+            },
         )
         self._line("event_msg", {"type": "user_message", "message": text, "images": []})
         return self
@@ -256,20 +267,36 @@ class CodexSession:
         call = f"call_{uuid.uuid4().hex[:20]}"
         self._line(
             "response_item",
-            {"type": "function_call", "name": "exec_command", "call_id": call,
-             "arguments": json.dumps({"cmd": cmd, "workdir": self.cwd, "yield_time_ms": 1000})},
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": call,
+                "arguments": json.dumps({"cmd": cmd, "workdir": self.cwd, "yield_time_ms": 1000}),
+            },
         )
         self._line(
             "response_item",
-            {"type": "function_call_output", "call_id": call,
-             "output": "Chunk ID: a1\nWall time: 1.0 seconds\nProcess running with session ID 7\n"
-                       "Output:\n"},
+            {
+                "type": "function_call_output",
+                "call_id": call,
+                "output": "Chunk ID: a1\nWall time: 1.0 seconds\nProcess running with session ID 7\n"
+                "Output:\n",
+            },
         )
         self._line(
             "event_msg",
-            {"type": "exec_command_end", "call_id": call, "turn_id": self.turn,
-             "command": ["/bin/zsh", "-lc", cmd], "cwd": self.cwd, "aggregated_output": output,
-             "stdout": output, "stderr": "", "exit_code": exit_code, "status": "completed"},
+            {
+                "type": "exec_command_end",
+                "call_id": call,
+                "turn_id": self.turn,
+                "command": ["/bin/zsh", "-lc", cmd],
+                "cwd": self.cwd,
+                "aggregated_output": output,
+                "stdout": output,
+                "stderr": "",
+                "exit_code": exit_code,
+                "status": "completed",
+            },
         )
         self._line("event_msg", {"type": "token_count", "info": None})
         return self
@@ -278,29 +305,44 @@ class CodexSession:
         call = f"call_{uuid.uuid4().hex[:20]}"
         self._line(
             "response_item",
-            {"type": "custom_tool_call", "status": "completed", "call_id": call,
-             "name": "apply_patch",
-             "input": f"*** Begin Patch\n*** Update File: {rel}\n@@\n{body}\n*** End Patch\n"},
+            {
+                "type": "custom_tool_call",
+                "status": "completed",
+                "call_id": call,
+                "name": "apply_patch",
+                "input": f"*** Begin Patch\n*** Update File: {rel}\n@@\n{body}\n*** End Patch\n",
+            },
         )
         self._line(
             "event_msg",
-            {"type": "patch_apply_end", "call_id": call, "turn_id": self.turn,
-             "stdout": f"Success. Updated the following files:\nM {rel}\n", "stderr": "",
-             "success": True,
-             "changes": {os.path.join(self.cwd, rel): {"type": "update", "unified_diff": body}}},
+            {
+                "type": "patch_apply_end",
+                "call_id": call,
+                "turn_id": self.turn,
+                "stdout": f"Success. Updated the following files:\nM {rel}\n",
+                "stderr": "",
+                "success": True,
+                "changes": {os.path.join(self.cwd, rel): {"type": "update", "unified_diff": body}},
+            },
         )
         self._line(
             "response_item",
-            {"type": "custom_tool_call_output", "call_id": call,
-             "output": json.dumps({"output": "Success.", "metadata": {"exit_code": 0}})},
+            {
+                "type": "custom_tool_call_output",
+                "call_id": call,
+                "output": json.dumps({"output": "Success.", "metadata": {"exit_code": 0}}),
+            },
         )
         return self
 
     def say(self, text: str) -> CodexSession:
         self._line(
             "response_item",
-            {"type": "message", "role": "assistant",
-             "content": [{"type": "output_text", "text": text}]},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text}],
+            },
         )
         self._line("event_msg", {"type": "task_complete", "turn_id": self.turn})
         return self

@@ -25,7 +25,9 @@ JSON = st.recursive(
     | st.integers(-(2**70), 2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=40),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -141,9 +143,18 @@ def hostile_frames(max_bytes: int) -> list[tuple[str, bytes]]:
     return [
         ("deep nesting", deep),
         ("deep object nesting", b'{"a":' * 50_000 + b"1" + b"}" * 50_000),
-        ("a line over the size limit", b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"' + b"x" * (max_bytes + 10) + b'"}'),
-        ("invalid UTF-8", b'{"jsonrpc":"2.0","id":2,"method":"memory/search","params":{"query":"\xff\xfe"}}'),
-        ("a lone surrogate", b'{"jsonrpc":"2.0","id":3,"method":"memory/search","params":{"query":"\\ud800"}}'),
+        (
+            "a line over the size limit",
+            b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"' + b"x" * (max_bytes + 10) + b'"}',
+        ),
+        (
+            "invalid UTF-8",
+            b'{"jsonrpc":"2.0","id":2,"method":"memory/search","params":{"query":"\xff\xfe"}}',
+        ),
+        (
+            "a lone surrogate",
+            b'{"jsonrpc":"2.0","id":3,"method":"memory/search","params":{"query":"\\ud800"}}',
+        ),
         ("not JSON", b"{this is not json"),
         ("an empty batch", b"[]"),
         ("a scalar", b"42"),

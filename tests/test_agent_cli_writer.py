@@ -69,7 +69,12 @@ def writer_env(agent: str, bin_dir: Path, **extra: str) -> dict[str, str]:
 def ingest(srv: Server, root: Path, sid: str, tag: str = "") -> str:
     r = srv.call(
         "squirrel/ingest",
-        {"project_root": str(root), "session_id": sid, "events": failing_episode(tag), "session_end": True},
+        {
+            "project_root": str(root),
+            "session_id": sid,
+            "events": failing_episode(tag),
+            "session_end": True,
+        },
     )
     assert r["episodes"][0]["outcome"] == "queued"
     return r["episodes"][0]["episode_id"]

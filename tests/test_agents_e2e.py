@@ -26,8 +26,11 @@ OLD = timedelta(hours=3)  # the sessions ended hours ago: idle past session_idle
 
 
 def _env(home: Path, db: Path, **extra: str) -> dict[str, str]:
-    outer = {k: v for k, v in os.environ.items()
-             if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "REOS_MEMORY_HOME")}
+    outer = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "REOS_MEMORY_HOME")
+    }
     return {
         **outer,
         "HOME": str(home),
@@ -39,19 +42,36 @@ def _env(home: Path, db: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def run(env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(
+    env: dict[str, str],
+    *args: str,
+    stdin: str | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", *args], input=stdin, env=env, cwd=cwd or ROOT,
-        capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", *args],
+        input=stdin,
+        env=env,
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
 def sqrl(env: dict[str, str], *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
-         *args],
-        env=env, capture_output=True, text=True, timeout=kw.get("timeout", 120),
+        [
+            sys.executable,
+            "-c",
+            "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
+            *args,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=kw.get("timeout", 120),
         cwd=kw.get("cwd") or ROOT,
     )
 
@@ -104,18 +124,28 @@ def build_homes(tmp: Path) -> dict[str, Any]:
     # a Codex session (shop): cargo test red, a patch, green
     c1 = CodexSession(shop, start + timedelta(hours=3))
     c1.user("Fix the failing price rounding test in the pricing crate")
-    c1.run("cargo test -p pricing", "test rounding ... FAILED\ntest result: FAILED. 3 passed; 1 failed", 101)
+    c1.run(
+        "cargo test -p pricing",
+        "test rounding ... FAILED\ntest result: FAILED. 3 passed; 1 failed",
+        101,
+    )
     c1.patch("pricing/src/lib.rs", "-    (x * 100.0).round()\n+    (x * 100.0).round() / 100.0")
     c1.run("cargo test -p pricing", "test result: ok. 4 passed; 0 failed", 0)
     c1.say("Fixed the rounding.")
     f4 = c1.write(codex, age=OLD)
-    return {"home": home, "rates": rates, "shop": shop, "files": [f1, f2, f3, f4],
-            "sessions": [s1, s2, s3, c1]}
+    return {
+        "home": home,
+        "rates": rates,
+        "shop": shop,
+        "files": [f1, f2, f3, f4],
+        "sessions": [s1, s2, s3, c1],
+    }
 
 
 def _db_bytes(db: Path) -> bytes:
-    return b"".join(Path(str(db) + s).read_bytes() for s in ("", "-wal", "-shm")
-                    if Path(str(db) + s).exists())
+    return b"".join(
+        Path(str(db) + s).read_bytes() for s in ("", "-wal", "-shm") if Path(str(db) + s).exists()
+    )
 
 
 def test_watch_learns_from_real_agent_homes_and_every_door_gives_it_back(tmp_path: Path) -> None:
@@ -157,8 +187,13 @@ def test_watch_learns_from_real_agent_homes_and_every_door_gives_it_back(tmp_pat
         before = (status["episodes"], status["memories"])
 
     # 2. through the SessionStart hook's JSON
-    hook_in = {"hook_event_name": "SessionStart", "session_id": "new-session", "source": "startup",
-               "cwd": str(h["rates"]), "transcript_path": str(tmp_path / "none.jsonl")}
+    hook_in = {
+        "hook_event_name": "SessionStart",
+        "session_id": "new-session",
+        "source": "startup",
+        "cwd": str(h["rates"]),
+        "transcript_path": str(tmp_path / "none.jsonl"),
+    }
     r = run(env, "reos_memory", "hook", "claude-code", stdin=json.dumps(hook_in))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -226,8 +261,16 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
     db = tmp_path / "data" / "memory.db"
     env = _env(h["home"], db)
     rates = str(h["rates"])
-    add = sqrl(env, "add", "--kind", "guard", "--avoid", "Never deploy on Fridays.",
-               "--project-root", rates)
+    add = sqrl(
+        env,
+        "add",
+        "--kind",
+        "guard",
+        "--avoid",
+        "Never deploy on Fridays.",
+        "--project-root",
+        rates,
+    )
     assert add.returncode == 0, add.stderr
 
     def hook(payload: Any) -> subprocess.CompletedProcess[str]:
@@ -237,13 +280,21 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
     base = {"session_id": "sess-a", "cwd": rates, "transcript_path": str(h["files"][0])}
     # a prompt about it: the memory; asked again in the same session: nothing new, no output
     r = hook({**base, "hook_event_name": "UserPromptSubmit", "prompt": "can we deploy on Friday"})
-    assert r.returncode == 0 and "Fridays" in json.loads(r.stdout)[
-        "hookSpecificOutput"]["additionalContext"]
+    assert (
+        r.returncode == 0
+        and "Fridays" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    )
     r = hook({**base, "hook_event_name": "UserPromptSubmit", "prompt": "deploy on Friday then?"})
     assert r.returncode == 0 and r.stdout == ""
     # an unrelated prompt in a new session: nothing passes the floor, nothing is printed
-    r = hook({**base, "session_id": "sess-b", "hook_event_name": "UserPromptSubmit",
-              "prompt": "rename the basket colour variables"})
+    r = hook(
+        {
+            **base,
+            "session_id": "sess-b",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "rename the basket colour variables",
+        }
+    )
     assert r.returncode == 0 and r.stdout == ""
 
     # failures never break the agent: exit 0, nothing on stdout
@@ -252,16 +303,28 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
         assert (r.returncode, r.stdout) == (0, ""), r
     (tmp_path / "a-file").write_text("x")  # a database path under a file cannot be opened
     broken = {**env, "REOS_MEMORY_DB": str(tmp_path / "a-file" / "sub" / "memory.db")}
-    r = run(broken, "reos_memory", "hook", "claude-code",
-            stdin=json.dumps({**base, "hook_event_name": "SessionStart"}))
+    r = run(
+        broken,
+        "reos_memory",
+        "hook",
+        "claude-code",
+        stdin=json.dumps({**base, "hook_event_name": "SessionStart"}),
+    )
     assert (r.returncode, r.stdout) == (0, "")
     bad_cfg = {**env, "REOS_MEMORY_SESSION_IDLE_MINUTES": "-5"}
-    r = run(bad_cfg, "reos_memory", "hook", "claude-code",
-            stdin=json.dumps({**base, "hook_event_name": "SessionStart"}))
+    r = run(
+        bad_cfg,
+        "reos_memory",
+        "hook",
+        "claude-code",
+        stdin=json.dumps({**base, "hook_event_name": "SessionStart"}),
+    )
     assert (r.returncode, r.stdout) == (0, "")
 
     # (the process check sees a live process with such a command line)
-    dummy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "--worker", str(db)])
+    dummy = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "--worker", str(db)]
+    )
     try:
         assert len(_workers(db)) == 1
     finally:
@@ -280,9 +343,7 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
     assert (r.returncode, r.stdout) == (0, "")
     quick = time.monotonic() - t0
     deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and (
-        any(queue.glob("*.json")) or any(queue.glob("*.taken"))
-    ):
+    while time.monotonic() < deadline and (any(queue.glob("*.json")) or any(queue.glob("*.taken"))):
         time.sleep(0.2)
     assert not list(queue.glob("*.json")) and not list(queue.glob("*.taken")), "work left"
     deadline = time.monotonic() + 15  # the work is done: the worker closes the database and exits
@@ -297,10 +358,12 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
         # the session file and its subagent file, each read once, the session ended
         assert cc["files"] == 2 and cc["ended_sessions"] == 2, cc
         lines = sum(1 for _ in open(h["files"][0])) + sum(
-            1 for p in h["files"][0].with_suffix("").rglob("*.jsonl") for _ in open(p))
+            1 for p in h["files"][0].with_suffix("").rglob("*.jsonl") for _ in open(p)
+        )
         assert cc["lines"] == lines
-        ctx = srv.call("squirrel/get_task_context",
-                       {"project_root": rates, "task": "fetch rates over HTTP"})
+        ctx = srv.call(
+            "squirrel/get_task_context", {"project_root": rates, "task": "fetch rates over HTTP"}
+        )
         assert "httpx" in ctx["context_prompt"]
 
 
@@ -311,15 +374,21 @@ def test_sqrl_hooks_install_uninstall_status(tmp_path: Path) -> None:
     home = tmp_path / "home"
     settings = home / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True)
-    mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},
-            "model": "opus"}
+    mine = {
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},
+        "model": "opus",
+    }
     settings.write_text(json.dumps(mine))
     env = _env(home, tmp_path / "m.db")
     r = sqrl(env, "hooks", "install", "--json")
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
-    assert res["changed"] and res["backup"] and set(res["added"]) == {
-        "SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
+    assert (
+        res["changed"]
+        and res["backup"]
+        and set(res["added"])
+        == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
+    )
     data = json.loads(settings.read_text())
     assert data["model"] == "opus"
     stop_cmds = [h["command"] for g in data["hooks"]["Stop"] for h in g["hooks"]]
@@ -329,8 +398,9 @@ def test_sqrl_hooks_install_uninstall_status(tmp_path: Path) -> None:
     assert "installed" in st.stdout and "SessionStart" in st.stdout
     # the installed command really runs the hook
     ours = next(c for c in stop_cmds if c.endswith(" hook claude-code"))
-    r = subprocess.run(ours, shell=True, input="{}", capture_output=True, text=True, env=env,
-                       timeout=60)
+    r = subprocess.run(
+        ours, shell=True, input="{}", capture_output=True, text=True, env=env, timeout=60
+    )
     assert (r.returncode, r.stdout) == (0, "")
     r = sqrl(env, "hooks", "uninstall", "--json")
     assert json.loads(r.stdout)["removed"]
@@ -345,9 +415,19 @@ def test_one_watcher_per_database(tmp_path: Path) -> None:
     db = tmp_path / "data" / "memory.db"
     env = _env(h["home"], db)
     first = subprocess.Popen(
-        [sys.executable, "-c", "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
-         "watch", "--interval", "0.2"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-c",
+            "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
+            "watch",
+            "--interval",
+            "0.2",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
     )
     try:
         deadline = time.monotonic() + 60
@@ -382,8 +462,15 @@ def test_every_entry_point_finds_the_same_database(tmp_path: Path) -> None:
     env.pop("REOS_MEMORY_DB")
     where = run(env, "reos_memory", "where")
     assert where.stdout.strip() == str(home / "memory.db")
-    added = sqrl(env, "add", "--kind", "invariant", "Migrations run with alembic upgrade head.",
-                 "--json", cwd=repo)
+    added = sqrl(
+        env,
+        "add",
+        "--kind",
+        "invariant",
+        "Migrations run with alembic upgrade head.",
+        "--json",
+        cwd=repo,
+    )
     assert added.returncode == 0, added.stderr
     mid = json.loads(added.stdout)["memory"]["id"]
     shown = sqrl(env, "memories", mid, cwd=repo)
@@ -391,9 +478,20 @@ def test_every_entry_point_finds_the_same_database(tmp_path: Path) -> None:
     assert "explicit_statement" in shown.stdout
     status = sqrl(env, "status", cwd=repo)
     assert "writer config: rules (offline)" in status.stdout
-    hook = run(env, "reos_memory", "hook", "claude-code", stdin=json.dumps(
-        {"hook_event_name": "SessionStart", "session_id": "s", "cwd": str(repo),
-         "source": "startup"}))
+    hook = run(
+        env,
+        "reos_memory",
+        "hook",
+        "claude-code",
+        stdin=json.dumps(
+            {
+                "hook_event_name": "SessionStart",
+                "session_id": "s",
+                "cwd": str(repo),
+                "source": "startup",
+            }
+        ),
+    )
     assert "alembic" in hook.stdout
     data = _mcp_context(env, repo, "run the database migrations")
     assert "alembic" in data["context_prompt"]
@@ -405,8 +503,15 @@ def test_every_entry_point_finds_the_same_database(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     r = sqrl(env, "add", "Use tabs.", "--db", str(other), cwd=repo)
     assert r.returncode == 0 and other.exists()
-    r = run(env, "reos_memory", "hook", "claude-code", "--db", str(other), stdin=json.dumps(
-        {"hook_event_name": "SessionStart", "session_id": "s2", "cwd": str(repo)}))
+    r = run(
+        env,
+        "reos_memory",
+        "hook",
+        "claude-code",
+        "--db",
+        str(other),
+        stdin=json.dumps({"hook_event_name": "SessionStart", "session_id": "s2", "cwd": str(repo)}),
+    )
     assert "Use tabs" in r.stdout and "alembic" not in r.stdout
 
 
@@ -417,12 +522,34 @@ def test_a_sessions_episodes_judge_the_context_its_hook_injected(tmp_path: Path)
     home = tmp_path / "home"
     db = tmp_path / "memory.db"
     env = _env(home, db)
-    assert sqrl(env, "add", "--kind", "guard", "--avoid", "Never run the migrations by hand.",
-                "--project-root", str(repo)).returncode == 0
+    assert (
+        sqrl(
+            env,
+            "add",
+            "--kind",
+            "guard",
+            "--avoid",
+            "Never run the migrations by hand.",
+            "--project-root",
+            str(repo),
+        ).returncode
+        == 0
+    )
     s = ClaudeSession(repo, datetime.now(UTC))  # the hook runs as the session starts
-    r = run(env, "reos_memory", "hook", "claude-code", stdin=json.dumps(
-        {"hook_event_name": "SessionStart", "session_id": s.id, "cwd": str(repo),
-         "source": "startup"}))
+    r = run(
+        env,
+        "reos_memory",
+        "hook",
+        "claude-code",
+        stdin=json.dumps(
+            {
+                "hook_event_name": "SessionStart",
+                "session_id": s.id,
+                "cwd": str(repo),
+                "source": "startup",
+            }
+        ),
+    )
     assert "migrations" in r.stdout
     s.user("Add an index on orders.created_at")
     s.bash("alembic upgrade head", "INFO  [alembic] Running upgrade -> 3f2a, add index")

@@ -162,8 +162,12 @@ def test_delete_with_children_needs_recursive(server):
 def test_created_at_dates_imported_history(server):
     b = server.call(
         "blocks/create",
-        {"type": "paragraph", "act_id": "conv", "content": "Caroline: I went to a support group",
-         "created_at": "2023-05-08T13:56:00+02:00"},
+        {
+            "type": "paragraph",
+            "act_id": "conv",
+            "content": "Caroline: I went to a support group",
+            "created_at": "2023-05-08T13:56:00+02:00",
+        },
     )["block"]
     assert b["created_at"] == b["updated_at"] == "2023-05-08T11:56:00.000Z"
     naive = server.call(
@@ -171,10 +175,17 @@ def test_created_at_dates_imported_history(server):
         {"type": "paragraph", "act_id": "conv", "content": "x", "created_at": "2023-05-08 13:56"},
     )["block"]
     assert naive["created_at"] == "2023-05-08T13:56:00.000Z"
-    assert server.call("blocks/get", {"block_id": b["id"]})["block"]["created_at"].startswith("2023")
+    assert server.call("blocks/get", {"block_id": b["id"]})["block"]["created_at"].startswith(
+        "2023"
+    )
     stored = server.call(  # already in the stored form: kept as it is
         "blocks/create",
-        {"type": "paragraph", "act_id": "conv", "content": "z", "created_at": "2023-05-08T13:56:00.250Z"},
+        {
+            "type": "paragraph",
+            "act_id": "conv",
+            "content": "z",
+            "created_at": "2023-05-08T13:56:00.250Z",
+        },
     )["block"]
     assert stored["created_at"] == "2023-05-08T13:56:00.250Z"
     for bad in ("yesterday", "2023-13-01", " ", "8 May 2023", "2023-02-30T10:00:00.000Z"):

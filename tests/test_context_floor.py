@@ -21,7 +21,9 @@ REPORTED = "Always run the tests with `make test-integration`."  # cosine 0.295 
 def onnx_ready() -> None:
     folder = Path(load_config().model_dir)
     if not (folder / "manifest.json").is_file():
-        pytest.fail(f"model not prepared in {folder}: run `./dev setup` (reos-memory model prepare)")
+        pytest.fail(
+            f"model not prepared in {folder}: run `./dev setup` (reos-memory model prepare)"
+        )
 
 
 @pytest.fixture
@@ -110,7 +112,10 @@ def test_every_other_reason_a_memory_is_not_returned(srv: Server, repo: Path) ->
     kept = add(srv, repo, "Write a unit test for every bug fix in the checkout flow.")
     bobs = add(srv, repo, "Checkout tests must mock the payment gateway.", owner_id="bob")
     under = add(
-        srv, repo, "Checkout failures are logged to logs/checkout.log.", scope="repo_path",
+        srv,
+        repo,
+        "Checkout failures are logged to logs/checkout.log.",
+        scope="repo_path",
         path_prefix="services/payments",
     )
     long = add(srv, repo, "When a checkout test fails, first rerun it alone: " + "x " * 150)

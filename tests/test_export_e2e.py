@@ -201,7 +201,9 @@ def test_export_never_migrates_backs_up_or_creates_the_database_it_reads(tmp_pat
     versions = db.conn().execute("SELECT version FROM schema_migrations").fetchall()
     db.close()
     done = export(old)
-    assert done.returncode == 1 and "older version" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        done.returncode == 1 and "older version" in done.stderr and "Traceback" not in done.stderr
+    )
     db = Database(str(old))
     assert db.conn().execute("SELECT version FROM schema_migrations").fetchall() == versions
     db.close()

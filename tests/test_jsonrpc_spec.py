@@ -172,9 +172,12 @@ def test_a_batch_item_that_raises_is_answered_and_the_batch_too(spec):
     by_id = {r["id"]: r for r in replies[0]}
     assert by_id["a"]["result"] == 3 and by_id["c"]["result"] == ["hello", 5]
     assert by_id["b"]["error"]["code"] == -32603 and by_id["b"]["error"]["data"]["incident"]
-    assert roundtrip(spec, '{"jsonrpc": "2.0", "method": "explode", "params": {}, "id": 9}')[0][
-        "error"
-    ]["code"] == -32603
+    assert (
+        roundtrip(spec, '{"jsonrpc": "2.0", "method": "explode", "params": {}, "id": 9}')[0][
+            "error"
+        ]["code"]
+        == -32603
+    )
     assert roundtrip(spec, '{"jsonrpc": "2.0", "method": "sum", "params": [2], "id": 10}') == [
         {"jsonrpc": "2.0", "result": 2, "id": 10}
     ]

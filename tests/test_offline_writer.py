@@ -42,14 +42,23 @@ def say(text: str) -> dict[str, Any]:
 
 
 def bash(cid: str, command: str) -> dict[str, Any]:
-    return _rec("assistant", [{"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": command}}])
+    return _rec(
+        "assistant",
+        [{"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": command}}],
+    )
 
 
 def edit(cid: str, path: str, new: str) -> dict[str, Any]:
     return _rec(
         "assistant",
-        [{"type": "tool_use", "id": cid, "name": "Edit",
-          "input": {"file_path": path, "old_string": "x", "new_string": new}}],
+        [
+            {
+                "type": "tool_use",
+                "id": cid,
+                "name": "Edit",
+                "input": {"file_path": path, "old_string": "x", "new_string": new},
+            }
+        ],
     )
 
 
@@ -74,7 +83,9 @@ def write_log(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
-def learn(db: Path, log: Path, embedder: str = "hash") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def learn(
+    db: Path, log: Path, embedder: str = "hash"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Ingest one log with its session ended; every memory, and every episode with its ops."""
     with Server(db, embedder=embedder) as srv:
         res = srv.call("squirrel/ingest_transcript", {"path": str(log), "session_end": True})
@@ -142,7 +153,7 @@ def test_compaction_summary_errors_and_fixes_become_notes() -> None:
         "     - Fixed by rewriting the migration as a table rewrite because SQLite cannot alter columns\n"
         "   - **Unused variable `runner`**:\n     - Fixed by removing it\n"
         "5. Problem Solving:\n   - Solved: the importer now works\n"
-        "6. All user messages:\n   - \"please never use ALTER TABLE modify\"\n"
+        '6. All user messages:\n   - "please never use ALTER TABLE modify"\n'
     )
     notes = summaries.find(summary)
     assert len(notes) == 1 and notes[0].startswith("Migration fails on SQLite: ")
@@ -181,13 +192,32 @@ def test_claude_code_rejection_reasons_queued_messages_and_summaries_are_read() 
     state = ParseState()
     recs = [
         edit("t1", f"{CWD}/.gitignore", ".entire/\n"),
-        result("t1", REJECTED + "why not adding .entire/.gitignore?", True, "User rejected tool use"),
-        result("t2", REJECTED + "The user wants to clarify these questions.\n  Take their response", True),
-        {"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-03-01T10:00:00Z",
-         "sessionId": SID, "content": "could we put the shim in a gitutil package?"},
-        {"type": "queue-operation", "operation": "remove", "timestamp": "2026-03-01T10:00:01Z",
-         "sessionId": SID},
-        _rec("user", "This session is being continued ... 4. Errors and fixes: ...", isCompactSummary=True),
+        result(
+            "t1", REJECTED + "why not adding .entire/.gitignore?", True, "User rejected tool use"
+        ),
+        result(
+            "t2",
+            REJECTED + "The user wants to clarify these questions.\n  Take their response",
+            True,
+        ),
+        {
+            "type": "queue-operation",
+            "operation": "enqueue",
+            "timestamp": "2026-03-01T10:00:00Z",
+            "sessionId": SID,
+            "content": "could we put the shim in a gitutil package?",
+        },
+        {
+            "type": "queue-operation",
+            "operation": "remove",
+            "timestamp": "2026-03-01T10:00:01Z",
+            "sessionId": SID,
+        },
+        _rec(
+            "user",
+            "This session is being continued ... 4. Errors and fixes: ...",
+            isCompactSummary=True,
+        ),
     ]
     events = [p.event for r in recs for p in parser.parse(r, state)]
     said = [(e.origin, e.text) for e in events if e.role == "user" and e.kind == "message"]
@@ -208,7 +238,11 @@ def test_a_session_teaches_what_a_developer_would_write_down(tmp_path: Path) -> 
         [
             user("add a retry to the payment client"),
             bash("c1", "pytest tests/test_payment.py"),
-            result("c1", "Exit code 1\nE   KeyError: 'timeout'\nFAILED tests/test_payment.py::test_retry", True),
+            result(
+                "c1",
+                "Exit code 1\nE   KeyError: 'timeout'\nFAILED tests/test_payment.py::test_retry",
+                True,
+            ),
             say(
                 "Found the bug! The `load_settings` function in settings.py is missing the"
                 " `timeout` key, so the client never sees it."
@@ -218,8 +252,15 @@ def test_a_session_teaches_what_a_developer_would_write_down(tmp_path: Path) -> 
             bash("c3", "pytest tests/test_payment.py"),
             result("c3", "1 passed in 0.2s"),
             edit("c4", f"{CWD}/.gitignore", ".cache/\n"),
-            result("c4", REJECTED + "why not adding .cache/.gitignore instead?", True, "User rejected tool use"),
-            user("that is not correct, we don't gitignore generated folders from the root gitignore"),
+            result(
+                "c4",
+                REJECTED + "why not adding .cache/.gitignore instead?",
+                True,
+                "User rejected tool use",
+            ),
+            user(
+                "that is not correct, we don't gitignore generated folders from the root gitignore"
+            ),
             user("again: we don't gitignore generated folders from the root gitignore, ok"),
             bash("c5", "mise run lint 2>&1 | tail -5"),
             result("c5", "0 issues."),
@@ -233,16 +274,18 @@ def test_a_session_teaches_what_a_developer_would_write_down(tmp_path: Path) -> 
     assert any("we don't gitignore generated folders" in t for t in texts)
     (pattern,) = [t for t in texts if t.startswith("`pytest tests/test_payment.py` failed")]
     assert "missing the `timeout` key" in pattern and "settings.py" in pattern
-    assert texts["Project checks: lint with `mise run lint`; run the tests with `mise run test`."]["key"] == (
-        "project.commands.checks"
-    )
+    assert texts["Project checks: lint with `mise run lint`; run the tests with `mise run test`."][
+        "key"
+    ] == ("project.commands.checks")
     # the repeated correction was turned away, and the episode says why
     turned = [o for ep in eps for o in ep["episode"]["ops"] or [] if o.get("stage") == "writer"]
     assert any(o["reason"].startswith("near-duplicate") for o in turned), turned
     assert not any(m["tier"] == "emergency" for m in mems)
 
 
-def test_repetition_alone_never_makes_a_guard_and_a_test_files_own_edit_is_no_fix(tmp_path: Path) -> None:
+def test_repetition_alone_never_makes_a_guard_and_a_test_files_own_edit_is_no_fix(
+    tmp_path: Path,
+) -> None:
     records = [user("make the cart total test pass")]
     for i in range(3):
         records += [

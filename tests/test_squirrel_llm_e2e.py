@@ -131,7 +131,9 @@ def test_retry_without_wait_learns_a_failed_episode_once_the_provider_recovers(
         )
         assert wait_outcome(srv, r["episodes"][0]["episode_id"], "failed")["outcome"] == "failed"
         assert len(provider.requests) == 2
-        assert srv.call("squirrel/episodes/get", {"episode_id": ep["id"]})["episode"]["attempts"] == 1
+        assert (
+            srv.call("squirrel/episodes/get", {"episode_id": ep["id"]})["episode"]["attempts"] == 1
+        )
 
         # the provider is back; the user retries the first episode without waiting
         provider.replies = [provider.reply("openai", json.dumps(GOOD))]

@@ -23,13 +23,19 @@ FORMATS = ROOT.parent / "shared" / "formats"
 SPOTTER = FORMATS / "claude-code" / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 SUBAGENT = SPOTTER.with_suffix("") / "subagents" / "agent-a881341.jsonl"
 SHORT = FORMATS / "claude-code" / "spotter" / "short.jsonl"
-VIEWER = FORMATS / "claude-code" / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+VIEWER = (
+    FORMATS / "claude-code" / "claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+)
 CODEX_NEW = (
-    FORMATS / "codex" / "codemie-code"
+    FORMATS
+    / "codex"
+    / "codemie-code"
     / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
 )
 CODEX_OLD = (
-    FORMATS / "codex" / "codemie-code"
+    FORMATS
+    / "codex"
+    / "codemie-code"
     / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
 )
 
@@ -71,7 +77,11 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     assert cc.agent == "claude-code"
     assert cc.counts["tool_calls"] == 186
     assert {k: cc.counts[f"tool:{k}"] for k in ("Bash", "Read", "Edit", "Write", "Task")} == {
-        "Bash": 79, "Read": 42, "Edit": 35, "Write": 13, "Task": 1,
+        "Bash": 79,
+        "Read": 42,
+        "Edit": 35,
+        "Write": 13,
+        "Task": 1,
     }
     assert cc.counts["errors"] == 7
     assert cc.counts["compactions"] == 1 and cc.counts["compact_summaries"] == 1
@@ -87,18 +97,26 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     old = reps[VIEWER.name]  # Claude Code 1.0.98: summary line, inline sidechains
     assert old.counts["tool_calls"] == 167 and old.counts["errors"] == 23
     assert {k: old.counts[f"tool:{k}"] for k in ("Write", "Edit", "MultiEdit", "Bash", "Task")} == {
-        "Write": 33, "Edit": 8, "MultiEdit": 3, "Bash": 61, "Task": 5,
+        "Write": 33,
+        "Edit": 8,
+        "MultiEdit": 3,
+        "Bash": 61,
+        "Task": 5,
     }
     assert old.counts["subagent_records"] == 405
 
     new = reps[CODEX_NEW.name]  # Codex 0.125
     assert new.agent == "codex"
     assert {k: new.counts[f"tool:{k}"] for k in ("exec_command", "write_stdin", "apply_patch")} == {
-        "exec_command": 43, "write_stdin": 54, "apply_patch": 3,
+        "exec_command": 43,
+        "write_stdin": 54,
+        "apply_patch": 3,
     }
     assert new.counts["errors"] == 4  # the four non-zero exit codes
     oldx = reps[CODEX_OLD.name]  # Codex 0.77: the `shell` tool
-    assert oldx.counts["tool:shell"] == 3 and oldx.session_id == "019b7f94-51b4-7593-922e-ba12b5b73b52"
+    assert (
+        oldx.counts["tool:shell"] == 3 and oldx.session_id == "019b7f94-51b4-7593-922e-ba12b5b73b52"
+    )
 
     # the project comes from cwd (git top level when there is one), not the directory name
     assert cc.project_id is not None and cc.project_id.startswith("spotter-gqc-")
@@ -108,9 +126,17 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     # with the project's checks; the failing test's own Read/Edit is never called a fix, and
     # four failures alone make no emergency guard
     mems = sq.list_memories(
-        project_id=cc.project_id, project_root=None, include_global=False,
-        statuses=["provisional", "active"], kinds=None, scope=None, owner_type=None,
-        owner_id=None, key_prefix=None, limit=50, cursor=None,
+        project_id=cc.project_id,
+        project_root=None,
+        include_global=False,
+        statuses=["provisional", "active"],
+        kinds=None,
+        scope=None,
+        owner_type=None,
+        owner_id=None,
+        key_prefix=None,
+        limit=50,
+        cursor=None,
     )["memories"]
     texts = [m.text for m in mems]
     assert any("SQLite" in t and "migration" in t for t in texts), texts
@@ -123,14 +149,26 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     again = tin.ingest_paths(sq, [str(FORMATS)], tin.Options(session_end=True))
     assert sum(r.lines + r.events for r in again) == 0
     demo = sq.list_memories(
-        project_id=old.project_id, project_root=None, include_global=False,
-        statuses=["provisional"], kinds=None, scope=None, owner_type=None, owner_id=None,
-        key_prefix=None, limit=50, cursor=None,
+        project_id=old.project_id,
+        project_root=None,
+        include_global=False,
+        statuses=["provisional"],
+        kinds=None,
+        scope=None,
+        owner_type=None,
+        owner_id=None,
+        key_prefix=None,
+        limit=50,
+        cursor=None,
     )["memories"]
     # Edit failing until the file was read is Claude Code's own rule, not the project's
     assert not any("read yet" in m.text or "tool_use_error" in m.text for m in demo)
     eps = sq.list_episodes(
-        project_id=old.project_id, project_root=None, session_id=None, outcome=None, limit=10,
+        project_id=old.project_id,
+        project_root=None,
+        session_id=None,
+        outcome=None,
+        limit=10,
         cursor=None,
     )["episodes"]
     assert [e.outcome for e in eps] == ["written"]  # it was read, and judged
@@ -141,12 +179,18 @@ def test_codex_test_runs_carry_exit_codes_and_outcomes(app) -> None:
     sq = app.squirrel  # type: ignore[attr-defined]
     rep = tin.ingest_file(sq, str(CODEX_NEW), tin.Options(session_end=True))
     eps = sq.list_episodes(
-        project_id=rep.project_id, project_root=None, session_id=None, outcome=None, limit=10,
+        project_id=rep.project_id,
+        project_root=None,
+        session_id=None,
+        outcome=None,
+        limit=10,
         cursor=None,
     )["episodes"]
     full = [sq.get_episode(ep.id)["episode"] for ep in eps]
     events = [e for ep in full for e in ep.events]
-    runs = [e for e in events if e["kind"] == "tool_result" and "npm test" in (e.get("command") or "")]
+    runs = [
+        e for e in events if e["kind"] == "tool_result" and "npm test" in (e.get("command") or "")
+    ]
     assert runs, "the npm test runs of the red-green session"
     assert runs[0]["exit_code"] == 1 and runs[0].get("test") == "failed"
     assert runs[-1]["exit_code"] == 0 and runs[-1].get("test") == "passed"
@@ -345,8 +389,11 @@ def test_two_ingesters_on_one_file_read_each_line_once(app, tmp_path: Path) -> N
         assert not errors
     finally:
         other.close()
-    cur = app.db.read(lambda c: c.execute(  # type: ignore[attr-defined]
-        "SELECT lines, events FROM transcript_cursors").fetchall())
+    cur = app.db.read(
+        lambda c: c.execute(  # type: ignore[attr-defined]
+            "SELECT lines, events FROM transcript_cursors"
+        ).fetchall()
+    )
     assert cur == [(1863, 461)]  # 460 events and the compaction summary
     assert _events_stored(app) == 461
 
@@ -382,8 +429,17 @@ def test_hostile_files_spoil_only_themselves(app, tmp_path: Path) -> None:
     deep = root / "deep.jsonl"
     deep.write_bytes(b"[" * 200_000 + b"\n" + b'{"type":"summary","summary":"x"}\n')
     good = root / "good.jsonl"
-    good.write_text(json.dumps({"type": "user", "sessionId": "s-good", "cwd": str(tmp_path),
-                                "message": {"role": "user", "content": "hello there"}}) + "\n")
+    good.write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "sessionId": "s-good",
+                "cwd": str(tmp_path),
+                "message": {"role": "user", "content": "hello there"},
+            }
+        )
+        + "\n"
+    )
     reps = {Path(r.path).name: r for r in tin.ingest_paths(sq, [str(root)])}
     assert reps["rollout-bad.jsonl.zst"].skipped_reason
     assert reps["deep.jsonl"].malformed == 1 and reps["deep.jsonl"].lines == 2
@@ -403,7 +459,10 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise() -> None:
     plain = io.StringIO()
     for i in range(1, 4):
         Progress(plain)(i, 3, rep)
-    assert plain.getvalue().count("\n") == 3 and "/logs/a.jsonl: 10 lines, 4 events" in plain.getvalue()
+    assert (
+        plain.getvalue().count("\n") == 3
+        and "/logs/a.jsonl: 10 lines, 4 events" in plain.getvalue()
+    )
     tty = Tty()
     bar = Progress(tty)
     for i in range(1, 4):
@@ -433,18 +492,30 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
 
     mine = [said(i) for i in range(3)]
     stale = episodes.prepare(
-        None, project_id=proj.id, owner=owner, session_id="s1", events=mine,
-        session_end=False, limits=limits,
+        None,
+        project_id=proj.id,
+        owner=owner,
+        session_id="s1",
+        events=mine,
+        session_end=False,
+        limits=limits,
     )
-    sq.ingest(project_id=proj.id, project_root=None, session_id="s1",
-              events=[said(i) for i in range(10, 15)], process=False)
+    sq.ingest(
+        project_id=proj.id,
+        project_root=None,
+        session_id="s1",
+        events=[said(i) for i in range(10, 15)],
+        process=False,
+    )
     report = app.db.write(  # type: ignore[attr-defined]
         lambda c: sq.ingest_in(c, proj, owner, "s1", mine, False, pol, limits, stale)
     )
     assert report.accepted == 3
-    rows = app.db.read(lambda c: c.execute(  # type: ignore[attr-defined]
-        "SELECT seq, event_json FROM squirrel_events WHERE session_id = 's1' ORDER BY seq"
-    ).fetchall())
+    rows = app.db.read(
+        lambda c: c.execute(  # type: ignore[attr-defined]
+            "SELECT seq, event_json FROM squirrel_events WHERE session_id = 's1' ORDER BY seq"
+        ).fetchall()
+    )
     assert [r[0] for r in rows] == list(range(1, 9))
     texts = [json.loads(r[1])["text"] for r in rows]
     assert texts == [f"message {i} about the parser" for i in (10, 11, 12, 13, 14, 0, 1, 2)]
@@ -453,8 +524,13 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
 
     # prepared against the session as it still is: committed as prepared, not done again
     fresh = episodes.prepare(
-        sess, project_id=proj.id, owner=owner, session_id="s1", events=[said(20)],
-        session_end=False, limits=limits,
+        sess,
+        project_id=proj.id,
+        owner=owner,
+        session_id="s1",
+        events=[said(20)],
+        session_end=False,
+        limits=limits,
     )
 
     def again(*args, **kwargs):
@@ -465,8 +541,11 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
         app.db.write(  # type: ignore[attr-defined]
             lambda c: sq.ingest_in(c, proj, owner, "s1", [said(20)], False, pol, limits, fresh)
         )
-    seqs = app.db.read(lambda c: c.execute(  # type: ignore[attr-defined]
-        "SELECT max(seq) FROM squirrel_events WHERE session_id = 's1'").fetchone()[0])
+    seqs = app.db.read(
+        lambda c: c.execute(  # type: ignore[attr-defined]
+            "SELECT max(seq) FROM squirrel_events WHERE session_id = 's1'"
+        ).fetchone()[0]
+    )
     assert seqs == 9
 
 
@@ -481,12 +560,16 @@ HOOK_BLOCKED_LINES = [
 
 def test_a_hooks_blocking_message_is_not_the_users_words(app, tmp_path: Path) -> None:
     adapter, state = ClaudeCode(), ParseState()
-    parsed = [p.event for line in HOOK_BLOCKED_LINES for p in adapter.parse(json.loads(line), state)]
+    parsed = [
+        p.event for line in HOOK_BLOCKED_LINES for p in adapter.parse(json.loads(line), state)
+    ]
     assert [(e.role, e.text) for e in parsed if e.role == "user"] == [("user", "fix tests")]
     hook = [e for e in parsed if e.role != "user"]
     assert len(hook) == 1 and hook[0].role == "system" and hook[0].kind == "message"
-    assert hook[0].summary == "a hook stopped the operation: Another session is active:" \
+    assert (
+        hook[0].summary == "a hook stopped the operation: Another session is active:"
         ' "[Request interrupted by user for tool use]"'
+    )
     assert state.counts["hook_messages"] == 1
     # the same as a text block, and a Stop hook's feedback
     for text in (

@@ -41,7 +41,8 @@ from tools.bench import pct, proc_status_kb, slope  # noqa: E402
 SQRL = "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())"
 
 OUTPUTS = [
-    "collected 48 items\n\n" + "".join(f"tests/test_mod{i}.py ........                [ {i * 12}%]\n" for i in range(8))
+    "collected 48 items\n\n"
+    + "".join(f"tests/test_mod{i}.py ........                [ {i * 12}%]\n" for i in range(8))
     + "\n48 passed in 3.21s",
     "src/app.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.\n" * 3,
     "On branch main\nChanges not staged for commit:\n  modified:   src/api/client.py\n",
@@ -65,26 +66,54 @@ def claude_session(rng: random.Random, cwd: Path, start: datetime, turns: int) -
             if kind < 0.5:
                 out = rng.choice(OUTPUTS) * rng.randint(1, 6)
                 code = 1 if rng.random() < 0.15 else 0
-                s.bash(rng.choice(["pytest -q", "npm run build", "git status", "ls -la"]), out, code)
+                s.bash(
+                    rng.choice(["pytest -q", "npm run build", "git status", "ls -la"]), out, code
+                )
             elif kind < 0.8:
-                s.tool("Read", {"file_path": f"{cwd}/src/mod{rng.randint(0, 40)}.py"},
-                       "\n".join(f"{i:>5}\tdef f{i}(x): return x * {i}" for i in range(rng.randint(20, 200))))
+                s.tool(
+                    "Read",
+                    {"file_path": f"{cwd}/src/mod{rng.randint(0, 40)}.py"},
+                    "\n".join(
+                        f"{i:>5}\tdef f{i}(x): return x * {i}" for i in range(rng.randint(20, 200))
+                    ),
+                )
             else:
                 path = f"{cwd}/src/mod{rng.randint(0, 40)}.py"
-                source = "\n".join(f"def f{i}(x):\n    return x" for i in range(rng.randint(40, 160)))
+                source = "\n".join(
+                    f"def f{i}(x):\n    return x" for i in range(rng.randint(40, 160))
+                )
                 # as 2.x writes it: the result carries the whole original file and the patch
-                s.tool("Edit", {"file_path": path, "old_string": "return x", "new_string": "return x + 1"},
-                       f"The file {path} has been updated.",
-                       result={"filePath": path, "oldString": "return x", "newString": "return x + 1",
-                               "originalFile": source, "userModified": False,
-                               "structuredPatch": [{"oldStart": 2, "lines": ["-    return x", "+    return x + 1"]}]})
+                s.tool(
+                    "Edit",
+                    {"file_path": path, "old_string": "return x", "new_string": "return x + 1"},
+                    f"The file {path} has been updated.",
+                    result={
+                        "filePath": path,
+                        "oldString": "return x",
+                        "newString": "return x + 1",
+                        "originalFile": source,
+                        "userModified": False,
+                        "structuredPatch": [
+                            {"oldStart": 2, "lines": ["-    return x", "+    return x + 1"]}
+                        ],
+                    },
+                )
             out = rng.choice(OUTPUTS)
             for k in range(rng.randint(2, 6)):  # 2.1.x files: 70% of lines, 40% of bytes
-                s.records.append(s._env("progress", toolUseID=f"bash-progress-{k}",
-                                        parentToolUseID="toolu_x", data={
-                    "type": "bash_progress", "output": out[: 100 * (k + 1)],
-                    "fullOutput": out[: 100 * (k + 1)], "elapsedTimeSeconds": k + 1,
-                    "totalLines": k * 3}))
+                s.records.append(
+                    s._env(
+                        "progress",
+                        toolUseID=f"bash-progress-{k}",
+                        parentToolUseID="toolu_x",
+                        data={
+                            "type": "bash_progress",
+                            "output": out[: 100 * (k + 1)],
+                            "fullOutput": out[: 100 * (k + 1)],
+                            "elapsedTimeSeconds": k + 1,
+                            "totalLines": k * 3,
+                        },
+                    )
+                )
         s.say("Done. " + "I changed the code and ran the tests. " * rng.randint(1, 8))
     return s
 
@@ -95,8 +124,11 @@ def codex_session(rng: random.Random, cwd: Path, start: datetime, turns: int) ->
         c.user(rng.choice(PROMPTS) + f" (step {t})")
         for _ in range(rng.randint(3, 8)):
             if rng.random() < 0.8:
-                c.run(rng.choice(["npm test", "cargo test", "rg TODO", "sed -n 1,80p src/lib.rs"]),
-                      rng.choice(OUTPUTS) * rng.randint(1, 6), 1 if rng.random() < 0.15 else 0)
+                c.run(
+                    rng.choice(["npm test", "cargo test", "rg TODO", "sed -n 1,80p src/lib.rs"]),
+                    rng.choice(OUTPUTS) * rng.randint(1, 6),
+                    1 if rng.random() < 0.15 else 0,
+                )
             else:
                 c.patch(f"src/mod{rng.randint(0, 40)}.rs", "-    x\n+    x + 1")
         c.say("Done.")
@@ -120,13 +152,17 @@ def generate(root: Path, megabytes: float, seed: int = 5) -> tuple[int, int]:
         when = start + timedelta(minutes=17 * n)
         cwd = rng.choice(projects)
         if n % 4 == 0:
-            path = codex_session(rng, cwd, when, rng.randint(3, 10)).write(codex, timedelta(hours=2))
+            path = codex_session(rng, cwd, when, rng.randint(3, 10)).write(
+                codex, timedelta(hours=2)
+            )
             written = [path]
         else:
             s = claude_session(rng, cwd, when, rng.randint(3, 10))
             if n % 5 == 0:
-                s.subagent("Look for all callers of the client", [
-                    ("Grep", {"pattern": "client", "path": str(cwd)}, "src/a.py\nsrc/b.py")])
+                s.subagent(
+                    "Look for all callers of the client",
+                    [("Grep", {"pattern": "client", "path": str(cwd)}, "src/a.py\nsrc/b.py")],
+                )
             main = s.write(claude, timedelta(hours=2))
             written = [main, *main.with_suffix("").rglob("*.jsonl")]
         for w in written:
@@ -148,7 +184,10 @@ def bench_ingest(work: Path, megabytes: float, embedder: str, runs: int = 3) -> 
         t0 = time.perf_counter()
         r = subprocess.run(
             [sys.executable, "-c", SQRL, "ingest", "--json", str(home)],
-            env=env, capture_output=True, text=True, cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
         )
         times.append(time.perf_counter() - t0)
         if r.returncode != 0:
@@ -169,7 +208,10 @@ def bench_ingest(work: Path, megabytes: float, embedder: str, runs: int = 3) -> 
         "events": events,
         "episodes": episodes,
         "memories_learned": sum(
-            len(e.get("ops") or []) for x in reps for e in x["episodes"] if e.get("outcome") == "written"
+            len(e.get("ops") or [])
+            for x in reps
+            for e in x["episodes"]
+            if e.get("outcome") == "written"
         ),
         # `sqrl ingest DIR` from scratch, start-up and model load included: the median of runs
         "seconds_whole_process": round(secs, 2),
@@ -251,18 +293,31 @@ def bench_hook(work: Path, memories: int, runs: int, embedder: str, reuse: bool)
         for i in range(runs):
             # a new session each run: a reused database must not know it (it would inject
             # nothing already injected in it)
-            payload = {"hook_event_name": event, "session_id": f"bench-{event}-{token}-{i}",
-                       "cwd": str(project), "source": "startup",
-                       "transcript_path": str(work / "none.jsonl"),
-                       "prompt": f"fix the SSL error of requests in api/client.py ({i})"}
+            payload = {
+                "hook_event_name": event,
+                "session_id": f"bench-{event}-{token}-{i}",
+                "cwd": str(project),
+                "source": "startup",
+                "transcript_path": str(work / "none.jsonl"),
+                "prompt": f"fix the SSL error of requests in api/client.py ({i})",
+            }
             t0 = time.perf_counter()
-            r = subprocess.run([sys.executable, "-m", "reos_memory", "hook", "claude-code"],
-                               input=json.dumps(payload), env=env, capture_output=True, text=True,
-                               cwd=ROOT)
+            r = subprocess.run(
+                [sys.executable, "-m", "reos_memory", "hook", "claude-code"],
+                input=json.dumps(payload),
+                env=env,
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
             times.append(time.perf_counter() - t0)
             hits += bool(r.stdout.strip())
-        out[event] = {"p50_s": round(pct(times, 0.5), 3), "p95_s": round(pct(times, 0.95), 3),
-                      "runs": runs, "answered_with_context": hits}
+        out[event] = {
+            "p50_s": round(pct(times, 0.5), 3),
+            "p95_s": round(pct(times, 0.95), 3),
+            "runs": runs,
+            "answered_with_context": hits,
+        }
     return out
 
 
@@ -276,13 +331,21 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
     from reos_memory.config import default_model_dir
 
     # HOME points at the generated agent homes; the model stays where it was prepared
-    env = {**os.environ, "REOS_MEMORY_DB": str(db), "REOS_MEMORY_EMBEDDER": embedder,
-           "HOME": str(home), "REOS_MEMORY_MODEL_DIR": os.environ.get("REOS_MEMORY_MODEL_DIR") or default_model_dir()}
+    env = {
+        **os.environ,
+        "REOS_MEMORY_DB": str(db),
+        "REOS_MEMORY_EMBEDDER": embedder,
+        "HOME": str(home),
+        "REOS_MEMORY_MODEL_DIR": os.environ.get("REOS_MEMORY_MODEL_DIR") or default_model_dir(),
+    }
     env.pop("CLAUDE_CONFIG_DIR", None)
     env.pop("CODEX_HOME", None)
     proc = subprocess.Popen(
         [sys.executable, "-c", SQRL, "watch", "--interval", "0.5"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
     )
     rng = random.Random(9)
     samples: list[tuple[float, int]] = []
@@ -290,7 +353,9 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
         time.sleep(8)  # start-up and catch-up of the existing files
         t_start = time.monotonic()
         samples.append((0.0, proc_status_kb(proc.pid)))
-        live = [claude_session(rng, home / "work" / "proj0", datetime.now(UTC), 1) for _ in range(4)]
+        live = [
+            claude_session(rng, home / "work" / "proj0", datetime.now(UTC), 1) for _ in range(4)
+        ]
         paths = [s.write(home / ".claude") for s in live]
         written = 0
         while written < total_lines:

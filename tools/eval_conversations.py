@@ -148,13 +148,17 @@ def evaluate(srv: Server, corpora: list[dict], graph: bool, limit: int | None) -
             t0 = time.perf_counter()
             res = srv.call("memory/search", params)
             latencies.append(time.perf_counter() - t0)
-            got = score([m["block_id"] for m in res["matches"]], {block_id(act, r) for r in q["relevant"]})
+            got = score(
+                [m["block_id"] for m in res["matches"]], {block_id(act, r) for r in q["relevant"]}
+            )
             cat = int(q["category"])
             if cat in (1, 2, 3, 4):
                 per.setdefault("categories 1-4", []).append(got)
                 per.setdefault(f"category {cat}", []).append(got)
             else:
-                per.setdefault(f"category {cat} (adversarial)" if cat == 5 else f"category {cat}", []).append(got)
+                per.setdefault(
+                    f"category {cat} (adversarial)" if cat == 5 else f"category {cat}", []
+                ).append(got)
     out = {}
     for name in sorted(per, key=lambda k: (k.startswith("category 5"), k != "categories 1-4", k)):
         rows = per[name]

@@ -180,7 +180,9 @@ def score(gold: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> dic
         per_session.append((sess["id"], len(sess["gold"]), hits, len(texts)))
     empty = [s for s in gold if s["id"] in results and not s["gold"]]
     cmd_only = [
-        s for s in gold if s["id"] in results and s["gold"] and all(i["id"] == "cmd1" for i in s["gold"])
+        s
+        for s in gold
+        if s["id"] in results and s["gold"] and all(i["id"] == "cmd1" for i in s["gold"])
     ]
     return {
         "recall": {
@@ -212,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dataset", type=Path)
     ap.add_argument("--embedder", default="onnx")
-    ap.add_argument("--writer", default="rules", help="the `writer` setting (rules, claude-code, ...)")
+    ap.add_argument(
+        "--writer", default="rules", help="the `writer` setting (rules, claude-code, ...)"
+    )
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
     ap.add_argument("--only", default="", help="session ids, comma-separated")
     ap.add_argument("--show", choices=["all", "junk", "none"], default="all")
@@ -258,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.show == "all":
                 for item in sess["gold"]:
                     if not any(matches(m["text"], item) for m in results[sid]["memories"]):
-                        out.write(f"  MISSED {item['id']} ({item['importance']}): {item['text'][:150]}\n")
+                        out.write(
+                            f"  MISSED {item['id']} ({item['importance']}): {item['text'][:150]}\n"
+                        )
     rec = sc["recall"]
     calls = sum(r["writer_calls"] for r in results.values())
     tokens_in = sum(r["input_tokens"] for r in results.values())
@@ -279,9 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         f"writer calls {calls}, tokens in {tokens_in} / out {tokens_out}; {total:.1f} s\n"
     )
     if args.json:
-        args.json.write_text(
-            json.dumps({"score": sc, "results": results}, default=str, indent=1)
-        )
+        args.json.write_text(json.dumps({"score": sc, "results": results}, default=str, indent=1))
     return 0
 
 

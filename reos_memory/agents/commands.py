@@ -70,7 +70,9 @@ def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
     progress = None if args.json else Progress()
     reps = tin.ingest_paths(app.squirrel, args.paths, opts, progress, helper)
     # sessions left open (their logs are fresh): their last events wait for the session to end
-    pending = app.squirrel.pending_events(r.session_id for r in reps if r.session_id and not r.ended)
+    pending = app.squirrel.pending_events(
+        r.session_id for r in reps if r.session_id and not r.ended
+    )
     if args.json:
         out = [{**r.public(), "pending_events": pending.get(r.session_id or "", 0)} for r in reps]
         sys.stdout.write(json.dumps(out, default=str) + "\n")
@@ -167,7 +169,9 @@ def _hooks(config: Config, args: Any) -> int:
             config_file = (writer or {}).get("config_file") or args.config
             config_file = config_file or os.environ.get("REOS_MEMORY_CONFIG")
             if config_file:
-                command = f"REOS_MEMORY_CONFIG={shlex.quote(os.path.abspath(config_file))} {command}"
+                command = (
+                    f"REOS_MEMORY_CONFIG={shlex.quote(os.path.abspath(config_file))} {command}"
+                )
             if args.db or os.environ.get("REOS_MEMORY_DB"):
                 command = f"REOS_MEMORY_DB={shlex.quote(config.db)} {command}"
             res = hs.install(path, command)
@@ -178,7 +182,9 @@ def _hooks(config: Config, args: Any) -> int:
             if args.json:
                 sys.stdout.write(json.dumps(st) + "\n")
                 return 0
-            sys.stdout.write(f"{st['path']}: {'installed' if st['installed'] else 'not installed'}\n")
+            sys.stdout.write(
+                f"{st['path']}: {'installed' if st['installed'] else 'not installed'}\n"
+            )
             for ev, s in st["events"].items():
                 mark = "yes" if s["installed"] else "no "
                 extra = f" (+{s['foreign_hooks']} other hook(s))" if s["foreign_hooks"] else ""
@@ -208,7 +214,11 @@ def _hooks(config: Config, args: Any) -> int:
     else:
         done = ", ".join(
             f"{what} {', '.join(evs)}"
-            for what, evs in (("added", res.added), ("updated", res.updated), ("removed", res.removed))
+            for what, evs in (
+                ("added", res.added),
+                ("updated", res.updated),
+                ("removed", res.removed),
+            )
             if evs
         )
         backup = f" (backup: {res.backup})" if res.backup else ""

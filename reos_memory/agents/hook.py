@@ -123,7 +123,9 @@ def _start_model(config: Config) -> dict[str, Any]:
         try:
             from reos_memory.embeddings.onnx import OnnxEmbedder
 
-            box["embedder"] = OnnxEmbedder(Path(config.model_dir), threads=config.onnx_threads or None)
+            box["embedder"] = OnnxEmbedder(
+                Path(config.model_dir), threads=config.onnx_threads or None
+            )
         except BaseException as exc:  # handed to whoever asks for the model
             box["error"] = exc
 
@@ -276,7 +278,16 @@ def _tidy(q: Path, older_than: float = 3600.0) -> None:
 
 def spawn_worker(config: Config) -> None:
     """Start the worker detached (own session, no terminal, no pipes back to the agent)."""
-    cmd = [sys.executable, "-m", "reos_memory", "hook", "claude-code", "--worker", "--db", config.db]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reos_memory",
+        "hook",
+        "claude-code",
+        "--worker",
+        "--db",
+        config.db,
+    ]
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     subprocess.Popen(
@@ -319,7 +330,9 @@ def work(config: Config) -> int:
                                     from reos_memory.app import open_app
 
                                     app = open_app(config, needs_model=True, wait=False)
-                                _ingest(config, app.squirrel, req["transcript"], bool(req.get("end")))
+                                _ingest(
+                                    config, app.squirrel, req["transcript"], bool(req.get("end"))
+                                )
                         except Exception:
                             log_line(config, "hook worker: " + traceback.format_exc())
                         finally:

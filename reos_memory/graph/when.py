@@ -25,14 +25,43 @@ _EDGE = r"(?:(before|until|till|prior to|after|since)\s+)?"
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("iso", re.compile(_EDGE + r"\b" + _YEAR + r"-(\d{2})-(\d{2})\b", re.I)),
-    ("day_month_year", re.compile(_EDGE + r"\b" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r",?\s+" + _YEAR + r"\b", re.I)),
-    ("month_day_year", re.compile(_EDGE + r"\b" + _MONTH + r"\s+" + _DAY + r",?\s+" + _YEAR + r"\b", re.I)),
+    (
+        "day_month_year",
+        re.compile(
+            _EDGE + r"\b" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r",?\s+" + _YEAR + r"\b", re.I
+        ),
+    ),
+    (
+        "month_day_year",
+        re.compile(_EDGE + r"\b" + _MONTH + r"\s+" + _DAY + r",?\s+" + _YEAR + r"\b", re.I),
+    ),
     ("month_year", re.compile(_EDGE + r"\b" + _MONTH + r",?\s+(?:of\s+)?" + _YEAR + r"\b", re.I)),
     ("year", re.compile(r"(?:\b(in|during|of|before|until|after|since)\s+)" + _YEAR + r"\b", re.I)),
-    ("relative", re.compile(r"\b(yesterday|today|this (?:week|month|year)|last (?:week|month|year))\b", re.I)),
-    ("ago", re.compile(r"\b(\d{1,3}|a|an|one|two|three|four|five|six|seven)\s+(day|week|month|year)s?\s+ago\b", re.I)),
+    (
+        "relative",
+        re.compile(
+            r"\b(yesterday|today|this (?:week|month|year)|last (?:week|month|year))\b", re.I
+        ),
+    ),
+    (
+        "ago",
+        re.compile(
+            r"\b(\d{1,3}|a|an|one|two|three|four|five|six|seven)\s+(day|week|month|year)s?\s+ago\b",
+            re.I,
+        ),
+    ),
 ]
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+}
 _BEFORE = ("before", "until", "till", "prior to")
 _AFTER = ("after", "since")
 
@@ -128,7 +157,9 @@ def window(query: str, now: datetime | None = None) -> Window | None:
             if edge in _BEFORE:
                 found.append((m.start(), Window(None, span[0], m.group(0))))
             elif edge in _AFTER:
-                found.append((m.start(), Window(span[1] if edge == "after" else span[0], None, m.group(0))))
+                found.append(
+                    (m.start(), Window(span[1] if edge == "after" else span[0], None, m.group(0)))
+                )
             else:
                 found.append((m.start(), Window(span[0], span[1], m.group(0))))
     if not found:

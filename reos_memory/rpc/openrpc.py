@@ -84,7 +84,9 @@ def _plain_bounds(node: Any) -> Any:
     whether the document says 0 or 0.0."""
     if isinstance(node, dict):
         return {
-            k: int(v) if k in _BOUNDS and isinstance(v, float) and v.is_integer() else _plain_bounds(v)
+            k: int(v)
+            if k in _BOUNDS and isinstance(v, float) and v.is_integer()
+            else _plain_bounds(v)
             for k, v in node.items()
         }
     if isinstance(node, list):

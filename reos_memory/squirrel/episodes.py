@@ -437,7 +437,9 @@ def prefilter(events: Sequence[dict[str, Any]], st: EpisodeStats, limits: Limits
     ):
         reasons.append("user instruction")
     if not reasons and any(
-        e["kind"] == "tool_result" and e.get("command") and not e.get("error")
+        e["kind"] == "tool_result"
+        and e.get("command")
+        and not e.get("error")
         and any(commands.classify(c) for c in commands.split(e["command"]))
         for e in events
     ):

@@ -108,7 +108,9 @@ def _writer_config(c: dict[str, Any]) -> str:
             f" timeout {c.get('timeout_s')} s"
         )
     key = c.get("api_key_env")
-    key_text = f"key in ${key} ({'set' if c.get('api_key_set') else 'NOT set'})" if key else "no key"
+    key_text = (
+        f"key in ${key} ({'set' if c.get('api_key_set') else 'NOT set'})" if key else "no key"
+    )
     return f"{c['provider']} {c['model']} at {c['base_url']}, {key_text}"
 
 

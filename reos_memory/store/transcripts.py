@@ -53,9 +53,22 @@ class Cursor:
 
 def _cursor(r: Any) -> Cursor:
     return Cursor(
-        path=r[0], agent=r[1], head_sha256=r[2], head_bytes=r[3], size_seen=r[4], offset=r[5],
-        session_id=r[6], project_id=r[7], state_json=r[8], lines=r[9], events=r[10],
-        malformed=r[11], rewrites=r[12], ended=bool(r[13]), first_read_at=r[14], updated_at=r[15],
+        path=r[0],
+        agent=r[1],
+        head_sha256=r[2],
+        head_bytes=r[3],
+        size_seen=r[4],
+        offset=r[5],
+        session_id=r[6],
+        project_id=r[7],
+        state_json=r[8],
+        lines=r[9],
+        events=r[10],
+        malformed=r[11],
+        rewrites=r[12],
+        ended=bool(r[13]),
+        first_read_at=r[14],
+        updated_at=r[15],
     )
 
 
@@ -69,9 +82,22 @@ def put(conn: apsw.Connection, c: Cursor) -> None:
         f"INSERT OR REPLACE INTO transcript_cursors({COLUMNS})"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            c.path, c.agent, c.head_sha256, c.head_bytes, c.size_seen, c.offset, c.session_id,
-            c.project_id, c.state_json, c.lines, c.events, c.malformed, c.rewrites,
-            int(c.ended), c.first_read_at, c.updated_at,
+            c.path,
+            c.agent,
+            c.head_sha256,
+            c.head_bytes,
+            c.size_seen,
+            c.offset,
+            c.session_id,
+            c.project_id,
+            c.state_json,
+            c.lines,
+            c.events,
+            c.malformed,
+            c.rewrites,
+            int(c.ended),
+            c.first_read_at,
+            c.updated_at,
         ),
     )
 

@@ -54,7 +54,9 @@ def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
         database=ctx.app.db.path,
         inflight_requests=ctx.server.inflight_count(),
         keyword_index=(
-            None if (kx := ctx.app.indexer.keywords) is None else t.KeywordIndexStatus(**kx.status())
+            None
+            if (kx := ctx.app.indexer.keywords) is None
+            else t.KeywordIndexStatus(**kx.status())
         ),
     )
 

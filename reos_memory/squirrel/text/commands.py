@@ -24,11 +24,31 @@ _TASK_RUNNER = re.compile(
     r"|hatch run|nox -s|tox -e|rake|invoke|cargo make)\s+([\w:.\-]+)$"
 )
 _FIXED = [
-    (re.compile(r"^(?:go fmt|gofmt|goimports|cargo fmt|ruff format|black|prettier|mix format|terraform fmt)\b"), "format"),
-    (re.compile(r"^(?:golangci-lint run|go vet|cargo clippy|ruff check|ruff|flake8|pylint|eslint|mix credo|rubocop|shellcheck|biome (?:check|lint))\b"), "lint"),
+    (
+        re.compile(
+            r"^(?:go fmt|gofmt|goimports|cargo fmt|ruff format|black|prettier|mix format|terraform fmt)\b"
+        ),
+        "format",
+    ),
+    (
+        re.compile(
+            r"^(?:golangci-lint run|go vet|cargo clippy|ruff check|ruff|flake8|pylint|eslint|mix credo|rubocop|shellcheck|biome (?:check|lint))\b"
+        ),
+        "lint",
+    ),
     (re.compile(r"^(?:npx tsc|tsc|mypy|pyright|mix dialyzer)\b"), "typecheck"),
-    (re.compile(r"^(?:go build|cargo build|mix compile|gradle build|\./gradlew build|mvn (?:package|compile)|dotnet build)\b"), "build"),
-    (re.compile(r"^(?:go test|cargo test|mix test|pytest|python -m pytest|python3 -m pytest|npm test|pnpm test|yarn test|bun test|npx vitest|vitest|npx jest|jest|tox|nox|dotnet test|mvn test|gradle test|\./gradlew test|rspec|bundle exec rspec|phpunit)\b"), "test"),
+    (
+        re.compile(
+            r"^(?:go build|cargo build|mix compile|gradle build|\./gradlew build|mvn (?:package|compile)|dotnet build)\b"
+        ),
+        "build",
+    ),
+    (
+        re.compile(
+            r"^(?:go test|cargo test|mix test|pytest|python -m pytest|python3 -m pytest|npm test|pnpm test|yarn test|bun test|npx vitest|vitest|npx jest|jest|tox|nox|dotnet test|mvn test|gradle test|\./gradlew test|rspec|bundle exec rspec|phpunit)\b"
+        ),
+        "test",
+    ),
 ]
 _NAMED = [
     (re.compile(r"\b(?:fmt|format)\b"), "format"),
@@ -43,7 +63,9 @@ _SELECTOR = re.compile(
     r"|\s--run\s|\s\S+(?:_test\.\w+|\.test\.\w+|\.spec\.\w+|_spec\.rb|\.exs|\.py)\b"
     r"|\s\./(?!\.\.\.)[\w./-]+|\s[\w-]+/[\w./-]+)"
 )
-_NOISE_FLAGS = re.compile(r"\s(?:-v|-count=\d+|-race|-x|-q|--verbose|-vv|--no-cache|-p\s\d+|-timeout[=\s]\S+)(?=\s|$)")
+_NOISE_FLAGS = re.compile(
+    r"\s(?:-v|-count=\d+|-race|-x|-q|--verbose|-vv|--no-cache|-p\s\d+|-timeout[=\s]\S+)(?=\s|$)"
+)
 _ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
 _GENERAL_GO = re.compile(r"^go (test|build|vet)(?: \./\.\.\.)?$")
 
@@ -64,7 +86,11 @@ def split(command: str) -> list[str]:
 def classify(command: str) -> tuple[str, str] | None:
     """(purpose, the command in its general form), or None when it is not a project check."""
     c = _ENV.sub("", command.strip())
-    c = c.split(" -- ", 1)[0] if re.match(r"^(?:mise run|npm run|pnpm|yarn|bun run|just|make)\b", c) else c
+    c = (
+        c.split(" -- ", 1)[0]
+        if re.match(r"^(?:mise run|npm run|pnpm|yarn|bun run|just|make)\b", c)
+        else c
+    )
     c = _NOISE_FLAGS.sub("", f" {c}").strip()
     m = _TASK_RUNNER.match(c)
     if m:

@@ -36,9 +36,28 @@ _SPECIFIC = re.compile(
 )
 # a word every cue above holds: a substring test skips most messages at C speed
 _ANCHORS = (
-    "found", "cause", "issue", "problem", "bug", "why", "explain", "because", "support",
-    "missing", "n't", " not ", "require", "must", "only ", "merge", "ignored", "dropped",
-    "overwritten", "failure", "error", "crash",
+    "found",
+    "cause",
+    "issue",
+    "problem",
+    "bug",
+    "why",
+    "explain",
+    "because",
+    "support",
+    "missing",
+    "n't",
+    " not ",
+    "require",
+    "must",
+    "only ",
+    "merge",
+    "ignored",
+    "dropped",
+    "overwritten",
+    "failure",
+    "error",
+    "crash",
 )
 _HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|may be|seems?|i think|i guess"

@@ -94,7 +94,9 @@ _TENTATIVE = re.compile(
     r"(?:hard|difficult|a problem|an issue|much))\b"
 )
 # a way proposed in passing ("I think we can just change --local-dev to ...")
-_WE_COULD = re.compile(r"\b(?:we|you)\b(?: \w+)? (?:can|could|should|would|need to|have to) (?:just |simply |also )?\w+")
+_WE_COULD = re.compile(
+    r"\b(?:we|you)\b(?: \w+)? (?:can|could|should|would|need to|have to) (?:just |simply |also )?\w+"
+)
 # an order: the sentence opens with a verb of doing
 _IMPERATIVE = re.compile(
     r"^(?:(?:no|ok(?:ay)?|please|just|and|but|so|then)\W+)*(?:use|add|remove|fix|keep|make|put|move"
@@ -172,5 +174,7 @@ def _imperative_no(low: str) -> bool:
     return bool(_PROHIBITION.match(low) or _NOT_SAID.search(low))
 
 
-_PROHIBITION = re.compile(r"^(?:no\W+)?(?:please\s+)?(?:never|don'?t|do not|stop|avoid|let'?s not)\b")
+_PROHIBITION = re.compile(
+    r"^(?:no\W+)?(?:please\s+)?(?:never|don'?t|do not|stop|avoid|let'?s not)\b"
+)
 _NOT_SAID = re.compile(r"\bi did(?:n'?t| not) (?:say|ask)\b")

@@ -14,7 +14,9 @@ _PASTED = re.compile(
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d\d:\d\d|\d+[→:]\s|\S+\.\w+:\d+:\d*)"
 )
 _MARKUP = re.compile(r"\*\*|__|^#{1,6}\s+|^\s*[-*+•]\s+|^\s*\d+[.)]\s+", re.M)
-_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(`]?[A-Z0-9@])|(?<=[.!?])\s*\n+|\n\s*\n+|\n(?=\s*(?:[-*+•]|\d+[.)])\s)")
+_END = re.compile(
+    r"(?<=[.!?])\s+(?=[\"'(`]?[A-Z0-9@])|(?<=[.!?])\s*\n+|\n\s*\n+|\n(?=\s*(?:[-*+•]|\d+[.)])\s)"
+)
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf)\.$", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]+")
 

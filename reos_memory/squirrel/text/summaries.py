@@ -16,7 +16,9 @@ MAX_CHARS = 400
 MAX_NOTES = 8
 
 _HEADING = re.compile(r"^\s*(?:#{1,4}\s*)?(?:\d+[.)]\s*)?\**([A-Z][A-Za-z /&-]{2,40}?)\**\s*:?\s*$")
-_WANTED = re.compile(r"^(?:errors? and fix(?:es)?|errors? encountered|problems? solved|problem solving|fixes)$", re.I)
+_WANTED = re.compile(
+    r"^(?:errors? and fix(?:es)?|errors? encountered|problems? solved|problem solving|fixes)$", re.I
+)
 _TOP = re.compile(r"^(\s*)[-*•]\s+(.*)$")
 # an entry that says why, not only that something was fixed
 _FIXED = re.compile(
@@ -32,7 +34,8 @@ _MUNDANE = re.compile(
     re.I,
 )
 _PROCESS = re.compile(
-    r"\b(?:in progress|still investigating|pending|next step|was analy[sz]ing|not yet fixed)\b", re.I
+    r"\b(?:in progress|still investigating|pending|next step|was analy[sz]ing|not yet fixed)\b",
+    re.I,
 )
 
 

@@ -44,8 +44,12 @@ class ParseState:
 
     def to_json(self) -> str:
         return json.dumps(
-            {"session_id": self.session_id, "cwd": self.cwd, "calls": self.calls,
-             "counts": self.counts},
+            {
+                "session_id": self.session_id,
+                "cwd": self.cwd,
+                "calls": self.calls,
+                "counts": self.counts,
+            },
             separators=(",", ":"),
         )
 
@@ -191,4 +195,3 @@ def result_event(
         is_error=is_error,
         rejected=rejected,
     )
-

@@ -136,8 +136,12 @@ class ClaudeCode:
                 return []
             return [
                 EventIn(
-                    role="system", kind="message", ts=ts, origin="compaction",
-                    summary="compaction summary", text=cut(summary, SUMMARY_TEXT),
+                    role="system",
+                    kind="message",
+                    ts=ts,
+                    origin="compaction",
+                    summary="compaction summary",
+                    text=cut(summary, SUMMARY_TEXT),
                 )
             ]
         if record.get("isVisibleInTranscriptOnly"):
@@ -172,7 +176,9 @@ class ClaudeCode:
                     state.count("interrupts")
                     out.append(
                         EventIn(
-                            role="system", kind="message", ts=ts,
+                            role="system",
+                            kind="message",
+                            ts=ts,
                             summary="the user interrupted the assistant",
                         )
                     )
@@ -268,7 +274,9 @@ def _written(inp: dict[str, Any]) -> str | None:
     edits = inp.get("edits")
     if isinstance(edits, list):
         return "\n".join(
-            e["new_string"] for e in edits if isinstance(e, dict) and isinstance(e.get("new_string"), str)
+            e["new_string"]
+            for e in edits
+            if isinstance(e, dict) and isinstance(e.get("new_string"), str)
         )
     if isinstance(inp.get("content"), str) and isinstance(inp.get("file_path"), str):
         return str(inp["content"])
@@ -291,7 +299,9 @@ def _hook_blocked(text: str, ts: str | None, state: ParseState) -> EventIn:
     """A hook's blocking message: a system event naming the hook's reason (its first line)."""
     state.count("hook_messages")
     return EventIn(
-        role="system", kind="message", ts=ts,
+        role="system",
+        kind="message",
+        ts=ts,
         summary=f"a hook stopped the operation: {first_line(text.split(':', 1)[1])}",
     )
 

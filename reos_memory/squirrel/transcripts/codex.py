@@ -87,8 +87,12 @@ class Codex:
             if not summary or state.session_id is None:
                 return []
             event = EventIn(
-                role="system", kind="message", ts=ts, origin="compaction",
-                summary="compaction summary", text=cut(summary, SUMMARY_TEXT),
+                role="system",
+                kind="message",
+                ts=ts,
+                origin="compaction",
+                summary="compaction summary",
+                text=cut(summary, SUMMARY_TEXT),
             )
             return [Parsed(state.session_id, event)]
         if state.session_id is None:
@@ -141,7 +145,12 @@ class Codex:
             )
             return [
                 result_event(
-                    state, ts, "apply_patch", call_id, body, is_error=not ok,
+                    state,
+                    ts,
+                    "apply_patch",
+                    call_id,
+                    body,
+                    is_error=not ok,
                     file=files[0] if files else None,
                 )
             ]
@@ -149,7 +158,9 @@ class Codex:
             state.count("interrupts")
             return [
                 EventIn(
-                    role="system", kind="message", ts=ts,
+                    role="system",
+                    kind="message",
+                    ts=ts,
                     summary="the user interrupted the assistant",
                 )
             ]
@@ -163,7 +174,9 @@ class Codex:
             if p.get("role") != "assistant":
                 return []  # injected instructions; the human's words come as user_message
             text = as_text(p.get("content"))
-            return [EventIn(role="assistant", kind="message", ts=ts, text=cut(text))] if text else []
+            return (
+                [EventIn(role="assistant", kind="message", ts=ts, text=cut(text))] if text else []
+            )
         if itype in ("function_call", "custom_tool_call"):
             return self._call(p, ts, state)
         if itype in ("function_call_output", "custom_tool_call_output"):
@@ -174,7 +187,12 @@ class Codex:
             text, code = _output(p.get("output"))
             return [
                 result_event(
-                    state, ts, name or None, call_id, text, exit_code=code,
+                    state,
+                    ts,
+                    name or None,
+                    call_id,
+                    text,
+                    exit_code=code,
                     is_error=None if code is None else code != 0,
                 )
             ]
@@ -206,12 +224,22 @@ class Codex:
             files = [f.strip() for f in _PATCH_FILE.findall(args)]
             file = files[0] if files else None
             # the lines the patch adds: what changed, for the writer to compare with failures
-            added = [ln[1:] for ln in args.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+            added = [
+                ln[1:]
+                for ln in args.splitlines()
+                if ln.startswith("+") and not ln.startswith("+++")
+            ]
             detail = "\n".join(added)[:2000] if added else args[:2000]
             summary = f"{name} {', '.join(os.path.basename(f) for f in files[:3])}".strip()
         return [
             call_event(
-                state, ts, name, call_id, command=command, file=file, summary=summary,
+                state,
+                ts,
+                name,
+                call_id,
+                command=command,
+                file=file,
+                summary=summary,
                 detail=detail,
             )
         ]

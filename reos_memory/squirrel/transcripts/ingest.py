@@ -51,6 +51,7 @@ class Helper(Protocol):
 
     def stop(self) -> None: ...
 
+
 ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeCode(), "codex": Codex()}
 AGENTS = ("auto", *ADAPTERS)
 BATCH_BYTES = 4 << 20
@@ -185,8 +186,22 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
         h = reader.head(path)
         now = now_iso()
         cur = tsql.Cursor(
-            path, agent, h.sha256, h.size, size, 0, None, None, "{}", 0, 0, 0, 0,
-            False, now, now,
+            path,
+            agent,
+            h.sha256,
+            h.size,
+            size,
+            0,
+            None,
+            None,
+            "{}",
+            0,
+            0,
+            0,
+            0,
+            False,
+            now,
+            now,
         )
     state = ParseState.from_json(cur.state_json)
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))

@@ -156,7 +156,9 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                 st.source,
             )
         if not serious:
-            situation = origin or ("rejection" if last_rejected else "request" if first else "reply")
+            situation = origin or (
+                "rejection" if last_rejected else "request" if first else "reply"
+            )
             about = _about(last_rejected) if last_rejected is not None else None
             covered = [st.text for st, _ in said]
             for ins in instructions.find(text, situation):
@@ -217,8 +219,14 @@ def _diagnoses(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> N
     for _, _, note in ranked:
         if n >= MAX_DIAGNOSES:
             break
-        op = WriterOp(op="ADD", kind="pattern", tier="short_term", text=_sentence(note),
-                      ttl_days=PATTERN_TTL_DAYS, confidence=0.6)
+        op = WriterOp(
+            op="ADD",
+            kind="pattern",
+            tier="short_term",
+            text=_sentence(note),
+            ttl_days=PATTERN_TTL_DAYS,
+            confidence=0.6,
+        )
         n += draft.add(op, "agent_diagnosis")
 
 
@@ -230,8 +238,14 @@ def _summaries(events: list[dict[str, Any]], draft: _Draft) -> None:
         for note in e.get("notes") or []:
             if n >= MAX_SUMMARY_NOTES:
                 return
-            op = WriterOp(op="ADD", kind="pattern", tier="short_term", text=_sentence(note),
-                          ttl_days=PATTERN_TTL_DAYS, confidence=0.6)
+            op = WriterOp(
+                op="ADD",
+                kind="pattern",
+                tier="short_term",
+                text=_sentence(note),
+                ttl_days=PATTERN_TTL_DAYS,
+                confidence=0.6,
+            )
             n += draft.add(op, "session_summary")
 
 
@@ -285,7 +299,6 @@ def _commands(events: list[dict[str, Any]], draft: _Draft) -> None:
     )
 
 
-
 # -- failure -> fix, per distinct error ----------------------------------------------------------
 
 
@@ -297,9 +310,7 @@ def _signature(e: dict[str, Any]) -> str:
     return " ".join(line.split())[:80]
 
 
-def _failure_then_fix(
-    events: list[dict[str, Any]], frustration: str, draft: _Draft
-) -> set[str]:
+def _failure_then_fix(events: list[dict[str, Any]], frustration: str, draft: _Draft) -> set[str]:
     """One pattern per distinct error that later went away, when something was learned from it:
     the agent's diagnosis, or a fix elsewhere than the failing file, or a tool switch. Returns
     the diagnosis notes it used."""
@@ -342,10 +353,18 @@ def _pattern(
             if name and name not in failing_files and name not in edited:
                 edited.append(name)
     reason = next(
-        (n for x in between if x["role"] == "assistant" for n in x.get("notes") or [] if n not in used),
+        (
+            n
+            for x in between
+            if x["role"] == "assistant"
+            for n in x.get("notes") or []
+            if n not in used
+        ),
         None,
     )
-    text_before = " ".join(str(events[j].get(f) or "") for j in failed_at for f in ("command", "error_line"))
+    text_before = " ".join(
+        str(events[j].get(f) or "") for j in failed_at for f in ("command", "error_line")
+    )
     # what changed after the last failure: the edits and commands, and the call that worked
     # (not the lookups, messages or subagent prompts, which may name the failing tool)
     after = events[fixed_at]
