@@ -14,7 +14,7 @@ from reos_memory import __version__
 from reos_memory.config import Config
 from reos_memory.embeddings.base import Embedder
 from reos_memory.embeddings.service import EmbeddingService
-from reos_memory.graph.indexing import Indexer
+from reos_memory.index.vectors import Indexer
 from reos_memory.logs import setup_logging
 from reos_memory.store import Database, backup_to
 from reos_memory.store.migrations import migrate, pending
@@ -152,6 +152,23 @@ class App:
         status["vector_search"] = self.config.vector_search
         status["vector_index"] = self.indexer.index_status()
         return status
+
+    def close_when_written(self) -> None:
+        """Let background Memory Writer calls finish, then close. Each call is bounded (the LLM
+        timeout and retries, or the agent CLI's timeout); the wait goes on as long as calls keep
+        finishing, so a long catch-up through a slow writer is not cut off halfway."""
+        config = self.config
+        if config.writer in ("claude-code", "codex"):
+            per_call = config.writer_cli_timeout_s + 60
+        else:
+            per_call = config.llm_timeout_s * (config.llm_max_retries + 1) + 30
+        left = self.squirrel.unwritten()
+        while not self.squirrel.wait_idle(per_call):
+            now = self.squirrel.unwritten()
+            if now >= left:  # not one call finished in a call's whole time: stop waiting
+                break
+            left = now
+        self.close()
 
     def close(self) -> None:
         """Stop background work (each unit is one transaction, so nothing is half-written), then close."""
@@ -311,9 +328,9 @@ def _embedder_factory(config: Config) -> Any:
 
 def serve(config: Config) -> int:
     """Serve JSON-RPC on stdin/stdout until end of input, SIGTERM or the parent's death."""
-    from reos_memory.rpc.framing import FrameReader, FrameWriter
-    from reos_memory.rpc.methods import load_all
-    from reos_memory.rpc.server import Server, StopServing
+    from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter
+    from reos_memory.interfaces.jsonrpc.methods import load_all
+    from reos_memory.interfaces.jsonrpc.server import Server, StopServing
 
     log = setup_logging(config.log_level)
     # The protocol keeps the real stdout; anything else printed (by us or a library) goes to stderr.
@@ -635,8 +652,8 @@ def run_sqrl(config: Config, args: Any) -> int:
     """Run one `sqrl` command on the database directly (no server needed)."""
     import msgspec
 
+    from reos_memory.cli import report
     from reos_memory.errors import ReosError
-    from reos_memory.squirrel import report
 
     try:
         app = open_app(

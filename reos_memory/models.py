@@ -85,6 +85,14 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:20]}"
 
 
+class Params(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base of every request's params, whatever interface it came through: unknown fields are
+    errors."""
+
+
+ProgressToken = str | int | None
+
+
 class RichTextSpan(Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """A run of formatted text (CAIRN's RichTextSpan); `content` is the text."""
 

@@ -7,10 +7,10 @@ import sys
 
 import msgspec
 
+from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter
+from reos_memory.interfaces.jsonrpc.registry import Registry
+from reos_memory.interfaces.jsonrpc.server import Server
 from reos_memory.logs import setup_logging
-from reos_memory.rpc.framing import FrameReader, FrameWriter
-from reos_memory.rpc.registry import Registry
-from reos_memory.rpc.server import Server
 
 registry = Registry()
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reos_memory.squirrel import hooks_settings as hs
+from reos_memory.cli import hooks_settings as hs
 
 CMD = shlex.quote("/opt/reos tools/bin/reos-memory")  # a path with a space, quoted by the caller
 CMD2 = "/home/dev/.local/bin/reos-memory --db /home/dev/mem.db"

@@ -19,8 +19,8 @@ import msgspec
 import pytest
 
 from harness.rpc_client import ROOT
-from reos_memory.agents.ingest_helper import Helper, wanted
-from reos_memory.squirrel.transcripts import ingest as tin
+from reos_memory.squirrel.ingest import ingest as tin
+from reos_memory.squirrel.writer.helper_process import Helper, wanted
 from tools.bench_agents import generate
 
 

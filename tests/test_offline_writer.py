@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.rpc_client import Server
+from reos_memory.squirrel.ingest.base import ParseState
+from reos_memory.squirrel.ingest.claude_code import ClaudeCode
 from reos_memory.squirrel.text import commands, diagnosis, instructions, summaries
-from reos_memory.squirrel.transcripts.base import ParseState
-from reos_memory.squirrel.transcripts.claude_code import ClaudeCode
 
 SID = "5f0c1e7a-2b1d-4c7e-9a51-0f3b2d6c8e11"
 CWD = "/home/dev/shop"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.rpc_client import Server
-from reos_memory.rpc.methods import load_all
-from reos_memory.rpc.openrpc import render
+from reos_memory.interfaces.jsonrpc.methods import load_all
+from reos_memory.interfaces.jsonrpc.openrpc import render
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,26 +44,19 @@ def test_every_method_is_in_the_readme():
     assert not missing, f"methods missing from README: {missing}"
 
 
-LAYERS = {  # a module may import only from its own layer or the ones listed
-    "cli": {"app", "config", "rpc", "logs", "agents", "mcp_server", "_root"},
-    "agents": {"app", "config", "logs", "squirrel", "store", "embeddings", "_root"},
-    "mcp_server": {"app", "config", "logs", "rpc", "graph", "squirrel", "_root"},
-    "app": {
-        "config",
-        "logs",
-        "rpc",
-        "graph",
-        "squirrel",
-        "documents",
-        "store",
-        "embeddings",
-        "llm",
-        "_root",
-    },
-    "rpc": {"graph", "squirrel", "documents", "store", "embeddings", "llm", "logs", "_root"},
-    "graph": {"store", "embeddings", "llm", "_root"},
-    "squirrel": {"store", "embeddings", "llm", "_root"},
-    "documents": {"store", "embeddings", "_root"},
+# A module may import only from its own layer or the ones listed. `cli -> app -> interfaces ->
+# services (graph | squirrel | documents) -> (index, store, embeddings, llm)`: an interface never
+# imports another interface, a service never imports an interface, nothing imports `cli`.
+SERVICES = {"graph", "squirrel", "documents"}
+LOWER = {"index", "store", "embeddings", "llm", "_root"}
+LAYERS = {
+    "cli": {"app", "config", "logs", "interfaces"} | SERVICES | LOWER,
+    "app": {"config", "logs", "interfaces"} | SERVICES | LOWER,
+    "interfaces": {"config", "logs"} | SERVICES | LOWER,
+    "graph": {"index", "store", "embeddings", "llm", "_root"},
+    "squirrel": {"index", "store", "embeddings", "llm", "_root"},
+    "documents": {"index", "store", "embeddings", "_root"},
+    "index": {"store", "embeddings", "_root"},
     "embeddings": {"_root"},
     "llm": {"_root"},
     "store": {"_root"},

@@ -6,8 +6,8 @@ from __future__ import annotations
 import inspect
 import sys
 
+from reos_memory.interfaces.jsonrpc.server import Server, StopServing
 from reos_memory.logs import setup_logging
-from reos_memory.rpc.server import Server, StopServing
 from tests.spec_server import registry
 
 

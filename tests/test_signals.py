@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 # The module, not its names: pytest would collect an imported `test_outcome` as a test.
-from reos_memory.squirrel import signals
+from reos_memory.squirrel.text import signals
 
 # ---------------------------------------------------------------------------------------------
 # Runner outputs (written for these tests in the shapes the tools print)

@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from reos_memory.models import EventIn
-from reos_memory.squirrel import cr_memory, episodes
 from reos_memory.squirrel.events import compress, strip_injected
-from reos_memory.squirrel.policy import PolicyError, load_policy
+from reos_memory.squirrel.ingest import episodes
+from reos_memory.squirrel.memory import cr_memory
+from reos_memory.squirrel.memory.policy import PolicyError, load_policy
 from reos_memory.squirrel.projects import path_inside, project_for_root, relative_path
 from reos_memory.squirrel.tokens import count_tokens, truncate_to_tokens
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reos_memory.squirrel.statements import (
+from reos_memory.squirrel.text.statements import (
     TOOL_CATEGORIES,
     Statement,
     corrections,
@@ -849,7 +849,7 @@ def test_tool_category(name, category):
 
 
 def test_every_catalog_category_has_a_phrase():
-    from reos_memory.squirrel.statements import _CATEGORY_PHRASE
+    from reos_memory.squirrel.text.statements import _CATEGORY_PHRASE
 
     assert set(TOOL_CATEGORIES.values()) == set(_CATEGORY_PHRASE)
 

@@ -13,9 +13,9 @@ import msgspec
 import pytest
 
 from harness.rpc_client import Server
-from reos_memory.squirrel.transcripts import ingest as tin
-from reos_memory.squirrel.transcripts.base import ParseState
-from reos_memory.squirrel.transcripts.claude_code import ClaudeCode
+from reos_memory.squirrel.ingest import ingest as tin
+from reos_memory.squirrel.ingest.base import ParseState
+from reos_memory.squirrel.ingest.claude_code import ClaudeCode
 from reos_memory.store import squirrel as ssql
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -449,7 +449,7 @@ def test_hostile_files_spoil_only_themselves(app, tmp_path: Path) -> None:
 def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise() -> None:
     import io
 
-    from reos_memory.squirrel.transcripts.watch import Progress
+    from reos_memory.squirrel.ingest.watch import Progress
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:
@@ -478,7 +478,7 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
     the session meanwhile, the commit works from the session as it is: nothing is lost, no
     sequence number is taken twice."""
     from reos_memory.models import EventIn
-    from reos_memory.squirrel import episodes
+    from reos_memory.squirrel.ingest import episodes
     from reos_memory.store import squirrel as ssql
 
     sq = app.squirrel  # type: ignore[attr-defined]

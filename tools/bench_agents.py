@@ -198,8 +198,8 @@ def bench_ingest(work: Path, megabytes: float, embedder: str, runs: int = 3) -> 
     lines = sum(x["lines"] for x in reps)
     episodes = sum(len(x["episodes"]) for x in reps)
     secs = statistics.median(times)
-    from reos_memory.agents.ingest_helper import wanted
     from reos_memory.config import load_config
+    from reos_memory.squirrel.writer.helper_process import wanted
 
     return {
         "files": files,
@@ -242,7 +242,7 @@ def _in_process(home: Path, db: Path, embedder: str) -> dict[str, float]:
     from reos_memory.app import App
     from reos_memory.config import load_config
     from reos_memory.logs import setup_logging
-    from reos_memory.squirrel.transcripts.ingest import Options, ingest_paths
+    from reos_memory.squirrel.ingest.ingest import Options, ingest_paths
 
     out = {}
     for name in ("cutting", "total"):

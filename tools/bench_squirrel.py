@@ -113,7 +113,7 @@ def build_app(db: Path, embedder: str):
 
 def fill_memories(app, project_root: str, n: int, rng: random.Random) -> float:
     """n memories through the commit layer, 10 ops per commit; returns seconds."""
-    from reos_memory.squirrel.commit import CommitContext, commit
+    from reos_memory.squirrel.memory.commit import CommitContext, commit
     from reos_memory.squirrel.projects import project_for_root
     from reos_memory.squirrel.writer.schema import WriterOp
 
@@ -138,7 +138,7 @@ def fill_memories(app, project_root: str, n: int, rng: random.Random) -> float:
 
 
 def bench_commit(app, project_root: str, rng: random.Random, runs: int = 40) -> list[float]:
-    from reos_memory.squirrel.commit import CommitContext, commit
+    from reos_memory.squirrel.memory.commit import CommitContext, commit
     from reos_memory.squirrel.projects import project_for_root
     from reos_memory.squirrel.writer.schema import WriterOp
 
@@ -191,8 +191,8 @@ def bench_context(db: Path, project_root: str, embedder: str, queries: int) -> d
 def bench_cr(workdir: Path, n: int) -> dict:
     import apsw
 
-    from reos_memory.squirrel.cr_memory import run
-    from reos_memory.squirrel.policy import load_policy
+    from reos_memory.squirrel.memory.cr_memory import run
+    from reos_memory.squirrel.memory.policy import load_policy
     from reos_memory.store import Database
     from reos_memory.store.migrations import migrate
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from reos_memory.rpc.methods import load_all
-from reos_memory.rpc.openrpc import render
+from reos_memory.interfaces.jsonrpc.methods import load_all
+from reos_memory.interfaces.jsonrpc.openrpc import render
 
 TARGET = Path(__file__).resolve().parents[1] / "rpc_schema" / "openrpc.json"
 

@@ -522,7 +522,7 @@ def main() -> int:
             print(f"  {mem_cos[i]:.3f}  {kind:<8} {a}  <->  {b}")
 
     # Squirrel merges only when cosine >= threshold AND the lexical check agrees
-    from reos_memory.squirrel.dedup import same_meaning
+    from reos_memory.squirrel.memory.dedup import same_meaning
 
     all_mem = MEMORY_DUPLICATES + non_dup_pairs
     guard = np.array([same_meaning(a, b) for a, b in all_mem])

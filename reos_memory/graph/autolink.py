@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from reos_memory.errors import Cancelled, EmbedderUnavailable
-from reos_memory.graph.indexing import Indexer
+from reos_memory.index.vectors import Indexer
 from reos_memory.models import new_id, now_iso
 from reos_memory.store import Database
 from reos_memory.store import relationships as rel_sql

@@ -9,7 +9,7 @@ import apsw
 import msgspec
 
 from reos_memory.errors import Conflict, InvalidInput, NotFound
-from reos_memory.graph.indexing import Indexer
+from reos_memory.index.vectors import Indexer
 from reos_memory.models import (
     MAX_PROPERTIES_BYTES,
     Block,

@@ -22,7 +22,7 @@ import apsw
 import msgspec
 
 from reos_memory.errors import NotFound
-from reos_memory.graph.indexing import Indexer
+from reos_memory.index.vectors import Indexer
 from reos_memory.llm import LLMClient, LLMError
 from reos_memory.models import REL_TYPES, Relationship, RelType, new_id, now_iso
 from reos_memory.store import Database

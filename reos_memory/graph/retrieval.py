@@ -22,7 +22,7 @@ import apsw
 
 from reos_memory.errors import EmbedderUnavailable, InvalidInput
 from reos_memory.graph import when
-from reos_memory.graph.indexing import Indexer
+from reos_memory.index.vectors import Indexer
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import keywords as kw_sql

@@ -9,9 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from reos_memory.models import EventIn, now_iso, parse_iso
-from reos_memory.squirrel import signals
 from reos_memory.squirrel.redaction import redact
-from reos_memory.squirrel.text import diagnosis, summaries
+from reos_memory.squirrel.text import diagnosis, signals, summaries
 from reos_memory.squirrel.tokens import cap
 
 # Squirrel's own injection (markers.CONTEXT_OPEN ... CONTEXT_CLOSE), also a truncated one

@@ -24,10 +24,11 @@ from reos_memory.models import (
     now_iso,
     page,
 )
-from reos_memory.squirrel import context as ctxmod
-from reos_memory.squirrel import cr_memory, episodes, feedback
-from reos_memory.squirrel.commit import CommitContext, Vectors, commit
-from reos_memory.squirrel.policy import Policy, default_text, load_policy
+from reos_memory.squirrel.ingest import episodes
+from reos_memory.squirrel.memory import context as ctxmod
+from reos_memory.squirrel.memory import cr_memory, feedback
+from reos_memory.squirrel.memory.commit import CommitContext, Vectors, commit
+from reos_memory.squirrel.memory.policy import Policy, default_text, load_policy
 from reos_memory.squirrel.projects import (
     Project,
     owner_of,
@@ -407,6 +408,11 @@ class Squirrel:
                         self._queue.put(eid)  # retried while this call ran: once more, after it
                     else:
                         self._queued.discard(eid)
+
+    def unwritten(self) -> int:
+        """Episodes waiting for the writer or being written."""
+        counts = self.db.read(ssql.count_episodes)
+        return counts.get("pending", 0) + counts.get("running", 0)
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """True once no episode is queued or being written by this process (for tests, CLI)."""
@@ -1014,7 +1020,7 @@ class _Deferred(Exception):
 
 def _known_secrets(project_id: str, session_id: str | None) -> Callable[[str], str] | None:
     """Redaction of the values the session showed as secrets (None: this process knows none)."""
-    from reos_memory.squirrel.episodes import session_scope_key
+    from reos_memory.squirrel.ingest.episodes import session_scope_key
     from reos_memory.squirrel.redaction import peek_scope
 
     if session_id is None:

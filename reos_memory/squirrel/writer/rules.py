@@ -30,8 +30,7 @@ import re
 from typing import Any, NamedTuple
 
 from reos_memory.models import Memory
-from reos_memory.squirrel import statements
-from reos_memory.squirrel.text import commands, instructions, junk
+from reos_memory.squirrel.text import commands, instructions, junk, statements
 from reos_memory.squirrel.tokens import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 

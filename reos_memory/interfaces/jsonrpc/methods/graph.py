@@ -1,0 +1,86 @@
+"""memory/related, memory/path, memory/stats - walks and counts over the graph."""
+
+from __future__ import annotations
+
+from dataclasses import asdict as dc_asdict
+
+from msgspec.structs import asdict
+
+from reos_memory.graph import export, traversal
+from reos_memory.graph import stats as stats_svc
+from reos_memory.interfaces.jsonrpc import types as t
+from reos_memory.interfaces.jsonrpc.methods import REGISTRY
+from reos_memory.interfaces.jsonrpc.server import RequestContext
+
+method = REGISTRY.method
+
+
+@method("memory/related", params=t.RelatedParams, result=t.RelatedResult, errors=[-32004])
+def related(ctx: RequestContext, p: t.RelatedParams) -> t.RelatedResult:
+    """Breadth-first neighbourhood of a block up to `depth` hops and `max_nodes` blocks.
+
+    Stronger edges are followed first; `truncated` says whether max_nodes cut the walk.
+    """
+    n = traversal.related(ctx.app.db, **asdict(p))
+    return t.RelatedResult(
+        start_block_id=n.start_block_id,
+        visited_blocks=n.visited_blocks,
+        blocks_by_depth=n.blocks_by_depth,
+        edges=n.edges,
+        truncated=n.truncated,
+        depth_reached=n.depth_reached,
+    )
+
+
+@method("memory/path", params=t.PathParams, result=t.PathResult, errors=[-32004])
+def path(ctx: RequestContext, p: t.PathParams) -> t.PathResult:
+    """Shortest path between two blocks, at most `max_depth` edges; `weighted` for the most confident.
+
+    `path` lists the edges from start to end (null when none is found); `nodes` the blocks on it;
+    `confidence` the product of the edge confidences.
+    """
+    return t.PathResult(**dc_asdict(traversal.shortest_path(ctx.app.db, **asdict(p))))
+
+
+@method("memory/stats", params=t.StatsParams, result=t.StatsResult)
+def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
+    """Counts of blocks, relationships (by type and source), embeddings (and stale ones), embedder
+    state, and the keyword postings this process holds."""
+    s = stats_svc.graph_stats(ctx.app.db, act_id=p.act_id)
+    return t.StatsResult(
+        act_id=p.act_id,
+        **dc_asdict(s),
+        embedder=t.EmbedderStatus(**ctx.app.embedder_status()),
+        database=ctx.app.db.path,
+        inflight_requests=ctx.server.inflight_count(),
+        keyword_index=(
+            None
+            if (kx := ctx.app.indexer.keywords) is None
+            else t.KeywordIndexStatus(**kx.status())
+        ),
+    )
+
+
+@method("memory/export", params=t.ExportParams, result=t.ExportResult, errors=[-32004])
+def export_graph(ctx: RequestContext, p: t.ExportParams) -> t.ExportResult:
+    """Draw the graph, or the neighbourhood of `block_id`, as Graphviz DOT, Mermaid and/or HTML.
+
+    The HTML is one self-contained file (no network) that lays the graph out and draws it as SVG,
+    with node colours by block type and the full text on hover.
+    """
+    pic = export.collect(
+        ctx.app.db,
+        block_id=p.block_id,
+        depth=p.depth,
+        act_id=p.act_id,
+        rel_types=p.rel_types,
+        max_nodes=p.max_nodes,
+    )
+    return t.ExportResult(
+        nodes=len(pic.nodes),
+        edges=len(pic.edges),
+        truncated=pic.truncated,
+        dot=export.to_dot(pic) if "dot" in p.formats else None,
+        mermaid=export.to_mermaid(pic) if "mermaid" in p.formats else None,
+        html=export.to_html(pic) if "html" in p.formats else None,
+    )

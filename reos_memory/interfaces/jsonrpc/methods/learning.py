@@ -1,0 +1,100 @@
+"""memory/learn and memory/auto_link - the graph learning from feedback and from similarity."""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec.structs import asdict
+
+from reos_memory.errors import InvalidInput
+from reos_memory.graph import autolink, extraction, learning
+from reos_memory.interfaces.jsonrpc import types as t
+from reos_memory.interfaces.jsonrpc.methods import REGISTRY
+from reos_memory.interfaces.jsonrpc.server import RequestContext
+
+method = REGISTRY.method
+
+
+@method("memory/learn", params=t.LearnParams, result=t.LearnResult, kind="write", errors=[-32004])
+def learn(ctx: RequestContext, p: t.LearnParams) -> t.LearnResult:
+    """Learn from a 1-5 rating of a reasoning chain.
+
+    4-5 raise the confidence of the chain's outgoing edges by 0.1 (cap 1.0); 1-2 lower it by
+    0.2 (floor 0.1), and with `corrected_block_id` add a `corrects` edge (corrected -> chain,
+    source=feedback); 3 changes nothing. `changes` lists each edge with its before/after.
+    """
+    out = learning.learn(ctx.app.db, **asdict(p))
+    return t.LearnResult(
+        chain_block_id=out.chain_block_id,
+        rating=out.rating,
+        changes=[msgspec.convert(c, t.LearnChange) for c in out.changes],
+        count=len(out.changes),
+        correction=out.correction,
+    )
+
+
+@method(
+    "memory/auto_link",
+    params=t.AutoLinkParams,
+    result=t.AutoLinkResult,
+    kind="heavy",
+    errors=[-32008, -32010],
+)
+def auto_link(ctx: RequestContext, p: t.AutoLinkParams) -> t.AutoLinkResult:
+    """Create `similar_to` edges (source=embedding) between blocks with cosine >= threshold.
+
+    Each block gets at most `max_links` new outgoing links; pairs already joined by `similar_to`
+    in either direction are skipped; confidence is the similarity. Computed in batched matrix
+    products; `$/progress` with `progress_token`; `$/cancelRequest` stops it with nothing written.
+    """
+    report = autolink.auto_link(
+        ctx.app.db,
+        ctx.app.indexer,
+        act_id=p.act_id,
+        threshold=p.threshold,
+        max_links=p.max_links,
+        progress=lambda done, total: ctx.progress(done, total, "comparing embeddings"),
+        cancelled=ctx.cancelled.is_set,
+    )
+    return msgspec.convert(report, t.AutoLinkResult, from_attributes=True)
+
+
+@method(
+    "memory/extract",
+    params=t.ExtractParams,
+    result=t.ExtractResult,
+    kind="heavy",  # with use_llm it waits on the network: nothing may queue behind that
+    errors=[-32004],
+)
+def extract(ctx: RequestContext, p: t.ExtractParams) -> t.ExtractResult:
+    """Extract relationships from a block's text (source=inferred); running it again adds nothing.
+
+    Explicit references (`[[id]]`, `@id`, bare block ids) become `references`; clauses after
+    logical connectors (because, therefore, as a result, however, ...) are matched to the most
+    similar block of the act (`follows_from`, `supports`, `causes`, `contradicts`); similar
+    blocks become `related_to`. `semantic` is false when no embedding model was available (then
+    only explicit references are found). `use_llm` (default: the `llm_extraction` setting, off)
+    also asks the configured LLM provider, in one call, for edges to the act's nearest blocks; a
+    failed call is reported in `llm_error` and the other edges are still stored.
+    """
+    use_llm = ctx.app.config.llm_extraction if p.use_llm is None else p.use_llm
+    llm = ctx.app.llm() if use_llm else None
+    if p.use_llm and llm is None:
+        raise InvalidInput(
+            "use_llm", "no LLM provider is configured (set llm_provider and llm_model)"
+        )
+    out = extraction.extract(
+        ctx.app.db,
+        ctx.app.indexer,
+        block_id=p.block_id,
+        content=p.content,
+        act_id=p.act_id,
+        llm=llm,
+    )
+    return t.ExtractResult(
+        block_id=out.block_id,
+        relationships_created=out.created,
+        count=len(out.created),
+        semantic=out.semantic,
+        llm_used=out.llm_used,
+        llm_error=out.llm_error,
+    )

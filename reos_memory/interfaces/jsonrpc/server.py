@@ -1,0 +1,597 @@
+"""The JSON-RPC 2.0 engine: request rules, batches, concurrency, cancellation, shutdown.
+
+Done by hand rather than with jsonrpcserver: its batch handling answers one bad item with a
+single -32600 (the spec wants one response per item), its jsonschema check costs ~70% of a
+request, and it puts exception text into replies.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import msgspec
+
+from reos_memory import errors as derr
+from reos_memory.interfaces.jsonrpc import errors as codes
+from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter, Malformed, Oversized
+from reos_memory.interfaces.jsonrpc.registry import MethodSpec, Registry, convert_params
+
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+_ID_TYPES = (str, int, float, type(None))
+
+
+def _valid_id(value: Any) -> bool:
+    """JSON-RPC's rule for an id: a string, a number or null (true/false are not numbers)."""
+    return isinstance(value, _ID_TYPES) and not isinstance(value, bool)
+
+
+_MISSING = object()
+
+Deliver = Callable[[dict[str, Any] | None], None]
+
+
+def error_obj(code: int, message: str | None = None, **data: Any) -> dict[str, Any]:
+    err: dict[str, Any] = {
+        "code": code,
+        "message": message or codes.MESSAGES.get(code, "Server error"),
+    }
+    if data:
+        err["data"] = data
+    return err
+
+
+def failure(req_id: Any, code: int, message: str | None = None, **data: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": req_id, "error": error_obj(code, message, **data)}
+
+
+class StopServing(Exception):
+    """Raised by the signal handler to leave a blocking read of stdin."""
+
+
+class RequestContext:
+    """What a handler may use besides its params: the app, cancellation and progress."""
+
+    def __init__(self, server: Server, req_id: Any, method: str, progress_token: Any) -> None:
+        self.server = server
+        self.app = server.app
+        self.id = req_id
+        self.method = method
+        self.progress_token = progress_token
+        self.cancelled = threading.Event()
+
+    def check_cancelled(self) -> None:
+        """Raise Cancelled if the client asked to stop this request (call between steps)."""
+        if self.cancelled.is_set():
+            raise derr.Cancelled(f"request {self.id!r} was cancelled")
+
+    def progress(self, done: int, total: int | None, message: str = "") -> None:
+        """Send a `$/progress` notification if the request carried a progress_token."""
+        if self.progress_token is not None:
+            self.server.notify(
+                "$/progress",
+                {"token": self.progress_token, "done": done, "total": total, "message": message},
+            )
+
+
+class _Batch:
+    """Collects the responses of one batch and sends them together when the last one is in."""
+
+    def __init__(self, server: Server, n: int) -> None:
+        self.server = server
+        self.left = n
+        self.responses: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def deliver(self, resp: dict[str, Any] | None) -> None:
+        with self.lock:
+            if resp is not None:
+                self.responses.append(resp)
+            self.left -= 1
+            done = self.left == 0
+        if done and self.responses:
+            self.server.send(self.responses)
+
+
+class Server:
+    """Reads frames, runs requests concurrently, writes replies in the client's framing.
+
+    The order of the connection is causal: every request except `inline` ones starts only after
+    the last `write` or `pipeline` request received before it has finished, so a client that
+    pipes create-then-search sees its own write. Reads sent before a write do not wait for it,
+    and nothing waits for `heavy` jobs (their effects appear when they finish).
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        registry: Registry,
+        reader: FrameReader,
+        writer: FrameWriter,
+        log: Any,
+        *,
+        read_threads: int = 4,
+        heavy_threads: int = 2,
+        slow_request_s: float = 1.0,
+        max_batch_items: int = 1000,
+        max_result_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        self.app = app
+        self.max_batch_items = max_batch_items
+        self.max_result_bytes = max_result_bytes
+        self.registry = registry
+        self.reader = reader
+        self.writer = writer
+        self.log = log
+        self.slow_request_s = slow_request_s
+        self.pools = {
+            "write": ThreadPoolExecutor(1, thread_name_prefix="rpc-write"),
+            # writes that wait on the outside world (an LLM) run here, never on the write thread;
+            # they are chained like writes, so one thread is enough
+            "pipeline": ThreadPoolExecutor(1, thread_name_prefix="rpc-pipeline"),
+            "read": ThreadPoolExecutor(read_threads, thread_name_prefix="rpc-read"),
+            "heavy": ThreadPoolExecutor(heavy_threads, thread_name_prefix="rpc-heavy"),
+        }
+        self.inflight: dict[Any, RequestContext] = {}
+        self._inflight_lock = threading.Lock()
+        # completion of the newest write/pipeline request: what later requests wait for
+        self._barrier: Future[None] | None = None
+        self._outstanding = 0
+        self._order = threading.Condition()
+        self.stopping = threading.Event()
+        self.started = time.monotonic()
+        self._served_lock = threading.Lock()
+        self._served_n = 0
+        self.reading = False
+
+    # -- output ----------------------------------------------------------------------------
+
+    def send(self, message: Any) -> None:
+        if not self.writer.send(_encoder.encode(message)) and not self.stopping.is_set():
+            self.log.warning("client_gone", detail="stdout closed; stopping")
+            self.stopping.set()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    # -- input -----------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        """Handle frames until end of input or a stop request, then drain in-flight work."""
+        try:
+            self._read_loop()
+        except StopServing:
+            pass  # a signal that landed after a read, before its `finally` cleared `reading`
+        finally:
+            self.reading = False
+            self.drain()
+
+    def _read_loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.reading = True  # inside the try: a signal may land on any bytecode
+                frame = self.reader.read()
+            except StopServing:
+                break
+            finally:
+                self.reading = False
+            if frame is None:
+                self.log.info("stdin_closed")
+                break
+            try:
+                self.handle_frame(frame)
+            except Exception as exc:  # never let one message take the process down
+                self.send(self._internal_error("frame_failed", exc, None))
+
+    @property
+    def requests_served(self) -> int:
+        return self._served_n
+
+    def drain(self) -> None:
+        """Stop accepting work and wait for every accepted request to finish and reply."""
+        self.stopping.set()
+        with self._order:
+            # requests still waiting for an earlier write are submitted when it finishes
+            while self._outstanding:
+                self._order.wait(0.5)
+        for pool in self.pools.values():
+            pool.shutdown(wait=True)
+
+    def handle_frame(self, frame: bytes | Oversized | Malformed) -> None:
+        if isinstance(frame, Oversized):
+            self.send(
+                failure(
+                    None,
+                    codes.INVALID_REQUEST,
+                    f"message of {frame.size} bytes exceeds the limit of {self.reader.max_bytes} bytes",
+                    reason="payload_too_large",
+                    limit_bytes=self.reader.max_bytes,
+                )
+            )
+            return
+        if isinstance(frame, Malformed):
+            self.send(
+                failure(
+                    None, codes.PARSE_ERROR, f"Parse error: {frame.detail}", reason="parse_error"
+                )
+            )
+            return
+        bad_text = False
+        try:
+            msg = _decoder.decode(frame)
+        except RecursionError:
+            self.send(
+                failure(
+                    None,
+                    codes.PARSE_ERROR,
+                    "Parse error: JSON nested too deeply",
+                    reason="parse_error",
+                )
+            )
+            return
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            msg = _lenient_decode(frame)
+            if msg is _MISSING:
+                self.send(
+                    failure(None, codes.PARSE_ERROR, f"Parse error: {exc}", reason="parse_error")
+                )
+                return
+            bad_text = True
+        if isinstance(msg, list):
+            if not msg:
+                self.send(
+                    failure(
+                        None,
+                        codes.INVALID_REQUEST,
+                        "Invalid Request: empty batch",
+                        reason="invalid_request",
+                    )
+                )
+                return
+            if len(msg) > self.max_batch_items:
+                # refused whole, before any item runs: a client must not be able to queue an
+                # unbounded amount of work (and of replies to hold) with one message
+                self.send(
+                    failure(
+                        None,
+                        codes.INVALID_REQUEST,
+                        f"Invalid Request: batch of {len(msg)} items exceeds the limit of"
+                        f" {self.max_batch_items} items (max_batch_items); nothing of it was run,"
+                        " send it in smaller batches",
+                        reason="payload_too_large",
+                        limit="max_batch_items",
+                        limit_items=self.max_batch_items,
+                        items=len(msg),
+                    )
+                )
+                return
+            batch = _Batch(self, len(msg))
+            for item in msg:
+                self._handle_one(item, batch.deliver, bad_text)
+        else:
+            self._handle_one(msg, self._deliver_single, bad_text)
+
+    def _handle_one(self, obj: Any, deliver: Deliver, bad_text: bool) -> None:
+        """handle_request, with anything it raises answered as this request's -32603: one bad
+        item never leaves its batch unanswered (the batch waits for every item's reply)."""
+        answered = False
+
+        def once(resp: dict[str, Any] | None) -> None:
+            nonlocal answered
+            answered = True
+            deliver(resp)
+
+        try:
+            self.handle_request(obj, once, bad_text)
+        except Exception as exc:
+            if answered:
+                raise  # replied already: the failure is elsewhere (serve() logs it)
+            rid = obj.get("id") if isinstance(obj, dict) else None
+            rid = rid if _valid_id(rid) else None
+            resp = self._internal_error("request_failed", exc, rid)
+            deliver(None if isinstance(obj, dict) and "id" not in obj else resp)
+
+    def _deliver_single(self, resp: dict[str, Any] | None) -> None:
+        if resp is not None:
+            self.send(resp)
+
+    # -- one request -----------------------------------------------------------------------
+
+    def handle_request(self, obj: Any, deliver: Deliver, bad_text: bool = False) -> None:
+        """Validate one request object and answer it now (errors, inline) or from a pool."""
+        if not isinstance(obj, dict):
+            deliver(
+                failure(
+                    None,
+                    codes.INVALID_REQUEST,
+                    "Invalid Request: expected an object",
+                    reason="invalid_request",
+                )
+            )
+            return
+        req_id = obj.get("id", _MISSING)
+        is_notification = req_id is _MISSING
+        if not is_notification and not _valid_id(req_id):
+            deliver(
+                failure(
+                    None,
+                    codes.INVALID_REQUEST,
+                    "Invalid Request: id must be a string, number or null",
+                    reason="invalid_request",
+                    field="$.id",
+                )
+            )
+            return
+        rid = None if is_notification else req_id
+        problem = _envelope_problem(obj)
+        if problem is not None:
+            field, rule = problem
+            deliver(
+                failure(
+                    rid,
+                    codes.INVALID_REQUEST,
+                    f"Invalid Request: {rule} - at `{field}`",
+                    reason="invalid_request",
+                    field=field,
+                    rule=rule,
+                )
+            )
+            return
+        if bad_text:
+            where = _find_bad_text(obj, "$")
+            if where is not None:
+                code = (
+                    codes.INVALID_PARAMS if where.startswith("$.params") else codes.INVALID_REQUEST
+                )
+                field = "$" + where[len("$.params") :] if where.startswith("$.params") else where
+                rule = "must be valid Unicode text (invalid UTF-8 or a lone surrogate)"
+                if is_notification:
+                    deliver(None)
+                else:
+                    deliver(
+                        failure(
+                            rid,
+                            code,
+                            f"{rule} - at `{field}`",
+                            reason="invalid_params"
+                            if code == codes.INVALID_PARAMS
+                            else "invalid_request",
+                            field=field,
+                            rule=rule,
+                        )
+                    )
+                return
+        method = obj["method"]
+        spec = self.registry.methods.get(method)
+        if spec is None:
+            deliver(
+                None
+                if is_notification
+                else failure(
+                    rid,
+                    codes.METHOD_NOT_FOUND,
+                    f"Method not found: {method}",
+                    reason="method_not_found",
+                    method=method,
+                )
+            )
+            return
+        try:
+            params = convert_params(spec, obj.get("params"))
+        except derr.InvalidInput as exc:
+            deliver(
+                None
+                if is_notification
+                else failure(
+                    rid,
+                    codes.INVALID_PARAMS,
+                    f"Invalid params: {exc.message}",
+                    reason="invalid_params",
+                    **exc.data,
+                )
+            )
+            return
+        if self.stopping.is_set() and spec.kind != "inline":
+            deliver(
+                None
+                if is_notification
+                else failure(rid, -32013, "the server is shutting down", reason="shutting_down")
+            )
+            return
+        token = getattr(params, "progress_token", None)
+        ctx = RequestContext(self, rid, method, token)
+        if spec.kind == "inline":
+            deliver(self._run(spec, ctx, params, is_notification))
+            return
+        key = _id_key(rid) if not is_notification else None
+        if key is not None:
+            with self._inflight_lock:
+                self.inflight[key] = ctx
+        finished: Future[None] = Future()
+        with self._order:
+            earlier = self._barrier
+            if spec.kind in ("write", "pipeline"):
+                self._barrier = finished
+            self._outstanding += 1
+
+        def forget() -> None:
+            if key is not None:
+                with self._inflight_lock:
+                    if self.inflight.get(key) is ctx:
+                        del self.inflight[key]
+            finished.set_result(None)
+            with self._order:
+                self._outstanding -= 1
+                self._order.notify_all()
+
+        def job() -> None:
+            try:
+                deliver(self._run(spec, ctx, params, is_notification))
+            finally:
+                forget()
+
+        def submit(_: object = None) -> None:
+            try:
+                self.pools[spec.kind].submit(job)
+            except RuntimeError:  # pool already shut down
+                try:
+                    deliver(
+                        None
+                        if is_notification
+                        else failure(
+                            rid, -32013, "the server is shutting down", reason="shutting_down"
+                        )
+                    )
+                finally:
+                    forget()
+
+        if earlier is None or earlier.done():
+            submit()
+        else:
+            earlier.add_done_callback(submit)
+
+    def _run(
+        self, spec: MethodSpec, ctx: RequestContext, params: Any, is_notification: bool
+    ) -> dict[str, Any] | None:
+        t0 = time.perf_counter()
+        try:
+            ctx.check_cancelled()
+            result = spec.handler(ctx, params)
+            if not is_notification:
+                # encoded here, once: the size is known before anything is sent
+                result = msgspec.Raw(self._bounded(spec, _encoder.encode(result)))
+            resp = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
+        except derr.ReosError as exc:
+            code = codes.code_for(exc)
+            message = (
+                exc.message if code != codes.INVALID_PARAMS else f"Invalid params: {exc.message}"
+            )
+            resp = failure(ctx.id, code, message, reason=exc.reason, **exc.data)
+        except Exception as exc:
+            resp = self._internal_error("internal_error", exc, ctx.id, method=spec.name)
+        elapsed = time.perf_counter() - t0
+        with self._served_lock:  # served from many threads; += alone is not atomic
+            self._served_n += 1
+        if elapsed > self.slow_request_s:
+            self.log.info("slow_request", method=spec.name, seconds=round(elapsed, 3))
+        return None if is_notification else resp
+
+    def _bounded(self, spec: MethodSpec, raw: bytes) -> bytes:
+        """The encoded result, or PayloadTooLarge when a read's result exceeds max_result_bytes.
+
+        Only reads are refused: they changed nothing, so the client can ask again for less. A
+        write's result is small (it echoes what was written, itself bounded by
+        max_message_bytes) and is always sent, since its effects are committed already; so are
+        the small fixed results of inline methods (`rpc.discover` included)."""
+        if len(raw) <= self.max_result_bytes:
+            return raw
+        if spec.kind != "read":
+            self.log.warning(
+                "large_result", method=spec.name, size_bytes=len(raw), limit=self.max_result_bytes
+            )
+            return raw
+        narrow = [f for f in _NARROWING if f in spec.field_names]
+        how = ", ".join(_NARROWING[f] for f in narrow) or "a narrower request"
+        raise derr.PayloadTooLarge(
+            f"the result of {spec.name} is {len(raw)} bytes, over the limit of"
+            f" {self.max_result_bytes} bytes (max_result_bytes); ask for less: {how}",
+            method=spec.name,
+            size_bytes=len(raw),
+            limit="max_result_bytes",
+            limit_bytes=self.max_result_bytes,
+            narrow_with=narrow,
+        )
+
+    def _internal_error(self, event: str, exc: Exception, rid: Any, **log: Any) -> dict[str, Any]:
+        """Log an unexpected exception with a fresh incident id (and its traceback); the -32603
+        reply naming that incident, so a user's report can be matched to the log."""
+        incident = uuid.uuid4().hex[:12]
+        self.log.error(
+            event, incident=incident, error=repr(exc), traceback=traceback.format_exc(), **log
+        )
+        return failure(
+            rid, codes.INTERNAL_ERROR, "Internal error", reason="internal_error", incident=incident
+        )
+
+    def cancel(self, req_id: Any) -> bool:
+        """Mark an in-flight request as cancelled; False if it is not (or no longer) running."""
+        with self._inflight_lock:
+            ctx = self.inflight.get(_id_key(req_id))
+        if ctx is None:
+            return False
+        ctx.cancelled.set()
+        return True
+
+    def inflight_count(self) -> int:
+        with self._inflight_lock:
+            return len(self.inflight)
+
+
+# parameters that make a read's result smaller, named in a payload_too_large reply
+_NARROWING = {
+    "limit": "a smaller `limit`",
+    "cursor": "then the next page with `cursor`",
+    "max_results": "a smaller `max_results`",
+    "depth": "a smaller `depth`",
+    "graph_depth": "a smaller `graph_depth`",
+    "max_depth": "a smaller `max_depth`",
+    "max_nodes": "a smaller `max_nodes`",
+    "formats": "fewer `formats`",
+    "include_children": "`include_children: false`",
+    "rel_types": "fewer `rel_types`",
+    "act_id": "an `act_id` filter",
+}
+
+
+def _id_key(req_id: Any) -> Any:
+    return (type(req_id).__name__, req_id)
+
+
+def _envelope_problem(obj: dict[str, Any]) -> tuple[str, str] | None:
+    if obj.get("jsonrpc") != "2.0":
+        return "$.jsonrpc", 'must be exactly "2.0"'
+    method = obj.get("method", _MISSING)
+    if method is _MISSING:
+        return "$.method", "is required"
+    if not isinstance(method, str):
+        return "$.method", "must be a string"
+    params = obj.get("params", _MISSING)
+    if params is not _MISSING and not isinstance(params, (dict, list)):
+        return "$.params", "must be an object or an array when present"
+    return None
+
+
+def _lenient_decode(frame: bytes) -> Any:
+    """Parse JSON that is well-formed except for bad text, so the error can name the field."""
+    import json
+
+    try:
+        return json.loads(frame.decode("utf-8", "surrogateescape"))
+    except (ValueError, RecursionError):
+        return _MISSING
+
+
+def _find_bad_text(value: Any, path: str) -> str | None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            bad = _find_bad_text(k, path) or _find_bad_text(v, f"{path}.{k}")
+            if bad:
+                return bad
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            bad = _find_bad_text(v, f"{path}[{i}]")
+            if bad:
+                return bad
+    return None

@@ -1,0 +1,706 @@
+"""`reos-memory mcp`: Squirrel and the block graph as Model Context Protocol tools over stdio.
+
+The same App as `serve` (database, embedder, catch-up indexing) behind the official MCP SDK's
+low-level server. Each tool's arguments are a msgspec Struct: its JSON Schema is the tool's
+`inputSchema`, and converting the arguments with the JSON-RPC registry's `convert_params` gives
+the project's error messages (the field and the rule). Squirrel tools call `Squirrel` the way
+`sqrl` does; the block tools call the very handlers of `memory/search` and `memory/related`.
+
+stdout carries protocol messages only (the process moves its own stdout to stderr first, as
+`serve` does); logs are JSON lines on stderr. End of stdin, SIGTERM, SIGINT or SIGHUP (or the
+parent's death) stops serving, lets running tool calls finish, closes the App and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import sys
+import threading
+import traceback
+import uuid
+from typing import Annotated, Any, Literal, cast
+
+import anyio
+import mcp.types as mt
+import msgspec
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from msgspec import Meta
+
+from reos_memory import __version__
+from reos_memory.config import Config
+from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.graph.retrieval import render_markdown
+from reos_memory.interfaces.jsonrpc.registry import MethodSpec, Registry, convert_params
+from reos_memory.models import Direction, Ident, MemoryKind, MemoryScope, RelType
+from reos_memory.squirrel import api as ts
+from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText
+
+INSTRUCTIONS = (
+    "reos-memory is this user's local, persistent memory for coding work. At the start of a task"
+    " call get_task_context with the task (and the file or directory it is about) and follow"
+    " the guards, invariants and preferences it returns. When the user states a lasting rule,"
+    " preference or correction, or you learn a trap worth avoiding next time, call remember."
+    " Use search_memory to look something up, forget to erase a wrong memory, flush when a"
+    " session or task ends. search_blocks and related_blocks read the block graph (notes and"
+    " documents stored by other agents)."
+)
+
+TOOLS = Registry()  # the MCP tools: name -> arguments Struct and function, as for JSON-RPC
+tool = TOOLS.method
+READ_ONLY = {"search_memory", "search_blocks", "related_blocks"}
+DESTRUCTIVE = {"forget"}
+
+
+class Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base of every tool's arguments: unknown fields are errors."""
+
+
+ProjectRoot = Annotated[
+    ts.PathText,
+    Meta(
+        description="Absolute path of the project (a directory inside a git repository means the"
+        " whole repository). Default: the directory the MCP server runs in."
+    ),
+]
+SessionArg = Annotated[
+    ts.SessionId,
+    Meta(description="Your session's id, if you have one (ties contexts to a session)."),
+]
+
+
+class Env:
+    """What a tool function may use: the app, the default project root and the RPC handlers."""
+
+    def __init__(self, app: Any, cwd: str, rpc: Registry, log: Any) -> None:
+        self.app = app
+        self.cwd = cwd
+        self.rpc = rpc
+        self.log = log
+        self.calls = 0  # both counted on the event loop's thread
+        self.running = 0
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.app.config.mcp_max_result_tokens)
+
+    def root(self, project_root: str | None) -> str:
+        return self.cwd if project_root is None else project_root
+
+    def rpc_call(self, method: str, params: dict[str, Any]) -> Any:
+        """Run a JSON-RPC method's own handler on these params (validated as that method does)."""
+        spec = self.rpc.methods[method]
+        payload = {k: v for k, v in params.items() if v is not None}
+        return spec.handler(_HandlerContext(self.app), convert_params(spec, payload))
+
+    def call(self, spec: MethodSpec, arguments: dict[str, Any]) -> mt.CallToolResult:
+        """Validate the arguments and run one tool; errors become tool errors, never exceptions."""
+        try:
+            result = spec.handler(self, convert_params(spec, arguments))
+        except ReosError as exc:
+            self.log.info("tool_error", tool=spec.name, reason=exc.reason, error=exc.message)
+            return _error(f"{exc.reason}: {exc.message}")
+        except Exception as exc:  # a bug: the details go to the log, never to the client
+            incident = uuid.uuid4().hex[:12]
+            self.log.error(
+                "internal_error",
+                tool=spec.name,
+                incident=incident,
+                error=repr(exc),
+                traceback=traceback.format_exc(),
+            )
+            return _error(f"internal_error: unexpected failure (incident {incident} in the log)")
+        data = fit_result(spec.name, msgspec.to_builtins(result), self.max_tokens)
+        return mt.CallToolResult(
+            content=[mt.TextContent(text=msgspec.json.encode(data).decode())],
+            structured_content=data,
+        )
+
+
+class _HandlerContext:
+    """The part of rpc.server.RequestContext the reused handlers read (no progress, no cancel)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.cancelled = threading.Event()
+        self.progress_token = None
+
+    def check_cancelled(self) -> None:
+        pass
+
+    def progress(self, done: int, total: int | None, message: str = "") -> None:
+        pass
+
+
+# -- results an agent can take in ------------------------------------------------------------
+
+# the tools whose results may outgrow an agent's limit: the list that gives way, how to ask for
+# less, where the whole of a cut text is (get_task_context fits its budget to the limit instead)
+_FIT = {
+    "search_blocks": (
+        "matches",
+        "a smaller max_results or a narrower query",
+        "blocks/get with its block_id",
+    ),
+    "search_memory": ("matches", "a smaller limit or a narrower query", "sqrl memories <id>"),
+    "related_blocks": ("visited_blocks", "a smaller max_nodes or depth, or fewer rel_types", ""),
+}
+_CUT = " … [{n} more characters; the whole text: {where}]"
+_TEXTS = ("content", "text")
+
+
+def _tokens(data: Any) -> int:
+    return count_tokens(msgspec.json.encode(data).decode())
+
+
+def fit_result(name: str, data: Any, limit: int) -> Any:
+    """A tool's result within `limit` tokens (Squirrel's count of its JSON): agents refuse or
+    truncate bigger results (Claude Code: 25,000 tokens by default). Over the limit, single
+    texts longer than the limit are cut first, then the list of results loses its last
+    (least relevant, or farthest) items, and `mcp_truncated` says what was left out and how
+    to ask for less."""
+    if name not in _FIT or not isinstance(data, dict) or _tokens(data) <= limit:
+        return data
+    key, less, whole = _FIT[name]
+    items = data.get(key)
+    if not isinstance(items, list):
+        return data
+    cut = 0
+    items = [dict(x) if isinstance(x, dict) else x for x in items]  # ids stay as they are
+    for x in items:
+        for f in _TEXTS:
+            text = x.get(f) if isinstance(x, dict) else None
+            if isinstance(text, str) and len(text) > limit:
+                x[f] = text[:limit] + _CUT.format(n=len(text) - limit, where=whole)
+                cut += 1
+
+    def keep(n: int) -> dict[str, Any]:
+        out = {**data, key: items[:n]}
+        if name == "related_blocks":
+            kept = set(items[:n])
+            by_depth = data.get("blocks_by_depth") or {}
+            out["blocks_by_depth"] = {
+                d: [b for b in ids if b in kept]
+                for d, ids in by_depth.items()
+                if any(b in kept for b in ids)
+            }
+            out["edges"] = [
+                e
+                for e in data.get("edges") or []
+                if e.get("source_block_id") in kept and e.get("target_block_id") in kept
+            ]
+            out["truncated"] = out["truncated"] or n < len(items)
+        elif name == "search_blocks" and "markdown" in data:
+            out["markdown"] = render_markdown(items[:n])
+        out["mcp_truncated"] = {
+            "limit_tokens": limit,
+            "left_out": len(items) - n,
+            "texts_cut": cut,
+            "ask_for_less": less,
+        }
+        return out
+
+    lo, hi = 0, len(items)  # the most items that fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _tokens(keep(mid)) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return keep(lo)
+
+
+def _error(text: str) -> mt.CallToolResult:
+    return mt.CallToolResult(content=[mt.TextContent(text=text)], is_error=True)
+
+
+def _shape(value: Any, cls: type[Any]) -> Any:
+    """A Squirrel result in the JSON-RPC method's result shape."""
+    return msgspec.convert(value, cls, from_attributes=True)
+
+
+# -- Squirrel ----------------------------------------------------------------------------------
+
+
+class GetTaskContextArgs(Args):
+    task: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=20_000,
+            description="What you are about to do, in a sentence or two (the user's request"
+            " will do).",
+        ),
+    ]
+    project_root: ProjectRoot | None = None
+    path: (
+        Annotated[
+            ts.PathText,
+            Meta(
+                description="File or directory the task is about, relative to the project root"
+                " or absolute inside it; adds the memories scoped to that sub-tree."
+            ),
+        ]
+        | None
+    ) = None
+    session_id: SessionArg | None = None
+    budget_tokens: Annotated[
+        int, Meta(ge=16, le=100_000, description="Most tokens context_prompt may take.")
+    ] = 400
+
+
+@tool("get_task_context", params=GetTaskContextArgs, result=ts.ContextResult, kind="write")
+def get_task_context(env: Env, a: GetTaskContextArgs) -> Any:
+    """Get the memories this project holds for a task: call it at the start of every task, and again when you move to another part of the code.
+
+    Returns `context_prompt`, ready to read as instructions (guards first, then invariants and
+    preferences, patterns, notes; within `budget_tokens`), and `memories` with each memory's id,
+    kind, scope, score and why it was chosen. Follow guards and invariants; a memory that is
+    wrong can be erased with `forget`. Records the request (memories gain a use). The budget is
+    at most a quarter of the server's result limit (`mcp_max_result_tokens`, 20,000 tokens).
+    """
+    out = env.app.squirrel.get_task_context(
+        project_id=None,
+        project_root=env.root(a.project_root),
+        task=a.task,
+        path=a.path,
+        session_id=a.session_id,
+        # the result holds the prompt and each memory again, with its details
+        budget=min(a.budget_tokens, env.max_tokens // 4),
+    )
+    # why the others were left out is for people (squirrel/get_task_context, sqrl context
+    # --json): up to a hundred entries the budget does not bound would only cost the agent tokens
+    out["dropped"] = []
+    return _shape(out, ts.ContextResult)
+
+
+class SearchMemoryArgs(Args):
+    query: Annotated[
+        str, Meta(min_length=1, max_length=10_000, description="Words or a question to look for.")
+    ]
+    project_root: ProjectRoot | None = None
+    limit: Annotated[int, Meta(ge=1, le=1000, description="Most memories to return.")] = 20
+
+
+@tool("search_memory", params=SearchMemoryArgs, result=ts.SquirrelSearchResult)
+def search_memory(env: Env, a: SearchMemoryArgs) -> Any:
+    """Search the project's memories (and the global ones) by meaning and keywords: use it to check what is known about a topic, or to find a memory's id.
+
+    Returns `matches` (id, kind, status, scope, text, score, similarity, keyword score). Changes
+    nothing; for the context of a task use get_task_context instead.
+    """
+    out = env.app.squirrel.search(
+        query=a.query, project_id=None, project_root=env.root(a.project_root), limit=a.limit
+    )
+    return _shape(out, ts.SquirrelSearchResult)
+
+
+class RememberArgs(Args):
+    text: Annotated[
+        MemoryText,
+        Meta(
+            description="The memory, one self-contained sentence an agent can act on, e.g."
+            " 'Use pnpm, never npm.'"
+        ),
+    ]
+    kind: Annotated[
+        MemoryKind,
+        Meta(
+            description="preference (how the user likes things done), invariant (a fact or rule"
+            " of the project that must hold), pattern (a trap and what worked), guard (something"
+            " never to do), note (anything else)."
+        ),
+    ] = "note"
+    scope: Annotated[
+        MemoryScope,
+        Meta(
+            description="project (this project), global (every project of the user;"
+            " project_root is ignored), repo_path (only a sub-tree of the project: give"
+            " path_prefix)."
+        ),
+    ] = "project"
+    key: (
+        Annotated[
+            MemoryKey,
+            Meta(
+                description="Slot name such as project.package_manager or user.language: a new"
+                " memory with a key already held replaces the old one."
+            ),
+        ]
+        | None
+    ) = None
+    avoid: Annotated[
+        bool, Meta(description="True when the memory describes what NOT to do (an anti-pattern).")
+    ] = False
+    path_prefix: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=1024,
+                description="Sub-tree the memory applies to, relative to the project root"
+                " (scope repo_path only), e.g. services/payment-api.",
+            ),
+        ]
+        | None
+    ) = None
+    project_root: ProjectRoot | None = None
+
+
+@tool("remember", params=RememberArgs, result=ts.MemoryAddResult, kind="write")
+def remember(env: Env, a: RememberArgs) -> Any:
+    """Store a memory explicitly: call it when the user states a lasting rule, preference or correction ("always ...", "never ...", "we use X here"), or when you learned something the next session must know.
+
+    The memory starts provisional (promoted by use). A near-duplicate of a live memory is not
+    stored twice: `deduplicated_into` then names the memory that gained the evidence. Returns the
+    stored `memory` (its `id` is what forget takes).
+    """
+    from reos_memory.squirrel.writer.schema import WriterOp
+
+    fields = {
+        "op": "ADD",
+        "scope": a.scope,
+        "kind": a.kind,
+        "tier": "short_term",
+        "polarity": -1 if a.avoid else 1,
+        "key": a.key,
+        "text": a.text,
+        "path_prefix": a.path_prefix,
+    }
+    try:
+        op = msgspec.convert(fields, WriterOp)
+    except msgspec.ValidationError as exc:
+        msg, _, at = str(exc).rpartition(" - at `$.")
+        name = at.rstrip("`")
+        raise InvalidInput("avoid" if name == "polarity" else name, msg or str(exc)) from None
+    # as `sqrl add`: a global memory belongs to no project
+    root = None if a.scope == "global" else env.root(a.project_root)
+    out = env.app.squirrel.add_memory(
+        project_id=None, project_root=root, op=op, owner_type=None, owner_id=None
+    )
+    return _shape(out, ts.MemoryAddResult)
+
+
+class ForgetArgs(Args):
+    memory_id: Annotated[
+        ts.MemoryId,
+        Meta(description="The memory's id, from get_task_context, search_memory or remember."),
+    ]
+
+
+@tool("forget", params=ForgetArgs, result=ts.ForgetResult, kind="write")
+def forget(env: Env, a: ForgetArgs) -> Any:
+    """Erase a memory for good (its text, vector, evidence and metrics): call it when a memory is wrong or the user asks to forget it.
+
+    Cannot be undone; to correct a memory, forget it and remember the right one.
+    """
+    return _shape(env.app.squirrel.forget(a.memory_id), ts.ForgetResult)
+
+
+class FlushArgs(Args):
+    project_root: ProjectRoot | None = None
+    session_id: (
+        Annotated[
+            ts.SessionId,
+            Meta(description="Only this session's open episode (default: every open session)."),
+        ]
+        | None
+    ) = None
+
+
+@tool("flush", params=FlushArgs, result=ts.FlushResult, kind="pipeline")
+def flush(env: Env, a: FlushArgs) -> Any:
+    """Cut the open episodes of the project's sessions now and let the Memory Writer learn from them: call it when a task or session ends.
+
+    Returns each episode cut and its outcome (the offline writer's memories are written before
+    the reply; an LLM writer's run in the background, outcome `queued`).
+    """
+    out = env.app.squirrel.flush(
+        project_id=None, project_root=env.root(a.project_root), session_id=a.session_id
+    )
+    return _shape(out, ts.FlushResult)
+
+
+# -- the block graph ---------------------------------------------------------------------------
+
+
+class SearchBlocksArgs(Args):
+    query: Annotated[
+        str, Meta(min_length=1, max_length=10_000, description="Words or a question to look for.")
+    ]
+    act_id: Annotated[Ident, Meta(description="Only blocks of this act (workspace).")] | None = None
+    max_results: Annotated[int, Meta(ge=1, le=200, description="Most matches to return.")] = 20
+    mode: Annotated[
+        Literal["hybrid", "vector", "keyword"],
+        Meta(description="hybrid (meaning and keywords), vector (meaning only), keyword only."),
+    ] = "hybrid"
+
+
+@tool("search_blocks", params=SearchBlocksArgs, result=Any)
+def search_blocks(env: Env, a: SearchBlocksArgs) -> Any:
+    """Search the block graph (notes, documents and their relationships stored by agents): use it to find stored knowledge about a topic; it is not the coding memory (see search_memory).
+
+    Semantic and keyword search fused by rank, expanded over related blocks. Returns `matches`
+    (block_id, content, score, source, relationship_chain) and `markdown`, a ready "Relevant
+    Memory" section.
+    """
+    return env.rpc_call(
+        "memory/search",
+        {"query": a.query, "act_id": a.act_id, "max_results": a.max_results, "mode": a.mode},
+    )
+
+
+class RelatedBlocksArgs(Args):
+    block_id: Annotated[Ident, Meta(description="The block to start from.")]
+    depth: Annotated[int, Meta(ge=0, le=10, description="Most hops from the block.")] = 2
+    direction: Annotated[
+        Direction, Meta(description="Follow outgoing, incoming or both kinds of edges.")
+    ] = "both"
+    rel_types: (
+        Annotated[
+            list[RelType],
+            Meta(max_length=14, description="Only these relationship types (default: all)."),
+        ]
+        | None
+    ) = None
+    max_nodes: Annotated[int, Meta(ge=1, le=10_000, description="Most blocks to visit.")] = 50
+
+
+@tool("related_blocks", params=RelatedBlocksArgs, result=Any)
+def related_blocks(env: Env, a: RelatedBlocksArgs) -> Any:
+    """Walk the block graph around a block (breadth first, stronger edges first): use it after search_blocks to see what a block is connected to.
+
+    Returns `visited_blocks`, `blocks_by_depth`, the `edges` walked (type, confidence) and
+    whether `max_nodes` cut the walk.
+    """
+    return env.rpc_call(
+        "memory/related",
+        {
+            "block_id": a.block_id,
+            "depth": a.depth,
+            "direction": a.direction,
+            "rel_types": a.rel_types,
+            "max_nodes": a.max_nodes,
+        },
+    )
+
+
+# -- tool list -----------------------------------------------------------------------------------
+
+
+def tool_definitions() -> list[mt.Tool]:
+    """Every tool with its description and input JSON Schema."""
+    specs = list(TOOLS.methods.values())
+    _, components = msgspec.json.schema_components(
+        [s.params for s in specs], ref_template="#/$defs/{name}"
+    )
+    out = []
+    for s in specs:
+        schema = _simplify(components[s.params.__name__])
+        schema.pop("title", None)
+        schema.pop("description", None)
+        description = s.summary + ("\n\n" + s.description if s.description else "")
+        out.append(
+            mt.Tool(
+                name=s.name,
+                description=description,
+                input_schema=schema,
+                annotations=mt.ToolAnnotations(
+                    read_only_hint=s.name in READ_ONLY,
+                    destructive_hint=s.name in DESTRUCTIVE,
+                    open_world_hint=False,
+                ),
+            )
+        )
+    return out
+
+
+def _simplify(node: Any) -> Any:
+    """Plainer schema for agents: an optional field shows its type (null is still accepted),
+    a string enum says it is a string."""
+    if isinstance(node, list):
+        return [_simplify(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _simplify(v) for k, v in node.items()}
+    variants = node.get("anyOf")
+    if isinstance(variants, list) and {"type": "null"} in variants and len(variants) == 2:
+        (inner,) = [v for v in variants if v != {"type": "null"}]
+        rest = {
+            k: v for k, v in node.items() if k != "anyOf" and not (k == "default" and v is None)
+        }
+        node = {**inner, **rest}
+    enum = node.get("enum")
+    if isinstance(enum, list) and "type" not in node and all(isinstance(v, str) for v in enum):
+        node = {"type": "string", **node}
+    return node
+
+
+# -- serving -----------------------------------------------------------------------------------
+
+
+def build_server(env: Env) -> Server[Any]:
+    """The MCP server: tools/list and tools/call over `env`."""
+    tools = tool_definitions()
+
+    async def list_tools(ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
+        return mt.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        spec = TOOLS.methods.get(params.name)
+        if spec is None:
+            raise MCPError(
+                mt.INVALID_PARAMS,
+                f"unknown tool {params.name!r} (known: {', '.join(TOOLS.methods)})",
+            )
+        env.calls += 1
+        env.running += 1
+        try:
+            # database work and the embedder block: a worker thread keeps the protocol answering
+            return await anyio.to_thread.run_sync(env.call, spec, params.arguments or {})
+        finally:
+            env.running -= 1
+
+    return Server(
+        "reos-memory",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+class _InputLines:
+    """The protocol's input lines, read by a daemon thread: a signal can then stop serving while
+    a read blocks (an SDK worker thread stuck in that read would keep the process alive).
+
+    At the end of input the lines already handed over are answered before the SDK is told (it
+    would answer the calls still running "Connection closed"): `printf ... | reos-memory mcp`
+    gets every reply, as with `serve`."""
+
+    def __init__(self, fd: int, limit: int, log: Any, env: Env) -> None:
+        self._fd = fd
+        self._limit = limit
+        self._log = log
+        self._env = env
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=8)
+        threading.Thread(target=self._read, name="mcp-stdin", daemon=True).start()
+
+    def __aiter__(self) -> _InputLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._queue.get()
+        if line is None:
+            for _ in range(20):  # let the SDK start a task for each request it was given
+                await anyio.sleep(0)
+            while self._env.running:
+                await anyio.sleep(0.01)
+            raise StopAsyncIteration
+        return line
+
+    def _read(self) -> None:
+        with os.fdopen(self._fd, "rb", buffering=1 << 16) as f:
+            while line := f.readline(self._limit + 1):
+                if len(line) > self._limit and not line.endswith(b"\n"):
+                    while line and not line.endswith(b"\n"):  # drop the rest of the message
+                        line = f.readline(1 << 20)
+                    self._log.warning("message_too_large", limit=self._limit)
+                    continue
+                text = line.decode("utf-8", "replace").strip()
+                if text and not self._put(text):
+                    return
+        self._put(None)
+
+    def _put(self, item: str | None) -> bool:
+        try:
+            asyncio.run_coroutine_threadsafe(self._queue.put(item), self._loop).result()
+        except (RuntimeError, asyncio.CancelledError):  # the loop has stopped
+            return False
+        return True
+
+
+async def _watch_signals(scope: anyio.CancelScope, stop: dict[str, str], log: Any) -> None:
+    """Stop serving on SIGTERM, SIGINT or SIGHUP (the parent watch sends SIGTERM too)."""
+    signals = [signal.SIGTERM, signal.SIGINT]
+    if hasattr(signal, "SIGHUP"):
+        signals.append(signal.SIGHUP)
+    try:
+        receiver = anyio.open_signal_receiver(*signals)
+        with receiver as received:
+            async for signum in received:
+                stop["reason"] = signal.Signals(signum).name
+                log.info("signal", signal=stop["reason"])
+                scope.cancel()  # running tool calls finish first (their threads are waited for)
+                return
+    except NotImplementedError:  # Windows: the default handlers stay
+        return
+
+
+async def _serve(env: Env, proto_in: int, proto_out: int) -> str:
+    server = build_server(env)
+    stop = {"reason": "end_of_input"}
+    lines = _InputLines(proto_in, env.app.config.max_message_bytes, env.log, env)
+    out = anyio.wrap_file(
+        io.TextIOWrapper(os.fdopen(proto_out, "wb"), encoding="utf-8", newline="\n")
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_watch_signals, tg.cancel_scope, stop, env.log)
+        async with stdio_server(stdin=cast(Any, lines), stdout=out) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+    return stop["reason"]
+
+
+def _claim_stdio() -> tuple[int, int]:
+    """Private descriptors for the protocol; fd 0 reads /dev/null and fd 1 writes to stderr, so
+    nothing else (a library, a child process) can read the input or write to the output."""
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto_in, proto_out
+
+
+def run_mcp(config: Config) -> int:
+    """Serve MCP on stdin/stdout until end of input, a signal or the parent's death."""
+    from reos_memory.app import App, _watch_parent
+    from reos_memory.interfaces.jsonrpc.methods import load_all
+    from reos_memory.logs import setup_logging
+
+    log = setup_logging(config.log_level)
+    interactive = sys.stdin.isatty()
+    proto_in, proto_out = _claim_stdio()
+    try:
+        app = App(config, log)
+    except ReosError as exc:
+        sys.stderr.write(f"reos-memory mcp: {exc.message}\n")
+        return 1
+    rpc = load_all()  # before the model thread starts: both would wait on the GIL
+    app.start()
+    if config.parent_watch_s > 0:
+        _watch_parent(config.parent_watch_s, log)
+    env = Env(app, os.getcwd(), rpc, log)
+    if interactive:
+        sys.stderr.write(
+            f"reos-memory {__version__}: Model Context Protocol on stdin/stdout, database"
+            f" {config.db}. Register it with an MCP client (README: MCP server); Ctrl-D quits.\n"
+        )
+        sys.stderr.flush()
+    log.info("started", version=__version__, pid=os.getpid(), database=config.db, protocol="mcp")
+    reason = "error"
+    try:
+        reason = anyio.run(_serve, env, proto_in, proto_out, backend="asyncio")
+    finally:
+        app.close()
+        log.info("stopped", reason=reason, tool_calls=env.calls)
+    return 0

@@ -1,0 +1,358 @@
+"""Params and results of the squirrel/* methods (msgspec Structs; the OpenRPC document is made
+from them)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from reos_memory.models import (
+    Episode,
+    EventIn,
+    Evidence,
+    Frustration,
+    Ident,
+    Memory,
+    MemoryKind,
+    MemoryMetrics,
+    MemoryScope,
+    MemoryStatus,
+    MemoryTier,
+    OwnerType,
+    Params,
+    ProgressToken,
+    TestsStatus,
+)
+from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText, OwnerId
+
+PathText = Annotated[str, Meta(min_length=1, max_length=4096)]
+SessionId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
+MemoryId = Annotated[str, Meta(min_length=1, max_length=128)]
+Limit = Annotated[int, Meta(ge=1, le=1000)]
+
+
+class ProjectParams(Params):
+    """A project by id, or by its root directory (the id is derived from it)."""
+
+    project_id: Ident | None = None
+    project_root: PathText | None = None
+
+
+# -- ingest ------------------------------------------------------------------------------------
+
+
+class IngestParams(ProjectParams, kw_only=True):
+    session_id: SessionId
+    events: Annotated[list[EventIn], Meta(max_length=1_000_000)]
+    owner_type: OwnerType | None = None
+    owner_id: OwnerId | None = None
+    session_end: bool = False
+
+
+class EpisodeRun(Struct, kw_only=True):
+    """An episode cut by this request, and what the Memory Writer made of it."""
+
+    episode_id: str
+    cut_reason: str
+    events: int
+    call_writer: bool
+    stats: dict[str, Any]
+    contexts_judged: int
+    outcome: str
+    reason: str | None = None
+    writer: str | None = None
+    ops: list[dict[str, Any]] | None = None
+    writer_call: dict[str, Any] | None = None
+
+
+class IngestResult(Struct, kw_only=True):
+    project_id: str
+    session_id: str
+    accepted: int
+    pending_events: int
+    episodes: list[EpisodeRun]
+
+
+class IngestTranscriptParams(Params, kw_only=True):
+    path: PathText
+    agent: Literal["auto", "claude-code", "codex"] = "auto"
+    session_end: bool | None = None
+
+
+class TranscriptResult(Struct, kw_only=True):
+    """What one session log gave, from its cursor on."""
+
+    path: str
+    agent: str | None
+    session_id: str | None
+    project_id: str | None
+    lines: int
+    events: int
+    malformed: int
+    rewritten: bool
+    session_ended: bool
+    skipped_reason: str | None
+    episodes: list[EpisodeRun]
+    counts: dict[str, int]
+
+
+class FlushParams(ProjectParams, kw_only=True):
+    session_id: SessionId | None = None
+    wait: bool = False
+
+
+class FlushResult(Struct, kw_only=True):
+    project_id: str
+    episodes: list[EpisodeRun]
+
+
+# -- context and search ------------------------------------------------------------------------
+
+
+class ContextParams(ProjectParams, kw_only=True):
+    task: Annotated[str, Meta(min_length=1, max_length=20_000)]
+    owner_type: OwnerType | None = None
+    owner_id: OwnerId | None = None
+    path: PathText | None = None
+    session_id: SessionId | None = None
+    context_budget_tokens: Annotated[int, Meta(ge=16, le=100_000)] = 400
+    exclude_injected: bool = False
+
+
+class ContextMemory(Struct, kw_only=True):
+    id: str
+    kind: str
+    tier: str
+    status: str
+    scope: str
+    key: str | None
+    text: str
+    polarity: int
+    score: float
+    why: str
+
+
+class ContextDropped(Struct, kw_only=True):
+    """A memory looked at for the task and not returned, with the first reason found."""
+
+    id: str
+    reason: Literal["under_floor", "filtered", "not_relevant", "already_injected", "over_budget"]
+    detail: str
+    similarity: float | None
+    keyword: float
+    shared_words: list[str]
+
+
+class ContextResult(Struct, kw_only=True):
+    context_id: str
+    context_prompt: str
+    memory_ids: list[str]
+    memories: list[ContextMemory]
+    tokens: int
+    budget: int
+    considered: int
+    opportunities: int
+    semantic_available: bool
+    dropped: list[ContextDropped] = msgspec.field(default_factory=list)
+
+
+class SquirrelSearchParams(ProjectParams, kw_only=True):
+    query: Annotated[str, Meta(min_length=1, max_length=10_000)]
+    include_global: bool = True
+    owner_type: OwnerType | None = None
+    owner_id: OwnerId | None = None
+    kinds: list[MemoryKind] | None = None
+    statuses: list[MemoryStatus] = msgspec.field(default_factory=lambda: ["provisional", "active"])
+    path: PathText | None = None
+    limit: Limit = 20
+
+
+class SearchMatch(ContextMemory, kw_only=True):
+    similarity: float | None
+    keyword: float
+    project_id: str | None
+
+
+class SquirrelSearchResult(Struct, kw_only=True):
+    query: str
+    matches: list[SearchMatch]
+    semantic_available: bool
+
+
+# -- memories ----------------------------------------------------------------------------------
+
+
+class MemoryAddParams(ProjectParams, kw_only=True):
+    scope: MemoryScope = "project"
+    kind: MemoryKind
+    text: MemoryText
+    owner_type: OwnerType | None = None
+    owner_id: OwnerId | None = None
+    tier: MemoryTier = "short_term"
+    key: MemoryKey | None = None
+    ttl_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
+    confidence: Annotated[float, Meta(ge=0.0, le=1.0)] | None = None
+    polarity: Literal[-1, 1] = 1
+    path_prefix: PathText | None = None
+
+
+class MemoryAddResult(Struct, kw_only=True, omit_defaults=True):
+    memory: Memory
+    deduplicated_into: str | None = None
+    reason: str | None = None
+    replaced: list[str] | None = None
+
+
+class MemoryIdParams(Params):
+    memory_id: MemoryId
+
+
+class MemoryGetResult(Struct, kw_only=True):
+    memory: Memory
+    evidence: list[Evidence]
+    metrics: MemoryMetrics | None
+
+
+class MemoryResult(Struct, kw_only=True):
+    memory: Memory
+
+
+class MemoryUpdateParams(Params):
+    memory_id: MemoryId
+    text: MemoryText | None = None
+    kind: MemoryKind | None = None
+    tier: MemoryTier | None = None
+    key: MemoryKey | None = None
+    status: MemoryStatus | None = None
+    confidence: Annotated[float, Meta(ge=0.0, le=1.0)] | None = None
+    polarity: Literal[-1, 1] | None = None
+    ttl_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
+    clear_ttl: bool = False
+    clear_key: bool = False
+
+
+class MemoryListParams(ProjectParams, kw_only=True):
+    include_global: bool = True
+    statuses: list[MemoryStatus] = msgspec.field(default_factory=lambda: ["provisional", "active"])
+    kinds: list[MemoryKind] | None = None
+    scope: MemoryScope | None = None
+    owner_type: OwnerType | None = None
+    owner_id: OwnerId | None = None
+    key_prefix: Annotated[str, Meta(min_length=1, max_length=128)] | None = None
+    limit: Limit = 100
+    cursor: Annotated[str, Meta(max_length=64)] | None = None
+
+
+class MemoryListResult(Struct, kw_only=True):
+    memories: list[Memory]
+    metrics: list[MemoryMetrics | None]
+    next_cursor: str | None
+
+
+class ForgetResult(Struct, kw_only=True):
+    forgotten: bool
+    memory_id: str
+    removed: dict[str, int]
+
+
+# -- episodes ----------------------------------------------------------------------------------
+
+
+class EpisodeListParams(ProjectParams, kw_only=True):
+    session_id: SessionId | None = None
+    outcome: Literal["pending", "running", "written", "skipped", "failed"] | None = None
+    limit: Limit = 100
+    cursor: Annotated[str, Meta(max_length=64)] | None = None
+
+
+class EpisodeListResult(Struct, kw_only=True):
+    episodes: list[Episode]
+    next_cursor: str | None
+
+
+class EpisodeIdParams(Params):
+    episode_id: Annotated[str, Meta(min_length=1, max_length=128)]
+
+
+class EpisodeGetResult(Struct, kw_only=True):
+    episode: Episode
+
+
+class EpisodeRetryParams(ProjectParams, kw_only=True):
+    episode_id: Annotated[str, Meta(min_length=1, max_length=128)] | None = None
+    wait: bool = False
+
+
+class EpisodeRetryResult(Struct, kw_only=True):
+    episodes: list[dict[str, Any]]
+
+
+# -- feedback, CR-Memory, policy, status -------------------------------------------------------
+
+
+class FeedbackParams(Params):
+    context_id: Annotated[str, Meta(min_length=1, max_length=128)]
+    errors: Annotated[int, Meta(ge=0, le=1_000_000)]
+    retries: Annotated[int, Meta(ge=0, le=1_000_000)]
+    tests_final_status: TestsStatus | None = None
+    user_frustration: Frustration | None = None
+
+
+class FeedbackResult(Struct, kw_only=True, omit_defaults=True):
+    context_id: str
+    counted: bool
+    regret_hit: bool
+    regret_saved: float
+    memory_ids: list[str]
+    baseline: dict[str, float]
+    reason: str | None = None
+
+
+class CrMemoryParams(ProjectParams, kw_only=True):
+    dry_run: bool = False
+    progress_token: ProgressToken = None
+
+
+class CrMemoryResult(Struct, kw_only=True):
+    dry_run: bool
+    project_id: str | None
+    evaluated: int
+    promoted: int
+    deprecated: int
+    kept: int
+    decisions: list[dict[str, Any]]
+    decisions_truncated: bool
+    seconds: float
+    policy_sources: list[str]
+
+
+class PolicyParams(Params):
+    project_root: PathText | None = None
+
+
+class PolicyResult(Struct, kw_only=True):
+    policy: dict[str, Any]
+    sources: list[str]
+
+
+class StatusParams(Params):
+    pass
+
+
+class StatusResult(Struct, kw_only=True):
+    memories: dict[str, dict[str, int]]
+    episodes: dict[str, int]
+    pending_events: int
+    open_sessions: int
+    projects: int
+    writer_calls_by_day: list[dict[str, Any]]
+    tokens_today: int
+    writer: str
+    writer_daily_token_budget: int
+    owner_id: str
+    transcripts: dict[str, dict[str, Any]]  # per agent: files, lines, events, malformed, ...
+    # provider, model, base_url, api_key_env, api_key_set; for an agent's CLI (claude-code,
+    # codex): provider, model, executable, executable_found, timeout_s
+    writer_config: dict[str, Any]

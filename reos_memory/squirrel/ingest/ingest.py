@@ -1,0 +1,573 @@
+"""Ingest session logs through the adapters, from each file's cursor.
+
+Each batch of lines is one write transaction holding the events it produced and the cursor's
+new offset and parse state: a crash loses the batch and its cursor move together, so a line is
+never ingested twice and never skipped. Episodes cut by a batch go to the Memory Writer after it
+commits (an unprocessed episode is retried later, nothing is lost). A session ends when the
+caller says so (the SessionEnd hook) or when its file has been idle past `idle_seconds`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import apsw
+import msgspec
+
+from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.models import EventIn, now_iso
+from reos_memory.squirrel.ingest import episodes, reader
+from reos_memory.squirrel.ingest.base import Adapter, ParseState
+from reos_memory.squirrel.ingest.claude_code import ClaudeCode
+from reos_memory.squirrel.ingest.codex import Codex
+from reos_memory.squirrel.markers import is_writer_run_dir
+from reos_memory.squirrel.projects import Project, safe_session_id
+from reos_memory.store import squirrel as ssql
+from reos_memory.store import transcripts as tsql
+
+if TYPE_CHECKING:
+    from reos_memory.squirrel.service import Squirrel
+
+T = TypeVar("T")
+
+
+class Helper(Protocol):
+    """A second process that learns from cut episodes on the same database
+    (`reos_memory.squirrel.writer.helper_process`)."""
+
+    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]: ...
+
+    def stop(self) -> None: ...
+
+
+ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeCode(), "codex": Codex()}
+AGENTS = ("auto", *ADAPTERS)
+BATCH_BYTES = 4 << 20
+BATCH_EVENTS = 1000
+
+
+@dataclass
+class Options:
+    agent: str = "auto"
+    session_end: bool | None = None  # None: end the session once its file is idle
+    idle_seconds: float = 1800.0
+    # what becomes of a cut episode (default: the Memory Writer now, in this thread); it may
+    # return a Future of the result instead
+    learn: Callable[[dict[str, Any]], Any] | None = None
+
+
+@dataclass
+class FileReport:
+    path: str
+    agent: str | None = None
+    session_id: str | None = None
+    project_id: str | None = None
+    lines: int = 0
+    events: int = 0
+    malformed: int = 0
+    rewritten: bool = False
+    ended: bool = False
+    skipped_reason: str | None = None
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "agent": self.agent,
+            "session_id": self.session_id,
+            "project_id": self.project_id,
+            "lines": self.lines,
+            "events": self.events,
+            "malformed": self.malformed,
+            "rewritten": self.rewritten,
+            "session_ended": self.ended,
+            "skipped_reason": self.skipped_reason,
+            "episodes": self.episodes,
+            "counts": self.counts,
+        }
+
+
+def detect(path: str) -> str | None:
+    """Which agent wrote a file: from its first records (the name is only a hint)."""
+    for line in reader.lines(path, 0, 1 << 20):
+        rec = _record(line.data)
+        if rec is None:
+            continue
+        for name, adapter in ADAPTERS.items():
+            if adapter.sniff(rec):
+                return name
+    return None
+
+
+_decode = msgspec.json.Decoder().decode
+
+
+def _record(data: bytes | None) -> dict[str, Any] | None:
+    if not data or not data.strip():
+        return None
+    try:
+        rec = _decode(data)
+    except Exception:  # not JSON, bad UTF-8, nested too deep: a malformed line, never fatal
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+# Claude Code 2.x writes most of its lines as progress records (about 70%): recognised by their
+# type near the start of the line, they are skipped without being parsed.
+_SKIP_HEAD = re.compile(rb'"type": ?"(?:progress|queue-operation)"')
+
+
+def _bookkeeping(data: bytes) -> bool:
+    return _SKIP_HEAD.search(data, 0, 600) is not None and b'"message"' not in data[:600]
+
+
+class _Stale(Exception):
+    """Another process moved this file's cursor while we were reading: start again from it."""
+
+
+def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileReport:
+    """Ingest what a session log holds beyond its cursor; end its session when due."""
+    opts = opts or Options()
+    if opts.agent not in AGENTS:
+        raise InvalidInput("agent", f"must be one of {', '.join(AGENTS)}")
+    path = os.path.realpath(os.path.expanduser(path))
+    try:
+        os.stat(path)
+    except OSError as exc:
+        raise InvalidInput("path", f"cannot read {path}: {exc.strerror}") from None
+    if not os.path.isfile(path):
+        raise InvalidInput("path", "must be a regular file (a session log)")
+    for _attempt in range(20):
+        rep = FileReport(path)
+        try:
+            return _ingest_file(sq, path, opts, rep)
+        except _Stale:
+            continue  # a watcher, a hook worker or a client read it at the same time
+    raise InvalidInput("path", "its cursor keeps moving under us (another ingester is busy)")
+
+
+def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> FileReport:
+    size = os.stat(path).st_size  # before reading: lines appended meanwhile are read next time
+    cur = sq.db.read(lambda c: tsql.get(c, path))
+    if cur is None:
+        cur = _moved_here(sq, path)  # the same log under a new name (Codex compresses old ones)
+    expected = None if cur is None else (cur.offset, cur.head_sha256, cur.rewrites)
+    if cur is not None and (
+        size < cur.size_seen
+        or not reader.same_head(path, reader.Head(cur.head_sha256, cur.head_bytes))
+    ):
+        rep.rewritten = True  # truncated or replaced: what it holds now is new to us
+        cur.offset, cur.state_json, cur.ended = 0, "{}", False
+        cur.rewrites += 1
+        h = reader.head(path)
+        cur.head_sha256, cur.head_bytes = h.sha256, h.size
+    agent = cur.agent if cur is not None else None
+    if agent is None:
+        agent = detect(path) if opts.agent == "auto" else opts.agent
+    if agent is None:
+        rep.skipped_reason = "not a Claude Code or Codex session log"
+        return rep
+    rep.agent = agent
+    adapter = ADAPTERS[agent]
+    if cur is None:
+        h = reader.head(path)
+        now = now_iso()
+        cur = tsql.Cursor(
+            path,
+            agent,
+            h.sha256,
+            h.size,
+            size,
+            0,
+            None,
+            None,
+            "{}",
+            0,
+            0,
+            0,
+            0,
+            False,
+            now,
+            now,
+        )
+    state = ParseState.from_json(cur.state_json)
+    batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
+    learn = opts.learn or (lambda ep: sq.after_cut(ep, True))
+    while True:
+        expected = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
+        if expected is None:
+            break
+    rep.session_id, rep.project_id = cur.session_id, cur.project_id
+    rep.counts = dict(state.counts)
+    if is_writer_run_dir(state.cwd):
+        rep.skipped_reason = "a Memory Writer run of reos-memory (never learned from)"
+    idle = time.time() - os.stat(path).st_mtime >= opts.idle_seconds
+    end = opts.session_end if opts.session_end is not None else idle
+    if end and cur.session_id is not None and not cur.ended:
+        rep.episodes.extend(end_session(sq, cur.session_id, opts.learn))
+        rep.ended = True
+    return rep
+
+
+def _moved_here(sq: Squirrel, path: str) -> tsql.Cursor | None:
+    """The cursor of the same log under its sibling name (`x.jsonl` <-> `x.jsonl.zst`), when
+    that log's content starts the same: Codex compresses idle rollouts and decompresses them to
+    resume. The cursor carries over, so nothing is read twice."""
+    sibling = path[: -len(".zst")] if reader.compressed(path) else path + ".zst"
+    old = sq.db.read(lambda c: tsql.get(c, sibling))
+    if old is None or not reader.same_head(path, reader.Head(old.head_sha256, old.head_bytes)):
+        return None
+    moved = dataclasses.replace(old, path=path, size_seen=0, ended=old.ended)
+    return moved
+
+
+def _batch(
+    sq: Squirrel,
+    path: str,
+    cur: tsql.Cursor,
+    adapter: Adapter,
+    state: ParseState,
+    rep: FileReport,
+    max_events: int,
+    expected: tuple[int, str, int] | None,
+    size: int,
+    learn: Callable[[dict[str, Any]], Any],
+) -> tuple[int, str, int] | None:
+    """Read, parse and commit one batch of lines; returns what the cursor now holds, None when
+    there was nothing new. Raises _Stale when another process moved the cursor meanwhile."""
+    events: dict[str, list[EventIn]] = {}
+    n_events = lines = malformed = 0
+    end = cur.offset
+    for line in reader.lines(path, cur.offset, BATCH_BYTES):
+        lines += 1
+        end = line.end
+        if line.data is not None and (not line.data.strip() or _bookkeeping(line.data)):
+            continue
+        rec = _record(line.data)
+        if rec is None:
+            malformed += 1
+            continue
+        try:
+            parsed = adapter.parse(rec, state)
+        except Exception:
+            malformed += 1  # a record of a shape no version wrote: skipped, never fatal
+            continue
+        for p in parsed:
+            events.setdefault(_safe(p.session_id), []).append(p.event)
+            n_events += 1
+        if n_events >= max_events:
+            break
+    if lines == 0:
+        return None
+    if events and is_writer_run_dir(state.cwd):
+        # a Memory Writer run of ours (`claude -p`, `codex exec` in its scratch directory): its
+        # log is read past, never learned from
+        state.count("writer_runs_skipped", n_events)
+        events = {}
+    projects = {sid: _project(sq, sid, state.cwd) for sid in events}
+    owner = sq.owner(None, None)
+    pols = {sid: sq.policy(p.root) for sid, p in projects.items() if p is not None}
+    limits = sq.limits()
+
+    # a young file's identity grows with it (read here, not inside the write transaction)
+    grown = reader.head(path) if cur.head_bytes < reader.HEAD_BYTES else None
+    # the costly part (redaction, signals, cutting) before the write lock is taken: other
+    # processes on the database wait only for the writes
+    prepared = {
+        sid: _prepare(sq, sid, projects[sid], owner, evs, limits) for sid, evs in events.items()
+    }
+
+    def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
+        stored = tsql.get(conn, path)
+        if (None if stored is None else (stored.offset, stored.head_sha256, stored.rewrites)) != (
+            expected
+        ):
+            raise _Stale()
+        new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
+        cut: list[dict[str, Any]] = []
+        lost = 0
+        for sid, evs in events.items():
+            proj = _session_project(conn, sid) or projects[sid]
+            if proj is None:
+                lost += len(evs)  # no cwd anywhere: no project to learn for
+                continue
+            pol = pols.get(sid) or sq.policy(proj.root)
+            report = sq.ingest_in(conn, proj, owner, sid, evs, False, pol, limits, prepared[sid])
+            cut.extend(report.episodes)
+            new.session_id = new.session_id or sid
+            new.project_id = new.project_id or proj.id
+            new.ended = False
+        new.session_id = new.session_id or safe_session_id(state.session_id)
+        new.offset = end
+        new.size_seen = size  # as stat'ed before reading
+        new.state_json = state.to_json()
+        new.lines += lines
+        new.events += n_events
+        new.malformed += malformed
+        new.updated_at = now_iso()
+        if grown is not None:
+            new.head_sha256, new.head_bytes = grown.sha256, grown.size
+        tsql.put(conn, new)
+        return cut, new, lost
+
+    cut, new, lost = sq.db.write(tx)
+    vars(cur).update(vars(new))
+    if lost:
+        state.count("no_project", lost)
+    rep.lines += lines
+    rep.events += n_events
+    rep.malformed += malformed
+    rep.episodes.extend(learn(ep) for ep in cut)
+    return (cur.offset, cur.head_sha256, cur.rewrites)
+
+
+def _prepare(
+    sq: Squirrel,
+    session_id: str,
+    proj: Project | None,
+    owner: tuple[str, str],
+    evs: list[EventIn],
+    limits: episodes.Limits,
+) -> episodes.Prepared | None:
+    if proj is None:
+        return None
+    base = sq.db.read(lambda c: ssql.get_session(c, session_id))
+    try:
+        return episodes.prepare(
+            base,
+            project_id=proj.id,
+            owner=owner,
+            session_id=session_id,
+            events=evs,
+            session_end=False,
+            limits=limits,
+        )
+    except ReosError:
+        return None  # the transaction meets the same problem and says so
+
+
+@functools.lru_cache(maxsize=256)
+def _safe(session_id: str) -> str:
+    return safe_session_id(session_id) or session_id
+
+
+def _project(sq: Squirrel, session_id: str, cwd: str | None) -> Project | None:
+    known = sq.db.read(lambda c: _session_project(c, session_id))
+    if known is not None:
+        return known
+    return sq.project(None, cwd) if cwd else None
+
+
+def _session_project(conn: apsw.Connection, session_id: str) -> Project | None:
+    sess = ssql.get_session(conn, session_id)
+    if sess is None:
+        return None
+    return Project(sess["project_id"], ssql.project_root(conn, sess["project_id"]))
+
+
+def end_session(
+    sq: Squirrel, session_id: str, learn: Callable[[dict[str, Any]], Any] | None = None
+) -> list[Any]:
+    """Cut a session's open episode as ended and mark its files' cursors."""
+    limits = sq.limits()
+    pid = sq.db.read(lambda c: (ssql.get_session(c, session_id) or {}).get("project_id"))
+    pol = sq.project_policy(pid)
+
+    def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
+        ep = episodes.flush_session(conn, session_id, limits, pol.regret, reason="session_end")
+        ssql.end_session(conn, session_id)
+        tsql.mark_ended(conn, session_id, now_iso())
+        return [ep] if ep is not None else []
+
+    learn = learn or (lambda ep: sq.after_cut(ep, True))
+    return [learn(ep) for ep in sq.db.write(tx)]
+
+
+def end_idle_sessions(
+    sq: Squirrel,
+    idle_seconds: float,
+    only: set[str] | None = None,
+    force: bool = False,
+    learn: Callable[[dict[str, Any]], Any] | None = None,
+) -> dict[str, list[Any]]:
+    """End the open sessions (of `only`, when given) all of whose files have been idle past
+    `idle_seconds` (every one of them, with `force`); returns the episodes each ended session
+    was cut into."""
+    rows = sq.db.read(tsql.open_sessions)
+    by_session: dict[str, list[str]] = {}
+    for path, sid, _pid in rows:
+        if only is None or sid in only:
+            by_session.setdefault(sid, []).append(path)
+    now = time.time()
+    ended: dict[str, list[Any]] = {}
+    for sid, paths in by_session.items():
+        try:
+            idle = all(now - os.stat(p).st_mtime >= idle_seconds for p in paths)
+        except OSError:
+            idle = True  # a deleted log will not grow any more
+        if force or idle:
+            ended[sid] = end_session(sq, sid, learn)
+    return ended
+
+
+def _log_group(path: str) -> str:
+    """The session log a file belongs with by its place: a Claude Code subagent's
+    `<session>/subagents/agent-*.jsonl` with `<session>.jsonl`, a compressed rollout with its
+    uncompressed name, any other log with itself."""
+    path = os.path.realpath(path).removesuffix(".zst")
+    parent = os.path.dirname(path)
+    if os.path.basename(parent) == "subagents":
+        return os.path.dirname(parent) + ".jsonl"
+    return path
+
+
+def ingest_paths(
+    sq: Squirrel,
+    paths: Iterable[str],
+    opts: Options | None = None,
+    progress: Callable[[int, int, FileReport], None] | None = None,
+    helper: Helper | None = None,
+) -> list[FileReport]:
+    """Every session log under `paths`, oldest first; a file that fails is reported, not fatal
+    for the others. Sessions end after all their files are in (a subagent's file after its
+    parent's), when `opts.session_end` says so or, by default, when all their files are idle.
+
+    The Memory Writer learns from the cut episodes in the order they were cut, while the next
+    logs are read: on a thread of its own (its embeddings run outside the GIL), or in `helper`,
+    a second process."""
+    opts = opts or Options()
+    ending = opts.session_end is not False
+    force = bool(opts.session_end)
+    learning = _Learning(sq, helper)
+    try:
+        each = Options(opts.agent, False, opts.idle_seconds, learning.learn)
+        files = reader.find(paths)
+        left = Counter(_log_group(f) for f in files)
+        group_sessions: dict[str, set[str]] = {}
+        out = []
+        ended: dict[str, list[Any]] = {}
+
+        def end(sessions: set[str]) -> None:
+            # a short transaction here, the episodes it cuts learned like the others
+            found = end_idle_sessions(sq, opts.idle_seconds, sessions, force, learning.learn)
+            for sid, eps in found.items():
+                ended.setdefault(sid, []).extend(eps)
+
+        for i, f in enumerate(files):
+            try:
+                rep = ingest_file(sq, f, each)
+            except InvalidInput as exc:
+                rep = FileReport(os.path.realpath(f), skipped_reason=exc.message)
+            except ReosError:
+                raise  # the database itself failed: stop, the cursors say where to resume
+            except Exception as exc:  # an unreadable file (a corrupt archive...) spoils only it
+                rep = FileReport(os.path.realpath(f), skipped_reason=f"{type(exc).__name__}: {exc}")
+            out.append(rep)
+            group = _log_group(f)
+            if rep.session_id is not None:
+                group_sessions.setdefault(group, set()).add(rep.session_id)
+            left[group] -= 1
+            if ending and left[group] == 0 and group in group_sessions:
+                # the last file of a session is in: its last episode goes to the writer now,
+                # while the next logs are read, rather than all of them at the end
+                end(group_sessions.pop(group))
+            if progress is not None:
+                progress(i + 1, len(files), rep)
+        if ending:
+            # a session whose files lie elsewhere than beside each other (none that the agents
+            # write today) ends once all of them are in
+            end({r.session_id for r in out if r.session_id is not None} - set(ended))
+            reported: set[str] = set()
+            for r in out:  # the session's last episode is reported with its first file
+                if r.session_id in ended:
+                    r.ended = True
+                    if r.session_id not in reported:
+                        reported.add(r.session_id)
+                        r.episodes.extend(ended[r.session_id])
+        for r in out:  # every writer call has finished: the results replace their futures
+            r.episodes = [e.result() if isinstance(e, Future) else e for e in r.episodes]
+    finally:
+        learning.close()
+    return out
+
+
+class _Learning:
+    """Where cut episodes are learned from: a writer thread of this process, or the helper
+    process when there is one. Sessions end here either way (a short transaction), their last
+    episodes learned like the others. The first failure of the helper stops it (its claims die
+    with it), and what it was given and had not finished is done here, in order, and so is all
+    that follows: each of its tasks committed whole or left nothing."""
+
+    def __init__(self, sq: Squirrel, helper: Helper | None) -> None:
+        self.sq = sq
+        self.helper = helper
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
+        self._lock = threading.Lock()
+        self._closing = False
+
+    def learn(self, ep: dict[str, Any]) -> Future[dict[str, Any]]:
+        def here() -> dict[str, Any]:
+            return self.sq.after_cut(ep, True)
+
+        return self._route(lambda h: h.learn(ep), here)
+
+    def _route(self, there: Callable[[Helper], Future[T]], here: Callable[[], T]) -> Future[T]:
+        helper = self.helper
+        if helper is None:
+            return self.pool.submit(here)
+        out: Future[T] = Future()
+
+        def settle(f: Future[T]) -> None:
+            exc = None if f.cancelled() else f.exception()
+            if not f.cancelled() and exc is None:
+                out.set_result(f.result())
+                return
+            self._stop_helper(exc)
+            if self._closing:
+                out.cancel()
+                return
+            self.pool.submit(here).add_done_callback(lambda g: _copy(g, out))
+
+        try:
+            remote = there(helper)
+        except Exception as exc:  # already broken or shut down
+            self._stop_helper(exc)
+            return self.pool.submit(here)
+        remote.add_done_callback(settle)
+        return out
+
+    def _stop_helper(self, exc: BaseException | None) -> None:
+        with self._lock:
+            helper, self.helper = self.helper, None
+        if helper is not None:
+            if self.sq.log and not self._closing:
+                self.sq.log.warning("ingest_helper_failed", error=repr(exc))
+            helper.stop()
+
+    def close(self) -> None:
+        """Wait for the work queued here; on the way out of an error, drop what has not begun."""
+        self._closing = sys.exc_info()[0] is not None
+        self.pool.shutdown(wait=True, cancel_futures=self._closing)
+
+
+def _copy(src: Future[T], dst: Future[T]) -> None:
+    if src.cancelled():
+        dst.cancel()
+        return
+    exc = src.exception()
+    if exc is not None:
+        dst.set_exception(exc)
+    else:
+        dst.set_result(src.result())

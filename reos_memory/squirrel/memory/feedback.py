@@ -1,0 +1,111 @@
+"""Outcome feedback and regret (seed 001 section 4.2).
+
+The outcome of a task that received a context (errors, retries) is compared with the project's
+running averages. Fewer errors or retries than usual give every memory injected into that
+context a suspected regret hit and `estimated_regret_saved += alpha * d_err + beta * d_retry`;
+then the averages take the outcome in. A context is judged once, by an explicit
+`squirrel/feedback` or by the next episode of the same session, whichever comes first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from reos_memory.errors import NotFound
+from reos_memory.models import EpisodeStats
+from reos_memory.squirrel.memory.policy import RegretWeights
+from reos_memory.store import memories as memory_sql
+from reos_memory.store import squirrel as sql
+
+
+def apply(
+    conn: apsw.Connection,
+    context_id: str,
+    outcome: dict[str, Any],
+    regret: RegretWeights,
+    now: str,
+    source: str,
+    *,
+    update_baseline: bool = True,
+) -> dict[str, Any]:
+    """Judge one context by a task outcome (inside a write tx); counts once per context."""
+    ctx = sql.get_context(conn, context_id)
+    if ctx is None:
+        raise NotFound("context", context_id, field="context_id")
+    project_id = ctx["project_id"]
+    n, avg_err, avg_retry = sql.baseline(conn, project_id)
+    result: dict[str, Any] = {
+        "context_id": context_id,
+        "counted": False,
+        "regret_hit": False,
+        "regret_saved": 0.0,
+        "memory_ids": [],
+        "baseline": {
+            "outcomes": n,
+            "avg_errors": round(avg_err, 4),
+            "avg_retries": round(avg_retry, 4),
+        },
+    }
+    if not sql.set_feedback(conn, context_id, now, source, outcome):
+        result["reason"] = "this context already has its outcome"
+        return result
+    result["counted"] = True
+    d_err = max(0.0, avg_err - outcome["errors"])
+    d_retry = max(0.0, avg_retry - outcome["retries"])
+    mems = sql.injected_memories(conn, context_id)
+    result["memory_ids"] = mems
+    if n > 0 and (d_err > 0 or d_retry > 0) and mems:
+        saved = regret.alpha_errors * d_err + regret.beta_retries * d_retry
+        memory_sql.add_regret(conn, mems, saved)
+        result.update(regret_hit=True, regret_saved=round(saved, 4))
+    elif n == 0:
+        result["reason"] = "no baseline yet for this project: the outcome starts it"
+    else:
+        result["reason"] = "no fewer errors or retries than the project's average"
+    if update_baseline and project_id is not None:
+        sql.add_outcome(conn, project_id, outcome["errors"], outcome["retries"], now)
+    return result
+
+
+def judge_session_contexts(
+    conn: apsw.Connection,
+    project_id: str,
+    session_id: str,
+    st: EpisodeStats,
+    until: str,
+    regret: RegretWeights,
+    now: str,
+) -> int:
+    """An episode just ended: it is the outcome of the contexts its session received before.
+
+    However many contexts the task received (a hook may ask on every prompt), it is one task:
+    each memory injected into any of them gets at most one regret hit, and the project's
+    averages take the outcome in once.
+    """
+    ids = sql.contexts_awaiting_feedback(conn, session_id, until)
+    if not ids:
+        return 0
+    outcome = {
+        "errors": st.error_count,
+        "retries": st.retry_loops,
+        "tests_final_status": st.tests_final_status,
+        "user_frustration": st.user_frustration,
+    }
+    n, avg_err, avg_retry = sql.baseline(conn, project_id)
+    judged = 0
+    mems: dict[str, None] = {}
+    for cid in ids:
+        if sql.set_feedback(conn, cid, now, "episode", outcome):
+            judged += 1
+            mems.update(dict.fromkeys(sql.injected_memories(conn, cid)))
+    d_err = max(0.0, avg_err - st.error_count)
+    d_retry = max(0.0, avg_retry - st.retry_loops)
+    if judged and n > 0 and (d_err > 0 or d_retry > 0) and mems:
+        memory_sql.add_regret(
+            conn, list(mems), regret.alpha_errors * d_err + regret.beta_retries * d_retry
+        )
+    if judged:
+        sql.add_outcome(conn, project_id, st.error_count, st.retry_loops, now)
+    return judged
