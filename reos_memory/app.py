@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reos_memory import __version__
 from reos_memory.config import Config
@@ -20,9 +20,14 @@ from reos_memory.store import Database, backup_to
 from reos_memory.store.migrations import migrate, pending
 from reos_memory.store.vectors import recorded_model
 
+if TYPE_CHECKING:
+    from reos_memory.llm import LLMClient
+    from reos_memory.squirrel.service import Squirrel
+
 
 class App:
-    """What handlers reach through `ctx.app`: the database and the service state."""
+    """The services of one database, built from configuration: what every interface is given
+    (it satisfies `interfaces.services.Services`)."""
 
     def __init__(self, config: Config, log: Any, make_embedder: Any = None) -> None:
         self.config = config
@@ -57,9 +62,9 @@ class App:
             from reos_memory.squirrel.redaction import redact_value
 
             self.block_redact = redact_value
-        self._llm: Any = None
+        self._llm: LLMClient | None = None
         self._writer_cli: Any = None
-        self._squirrel: Any = None
+        self._squirrel: Squirrel | None = None
         self._squirrel_lock = threading.Lock()
         self._stopping = threading.Event()
         self._catch_up_thread: threading.Thread | None = None
@@ -98,7 +103,7 @@ class App:
             self.catch_up_state = "failed"
             self.log.warning("catch_up_failed", error=repr(exc))
 
-    def llm(self) -> Any:
+    def llm(self) -> LLMClient | None:
         """The configured LLM client, or None when no provider is configured."""
         from reos_memory.llm import LLMClient, LLMSettings
 
@@ -137,7 +142,7 @@ class App:
         return self._writer_cli
 
     @property
-    def squirrel(self) -> Any:
+    def squirrel(self) -> Squirrel:
         """Squirrel, built on first use (its rules and regexes stay off the start-up path)."""
         with self._squirrel_lock:
             if self._squirrel is None:
@@ -162,9 +167,9 @@ class App:
             per_call = config.writer_cli_timeout_s + 60
         else:
             per_call = config.llm_timeout_s * (config.llm_max_retries + 1) + 30
-        left = self.squirrel.unwritten()
-        while not self.squirrel.wait_idle(per_call):
-            now = self.squirrel.unwritten()
+        left = self.squirrel.writer.unwritten()
+        while not self.squirrel.writer.wait_idle(per_call):
+            now = self.squirrel.writer.unwritten()
             if now >= left:  # not one call finished in a call's whole time: stop waiting
                 break
             left = now
@@ -185,7 +190,7 @@ class App:
         self.db.close()
 
 
-def make_squirrel(config: Config, db: Database, indexer: Any, llm: Any, log: Any) -> Any:
+def make_squirrel(config: Config, db: Database, indexer: Indexer, llm: Any, log: Any) -> Squirrel:
     """Squirrel over the service's database, embedder and vector machinery."""
     from reos_memory.squirrel.service import Settings, Squirrel
 
@@ -465,6 +470,12 @@ def open_app(
     return app
 
 
+def open_helper(config: Config, embedder: str | None) -> App:
+    """The services of an ingest helper process (`squirrel/writer/helper_process.py`): the model
+    loads while the first episodes are cut; the first commit that needs it waits."""
+    return open_app(config, needs_model=True, embedder=embedder, wait=False)
+
+
 def _missing(config: Config) -> bool:
     """True (and said on stderr) when the database a command would read does not exist."""
     if os.path.exists(config.db):
@@ -665,20 +676,26 @@ def run_sqrl(config: Config, args: Any) -> int:
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1
     try:
+        from reos_memory.squirrel import api
+
         sq = app.squirrel
         root = None if args.project_id else (args.project_root or os.getcwd())
         where = {"project_id": args.project_id, "project_root": root}
+        anywhere = {"project_id": None, "project_root": None}
         cmd = args.command
+        out: Any
         if cmd == "flush":
-            out = sq.flush(**where, session_id=args.session, wait=True)
+            out = sq.flush(api.FlushParams(**where, session_id=args.session, wait=True))
             text = report.episodes(out)
         elif cmd == "context":
             out = sq.get_task_context(
-                **where,
-                task=args.task,
-                path=args.path,
-                session_id=args.session,
-                budget=args.budget,
+                api.ContextParams(
+                    **where,
+                    task=args.task,
+                    path=args.path,
+                    session_id=args.session,
+                    context_budget_tokens=args.budget,
+                )
             )
             text = report.context(out)
         elif cmd == "add":
@@ -704,12 +721,24 @@ def run_sqrl(config: Config, args: Any) -> int:
                 option = "--" + at.rstrip("`").replace("_", "-")
                 raise ReosError(f"{option}: {msg or exc}") from None
             if args.scope == "global":
-                where = {"project_id": None, "project_root": None}
-            out = sq.add_memory(**where, op=op, owner_type=None, owner_id=None)
-            m = out["memory"]
+                where = anywhere
+            out = sq.add_memory(
+                api.MemoryAddParams(
+                    **where,
+                    scope=op.scope,
+                    kind=args.kind,
+                    tier=op.tier,
+                    polarity=op.polarity,
+                    key=op.key,
+                    text=op.text or "",
+                    ttl_days=op.ttl_days,
+                    path_prefix=op.path_prefix,
+                )
+            )
+            m = out.memory
             text = (
-                f"deduplicated into {out['deduplicated_into']}: {m.text}\n"
-                if out.get("deduplicated_into")
+                f"deduplicated into {out.deduplicated_into}: {m.text}\n"
+                if out.deduplicated_into
                 else f"added {m.id} ({m.kind}, {m.status}): {m.text}\n"
             )
         elif cmd == "memories" and args.memory_id:
@@ -717,29 +746,23 @@ def run_sqrl(config: Config, args: Any) -> int:
             text = report.memory(out)
         elif cmd == "memories":
             statuses = args.status or ["provisional", "active"]
-            scope_args = {"project_id": None, "project_root": None} if args.all_projects else where
+            scope_args = anywhere if args.all_projects else where
             out = sq.list_memories(
-                **scope_args,
-                include_global=True,
-                statuses=statuses,
-                kinds=args.kind,
-                scope=None,
-                owner_type=None,
-                owner_id=None,
-                key_prefix=None,
-                limit=args.limit,
-                cursor=None,
+                api.MemoryListParams(
+                    **scope_args, statuses=statuses, kinds=args.kind, limit=args.limit
+                )
             )
-            text = report.memories(out["memories"], out["metrics"])
+            text = report.memories(out.memories, out.metrics)
         elif cmd == "search":
-            out = sq.search(query=" ".join(args.query), **where, limit=args.limit)
+            query = " ".join(args.query)
+            out = sq.search(api.SquirrelSearchParams(query=query, **where, limit=args.limit))
             text = report.search(out)
         elif cmd == "forget":
             out = sq.forget(args.memory_id)
             text = f"forgot {args.memory_id}\n"
         elif cmd == "cr-memory":
-            scope_args = {"project_id": None, "project_root": None} if args.all_projects else where
-            out = sq.cr_memory(**scope_args, dry_run=args.dry_run)
+            scope_args = anywhere if args.all_projects else where
+            out = sq.cr_memory(api.CrMemoryParams(**scope_args, dry_run=args.dry_run))
             text = report.cr_memory(out)
         elif cmd == "status":
             out = sq.status()

@@ -8,8 +8,8 @@ import sys
 import msgspec
 
 from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter
-from reos_memory.interfaces.jsonrpc.registry import Registry
 from reos_memory.interfaces.jsonrpc.server import Server
+from reos_memory.interfaces.registry import Registry
 from reos_memory.logs import setup_logging
 
 registry = Registry()

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from reos_memory.squirrel import service
+from reos_memory.squirrel.writer import runner as service
 
 
 def test_a_claim_is_free_only_when_its_process_of_this_host_and_namespace_is_gone():

@@ -151,7 +151,7 @@ def test_not_relevant_keys_are_dropped_with_their_reason(tmp_path: Path, repo: P
     """relevant_only (the prompt hook): a keyed memory not related to the task is dropped."""
     from reos_memory.app import App
     from reos_memory.logs import setup_logging
-    from reos_memory.squirrel.writer.schema import WriterOp
+    from reos_memory.squirrel import api
 
     cfg = load_config(None, {"db": str(tmp_path / "m.db"), "embedder": "hash"})
     app = App(msgspec.structs.replace(cfg, catch_up_indexing=False), setup_logging("warning"))
@@ -159,18 +159,19 @@ def test_not_relevant_keys_are_dropped_with_their_reason(tmp_path: Path, repo: P
     try:
         app.embeddings.wait_ready(30)
         sq = app.squirrel
-        op = WriterOp(op="ADD", kind="invariant", key="project.package_manager", text="Use pnpm.")
-        mid = sq.add_memory(
-            project_id=None, project_root=str(repo), op=op, owner_type=None, owner_id=None
-        )["memory"].id
-        task = "rename the basket component"
-        plain = sq.get_task_context(project_id=None, project_root=str(repo), task=task)
-        assert plain["memory_ids"] == [mid]  # a key is always there...
-        hook = sq.get_task_context(
-            project_id=None, project_root=str(repo), task=task, relevant_only=True
+        add = api.MemoryAddParams(
+            project_root=str(repo),
+            kind="invariant",
+            key="project.package_manager",
+            text="Use pnpm.",
         )
-        assert hook["memory_ids"] == []  # ...but not when only related memories are wanted
-        (d,) = hook["dropped"]
-        assert d["id"] == mid and d["reason"] == "not_relevant" and "a key" in d["detail"]
+        mid = sq.add_memory(add).memory.id
+        ask = api.ContextParams(project_root=str(repo), task="rename the basket component")
+        plain = sq.get_task_context(ask)
+        assert plain.memory_ids == [mid]  # a key is always there...
+        hook = sq.get_task_context(ask, relevant_only=True)
+        assert hook.memory_ids == []  # ...but not when only related memories are wanted
+        (d,) = hook.dropped
+        assert d.id == mid and d.reason == "not_relevant" and "a key" in d.detail
     finally:
         app.close()

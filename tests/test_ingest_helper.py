@@ -104,7 +104,7 @@ def _watched(helper: Any) -> list[int]:
 def test_the_helper_learns_what_this_process_would(home, reference, tmp_path: Path) -> None:
     app = _app(tmp_path / "m.db")
     try:
-        helper = Helper(app.config)
+        helper = Helper("reos_memory.app:open_helper", app.config)
         hello = helper.ready.result(60)
         pid = hello["pid"]
         assert pid != os.getpid() and _alive(pid)
@@ -135,7 +135,7 @@ def test_a_helper_that_dies_leaves_its_work_to_this_process(
 ) -> None:
     app = _app(tmp_path / "m.db")
     try:
-        helper = Helper(app.config)
+        helper = Helper("reos_memory.app:open_helper", app.config)
         pid = helper.ready.result(60)["pid"]
         stops = _watched(helper)
         if when == "at once":
@@ -174,10 +174,10 @@ class _FailsMidway:
         self.given += 1
         done: Future[dict[str, Any]] = Future()
         if self.given < 4:
-            done.set_result(self.sq.after_cut(episode, True))
+            done.set_result(self.sq.writer.after_cut(episode, True))
         else:
             if self.committed:
-                self.sq.after_cut(episode, True)
+                self.sq.writer.after_cut(episode, True)
             done.set_exception(RuntimeError("the helper failed"))
         return done
 

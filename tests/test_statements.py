@@ -914,7 +914,9 @@ def test_switch_between_failing_and_working_text():
 def test_module_is_pure():
     """No I/O and no imports beyond the standard library's re/dataclasses/itertools/functools
     (a memo of the tool scan)."""
-    path = Path(__file__).resolve().parents[1] / "reos_memory" / "squirrel" / "statements.py"
+    path = (
+        Path(__file__).resolve().parents[1] / "reos_memory" / "squirrel" / "text" / "statements.py"
+    )
     tree = ast.parse(path.read_text())
     imported = {
         alias.name.split(".")[0]

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from harness.rpc_client import Server
+from reos_memory.squirrel import api
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import ParseState
 from reos_memory.squirrel.ingest.claude_code import ClaudeCode
@@ -126,18 +127,13 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     # with the project's checks; the failing test's own Read/Edit is never called a fix, and
     # four failures alone make no emergency guard
     mems = sq.list_memories(
-        project_id=cc.project_id,
-        project_root=None,
-        include_global=False,
-        statuses=["provisional", "active"],
-        kinds=None,
-        scope=None,
-        owner_type=None,
-        owner_id=None,
-        key_prefix=None,
-        limit=50,
-        cursor=None,
-    )["memories"]
+        api.MemoryListParams(
+            project_id=cc.project_id,
+            include_global=False,
+            statuses=["provisional", "active"],
+            limit=50,
+        )
+    ).memories
     texts = [m.text for m in mems]
     assert any("SQLite" in t and "migration" in t for t in texts), texts
     assert any("sandbox" in t.lower() for t in texts), texts
@@ -149,28 +145,13 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     again = tin.ingest_paths(sq, [str(FORMATS)], tin.Options(session_end=True))
     assert sum(r.lines + r.events for r in again) == 0
     demo = sq.list_memories(
-        project_id=old.project_id,
-        project_root=None,
-        include_global=False,
-        statuses=["provisional"],
-        kinds=None,
-        scope=None,
-        owner_type=None,
-        owner_id=None,
-        key_prefix=None,
-        limit=50,
-        cursor=None,
-    )["memories"]
+        api.MemoryListParams(
+            project_id=old.project_id, include_global=False, statuses=["provisional"], limit=50
+        )
+    ).memories
     # Edit failing until the file was read is Claude Code's own rule, not the project's
     assert not any("read yet" in m.text or "tool_use_error" in m.text for m in demo)
-    eps = sq.list_episodes(
-        project_id=old.project_id,
-        project_root=None,
-        session_id=None,
-        outcome=None,
-        limit=10,
-        cursor=None,
-    )["episodes"]
+    eps = sq.list_episodes(api.EpisodeListParams(project_id=old.project_id, limit=10)).episodes
     assert [e.outcome for e in eps] == ["written"]  # it was read, and judged
 
 
@@ -178,15 +159,8 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
 def test_codex_test_runs_carry_exit_codes_and_outcomes(app) -> None:
     sq = app.squirrel  # type: ignore[attr-defined]
     rep = tin.ingest_file(sq, str(CODEX_NEW), tin.Options(session_end=True))
-    eps = sq.list_episodes(
-        project_id=rep.project_id,
-        project_root=None,
-        session_id=None,
-        outcome=None,
-        limit=10,
-        cursor=None,
-    )["episodes"]
-    full = [sq.get_episode(ep.id)["episode"] for ep in eps]
+    eps = sq.list_episodes(api.EpisodeListParams(project_id=rep.project_id, limit=10)).episodes
+    full = [sq.get_episode(ep.id).episode for ep in eps]
     events = [e for ep in full for e in ep.events]
     runs = [
         e for e in events if e["kind"] == "tool_result" and "npm test" in (e.get("command") or "")
@@ -501,10 +475,9 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
         limits=limits,
     )
     sq.ingest(
-        project_id=proj.id,
-        project_root=None,
-        session_id="s1",
-        events=[said(i) for i in range(10, 15)],
+        api.IngestParams(
+            project_id=proj.id, session_id="s1", events=[said(i) for i in range(10, 15)]
+        ),
         process=False,
     )
     report = app.db.write(  # type: ignore[attr-defined]

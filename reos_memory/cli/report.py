@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reos_memory.squirrel.tokens import shorten
+
+if TYPE_CHECKING:
+    from reos_memory.squirrel import api
 
 
 def memories(rows: list[Any], metrics: list[Any]) -> str:
@@ -22,9 +25,9 @@ def memories(rows: list[Any], metrics: list[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def memory(result: dict[str, Any]) -> str:
+def memory(result: api.MemoryGetResult) -> str:
     """One memory in full, with where it came from and how it has done."""
-    m, x = result["memory"], result.get("metrics")
+    m, x = result.memory, result.metrics
     where = "global" if m.project_id is None else f"project {m.project_id}"
     if m.path_prefix:
         where += f", under {m.path_prefix}"
@@ -40,7 +43,7 @@ def memory(result: dict[str, Any]) -> str:
             f"  used {x.use_count} of {x.opportunities} opportunities, last {x.last_used_at or 'never'};"
             f" regret hits {x.suspected_regret_hits}, saved {x.estimated_regret_saved:.2f}"
         )
-    ev = result.get("evidence") or []
+    ev = result.evidence
     lines.append(f"  evidence ({len(ev)}):")
     for e in ev:
         lines.append(
@@ -50,46 +53,45 @@ def memory(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def episodes(result: dict[str, Any]) -> str:
+def episodes(result: api.FlushResult) -> str:
     """What a flush or ingest cut and what the writer made of each episode."""
-    eps = result.get("episodes", [])
+    eps = result.episodes
     if not eps:
         return "nothing to flush: no pending events\n"
     out = []
     for e in eps:
-        st = e.get("stats", {})
+        st = e.stats
         out.append(
-            f"episode {e['episode_id']} ({e['cut_reason']}, {e['events']} events,"
+            f"episode {e.episode_id} ({e.cut_reason}, {e.events} events,"
             f" {st.get('error_count', 0)} errors, {st.get('retry_loops', 0)} retries,"
-            f" frustration {st.get('user_frustration', 'none')}): {e.get('outcome')}"
-            + (f" - {e['reason']}" if e.get("reason") else "")
+            f" frustration {st.get('user_frustration', 'none')}): {e.outcome}"
+            + (f" - {e.reason}" if e.reason else "")
         )
-        for op in e.get("ops") or []:
+        for op in e.ops or []:
             what = op.get("text") or op.get("reason") or ""
             out.append(f"  {op['action']:<12} {op.get('kind') or '':<10} {shorten(what, 90)}")
     return "\n".join(out) + "\n"
 
 
-def context(result: dict[str, Any]) -> str:
-    left = len(result.get("dropped") or [])
+def context(result: api.ContextResult) -> str:
+    left = len(result.dropped)
     left_out = f"; {left} more looked at and left out (--json says why)" if left else ""
-    if not result["context_prompt"]:
-        return f"no memories for this task ({result['context_id']}){left_out}\n"
+    if not result.context_prompt:
+        return f"no memories for this task ({result.context_id}){left_out}\n"
     return (
-        result["context_prompt"]
-        + f"\n\n{len(result['memory_ids'])} memories, {result['tokens']} of"
-        f" {result['budget']} tokens, context {result['context_id']}{left_out}\n"
+        result.context_prompt + f"\n\n{len(result.memory_ids)} memories, {result.tokens} of"
+        f" {result.budget} tokens, context {result.context_id}{left_out}\n"
     )
 
 
-def cr_memory(result: dict[str, Any]) -> str:
+def cr_memory(result: api.CrMemoryResult) -> str:
     head = (
-        f"{'dry run: ' if result['dry_run'] else ''}evaluated {result['evaluated']},"
-        f" promoted {result['promoted']}, deprecated {result['deprecated']},"
-        f" kept {result['kept']} ({result['seconds']} s)"
+        f"{'dry run: ' if result.dry_run else ''}evaluated {result.evaluated},"
+        f" promoted {result.promoted}, deprecated {result.deprecated},"
+        f" kept {result.kept} ({result.seconds} s)"
     )
     lines = [head]
-    for d in result["decisions"]:
+    for d in result.decisions:
         if d["action"] != "keep":
             lines.append(f"  {d['action']:<10} {d['memory_id']:<25} {d['kind']:<10} {d['reason']}")
     return "\n".join(lines) + "\n"
@@ -114,25 +116,25 @@ def _writer_config(c: dict[str, Any]) -> str:
     return f"{c['provider']} {c['model']} at {c['base_url']}, {key_text}"
 
 
-def status(result: dict[str, Any]) -> str:
-    mem = result["memories"]["by_status"]
+def status(result: api.StatusResult) -> str:
+    mem = result.memories["by_status"]
     lines = [
         f"memories: {sum(mem.values())} ("
         + ", ".join(f"{k} {v}" for k, v in sorted(mem.items()))
         + ")",
         "episodes: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(result["episodes"].items())) or "none"),
-        f"pending events: {result['pending_events']} in {result['open_sessions']} open sessions",
-        f"writer: {result['writer']}; tokens today {result['tokens_today']}"
-        f" of {result['writer_daily_token_budget']}",
-        "writer config: " + _writer_config(result.get("writer_config") or {}),
+        + (", ".join(f"{k} {v}" for k, v in sorted(result.episodes.items())) or "none"),
+        f"pending events: {result.pending_events} in {result.open_sessions} open sessions",
+        f"writer: {result.writer}; tokens today {result.tokens_today}"
+        f" of {result.writer_daily_token_budget}",
+        "writer config: " + _writer_config(result.writer_config),
     ]
-    for agent, t in sorted((result.get("transcripts") or {}).items()):
+    for agent, t in sorted(result.transcripts.items()):
         lines.append(
             f"{agent} logs: {t['files']} file(s), {t['lines']} lines, {t['events']} events,"
             f" {t['malformed']} malformed, {t['ended_sessions']} ended; last read {t['last_read_at']}"
         )
-    for day in result["writer_calls_by_day"]:
+    for day in result.writer_calls_by_day:
         lines.append(
             f"  {day['day']} {day['writer']}: {day['calls']} calls ({day['ok']} ok),"
             f" {day['input_tokens']} in / {day['output_tokens']} out tokens, {day['seconds']} s"
@@ -140,13 +142,12 @@ def status(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def search(result: dict[str, Any]) -> str:
-    if not result["matches"]:
+def search(result: api.SquirrelSearchResult) -> str:
+    if not result.matches:
         return "no match\n"
     return (
         "\n".join(
-            f"{m['score']:.2f}  {m['id']:<25} {m['kind']:<10} {shorten(m['text'], 90)}"
-            for m in result["matches"]
+            f"{m.score:.2f}  {m.id:<25} {m.kind:<10} {shorten(m.text, 90)}" for m in result.matches
         )
         + "\n"
     )

@@ -26,7 +26,7 @@ def run(config: Config, args: Any) -> int:
         if ingest_helper.wanted(config, args.paths):
             # a large catch-up: the Memory Writer runs in a second process, started first so
             # its start-up overlaps ours; this process then needs the model only if it fails
-            helper = ingest_helper.Helper(config, embedder)
+            helper = ingest_helper.Helper("reos_memory.app:open_helper", config, embedder)
     from reos_memory.app import open_app
 
     try:

@@ -19,9 +19,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import apsw
+import msgspec
+from msgspec.structs import asdict
 
 from reos_memory.errors import EmbedderUnavailable, InvalidInput
-from reos_memory.graph import when
+from reos_memory.graph import api, when
 from reos_memory.index.vectors import Indexer
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
@@ -144,21 +146,9 @@ class SearchOutcome:
     markdown: str
 
 
-@dataclass(frozen=True)
-class Query:
-    """What one memory/search asks for (the request's params)."""
+class Query(api.SearchParams, kw_only=True):
+    """What one memory/search asks for: the request's params and the service's postings budget."""
 
-    query: str
-    act_id: str | None = None
-    max_results: int = 20
-    include_graph: bool = True
-    mode: str = "hybrid"
-    min_similarity: float = 0.2
-    graph_depth: int = 2
-    candidates: int = 100
-    recency_weight: float = 0.0
-    recency_half_life_days: float = 30.0
-    type_weights: dict[str, float] | None = None
     keyword_budget: int = 5_000
 
     @property
@@ -187,9 +177,19 @@ class Stage1:
         return sum(c.found_by_keyword and not c.found_by_vector for c in self.cands.values())
 
 
-def search(db: Database, indexer: Indexer, **params: Any) -> SearchOutcome:
+def search(
+    db: Database, indexer: Indexer, p: api.SearchParams, *, keyword_budget: int = 5_000
+) -> api.SearchResult:
     """Run the three stages and render the result as seed 004's "Relevant Memory" markdown."""
-    q = Query(**params)
+    out = search_outcome(db, indexer, Query(**asdict(p), keyword_budget=keyword_budget))
+    return msgspec.convert(
+        {"query": out.query, "matches": out.matches, "stats": out.stats, "markdown": out.markdown},
+        api.SearchResult,
+    )
+
+
+def search_outcome(db: Database, indexer: Indexer, q: Query) -> SearchOutcome:
+    """The three stages on a query, as plain values."""
     if not q.query.strip():
         raise InvalidInput("query", "must contain something to search for, not only spaces")
     s1 = _stage1(db, indexer, q)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from reos_memory.errors import InvalidInput, NotFound
+from reos_memory.graph import api
 from reos_memory.models import EdgeRef
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
@@ -42,6 +43,26 @@ class Neighbourhood:
     truncated: bool = False
     depth_reached: int = 0
     extra: dict[str, object] = field(default_factory=dict)
+
+
+def neighbourhood(db: Database, p: api.RelatedParams) -> api.RelatedResult:
+    """memory/related: `related` on a request's params, as its result."""
+    n = related(
+        db,
+        block_id=p.block_id,
+        depth=p.depth,
+        rel_types=p.rel_types,
+        direction=p.direction,
+        max_nodes=p.max_nodes,
+    )
+    return api.RelatedResult(
+        start_block_id=n.start_block_id,
+        visited_blocks=n.visited_blocks,
+        blocks_by_depth=n.blocks_by_depth,
+        edges=n.edges,
+        truncated=n.truncated,
+        depth_reached=n.depth_reached,
+    )
 
 
 def related(

@@ -187,12 +187,12 @@ def _context(
         )
     finally:
         app.close()
-    if not out["memory_ids"]:
+    if not out.memory_ids:
         return None
     return {
         "hookSpecificOutput": {
             "hookEventName": event,
-            "additionalContext": out["context_prompt"],
+            "additionalContext": out.context_prompt,
         }
     }
 

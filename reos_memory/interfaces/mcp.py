@@ -34,8 +34,11 @@ from msgspec import Meta
 from reos_memory import __version__
 from reos_memory.config import Config
 from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.graph import api as gapi
+from reos_memory.graph import retrieval, traversal
 from reos_memory.graph.retrieval import render_markdown
-from reos_memory.interfaces.jsonrpc.registry import MethodSpec, Registry, convert_params
+from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
+from reos_memory.interfaces.services import Services
 from reos_memory.models import Direction, Ident, MemoryKind, MemoryScope, RelType
 from reos_memory.squirrel import api as ts
 from reos_memory.squirrel.tokens import count_tokens
@@ -75,12 +78,11 @@ SessionArg = Annotated[
 
 
 class Env:
-    """What a tool function may use: the app, the default project root and the RPC handlers."""
+    """What a tool function may use: the services and the default project root."""
 
-    def __init__(self, app: Any, cwd: str, rpc: Registry, log: Any) -> None:
+    def __init__(self, app: Services, cwd: str, log: Any) -> None:
         self.app = app
         self.cwd = cwd
-        self.rpc = rpc
         self.log = log
         self.calls = 0  # both counted on the event loop's thread
         self.running = 0
@@ -91,12 +93,6 @@ class Env:
 
     def root(self, project_root: str | None) -> str:
         return self.cwd if project_root is None else project_root
-
-    def rpc_call(self, method: str, params: dict[str, Any]) -> Any:
-        """Run a JSON-RPC method's own handler on these params (validated as that method does)."""
-        spec = self.rpc.methods[method]
-        payload = {k: v for k, v in params.items() if v is not None}
-        return spec.handler(_HandlerContext(self.app), convert_params(spec, payload))
 
     def call(self, spec: MethodSpec, arguments: dict[str, Any]) -> mt.CallToolResult:
         """Validate the arguments and run one tool; errors become tool errors, never exceptions."""
@@ -120,21 +116,6 @@ class Env:
             content=[mt.TextContent(text=msgspec.json.encode(data).decode())],
             structured_content=data,
         )
-
-
-class _HandlerContext:
-    """The part of rpc.server.RequestContext the reused handlers read (no progress, no cancel)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.cancelled = threading.Event()
-        self.progress_token = None
-
-    def check_cancelled(self) -> None:
-        pass
-
-    def progress(self, done: int, total: int | None, message: str = "") -> None:
-        pass
 
 
 # -- results an agent can take in ------------------------------------------------------------
@@ -264,19 +245,19 @@ def get_task_context(env: Env, a: GetTaskContextArgs) -> Any:
     wrong can be erased with `forget`. Records the request (memories gain a use). The budget is
     at most a quarter of the server's result limit (`mcp_max_result_tokens`, 20,000 tokens).
     """
-    out = env.app.squirrel.get_task_context(
-        project_id=None,
+    p = ts.ContextParams(
         project_root=env.root(a.project_root),
         task=a.task,
         path=a.path,
         session_id=a.session_id,
         # the result holds the prompt and each memory again, with its details
-        budget=min(a.budget_tokens, env.max_tokens // 4),
+        context_budget_tokens=min(a.budget_tokens, env.max_tokens // 4),
     )
+    out = env.app.squirrel.get_task_context(p)
     # why the others were left out is for people (squirrel/get_task_context, sqrl context
     # --json): up to a hundred entries the budget does not bound would only cost the agent tokens
-    out["dropped"] = []
-    return _shape(out, ts.ContextResult)
+    out.dropped = []
+    return out
 
 
 class SearchMemoryArgs(Args):
@@ -294,10 +275,8 @@ def search_memory(env: Env, a: SearchMemoryArgs) -> Any:
     Returns `matches` (id, kind, status, scope, text, score, similarity, keyword score). Changes
     nothing; for the context of a task use get_task_context instead.
     """
-    out = env.app.squirrel.search(
-        query=a.query, project_id=None, project_root=env.root(a.project_root), limit=a.limit
-    )
-    return _shape(out, ts.SquirrelSearchResult)
+    p = ts.SquirrelSearchParams(query=a.query, project_root=env.root(a.project_root), limit=a.limit)
+    return env.app.squirrel.search(p)
 
 
 class RememberArgs(Args):
@@ -373,17 +352,25 @@ def remember(env: Env, a: RememberArgs) -> Any:
         "path_prefix": a.path_prefix,
     }
     try:
-        op = msgspec.convert(fields, WriterOp)
+        msgspec.convert(fields, WriterOp)  # its rules, with the argument they concern
     except msgspec.ValidationError as exc:
         msg, _, at = str(exc).rpartition(" - at `$.")
         name = at.rstrip("`")
         raise InvalidInput("avoid" if name == "polarity" else name, msg or str(exc)) from None
     # as `sqrl add`: a global memory belongs to no project
     root = None if a.scope == "global" else env.root(a.project_root)
-    out = env.app.squirrel.add_memory(
-        project_id=None, project_root=root, op=op, owner_type=None, owner_id=None
+    return env.app.squirrel.add_memory(
+        ts.MemoryAddParams(
+            project_root=root,
+            scope=a.scope,
+            kind=a.kind,
+            tier="short_term",
+            polarity=-1 if a.avoid else 1,
+            key=a.key,
+            text=a.text,
+            path_prefix=a.path_prefix,
+        )
     )
-    return _shape(out, ts.MemoryAddResult)
 
 
 class ForgetArgs(Args):
@@ -399,7 +386,7 @@ def forget(env: Env, a: ForgetArgs) -> Any:
 
     Cannot be undone; to correct a memory, forget it and remember the right one.
     """
-    return _shape(env.app.squirrel.forget(a.memory_id), ts.ForgetResult)
+    return env.app.squirrel.forget(a.memory_id)
 
 
 class FlushArgs(Args):
@@ -420,10 +407,8 @@ def flush(env: Env, a: FlushArgs) -> Any:
     Returns each episode cut and its outcome (the offline writer's memories are written before
     the reply; an LLM writer's run in the background, outcome `queued`).
     """
-    out = env.app.squirrel.flush(
-        project_id=None, project_root=env.root(a.project_root), session_id=a.session_id
-    )
-    return _shape(out, ts.FlushResult)
+    p = ts.FlushParams(project_root=env.root(a.project_root), session_id=a.session_id)
+    return env.app.squirrel.flush(p)
 
 
 # -- the block graph ---------------------------------------------------------------------------
@@ -449,9 +434,10 @@ def search_blocks(env: Env, a: SearchBlocksArgs) -> Any:
     (block_id, content, score, source, relationship_chain) and `markdown`, a ready "Relevant
     Memory" section.
     """
-    return env.rpc_call(
-        "memory/search",
-        {"query": a.query, "act_id": a.act_id, "max_results": a.max_results, "mode": a.mode},
+    app = env.app
+    p = gapi.SearchParams(query=a.query, act_id=a.act_id, max_results=a.max_results, mode=a.mode)
+    return retrieval.search(
+        app.db, app.indexer, p, keyword_budget=app.config.keyword_postings_budget
     )
 
 
@@ -478,16 +464,14 @@ def related_blocks(env: Env, a: RelatedBlocksArgs) -> Any:
     Returns `visited_blocks`, `blocks_by_depth`, the `edges` walked (type, confidence) and
     whether `max_nodes` cut the walk.
     """
-    return env.rpc_call(
-        "memory/related",
-        {
-            "block_id": a.block_id,
-            "depth": a.depth,
-            "direction": a.direction,
-            "rel_types": a.rel_types,
-            "max_nodes": a.max_nodes,
-        },
+    p = gapi.RelatedParams(
+        block_id=a.block_id,
+        depth=a.depth,
+        direction=a.direction,
+        rel_types=a.rel_types,
+        max_nodes=a.max_nodes,
     )
+    return traversal.neighbourhood(env.app.db, p)
 
 
 # -- tool list -----------------------------------------------------------------------------------
@@ -674,7 +658,6 @@ def _claim_stdio() -> tuple[int, int]:
 def run_mcp(config: Config) -> int:
     """Serve MCP on stdin/stdout until end of input, a signal or the parent's death."""
     from reos_memory.app import App, _watch_parent
-    from reos_memory.interfaces.jsonrpc.methods import load_all
     from reos_memory.logs import setup_logging
 
     log = setup_logging(config.log_level)
@@ -685,11 +668,10 @@ def run_mcp(config: Config) -> int:
     except ReosError as exc:
         sys.stderr.write(f"reos-memory mcp: {exc.message}\n")
         return 1
-    rpc = load_all()  # before the model thread starts: both would wait on the GIL
     app.start()
     if config.parent_watch_s > 0:
         _watch_parent(config.parent_watch_s, log)
-    env = Env(app, os.getcwd(), rpc, log)
+    env = Env(app, os.getcwd(), log)
     if interactive:
         sys.stderr.write(
             f"reos-memory {__version__}: Model Context Protocol on stdin/stdout, database"

@@ -11,13 +11,15 @@ import msgspec
 
 from reos_memory import __version__
 from reos_memory.interfaces.jsonrpc.errors import ERROR_TABLE
-from reos_memory.interfaces.jsonrpc.registry import Registry
+from reos_memory.interfaces.registry import Registry
 
 _REF = "#/components/schemas/{name}"
 # Types whose short name is taken twice are published by their qualified name; those names were
 # fixed when the types lived in `rpc/`, and a client may refer to them, so they keep that spelling.
 _PUBLISHED_PREFIX = {
     "reos_memory.interfaces.jsonrpc.types.": "reos_memory.rpc.types.",
+    "reos_memory.graph.api.": "reos_memory.rpc.types.",
+    "reos_memory.documents.api.": "reos_memory.rpc.types.",
     "reos_memory.squirrel.api.": "reos_memory.rpc.types_squirrel.",
 }
 

@@ -13,14 +13,17 @@ import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from reos_memory import errors as derr
 from reos_memory.interfaces.jsonrpc import errors as codes
 from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter, Malformed, Oversized
-from reos_memory.interfaces.jsonrpc.registry import MethodSpec, Registry, convert_params
+from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
+
+if TYPE_CHECKING:
+    from reos_memory.interfaces.services import Services
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -60,7 +63,7 @@ class RequestContext:
 
     def __init__(self, server: Server, req_id: Any, method: str, progress_token: Any) -> None:
         self.server = server
-        self.app = server.app
+        self.app: Services = server.app
         self.id = req_id
         self.method = method
         self.progress_token = progress_token
@@ -110,7 +113,7 @@ class Server:
 
     def __init__(
         self,
-        app: Any,
+        app: Services,
         registry: Registry,
         reader: FrameReader,
         writer: FrameWriter,

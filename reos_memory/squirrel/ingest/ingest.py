@@ -13,14 +13,12 @@ import dataclasses
 import functools
 import os
 import re
-import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 import msgspec
@@ -33,22 +31,15 @@ from reos_memory.squirrel.ingest.claude_code import ClaudeCode
 from reos_memory.squirrel.ingest.codex import Codex
 from reos_memory.squirrel.markers import is_writer_run_dir
 from reos_memory.squirrel.projects import Project, safe_session_id
+from reos_memory.squirrel.writer.runner import CatchUp
 from reos_memory.store import squirrel as ssql
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
     from reos_memory.squirrel.service import Squirrel
+    from reos_memory.squirrel.writer.runner import Helper
 
 T = TypeVar("T")
-
-
-class Helper(Protocol):
-    """A second process that learns from cut episodes on the same database
-    (`reos_memory.squirrel.writer.helper_process`)."""
-
-    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]: ...
-
-    def stop(self) -> None: ...
 
 
 ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeCode(), "codex": Codex()}
@@ -204,7 +195,7 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
         )
     state = ParseState.from_json(cur.state_json)
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
-    learn = opts.learn or (lambda ep: sq.after_cut(ep, True))
+    learn = opts.learn or (lambda ep: sq.writer.after_cut(ep, True))
     while True:
         expected = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
         if expected is None:
@@ -391,7 +382,7 @@ def end_session(
         tsql.mark_ended(conn, session_id, now_iso())
         return [ep] if ep is not None else []
 
-    learn = learn or (lambda ep: sq.after_cut(ep, True))
+    learn = learn or (lambda ep: sq.writer.after_cut(ep, True))
     return [learn(ep) for ep in sq.db.write(tx)]
 
 
@@ -450,7 +441,7 @@ def ingest_paths(
     opts = opts or Options()
     ending = opts.session_end is not False
     force = bool(opts.session_end)
-    learning = _Learning(sq, helper)
+    learning = CatchUp(sq.writer, helper)
     try:
         each = Options(opts.agent, False, opts.idle_seconds, learning.learn)
         files = reader.find(paths)
@@ -501,73 +492,3 @@ def ingest_paths(
     finally:
         learning.close()
     return out
-
-
-class _Learning:
-    """Where cut episodes are learned from: a writer thread of this process, or the helper
-    process when there is one. Sessions end here either way (a short transaction), their last
-    episodes learned like the others. The first failure of the helper stops it (its claims die
-    with it), and what it was given and had not finished is done here, in order, and so is all
-    that follows: each of its tasks committed whole or left nothing."""
-
-    def __init__(self, sq: Squirrel, helper: Helper | None) -> None:
-        self.sq = sq
-        self.helper = helper
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
-        self._lock = threading.Lock()
-        self._closing = False
-
-    def learn(self, ep: dict[str, Any]) -> Future[dict[str, Any]]:
-        def here() -> dict[str, Any]:
-            return self.sq.after_cut(ep, True)
-
-        return self._route(lambda h: h.learn(ep), here)
-
-    def _route(self, there: Callable[[Helper], Future[T]], here: Callable[[], T]) -> Future[T]:
-        helper = self.helper
-        if helper is None:
-            return self.pool.submit(here)
-        out: Future[T] = Future()
-
-        def settle(f: Future[T]) -> None:
-            exc = None if f.cancelled() else f.exception()
-            if not f.cancelled() and exc is None:
-                out.set_result(f.result())
-                return
-            self._stop_helper(exc)
-            if self._closing:
-                out.cancel()
-                return
-            self.pool.submit(here).add_done_callback(lambda g: _copy(g, out))
-
-        try:
-            remote = there(helper)
-        except Exception as exc:  # already broken or shut down
-            self._stop_helper(exc)
-            return self.pool.submit(here)
-        remote.add_done_callback(settle)
-        return out
-
-    def _stop_helper(self, exc: BaseException | None) -> None:
-        with self._lock:
-            helper, self.helper = self.helper, None
-        if helper is not None:
-            if self.sq.log and not self._closing:
-                self.sq.log.warning("ingest_helper_failed", error=repr(exc))
-            helper.stop()
-
-    def close(self) -> None:
-        """Wait for the work queued here; on the way out of an error, drop what has not begun."""
-        self._closing = sys.exc_info()[0] is not None
-        self.pool.shutdown(wait=True, cancel_futures=self._closing)
-
-
-def _copy(src: Future[T], dst: Future[T]) -> None:
-    if src.cancelled():
-        dst.cancel()
-        return
-    exc = src.exception()
-    if exc is not None:
-        dst.set_exception(exc)
-    else:
-        dst.set_result(src.result())

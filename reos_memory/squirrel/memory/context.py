@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from reos_memory.models import Memory, MemoryMetrics, new_id, now_iso
+from reos_memory.squirrel import api
 from reos_memory.squirrel.markers import CONTEXT_CLOSE, CONTEXT_OPEN
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.squirrel.projects import path_inside
@@ -434,7 +435,7 @@ def get_task_context(
     budget: int,
     exclude_injected: bool = False,
     relevant_only: bool = False,
-) -> dict[str, Any]:
+) -> api.ContextResult:
     """Choose, render and record the memories for one task (see the module docstring).
     With no `task`, the project's most important memories. With `relevant_only`, keyed memories
     and guards must pass the similarity floor too (nothing comes back when nothing is similar)."""
@@ -501,32 +502,33 @@ def get_task_context(
             msql.count_uses(conn, [c.memory.id for c in chosen], now)
 
     db.write(tx)
-    return {
-        "context_id": context_id,
-        "context_prompt": prompt,
-        "memory_ids": [c.memory.id for c in chosen],
-        "memories": [_public(c) for c in chosen],
-        "tokens": tokens,
-        "budget": budget,
-        "considered": len(chosen) + len(dropped),
-        "opportunities": len(eligible),
-        "semantic_available": used_vectors,
-        "dropped": [_public_drop(d) for d in dropped],
-    }
+    return api.ContextResult(
+        context_id=context_id,
+        context_prompt=prompt,
+        memory_ids=[c.memory.id for c in chosen],
+        memories=[api.ContextMemory(**_public(c)) for c in chosen],
+        tokens=tokens,
+        budget=budget,
+        considered=len(chosen) + len(dropped),
+        opportunities=len(eligible),
+        semantic_available=used_vectors,
+        dropped=[_public_drop(d) for d in dropped],
+    )
 
 
-def _public_drop(d: Dropped) -> dict[str, Any]:
-    return {
-        "id": d.id,
-        "reason": d.reason,
-        "detail": d.detail,
-        "similarity": None if d.similarity is None else round(d.similarity, 4),
-        "keyword": round(d.keyword, 4),
-        "shared_words": d.shared_words,
-    }
+def _public_drop(d: Dropped) -> api.ContextDropped:
+    return api.ContextDropped(
+        id=d.id,
+        reason=d.reason,  # type: ignore[arg-type]  # Dropped.reason holds one of the five
+        detail=d.detail,
+        similarity=None if d.similarity is None else round(d.similarity, 4),
+        keyword=round(d.keyword, 4),
+        shared_words=d.shared_words,
+    )
 
 
 def _public(c: Candidate) -> dict[str, Any]:
+    """A chosen memory as an agent sees it (the fields of `api.ContextMemory`)."""
     m = c.memory
     return {
         "id": m.id,

@@ -19,20 +19,34 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reos_memory.squirrel.ingest import reader
 
 if TYPE_CHECKING:
-    from reos_memory.app import App
-    from reos_memory.config import Config
-
-_APP: App | None = None  # the helper process's own App
+    from reos_memory.squirrel.service import Squirrel
 
 
-def wanted(config: Config, paths: Iterable[str]) -> bool:
+class Opened(Protocol):
+    """What the helper opens on the database: the services, as the composition root builds them."""
+
+    @property
+    def squirrel(self) -> Squirrel: ...
+
+    def close(self) -> None: ...
+
+
+# How the helper opens its services: "module:function", called as `function(config, embedder)`
+# in the helper (named, not imported here: the caller starts the helper before its own imports,
+# and the composition root is above this layer), e.g. "reos_memory.app:open_helper".
+Opener = str
+
+_APP: Opened | None = None  # the helper process's own services
+
+
+def wanted(config: Any, paths: Iterable[str]) -> bool:
     """Whether a catch-up over `paths` is worth a helper: the offline writer (an LLM writer
     waits on the network, which threads overlap well), two cores or more, and at least
     `ingest_helper_min_mb` of logs (0: never)."""
@@ -65,12 +79,12 @@ class Helper:
     """One helper process with an App on the database of `config`; started at once, so its
     start-up overlaps the caller's."""
 
-    def __init__(self, config: Config, embedder: str | None = None) -> None:
+    def __init__(self, opener: Opener, config: Any, embedder: str | None = None) -> None:
         self._pool = ProcessPoolExecutor(
             1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start,
-            initargs=(config, embedder, os.getpid()),
+            initargs=(opener, config, embedder, os.getpid()),
         )
         # {"pid", "dies_with_parent"} once the process is up
         self.ready: Future[dict[str, Any]] = self._pool.submit(_hello)
@@ -102,17 +116,20 @@ class Helper:
 # -- in the helper process ----------------------------------------------------------------------
 
 
-def _start(config: Config, embedder: str | None, parent: int) -> None:
+def _start(opener: Opener, config: Any, embedder: str | None, parent: int) -> None:
     global _APP
     _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, which stops us
+    import importlib
     from multiprocessing import util
 
-    from reos_memory.app import open_app
     from reos_memory.squirrel.writer import rules  # noqa: F401 - loaded before the first task
 
-    # the model loads while the first episodes are cut; the first commit that needs it waits
-    _APP = open_app(config, needs_model=True, embedder=embedder, wait=False)
+    module, _, name = opener.partition(":")
+    open_services: Callable[[Any, str | None], Opened] = getattr(
+        importlib.import_module(module), name
+    )
+    _APP = open_services(config, embedder)
     # a clean close (its vectors, its connection) when the pool lets the process go
     util.Finalize(_APP, _close_and_exit, exitpriority=10)
 
@@ -169,4 +186,4 @@ def _die_with(parent: int) -> None:
 
 def _learn(episode: dict[str, Any]) -> dict[str, Any]:
     assert _APP is not None
-    return _APP.squirrel.after_cut(episode, True)
+    return _APP.squirrel.writer.after_cut(episode, True)

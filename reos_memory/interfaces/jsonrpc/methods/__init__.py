@@ -1,6 +1,6 @@
 """Method handlers. Each module registers its family on the shared registry when imported."""
 
-from reos_memory.interfaces.jsonrpc.registry import Registry
+from reos_memory.interfaces.registry import Registry
 
 REGISTRY = Registry()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from reos_memory.documents import api as t
 from reos_memory.documents import service as svc
-from reos_memory.interfaces.jsonrpc import types as t
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 

@@ -6,9 +6,9 @@ from dataclasses import asdict as dc_asdict
 
 from msgspec.structs import asdict
 
+from reos_memory.graph import api as t
 from reos_memory.graph import export, traversal
 from reos_memory.graph import stats as stats_svc
-from reos_memory.interfaces.jsonrpc import types as t
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 
@@ -21,15 +21,7 @@ def related(ctx: RequestContext, p: t.RelatedParams) -> t.RelatedResult:
 
     Stronger edges are followed first; `truncated` says whether max_nodes cut the walk.
     """
-    n = traversal.related(ctx.app.db, **asdict(p))
-    return t.RelatedResult(
-        start_block_id=n.start_block_id,
-        visited_blocks=n.visited_blocks,
-        blocks_by_depth=n.blocks_by_depth,
-        edges=n.edges,
-        truncated=n.truncated,
-        depth_reached=n.depth_reached,
-    )
+    return traversal.neighbourhood(ctx.app.db, p)
 
 
 @method("memory/path", params=t.PathParams, result=t.PathResult, errors=[-32004])

@@ -6,8 +6,8 @@ import msgspec
 from msgspec.structs import asdict
 
 from reos_memory.errors import InvalidInput
+from reos_memory.graph import api as t
 from reos_memory.graph import autolink, extraction, learning
-from reos_memory.interfaces.jsonrpc import types as t
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 

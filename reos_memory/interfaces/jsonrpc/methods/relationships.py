@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from msgspec.structs import asdict
 
+from reos_memory.graph import api as t
 from reos_memory.graph import relationships as svc
-from reos_memory.interfaces.jsonrpc import types as t
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import msgspec
-from msgspec.structs import asdict
 
+from reos_memory.graph import api as t
 from reos_memory.graph import retrieval
-from reos_memory.interfaces.jsonrpc import types as t
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 
@@ -64,13 +63,7 @@ def search(ctx: RequestContext, p: t.SearchParams) -> t.SearchResult:
     an embedding model, keyword and graph stages still run and `stats` says why vectors were not used.
     `mode` restricts stage 1 to `vector` or `keyword`.
     """
-    out = retrieval.search(
-        ctx.app.db,
-        ctx.app.indexer,
-        keyword_budget=ctx.app.config.keyword_postings_budget,
-        **asdict(p),
-    )
-    return msgspec.convert(
-        {"query": out.query, "matches": out.matches, "stats": out.stats, "markdown": out.markdown},
-        t.SearchResult,
+    app = ctx.app
+    return retrieval.search(
+        app.db, app.indexer, p, keyword_budget=app.config.keyword_postings_budget
     )

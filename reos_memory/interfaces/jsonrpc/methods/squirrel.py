@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
-
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 from reos_memory.squirrel import api as t
-from reos_memory.squirrel.writer.schema import WriterOp
 
 method = REGISTRY.method
-
-
-def _out(value: Any, cls: type[Any]) -> Any:
-    return msgspec.convert(value, cls, from_attributes=True)
 
 
 @method(
@@ -35,16 +26,7 @@ def ingest(ctx: RequestContext, p: t.IngestParams) -> t.IngestResult:
     the pre-filter gets one Memory Writer call: the offline writer's ops are committed before the
     reply; an LLM writer's call runs in the background (outcome `queued`).
     """
-    out = ctx.app.squirrel.ingest(
-        project_id=p.project_id,
-        project_root=p.project_root,
-        session_id=p.session_id,
-        events=p.events,
-        owner_type=p.owner_type,
-        owner_id=p.owner_id,
-        session_end=p.session_end,
-    )
-    return _out(out, t.IngestResult)
+    return ctx.app.squirrel.ingest(p)
 
 
 @method(
@@ -65,11 +47,7 @@ def ingest_transcript(ctx: RequestContext, p: t.IngestTranscriptParams) -> t.Tra
     when `session_end` is true, or, when it is omitted, once the file has been idle for
     `session_idle_minutes`.
     """
-    from reos_memory.squirrel.ingest.ingest import Options, ingest_file
-
-    sq = ctx.app.squirrel
-    rep = ingest_file(sq, p.path, Options(p.agent, p.session_end, sq.settings.idle_seconds))
-    return _out(rep.public(), t.TranscriptResult)
+    return ctx.app.squirrel.ingest_transcript(p)
 
 
 @method("squirrel/flush", params=t.FlushParams, result=t.FlushResult, kind="pipeline")
@@ -79,13 +57,7 @@ def flush(ctx: RequestContext, p: t.FlushParams) -> t.FlushResult:
     The offline writer runs inside the request. An LLM writer runs in the background (outcome
     `queued`, memories appear when its call ends) unless `wait` is true.
     """
-    out = ctx.app.squirrel.flush(
-        project_id=p.project_id,
-        project_root=p.project_root,
-        session_id=p.session_id,
-        wait=p.wait,
-    )
-    return _out(out, t.FlushResult)
+    return ctx.app.squirrel.flush(p)
 
 
 @method(
@@ -109,36 +81,13 @@ def get_task_context(ctx: RequestContext, p: t.ContextParams) -> t.ContextResult
     `considered` counts every memory looked at; `dropped` says why each one not returned was
     left out (under_floor, filtered, not_relevant, already_injected, over_budget).
     """
-    out = ctx.app.squirrel.get_task_context(
-        project_id=p.project_id,
-        project_root=p.project_root,
-        task=p.task,
-        owner_type=p.owner_type,
-        owner_id=p.owner_id,
-        path=p.path,
-        session_id=p.session_id,
-        budget=p.context_budget_tokens,
-        exclude_injected=p.exclude_injected,
-    )
-    return _out(out, t.ContextResult)
+    return ctx.app.squirrel.get_task_context(p)
 
 
 @method("squirrel/search", params=t.SquirrelSearchParams, result=t.SquirrelSearchResult)
 def search(ctx: RequestContext, p: t.SquirrelSearchParams) -> t.SquirrelSearchResult:
     """Search memories by meaning and keywords (all projects when none is given); counts nothing."""
-    out = ctx.app.squirrel.search(
-        query=p.query,
-        project_id=p.project_id,
-        project_root=p.project_root,
-        include_global=p.include_global,
-        owner_type=p.owner_type,
-        owner_id=p.owner_id,
-        kinds=p.kinds,
-        statuses=p.statuses,
-        path=p.path,
-        limit=p.limit,
-    )
-    return _out(out, t.SquirrelSearchResult)
+    return ctx.app.squirrel.search(p)
 
 
 @method("squirrel/memories/add", params=t.MemoryAddParams, result=t.MemoryAddResult, kind="write")
@@ -149,53 +98,19 @@ def memories_add(ctx: RequestContext, p: t.MemoryAddParams) -> t.MemoryAddResult
     memory of the same project, scope, owner and kind is not stored twice: `deduplicated_into`
     names the memory that gained the evidence. A `key` already held replaces that memory.
     """
-    op = WriterOp(
-        op="ADD",
-        scope=p.scope,
-        kind=p.kind,
-        tier=p.tier,
-        polarity=p.polarity,
-        key=p.key,
-        text=p.text,
-        ttl_days=p.ttl_days,
-        confidence=p.confidence,
-        path_prefix=p.path_prefix,
-        owner_type=p.owner_type,
-        owner_id=p.owner_id,
-    )
-    out = ctx.app.squirrel.add_memory(
-        project_id=p.project_id,
-        project_root=p.project_root,
-        op=op,
-        owner_type=p.owner_type,
-        owner_id=p.owner_id,
-    )
-    return _out(out, t.MemoryAddResult)
+    return ctx.app.squirrel.add_memory(p)
 
 
 @method("squirrel/memories/list", params=t.MemoryListParams, result=t.MemoryListResult)
 def memories_list(ctx: RequestContext, p: t.MemoryListParams) -> t.MemoryListResult:
     """List memories in creation order with their metrics, filtered; paged by `cursor`."""
-    out = ctx.app.squirrel.list_memories(
-        project_id=p.project_id,
-        project_root=p.project_root,
-        include_global=p.include_global,
-        statuses=p.statuses,
-        kinds=p.kinds,
-        scope=p.scope,
-        owner_type=p.owner_type,
-        owner_id=p.owner_id,
-        key_prefix=p.key_prefix,
-        limit=p.limit,
-        cursor=p.cursor,
-    )
-    return _out(out, t.MemoryListResult)
+    return ctx.app.squirrel.list_memories(p)
 
 
 @method("squirrel/memories/get", params=t.MemoryIdParams, result=t.MemoryGetResult, errors=[-32004])
 def memories_get(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryGetResult:
     """One memory with its evidence and metrics."""
-    return _out(ctx.app.squirrel.get_memory(p.memory_id), t.MemoryGetResult)
+    return ctx.app.squirrel.get_memory(p.memory_id)
 
 
 @method(
@@ -207,16 +122,7 @@ def memories_get(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryGetResult:
 )
 def memories_update(ctx: RequestContext, p: t.MemoryUpdateParams) -> t.MemoryResult:
     """Edit a memory in place; a new `text` is embedded again. `clear_ttl` / `clear_key` unset."""
-    changes: dict[str, Any] = {
-        k: v
-        for k in ("text", "kind", "tier", "key", "status", "confidence", "polarity")
-        if (v := getattr(p, k)) is not None
-    }
-    if p.ttl_days is not None or p.clear_ttl:
-        changes["ttl_days"] = None if p.clear_ttl else p.ttl_days
-    if p.clear_key:
-        changes["key"] = None
-    return _out(ctx.app.squirrel.update_memory(p.memory_id, changes), t.MemoryResult)
+    return ctx.app.squirrel.update_memory(p)
 
 
 @method(
@@ -228,7 +134,7 @@ def memories_update(ctx: RequestContext, p: t.MemoryUpdateParams) -> t.MemoryRes
 )
 def memories_deprecate(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryResult:
     """Mark a memory deprecated: kept for history, never returned by get_task_context."""
-    return _out(ctx.app.squirrel.deprecate(p.memory_id), t.MemoryResult)
+    return ctx.app.squirrel.deprecate(p.memory_id)
 
 
 @method(
@@ -240,21 +146,13 @@ def memories_deprecate(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryResu
 )
 def memories_forget(ctx: RequestContext, p: t.MemoryIdParams) -> t.ForgetResult:
     """Erase a memory for good: its row, vector, evidence, metrics and injection records."""
-    return _out(ctx.app.squirrel.forget(p.memory_id), t.ForgetResult)
+    return ctx.app.squirrel.forget(p.memory_id)
 
 
 @method("squirrel/episodes/list", params=t.EpisodeListParams, result=t.EpisodeListResult)
 def episodes_list(ctx: RequestContext, p: t.EpisodeListParams) -> t.EpisodeListResult:
     """List episodes (stats, pre-filter decision, outcome) without their events; paged."""
-    out = ctx.app.squirrel.list_episodes(
-        project_id=p.project_id,
-        project_root=p.project_root,
-        session_id=p.session_id,
-        outcome=p.outcome,
-        limit=p.limit,
-        cursor=p.cursor,
-    )
-    return _out(out, t.EpisodeListResult)
+    return ctx.app.squirrel.list_episodes(p)
 
 
 @method(
@@ -262,7 +160,7 @@ def episodes_list(ctx: RequestContext, p: t.EpisodeListParams) -> t.EpisodeListR
 )
 def episodes_get(ctx: RequestContext, p: t.EpisodeIdParams) -> t.EpisodeGetResult:
     """One episode with its compressed events and the ops the writer committed."""
-    return _out(ctx.app.squirrel.get_episode(p.episode_id), t.EpisodeGetResult)
+    return ctx.app.squirrel.get_episode(p.episode_id)
 
 
 @method(
@@ -277,10 +175,7 @@ def episodes_retry(ctx: RequestContext, p: t.EpisodeRetryParams) -> t.EpisodeRet
 
     Like flush: inside the request for the offline writer or with `wait`, else queued.
     """
-    pid = None
-    if p.project_id is not None or p.project_root is not None:
-        pid = ctx.app.squirrel.project(p.project_id, p.project_root).id
-    return _out(ctx.app.squirrel.retry(p.episode_id, pid, wait=p.wait), t.EpisodeRetryResult)
+    return ctx.app.squirrel.retry(p)
 
 
 @method(
@@ -297,13 +192,7 @@ def feedback(ctx: RequestContext, p: t.FeedbackParams) -> t.FeedbackResult:
     suspected regret hit and `estimated_regret_saved += alpha*d_err + beta*d_retry` (policy
     weights); then the averages take the outcome in.
     """
-    outcome = {
-        "errors": p.errors,
-        "retries": p.retries,
-        "tests_final_status": p.tests_final_status,
-        "user_frustration": p.user_frustration,
-    }
-    return _out(ctx.app.squirrel.feedback(p.context_id, outcome), t.FeedbackResult)
+    return ctx.app.squirrel.feedback(p)
 
 
 @method(
@@ -319,19 +208,16 @@ def cr_memory_run(ctx: RequestContext, p: t.CrMemoryParams) -> t.CrMemoryResult:
     Also TTL expiry and inactivity decay; protected kinds are never deprecated by time alone.
     Every decision comes with its reason and metrics; `dry_run` changes nothing.
     """
-    out = ctx.app.squirrel.cr_memory(
-        p.project_id, p.project_root, p.dry_run, cancelled=ctx.cancelled.is_set
-    )
-    return _out(out, t.CrMemoryResult)
+    return ctx.app.squirrel.cr_memory(p, cancelled=ctx.cancelled.is_set)
 
 
 @method("squirrel/policy/get", params=t.PolicyParams, result=t.PolicyResult)
 def policy_get(ctx: RequestContext, p: t.PolicyParams) -> t.PolicyResult:
     """The effective memory policy (default < user file < project file) and its sources."""
-    return _out(ctx.app.squirrel.policy_info(p.project_root), t.PolicyResult)
+    return ctx.app.squirrel.policy_info(p)
 
 
 @method("squirrel/status", params=t.StatusParams, result=t.StatusResult)
 def status(ctx: RequestContext, p: t.StatusParams) -> t.StatusResult:
     """Memories by status, kind and tier; episodes by outcome; writer calls and tokens per day."""
-    return _out(ctx.app.squirrel.status(), t.StatusResult)
+    return ctx.app.squirrel.status()

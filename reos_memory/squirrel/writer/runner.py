@@ -1,0 +1,622 @@
+"""Where episodes are learned: the one place that says in which execution context the Memory
+Writer runs on a cut episode, and how two of them never write the same episode twice.
+
+An episode, once cut and stored (`squirrel/ingest/episodes.py`), is learned in one of five places:
+
+1. **Inline**, in the request that cut it (`Runner.after_cut`): the offline writer takes
+   milliseconds, so its memories are part of the reply (`squirrel/ingest`, `flush`, `retry` and
+   any request with `wait`).
+2. **A background writer thread** of this process (`Runner.enqueue`, `writer_max_concurrent_calls`
+   threads): an LLM or agent-CLI writer waits seconds on the network, so the request answers
+   `queued` and the memories appear when the call ends. Episodes left pending by an earlier
+   process (exit, budget) are taken up again when the threads start.
+3. **`sqrl ingest`'s learning thread** (`CatchUp`): a catch-up reads and cuts logs on the main
+   thread while one thread learns the episodes already cut, in order.
+4. **The ingest helper process** (`squirrel/writer/helper_process.py`): a catch-up of many
+   megabytes learns in a second process on the other core; `CatchUp` routes to it and takes its
+   work back at its first failure.
+5. **The Claude Code hook's queue worker** (`interfaces/claude_hook.py`): a detached process that
+   ingests the transcripts the hooks queued, learning inline as in 1.
+
+Whichever it is, `Runner.process_episode` does the work under a **claim**: a row-level mark on the
+episode (`claim_episode`), naming the claimant process (host, pid namespace, pid, start time). The
+ops, the evidence and the episode's new state commit in one transaction, and only while the claim
+is still held; a claim of a process that died is free at once, any other after `STALE_CLAIM` (or
+twice the longest a writer call may take). The daily token budget (`writer_daily_token_budget`)
+and the concurrent-call limit are kept here too: an episode over budget stays pending.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import apsw
+import msgspec
+
+from reos_memory.errors import InvalidInput, NotFound
+from reos_memory.models import Memory, iso, new_id, now_iso
+from reos_memory.squirrel.memory import context as ctxmod
+from reos_memory.squirrel.memory.commit import CommitContext, Vectors, commit
+from reos_memory.squirrel.memory.policy import Policy, default_text
+from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.squirrel.writer import llm as llm_writer
+from reos_memory.squirrel.writer import rules
+from reos_memory.squirrel.writer.schema import WriterOutput
+from reos_memory.store import Database
+from reos_memory.store import memories as msql
+from reos_memory.store import squirrel as ssql
+
+if TYPE_CHECKING:
+    from reos_memory.squirrel.service import Settings
+
+T = TypeVar("T")
+
+STALE_CLAIM = timedelta(minutes=15)  # a claim older than this belonged to a process that died
+# Who holds a claim: host, pid namespace, pid and the process's start time. A claim of a
+# process of this host and namespace that is gone (or whose pid now names a younger process) is
+# free at once; any other claim waits for STALE_CLAIM.
+_HOST = socket.gethostname().replace(" ", "_").replace("/", "_")
+
+
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "-"
+
+
+def _stat(pid: int) -> list[bytes]:
+    """The fields of /proc/<pid>/stat after the command name (empty when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _started(pid: int) -> str:
+    """The process's start time in clock ticks since boot ("-" when unknown)."""
+    return _start_time(_stat(pid))
+
+
+def _start_time(fields: list[bytes]) -> str:
+    return fields[19].decode() if len(fields) > 19 else "-"
+
+
+def claimant() -> str:
+    """This process, as a claim names it (computed each time: a forked child is another)."""
+    pid = os.getpid()
+    return f"{_HOST}/{_pid_namespace()}/{pid}/{_started(pid)}"
+
+
+def _claimant_died(claim: str) -> bool:
+    """True when `claim` was taken by a process of this host and pid namespace that no longer
+    runs; False when it may run, or cannot be told (another host or namespace, older claims)."""
+    parts = claim.rsplit(" ", 1)[-1].split("/")
+    if len(parts) != 4 or not parts[2].isdigit():
+        return False
+    host, ns, pid, started = parts[0], parts[1], int(parts[2]), parts[3]
+    if host != _HOST or ns == "-" or ns != _pid_namespace() or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive under another user
+        return False
+    fields = _stat(pid)
+    if fields[:1] == [b"Z"]:
+        return True  # exited, not yet reaped by its parent
+    now = _start_time(fields)
+    return started != "-" and now != "-" and now != started  # the pid was reused
+
+
+class Runner:
+    """The Memory Writer of one process: inline runs, the background threads, the claims and
+    the budget."""
+
+    def __init__(
+        self,
+        db: Database,
+        vectors: Vectors | None,
+        settings: Settings,
+        llm: Callable[[], Any] | None,
+        log: Any,
+        policy_for: Callable[[str | None], Policy],
+        prune_logs: Callable[[], Any],
+    ) -> None:
+        self.db = db
+        self.vectors = vectors
+        self.settings = settings
+        self._llm = llm
+        self.log = log
+        self.policy_for = policy_for  # the policy in force for a project, by id
+        self.prune_logs = prune_logs
+        self._llm_slots = threading.BoundedSemaphore(max(1, settings.writer_max_concurrent_calls))
+        self._queue_lock = threading.Lock()
+        self._queue: Any = None
+        self._queued: set[str] = set()
+        # episodes asked for again by name (episodes/retry): the one time a background writer
+        # runs a failed episode; the ones it meets by itself stay failed (no runaway calls)
+        self._retrying: set[str] = set()
+        self._workers: list[threading.Thread] = []
+        self._closing = threading.Event()
+        # a claim older than the longest a writer call can take belonged to a process that died
+        self._stale_after = max(STALE_CLAIM, timedelta(seconds=2 * settings.llm_call_budget_s + 60))
+
+    def writer_kind(self) -> str:
+        """'rules' or the LLM provider's name, as configured."""
+        if self.settings.writer == "rules":
+            return "rules"
+        client = self._llm() if self._llm else None
+        if client is None:
+            if self.settings.writer == "llm":
+                raise InvalidInput("writer", "writer=llm needs llm_provider and llm_model")
+            return "rules"
+        return str(client.settings.provider)
+
+    def writer_config(self) -> dict[str, Any]:
+        """How the Memory Writer is set up: provider, model, endpoint and whether the key's
+        variable is set (never the key)."""
+        client = None
+        if self.settings.writer != "rules" and self._llm is not None:
+            try:
+                client = self._llm()
+            except Exception as exc:  # a misconfigured provider is shown, not raised
+                return {"writer": self.settings.writer, "problem": str(exc)}
+        if client is None:
+            return {"writer": self.settings.writer, "provider": "rules (offline)"}
+        if hasattr(client, "describe"):  # the agent's CLI: its executable, found or not
+            return {"writer": self.settings.writer, **client.describe()}
+        st = client.settings
+        return {
+            "writer": self.settings.writer,
+            "provider": st.provider,
+            "model": st.model,
+            "base_url": client.shown_url,  # never a password or a key in a query
+            "api_key_env": st.api_key_env or None,
+            "api_key_set": bool(st.api_key_env and os.environ.get(st.api_key_env)),
+        }
+
+    def after_cut(self, ep: dict[str, Any], process: bool, wait: bool = False) -> dict[str, Any]:
+        out = dict(ep)
+        if not ep["call_writer"]:
+            out["outcome"] = "skipped"
+        elif not process:
+            out["outcome"] = "pending"
+        elif wait or self.writer_kind() == "rules":
+            # the offline writer takes milliseconds: its memories are part of this write
+            out.update(self.process_episode(ep["episode_id"]))
+        else:
+            # an LLM call can take seconds: it runs in the background, so no request of this
+            # connection waits on the network; its memories appear when it finishes
+            self.enqueue(ep["episode_id"])
+            out["outcome"] = "queued"
+        return out
+
+    # -- the background Memory Writer ---------------------------------------------------------
+
+    def enqueue(self, episode_id: str, *, retry_failed: bool = False) -> None:
+        """Have a background writer thread process this episode (once, even if asked twice);
+        with `retry_failed`, also when its last call failed."""
+        with self._queue_lock:
+            if self._closing.is_set():
+                return
+            if retry_failed:
+                self._retrying.add(episode_id)  # seen by the worker even if already queued
+            if episode_id in self._queued:
+                return
+            if not self._workers:
+                self._start_workers()  # may queue this episode already (it is pending)
+            if episode_id in self._queued:
+                return
+            self._queued.add(episode_id)
+            self._queue.put(episode_id)
+
+    def _start_workers(self) -> None:
+        import queue
+
+        self._queue = queue.Queue()
+        for i in range(max(1, self.settings.writer_max_concurrent_calls)):
+            # daemon threads: a call in flight at exit is abandoned, its claim goes stale and
+            # the episode is processed again later; nothing is lost
+            t = threading.Thread(target=self._work, name=f"memory-writer-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+        # episodes left pending by an earlier process (exit, budget) are taken up again
+        for eid in self.db.read(
+            lambda c: ssql.unprocessed_episodes(c, None, 1000, only_pending=True)
+        ):
+            if eid not in self._queued:
+                self._queued.add(eid)
+                self._queue.put(eid)
+
+    def _work(self) -> None:
+        while not self._closing.is_set():
+            eid = self._queue.get()
+            if eid is None:
+                return
+            with self._queue_lock:
+                retry = eid in self._retrying
+                self._retrying.discard(eid)
+            try:
+                self.process_episode(eid, retry_failed=retry)
+            except Exception as exc:  # the episode keeps its state; the worker keeps going
+                if self.log:
+                    self.log.warning("writer_worker_error", episode_id=eid, error=repr(exc))
+            finally:
+                with self._queue_lock:
+                    if eid in self._retrying and not self._closing.is_set():
+                        self._queue.put(eid)  # retried while this call ran: once more, after it
+                    else:
+                        self._queued.discard(eid)
+
+    def unwritten(self) -> int:
+        """Episodes waiting for the writer or being written."""
+        counts = self.db.read(ssql.count_episodes)
+        return counts.get("pending", 0) + counts.get("running", 0)
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """True once no episode is queued or being written by this process (for tests, CLI)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._queue_lock:
+                if not self._queued:
+                    return True
+            time.sleep(0.02)
+        return False
+
+    def close(self) -> None:
+        """Stop the background writers; queued episodes stay pending for the next start."""
+        self._closing.set()
+        with self._queue_lock:
+            for _ in self._workers:
+                self._queue.put(None)
+
+    def process_episode(
+        self, episode_id: str, *, force: bool = False, retry_failed: bool = True
+    ) -> dict[str, Any]:
+        """Run the Memory Writer on one stored episode and commit its ops.
+
+        The ops, the evidence and the episode's new state commit in one transaction, and only
+        while this call still holds the episode's claim. A failed call or invalid output leaves
+        the episode unprocessed with the reason (retry it later); nothing is lost.
+        """
+        self.prune_logs()
+        claimed = f"{now_iso()} {new_id('claim')} {claimant()}"
+        stale = iso(datetime.now(UTC) - self._stale_after)
+        ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
+        if ep is None:
+            raise NotFound("episode", episode_id, field="episode_id")
+        if ep.processed and not force:
+            return {"episode_id": episode_id, "outcome": ep.outcome, "reason": "already processed"}
+        if ep.outcome == "failed" and not retry_failed:
+            return {"episode_id": episode_id, "outcome": "failed", "reason": ep.outcome_reason}
+
+        # whether the process holding a running claim is gone: /proc, read before the write lock
+        abandoned = ep.outcome_reason if ep.outcome == "running" else None
+        if abandoned is not None and not _claimant_died(abandoned):
+            abandoned = None
+
+        def claim(conn: apsw.Connection) -> bool:
+            if force and ep.processed:
+                ssql.reopen_episode(conn, episode_id)
+            return ssql.claim_episode(conn, episode_id, claimed, stale, abandoned)
+
+        if not self.db.write(claim):
+            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
+        try:
+            kind = self.writer_kind()
+            output, sources, call, turned_away = self._write(ep, kind)
+        except Exception as exc:
+            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            outcome = "pending" if isinstance(exc, _Deferred) else "failed"
+            self.db.write(
+                lambda c: ssql.finish_episode(
+                    c, episode_id, processed=0, outcome=outcome, reason=reason, claim=claimed
+                )
+            )
+            if self.log:
+                self.log.warning("writer_failed", episode_id=episode_id, reason=reason)
+            return {"episode_id": episode_id, "outcome": outcome, "reason": reason}
+        ev = output.episode_evidence
+        done: dict[str, Any] = {}
+
+        def finish(conn: apsw.Connection, result: Any) -> None:
+            ops = [_public_result(r) for r in result.results]
+            summary = ", ".join(
+                f"{n} {a}"
+                for a in ("added", "updated", "deprecated", "deduplicated", "rejected")
+                if (n := result.count(a))
+            )
+            if turned_away:
+                # the writer's own junk gate: each candidate it turned away, with the reason
+                ops += [{"action": "rejected", "stage": "writer", **r} for r in turned_away]
+                summary = ", ".join(
+                    x for x in (summary, f"{len(turned_away)} turned away by the junk gate") if x
+                )
+            if not ssql.finish_episode(
+                conn,
+                episode_id,
+                processed=1,
+                outcome="written",
+                reason=summary or "the writer found nothing worth remembering",
+                ops=ops,
+                claim=claimed,
+            ):
+                # another process took the episode over (our claim went stale): roll back
+                raise _LostClaim(episode_id)
+            done["ops"] = ops
+
+        try:
+            commit(
+                self.db,
+                self.vectors,
+                output.ops,
+                CommitContext(
+                    project_id=ep.project_id,
+                    owner_type=ep.owner_type,
+                    owner_id=ep.owner_id,
+                    episode_id=episode_id,
+                    source=(ev.source if ev else None),
+                    frustration=(ev.frustration if ev else None) or ep.stats.user_frustration,
+                    op_sources=sources,
+                    protected_kinds=tuple(self.policy_for(ep.project_id).protected_kinds),
+                    after=finish,
+                    known_secrets=_known_secrets(ep.project_id, ep.session_id),
+                ),
+                dedup_threshold=self.settings.dedup_threshold,
+            )
+        except _LostClaim:
+            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
+        return {
+            "episode_id": episode_id,
+            "outcome": "written",
+            "writer": kind,
+            "ops": done["ops"],
+            "writer_call": call,
+        }
+
+    def _write(
+        self, ep: Any, kind: str
+    ) -> tuple[WriterOutput, dict[int, str], dict[str, Any], list[dict[str, str]]]:
+        assert ep.events is not None  # read with them: they never change once cut
+        # the offline writer fills key slots: it is shown the held ones (a search for the
+        # memories most like the episode costs it 5x its own time; the commit layer turns
+        # near-identical texts into duplicates of what is stored anyway)
+        existing = self._keyed(ep) if kind == "rules" else self._similar_existing(ep)
+        started = now_iso()
+        t0 = time.perf_counter()
+        call: dict[str, Any] = {
+            "id": new_id("call"),
+            "episode_id": ep.id,
+            "writer": kind,
+            "started_at": started,
+        }
+        if kind == "rules":
+            output, sources, turned_away = rules.write(
+                ep.id, ep.events, msgspec.structs.asdict(ep.stats), existing
+            )
+            call.update(duration_ms=(time.perf_counter() - t0) * 1000, ok=True, ops=len(output.ops))
+            self.db.write(lambda c: ssql.record_call(c, call))
+            return output, sources, call, turned_away
+        client = self._llm() if self._llm else None
+        assert client is not None
+        pol = self.policy_for(ep.project_id)
+        system, user, report = llm_writer.build_prompt(
+            {
+                "id": ep.id,
+                "project_id": ep.project_id,
+                "events": ep.events,
+                "stats": msgspec.structs.asdict(ep.stats),
+            },
+            existing,
+            (ep.owner_type, ep.owner_id),
+            _policy_text(pol),
+            self.settings.writer_max_input_tokens,
+        )
+        estimate = count_tokens(system) + count_tokens(user)
+        day = started[:10]
+        spent = self.db.read(lambda c: ssql.tokens_today(c, day))
+        budget = self.settings.writer_daily_token_budget
+        if spent + estimate + self.settings.writer_max_output_tokens > budget:
+            raise _Deferred(
+                f"daily writer token budget reached ({spent} of {budget} tokens used today);"
+                " retry tomorrow or raise writer_daily_token_budget"
+            )
+        call["model"] = client.settings.model
+        error = None
+        completion = None
+        with self._llm_slots:
+            try:
+                completion = llm_writer.call(
+                    client, system, user, self.settings.writer_max_output_tokens
+                )
+                output = llm_writer.parse_output(completion.text)
+            except Exception as exc:
+                error = exc
+        call.update(
+            duration_ms=(time.perf_counter() - t0) * 1000,
+            input_tokens=(
+                completion.input_tokens
+                if completion and completion.input_tokens is not None
+                else estimate
+            ),
+            output_tokens=(
+                completion.output_tokens
+                if completion and completion.output_tokens is not None
+                else (count_tokens(completion.text) if completion else 0)
+            ),
+            ok=error is None,
+            ops=0 if error else len(output.ops),
+            error=None if error is None else (getattr(error, "message", None) or str(error)),
+            summarised=report["summarised"],
+        )
+        self.db.write(lambda c: ssql.record_call(c, call))
+        if error is not None:
+            raise error
+        source = output.episode_evidence.source if output.episode_evidence else None
+        return output, {i: source for i in range(len(output.ops)) if source}, call, []
+
+    def _keyed(self, ep: Any) -> list[Memory]:
+        """The live keyed memories of the episode's project and owner."""
+        owner = (ep.owner_type, ep.owner_id)
+
+        def read(conn: apsw.Connection) -> list[Memory]:
+            ids = msql.keyed_ids(conn, ep.project_id, owner)
+            return list(msql.get_memories(conn, sorted(ids)).values())
+
+        return self.db.read(read)
+
+    def _similar_existing(self, ep: Any, k: int = 8) -> list[Memory]:
+        """The live memories of the episode's scope most like what happened in it."""
+        words = [e.get("summary") or "" for e in ep.events if e["role"] == "user"][:5]
+        words += [e.get("error_line") or "" for e in ep.events if e.get("error_line")][:5]
+        query = " ".join(w for w in words if w)[:2000]
+        pol = self.policy_for(ep.project_id)
+        # every memory the writer may want to update: repo_path ones too, expired protected ones
+        scope = ctxmod.Scope(
+            project_id=ep.project_id,
+            owner=(ep.owner_type, ep.owner_id),
+            path=None,
+            protected=pol.protected_kinds,
+            require_path=False,
+        )
+        cands, _used = ctxmod.candidates(self.db, self.vectors, query, scope, pol, key_lookup=True)
+        cands.sort(key=lambda c: (not c.by_key, -c.score))
+        return [c.memory for c in cands[:k]]
+
+
+class _LostClaim(Exception):
+    """The episode was claimed by another process while this one was writing."""
+
+
+class _Deferred(Exception):
+    """The writer was not called (budget); the episode stays pending."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _known_secrets(project_id: str, session_id: str | None) -> Callable[[str], str] | None:
+    """Redaction of the values the session showed as secrets (None: this process knows none)."""
+    from reos_memory.squirrel.ingest.episodes import session_scope_key
+    from reos_memory.squirrel.redaction import peek_scope
+
+    if session_id is None:
+        return None
+    scope = peek_scope(session_scope_key(project_id, session_id))
+    return None if scope is None or not scope.values else scope.known
+
+
+def _public_result(r: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in r.items() if k != "memory"}
+    m = r.get("memory")
+    if m is not None:
+        out["text"] = m.text
+        out["kind"] = m.kind
+        out["tier"] = m.tier
+        out["key"] = m.key
+    return out
+
+
+def _policy_text(pol: Policy) -> str:
+    """The shipped policy followed by each override file, as the writer's system prompt shows it."""
+    from pathlib import Path
+
+    parts = [default_text()]
+    for src in pol.sources[1:]:
+        try:
+            parts.append(f"# overrides from {src}\n{Path(src).read_text('utf-8')}")
+        except OSError:
+            continue
+    return "\n".join(parts)
+
+
+class Helper(Protocol):
+    """A second process that learns from cut episodes on the same database
+    (`reos_memory.squirrel.writer.helper_process`)."""
+
+    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]: ...
+
+    def stop(self) -> None: ...
+
+
+class CatchUp:
+    """Where a catch-up's cut episodes are learned (contexts 3 and 4): a writer thread of this
+    process, or the helper
+    process when there is one. Sessions end here either way (a short transaction), their last
+    episodes learned like the others. The first failure of the helper stops it (its claims die
+    with it), and what it was given and had not finished is done here, in order, and so is all
+    that follows: each of its tasks committed whole or left nothing."""
+
+    def __init__(self, runner: Runner, helper: Helper | None) -> None:
+        self.runner = runner
+        self.helper = helper
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-writer")
+        self._lock = threading.Lock()
+        self._closing = False
+
+    def learn(self, ep: dict[str, Any]) -> Future[dict[str, Any]]:
+        def here() -> dict[str, Any]:
+            return self.runner.after_cut(ep, True)
+
+        return self._route(lambda h: h.learn(ep), here)
+
+    def _route(self, there: Callable[[Helper], Future[T]], here: Callable[[], T]) -> Future[T]:
+        helper = self.helper
+        if helper is None:
+            return self.pool.submit(here)
+        out: Future[T] = Future()
+
+        def settle(f: Future[T]) -> None:
+            exc = None if f.cancelled() else f.exception()
+            if not f.cancelled() and exc is None:
+                out.set_result(f.result())
+                return
+            self._stop_helper(exc)
+            if self._closing:
+                out.cancel()
+                return
+            self.pool.submit(here).add_done_callback(lambda g: _copy(g, out))
+
+        try:
+            remote = there(helper)
+        except Exception as exc:  # already broken or shut down
+            self._stop_helper(exc)
+            return self.pool.submit(here)
+        remote.add_done_callback(settle)
+        return out
+
+    def _stop_helper(self, exc: BaseException | None) -> None:
+        with self._lock:
+            helper, self.helper = self.helper, None
+        if helper is not None:
+            if self.runner.log and not self._closing:
+                self.runner.log.warning("ingest_helper_failed", error=repr(exc))
+            helper.stop()
+
+    def close(self) -> None:
+        """Wait for the work queued here; on the way out of an error, drop what has not begun."""
+        self._closing = sys.exc_info()[0] is not None
+        self.pool.shutdown(wait=True, cancel_futures=self._closing)
+
+
+def _copy(src: Future[T], dst: Future[T]) -> None:
+    if src.cancelled():
+        dst.cancel()
+        return
+    exc = src.exception()
+    if exc is not None:
+        dst.set_exception(exc)
+    else:
+        dst.set_result(src.result())
