@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,21 +72,16 @@ def _layer(module: str) -> str:
     return parts[1]
 
 
-def test_imports_point_one_way():
-    bad = []
-    for path in (ROOT / "reos_memory").rglob("*.py"):
-        rel = path.relative_to(ROOT).with_suffix("")
-        mod = ".".join(rel.parts)
-        layer = _layer(mod)
-        if layer in ("_root", "__main__", "config", "logs"):
-            allowed = {"_root", "config", "logs"} | ({"cli"} if layer == "__main__" else set())
-        else:
-            allowed = LAYERS[layer] | {layer}
+def _package_imports() -> list[tuple[str, str]]:
+    """(importing module, imported module) for every import of the package by the package."""
+    found = []
+    pkg = ROOT / "reos_memory"
+    for path in pkg.rglob("*.py"):
+        mod = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module == "reos_memory":
                 # `from reos_memory import x`: x is a module or package (a layer), or a name of
                 # the package itself (`__version__`: the root)
-                pkg = ROOT / "reos_memory"
                 targets = [
                     f"reos_memory.{a.name}"
                     for a in node.names
@@ -96,17 +92,68 @@ def test_imports_point_one_way():
                 and node.module
                 and node.module.startswith("reos_memory")
             ):
-                targets = [node.module]
+                # `from reos_memory.a import b`: b may be a module of a
+                base = pkg.joinpath(*node.module.split(".")[1:])
+                targets = [
+                    f"{node.module}.{a.name}"
+                    if (base / f"{a.name}.py").exists() or (base / a.name).is_dir()
+                    else node.module
+                    for a in node.names
+                ]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names if a.name.startswith("reos_memory")]
             else:
                 continue
-            for t in targets:
-                if t == "reos_memory":
-                    continue
-                if _layer(t) not in allowed:
-                    bad.append(f"{mod} imports {t}")
+            found += [(mod, t) for t in targets if t != "reos_memory"]
+    return found
+
+
+def test_imports_point_one_way():
+    bad = []
+    for mod, t in _package_imports():
+        layer = _layer(mod)
+        if layer in ("_root", "__main__", "config", "logs"):
+            allowed = {"_root", "config", "logs"} | ({"cli"} if layer == "__main__" else set())
+        else:
+            allowed = LAYERS[layer] | {layer}
+        if _layer(t) not in allowed:
+            bad.append(f"{mod} imports {t}")
     assert not bad, bad
+
+
+# What every interface may share; each other part of interfaces/ is one interface.
+SHARED_BY_INTERFACES = {"services", "registry", "stdio_process", "__init__"}
+
+
+def _interface(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] != "interfaces" or parts[2] in SHARED_BY_INTERFACES:
+        return None
+    return parts[2]
+
+
+def test_no_interface_calls_another():
+    """JSON-RPC, MCP and the agent hooks each call the services, never one another."""
+    bad = [
+        f"{mod} imports {t}"
+        for mod, t in _package_imports()
+        if _interface(mod) and _interface(t) and _interface(mod) != _interface(t)
+    ]
+    assert not bad, bad
+
+
+def test_the_layer_checks_see_a_violation(monkeypatch):
+    fake = [
+        ("reos_memory.interfaces.mcp", "reos_memory.interfaces.jsonrpc.server"),
+        ("reos_memory.squirrel.service", "reos_memory.interfaces.services"),
+        ("reos_memory.graph.retrieval", "reos_memory.cli.report"),
+    ]
+    monkeypatch.setattr(sys.modules[__name__], "_package_imports", lambda: fake)
+    with pytest.raises(AssertionError, match=r"interfaces\.jsonrpc\.server"):
+        test_no_interface_calls_another()
+    with pytest.raises(AssertionError) as err:
+        test_imports_point_one_way()
+    assert "interfaces.services" in str(err.value) and "cli.report" in str(err.value)
 
 
 def test_tools_never_import_from_tests():
