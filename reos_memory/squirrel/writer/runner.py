@@ -291,8 +291,6 @@ class Runner:
         the episode unprocessed with the reason (retry it later); nothing is lost.
         """
         self.prune_logs()
-        claimed = f"{now_iso()} {new_id('claim')} {claimant()}"
-        stale = iso(datetime.now(UTC) - self._stale_after)
         ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
         if ep is None:
             raise NotFound("episode", episode_id, field="episode_id")
@@ -300,7 +298,30 @@ class Runner:
             return {"episode_id": episode_id, "outcome": ep.outcome, "reason": "already processed"}
         if ep.outcome == "failed" and not retry_failed:
             return {"episode_id": episode_id, "outcome": "failed", "reason": ep.outcome_reason}
+        claimed = self._claim(ep, force)
+        if claimed is None:
+            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
+        try:
+            kind = self.writer_kind()
+            output, sources, call, turned_away = self._write(ep, kind)
+        except Exception as exc:
+            return self._unwritten(episode_id, claimed, exc)
+        ops = self._commit(ep, claimed, output, sources, turned_away)
+        if ops is None:
+            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
+        return {
+            "episode_id": episode_id,
+            "outcome": "written",
+            "writer": kind,
+            "ops": ops,
+            "writer_call": call,
+        }
 
+    def _claim(self, ep: Any, force: bool) -> str | None:
+        """Claim the episode for this process (its claim text), or None when another live
+        process holds it."""
+        claimed = f"{now_iso()} {new_id('claim')} {claimant()}"
+        stale = iso(datetime.now(UTC) - self._stale_after)
         # whether the process holding a running claim is gone: /proc, read before the write lock
         abandoned = ep.outcome_reason if ep.outcome == "running" else None
         if abandoned is not None and not _claimant_died(abandoned):
@@ -308,25 +329,35 @@ class Runner:
 
         def claim(conn: apsw.Connection) -> bool:
             if force and ep.processed:
-                ssql.reopen_episode(conn, episode_id)
-            return ssql.claim_episode(conn, episode_id, claimed, stale, abandoned)
+                ssql.reopen_episode(conn, ep.id)
+            return ssql.claim_episode(conn, ep.id, claimed, stale, abandoned)
 
-        if not self.db.write(claim):
-            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
-        try:
-            kind = self.writer_kind()
-            output, sources, call, turned_away = self._write(ep, kind)
-        except Exception as exc:
-            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-            outcome = "pending" if isinstance(exc, _Deferred) else "failed"
-            self.db.write(
-                lambda c: ssql.finish_episode(
-                    c, episode_id, processed=0, outcome=outcome, reason=reason, claim=claimed
-                )
+        return claimed if self.db.write(claim) else None
+
+    def _unwritten(self, episode_id: str, claimed: str, exc: Exception) -> dict[str, Any]:
+        """The writer failed (or was not called: budget): the episode stays unprocessed with
+        the reason, pending or failed."""
+        reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        outcome = "pending" if isinstance(exc, _Deferred) else "failed"
+        self.db.write(
+            lambda c: ssql.finish_episode(
+                c, episode_id, processed=0, outcome=outcome, reason=reason, claim=claimed
             )
-            if self.log:
-                self.log.warning("writer_failed", episode_id=episode_id, reason=reason)
-            return {"episode_id": episode_id, "outcome": outcome, "reason": reason}
+        )
+        if self.log:
+            self.log.warning("writer_failed", episode_id=episode_id, reason=reason)
+        return {"episode_id": episode_id, "outcome": outcome, "reason": reason}
+
+    def _commit(
+        self,
+        ep: Any,
+        claimed: str,
+        output: WriterOutput,
+        sources: dict[int, str],
+        turned_away: list[dict[str, str]],
+    ) -> list[dict[str, Any]] | None:
+        """Commit the writer's ops and the episode's new state in one transaction, while the
+        claim still holds: the ops as stored, or None when another process took the episode."""
         ev = output.episode_evidence
         done: dict[str, Any] = {}
 
@@ -345,7 +376,7 @@ class Runner:
                 )
             if not ssql.finish_episode(
                 conn,
-                episode_id,
+                ep.id,
                 processed=1,
                 outcome="written",
                 reason=summary or "the writer found nothing worth remembering",
@@ -353,7 +384,7 @@ class Runner:
                 claim=claimed,
             ):
                 # another process took the episode over (our claim went stale): roll back
-                raise _LostClaim(episode_id)
+                raise _LostClaim(ep.id)
             done["ops"] = ops
 
         try:
@@ -365,7 +396,7 @@ class Runner:
                     project_id=ep.project_id,
                     owner_type=ep.owner_type,
                     owner_id=ep.owner_id,
-                    episode_id=episode_id,
+                    episode_id=ep.id,
                     source=(ev.source if ev else None),
                     frustration=(ev.frustration if ev else None) or ep.stats.user_frustration,
                     op_sources=sources,
@@ -376,14 +407,9 @@ class Runner:
                 dedup_threshold=self.settings.dedup_threshold,
             )
         except _LostClaim:
-            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
-        return {
-            "episode_id": episode_id,
-            "outcome": "written",
-            "writer": kind,
-            "ops": done["ops"],
-            "writer_call": call,
-        }
+            return None
+        ops: list[dict[str, Any]] = done["ops"]
+        return ops
 
     def _write(
         self, ep: Any, kind: str
