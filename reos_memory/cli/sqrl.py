@@ -67,7 +67,7 @@ def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
     end = True if args.end else None
     opts = tin.Options(args.agent, end, config.session_idle_minutes * 60.0)
     progress = None if args.json else Progress()
-    reps = tin.ingest_paths(app.squirrel, args.paths, opts, progress, helper)
+    reps = app.squirrel.ingest_paths(args.paths, opts, progress, helper)
     # sessions left open (their logs are fresh): their last events wait for the session to end
     pending = app.squirrel.pending_events(
         r.session_id for r in reps if r.session_id and not r.ended
@@ -100,7 +100,7 @@ def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
 
 
 def _watch(config: Config, app: Any, args: Any) -> int:
-    from reos_memory.squirrel.ingest.watch import AlreadyWatching, Progress, Watcher, WatchLock
+    from reos_memory.squirrel.ingest.watch import AlreadyWatching, Progress, WatchLock
 
     roots = args.root or [config.claude_projects_dir, config.codex_sessions_dir]
     interval = args.interval if args.interval is not None else config.watch_interval_s
@@ -110,7 +110,7 @@ def _watch(config: Config, app: Any, args: Any) -> int:
     except AlreadyWatching as exc:
         sys.stderr.write(f"sqrl: {exc}\n")
         return 3
-    watcher = Watcher(app.squirrel, roots, idle_seconds=idle, progress=Progress())
+    watcher = app.squirrel.watcher(roots, idle_seconds=idle, progress=Progress())
 
     def stop(signum: int, frame: Any) -> None:
         watcher.stop.set()

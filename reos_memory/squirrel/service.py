@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 import msgspec
@@ -41,6 +41,11 @@ from reos_memory.store import Database
 from reos_memory.store import memories as msql
 from reos_memory.store import squirrel as ssql
 from reos_memory.store import transcripts as tsql
+
+if TYPE_CHECKING:
+    from reos_memory.squirrel.ingest import ingest as tin
+    from reos_memory.squirrel.ingest.watch import Watcher
+    from reos_memory.squirrel.writer.runner import Helper
 
 LIVE = ("provisional", "active")
 
@@ -215,6 +220,31 @@ class Squirrel:
             },
             api.FlushResult,
         )
+
+    def ingest_paths(
+        self,
+        paths: Iterable[str],
+        opts: tin.Options | None = None,
+        progress: Callable[[int, int, tin.FileReport], None] | None = None,
+        helper: Helper | None = None,
+    ) -> list[tin.FileReport]:
+        """Every session log under `paths` from its cursor (`sqrl ingest`); the episodes cut are
+        learned while the next logs are read (`writer/runner.py`: `CatchUp`)."""
+        from reos_memory.squirrel.ingest.ingest import ingest_paths
+
+        return ingest_paths(self, paths, opts, progress, helper)
+
+    def watcher(
+        self,
+        roots: list[str],
+        *,
+        idle_seconds: float,
+        progress: Callable[[int, int, tin.FileReport], None] | None = None,
+    ) -> Watcher:
+        """A watch over the agents' log directories (`sqrl watch`), run by its `run`."""
+        from reos_memory.squirrel.ingest.watch import Watcher
+
+        return Watcher(self, roots, idle_seconds=idle_seconds, progress=progress)
 
     def pending_events(self, session_ids: Iterable[str]) -> dict[str, int]:
         """Events of these sessions not yet cut into an episode, by session (none: left out)."""
