@@ -96,7 +96,7 @@ class Conflict(ReosError):
     reason = "conflict"
     meaning = (
         "duplicate relationship (`data.existing_id`), existing id, stale `expected_version`,"
-        " or children present"
+        " children present, or a memory key another live memory holds (`data.existing_id`)"
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 import msgspec
 
-from reos_memory.errors import InvalidInput, NotFound
+from reos_memory.errors import Conflict, InvalidInput, NotFound
 from reos_memory.models import (
     EventIn,
     Memory,
@@ -854,6 +854,8 @@ class Squirrel:
         text = changes.get("text")
         if text is not None:
             text = redact(" ".join(text.split()))
+            if not text:  # as memories/add: a memory is never blank
+                raise InvalidInput("text", "must hold more than whitespace")
         vec_blob = None
         model_id = None
         if text is not None and self.vectors is not None:
@@ -871,6 +873,7 @@ class Squirrel:
             m = msql.get_memory(conn, memory_id)
             if m is None:
                 raise NotFound("memory", memory_id, field="memory_id")
+            _check_key_free(conn, m, changes)
             fields = dict(changes)
             if "ttl_days" in fields:
                 ttl = fields.pop("ttl_days")
@@ -1038,6 +1041,26 @@ def _public_result(r: dict[str, Any]) -> dict[str, Any]:
         out["tier"] = m.tier
         out["key"] = m.key
     return out
+
+
+def _check_key_free(conn: apsw.Connection, m: Memory, changes: dict[str, Any]) -> None:
+    """A key names one live memory (of a project, scope and owner): an edit that would make a
+    second live holder, by a new key or by reviving a deprecated memory, is a Conflict."""
+    key = changes.get("key", m.key)
+    if key is None or changes.get("status", m.status) == "deprecated":
+        return
+    if "key" not in changes and ("status" not in changes or m.status != "deprecated"):
+        return
+    holders = msql.live_by_key(conn, key, m.project_id, m.scope, m.owner_type, m.owner_id)
+    other = next((h for h in holders if h.id != m.id), None)
+    if other is not None:
+        field = "key" if "key" in changes else "status"
+        raise Conflict(
+            f"key {key!r} is held by the live memory {other.id}; deprecate it or clear its key"
+            " first",
+            field=f"$.{field}",
+            existing_id=other.id,
+        )
 
 
 def _policy_text(pol: Policy) -> str:

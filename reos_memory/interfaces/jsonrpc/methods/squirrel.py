@@ -6,7 +6,14 @@ from typing import Any
 
 import msgspec
 
-from reos_memory.errors import Cancelled, Conflict, NotFound, PayloadTooLarge, PolicyError
+from reos_memory.errors import (
+    Cancelled,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    PolicyError,
+)
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 from reos_memory.squirrel import api as t
@@ -223,10 +230,16 @@ def memories_get(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryGetResult:
     params=t.MemoryUpdateParams,
     result=t.MemoryResult,
     kind="write",
-    errors=[NotFound],
+    errors=[NotFound, Conflict],
 )
 def memories_update(ctx: RequestContext, p: t.MemoryUpdateParams) -> t.MemoryResult:
-    """Edit a memory in place; a new `text` is embedded again. `clear_ttl` / `clear_key` unset."""
+    """Edit a memory in place; a new `text` is embedded again. `clear_ttl` / `clear_key` unset.
+
+    A key names one live memory: a key held by another live memory is a conflict.
+    """
+    for clear, value in (("clear_key", p.key), ("clear_ttl", p.ttl_days)):
+        if getattr(p, clear) and value is not None:
+            raise InvalidInput(clear, f"cannot be true together with `{clear[6:]}`")
     changes: dict[str, Any] = {
         k: v
         for k in ("text", "kind", "tier", "key", "status", "confidence", "polarity")
