@@ -9,16 +9,12 @@ from pathlib import Path
 import pytest
 
 from harness.rpc_client import Server
+from tests.test_squirrel_e2e import make_repo
 
 pytestmark = pytest.mark.e2e
 
 OLD = "Deploys go through the staging cluster first."
 NEW = "Releases ship from the blue cluster on Tuesdays."
-
-
-def _repo(path: Path) -> Path:
-    (path / ".git").mkdir(parents=True)
-    return path
 
 
 def _add(srv: Server, root: Path, text: str, **kw: object) -> dict:
@@ -46,7 +42,7 @@ def _context(srv: Server, root: Path, task: str) -> dict:
 
 
 def test_every_field_is_edited_and_reads_see_the_edit(tmp_path):
-    shop = _repo(tmp_path / "shop")
+    shop = make_repo(tmp_path / "shop")
     with Server(tmp_path / "m.db") as srv:
         srv.wait_ready()
         a = _add(srv, shop, OLD, key="project.deploy")
@@ -105,7 +101,7 @@ def test_every_field_is_edited_and_reads_see_the_edit(tmp_path):
 
 
 def test_refused_edits_name_the_field_and_change_nothing(tmp_path):
-    shop = _repo(tmp_path / "shop")
+    shop = make_repo(tmp_path / "shop")
     with Server(tmp_path / "m.db") as srv:
         srv.wait_ready()
         a = _add(srv, shop, OLD, key="project.deploy")

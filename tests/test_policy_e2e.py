@@ -10,15 +10,11 @@ import pytest
 
 from harness.rpc_client import Server
 from reos_memory.squirrel.memory.policy import default_text
+from tests.test_squirrel_e2e import make_repo
 
 pytestmark = pytest.mark.e2e
 
 SHIPPED = "(shipped default)"
-
-
-def _repo(path: Path) -> Path:
-    (path / ".git").mkdir(parents=True)
-    return path
 
 
 def _project_file(root: Path, text: str) -> Path:
@@ -31,8 +27,8 @@ def _project_file(root: Path, text: str) -> Path:
 def test_policy_layers_default_user_and_project(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    shop = _repo(tmp_path / "shop")
-    other = _repo(tmp_path / "other")
+    shop = make_repo(tmp_path / "shop")
+    other = make_repo(tmp_path / "other")
     shipped = tomllib.loads(default_text())
     with Server(tmp_path / "m.db", env={"REOS_MEMORY_HOME": str(home)}) as srv:
         # no user file yet: the shipped default alone, as the package ships it
@@ -86,7 +82,7 @@ def test_policy_file_setting_names_the_user_file(tmp_path):
 def test_an_invalid_policy_is_refused_naming_the_file(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    shop = _repo(tmp_path / "shop")
+    shop = make_repo(tmp_path / "shop")
     with Server(tmp_path / "m.db", env={"REOS_MEMORY_HOME": str(home)}) as srv:
         proj = _project_file(shop, "[promotion.default]\nmin_opportunitiez = 3\n")
         err = srv.error("squirrel/policy/get", {"project_root": str(shop)})
