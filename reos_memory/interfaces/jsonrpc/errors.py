@@ -55,11 +55,6 @@ ERROR_TABLE: list[dict[str, Any]] = PROTOCOL_ERRORS + [
 ]
 
 
-def code_for(exc: errors.ReosError) -> int:
-    """The JSON-RPC code of a domain error: the one its class carries."""
-    return exc.code
-
-
 def markdown_table() -> str:
     """ERROR_TABLE as the README shows it."""
     rows = ["| code | reason | meaning |", "|---|---|---|"]
