@@ -37,20 +37,31 @@ def test_every_mcp_tool_is_in_the_readme():
     assert not missing, f"MCP tools missing from README: {missing}"
 
 
-def _commands(parser: argparse.ArgumentParser, path: list[str]) -> Iterator[str]:
-    """The command line of this parser and of every subcommand below it, read from the parsers'
-    subparsers actions (so a new command is seen without editing this test)."""
-    yield " ".join(path)
+def _parsers(
+    parser: argparse.ArgumentParser, path: list[str]
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """The command line and parser of this command and of every subcommand below it, read from
+    the parsers' subparsers actions (so a new command is seen without editing this test)."""
+    yield " ".join(path), parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
-                yield from _commands(sub, [*path, name])
+                yield from _parsers(sub, [*path, name])
 
 
-COMMANDS = [
-    *_commands(build_parser(), ["reos-memory"]),
-    *_commands(build_sqrl_parser(), ["sqrl"]),
-]
+PARSERS = [*_parsers(build_parser(), ["reos-memory"]), *_parsers(build_sqrl_parser(), ["sqrl"])]
+COMMANDS = [command for command, _ in PARSERS]
+# every long option a user is shown in --help (hidden ones are internal)
+OPTIONS = sorted(
+    {
+        (command, option)
+        for command, parser in PARSERS
+        for action in parser._actions
+        if action.help != argparse.SUPPRESS
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+)
 
 
 def test_the_command_walk_sees_nested_subcommands():
@@ -63,6 +74,13 @@ def test_every_cli_command_is_in_the_readme(command):
     # a trailing comment does not count)
     as_code = re.compile(r"(`|^[ \t]*(\$ )?)" + re.escape(command) + r"(?![\w-])", re.M)
     assert as_code.search(README), f"README does not show the command `{command}`"
+
+
+@pytest.mark.parametrize(("command", "option"), OPTIONS)
+def test_every_cli_option_is_in_the_readme(command, option):
+    assert re.search(re.escape(option) + r"(?![\w-])", README), (
+        f"README does not mention {option} of `{command}`"
+    )
 
 
 def _readme_error_rows() -> list[str]:
