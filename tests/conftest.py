@@ -49,6 +49,14 @@ def make_block(srv: Server, content: str = "text", act_id: str = "act-1", **extr
     )["block"]["id"]
 
 
+def link(srv: Server, a: str, b: str, t: str = "references", conf: float = 1.0) -> dict:
+    """A relationship a -> b of type t, as created."""
+    return srv.call(
+        "memory/relationships/create",
+        {"source_id": a, "target_id": b, "rel_type": t, "confidence": conf},
+    )["relationship"]
+
+
 def cancel_at_commit(srv, db_path, method: str, params: dict, finished) -> tuple[dict, list[dict]]:
     """Run a long request while another connection holds the write lock, so it computes
     everything and then waits at its single commit; cancel it there, release the lock, and

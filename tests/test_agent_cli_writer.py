@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from harness.agent_homes import ClaudeSession, CodexSession
+from harness.commands import agent_env, sqrl
 from harness.rpc_client import ROOT, Server
 from reos_memory.llm import LLMError
 from reos_memory.squirrel.writer import agent_cli
@@ -328,46 +329,13 @@ def test_the_input_cap_keeps_corrections_and_drops_ordinary_events_first() -> No
 # -- never recursive: the hook and ingestion pass the writer's own runs by ---------------------
 
 
-def _env(home: Path, db: Path, **extra: str) -> dict[str, str]:
-    outer = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "REOS_MEMORY_HOME")
-    }
-    return {
-        **outer,
-        "HOME": str(home),
-        "REOS_MEMORY_DB": str(db),
-        "REOS_MEMORY_EMBEDDER": "hash",
-        "REOS_MEMORY_OWNER_ID": "dev",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        **extra,
-    }
-
-
-def sqrl(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
-            *args,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=cwd or ROOT,
-    )
-
-
 @pytest.mark.e2e
 def test_sqrl_ingest_learns_through_claude_and_never_from_its_own_runs(tmp_path: Path) -> None:
     home = tmp_path / "home"
     root = repo(tmp_path)
     rec = tmp_path / "argv.jsonl"
     make_fake(tmp_path / "bin", "claude-code", "good", rec)
-    env = _env(
+    env = agent_env(
         home,
         tmp_path / "m.db",
         PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -426,7 +394,7 @@ def test_the_hook_exits_at_once_inside_a_writer_run(tmp_path: Path) -> None:
         return subprocess.run(
             [sys.executable, "-m", "reos_memory", "hook", "claude-code"],
             input=payload,
-            env=_env(home, db, **extra),
+            env=agent_env(home, db, **extra),
             capture_output=True,
             text=True,
             timeout=60,
@@ -449,7 +417,7 @@ def test_hooks_install_writer_says_the_cost_and_writes_the_config(tmp_path: Path
     home = tmp_path / "home"
     root = repo(tmp_path)
     make_fake(tmp_path / "bin", "claude-code", "good")
-    env = _env(
+    env = agent_env(
         home,
         tmp_path / "m.db",
         PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",

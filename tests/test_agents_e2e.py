@@ -4,7 +4,6 @@ Claude Code hook, and the MCP server, all on one database."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -15,7 +14,8 @@ from typing import Any
 import pytest
 
 from harness.agent_homes import ClaudeSession, CodexSession
-from harness.rpc_client import ROOT, Server
+from harness.commands import agent_env, run_module, sqrl
+from harness.rpc_client import ROOT, SQRL, Server
 from tests.test_squirrel_e2e import SSL_ERROR
 
 pytestmark = pytest.mark.e2e
@@ -23,57 +23,6 @@ pytestmark = pytest.mark.e2e
 SECRET = "sk-proj-Zq8XwV2mN5tLr7Kp3Hs9Yc1Bd4Fg6Jk0Qe2Wr5Ty8Ui1Op3As"
 AWS = "AKIAZ7QW3ERT5YUI8OPA"
 OLD = timedelta(hours=3)  # the sessions ended hours ago: idle past session_idle_minutes
-
-
-def _env(home: Path, db: Path, **extra: str) -> dict[str, str]:
-    outer = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "REOS_MEMORY_HOME")
-    }
-    return {
-        **outer,
-        "HOME": str(home),
-        "REOS_MEMORY_DB": str(db),
-        "REOS_MEMORY_EMBEDDER": "hash",
-        "REOS_MEMORY_OWNER_ID": "dev",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        **extra,
-    }
-
-
-def run(
-    env: dict[str, str],
-    *args: str,
-    stdin: str | None = None,
-    cwd: Path | None = None,
-    timeout: float = 120,
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", *args],
-        input=stdin,
-        env=env,
-        cwd=cwd or ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def sqrl(env: dict[str, str], *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
-            *args,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=kw.get("timeout", 120),
-        cwd=kw.get("cwd") or ROOT,
-    )
 
 
 def build_homes(tmp: Path) -> dict[str, Any]:
@@ -151,7 +100,7 @@ def _db_bytes(db: Path) -> bytes:
 def test_watch_learns_from_real_agent_homes_and_every_door_gives_it_back(tmp_path: Path) -> None:
     h = build_homes(tmp_path)
     db = tmp_path / "data" / "memory.db"
-    env = _env(h["home"], db)
+    env = agent_env(h["home"], db)
 
     first = sqrl(env, "watch", "--once", "--json")
     assert first.returncode == 0, first.stderr
@@ -194,7 +143,7 @@ def test_watch_learns_from_real_agent_homes_and_every_door_gives_it_back(tmp_pat
         "cwd": str(h["rates"]),
         "transcript_path": str(tmp_path / "none.jsonl"),
     }
-    r = run(env, "reos_memory", "hook", "claude-code", stdin=json.dumps(hook_in))
+    r = run_module(env, "reos_memory", "hook", "claude-code", stdin=json.dumps(hook_in))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     extra = out["hookSpecificOutput"]["additionalContext"]
@@ -259,7 +208,7 @@ def _workers(db: Path) -> list[str]:
 def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
     h = build_homes(tmp_path)
     db = tmp_path / "data" / "memory.db"
-    env = _env(h["home"], db)
+    env = agent_env(h["home"], db)
     rates = str(h["rates"])
     add = sqrl(
         env,
@@ -275,7 +224,7 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
 
     def hook(payload: Any) -> subprocess.CompletedProcess[str]:
         text = payload if isinstance(payload, str) else json.dumps(payload)
-        return run(env, "reos_memory", "hook", "claude-code", stdin=text)
+        return run_module(env, "reos_memory", "hook", "claude-code", stdin=text)
 
     base = {"session_id": "sess-a", "cwd": rates, "transcript_path": str(h["files"][0])}
     # a prompt about it: the memory; asked again in the same session: nothing new, no output
@@ -303,7 +252,7 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
         assert (r.returncode, r.stdout) == (0, ""), r
     (tmp_path / "a-file").write_text("x")  # a database path under a file cannot be opened
     broken = {**env, "REOS_MEMORY_DB": str(tmp_path / "a-file" / "sub" / "memory.db")}
-    r = run(
+    r = run_module(
         broken,
         "reos_memory",
         "hook",
@@ -312,7 +261,7 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
     )
     assert (r.returncode, r.stdout) == (0, "")
     bad_cfg = {**env, "REOS_MEMORY_SESSION_IDLE_MINUTES": "-5"}
-    r = run(
+    r = run_module(
         bad_cfg,
         "reos_memory",
         "hook",
@@ -379,7 +328,7 @@ def test_sqrl_hooks_install_uninstall_status(tmp_path: Path) -> None:
         "model": "opus",
     }
     settings.write_text(json.dumps(mine))
-    env = _env(home, tmp_path / "m.db")
+    env = agent_env(home, tmp_path / "m.db")
     r = sqrl(env, "hooks", "install", "--json")
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
@@ -413,16 +362,9 @@ def test_sqrl_hooks_install_uninstall_status(tmp_path: Path) -> None:
 def test_one_watcher_per_database(tmp_path: Path) -> None:
     h = build_homes(tmp_path)
     db = tmp_path / "data" / "memory.db"
-    env = _env(h["home"], db)
+    env = agent_env(h["home"], db)
     first = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
-            "watch",
-            "--interval",
-            "0.2",
-        ],
+        [*SQRL, "watch", "--interval", "0.2"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -458,9 +400,9 @@ def test_every_entry_point_finds_the_same_database(tmp_path: Path) -> None:
     home = tmp_path / "data-home"
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
-    env = _env(tmp_path / "user-home", tmp_path / "unused.db", REOS_MEMORY_HOME=str(home))
+    env = agent_env(tmp_path / "user-home", tmp_path / "unused.db", REOS_MEMORY_HOME=str(home))
     env.pop("REOS_MEMORY_DB")
-    where = run(env, "reos_memory", "where")
+    where = run_module(env, "reos_memory", "where")
     assert where.stdout.strip() == str(home / "memory.db")
     added = sqrl(
         env,
@@ -478,7 +420,7 @@ def test_every_entry_point_finds_the_same_database(tmp_path: Path) -> None:
     assert "explicit_statement" in shown.stdout
     status = sqrl(env, "status", cwd=repo)
     assert "writer config: rules (offline)" in status.stdout
-    hook = run(
+    hook = run_module(
         env,
         "reos_memory",
         "hook",
@@ -503,7 +445,7 @@ def test_every_entry_point_finds_the_same_database(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     r = sqrl(env, "add", "Use tabs.", "--db", str(other), cwd=repo)
     assert r.returncode == 0 and other.exists()
-    r = run(
+    r = run_module(
         env,
         "reos_memory",
         "hook",
@@ -521,7 +463,7 @@ def test_a_sessions_episodes_judge_the_context_its_hook_injected(tmp_path: Path)
     (repo / ".git").mkdir(parents=True)
     home = tmp_path / "home"
     db = tmp_path / "memory.db"
-    env = _env(home, db)
+    env = agent_env(home, db)
     assert (
         sqrl(
             env,
@@ -536,7 +478,7 @@ def test_a_sessions_episodes_judge_the_context_its_hook_injected(tmp_path: Path)
         == 0
     )
     s = ClaudeSession(repo, datetime.now(UTC))  # the hook runs as the session starts
-    r = run(
+    r = run_module(
         env,
         "reos_memory",
         "hook",

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import make_block
+from tests.conftest import link, make_block
 
 pytestmark = pytest.mark.e2e
-
-
-def link(srv, a, b, t="references", conf=1.0):
-    return srv.call(
-        "memory/relationships/create",
-        {"source_id": a, "target_id": b, "rel_type": t, "confidence": conf},
-    )["relationship"]["id"]
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from harness.rpc_client import ROOT
+from harness.rpc_client import ROOT, SQRL
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.writer.helper_process import Helper, wanted
 from tools.bench_agents import generate
@@ -219,8 +218,6 @@ def test_only_a_large_catch_up_with_the_offline_writer_gets_a_helper(home) -> No
 
 # -- `sqrl ingest`, whole processes --------------------------------------------------------------
 
-SQRL = "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())"
-
 
 def _env(db: Path, min_mb: str) -> dict[str, str]:
     return {
@@ -267,7 +264,7 @@ def test_sqrl_ingest_with_a_helper_says_the_same_and_leaves_no_process(
     runs = {}
     for name, min_mb in (("alone", "0"), ("helped", "0.5")):
         r = subprocess.run(
-            [sys.executable, "-c", SQRL, "ingest", "--end", "--json", str(home)],
+            [*SQRL, "ingest", "--end", "--json", str(home)],
             env=_env(tmp_path / f"{name}.db", min_mb),
             capture_output=True,
             text=True,
@@ -282,7 +279,7 @@ def test_sqrl_ingest_with_a_helper_says_the_same_and_leaves_no_process(
 
     # the caller killed while its helper works: the helper goes too
     proc = subprocess.Popen(
-        [sys.executable, "-c", SQRL, "ingest", "--end", "--json", str(home)],
+        [*SQRL, "ingest", "--end", "--json", str(home)],
         env=_env(tmp_path / "killed.db", "0.5"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

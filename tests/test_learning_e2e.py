@@ -5,16 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.rpc_client import Server
-from tests.conftest import NO_CATCH_UP, cancel_at_commit, make_block
+from tests.conftest import NO_CATCH_UP, cancel_at_commit, link, make_block
 
 pytestmark = pytest.mark.e2e
-
-
-def link(srv, a, b, t="references", conf=1.0):
-    return srv.call(
-        "memory/relationships/create",
-        {"source_id": a, "target_id": b, "rel_type": t, "confidence": conf},
-    )["relationship"]
 
 
 def order(srv, query):

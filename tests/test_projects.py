@@ -362,12 +362,13 @@ def test_a_removed_worktree_and_a_new_origin_still_merge(repo, tmp_path):
 
 @pytest.mark.e2e
 def test_learned_in_one_worktree_is_found_from_another_through_every_door(repo, tmp_path):
+    from harness.commands import agent_env, run_module, sqrl
     from harness.rpc_client import Server
-    from tests.test_agents_e2e import _env, _mcp_context, run, sqrl
+    from tests.test_agents_e2e import _mcp_context
 
     db = tmp_path / "memory.db"
     home = tmp_path / "home"
-    env = _env(home, db)
+    env = agent_env(home, db)
     with Server(db, env={"REOS_MEMORY_OWNER_ID": "dev"}) as srv:
         srv.wait_ready()
         added = srv.call(
@@ -427,7 +428,7 @@ def test_learned_in_one_worktree_is_found_from_another_through_every_door(repo, 
             scoped["memory"]["id"],
         }
 
-    hook = run(
+    hook = run_module(
         env,
         "reos_memory",
         "hook",

@@ -7,16 +7,9 @@ import time
 import pytest
 
 from harness.rpc_client import Server
-from tests.conftest import NO_CATCH_UP, make_block
+from tests.conftest import NO_CATCH_UP, link, make_block
 
 pytestmark = pytest.mark.e2e
-
-
-def link(srv, a, b, t, conf=1.0):
-    srv.call(
-        "memory/relationships/create",
-        {"source_id": a, "target_id": b, "rel_type": t, "confidence": conf},
-    )
 
 
 def ids(result):

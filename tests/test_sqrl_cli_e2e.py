@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.commands import sqrl as run_sqrl
 from harness.rpc_client import Server
 
 pytestmark = pytest.mark.e2e
@@ -17,21 +18,7 @@ pytestmark = pytest.mark.e2e
 
 def sqrl(db: Path, cwd: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "REOS_MEMORY_EMBEDDER": "hash", "REOS_MEMORY_OWNER_ID": "alice"}
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())",
-            *args,
-            "--db",
-            str(db),
-        ],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_sqrl(env, *args, "--db", str(db), cwd=cwd, timeout=60)
     if ok:
         assert r.returncode == 0, r.stderr
     return r

@@ -36,9 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.agent_homes import ClaudeSession, CodexSession  # noqa: E402
+from harness.rpc_client import SQRL  # noqa: E402
 from tools.bench import pct, proc_status_kb, slope  # noqa: E402
-
-SQRL = "from reos_memory.cli import sqrl_main; raise SystemExit(sqrl_main())"
 
 OUTPUTS = [
     "collected 48 items\n\n"
@@ -183,7 +182,7 @@ def bench_ingest(work: Path, megabytes: float, embedder: str, runs: int = 3) -> 
             Path(str(db) + s).unlink(missing_ok=True)
         t0 = time.perf_counter()
         r = subprocess.run(
-            [sys.executable, "-c", SQRL, "ingest", "--json", str(home)],
+            [*SQRL, "ingest", "--json", str(home)],
             env=env,
             capture_output=True,
             text=True,
@@ -341,7 +340,7 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
     env.pop("CLAUDE_CONFIG_DIR", None)
     env.pop("CODEX_HOME", None)
     proc = subprocess.Popen(
-        [sys.executable, "-c", SQRL, "watch", "--interval", "0.5"],
+        [*SQRL, "watch", "--interval", "0.5"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import msgspec
 import msgspec.inspect as mi
 
-from reos_memory.errors import InvalidInput
+from reos_memory.errors import InvalidInput, ReosError
 
 # inline: cheap, no I/O, answered on the reading thread, waits for nothing;
 # read: database reads on a pool of threads, each after the writes the client sent before it;
@@ -34,7 +34,7 @@ class MethodSpec:
     kind: Kind
     summary: str
     description: str
-    errors: list[int] = field(default_factory=list)
+    errors: list[type[ReosError]] = field(default_factory=list)  # what a client may meet
     field_names: tuple[str, ...] = ()
 
 
@@ -51,7 +51,7 @@ class Registry:
         params: type[msgspec.Struct],
         result: Any,
         kind: Kind = "read",
-        errors: list[int] | None = None,
+        errors: list[type[ReosError]] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             if name in self.methods:

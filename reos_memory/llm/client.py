@@ -11,16 +11,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reos_memory.errors import ReosError
+from reos_memory.errors import LLMError
 
 if TYPE_CHECKING:
     import httpx
 
-
-class LLMError(ReosError):
-    """The provider could not give a usable answer (after retries)."""
-
-    reason = "llm_failed"
+__all__ = ["Completion", "LLMClient", "LLMError", "LLMSettings"]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import apsw
 import msgspec
 
-from reos_memory.errors import InvalidInput, NotFound
+from reos_memory.errors import Conflict, InvalidInput, NotFound
 from reos_memory.models import (
     EventIn,
     Memory,
@@ -453,7 +453,10 @@ class Squirrel:
 
     def update_memory(self, p: api.MemoryUpdateParams) -> api.MemoryResult:
         """Edit a memory in place; a new `text` is embedded again. `clear_ttl` / `clear_key`
-        unset."""
+        unset. A key names one live memory: a key held by another live memory is a conflict."""
+        for clear, value in (("clear_key", p.key), ("clear_ttl", p.ttl_days)):
+            if getattr(p, clear) and value is not None:
+                raise InvalidInput(clear, f"cannot be true together with `{clear[6:]}`")
         changes: dict[str, Any] = {
             k: v
             for k in ("text", "kind", "tier", "key", "status", "confidence", "polarity")
@@ -472,6 +475,8 @@ class Squirrel:
         text = changes.get("text")
         if text is not None:
             text = redact(" ".join(text.split()))
+            if not text:  # as memories/add: a memory is never blank
+                raise InvalidInput("text", "must hold more than whitespace")
         vec_blob = None
         model_id = None
         if text is not None and self.vectors is not None:
@@ -489,6 +494,7 @@ class Squirrel:
             m = msql.get_memory(conn, memory_id)
             if m is None:
                 raise NotFound("memory", memory_id, field="memory_id")
+            _check_key_free(conn, m, changes)
             fields = dict(changes)
             if "ttl_days" in fields:
                 ttl = fields.pop("ttl_days")
@@ -636,3 +642,23 @@ R = TypeVar("R")
 def _typed(value: Any, cls: type[R]) -> R:
     """A result built as plain values, as its declared type (the wire shape checked here)."""
     return msgspec.convert(value, cls, from_attributes=True)
+
+
+def _check_key_free(conn: apsw.Connection, m: Memory, changes: dict[str, Any]) -> None:
+    """A key names one live memory (of a project, scope and owner): an edit that would make a
+    second live holder, by a new key or by reviving a deprecated memory, is a Conflict."""
+    key = changes.get("key", m.key)
+    if key is None or changes.get("status", m.status) == "deprecated":
+        return
+    if "key" not in changes and ("status" not in changes or m.status != "deprecated"):
+        return
+    holders = msql.live_by_key(conn, key, m.project_id, m.scope, m.owner_type, m.owner_id)
+    other = next((h for h in holders if h.id != m.id), None)
+    if other is not None:
+        field = "key" if "key" in changes else "status"
+        raise Conflict(
+            f"key {key!r} is held by the live memory {other.id}; deprecate it or clear its key"
+            " first",
+            field=f"$.{field}",
+            existing_id=other.id,
+        )

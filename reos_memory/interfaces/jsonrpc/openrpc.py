@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from reos_memory import __version__
+from reos_memory.errors import PayloadTooLarge, ReosError
 from reos_memory.interfaces.jsonrpc.errors import ERROR_TABLE
 from reos_memory.interfaces.registry import Registry
 
@@ -77,11 +78,14 @@ def build_document(registry: Registry) -> dict[str, Any]:
         }
         if s.description:
             entry["description"] = s.description
-        # any read may answer -32001 when its result is over max_result_bytes
-        errors = [*s.errors, *([-32001] if s.kind == "read" and -32001 not in s.errors else [])]
+        # any read may answer PayloadTooLarge when its result is over max_result_bytes
+        too_large: list[type[ReosError]] = (
+            [PayloadTooLarge] if s.kind == "read" and PayloadTooLarge not in s.errors else []
+        )
+        errors = [*s.errors, *too_large]
         if errors:
             entry["errors"] = [
-                {"code": c, "message": by_code[c]["reason"], "data": by_code[c]["meaning"]}
+                {"code": c.code, "message": c.reason, "data": by_code[c.code]["meaning"]}
                 for c in errors
             ]
         methods.append(entry)

@@ -471,7 +471,7 @@ class Server:
                 result = msgspec.Raw(self._bounded(spec, _encoder.encode(result)))
             resp = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
         except derr.ReosError as exc:
-            code = codes.code_for(exc)
+            code = exc.code  # each domain error class carries its code
             message = (
                 exc.message if code != codes.INVALID_PARAMS else f"Invalid params: {exc.message}"
             )

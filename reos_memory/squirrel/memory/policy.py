@@ -16,19 +16,13 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta, Struct
 
-from reos_memory.errors import ReosError
+from reos_memory.errors import PolicyError
 from reos_memory.models import MEMORY_KINDS
 
 PROJECT_FILE = Path(".sqrl") / "memory_policy.toml"
 NonNeg = Annotated[float, Meta(ge=0)]
 Ratio = Annotated[float, Meta(ge=0.0, le=1.0)]  # float literals: see similarity_floor
 Count = Annotated[int, Meta(ge=0, le=1_000_000)]
-
-
-class PolicyError(ReosError):
-    """A policy file cannot be read or breaks a rule; the message names the file and key."""
-
-    reason = "invalid_policy"
 
 
 class Promotion(Struct, kw_only=True, forbid_unknown_fields=True):

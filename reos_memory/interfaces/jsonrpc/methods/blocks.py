@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from msgspec.structs import asdict
 
+from reos_memory.errors import Conflict, NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import blocks as svc
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
@@ -17,7 +18,7 @@ method = REGISTRY.method
     params=t.BlockCreateParams,
     result=t.BlockResult,
     kind="write",
-    errors=[-32004, -32009],
+    errors=[NotFound, Conflict],
 )
 def create(ctx: RequestContext, p: t.BlockCreateParams) -> t.BlockResult:
     """Create a block from `content` (plain text) or `rich_text` spans.
@@ -32,7 +33,7 @@ def create(ctx: RequestContext, p: t.BlockCreateParams) -> t.BlockResult:
     )
 
 
-@method("blocks/get", params=t.BlockGetParams, result=t.BlockResult, errors=[-32004])
+@method("blocks/get", params=t.BlockGetParams, result=t.BlockResult, errors=[NotFound])
 def get(ctx: RequestContext, p: t.BlockGetParams) -> t.BlockResult:
     """Get one block, optionally with its subtree nested under `children`."""
     return t.BlockResult(block=svc.get_block(ctx.app.db, **asdict(p)))
@@ -54,7 +55,7 @@ def list_(ctx: RequestContext, p: t.BlockListParams) -> t.BlockListResult:
     params=t.BlockUpdateParams,
     result=t.BlockResult,
     kind="write",
-    errors=[-32004, -32009],
+    errors=[NotFound, Conflict],
 )
 def update(ctx: RequestContext, p: t.BlockUpdateParams) -> t.BlockResult:
     """Change the given fields of a block; others stay as they are.
@@ -74,7 +75,7 @@ def update(ctx: RequestContext, p: t.BlockUpdateParams) -> t.BlockResult:
     params=t.BlockDeleteParams,
     result=t.BlockDeleteResult,
     kind="write",
-    errors=[-32009],
+    errors=[Conflict],
 )
 def delete(ctx: RequestContext, p: t.BlockDeleteParams) -> t.BlockDeleteResult:
     """Delete a block with its relationships and embedding.

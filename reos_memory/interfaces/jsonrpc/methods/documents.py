@@ -6,6 +6,7 @@ import msgspec
 
 from reos_memory.documents import api as t
 from reos_memory.documents import service as svc
+from reos_memory.errors import Cancelled, DocumentUnreadable, NotFound, PayloadTooLarge
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 
@@ -17,7 +18,7 @@ method = REGISTRY.method
     params=t.DocumentInsertParams,
     result=t.DocumentInsertResult,
     kind="heavy",
-    errors=[-32001, -32004, -32008, -32012],
+    errors=[PayloadTooLarge, NotFound, Cancelled, DocumentUnreadable],
 )
 def insert(ctx: RequestContext, p: t.DocumentInsertParams) -> t.DocumentInsertResult:
     """Insert a PDF, DOCX, TXT, MD, CSV or XLSX file given by `path`, or as base64 `data` + `filename`.

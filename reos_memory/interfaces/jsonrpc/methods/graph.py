@@ -6,6 +6,7 @@ from dataclasses import asdict as dc_asdict
 
 from msgspec.structs import asdict
 
+from reos_memory.errors import NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import export, traversal
 from reos_memory.graph import stats as stats_svc
@@ -15,7 +16,7 @@ from reos_memory.interfaces.jsonrpc.server import RequestContext
 method = REGISTRY.method
 
 
-@method("memory/related", params=t.RelatedParams, result=t.RelatedResult, errors=[-32004])
+@method("memory/related", params=t.RelatedParams, result=t.RelatedResult, errors=[NotFound])
 def related(ctx: RequestContext, p: t.RelatedParams) -> t.RelatedResult:
     """Breadth-first neighbourhood of a block up to `depth` hops and `max_nodes` blocks.
 
@@ -24,7 +25,7 @@ def related(ctx: RequestContext, p: t.RelatedParams) -> t.RelatedResult:
     return traversal.neighbourhood(ctx.app.db, p)
 
 
-@method("memory/path", params=t.PathParams, result=t.PathResult, errors=[-32004])
+@method("memory/path", params=t.PathParams, result=t.PathResult, errors=[NotFound])
 def path(ctx: RequestContext, p: t.PathParams) -> t.PathResult:
     """Shortest path between two blocks, at most `max_depth` edges; `weighted` for the most confident.
 
@@ -53,7 +54,7 @@ def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
     )
 
 
-@method("memory/export", params=t.ExportParams, result=t.ExportResult, errors=[-32004])
+@method("memory/export", params=t.ExportParams, result=t.ExportResult, errors=[NotFound])
 def export_graph(ctx: RequestContext, p: t.ExportParams) -> t.ExportResult:
     """Draw the graph, or the neighbourhood of `block_id`, as Graphviz DOT, Mermaid and/or HTML.
 

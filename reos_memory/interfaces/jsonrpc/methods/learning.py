@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 from msgspec.structs import asdict
 
-from reos_memory.errors import InvalidInput
+from reos_memory.errors import Cancelled, EmbedderUnavailable, InvalidInput, NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import autolink, extraction, learning
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
@@ -14,7 +14,7 @@ from reos_memory.interfaces.jsonrpc.server import RequestContext
 method = REGISTRY.method
 
 
-@method("memory/learn", params=t.LearnParams, result=t.LearnResult, kind="write", errors=[-32004])
+@method("memory/learn", params=t.LearnParams, result=t.LearnResult, kind="write", errors=[NotFound])
 def learn(ctx: RequestContext, p: t.LearnParams) -> t.LearnResult:
     """Learn from a 1-5 rating of a reasoning chain.
 
@@ -37,7 +37,7 @@ def learn(ctx: RequestContext, p: t.LearnParams) -> t.LearnResult:
     params=t.AutoLinkParams,
     result=t.AutoLinkResult,
     kind="heavy",
-    errors=[-32008, -32010],
+    errors=[Cancelled, EmbedderUnavailable],
 )
 def auto_link(ctx: RequestContext, p: t.AutoLinkParams) -> t.AutoLinkResult:
     """Create `similar_to` edges (source=embedding) between blocks with cosine >= threshold.
@@ -63,7 +63,7 @@ def auto_link(ctx: RequestContext, p: t.AutoLinkParams) -> t.AutoLinkResult:
     params=t.ExtractParams,
     result=t.ExtractResult,
     kind="heavy",  # with use_llm it waits on the network: nothing may queue behind that
-    errors=[-32004],
+    errors=[NotFound],
 )
 def extract(ctx: RequestContext, p: t.ExtractParams) -> t.ExtractResult:
     """Extract relationships from a block's text (source=inferred); running it again adds nothing.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from msgspec.structs import asdict
 
+from reos_memory.errors import Conflict, NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import relationships as svc
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
@@ -17,7 +18,7 @@ method = REGISTRY.method
     params=t.RelCreateParams,
     result=t.RelationshipResult,
     kind="write",
-    errors=[-32004, -32009],
+    errors=[NotFound, Conflict],
 )
 def create(ctx: RequestContext, p: t.RelCreateParams) -> t.RelationshipResult:
     """Create a typed edge source -> target.
@@ -29,7 +30,7 @@ def create(ctx: RequestContext, p: t.RelCreateParams) -> t.RelationshipResult:
 
 
 @method(
-    "memory/relationships/list", params=t.RelListParams, result=t.RelListResult, errors=[-32004]
+    "memory/relationships/list", params=t.RelListParams, result=t.RelListResult, errors=[NotFound]
 )
 def list_(ctx: RequestContext, p: t.RelListParams) -> t.RelListResult:
     """List the edges of a block: outgoing, incoming or both, optionally of some types."""
@@ -42,7 +43,7 @@ def list_(ctx: RequestContext, p: t.RelListParams) -> t.RelListResult:
     params=t.RelUpdateParams,
     result=t.RelationshipResult,
     kind="write",
-    errors=[-32004],
+    errors=[NotFound],
 )
 def update(ctx: RequestContext, p: t.RelUpdateParams) -> t.RelationshipResult:
     """Change an edge's confidence and/or weight."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from reos_memory.errors import Cancelled, EmbedderUnavailable, NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import retrieval
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
@@ -17,7 +18,7 @@ method = REGISTRY.method
     params=t.IndexBlockParams,
     result=t.IndexBlockResult,
     kind="heavy",
-    errors=[-32004, -32010],
+    errors=[NotFound, EmbedderUnavailable],
 )
 def index_block(ctx: RequestContext, p: t.IndexBlockParams) -> t.IndexBlockResult:
     """Embed one block now (blocks are indexed on create/update by default)."""
@@ -30,7 +31,7 @@ def index_block(ctx: RequestContext, p: t.IndexBlockParams) -> t.IndexBlockResul
     params=t.IndexBatchParams,
     result=t.IndexBatchResult,
     kind="heavy",
-    errors=[-32008, -32010],
+    errors=[Cancelled, EmbedderUnavailable],
 )
 def index_batch(ctx: RequestContext, p: t.IndexBatchParams) -> t.IndexBatchResult:
     """Embed many blocks in batches and store them in one transaction.
@@ -54,7 +55,7 @@ def index_remove(ctx: RequestContext, p: t.IndexRemoveParams) -> t.IndexRemoveRe
     return t.IndexRemoveResult(removed=ctx.app.indexer.remove(p.block_id), block_id=p.block_id)
 
 
-@method("memory/search", params=t.SearchParams, result=t.SearchResult, errors=[-32010])
+@method("memory/search", params=t.SearchParams, result=t.SearchResult, errors=[EmbedderUnavailable])
 def search(ctx: RequestContext, p: t.SearchParams) -> t.SearchResult:
     """Three-stage retrieval: vector + BM25 fused by rank, graph expansion, rank & merge.
 

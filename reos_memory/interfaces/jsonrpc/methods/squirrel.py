@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from reos_memory.errors import (
+    Cancelled,
+    Conflict,
+    NotFound,
+    PayloadTooLarge,
+    PolicyError,
+)
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
 from reos_memory.squirrel import api as t
@@ -14,7 +21,7 @@ method = REGISTRY.method
     params=t.IngestParams,
     result=t.IngestResult,
     kind="pipeline",
-    errors=[-32009, -32001],
+    errors=[Conflict, PayloadTooLarge, PolicyError],
 )
 def ingest(ctx: RequestContext, p: t.IngestParams) -> t.IngestResult:
     """Take events of a session; cut, store and process the episodes they complete.
@@ -34,7 +41,7 @@ def ingest(ctx: RequestContext, p: t.IngestParams) -> t.IngestResult:
     params=t.IngestTranscriptParams,
     result=t.TranscriptResult,
     kind="pipeline",
-    errors=[-32009],
+    errors=[Conflict, PolicyError],
 )
 def ingest_transcript(ctx: RequestContext, p: t.IngestTranscriptParams) -> t.TranscriptResult:
     """Ingest a Claude Code or Codex session log from where it was last read.
@@ -50,7 +57,13 @@ def ingest_transcript(ctx: RequestContext, p: t.IngestTranscriptParams) -> t.Tra
     return ctx.app.squirrel.ingest_transcript(p)
 
 
-@method("squirrel/flush", params=t.FlushParams, result=t.FlushResult, kind="pipeline")
+@method(
+    "squirrel/flush",
+    params=t.FlushParams,
+    result=t.FlushResult,
+    kind="pipeline",
+    errors=[PolicyError],
+)
 def flush(ctx: RequestContext, p: t.FlushParams) -> t.FlushResult:
     """Cut the open episode of a session (or of every session of the project) and process it.
 
@@ -65,7 +78,7 @@ def flush(ctx: RequestContext, p: t.FlushParams) -> t.FlushResult:
     params=t.ContextParams,
     result=t.ContextResult,
     kind="write",
-    errors=[-32004],
+    errors=[NotFound, PolicyError],
 )
 def get_task_context(ctx: RequestContext, p: t.ContextParams) -> t.ContextResult:
     """The memories a task needs, ready to paste into an agent's context, within a token budget.
@@ -84,13 +97,24 @@ def get_task_context(ctx: RequestContext, p: t.ContextParams) -> t.ContextResult
     return ctx.app.squirrel.get_task_context(p)
 
 
-@method("squirrel/search", params=t.SquirrelSearchParams, result=t.SquirrelSearchResult)
+@method(
+    "squirrel/search",
+    params=t.SquirrelSearchParams,
+    result=t.SquirrelSearchResult,
+    errors=[PolicyError],
+)
 def search(ctx: RequestContext, p: t.SquirrelSearchParams) -> t.SquirrelSearchResult:
     """Search memories by meaning and keywords (all projects when none is given); counts nothing."""
     return ctx.app.squirrel.search(p)
 
 
-@method("squirrel/memories/add", params=t.MemoryAddParams, result=t.MemoryAddResult, kind="write")
+@method(
+    "squirrel/memories/add",
+    params=t.MemoryAddParams,
+    result=t.MemoryAddResult,
+    kind="write",
+    errors=[PolicyError],
+)
 def memories_add(ctx: RequestContext, p: t.MemoryAddParams) -> t.MemoryAddResult:
     """Remember something explicitly, through the same commit layer as the writer.
 
@@ -107,7 +131,9 @@ def memories_list(ctx: RequestContext, p: t.MemoryListParams) -> t.MemoryListRes
     return ctx.app.squirrel.list_memories(p)
 
 
-@method("squirrel/memories/get", params=t.MemoryIdParams, result=t.MemoryGetResult, errors=[-32004])
+@method(
+    "squirrel/memories/get", params=t.MemoryIdParams, result=t.MemoryGetResult, errors=[NotFound]
+)
 def memories_get(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryGetResult:
     """One memory with its evidence and metrics."""
     return ctx.app.squirrel.get_memory(p.memory_id)
@@ -118,10 +144,13 @@ def memories_get(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryGetResult:
     params=t.MemoryUpdateParams,
     result=t.MemoryResult,
     kind="write",
-    errors=[-32004],
+    errors=[NotFound, Conflict],
 )
 def memories_update(ctx: RequestContext, p: t.MemoryUpdateParams) -> t.MemoryResult:
-    """Edit a memory in place; a new `text` is embedded again. `clear_ttl` / `clear_key` unset."""
+    """Edit a memory in place; a new `text` is embedded again. `clear_ttl` / `clear_key` unset.
+
+    A key names one live memory: a key held by another live memory is a conflict.
+    """
     return ctx.app.squirrel.update_memory(p)
 
 
@@ -130,7 +159,7 @@ def memories_update(ctx: RequestContext, p: t.MemoryUpdateParams) -> t.MemoryRes
     params=t.MemoryIdParams,
     result=t.MemoryResult,
     kind="write",
-    errors=[-32004],
+    errors=[NotFound],
 )
 def memories_deprecate(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryResult:
     """Mark a memory deprecated: kept for history, never returned by get_task_context."""
@@ -142,7 +171,7 @@ def memories_deprecate(ctx: RequestContext, p: t.MemoryIdParams) -> t.MemoryResu
     params=t.MemoryIdParams,
     result=t.ForgetResult,
     kind="write",
-    errors=[-32004],
+    errors=[NotFound],
 )
 def memories_forget(ctx: RequestContext, p: t.MemoryIdParams) -> t.ForgetResult:
     """Erase a memory for good: its row, vector, evidence, metrics and injection records."""
@@ -156,7 +185,7 @@ def episodes_list(ctx: RequestContext, p: t.EpisodeListParams) -> t.EpisodeListR
 
 
 @method(
-    "squirrel/episodes/get", params=t.EpisodeIdParams, result=t.EpisodeGetResult, errors=[-32004]
+    "squirrel/episodes/get", params=t.EpisodeIdParams, result=t.EpisodeGetResult, errors=[NotFound]
 )
 def episodes_get(ctx: RequestContext, p: t.EpisodeIdParams) -> t.EpisodeGetResult:
     """One episode with its compressed events and the ops the writer committed."""
@@ -168,7 +197,7 @@ def episodes_get(ctx: RequestContext, p: t.EpisodeIdParams) -> t.EpisodeGetResul
     params=t.EpisodeRetryParams,
     result=t.EpisodeRetryResult,
     kind="pipeline",
-    errors=[-32004],
+    errors=[NotFound, PolicyError],
 )
 def episodes_retry(ctx: RequestContext, p: t.EpisodeRetryParams) -> t.EpisodeRetryResult:
     """Run the writer again on an unprocessed episode, or on all of them (of a project).
@@ -183,7 +212,7 @@ def episodes_retry(ctx: RequestContext, p: t.EpisodeRetryParams) -> t.EpisodeRet
     params=t.FeedbackParams,
     result=t.FeedbackResult,
     kind="write",
-    errors=[-32004],
+    errors=[NotFound, PolicyError],
 )
 def feedback(ctx: RequestContext, p: t.FeedbackParams) -> t.FeedbackResult:
     """How a task that received a context went; counts once per context.
@@ -200,7 +229,7 @@ def feedback(ctx: RequestContext, p: t.FeedbackParams) -> t.FeedbackResult:
     params=t.CrMemoryParams,
     result=t.CrMemoryResult,
     kind="heavy",
-    errors=[-32008],
+    errors=[Cancelled, PolicyError],
 )
 def cr_memory_run(ctx: RequestContext, p: t.CrMemoryParams) -> t.CrMemoryResult:
     """Promote useful memories and deprecate useless ones by the policy (seed 001 section 4.4).
@@ -211,7 +240,7 @@ def cr_memory_run(ctx: RequestContext, p: t.CrMemoryParams) -> t.CrMemoryResult:
     return ctx.app.squirrel.cr_memory(p, cancelled=ctx.cancelled.is_set)
 
 
-@method("squirrel/policy/get", params=t.PolicyParams, result=t.PolicyResult)
+@method("squirrel/policy/get", params=t.PolicyParams, result=t.PolicyResult, errors=[PolicyError])
 def policy_get(ctx: RequestContext, p: t.PolicyParams) -> t.PolicyResult:
     """The effective memory policy (default < user file < project file) and its sources."""
     return ctx.app.squirrel.policy_info(p)

@@ -1,0 +1,162 @@
+"""The README documents every JSON-RPC method, MCP tool, CLI command and error code, and the error
+tables of the code, the README and the OpenRPC document agree."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reos_memory import errors
+from reos_memory.cli import build_parser, build_sqrl_parser
+from reos_memory.interfaces.jsonrpc import errors as codes
+from reos_memory.interfaces.jsonrpc.methods import load_all
+from tools.gen_openrpc import BEGIN, END
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def test_every_method_is_in_the_readme():
+    missing = [name for name in load_all().methods if f"`{name}`" not in README]
+    assert not missing, f"methods missing from README: {missing}"
+
+
+def test_every_mcp_tool_is_in_the_readme():
+    from reos_memory.interfaces.mcp import tool_definitions
+
+    names = [t.name for t in tool_definitions()]
+    assert names
+    # the MCP section's table spells a tool with its arguments: `remember(text, kind?, ...)`
+    missing = [n for n in names if f"`{n}(" not in README and f"`{n}`" not in README]
+    assert not missing, f"MCP tools missing from README: {missing}"
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, path: list[str]
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """The command line and parser of this command and of every subcommand below it, read from
+    the parsers' subparsers actions (so a new command is seen without editing this test)."""
+    yield " ".join(path), parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, [*path, name])
+
+
+PARSERS = [*_parsers(build_parser(), ["reos-memory"]), *_parsers(build_sqrl_parser(), ["sqrl"])]
+COMMANDS = [command for command, _ in PARSERS]
+# every long option a user is shown in --help (hidden ones are internal)
+OPTIONS = sorted(
+    {
+        (command, option)
+        for command, parser in PARSERS
+        for action in parser._actions
+        if action.help != argparse.SUPPRESS
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+)
+
+
+def test_the_command_walk_sees_nested_subcommands():
+    assert {"reos-memory model prepare", "sqrl hooks install", "sqrl ingest"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_cli_command_is_in_the_readme(command):
+    # written as code: after a backtick, or at the start of a line of a code block (a mention in
+    # a trailing comment does not count)
+    as_code = re.compile(r"(`|^[ \t]*(\$ )?)" + re.escape(command) + r"(?![\w-])", re.M)
+    assert as_code.search(README), f"README does not show the command `{command}`"
+
+
+@pytest.mark.parametrize(("command", "option"), OPTIONS)
+def test_every_cli_option_is_in_the_readme(command, option):
+    assert re.search(re.escape(option) + r"(?![\w-])", README), (
+        f"README does not mention {option} of `{command}`"
+    )
+
+
+def _readme_error_rows() -> list[str]:
+    _, found, rest = README.partition(BEGIN)
+    table, found_end, _ = rest.partition(END)
+    assert found and found_end, "the README's error table markers are missing"
+    return table.splitlines()
+
+
+def test_readme_error_table_is_the_generated_one():
+    want = codes.markdown_table().splitlines()
+    got = _readme_error_rows()
+    for n, (g, w) in enumerate(zip(got, want, strict=False)):
+        assert g == w, f"README error table row {n}: run python tools/gen_openrpc.py"
+    assert len(got) == len(want), "README error table rows: run python tools/gen_openrpc.py"
+
+
+def test_every_error_class_has_its_own_code_and_reason():
+    classes = errors.published()
+    assert len({c.code for c in classes}) == len(classes)
+    assert len({c.reason for c in classes}) == len(classes)
+    for cls in classes:
+        assert cls.meaning, f"{cls.__name__} has no meaning"
+        assert -32099 <= cls.code <= -32000 or cls.code in codes.MESSAGES, cls
+    # the one domain error that is a protocol code says so the same way
+    assert errors.InvalidInput.code == codes.INVALID_PARAMS
+    assert {e["code"] for e in codes.ERROR_TABLE} == {c.code for c in classes} | set(codes.MESSAGES)
+    assert len(codes.ERROR_TABLE) == len({e["code"] for e in codes.ERROR_TABLE})
+
+
+def test_openrpc_errors_are_the_table():
+    doc = json.loads((ROOT / "rpc_schema" / "openrpc.json").read_text())
+    table = {e["code"]: e for e in codes.ERROR_TABLE}
+    seen = 0
+    for m in doc["methods"]:
+        for e in m.get("errors", []):
+            assert e["message"] == table[e["code"]]["reason"], m["name"]
+            assert e["data"] == table[e["code"]]["meaning"], m["name"]
+            seen += 1
+    assert seen
+    listed = doc["info"]["description"].split("Application errors: ")[1].split("; ")
+    assert listed == [f"{e['code']} {e['reason']}" for e in codes.ERROR_TABLE]
+
+
+def test_no_error_class_outside_errors_py_gives_itself_a_code():
+    """A code or reason set on a class elsewhere would be missing from the published table."""
+    offenders = []
+    for path in (ROOT / "reos_memory").rglob("*.py"):
+        if path.name == "errors.py" and path.parent.name == "reos_memory":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for stmt in node.body:
+                targets = (
+                    stmt.targets
+                    if isinstance(stmt, ast.Assign)
+                    else [stmt.target]
+                    if isinstance(stmt, ast.AnnAssign)
+                    else []
+                )
+                names = {t.id for t in targets if isinstance(t, ast.Name)}
+                if names & {"code", "reason"} and _is_error_class(node):
+                    offenders.append(f"{path.relative_to(ROOT)}::{node.name}")
+    assert offenders == KNOWN_LOCAL_ERRORS, offenders
+
+
+# DumpError: refused dumps, met only by `reos-memory load` on the command line (never over the
+# protocol), so it keeps the generic application code.
+KNOWN_LOCAL_ERRORS = ["reos_memory/store/dump.py::DumpError"]
+
+
+def _is_error_class(node: ast.ClassDef) -> bool:
+    names = {c.__name__ for c in [errors.ReosError, *errors.published()]}
+    return any(
+        (isinstance(b, ast.Name) and b.id in names)
+        or (isinstance(b, ast.Attribute) and b.attr in names)
+        for b in node.bases
+    )
