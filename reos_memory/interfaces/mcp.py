@@ -6,9 +6,9 @@ low-level server. Each tool's arguments are a msgspec Struct: its JSON Schema is
 the project's error messages (the field and the rule). Squirrel tools call `Squirrel` the way
 `sqrl` does; the block tools call the very handlers of `memory/search` and `memory/related`.
 
-stdout carries protocol messages only (the process moves its own stdout to stderr first, as
-`serve` does); logs are JSON lines on stderr. End of stdin, SIGTERM, SIGINT or SIGHUP (or the
-parent's death) stops serving, lets running tool calls finish, closes the App and exits 0.
+The process lives as `serve` does (`stdio_process`): stdout carries protocol messages only, logs
+are JSON lines on stderr; end of stdin, SIGTERM, SIGINT or SIGHUP (or the parent's death) stops
+serving, lets running tool calls finish, closes the App and exits 0.
 """
 
 from __future__ import annotations

@@ -64,9 +64,8 @@ def claim_stdio() -> Stdio:
     return Stdio(proto_in, proto_out, interactive)
 
 
-def watch_parent(interval: float, log: Any) -> None:
-    """Stop when the process that started us is gone, even if it left our stdin open."""
-    parent = os.getppid()
+def watch_parent(interval: float, log: Any, parent: int) -> None:
+    """Stop when `parent`, the process that started us, is gone, even if it left our stdin open."""
 
     def watch() -> None:
         while True:
@@ -101,6 +100,7 @@ def run(
     imports: both would wait on the GIL), and its value goes to `serve(app, loaded, stdio, log,
     stopped)`, which blocks until serving is over and fills `stopped`, the fields of the last log
     line. `greeting` is the line a terminal gets (stdin a TTY) after the version."""
+    parent = os.getppid()  # now: a parent that dies while the App opens is noticed too
     log = setup_logging(config.log_level)
     stdio = claim_stdio()
     try:
@@ -113,7 +113,7 @@ def run(
         loaded = load()
         app.start()
         if config.parent_watch_s > 0:
-            watch_parent(config.parent_watch_s, log)
+            watch_parent(config.parent_watch_s, log, parent)
         if stdio.interactive:
             sys.stderr.write(f"reos-memory {__version__}: {greeting}\n")
             sys.stderr.flush()
