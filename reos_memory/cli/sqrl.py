@@ -13,11 +13,14 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reos_memory import __version__
 from reos_memory.config import Config, ConfigError
 from reos_memory.errors import ReosError
+
+if TYPE_CHECKING:
+    from reos_memory.cli.hooks_settings import Result, Status
 
 KINDS = ["preference", "invariant", "pattern", "guard", "note"]
 
@@ -484,6 +487,7 @@ def _hooks_args(hk: argparse.ArgumentParser) -> None:
 
 @command("hooks", "install Squirrel's Claude Code hooks", _hooks_args, common=False)
 def hooks(config: Config, args: Any) -> int:
+    """Install, remove or show Squirrel's hooks in a Claude Code settings file."""
     from reos_memory.cli import hooks_settings as hs
 
     scope = "project" if args.project is not None else ("local" if args.local else "user")
@@ -496,38 +500,46 @@ def hooks(config: Config, args: Any) -> int:
             if writer is not None and writer.get("refused"):
                 sys.stdout.write("nothing changed\n")
                 return 1
-            command = hook_executable()
-            # the hook must open the database this command did (Claude Code runs it with its
-            # own environment), with the config file that names the writer
-            config_file = (writer or {}).get("config_file") or args.config
-            config_file = config_file or os.environ.get("REOS_MEMORY_CONFIG")
-            if config_file:
-                command = (
-                    f"REOS_MEMORY_CONFIG={shlex.quote(os.path.abspath(config_file))} {command}"
-                )
-            if args.db or os.environ.get("REOS_MEMORY_DB"):
-                command = f"REOS_MEMORY_DB={shlex.quote(config.db)} {command}"
-            res = hs.install(path, command)
+            res = hs.install(path, _hook_command(config, args, writer))
         elif args.hooks_command == "uninstall":
             res = hs.uninstall(path)
         else:
-            st = hs.status(path)
-            if args.json:
-                sys.stdout.write(json.dumps(st) + "\n")
-                return 0
-            sys.stdout.write(
-                f"{st['path']}: {'installed' if st['installed'] else 'not installed'}\n"
-            )
-            for ev, s in st["events"].items():
-                mark = "yes" if s["installed"] else "no "
-                extra = f" (+{s['foreign_hooks']} other hook(s))" if s["foreign_hooks"] else ""
-                cmd = f"  {s['commands'][0]}" if s["commands"] else ""
-                sys.stdout.write(f"  {mark} {ev}{extra}{cmd}\n")
+            _hooks_status(hs.status(path), args.json)
             return 0
     except (hs.SettingsError, ValueError, ConfigError) as exc:
         sys.stderr.write(f"sqrl: {exc}\n")
         return 1
-    if args.json:
+    _hooks_changed(res, writer, args.json)
+    return 0
+
+
+def _hook_command(config: Config, args: Any, writer: dict[str, Any] | None) -> str:
+    """The hook's command line: this installation's `reos-memory`, on the database this command
+    opened (Claude Code runs it with its own environment), with the config that names the writer."""
+    command = hook_executable()
+    config_file = (writer or {}).get("config_file") or args.config
+    config_file = config_file or os.environ.get("REOS_MEMORY_CONFIG")
+    if config_file:
+        command = f"REOS_MEMORY_CONFIG={shlex.quote(os.path.abspath(config_file))} {command}"
+    if args.db or os.environ.get("REOS_MEMORY_DB"):
+        command = f"REOS_MEMORY_DB={shlex.quote(config.db)} {command}"
+    return command
+
+
+def _hooks_status(st: Status, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(st) + "\n")
+        return
+    sys.stdout.write(f"{st['path']}: {'installed' if st['installed'] else 'not installed'}\n")
+    for ev, s in st["events"].items():
+        mark = "yes" if s["installed"] else "no "
+        extra = f" (+{s['foreign_hooks']} other hook(s))" if s["foreign_hooks"] else ""
+        cmd = f"  {s['commands'][0]}" if s["commands"] else ""
+        sys.stdout.write(f"  {mark} {ev}{extra}{cmd}\n")
+
+
+def _hooks_changed(res: Result, writer: dict[str, Any] | None, as_json: bool) -> None:
+    if as_json:
         sys.stdout.write(
             json.dumps(
                 {
@@ -542,7 +554,8 @@ def hooks(config: Config, args: Any) -> int:
             )
             + "\n"
         )
-    elif not res.changed:
+        return
+    if not res.changed:
         sys.stdout.write(f"{res.path}: nothing to change\n")
     else:
         done = ", ".join(
@@ -556,9 +569,8 @@ def hooks(config: Config, args: Any) -> int:
         )
         backup = f" (backup: {res.backup})" if res.backup else ""
         sys.stdout.write(f"{res.path}: {done}{backup}\n")
-    if writer and not args.json:
+    if writer:
         sys.stdout.write(f'{writer["config_file"]}: writer = "{writer["writer"]}"\n')
-    return 0
 
 
 def _writer_choice(config: Config, args: Any) -> dict[str, Any] | None:
