@@ -20,13 +20,14 @@ if TYPE_CHECKING:
     from reos_memory.store import Database
 
 EMBEDDERS = ["onnx", "sentence-transformers", "hash", "none"]
+Run = Callable[["Config", argparse.Namespace], int]
 
 
 class Command(NamedTuple):
     help: str
     arguments: Callable[[argparse.ArgumentParser], None]
     # None: run by `main` itself (`schema` needs no configuration; `hook` keeps its own branch)
-    run: Callable[[Config, argparse.Namespace], int] | None
+    run: Run | None
 
 
 COMMANDS: dict[str, Command] = {}
@@ -34,10 +35,10 @@ COMMANDS: dict[str, Command] = {}
 
 def command(
     name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None]
-) -> Callable[[Any], Any]:
+) -> Callable[[Run], Run]:
     """Register the decorated function as `reos-memory NAME`, its arguments added by `arguments`."""
 
-    def register(run: Any) -> Any:
+    def register(run: Run) -> Run:
         COMMANDS[name] = Command(help, arguments, run)
         return run
 
@@ -167,7 +168,7 @@ def model_status(config: Config, args: argparse.Namespace) -> int:
     return 0 if info["prepared"] else 1
 
 
-MODEL_COMMANDS: dict[str, Callable[[Config, argparse.Namespace], int]] = {
+MODEL_COMMANDS: dict[str, Run] = {
     "prepare": model_prepare,
     "status": model_status,
 }

@@ -25,10 +25,13 @@ if TYPE_CHECKING:
 KINDS = ["preference", "invariant", "pattern", "guard", "note"]
 
 
+Run = Callable[[Config, argparse.Namespace], int]
+
+
 class Command(NamedTuple):
     help: str
     arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[Config, argparse.Namespace], int]
+    run: Run
     common: bool  # takes the options every command on a project takes
 
 
@@ -85,10 +88,10 @@ def command(
     arguments: Callable[[argparse.ArgumentParser], None] = lambda p: None,
     *,
     common: bool = True,
-) -> Callable[[Any], Any]:
+) -> Callable[[Run], Run]:
     """Register the decorated function as `sqrl NAME`, its arguments added by `arguments`."""
 
-    def register(run: Any) -> Any:
+    def register(run: Run) -> Run:
         COMMANDS[name] = Command(help, arguments, run, common)
         return run
 
