@@ -1,38 +1,385 @@
-"""`sqrl ingest`, `sqrl watch` and `sqrl hooks`: connecting the real agents."""
+"""The `sqrl` commands: each one's arguments beside the function that runs it. The memory
+commands work on the database directly (no server needed); `ingest`, `watch` and `hooks`
+connect the real agents."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from reos_memory import __version__
 from reos_memory.config import Config, ConfigError
 from reos_memory.errors import ReosError
 
+if TYPE_CHECKING:
+    from reos_memory.cli.hooks_settings import Result, Status
+    from reos_memory.squirrel.service import Squirrel
 
-def run(config: Config, args: Any) -> int:
-    if args.command == "hooks":
-        return _hooks(config, args)
-    embedder = getattr(args, "embedder", None)
+KINDS = ["preference", "invariant", "pattern", "guard", "note"]
+
+
+Run = Callable[[Config, argparse.Namespace], int]
+
+
+class Command(NamedTuple):
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Run
+    common: bool  # takes the options every command on a project takes
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sqrl",
+        description="Squirrel, the memory of your coding assistant: works on the reos-memory"
+        " database directly (no server needed).",
+    )
+    parser.add_argument("--version", action="version", version=f"sqrl {__version__}")
+    _sqrl_global(parser, before=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _sqrl_global(common, before=False)
+    common.add_argument(
+        "--embedder",
+        choices=["onnx", "sentence-transformers", "hash", "none"],
+        help="embedder (default: the one the database's vectors come from)",
+    )
+    where = common.add_mutually_exclusive_group()
+    where.add_argument("--project-root", help="project directory (default: the current one)")
+    where.add_argument("--project-id", help="project id instead of a directory")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, cmd in COMMANDS.items():
+        cmd.arguments(sub.add_parser(name, parents=[common] if cmd.common else [], help=cmd.help))
+    return parser
+
+
+def _sqrl_global(p: argparse.ArgumentParser, *, before: bool) -> None:
+    """The options every sqrl command takes, before its name (`sqrl --db X ingest`) or after it.
+
+    After the name they default to "not given" (SUPPRESS): argparse copies a subcommand's
+    defaults over what was parsed before it, which would drop a `--db` given first."""
+    unset: object = None if before else argparse.SUPPRESS
+    p.add_argument(
+        "--db",
+        default=unset,
+        help="database file (default: $REOS_MEMORY_HOME/memory.db or the user data dir)",
+    )
+    p.add_argument("--config", default=unset, help="TOML config file")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        default=False if before else argparse.SUPPRESS,
+        help="print the result as JSON",
+    )
+
+
+def command(
+    name: str,
+    help: str,
+    arguments: Callable[[argparse.ArgumentParser], None] = lambda p: None,
+    *,
+    common: bool = True,
+) -> Callable[[Run], Run]:
+    """Register the decorated function as `sqrl NAME`, its arguments added by `arguments`."""
+
+    def register(run: Run) -> Run:
+        COMMANDS[name] = Command(help, arguments, run, common)
+        return run
+
+    return register
+
+
+# -- the memories: one call of Squirrel, its result as text or JSON --------------------------------
+
+Where = dict[str, Any]  # project_id and project_root, as Squirrel's methods take them
+OnMemories = Callable[["Squirrel", argparse.Namespace, Where], tuple[Any, str]]
+
+
+def on_memories(
+    name: str,
+    help: str,
+    arguments: Callable[[argparse.ArgumentParser], None] = lambda p: None,
+    *,
+    needs_model: bool = False,
+) -> Callable[[OnMemories], OnMemories]:
+    """Register the decorated `fn(squirrel, args, where) -> (result, text)` as `sqrl NAME`."""
+
+    def register(fn: OnMemories) -> OnMemories:
+        def run(config: Config, args: argparse.Namespace) -> int:
+            return _run_on_memories(config, args, fn, needs_model)
+
+        COMMANDS[name] = Command(help, arguments, run, True)
+        return fn
+
+    return register
+
+
+def _run_on_memories(
+    config: Config, args: argparse.Namespace, fn: OnMemories, needs_model: bool
+) -> int:
+    """Open the database (and the model when the command embeds), run `fn`, print its result."""
+    import msgspec
+
+    from reos_memory.app import open_app
+
+    try:
+        app = open_app(config, needs_model=needs_model, embedder=getattr(args, "embedder", None))
+    except ReosError as exc:
+        sys.stderr.write(f"sqrl: {exc.message}\n")
+        return 1
+    try:
+        root = None if args.project_id else (args.project_root or os.getcwd())
+        out, text = fn(app.squirrel, args, {"project_id": args.project_id, "project_root": root})
+    except ReosError as exc:
+        sys.stderr.write(f"sqrl: {exc.message}\n")
+        return 1
+    finally:
+        app.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+_NO_PROJECT: Where = {"project_id": None, "project_root": None}
+
+
+def _flush_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--session", help="only this session (default: every open session)")
+
+
+@on_memories("flush", "cut the open episodes and learn now", _flush_args, needs_model=True)
+def flush(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    from reos_memory.cli import report
+    from reos_memory.squirrel import api
+
+    out = sq.flush(api.FlushParams(**where, session_id=args.session, wait=True))
+    return out, report.episodes(out)
+
+
+def _context_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task")
+    p.add_argument("--budget", type=int, default=400, help="token budget (default 400)")
+    p.add_argument("--path", help="file or directory the task is about")
+    p.add_argument("--session", help="the session the context is for")
+
+
+@on_memories("context", "the memories for a task", _context_args, needs_model=True)
+def context(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    from reos_memory.cli import report
+    from reos_memory.squirrel import api
+
+    out = sq.get_task_context(
+        api.ContextParams(
+            **where,
+            task=args.task,
+            path=args.path,
+            session_id=args.session,
+            context_budget_tokens=args.budget,
+        )
+    )
+    return out, report.context(out)
+
+
+def _add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("text", nargs="+")
+    p.add_argument("--kind", default="note", choices=KINDS)
+    p.add_argument("--scope", default="project", choices=["project", "global", "repo_path"])
+    p.add_argument("--tier", default="short_term", choices=["short_term", "long_term", "emergency"])
+    p.add_argument("--key", help="slot name such as project.package_manager")
+    p.add_argument("--ttl-days", type=int)
+    p.add_argument("--path-prefix", help="sub-tree, for --scope repo_path")
+    p.add_argument("--avoid", action="store_true", help="an anti-pattern (polarity -1)")
+
+
+@on_memories("add", "remember something explicitly", _add_args, needs_model=True)
+def add(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    import msgspec
+
+    from reos_memory.squirrel import api
+    from reos_memory.squirrel.writer.schema import WriterOp
+
+    try:
+        op = msgspec.convert(
+            {
+                "op": "ADD",
+                "scope": args.scope,
+                "kind": args.kind,
+                "tier": args.tier,
+                "polarity": -1 if args.avoid else 1,
+                "key": args.key,
+                "text": " ".join(args.text),
+                "ttl_days": args.ttl_days,
+                "path_prefix": args.path_prefix,
+            },
+            WriterOp,
+        )
+    except msgspec.ValidationError as exc:
+        msg, _, at = str(exc).rpartition(" - at `$.")
+        option = "--" + at.rstrip("`").replace("_", "-")
+        raise ReosError(f"{option}: {msg or exc}") from None
+    if args.scope == "global":
+        where = _NO_PROJECT
+    out = sq.add_memory(
+        api.MemoryAddParams(
+            **where,
+            scope=op.scope,
+            kind=args.kind,
+            tier=op.tier,
+            polarity=op.polarity,
+            key=op.key,
+            text=op.text or "",
+            ttl_days=op.ttl_days,
+            path_prefix=op.path_prefix,
+        )
+    )
+    m = out.memory
+    text = (
+        f"deduplicated into {out.deduplicated_into}: {m.text}\n"
+        if out.deduplicated_into
+        else f"added {m.id} ({m.kind}, {m.status}): {m.text}\n"
+    )
+    return out, text
+
+
+def _memories_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("memory_id", nargs="?", help="show this memory in full")
+    p.add_argument("--status", action="append", choices=["provisional", "active", "deprecated"])
+    p.add_argument("--kind", action="append", choices=KINDS)
+    p.add_argument("--all-projects", action="store_true")
+    p.add_argument("--limit", type=int, default=100)
+
+
+@on_memories("memories", "list memories, or show one with its evidence", _memories_args)
+def memories(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    from reos_memory.cli import report
+
+    if args.memory_id:
+        out = sq.get_memory(args.memory_id)
+        return out, report.memory(out)
+    from reos_memory.squirrel import api
+
+    listed = sq.list_memories(
+        api.MemoryListParams(
+            **(_NO_PROJECT if args.all_projects else where),
+            statuses=args.status or ["provisional", "active"],
+            kinds=args.kind,
+            limit=args.limit,
+        )
+    )
+    return listed, report.memories(listed.memories, listed.metrics)
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", nargs="+")
+    p.add_argument("--limit", type=int, default=20)
+
+
+@on_memories("search", "search memories", _search_args, needs_model=True)
+def search(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    from reos_memory.cli import report
+    from reos_memory.squirrel import api
+
+    out = sq.search(api.SquirrelSearchParams(query=" ".join(args.query), **where, limit=args.limit))
+    return out, report.search(out)
+
+
+def _forget_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("memory_id")
+
+
+@on_memories("forget", "erase a memory for good", _forget_args)
+def forget(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    return sq.forget(args.memory_id), f"forgot {args.memory_id}\n"
+
+
+def _cr_memory_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="explain, change nothing")
+    p.add_argument("--all-projects", action="store_true")
+
+
+@on_memories("cr-memory", "promote useful memories, deprecate useless ones", _cr_memory_args)
+def cr_memory(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    from reos_memory.cli import report
+    from reos_memory.squirrel import api
+
+    scope = _NO_PROJECT if args.all_projects else where
+    out = sq.cr_memory(api.CrMemoryParams(**scope, dry_run=args.dry_run))
+    return out, report.cr_memory(out)
+
+
+@on_memories("status", "memories, episodes, writer calls, tokens")
+def status(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    from reos_memory.cli import report
+
+    out = sq.status()
+    return out, report.status(out)
+
+
+# -- the agents' session logs -------------------------------------------------------------------
+
+
+def _ingest_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    p.add_argument("--agent", choices=["auto", "claude-code", "codex"], default="auto")
+    p.add_argument("--end", action="store_true", help="end the sessions now (default: when idle)")
+
+
+@command("ingest", "learn from Claude Code / Codex session logs", _ingest_args)
+def ingest(config: Config, args: argparse.Namespace) -> int:
+    """Read the given logs (or the new part of them) and learn from their ended episodes."""
     helper = None
-    if args.command == "ingest":
-        from reos_memory.squirrel.writer import helper_process as ingest_helper
+    from reos_memory.squirrel.writer import helper_process as ingest_helper
 
-        if ingest_helper.wanted(config, args.paths):
-            # a large catch-up: the Memory Writer runs in a second process, started first so
-            # its start-up overlaps ours; this process then needs the model only if it fails
-            helper = ingest_helper.Helper("reos_memory.app:open_helper", config, embedder)
+    if ingest_helper.wanted(config, args.paths):
+        # a large catch-up: the Memory Writer runs in a second process, started first so
+        # its start-up overlaps ours; this process then needs the model only if it fails
+        helper = ingest_helper.Helper(
+            "reos_memory.app:open_helper", config, getattr(args, "embedder", None)
+        )
+    return _on_logs(config, args, helper, lambda app: _ingest(config, app, args, helper))
+
+
+def _watch_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--once", action="store_true", help="one catch-up pass, then exit")
+    p.add_argument("--interval", type=float, help="seconds between passes (default 2)")
+    p.add_argument(
+        "--root",
+        action="append",
+        help="directory to follow (repeatable; default: the Claude Code and Codex roots)",
+    )
+    p.add_argument("--idle-minutes", type=float, help="a session idle this long has ended")
+
+
+@command("watch", "follow the agents' session logs as they are written", _watch_args)
+def watch(config: Config, args: argparse.Namespace) -> int:
+    """Follow the agents' log directories, learning as sessions end (or one pass with --once)."""
+    return _on_logs(config, args, None, lambda app: _watch(config, app, args))
+
+
+def _on_logs(config: Config, args: Any, helper: Any, work: Callable[[Any], int]) -> int:
+    """Open the App for reading logs, run `work(app)`, and let the Memory Writer finish."""
     from reos_memory.app import open_app
 
     try:
         # the model loads while the logs are read: the first commit that needs it waits for it
         app = open_app(
-            config, needs_model=True, embedder=embedder, wait=False, defer_model=bool(helper)
+            config,
+            needs_model=True,
+            embedder=getattr(args, "embedder", None),
+            wait=False,
+            defer_model=bool(helper),
         )
     except ReosError as exc:
         if helper is not None:
@@ -40,9 +387,7 @@ def run(config: Config, args: Any) -> int:
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1
     try:
-        if args.command == "ingest":
-            return _ingest(config, app, args, helper)
-        return _watch(config, app, args)
+        return work(app)
     except ReosError as exc:
         sys.stderr.write(f"sqrl: {exc.message}\n")
         return 1
@@ -149,7 +494,28 @@ def hook_executable() -> str:
     return f"{shlex.quote(sys.executable)} -m reos_memory"
 
 
-def _hooks(config: Config, args: Any) -> int:
+def _hooks_args(hk: argparse.ArgumentParser) -> None:
+    hk_common = argparse.ArgumentParser(add_help=False)
+    _sqrl_global(hk_common, before=False)
+    target = hk_common.add_mutually_exclusive_group()
+    target.add_argument("--user", action="store_true", help="~/.claude/settings.json (default)")
+    target.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json")
+    target.add_argument("--local", metavar="DIR", help="DIR/.claude/settings.local.json")
+    hsub = hk.add_subparsers(dest="hooks_command", required=True)
+    hin = hsub.add_parser("install", parents=[hk_common], help="add the hooks (keeps yours)")
+    hin.add_argument(
+        "--writer",
+        choices=["claude-code", "codex", "rules", "auto"],
+        help="also set the Memory Writer (claude-code / codex: says what it will cost first)",
+    )
+    hin.add_argument("--yes", action="store_true", help="do not ask before switching it on")
+    hsub.add_parser("uninstall", parents=[hk_common], help="remove exactly Squirrel's hooks")
+    hsub.add_parser("status", parents=[hk_common], help="show what is installed")
+
+
+@command("hooks", "install Squirrel's Claude Code hooks", _hooks_args, common=False)
+def hooks(config: Config, args: Any) -> int:
+    """Install, remove or show Squirrel's hooks in a Claude Code settings file."""
     from reos_memory.cli import hooks_settings as hs
 
     scope = "project" if args.project is not None else ("local" if args.local else "user")
@@ -162,38 +528,46 @@ def _hooks(config: Config, args: Any) -> int:
             if writer is not None and writer.get("refused"):
                 sys.stdout.write("nothing changed\n")
                 return 1
-            command = hook_executable()
-            # the hook must open the database this command did (Claude Code runs it with its
-            # own environment), with the config file that names the writer
-            config_file = (writer or {}).get("config_file") or args.config
-            config_file = config_file or os.environ.get("REOS_MEMORY_CONFIG")
-            if config_file:
-                command = (
-                    f"REOS_MEMORY_CONFIG={shlex.quote(os.path.abspath(config_file))} {command}"
-                )
-            if args.db or os.environ.get("REOS_MEMORY_DB"):
-                command = f"REOS_MEMORY_DB={shlex.quote(config.db)} {command}"
-            res = hs.install(path, command)
+            res = hs.install(path, _hook_command(config, args, writer))
         elif args.hooks_command == "uninstall":
             res = hs.uninstall(path)
         else:
-            st = hs.status(path)
-            if args.json:
-                sys.stdout.write(json.dumps(st) + "\n")
-                return 0
-            sys.stdout.write(
-                f"{st['path']}: {'installed' if st['installed'] else 'not installed'}\n"
-            )
-            for ev, s in st["events"].items():
-                mark = "yes" if s["installed"] else "no "
-                extra = f" (+{s['foreign_hooks']} other hook(s))" if s["foreign_hooks"] else ""
-                cmd = f"  {s['commands'][0]}" if s["commands"] else ""
-                sys.stdout.write(f"  {mark} {ev}{extra}{cmd}\n")
+            _hooks_status(hs.status(path), args.json)
             return 0
     except (hs.SettingsError, ValueError, ConfigError) as exc:
         sys.stderr.write(f"sqrl: {exc}\n")
         return 1
-    if args.json:
+    _hooks_changed(res, writer, args.json)
+    return 0
+
+
+def _hook_command(config: Config, args: Any, writer: dict[str, Any] | None) -> str:
+    """The hook's command line: this installation's `reos-memory`, on the database this command
+    opened (Claude Code runs it with its own environment), with the config that names the writer."""
+    command = hook_executable()
+    config_file = (writer or {}).get("config_file") or args.config
+    config_file = config_file or os.environ.get("REOS_MEMORY_CONFIG")
+    if config_file:
+        command = f"REOS_MEMORY_CONFIG={shlex.quote(os.path.abspath(config_file))} {command}"
+    if args.db or os.environ.get("REOS_MEMORY_DB"):
+        command = f"REOS_MEMORY_DB={shlex.quote(config.db)} {command}"
+    return command
+
+
+def _hooks_status(st: Status, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(st) + "\n")
+        return
+    sys.stdout.write(f"{st['path']}: {'installed' if st['installed'] else 'not installed'}\n")
+    for ev, s in st["events"].items():
+        mark = "yes" if s["installed"] else "no "
+        extra = f" (+{s['foreign_hooks']} other hook(s))" if s["foreign_hooks"] else ""
+        cmd = f"  {s['commands'][0]}" if s["commands"] else ""
+        sys.stdout.write(f"  {mark} {ev}{extra}{cmd}\n")
+
+
+def _hooks_changed(res: Result, writer: dict[str, Any] | None, as_json: bool) -> None:
+    if as_json:
         sys.stdout.write(
             json.dumps(
                 {
@@ -208,7 +582,8 @@ def _hooks(config: Config, args: Any) -> int:
             )
             + "\n"
         )
-    elif not res.changed:
+        return
+    if not res.changed:
         sys.stdout.write(f"{res.path}: nothing to change\n")
     else:
         done = ", ".join(
@@ -222,9 +597,8 @@ def _hooks(config: Config, args: Any) -> int:
         )
         backup = f" (backup: {res.backup})" if res.backup else ""
         sys.stdout.write(f"{res.path}: {done}{backup}\n")
-    if writer and not args.json:
+    if writer:
         sys.stdout.write(f'{writer["config_file"]}: writer = "{writer["writer"]}"\n')
-    return 0
 
 
 def _writer_choice(config: Config, args: Any) -> dict[str, Any] | None:

@@ -6,9 +6,9 @@ low-level server. Each tool's arguments are a msgspec Struct: its JSON Schema is
 the project's error messages (the field and the rule). Squirrel tools call `Squirrel` the way
 `sqrl` does; the block tools call the very handlers of `memory/search` and `memory/related`.
 
-stdout carries protocol messages only (the process moves its own stdout to stderr first, as
-`serve` does); logs are JSON lines on stderr. End of stdin, SIGTERM, SIGINT or SIGHUP (or the
-parent's death) stops serving, lets running tool calls finish, closes the App and exits 0.
+The process lives as `serve` does (`stdio_process`): stdout carries protocol messages only, logs
+are JSON lines on stderr; end of stdin, SIGTERM, SIGINT or SIGHUP (or the parent's death) stops
+serving, lets running tool calls finish, closes the App and exits 0.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import asyncio
 import io
 import os
 import signal
-import sys
 import threading
 import traceback
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, cast
 
 import anyio
@@ -37,6 +37,7 @@ from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.graph import api as gapi
 from reos_memory.graph import retrieval, traversal
 from reos_memory.graph.retrieval import render_markdown
+from reos_memory.interfaces import stdio_process
 from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
 from reos_memory.interfaces.services import Services
 from reos_memory.models import Direction, Ident, MemoryKind, MemoryScope, RelType
@@ -611,12 +612,9 @@ class _InputLines:
 
 
 async def _watch_signals(scope: anyio.CancelScope, stop: dict[str, str], log: Any) -> None:
-    """Stop serving on SIGTERM, SIGINT or SIGHUP (the parent watch sends SIGTERM too)."""
-    signals = [signal.SIGTERM, signal.SIGINT]
-    if hasattr(signal, "SIGHUP"):
-        signals.append(signal.SIGHUP)
+    """Stop serving on a stop signal (SIGTERM, SIGINT, SIGHUP; the parent watch sends SIGTERM)."""
     try:
-        receiver = anyio.open_signal_receiver(*signals)
+        receiver = anyio.open_signal_receiver(*stdio_process.STOP_SIGNALS)
         with receiver as received:
             async for signum in received:
                 stop["reason"] = signal.Signals(signum).name
@@ -642,47 +640,37 @@ async def _serve(env: Env, proto_in: int, proto_out: int) -> str:
     return stop["reason"]
 
 
-def _claim_stdio() -> tuple[int, int]:
-    """Private descriptors for the protocol; fd 0 reads /dev/null and fd 1 writes to stderr, so
-    nothing else (a library, a child process) can read the input or write to the output."""
-    proto_in = os.dup(0)
-    proto_out = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return proto_in, proto_out
+def _load() -> None:
+    """What the tools run on, imported before the model starts loading (both would wait on the
+    GIL)."""
+    import reos_memory.squirrel.service  # noqa: F401
 
 
-def run_mcp(config: Config) -> int:
-    """Serve MCP on stdin/stdout until end of input, a signal or the parent's death."""
-    from reos_memory.app import App, _watch_parent
-    from reos_memory.logs import setup_logging
+def run_mcp(config: Config, open_app: Callable[[Any], Any]) -> int:
+    """Serve MCP on stdin/stdout until end of input, a signal or the parent's death; `open_app(log)`
+    opens the App the tools work on."""
 
-    log = setup_logging(config.log_level)
-    interactive = sys.stdin.isatty()
-    proto_in, proto_out = _claim_stdio()
-    try:
-        app = App(config, log)
-    except ReosError as exc:
-        sys.stderr.write(f"reos-memory mcp: {exc.message}\n")
-        return 1
-    app.start()
-    if config.parent_watch_s > 0:
-        _watch_parent(config.parent_watch_s, log)
-    env = Env(app, os.getcwd(), log)
-    if interactive:
-        sys.stderr.write(
-            f"reos-memory {__version__}: Model Context Protocol on stdin/stdout, database"
-            f" {config.db}. Register it with an MCP client (README: MCP server); Ctrl-D quits.\n"
-        )
-        sys.stderr.flush()
-    log.info("started", version=__version__, pid=os.getpid(), database=config.db, protocol="mcp")
-    reason = "error"
-    try:
-        reason = anyio.run(_serve, env, proto_in, proto_out, backend="asyncio")
-    finally:
-        app.close()
-        log.info("stopped", reason=reason, tool_calls=env.calls)
-    return 0
+    def serve(
+        app: Services, _: None, stdio: stdio_process.Stdio, log: Any, stopped: dict[str, Any]
+    ) -> None:
+        env = Env(app, os.getcwd(), log)
+        stopped["reason"] = "error"
+        try:
+            stopped["reason"] = anyio.run(
+                _serve, env, stdio.proto_in, stdio.proto_out, backend="asyncio"
+            )
+        finally:
+            stopped["tool_calls"] = env.calls
+
+    return stdio_process.run(
+        config,
+        open_app,
+        _load,
+        serve,
+        command="mcp",
+        greeting=(
+            f"Model Context Protocol on stdin/stdout, database {config.db}. Register it with an"
+            " MCP client (README: MCP server); Ctrl-D quits."
+        ),
+        protocol="mcp",
+    )

@@ -207,8 +207,26 @@ class Server:
             pool.shutdown(wait=True)
 
     def handle_frame(self, frame: bytes | Oversized | Malformed) -> None:
+        """Answer one frame: a request, or a batch whose replies are sent together."""
+        try:
+            msg, bad_text = self._decode(frame)
+            if isinstance(msg, list):
+                self._check_batch(msg)
+        except _Refused as refused:
+            self.send(refused.reply)
+            return
+        if isinstance(msg, list):
+            batch = _Batch(self, len(msg))
+            for item in msg:
+                self._handle_one(item, batch.deliver, bad_text)
+        else:
+            self._handle_one(msg, self._deliver_single, bad_text)
+
+    def _decode(self, frame: bytes | Oversized | Malformed) -> tuple[Any, bool]:
+        """The frame's JSON value, and whether it holds bad text (invalid UTF-8, a lone
+        surrogate: refused per request, naming the field); _Refused when it is not JSON."""
         if isinstance(frame, Oversized):
-            self.send(
+            raise _Refused(
                 failure(
                     None,
                     codes.INVALID_REQUEST,
@@ -217,68 +235,58 @@ class Server:
                     limit_bytes=self.reader.max_bytes,
                 )
             )
-            return
         if isinstance(frame, Malformed):
-            self.send(
+            raise _Refused(
                 failure(
                     None, codes.PARSE_ERROR, f"Parse error: {frame.detail}", reason="parse_error"
                 )
             )
-            return
-        bad_text = False
         try:
-            msg = _decoder.decode(frame)
+            return _decoder.decode(frame), False
         except RecursionError:
-            self.send(
+            raise _Refused(
                 failure(
                     None,
                     codes.PARSE_ERROR,
                     "Parse error: JSON nested too deeply",
                     reason="parse_error",
                 )
-            )
-            return
+            ) from None
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             msg = _lenient_decode(frame)
             if msg is _MISSING:
-                self.send(
+                raise _Refused(
                     failure(None, codes.PARSE_ERROR, f"Parse error: {exc}", reason="parse_error")
+                ) from None
+            return msg, True
+
+    def _check_batch(self, batch: list[Any]) -> None:
+        """_Refused for an empty batch, or one over max_batch_items."""
+        if not batch:
+            raise _Refused(
+                failure(
+                    None,
+                    codes.INVALID_REQUEST,
+                    "Invalid Request: empty batch",
+                    reason="invalid_request",
                 )
-                return
-            bad_text = True
-        if isinstance(msg, list):
-            if not msg:
-                self.send(
-                    failure(
-                        None,
-                        codes.INVALID_REQUEST,
-                        "Invalid Request: empty batch",
-                        reason="invalid_request",
-                    )
+            )
+        if len(batch) > self.max_batch_items:
+            # refused whole, before any item runs: a client must not be able to queue an
+            # unbounded amount of work (and of replies to hold) with one message
+            raise _Refused(
+                failure(
+                    None,
+                    codes.INVALID_REQUEST,
+                    f"Invalid Request: batch of {len(batch)} items exceeds the limit of"
+                    f" {self.max_batch_items} items (max_batch_items); nothing of it was run,"
+                    " send it in smaller batches",
+                    reason="payload_too_large",
+                    limit="max_batch_items",
+                    limit_items=self.max_batch_items,
+                    items=len(batch),
                 )
-                return
-            if len(msg) > self.max_batch_items:
-                # refused whole, before any item runs: a client must not be able to queue an
-                # unbounded amount of work (and of replies to hold) with one message
-                self.send(
-                    failure(
-                        None,
-                        codes.INVALID_REQUEST,
-                        f"Invalid Request: batch of {len(msg)} items exceeds the limit of"
-                        f" {self.max_batch_items} items (max_batch_items); nothing of it was run,"
-                        " send it in smaller batches",
-                        reason="payload_too_large",
-                        limit="max_batch_items",
-                        limit_items=self.max_batch_items,
-                        items=len(msg),
-                    )
-                )
-                return
-            batch = _Batch(self, len(msg))
-            for item in msg:
-                self._handle_one(item, batch.deliver, bad_text)
-        else:
-            self._handle_one(msg, self._deliver_single, bad_text)
+            )
 
     def _handle_one(self, obj: Any, deliver: Deliver, bad_text: bool) -> None:
         """handle_request, with anything it raises answered as this request's -32603: one bad
@@ -308,111 +316,48 @@ class Server:
 
     def handle_request(self, obj: Any, deliver: Deliver, bad_text: bool = False) -> None:
         """Validate one request object and answer it now (errors, inline) or from a pool."""
-        if not isinstance(obj, dict):
-            deliver(
-                failure(
-                    None,
-                    codes.INVALID_REQUEST,
-                    "Invalid Request: expected an object",
-                    reason="invalid_request",
-                )
-            )
-            return
-        req_id = obj.get("id", _MISSING)
-        is_notification = req_id is _MISSING
-        if not is_notification and not _valid_id(req_id):
-            deliver(
-                failure(
-                    None,
-                    codes.INVALID_REQUEST,
-                    "Invalid Request: id must be a string, number or null",
-                    reason="invalid_request",
-                    field="$.id",
-                )
-            )
-            return
-        rid = None if is_notification else req_id
-        problem = _envelope_problem(obj)
-        if problem is not None:
-            field, rule = problem
-            deliver(
-                failure(
-                    rid,
-                    codes.INVALID_REQUEST,
-                    f"Invalid Request: {rule} - at `{field}`",
-                    reason="invalid_request",
-                    field=field,
-                    rule=rule,
-                )
-            )
-            return
-        if bad_text:
-            where = _find_bad_text(obj, "$")
-            if where is not None:
-                code = (
-                    codes.INVALID_PARAMS if where.startswith("$.params") else codes.INVALID_REQUEST
-                )
-                field = "$" + where[len("$.params") :] if where.startswith("$.params") else where
-                rule = "must be valid Unicode text (invalid UTF-8 or a lone surrogate)"
-                if is_notification:
-                    deliver(None)
-                else:
-                    deliver(
-                        failure(
-                            rid,
-                            code,
-                            f"{rule} - at `{field}`",
-                            reason="invalid_params"
-                            if code == codes.INVALID_PARAMS
-                            else "invalid_request",
-                            field=field,
-                            rule=rule,
-                        )
-                    )
-                return
-        method = obj["method"]
-        spec = self.registry.methods.get(method)
-        if spec is None:
-            deliver(
-                None
-                if is_notification
-                else failure(
-                    rid,
-                    codes.METHOD_NOT_FOUND,
-                    f"Method not found: {method}",
-                    reason="method_not_found",
-                    method=method,
-                )
-            )
-            return
         try:
-            params = convert_params(spec, obj.get("params"))
-        except derr.InvalidInput as exc:
-            deliver(
-                None
-                if is_notification
-                else failure(
-                    rid,
-                    codes.INVALID_PARAMS,
-                    f"Invalid params: {exc.message}",
-                    reason="invalid_params",
-                    **exc.data,
+            rid, is_notification = _envelope(obj, bad_text)
+            method = obj["method"]
+            spec = self._lookup(method, rid, is_notification)
+            params = _params(spec, obj.get("params"), rid, is_notification)
+            if self.stopping.is_set() and spec.kind != "inline":
+                raise _refused(
+                    rid, is_notification, -32013, "the server is shutting down", "shutting_down"
                 )
-            )
+        except _Refused as refused:
+            deliver(refused.reply)
             return
-        if self.stopping.is_set() and spec.kind != "inline":
-            deliver(
-                None
-                if is_notification
-                else failure(rid, -32013, "the server is shutting down", reason="shutting_down")
-            )
-            return
-        token = getattr(params, "progress_token", None)
-        ctx = RequestContext(self, rid, method, token)
+        ctx = RequestContext(self, rid, method, getattr(params, "progress_token", None))
         if spec.kind == "inline":
             deliver(self._run(spec, ctx, params, is_notification))
-            return
-        key = _id_key(rid) if not is_notification else None
+        else:
+            self._schedule(spec, ctx, params, is_notification, deliver)
+
+    def _lookup(self, method: str, rid: Any, is_notification: bool) -> MethodSpec:
+        spec = self.registry.methods.get(method)
+        if spec is None:
+            raise _refused(
+                rid,
+                is_notification,
+                codes.METHOD_NOT_FOUND,
+                f"Method not found: {method}",
+                "method_not_found",
+                method=method,
+            )
+        return spec
+
+    def _schedule(
+        self,
+        spec: MethodSpec,
+        ctx: RequestContext,
+        params: Any,
+        is_notification: bool,
+        deliver: Deliver,
+    ) -> None:
+        """Run the request on its kind's pool once the last write or pipeline request received
+        before it has finished (the connection's causal order)."""
+        key = _id_key(ctx.id) if not is_notification else None
         if key is not None:
             with self._inflight_lock:
                 self.inflight[key] = ctx
@@ -445,11 +390,13 @@ class Server:
             except RuntimeError:  # pool already shut down
                 try:
                     deliver(
-                        None
-                        if is_notification
-                        else failure(
-                            rid, -32013, "the server is shutting down", reason="shutting_down"
-                        )
+                        _refused(
+                            ctx.id,
+                            is_notification,
+                            -32013,
+                            "the server is shutting down",
+                            "shutting_down",
+                        ).reply
                     )
                 finally:
                     forget()
@@ -462,6 +409,7 @@ class Server:
     def _run(
         self, spec: MethodSpec, ctx: RequestContext, params: Any, is_notification: bool
     ) -> dict[str, Any] | None:
+        """Execute the handler; its reply (None for a notification), errors mapped to codes."""
         t0 = time.perf_counter()
         try:
             ctx.check_cancelled()
@@ -471,19 +419,17 @@ class Server:
                 result = msgspec.Raw(self._bounded(spec, _encoder.encode(result)))
             resp = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
         except derr.ReosError as exc:
-            code = exc.code  # each domain error class carries its code
-            message = (
-                exc.message if code != codes.INVALID_PARAMS else f"Invalid params: {exc.message}"
-            )
-            resp = failure(ctx.id, code, message, reason=exc.reason, **exc.data)
+            resp = _domain_failure(ctx.id, exc)
         except Exception as exc:
             resp = self._internal_error("internal_error", exc, ctx.id, method=spec.name)
-        elapsed = time.perf_counter() - t0
+        self._served(spec, time.perf_counter() - t0)
+        return None if is_notification else resp
+
+    def _served(self, spec: MethodSpec, elapsed: float) -> None:
         with self._served_lock:  # served from many threads; += alone is not atomic
             self._served_n += 1
         if elapsed > self.slow_request_s:
             self.log.info("slow_request", method=spec.name, seconds=round(elapsed, 3))
-        return None if is_notification else resp
 
     def _bounded(self, spec: MethodSpec, raw: bytes) -> bytes:
         """The encoded result, or PayloadTooLarge when a read's result exceeds max_result_bytes.
@@ -550,6 +496,97 @@ _NARROWING = {
     "rel_types": "fewer `rel_types`",
     "act_id": "an `act_id` filter",
 }
+
+
+class _Refused(Exception):
+    """A request (or frame) answered before it runs: `reply`, or None for a notification."""
+
+    def __init__(self, reply: dict[str, Any] | None) -> None:
+        self.reply = reply
+
+
+def _refused(
+    rid: Any, is_notification: bool, code: int, message: str, reason: str, /, **data: Any
+) -> _Refused:
+    """The refusal of a request that names a method: a notification gets no reply."""
+    return _Refused(None if is_notification else failure(rid, code, message, reason=reason, **data))
+
+
+def _envelope(obj: Any, bad_text: bool) -> tuple[Any, bool]:
+    """The request's id (None for a notification) and whether it is one; _Refused when the
+    envelope breaks JSON-RPC's rules or the request holds bad text."""
+    if not isinstance(obj, dict):
+        raise _Refused(
+            failure(
+                None,
+                codes.INVALID_REQUEST,
+                "Invalid Request: expected an object",
+                reason="invalid_request",
+            )
+        )
+    req_id = obj.get("id", _MISSING)
+    is_notification = req_id is _MISSING
+    if not is_notification and not _valid_id(req_id):
+        raise _Refused(
+            failure(
+                None,
+                codes.INVALID_REQUEST,
+                "Invalid Request: id must be a string, number or null",
+                reason="invalid_request",
+                field="$.id",
+            )
+        )
+    rid = None if is_notification else req_id
+    problem = _envelope_problem(obj)
+    if problem is not None:
+        field, rule = problem
+        raise _Refused(
+            failure(
+                rid,
+                codes.INVALID_REQUEST,
+                f"Invalid Request: {rule} - at `{field}`",
+                reason="invalid_request",
+                field=field,
+                rule=rule,
+            )
+        )
+    where = _find_bad_text(obj, "$") if bad_text else None
+    if where is not None:
+        in_params = where.startswith("$.params")
+        field = "$" + where[len("$.params") :] if in_params else where
+        rule = "must be valid Unicode text (invalid UTF-8 or a lone surrogate)"
+        raise _refused(
+            rid,
+            is_notification,
+            codes.INVALID_PARAMS if in_params else codes.INVALID_REQUEST,
+            f"{rule} - at `{field}`",
+            "invalid_params" if in_params else "invalid_request",
+            field=field,
+            rule=rule,
+        )
+    return rid, is_notification
+
+
+def _params(spec: MethodSpec, raw: Any, rid: Any, is_notification: bool) -> Any:
+    """The request's params as the method's Struct; _Refused (-32602) naming the field."""
+    try:
+        return convert_params(spec, raw)
+    except derr.InvalidInput as exc:
+        raise _refused(
+            rid,
+            is_notification,
+            codes.INVALID_PARAMS,
+            f"Invalid params: {exc.message}",
+            "invalid_params",
+            **exc.data,
+        ) from None
+
+
+def _domain_failure(rid: Any, exc: derr.ReosError) -> dict[str, Any]:
+    """A domain error's reply: its code, message and machine-readable reason."""
+    code = exc.code  # each domain error class carries its code
+    message = exc.message if code != codes.INVALID_PARAMS else f"Invalid params: {exc.message}"
+    return failure(rid, code, message, reason=exc.reason, **exc.data)
 
 
 def _id_key(req_id: Any) -> Any:

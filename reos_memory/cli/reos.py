@@ -1,0 +1,474 @@
+"""The `reos-memory` commands: each one's arguments beside the function that runs it.
+
+Only the standard library is imported here: `reos-memory hook` parses its arguments with this
+module on every prompt of the agent. Each command imports what it works with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from reos_memory import __version__
+
+if TYPE_CHECKING:
+    from reos_memory.config import Config
+    from reos_memory.store import Database
+
+EMBEDDERS = ["onnx", "sentence-transformers", "hash", "none"]
+Run = Callable[["Config", argparse.Namespace], int]
+
+
+class Command(NamedTuple):
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    # None: run by `main` itself (`schema` needs no configuration; `hook` keeps its own branch)
+    run: Run | None
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(
+    name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None]
+) -> Callable[[Run], Run]:
+    """Register the decorated function as `reos-memory NAME`, its arguments added by `arguments`."""
+
+    def register(run: Run) -> Run:
+        COMMANDS[name] = Command(help, arguments, run)
+        return run
+
+    return register
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reos-memory",
+        description="Local-first memory service for AI agents (JSON-RPC 2.0 over stdio).",
+    )
+    parser.add_argument("--version", action="version", version=f"reos-memory {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    for name, cmd in COMMANDS.items():
+        cmd.arguments(sub.add_parser(name, help=cmd.help))
+    return parser
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db", help="database file (default: $REOS_MEMORY_HOME/memory.db or the user data dir)"
+    )
+    p.add_argument("--config", help="TOML config file")
+
+
+def _served(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--embedder", choices=EMBEDDERS)
+
+
+def _open_app(config: Config) -> Callable[[Any], Any]:
+    """The opener a stdio interface calls: the App of a server (catch-up indexing, the model)."""
+
+    def open_app(log: Any) -> Any:
+        from reos_memory.app import App
+
+        return App(config, log)
+
+    return open_app
+
+
+# -- servers ------------------------------------------------------------------------------------
+
+
+@command("serve", "serve JSON-RPC on stdin/stdout (the default command)", _served)
+def serve(config: Config, args: argparse.Namespace) -> int:
+    """Serve JSON-RPC on stdin/stdout until end of input, SIGTERM or the parent's death."""
+    from reos_memory.interfaces.jsonrpc.stdio import run_jsonrpc
+
+    return run_jsonrpc(config, _open_app(config))
+
+
+@command("mcp", "serve the Model Context Protocol on stdin/stdout (MCP tools)", _served)
+def mcp(config: Config, args: argparse.Namespace) -> int:
+    """Serve MCP on stdin/stdout until end of input, a signal or the parent's death."""
+    from reos_memory.interfaces.mcp import run_mcp
+
+    return run_mcp(config, _open_app(config))
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+def _model_args(model: argparse.ArgumentParser) -> None:
+    msub = model.add_subparsers(dest="model_command", required=True)
+    prep = msub.add_parser("prepare", help="export all-MiniLM-L6-v2 to ONNX once and verify it")
+    _common(prep)
+    prep.add_argument("--force", action="store_true", help="export again even if prepared")
+    prep.add_argument("--sts", help="STS-B test file to verify against (Spearman >= 0.82)")
+    status = msub.add_parser("status", help="print where the model is and whether it is prepared")
+    _common(status)
+
+
+@command("model", "prepare or inspect the embedding model", _model_args)
+def model(config: Config, args: argparse.Namespace) -> int:
+    return MODEL_COMMANDS[args.model_command](config, args)
+
+
+def model_prepare(config: Config, args: argparse.Namespace) -> int:
+    """Export the model to ONNX in config.model_dir and verify it (no-op when already done)."""
+    from pathlib import Path
+
+    from reos_memory.embeddings.base import EmbedderUnavailableError
+    from reos_memory.embeddings.locate import locate_model
+    from reos_memory.embeddings.prepare import prepare
+
+    try:
+        src = locate_model()
+        prepare(
+            src,
+            Path(config.model_dir),
+            sts_path=Path(args.sts) if args.sts else None,
+            force=args.force,
+            log=lambda m: print(m, file=sys.stderr),
+        )
+    except (EmbedderUnavailableError, RuntimeError, ImportError) as exc:
+        sys.stderr.write(f"reos-memory: {exc}\n")
+        return 1
+    return 0
+
+
+def model_status(config: Config, args: argparse.Namespace) -> int:
+    """Print where the model weights and the ONNX export are and whether the export is verified."""
+    import json
+    from pathlib import Path
+
+    from reos_memory.embeddings.base import EmbedderUnavailableError
+    from reos_memory.embeddings.locate import locate_model
+    from reos_memory.embeddings.prepare import prepared_ok
+
+    target = Path(config.model_dir)
+    try:
+        src: Path | None = locate_model()
+        detail = None
+    except EmbedderUnavailableError as exc:
+        src, detail = None, str(exc)
+    manifest = target / "manifest.json"
+    info = {
+        "source": str(src) if src else None,
+        "source_problem": detail,
+        "onnx_dir": str(target),
+        "prepared": bool(src) and prepared_ok(target, src),  # type: ignore[arg-type]
+        "manifest": json.loads(manifest.read_text()) if manifest.is_file() else None,
+    }
+    sys.stdout.write(json.dumps(info, indent=2) + "\n")
+    return 0 if info["prepared"] else 1
+
+
+MODEL_COMMANDS: dict[str, Run] = {
+    "prepare": model_prepare,
+    "status": model_status,
+}
+
+
+# -- the database -------------------------------------------------------------------------------
+
+
+@command("migrate", "apply pending database migrations and exit", _common)
+def migrate(config: Config, args: argparse.Namespace) -> int:
+    """Apply the pending migrations and close, saying what was applied."""
+    from reos_memory.logs import setup_logging
+    from reos_memory.store import Database
+    from reos_memory.store.migrations import migrate as apply
+
+    setup_logging(config.log_level)
+    db = Database(config.db)
+    try:
+        applied = list(apply(db) or [])
+    finally:
+        db.close()
+    sys.stdout.write(f"{config.db}: applied {applied or 'nothing (up to date)'}\n")
+    return 0
+
+
+def schema() -> int:
+    """Print the OpenRPC document (needs no configuration)."""
+    from reos_memory.interfaces.jsonrpc.methods import load_all
+    from reos_memory.interfaces.jsonrpc.openrpc import render
+
+    sys.stdout.write(render(load_all()))
+    return 0
+
+
+# run by `main` before any configuration is read: the document depends on none
+COMMANDS["schema"] = Command("print the OpenRPC document", lambda p: None, None)
+
+
+def _export_args(exp: argparse.ArgumentParser) -> None:
+    _common(exp)
+    exp.add_argument("--format", choices=["dot", "mermaid", "html"], default="html")
+    exp.add_argument("--block", help="only the neighbourhood of this block")
+    exp.add_argument("--depth", type=int, default=2, help="hops around --block (default 2)")
+    exp.add_argument("--act", help="only blocks of this act")
+    exp.add_argument("--max-nodes", type=int, default=200)
+    exp.add_argument("--out", help="file to write (default: stdout)")
+
+
+@command("export", "draw the graph as DOT, Mermaid or a self-contained HTML page", _export_args)
+def export(config: Config, args: argparse.Namespace) -> int:
+    """Write a picture of the graph (or of a block's neighbourhood) to a file or stdout."""
+    from reos_memory.errors import ReosError
+    from reos_memory.graph import export
+    from reos_memory.store import Database
+
+    if _missing(config):
+        return 1
+    db = Database(config.db)
+    try:  # a reader never migrates (nor backs up) the database it reads
+        _refuse_older(db, "export")
+        pic = export.collect(
+            db, block_id=args.block, depth=args.depth, act_id=args.act, max_nodes=args.max_nodes
+        )
+    except ReosError as exc:
+        sys.stderr.write(f"reos-memory: {exc.message}\n")
+        return 1
+    finally:
+        db.close()
+    render = {"dot": export.to_dot, "mermaid": export.to_mermaid, "html": export.to_html}
+    text = render[args.format](pic)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+        sys.stderr.write(
+            f"wrote {args.out}: {len(pic.nodes)} blocks, {len(pic.edges)} relationships\n"
+        )
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _backup_args(bak: argparse.ArgumentParser) -> None:
+    _common(bak)
+    bak.add_argument("target", help="the new file (an existing one is never overwritten)")
+
+
+@command(
+    "backup", "copy the database to a new file while servers keep running (online)", _backup_args
+)
+def backup(config: Config, args: argparse.Namespace) -> int:
+    """A consistent online copy of the database (servers may keep running), written to a new
+    file readable by its owner only."""
+    target = args.target
+    if _missing(config):
+        return 1
+    if os.path.exists(target):
+        sys.stderr.write(f"reos-memory: {target} exists; a backup never overwrites a file\n")
+        return 1
+    from reos_memory.errors import ReosError
+    from reos_memory.store import Database, backup_to
+
+    db = Database(config.db, busy_timeout_ms=config.busy_timeout_ms, lock_wait_s=config.lock_wait_s)
+    try:
+        t0 = time.monotonic()
+        pages = backup_to(db, target)
+    except (OSError, ReosError) as exc:
+        sys.stderr.write(f"reos-memory: backup failed: {exc}\n")
+        return 1
+    finally:
+        db.close()
+    size = os.path.getsize(target)
+    sys.stderr.write(
+        f"backed up {config.db} to {target}: {pages} pages, {size} bytes"
+        f" in {time.monotonic() - t0:.1f} s\n"
+    )
+    return 0
+
+
+def _dump_args(dmp: argparse.ArgumentParser) -> None:
+    _common(dmp)
+    dmp.add_argument(
+        "target", nargs="?", default="-", help="the new file (never overwritten), - for stdout"
+    )
+
+
+@command(
+    "dump", "write the data as JSON Lines (one snapshot; no vectors, no secrets added)", _dump_args
+)
+def dump(config: Config, args: argparse.Namespace) -> int:
+    """The user's data as JSON Lines, read from one snapshot (servers may keep running), to a new
+    file readable by its owner only, or to stdout. Vectors are left out: `load` recomputes them."""
+    import apsw
+
+    from reos_memory.errors import ReosError
+    from reos_memory.store import Database
+    from reos_memory.store import dump as dump_sql
+    from reos_memory.store.connection import create_private
+
+    target = args.target
+    if _missing(config):
+        return 1
+    to_file = target != "-"
+    if to_file and os.path.lexists(target):
+        sys.stderr.write(f"reos-memory: {target} exists; a dump never overwrites a file\n")
+        return 1
+    db = Database(config.db, busy_timeout_ms=config.busy_timeout_ms, lock_wait_s=config.lock_wait_s)
+    out: Any = None
+    created = False
+    try:
+        _refuse_older(db, "dump")
+        if to_file:
+            created = create_private(target)
+            if not created:
+                raise FileExistsError(f"{target} exists; a dump never overwrites a file")
+            out = open(target, "wb")  # noqa: SIM115 - closed below, removed on failure
+        stream = out if out is not None else sys.stdout.buffer
+        counts = dump_sql.dump(db, stream.write, __version__)
+        stream.flush()
+        if out is not None:
+            os.fsync(out.fileno())
+            out.close()
+    except (OSError, ReosError, apsw.Error) as exc:
+        if out is not None:
+            out.close()
+        if created:
+            os.unlink(target)  # never leave half a dump that looks like one
+        sys.stderr.write(f"reos-memory: dump failed: {getattr(exc, 'message', exc)}\n")
+        return 1
+    finally:
+        db.close()
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"
+    sys.stderr.write(f"dumped {config.db} to {target if to_file else 'stdout'}: {summary}\n")
+    return 0
+
+
+def _load_args(lod: argparse.ArgumentParser) -> None:
+    _common(lod)
+    lod.add_argument("source", help="the dump file, - for stdin")
+    lod.add_argument("--embedder", choices=EMBEDDERS)
+
+
+@command("load", "read a dump into an empty or new database, then compute its vectors", _load_args)
+def load(config: Config, args: argparse.Namespace) -> int:
+    """A dump into an empty or new database, in one transaction (all of it or nothing), ids,
+    timestamps and versions as they were; then the vectors of blocks and memories are computed
+    with the configured embedder."""
+    import contextlib
+
+    import apsw
+
+    from reos_memory.errors import ReosError
+    from reos_memory.store import Database
+    from reos_memory.store import dump as dump_sql
+    from reos_memory.store.migrations import load_migrations
+    from reos_memory.store.migrations import migrate as apply
+
+    source = args.source
+    if source != "-" and not os.path.isfile(source):
+        sys.stderr.write(f"reos-memory: no dump at {source}\n")
+        return 1
+    existed = os.path.exists(config.db)
+    db = Database(config.db, busy_timeout_ms=config.busy_timeout_ms, lock_wait_s=config.lock_wait_s)
+    loaded = None
+    try:
+        full = db.read(dump_sql.tables_with_rows) if existed else {}
+        if full:  # refused before anything (a migration included) is written
+            held = ", ".join(f"{n}: {c}" for n, c in full.items())
+            raise dump_sql.DumpError(
+                f"{config.db} holds data ({held}); load only into an empty or new database"
+            )
+        apply(db)
+        latest = max(m.version for m in load_migrations())
+        with contextlib.ExitStack() as stack:
+            f = sys.stdin.buffer if source == "-" else stack.enter_context(open(source, "rb"))
+            loaded = dump_sql.load(db, f, latest)
+    except (OSError, ReosError, apsw.Error) as exc:
+        sys.stderr.write(
+            f"reos-memory: load failed, nothing was stored: {getattr(exc, 'message', exc)}\n"
+        )
+        return 1
+    finally:
+        db.close()
+        if loaded is None and not existed:  # leave no database behind that we made
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(config.db + suffix)
+    assert loaded is not None
+    summary = ", ".join(f"{n} {k}" for k, n in loaded.counts.items()) or "nothing"
+    sys.stderr.write(f"loaded {source} into {config.db}: {summary}\n")
+    return _index_loaded(config, loaded.header.get("embedding_model"))
+
+
+def _index_loaded(config: Config, dumped_model: str | None) -> int:
+    """Compute the vectors of a freshly loaded database with the configured embedder, through
+    the catch-up indexing every server runs at start."""
+    from reos_memory.app import open_app
+    from reos_memory.errors import ReosError
+
+    try:
+        app = open_app(config, needs_model=True)
+    except ReosError as exc:
+        sys.stderr.write(f"reos-memory: indexing failed: {exc.message}\n")
+        return 1
+    try:
+        emb = app.embeddings.wait_ready(0)
+        if emb is None:
+            sys.stderr.write(
+                f"reos-memory: no vectors computed ({app.embeddings.detail or app.config.embedder});"
+                " a server started with an embedder computes them\n"
+            )
+            return 0
+        if dumped_model and dumped_model != emb.model_id:
+            sys.stderr.write(
+                f"the dump's vectors came from {dumped_model}; computing them with the configured"
+                f" {emb.model_id}\n"
+            )
+        done = app.indexer.catch_up(app.log, lambda: False)
+        left = app.indexer.pending_count()
+    finally:
+        app.close()
+    sys.stderr.write(
+        f"indexed {done} blocks and memories with {emb.model_id}"
+        + (f"; {left} left for a server to index\n" if left else "\n")
+    )
+    return 0
+
+
+@command("where", "print the database path that serve would open", _common)
+def where(config: Config, args: argparse.Namespace) -> int:
+    sys.stdout.write(config.db + "\n")
+    return 0
+
+
+def _hook_args(hook: argparse.ArgumentParser) -> None:
+    hook.add_argument("agent", choices=["claude-code"])
+    _common(hook)
+    hook.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+
+
+# run by `main` itself, which keeps the hook's start-up cheap
+COMMANDS["hook"] = Command(
+    "run as an agent's hook (reads the hook JSON on stdin)", _hook_args, None
+)
+
+
+def _missing(config: Config) -> bool:
+    """True (and said on stderr) when the database a command would read does not exist."""
+    if os.path.exists(config.db):
+        return False
+    sys.stderr.write(f"reos-memory: no database at {config.db}\n")
+    return True
+
+
+def _refuse_older(db: Database, verb: str) -> None:
+    """A command that only reads never migrates (nor backs up) the database it reads."""
+    from reos_memory.errors import SchemaError
+    from reos_memory.store.migrations import pending
+
+    if pending(db):
+        raise SchemaError(
+            f"{db.path} is an older version of the database; start the service once"
+            f" to upgrade it ({verb} only reads)"
+        )
