@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import msgspec
-from msgspec.structs import asdict
 
 from reos_memory.errors import Cancelled, EmbedderUnavailable, InvalidInput, NotFound
 from reos_memory.graph import api as t
@@ -22,14 +21,7 @@ def learn(ctx: RequestContext, p: t.LearnParams) -> t.LearnResult:
     0.2 (floor 0.1), and with `corrected_block_id` add a `corrects` edge (corrected -> chain,
     source=feedback); 3 changes nothing. `changes` lists each edge with its before/after.
     """
-    out = learning.learn(ctx.app.db, **asdict(p))
-    return t.LearnResult(
-        chain_block_id=out.chain_block_id,
-        rating=out.rating,
-        changes=[msgspec.convert(c, t.LearnChange) for c in out.changes],
-        count=len(out.changes),
-        correction=out.correction,
-    )
+    return learning.learn(ctx.app.db, p)
 
 
 @method(
