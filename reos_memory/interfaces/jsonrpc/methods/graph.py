@@ -53,19 +53,4 @@ def export_graph(ctx: RequestContext, p: t.ExportParams) -> t.ExportResult:
     The HTML is one self-contained file (no network) that lays the graph out and draws it as SVG,
     with node colours by block type and the full text on hover.
     """
-    pic = export.collect(
-        ctx.app.db,
-        block_id=p.block_id,
-        depth=p.depth,
-        act_id=p.act_id,
-        rel_types=p.rel_types,
-        max_nodes=p.max_nodes,
-    )
-    return t.ExportResult(
-        nodes=len(pic.nodes),
-        edges=len(pic.edges),
-        truncated=pic.truncated,
-        dot=export.to_dot(pic) if "dot" in p.formats else None,
-        mermaid=export.to_mermaid(pic) if "mermaid" in p.formats else None,
-        html=export.to_html(pic) if "html" in p.formats else None,
-    )
+    return export.export(ctx.app.db, p)
