@@ -176,6 +176,7 @@ def test_a_cancelled_auto_link_computes_no_queued_chunk(db, monkeypatch):
 
     from reos_memory.errors import Cancelled
     from reos_memory.graph import autolink
+    from reos_memory.graph.api import AutoLinkParams
 
     monkeypatch.setattr(autolink, "CHUNK_CELLS", 1)  # 64 rows per chunk: 20 chunks here
     put(db, clustered(1280, 11))
@@ -199,7 +200,7 @@ def test_a_cancelled_auto_link_computes_no_queued_chunk(db, monkeypatch):
         state["stop"] = True  # cancel after the first chunk's result
 
     with pytest.raises(Cancelled):
-        autolink.auto_link(db, indexer, progress=progress, cancelled=cancelled)
+        autolink.auto_link(db, indexer, AutoLinkParams(), progress=progress, cancelled=cancelled)
     assert state["computed"] <= 4  # the first, the ones in flight; never the 16 queued after
 
 

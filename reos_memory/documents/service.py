@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import msgspec
 
+from reos_memory.documents import api
 from reos_memory.documents.chunking import Chunk, chunk_sections
 from reos_memory.documents.extract import extract
 from reos_memory.embeddings.base import to_blob
@@ -33,34 +35,42 @@ from reos_memory.store import vectors as vec_sql
 EMBED_CHUNK = 16
 
 
-@dataclass
-class InsertOutcome:
-    document: dict[str, Any]
-    chunks: int
-    indexed: int
-    replaced: bool
-    unchanged: bool
+@dataclass(frozen=True)
+class Limits:
+    """What a documents/insert may read and store: config `max_document_bytes`,
+    `max_document_pages` (PDF pages, XLSX worksheets), `max_document_chunks` and
+    `documents_follow_symlinks`."""
+
+    max_bytes: int
+    max_pages: int | None = None
+    max_chunks: int | None = None
+    follow_symlinks: bool = False
 
 
-def read_input(
-    path: str | None,
-    data: str | None,
-    filename: str | None,
-    follow_symlinks: bool = False,
-    *,
-    max_bytes: int,
-) -> tuple[bytes, str, str | None]:
-    """(bytes, filename, source path) from a file path or base64 data plus a filename.
+@dataclass(frozen=True)
+class _File:
+    """A file to insert, read and checked: its bytes, its name, where it was read from (None for
+    base64 data) and the request field that gave it (named by a limit's error)."""
 
-    A file (or decoded `data`) over `max_bytes` (config `max_document_bytes`) is refused with
-    PayloadTooLarge before it is parsed; a file is measured before it is read.
+    data: bytes
+    filename: str
+    source_path: str | None
+    field: str
+
+
+def read_input(p: api.DocumentInsertParams, limits: Limits) -> _File:
+    """The file given by `p.path`, or by base64 `p.data` plus `p.filename`.
+
+    A file (or decoded `data`) over `limits.max_bytes` is refused with PayloadTooLarge before
+    it is parsed; a file is measured before it is read.
 
     A path must name a regular file: a device, pipe or socket is refused (reading one can block
-    or never end), and so is a symbolic link unless `follow_symlinks` (config
-    `documents_follow_symlinks`): a client cannot make the service read through a link it
-    planted. The file is opened without following a link, then checked, so it cannot be swapped
-    between the check and the read.
+    or never end), and so is a symbolic link unless `limits.follow_symlinks`: a client cannot
+    make the service read through a link it planted. The file is opened without following a
+    link, then checked, so it cannot be swapped between the check and the read.
     """
+    path, data, filename = p.path, p.data, p.filename
+    follow_symlinks, max_bytes = limits.follow_symlinks, limits.max_bytes
     if (path is None) == (data is None):
         raise InvalidInput("path", "give either path or data (base64) with filename")
     if data is not None:
@@ -72,27 +82,27 @@ def read_input(
             raise InvalidInput("data", "must be standard base64") from exc
         if len(raw) > max_bytes:
             raise _too_big(filename, len(raw), max_bytes, "$.data")
-        return raw, filename, None
+        return _File(raw, filename, None, "$.data")
     assert path is not None
-    p = Path(path).expanduser()
+    fp = Path(path).expanduser()
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(p, flags)
+        fd = os.open(fp, flags)
     except FileNotFoundError:
-        raise NotFound("file", str(p), field="path") from None
+        raise NotFound("file", str(fp), field="path") from None
     except OSError as exc:
-        if p.is_symlink() and not follow_symlinks:
+        if fp.is_symlink() and not follow_symlinks:
             raise InvalidInput(
                 "path", "is a symbolic link (set documents_follow_symlinks = true to allow links)"
             ) from None
-        raise NotFound("file", f"{p} ({exc.strerror})", field="path") from None
+        raise NotFound("file", f"{fp} ({exc.strerror})", field="path") from None
     try:
         st = os.fstat(fd)  # the opened file itself: it cannot be swapped after this check
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
             raise InvalidInput("path", f"must be a regular file, not {kind}")
         if st.st_size > max_bytes:
-            raise _too_big(str(p), st.st_size, max_bytes, "$.path")
+            raise _too_big(str(fp), st.st_size, max_bytes, "$.path")
         os.set_blocking(fd, True)
         f = os.fdopen(fd, "rb")
     except BaseException:
@@ -101,8 +111,8 @@ def read_input(
     with f:
         content = f.read(max_bytes + 1)
     if len(content) > max_bytes:  # it grew after it was measured
-        raise _too_big(str(p), len(content), max_bytes, "$.path")
-    return content, filename or p.name, str(p.resolve())
+        raise _too_big(str(fp), len(content), max_bytes, "$.path")
+    return _File(content, filename or fp.name, str(fp.resolve()), "$.path")
 
 
 def _too_big(name: str, size: int, limit: int, field: str) -> PayloadTooLarge:
@@ -119,66 +129,50 @@ def _too_big(name: str, size: int, limit: int, field: str) -> PayloadTooLarge:
 def insert_document(
     db: Database,
     embeddings: EmbeddingService,
+    p: api.DocumentInsertParams,
+    limits: Limits,
     *,
-    data: bytes,
-    filename: str,
-    act_id: str,
-    source_path: str | None = None,
-    chunk_tokens: int = 500,
-    overlap_tokens: int = 50,
     progress: Callable[[int, int | None, str], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
-    max_pages: int | None = None,
-    max_chunks: int | None = None,
-    field: str = "$.path",
-) -> InsertOutcome:
-    """Parse, chunk, embed and store a file; the same (act, filename) again replaces it.
+) -> api.DocumentInsertResult:
+    """Read, parse, chunk, embed and store a file; the same (act, filename) again replaces it.
 
-    A file of more than `max_pages` pages (PDF pages, XLSX worksheets) or that makes more than
-    `max_chunks` chunks is refused with PayloadTooLarge naming `field`, before anything is
-    embedded or stored.
+    A file over `limits` (bytes; pages: PDF pages, XLSX worksheets; chunks) is refused with
+    PayloadTooLarge naming `$.path` or `$.data`, before anything is embedded or stored.
+    `progress(done, total, message)` hears how far it got; `cancelled()` true stops it with
+    nothing written.
     """
-    sha = hashlib.sha256(data).hexdigest()
-    existing = db.read(lambda c: doc_sql.document_named(c, act_id, filename))
+    file = read_input(p, limits)
+    sha = hashlib.sha256(file.data).hexdigest()
+    existing = db.read(lambda c: doc_sql.document_named(c, p.act_id, file.filename))
     if (
         existing is not None
         and existing["sha256"] == sha
         and (
             existing["chunk_count"] == 0
             or db.read(lambda c: doc_sql.chunking_of(c, existing["id"]))
-            == (chunk_tokens, overlap_tokens)
+            == (p.chunk_tokens, p.overlap_tokens)
         )
     ):
-        return InsertOutcome(existing, existing["chunk_count"], 0, replaced=False, unchanged=True)
+        return _result(existing, existing["chunk_count"], 0, replaced=False, unchanged=True)
 
     def parsing(done: int, total: int | None) -> None:
         if progress:
             progress(done, total, "reading pages")
 
-    doc = extract(data, filename, parsing, max_pages=max_pages, field=field)
-    chunks = chunk_sections(doc.sections, chunk_tokens, overlap_tokens)
-    if max_chunks is not None and len(chunks) > max_chunks:
+    doc = extract(file.data, file.filename, parsing, max_pages=limits.max_pages, field=file.field)
+    chunks = chunk_sections(doc.sections, p.chunk_tokens, p.overlap_tokens)
+    if limits.max_chunks is not None and len(chunks) > limits.max_chunks:
         raise PayloadTooLarge(
-            f"{filename!r} makes {len(chunks)} chunks of about {chunk_tokens} tokens, over the"
-            f" limit of {max_chunks} (max_document_chunks); use a larger `chunk_tokens` or split"
-            f" the file - at `{field}`",
-            field=field,
+            f"{file.filename!r} makes {len(chunks)} chunks of about {p.chunk_tokens} tokens,"
+            f" over the limit of {limits.max_chunks} (max_document_chunks); use a larger"
+            f" `chunk_tokens` or split the file - at `{file.field}`",
+            field=file.field,
             limit="max_document_chunks",
-            limit_chunks=max_chunks,
+            limit_chunks=limits.max_chunks,
             chunks=len(chunks),
         )
-    vectors: list[bytes | None] = [None] * len(chunks)
-    model_id = None
-    if embeddings.state not in ("disabled", "failed") and embeddings.wait_ready() is not None:
-        model_id = embeddings.model_id
-        for start in range(0, len(chunks), EMBED_CHUNK):
-            if cancelled and cancelled():
-                raise Cancelled("document insert was cancelled; nothing was written")
-            batch = chunks[start : start + EMBED_CHUNK]
-            for i, vec in enumerate(embeddings.embed([c.text for c in batch], priority=BULK)):
-                vectors[start + i] = to_blob(vec)
-            if progress:
-                progress(start + len(batch), len(chunks), "embedding chunks")
+    model_id, vectors = _embed(embeddings, chunks, progress, cancelled)
 
     def tx(conn: apsw.Connection) -> tuple[dict[str, Any], int, bool]:
         if cancelled and cancelled():
@@ -186,14 +180,14 @@ def insert_document(
         now = now_iso()
         # read again under the write lock: an insert of the same file that committed meanwhile
         # is replaced, not collided with
-        current = doc_sql.document_named(conn, act_id, filename)
+        current = doc_sql.document_named(conn, p.act_id, file.filename)
         doc_id = current["id"] if current else new_id("doc")
         old = doc_sql.chunk_ids(conn, doc_id)
         block_sql.delete_blocks(conn, old)
         indexed = 0
-        chunking = {"chunk_tokens": chunk_tokens, "overlap_tokens": overlap_tokens}
+        chunking = {"chunk_tokens": p.chunk_tokens, "overlap_tokens": p.overlap_tokens}
         for chunk, blob in zip(chunks, vectors, strict=True):
-            block = _chunk_block(chunk, doc_id, filename, act_id, len(chunks), now, chunking)
+            block = _chunk_block(chunk, doc_id, file.filename, p.act_id, len(chunks), now, chunking)
             block_sql.insert_block(conn, block)
             if blob is not None and model_id is not None:
                 indexed += vec_sql.store_if_model(
@@ -202,14 +196,14 @@ def insert_document(
         doc_sql.put_document(
             conn,
             id=doc_id,
-            act_id=act_id,
-            filename=filename,
+            act_id=p.act_id,
+            filename=file.filename,
             format=doc.format,
-            size_bytes=len(data),
+            size_bytes=len(file.data),
             sha256=sha,
             pages=doc.pages,
             chunk_count=len(chunks),
-            source_path=source_path,
+            source_path=file.source_path,
             created_at=current["created_at"] if current else now,
             updated_at=now,
         )
@@ -218,7 +212,40 @@ def insert_document(
         return row, indexed, current is not None
 
     row, indexed, replaced = db.write(tx)
-    return InsertOutcome(row, len(chunks), indexed, replaced=replaced, unchanged=False)
+    return _result(row, len(chunks), indexed, replaced=replaced, unchanged=False)
+
+
+def _embed(
+    embeddings: EmbeddingService,
+    chunks: list[Chunk],
+    progress: Callable[[int, int | None, str], None] | None,
+    cancelled: Callable[[], bool] | None,
+) -> tuple[str | None, list[bytes | None]]:
+    """The embedding model's id and each chunk's vector (None, None... without a model)."""
+    vectors: list[bytes | None] = [None] * len(chunks)
+    if embeddings.state in ("disabled", "failed") or embeddings.wait_ready() is None:
+        return None, vectors
+    for start in range(0, len(chunks), EMBED_CHUNK):
+        if cancelled and cancelled():
+            raise Cancelled("document insert was cancelled; nothing was written")
+        batch = chunks[start : start + EMBED_CHUNK]
+        for i, vec in enumerate(embeddings.embed([c.text for c in batch], priority=BULK)):
+            vectors[start + i] = to_blob(vec)
+        if progress:
+            progress(start + len(batch), len(chunks), "embedding chunks")
+    return embeddings.model_id, vectors
+
+
+def _result(
+    row: dict[str, Any], chunks: int, indexed: int, *, replaced: bool, unchanged: bool
+) -> api.DocumentInsertResult:
+    return api.DocumentInsertResult(
+        document=msgspec.convert(row, api.DocumentInfo),
+        chunks=chunks,
+        indexed=indexed,
+        replaced=replaced,
+        unchanged=unchanged,
+    )
 
 
 def _chunk_block(
@@ -254,19 +281,26 @@ def _chunk_block(
     )
 
 
-def list_documents(db: Database, *, act_id: str | None = None) -> list[dict[str, Any]]:
+def list_documents(db: Database, p: api.DocumentListParams) -> api.DocumentListResult:
     """Every document (of one act, if given), newest first."""
-    return db.read(lambda c: doc_sql.list_documents(c, act_id))
+    rows = db.read(lambda c: doc_sql.list_documents(c, p.act_id))
+    docs = msgspec.convert(rows, list[api.DocumentInfo])
+    return api.DocumentListResult(documents=docs, count=len(docs))
 
 
-def delete_document(db: Database, *, document_id: str) -> dict[str, Any]:
+def delete_document(db: Database, p: api.DocumentDeleteParams) -> api.DocumentDeleteResult:
     """Remove a document with its chunks, their edges and vectors; deleted=false if absent."""
+    document_id = p.document_id
 
-    def tx(conn: apsw.Connection) -> dict[str, Any]:
+    def tx(conn: apsw.Connection) -> api.DocumentDeleteResult:
         if not doc_sql.document_exists(conn, document_id):
-            return {"deleted": False, "document_id": document_id, "chunks_removed": 0}
+            return api.DocumentDeleteResult(
+                deleted=False, document_id=document_id, chunks_removed=0
+            )
         removed = block_sql.delete_blocks(conn, doc_sql.chunk_ids(conn, document_id))
         doc_sql.delete_document(conn, document_id)
-        return {"deleted": True, "document_id": document_id, "chunks_removed": removed}
+        return api.DocumentDeleteResult(
+            deleted=True, document_id=document_id, chunks_removed=removed
+        )
 
     return db.write(tx)

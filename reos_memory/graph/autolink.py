@@ -12,12 +12,12 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import apsw
 
 from reos_memory.errors import Cancelled, EmbedderUnavailable
+from reos_memory.graph import api
 from reos_memory.index.vectors import Indexer
 from reos_memory.models import new_id, now_iso
 from reos_memory.store import Database
@@ -30,25 +30,14 @@ if TYPE_CHECKING:
 CHUNK_CELLS = 25_000_000  # similarities per chunk: ~100 MB of float32, two chunks in flight
 
 
-@dataclass
-class AutoLinkReport:
-    relationships_created: int
-    blocks_examined: int
-    candidate_pairs: int
-    already_linked: int
-    seconds: float
-
-
 def auto_link(
     db: Database,
     indexer: Indexer,
+    p: api.AutoLinkParams,
     *,
-    act_id: str | None = None,
-    threshold: float = 0.8,
-    max_links: int = 3,
     progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
-) -> AutoLinkReport:
+) -> api.AutoLinkResult:
     """Link blocks with cosine >= threshold by `similar_to` edges (source=embedding).
 
     Each block ends with at most `max_links` similar_to edges (in either direction, existing ones
@@ -58,10 +47,11 @@ def auto_link(
     import numpy as np  # loaded on first use, off the start-up path
 
     t0 = time.perf_counter()
+    threshold, max_links = p.threshold, p.max_links
     emb, reason = indexer.usable_model()
     if emb is None:
         raise EmbedderUnavailable(f"auto_link needs the block embeddings: {reason}")
-    ids, matrix = db.read(lambda c: _load(c, act_id, emb.dimensions))
+    ids, matrix = db.read(lambda c: _load(c, p.act_id, emb.dimensions))
     n = len(ids)
     existing = db.read(lambda c: rel_sql.pairs_of_type(c, "similar_to"))
     # max_links bounds each block's similar_to edges in all (existing ones count), so a second
@@ -135,7 +125,7 @@ def auto_link(
         )
 
     created = db.write(tx) if chosen else 0
-    return AutoLinkReport(
+    return api.AutoLinkResult(
         relationships_created=created,
         blocks_examined=n,
         candidate_pairs=candidates,

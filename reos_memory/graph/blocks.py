@@ -7,8 +7,10 @@ from typing import Any
 
 import apsw
 import msgspec
+from msgspec import UnsetType
 
 from reos_memory.errors import Conflict, InvalidInput, NotFound
+from reos_memory.graph import api
 from reos_memory.index.vectors import Indexer
 from reos_memory.models import (
     MAX_PROPERTIES_BYTES,
@@ -26,8 +28,6 @@ from reos_memory.store import Database
 from reos_memory.store import blocks as sql
 from reos_memory.store import relationships as rel_sql
 from reos_memory.store import vectors as vec_sql
-
-_UNSET: Any = msgspec.UNSET
 
 
 def _check_properties(properties: dict[str, Any], field: str = "properties") -> None:
@@ -71,49 +71,43 @@ def _redacted_spans(spans: list[RichTextSpan], redact: Callable[[Any], Any]) -> 
 
 def create_block(
     db: Database,
+    p: api.BlockCreateParams,
     *,
-    type: str,
-    act_id: str,
-    content: str | None = None,
-    rich_text: list[RichTextSpan] | None = None,
-    parent_id: str | None = None,
-    page_id: str | None = None,
-    position: int | None = None,
-    properties: dict[str, Any] | None = None,
-    id: str | None = None,
-    index: bool = True,
     indexer: Indexer | None = None,
-    created_at: str | None = None,
     redact: Callable[[Any], Any] | None = None,
 ) -> Block:
     """Store a new block; a client-chosen id that exists already is a conflict, never a replace.
 
-    With an indexer, the text is embedded first and stored with the block in one transaction.
-    `created_at` dates imported history (its `updated_at` is the same time); default now.
+    With an indexer (and `p.index`), the text is embedded first and stored with the block in one
+    transaction. `p.created_at` dates imported history (its `updated_at` is the same time);
+    default now. With `redact` (the redact_blocks setting), secrets never reach the database.
     """
-    written = None if created_at is None else parse_iso(created_at, "created_at")
-    spans = _spans(content, rich_text)
-    props = properties or {}
+    written = None if p.created_at is None else parse_iso(p.created_at, "created_at")
+    spans = _spans(p.content, p.rich_text)
+    props = p.properties or {}
     _check_properties(props)
-    if redact is not None:  # the redact_blocks setting: secrets never reach the database
+    if redact is not None:
         spans = _redacted_spans(spans, redact)
         props = redact(props)
     text = spans_text(spans)
-    prepared = indexer.prepare(text) if indexer is not None and index else None
+    prepared = indexer.prepare(text) if indexer is not None and p.index else None
 
     def tx(conn: apsw.Connection) -> Block:
-        if id is not None and sql.block_exists(conn, id):
-            raise Conflict(f"block {id!r} exists already", existing_id=id, field="$.id")
-        if parent_id is not None:
-            _check_parent(conn, parent_id, act_id)
+        if p.id is not None and sql.block_exists(conn, p.id):
+            raise Conflict(f"block {p.id!r} exists already", existing_id=p.id, field="$.id")
+        if p.parent_id is not None:
+            _check_parent(conn, p.parent_id, p.act_id)
         now = written or now_iso()
+        position = p.position
         block = Block(
-            id=id or new_id("block"),
-            type=type,
-            act_id=act_id,
-            parent_id=parent_id,
-            page_id=page_id,
-            position=position if position is not None else _next_position(conn, parent_id, page_id),
+            id=p.id or new_id("block"),
+            type=p.type,
+            act_id=p.act_id,
+            parent_id=p.parent_id,
+            page_id=p.page_id,
+            position=(
+                position if position is not None else _next_position(conn, p.parent_id, p.page_id)
+            ),
             content=spans_text(spans),
             rich_text=spans,
             properties=props,
@@ -129,12 +123,12 @@ def create_block(
     return db.write(tx)
 
 
-def get_block(db: Database, *, block_id: str, include_children: bool = False) -> Block:
+def get_block(db: Database, p: api.BlockGetParams) -> Block:
     """The block, optionally with its whole subtree nested under `children`."""
 
     def tx(conn: apsw.Connection) -> Block:
-        block = _require_block(conn, block_id, "block_id")
-        if include_children:
+        block = _require_block(conn, p.block_id, "block_id")
+        if p.include_children:
             _attach_children(conn, block, seen={block.id})
         return block
 
@@ -149,53 +143,34 @@ def _attach_children(conn: apsw.Connection, block: Block, seen: set[str]) -> Non
     block.children = kids
 
 
-def list_blocks(
-    db: Database,
-    *,
-    act_id: str | None = None,
-    type: str | None = None,
-    parent_id: Any = _UNSET,
-    page_id: str | None = None,
-    limit: int = 100,
-    cursor: str | None = None,
-) -> tuple[list[Block], str | None]:
+def list_blocks(db: Database, p: api.BlockListParams) -> api.BlockListResult:
     """One page of blocks in insertion order, and the cursor of the next page (None at the end).
 
     `parent_id` omitted: any parent; null: root blocks only; an id: that block's children.
     """
-    after = decode_cursor(cursor, "blocks/list") if cursor else None
-    roots_only = parent_id is None
-    parent = None if parent_id is _UNSET or parent_id is None else parent_id
+    after = decode_cursor(p.cursor, "blocks/list") if p.cursor else None
+    parent = None if isinstance(p.parent_id, UnsetType) else p.parent_id
 
     def tx(conn: apsw.Connection) -> list[tuple[int, Block]]:
         return sql.list_blocks(
             conn,
-            act_id=act_id,
-            type=type,
+            act_id=p.act_id,
+            type=p.type,
             parent_id=parent,
-            roots_only=roots_only,
-            page_id=page_id,
+            roots_only=p.parent_id is None,
+            page_id=p.page_id,
             after=after,
-            limit=limit + 1,
+            limit=p.limit + 1,
         )
 
-    return page(db.read(tx), limit)
+    blocks, cursor = page(db.read(tx), p.limit)
+    return api.BlockListResult(blocks=blocks, next_cursor=cursor)
 
 
 def update_block(
     db: Database,
+    p: api.BlockUpdateParams,
     *,
-    block_id: str,
-    expected_version: int | None = None,
-    type: Any = _UNSET,
-    content: Any = _UNSET,
-    rich_text: Any = _UNSET,
-    properties: Any = _UNSET,
-    replace_properties: bool = False,
-    parent_id: Any = _UNSET,
-    page_id: Any = _UNSET,
-    position: Any = _UNSET,
-    index: bool = True,
     indexer: Indexer | None = None,
     redact: Callable[[Any], Any] | None = None,
 ) -> Block:
@@ -206,60 +181,34 @@ def update_block(
     changed the block since that version was read - a stale writer gets a conflict instead of
     silently overwriting newer text.
     """
-    if content is not _UNSET and rich_text is not _UNSET:
-        raise InvalidInput("rich_text", "give either content or rich_text, not both")
-    new_spans: list[RichTextSpan] | None = None
-    if content is not _UNSET:
-        new_spans = [RichTextSpan(content=content)] if content else []
-    elif rich_text is not _UNSET:
-        new_spans = rich_text
+    new_spans = _new_spans(p)
+    properties = p.properties
     if redact is not None:  # the redact_blocks setting: secrets never reach the database
         if new_spans is not None:
             new_spans = _redacted_spans(new_spans, redact)
-        if properties is not _UNSET:
+        if not isinstance(properties, UnsetType):
             properties = redact(properties)
     new_text = spans_text(new_spans) if new_spans is not None else None
-    prepared = indexer.prepare(new_text) if indexer is not None and index and new_text else None
+    prepared = indexer.prepare(new_text) if indexer is not None and p.index and new_text else None
 
     def tx(conn: apsw.Connection) -> Block:
-        block = _require_block(conn, block_id, "block_id")
-        if expected_version is not None and block.version != expected_version:
-            raise Conflict(
-                f"block {block_id!r} is at version {block.version}, not {expected_version};"
-                " re-read it and apply your change again",
-                current_version=block.version,
-                expected_version=expected_version,
-                field="$.expected_version",
-            )
-        if type is not _UNSET:
-            block.type = type
+        block = _require_block(conn, p.block_id, "block_id")
+        _check_version(block, p.expected_version)
+        if not isinstance(p.type, UnsetType):
+            block.type = p.type
         if new_spans is not None:
             block.rich_text = new_spans
         block.content = spans_text(block.rich_text)
-        if properties is not _UNSET:
-            if replace_properties:
-                merged = dict(properties)
-            else:
-                merged = dict(block.properties)
-                for key, value in properties.items():
-                    if value is None:
-                        merged.pop(key, None)
-                    else:
-                        merged[key] = value
-            _check_properties(merged)
-            block.properties = merged
-        if parent_id is not _UNSET and parent_id != block.parent_id:
-            if parent_id is not None:
-                if parent_id == block.id or parent_id in sql.descendant_ids(conn, block.id):
-                    raise InvalidInput(
-                        "parent_id", "a block cannot move under itself or its descendants"
-                    )
-                _check_parent(conn, parent_id, block.act_id)
-            block.parent_id = parent_id
-        if page_id is not _UNSET:
-            block.page_id = page_id
-        if position is not _UNSET:
-            block.position = position
+        if not isinstance(properties, UnsetType):
+            block.properties = _merged(block.properties, properties, p.replace_properties)
+        if not isinstance(p.parent_id, UnsetType) and p.parent_id != block.parent_id:
+            if p.parent_id is not None:
+                _check_move(conn, block, p.parent_id)
+            block.parent_id = p.parent_id
+        if not isinstance(p.page_id, UnsetType):
+            block.page_id = p.page_id
+        if not isinstance(p.position, UnsetType):
+            block.position = p.position
         block.version += 1
         block.updated_at = now_iso()
         sql.replace_block(conn, block)
@@ -270,18 +219,63 @@ def update_block(
     return db.write(tx)
 
 
-def delete_block(db: Database, *, block_id: str, recursive: bool = False) -> dict[str, Any]:
+def _new_spans(p: api.BlockUpdateParams) -> list[RichTextSpan] | None:
+    """The spans an update sets (None: the text stays as it is)."""
+    if not isinstance(p.content, UnsetType) and not isinstance(p.rich_text, UnsetType):
+        raise InvalidInput("rich_text", "give either content or rich_text, not both")
+    if not isinstance(p.content, UnsetType):
+        return [RichTextSpan(content=p.content)] if p.content else []
+    if not isinstance(p.rich_text, UnsetType):
+        return p.rich_text
+    return None
+
+
+def _check_version(block: Block, expected: int | None) -> None:
+    if expected is not None and block.version != expected:
+        raise Conflict(
+            f"block {block.id!r} is at version {block.version}, not {expected};"
+            " re-read it and apply your change again",
+            current_version=block.version,
+            expected_version=expected,
+            field="$.expected_version",
+        )
+
+
+def _merged(old: dict[str, Any], new: dict[str, Any], replace: bool) -> dict[str, Any]:
+    """`new` over `old` key by key (a None value removes the key), or `new` alone if `replace`."""
+    if replace:
+        merged = dict(new)
+    else:
+        merged = dict(old)
+        for key, value in new.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+    _check_properties(merged)
+    return merged
+
+
+def _check_move(conn: apsw.Connection, block: Block, parent_id: str) -> None:
+    if parent_id == block.id or parent_id in sql.descendant_ids(conn, block.id):
+        raise InvalidInput("parent_id", "a block cannot move under itself or its descendants")
+    _check_parent(conn, parent_id, block.act_id)
+
+
+def delete_block(db: Database, p: api.BlockDeleteParams) -> api.BlockDeleteResult:
     """Delete a block with its edges and embedding; its children too only if `recursive`.
 
     A block with children and recursive=false is a conflict: nothing is deleted by surprise.
     Deleting a block that does not exist reports deleted=false (deletes are idempotent).
     """
 
-    def tx(conn: apsw.Connection) -> dict[str, Any]:
+    block_id = p.block_id
+
+    def tx(conn: apsw.Connection) -> api.BlockDeleteResult:
         if not sql.block_exists(conn, block_id):
-            return {"deleted": False, "block_id": block_id, "deleted_block_ids": []}
+            return api.BlockDeleteResult(deleted=False, block_id=block_id, deleted_block_ids=[])
         below = sql.descendant_ids(conn, block_id)
-        if below and not recursive:
+        if below and not p.recursive:
             raise Conflict(
                 f"block {block_id!r} has {len(below)} descendant block(s);"
                 " pass recursive=true to delete them too",
@@ -292,12 +286,12 @@ def delete_block(db: Database, *, block_id: str, recursive: bool = False) -> dic
         edges = rel_sql.count_touching(conn, ids)
         embeddings = vec_sql.count_embeddings_of(conn, ids)
         sql.delete_blocks(conn, ids)
-        return {
-            "deleted": True,
-            "block_id": block_id,
-            "deleted_block_ids": ids,
-            "relationships_removed": edges,
-            "embeddings_removed": embeddings,
-        }
+        return api.BlockDeleteResult(
+            deleted=True,
+            block_id=block_id,
+            deleted_block_ids=ids,
+            relationships_removed=edges,
+            embeddings_removed=embeddings,
+        )
 
     return db.write(tx)

@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from reos_memory.graph import traversal
+from reos_memory.graph import api, traversal
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
 from reos_memory.store import relationships as rel_sql
@@ -38,6 +38,26 @@ class GraphPicture:
     nodes: list[dict[str, Any]]
     edges: list[dict[str, Any]]
     truncated: bool
+
+
+def export(db: Database, p: api.ExportParams) -> api.ExportResult:
+    """memory/export: the picture `p` asks for, in each of `p.formats`."""
+    pic = collect(
+        db,
+        block_id=p.block_id,
+        depth=p.depth,
+        act_id=p.act_id,
+        rel_types=p.rel_types,
+        max_nodes=p.max_nodes,
+    )
+    return api.ExportResult(
+        nodes=len(pic.nodes),
+        edges=len(pic.edges),
+        truncated=pic.truncated,
+        dot=to_dot(pic) if "dot" in p.formats else None,
+        mermaid=to_mermaid(pic) if "mermaid" in p.formats else None,
+        html=to_html(pic) if "html" in p.formats else None,
+    )
 
 
 def collect(

@@ -22,6 +22,7 @@ import apsw
 import msgspec
 
 from reos_memory.errors import NotFound
+from reos_memory.graph import api
 from reos_memory.index.vectors import Indexer
 from reos_memory.llm import LLMClient, LLMError
 from reos_memory.models import REL_TYPES, Relationship, RelType, new_id, now_iso
@@ -73,8 +74,9 @@ class Proposal:
 
 @dataclass
 class ExtractOutcome:
+    """What the extraction found before it stores anything."""
+
     block_id: str
-    created: list[Relationship] = field(default_factory=list)
     proposals: list[Proposal] = field(default_factory=list)
     semantic: bool = False
     llm_used: bool = False
@@ -124,23 +126,18 @@ def clauses(text: str) -> list[tuple[str, str]]:
 
 
 def extract(
-    db: Database,
-    indexer: Indexer,
-    *,
-    block_id: str,
-    content: str,
-    act_id: str | None = None,
-    llm: LLMClient | None = None,
-) -> ExtractOutcome:
-    """Find relationships in `content` (the text of `block_id`) and store the new ones.
+    db: Database, indexer: Indexer, p: api.ExtractParams, llm: LLMClient | None = None
+) -> api.ExtractResult:
+    """Find relationships in `p.content` (the text of `p.block_id`) and store the new ones.
 
     With an `llm` client, one call also proposes edges to the act's nearest blocks; a failed
     call is reported in `llm_error` and the rule-based edges are still stored.
     """
+    block_id, content = p.block_id, p.content
     block = db.read(lambda c: block_sql.get_block(c, block_id))
     if block is None:
         raise NotFound("block", block_id, field="block_id")
-    act = act_id or block.act_id
+    act = p.act_id or block.act_id
     out = ExtractOutcome(block_id=block_id)
     refs: dict[str, float] = {}
     for m in _MARKED.finditer(content):
@@ -191,21 +188,21 @@ def extract(
         made: list[Relationship] = []
         seen: set[tuple[str, str]] = set()
         now = now_iso()
-        for p in sorted(out.proposals, key=lambda p: -p.confidence):
-            key = (p.target, p.rel_type)
-            if key in seen or p.target == block_id:
+        for prop in sorted(out.proposals, key=lambda prop: -prop.confidence):
+            key = (prop.target, prop.rel_type)
+            if key in seen or prop.target == block_id:
                 continue
             seen.add(key)
-            if rel_sql.find_relationship(conn, block_id, p.target, p.rel_type) is not None:
+            if rel_sql.find_relationship(conn, block_id, prop.target, prop.rel_type) is not None:
                 continue
-            if not block_sql.block_exists(conn, p.target):
+            if not block_sql.block_exists(conn, prop.target):
                 continue  # deleted meanwhile
             rel = Relationship(
                 id=new_id("rel"),
                 source_block_id=block_id,
-                target_block_id=p.target,
-                relationship_type=p.rel_type,
-                confidence=p.confidence,
+                target_block_id=prop.target,
+                relationship_type=prop.rel_type,
+                confidence=prop.confidence,
                 weight=1.0,
                 source="inferred",
                 created_at=now,
@@ -214,8 +211,15 @@ def extract(
             made.append(rel)
         return made
 
-    out.created = db.write(tx) if out.proposals else []
-    return out
+    created = db.write(tx) if out.proposals else []
+    return api.ExtractResult(
+        block_id=block_id,
+        relationships_created=created,
+        count=len(created),
+        semantic=out.semantic,
+        llm_used=out.llm_used,
+        llm_error=out.llm_error,
+    )
 
 
 def _nearest(

@@ -20,7 +20,6 @@ from typing import Any
 
 import apsw
 import msgspec
-from msgspec.structs import asdict
 
 from reos_memory.errors import EmbedderUnavailable, InvalidInput
 from reos_memory.graph import api, when
@@ -151,6 +150,13 @@ class Query(api.SearchParams, kw_only=True):
 
     keyword_budget: int = 5_000
 
+    @classmethod
+    def of(cls, p: api.SearchParams, keyword_budget: int) -> Query:
+        """The request's params (already checked) with the service's budget."""
+        q = msgspec.convert(p, cls, from_attributes=True)
+        q.keyword_budget = keyword_budget
+        return q
+
     @property
     def k(self) -> int:
         return max(self.candidates, self.max_results)
@@ -181,7 +187,7 @@ def search(
     db: Database, indexer: Indexer, p: api.SearchParams, *, keyword_budget: int = 5_000
 ) -> api.SearchResult:
     """Run the three stages and render the result as seed 004's "Relevant Memory" markdown."""
-    out = search_outcome(db, indexer, Query(**asdict(p), keyword_budget=keyword_budget))
+    out = search_outcome(db, indexer, Query.of(p, keyword_budget))
     return msgspec.convert(
         {"query": out.query, "matches": out.matches, "stats": out.stats, "markdown": out.markdown},
         api.SearchResult,

@@ -122,74 +122,51 @@ def related(
     return db.read(tx)
 
 
-@dataclass
-class PathResult:
-    path: list[EdgeRef] | None
-    found: bool
-    length: int
-    nodes: list[str] | None
-    confidence: float | None
-
-
 def _check_ends(conn: apsw.Connection, start_id: str, end_id: str) -> None:
     for fld, bid in (("start_id", start_id), ("end_id", end_id)):
         if not block_sql.block_exists(conn, bid):
             raise NotFound("block", bid, field=fld)
 
 
-def _result(start_id: str, edges: list[EdgeRow]) -> PathResult:
+def _result(start_id: str, edges: list[EdgeRow]) -> api.PathResult:
     nodes = [start_id]
     conf = 1.0
     for e in edges:
         nodes.append(e[2] if e[1] == nodes[-1] else e[1])
         conf *= e[4] if e[4] is not None else 1.0
-    return PathResult(
+    return api.PathResult(
         path=[_edge(e) for e in edges], found=True, length=len(edges), nodes=nodes, confidence=conf
     )
 
 
-_NOT_FOUND = PathResult(path=None, found=False, length=0, nodes=None, confidence=None)
+def _not_found() -> api.PathResult:
+    return api.PathResult(path=None, found=False, length=0, nodes=None, confidence=None)
 
 
 def shortest_path(
-    db: Database,
-    *,
-    start_id: str,
-    end_id: str,
-    max_depth: int = 5,
-    direction: str = "both",
-    rel_types: Sequence[str] | None = None,
-    weighted: bool = False,
-    max_expansions: int = 200_000,
-) -> PathResult:
+    db: Database, p: api.PathParams, *, max_expansions: int = 200_000
+) -> api.PathResult:
     """Fewest-hop path (or, with `weighted`, the most confident one) of at most `max_depth` edges.
 
     Unweighted: bidirectional breadth-first search, always growing the smaller frontier.
-    Weighted: Dijkstra on -log(confidence) over (block, hops) states, exact under the hop limit.
-    `direction` is the direction edges are followed from start to end.
+    Weighted: Dijkstra on -log(confidence) over (block, hops) states, exact under the hop limit
+    (more than `max_expansions` expanded blocks is refused). `direction` is the direction edges
+    are followed from start to end.
     """
 
-    def tx(conn: apsw.Connection) -> PathResult:
-        _check_ends(conn, start_id, end_id)
-        if start_id == end_id:
-            return PathResult(path=[], found=True, length=0, nodes=[start_id], confidence=1.0)
-        if weighted:
-            return _most_confident(
-                conn, start_id, end_id, max_depth, direction, rel_types, max_expansions
-            )
-        return _bfs_path(conn, start_id, end_id, max_depth, direction, rel_types)
+    def tx(conn: apsw.Connection) -> api.PathResult:
+        _check_ends(conn, p.start_id, p.end_id)
+        if p.start_id == p.end_id:
+            return api.PathResult(path=[], found=True, length=0, nodes=[p.start_id], confidence=1.0)
+        if p.weighted:
+            return _most_confident(conn, p, max_expansions)
+        return _bfs_path(conn, p)
 
     return db.read(tx)
 
 
-def _bfs_path(
-    conn: apsw.Connection,
-    start: str,
-    end: str,
-    max_depth: int,
-    direction: str,
-    rel_types: Sequence[str] | None,
-) -> PathResult:
+def _bfs_path(conn: apsw.Connection, p: api.PathParams) -> api.PathResult:
+    start, end, max_depth, direction = p.start_id, p.end_id, p.max_depth, p.direction
     # parent[node] = (edge that reached it, node it came from); depth[node] = hops from its side
     par_s: dict[str, tuple[EdgeRow, str] | None] = {start: None}
     par_t: dict[str, tuple[EdgeRow, str] | None] = {end: None}
@@ -206,7 +183,7 @@ def _bfs_path(
         way = direction if grow_s else _REVERSE[direction]
         nxt: list[str] = []
         best: tuple[int, str] | None = None
-        for row in _strongest_first(edges_from(conn, frontier, way, rel_types)):
+        for row in _strongest_first(edges_from(conn, frontier, way, p.rel_types)):
             src, tgt = row[1], row[2]
             here, there = (src, tgt) if src in fset and (way != "incoming") else (tgt, src)
             if there in dep:
@@ -224,7 +201,7 @@ def _bfs_path(
             fr_t, dt = nxt, d
         if best is not None:
             return _result(start, _join(best[1], par_s, par_t))
-    return _NOT_FOUND
+    return _not_found()
 
 
 def _join(
@@ -246,14 +223,9 @@ def _join(
 
 
 def _most_confident(
-    conn: apsw.Connection,
-    start: str,
-    end: str,
-    max_depth: int,
-    direction: str,
-    rel_types: Sequence[str] | None,
-    max_expansions: int,
-) -> PathResult:
+    conn: apsw.Connection, p: api.PathParams, max_expansions: int
+) -> api.PathResult:
+    start, end, max_depth, direction = p.start_id, p.end_id, p.max_depth, p.direction
     # A state (node, hops) is only worth expanding if no cheaper state of that node used
     # as few or fewer hops; costs pop in order, so one check against the best hop count settles it.
     best_hops: dict[str, int] = {}
@@ -275,14 +247,14 @@ def _most_confident(
                 f"the weighted search explored more than {max_expansions} blocks; lower max_depth"
                 " or filter rel_types",
             )
-        for row in edges_from(conn, [node], direction, rel_types):
+        for row in edges_from(conn, [node], direction, p.rel_types):
             nb = row[2] if row[1] == node and direction != "incoming" else row[1]
             if best_hops.get(nb, max_depth + 1) <= hops + 1:
                 continue
             conf = row[4] if row[4] is not None else 1.0
             step = -math.log(max(conf, 1e-12))
             heapq.heappush(heap, (cost + step, hops + 1, nb, (row, trail)))
-    return _NOT_FOUND
+    return _not_found()
 
 
 def _unwind(trail: tuple) -> list[EdgeRow]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from msgspec.structs import asdict
-
 from reos_memory.errors import Conflict, NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import blocks as svc
@@ -29,14 +27,14 @@ def create(ctx: RequestContext, p: t.BlockCreateParams) -> t.BlockResult:
     """
     app = ctx.app
     return t.BlockResult(
-        block=svc.create_block(app.db, indexer=app.indexer, redact=app.block_redact, **asdict(p))
+        block=svc.create_block(app.db, p, indexer=app.indexer, redact=app.block_redact)
     )
 
 
 @method("blocks/get", params=t.BlockGetParams, result=t.BlockResult, errors=[NotFound])
 def get(ctx: RequestContext, p: t.BlockGetParams) -> t.BlockResult:
     """Get one block, optionally with its subtree nested under `children`."""
-    return t.BlockResult(block=svc.get_block(ctx.app.db, **asdict(p)))
+    return t.BlockResult(block=svc.get_block(ctx.app.db, p))
 
 
 @method("blocks/list", params=t.BlockListParams, result=t.BlockListResult)
@@ -46,8 +44,7 @@ def list_(ctx: RequestContext, p: t.BlockListParams) -> t.BlockListResult:
     `parent_id` omitted lists any block, null lists root blocks, an id lists its children.
     Pass the returned `next_cursor` back as `cursor` for the next page (null at the end).
     """
-    blocks, cursor = svc.list_blocks(ctx.app.db, **asdict(p))
-    return t.BlockListResult(blocks=blocks, next_cursor=cursor)
+    return svc.list_blocks(ctx.app.db, p)
 
 
 @method(
@@ -66,7 +63,7 @@ def update(ctx: RequestContext, p: t.BlockUpdateParams) -> t.BlockResult:
     """
     app = ctx.app
     return t.BlockResult(
-        block=svc.update_block(app.db, indexer=app.indexer, redact=app.block_redact, **asdict(p))
+        block=svc.update_block(app.db, p, indexer=app.indexer, redact=app.block_redact)
     )
 
 
@@ -83,4 +80,4 @@ def delete(ctx: RequestContext, p: t.BlockDeleteParams) -> t.BlockDeleteResult:
     A block with children needs `recursive: true` (then its whole subtree goes), otherwise
     -32009. Deleting a missing block answers deleted=false.
     """
-    return t.BlockDeleteResult(**svc.delete_block(ctx.app.db, **asdict(p)))
+    return svc.delete_block(ctx.app.db, p)

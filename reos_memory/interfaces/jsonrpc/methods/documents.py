@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from reos_memory.documents import api as t
 from reos_memory.documents import service as svc
 from reos_memory.errors import Cancelled, DocumentUnreadable, NotFound, PayloadTooLarge
@@ -35,38 +33,26 @@ def insert(ctx: RequestContext, p: t.DocumentInsertParams) -> t.DocumentInsertRe
     `$/progress` with `progress_token`; `$/cancelRequest` stops it with nothing written.
     """
     cfg = ctx.app.config
-    data, filename, source = svc.read_input(
-        p.path, p.data, p.filename, cfg.documents_follow_symlinks, max_bytes=cfg.max_document_bytes
-    )
-    out = svc.insert_document(
-        ctx.app.db,
-        ctx.app.embeddings,
-        data=data,
-        filename=filename,
-        act_id=p.act_id,
-        source_path=source,
-        chunk_tokens=p.chunk_tokens,
-        overlap_tokens=p.overlap_tokens,
-        progress=lambda done, total, message: ctx.progress(done, total, message),
-        cancelled=ctx.cancelled.is_set,
+    limits = svc.Limits(
+        max_bytes=cfg.max_document_bytes,
         max_pages=cfg.max_document_pages,
         max_chunks=cfg.max_document_chunks,
-        field="$.path" if p.path is not None else "$.data",
+        follow_symlinks=cfg.documents_follow_symlinks,
     )
-    return t.DocumentInsertResult(
-        document=msgspec.convert(out.document, t.DocumentInfo),
-        chunks=out.chunks,
-        indexed=out.indexed,
-        replaced=out.replaced,
-        unchanged=out.unchanged,
+    return svc.insert_document(
+        ctx.app.db,
+        ctx.app.embeddings,
+        p,
+        limits,
+        progress=lambda done, total, message: ctx.progress(done, total, message),
+        cancelled=ctx.cancelled.is_set,
     )
 
 
 @method("documents/list", params=t.DocumentListParams, result=t.DocumentListResult)
 def list_(ctx: RequestContext, p: t.DocumentListParams) -> t.DocumentListResult:
     """List inserted documents (of one act, if given), most recently changed first."""
-    docs = msgspec.convert(svc.list_documents(ctx.app.db, act_id=p.act_id), list[t.DocumentInfo])
-    return t.DocumentListResult(documents=docs, count=len(docs))
+    return svc.list_documents(ctx.app.db, p)
 
 
 @method(
@@ -74,4 +60,4 @@ def list_(ctx: RequestContext, p: t.DocumentListParams) -> t.DocumentListResult:
 )
 def delete(ctx: RequestContext, p: t.DocumentDeleteParams) -> t.DocumentDeleteResult:
     """Delete a document with its chunks and their relationships and vectors."""
-    return t.DocumentDeleteResult(**svc.delete_document(ctx.app.db, document_id=p.document_id))
+    return svc.delete_document(ctx.app.db, p)

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict as dc_asdict
-
-from msgspec.structs import asdict
-
 from reos_memory.errors import NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import export, traversal
@@ -32,25 +28,21 @@ def path(ctx: RequestContext, p: t.PathParams) -> t.PathResult:
     `path` lists the edges from start to end (null when none is found); `nodes` the blocks on it;
     `confidence` the product of the edge confidences.
     """
-    return t.PathResult(**dc_asdict(traversal.shortest_path(ctx.app.db, **asdict(p))))
+    return traversal.shortest_path(ctx.app.db, p)
 
 
 @method("memory/stats", params=t.StatsParams, result=t.StatsResult)
 def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
     """Counts of blocks, relationships (by type and source), embeddings (and stale ones), embedder
     state, and the keyword postings this process holds."""
-    s = stats_svc.graph_stats(ctx.app.db, act_id=p.act_id)
-    return t.StatsResult(
-        act_id=p.act_id,
-        **dc_asdict(s),
-        embedder=t.EmbedderStatus(**ctx.app.embedder_status()),
-        database=ctx.app.db.path,
+    app = ctx.app
+    kx = app.indexer.keywords
+    return stats_svc.graph_stats(
+        app.db,
+        p,
+        embedder=t.EmbedderStatus(**app.embedder_status()),
         inflight_requests=ctx.server.inflight_count(),
-        keyword_index=(
-            None
-            if (kx := ctx.app.indexer.keywords) is None
-            else t.KeywordIndexStatus(**kx.status())
-        ),
+        keyword_index=None if kx is None else t.KeywordIndexStatus(**kx.status()),
     )
 
 
@@ -61,19 +53,4 @@ def export_graph(ctx: RequestContext, p: t.ExportParams) -> t.ExportResult:
     The HTML is one self-contained file (no network) that lays the graph out and draws it as SVG,
     with node colours by block type and the full text on hover.
     """
-    pic = export.collect(
-        ctx.app.db,
-        block_id=p.block_id,
-        depth=p.depth,
-        act_id=p.act_id,
-        rel_types=p.rel_types,
-        max_nodes=p.max_nodes,
-    )
-    return t.ExportResult(
-        nodes=len(pic.nodes),
-        edges=len(pic.edges),
-        truncated=pic.truncated,
-        dot=export.to_dot(pic) if "dot" in p.formats else None,
-        mermaid=export.to_mermaid(pic) if "mermaid" in p.formats else None,
-        html=export.to_html(pic) if "html" in p.formats else None,
-    )
+    return export.export(ctx.app.db, p)

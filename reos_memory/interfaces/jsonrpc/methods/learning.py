@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-from msgspec.structs import asdict
-
 from reos_memory.errors import Cancelled, EmbedderUnavailable, InvalidInput, NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import autolink, extraction, learning
@@ -22,14 +19,7 @@ def learn(ctx: RequestContext, p: t.LearnParams) -> t.LearnResult:
     0.2 (floor 0.1), and with `corrected_block_id` add a `corrects` edge (corrected -> chain,
     source=feedback); 3 changes nothing. `changes` lists each edge with its before/after.
     """
-    out = learning.learn(ctx.app.db, **asdict(p))
-    return t.LearnResult(
-        chain_block_id=out.chain_block_id,
-        rating=out.rating,
-        changes=[msgspec.convert(c, t.LearnChange) for c in out.changes],
-        count=len(out.changes),
-        correction=out.correction,
-    )
+    return learning.learn(ctx.app.db, p)
 
 
 @method(
@@ -46,16 +36,13 @@ def auto_link(ctx: RequestContext, p: t.AutoLinkParams) -> t.AutoLinkResult:
     in either direction are skipped; confidence is the similarity. Computed in batched matrix
     products; `$/progress` with `progress_token`; `$/cancelRequest` stops it with nothing written.
     """
-    report = autolink.auto_link(
+    return autolink.auto_link(
         ctx.app.db,
         ctx.app.indexer,
-        act_id=p.act_id,
-        threshold=p.threshold,
-        max_links=p.max_links,
+        p,
         progress=lambda done, total: ctx.progress(done, total, "comparing embeddings"),
         cancelled=ctx.cancelled.is_set,
     )
-    return msgspec.convert(report, t.AutoLinkResult, from_attributes=True)
 
 
 @method(
@@ -82,19 +69,4 @@ def extract(ctx: RequestContext, p: t.ExtractParams) -> t.ExtractResult:
         raise InvalidInput(
             "use_llm", "no LLM provider is configured (set llm_provider and llm_model)"
         )
-    out = extraction.extract(
-        ctx.app.db,
-        ctx.app.indexer,
-        block_id=p.block_id,
-        content=p.content,
-        act_id=p.act_id,
-        llm=llm,
-    )
-    return t.ExtractResult(
-        block_id=out.block_id,
-        relationships_created=out.created,
-        count=len(out.created),
-        semantic=out.semantic,
-        llm_used=out.llm_used,
-        llm_error=out.llm_error,
-    )
+    return extraction.extract(ctx.app.db, ctx.app.indexer, p, llm)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from msgspec.structs import asdict
-
 from reos_memory.errors import Conflict, NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import relationships as svc
@@ -26,7 +24,7 @@ def create(ctx: RequestContext, p: t.RelCreateParams) -> t.RelationshipResult:
     No self-loops; one edge per (source, target, type): a duplicate is -32009 with
     `data.existing_id`.
     """
-    return t.RelationshipResult(relationship=svc.create_relationship(ctx.app.db, **asdict(p)))
+    return t.RelationshipResult(relationship=svc.create_relationship(ctx.app.db, p))
 
 
 @method(
@@ -34,8 +32,7 @@ def create(ctx: RequestContext, p: t.RelCreateParams) -> t.RelationshipResult:
 )
 def list_(ctx: RequestContext, p: t.RelListParams) -> t.RelListResult:
     """List the edges of a block: outgoing, incoming or both, optionally of some types."""
-    rels = svc.list_relationships(ctx.app.db, **asdict(p))
-    return t.RelListResult(relationships=rels, count=len(rels))
+    return svc.list_relationships(ctx.app.db, p)
 
 
 @method(
@@ -47,7 +44,7 @@ def list_(ctx: RequestContext, p: t.RelListParams) -> t.RelListResult:
 )
 def update(ctx: RequestContext, p: t.RelUpdateParams) -> t.RelationshipResult:
     """Change an edge's confidence and/or weight."""
-    return t.RelationshipResult(relationship=svc.update_relationship(ctx.app.db, **asdict(p)))
+    return t.RelationshipResult(relationship=svc.update_relationship(ctx.app.db, p))
 
 
 @method(
@@ -55,7 +52,4 @@ def update(ctx: RequestContext, p: t.RelUpdateParams) -> t.RelationshipResult:
 )
 def delete(ctx: RequestContext, p: t.RelDeleteParams) -> t.RelDeleteResult:
     """Delete an edge; deleted=false if there was none."""
-    return t.RelDeleteResult(
-        deleted=svc.delete_relationship(ctx.app.db, relationship_id=p.relationship_id),
-        relationship_id=p.relationship_id,
-    )
+    return svc.delete_relationship(ctx.app.db, p)
