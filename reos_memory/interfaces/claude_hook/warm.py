@@ -271,15 +271,19 @@ class _Service:
         try:
             self.app = self.open_app(context.app_config(self.config), needs_model=True, wait=False)
             db_id = _file_id(self.config.db)
+            looked = time.monotonic()
             while not self.stopping.is_set():
                 try:
                     conn, _ = listener.accept()
                 except TimeoutError:
+                    conn = None
+                if conn is not None:
+                    with self.mutex:
+                        self.busy += 1
+                    pool.submit(self._serve_one, conn)
+                if conn is None or time.monotonic() - looked > TICK_S:  # busy or not
                     self._look_around(db_id, path, sock_id)
-                    continue
-                with self.mutex:
-                    self.busy += 1
-                pool.submit(self._serve_one, conn)
+                    looked = time.monotonic()
         except Exception:
             self.stop("failed: " + traceback.format_exc())
         finally:
