@@ -11,7 +11,6 @@ import fcntl
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 import traceback
@@ -48,6 +47,8 @@ def enqueue(config: Config, session_id: Any, transcript: str, end: bool) -> Path
 
 def spawn_worker(config: Config) -> None:
     """Start the worker detached (own session, no terminal, no pipes back to the agent)."""
+    import subprocess
+
     cmd = [sys.executable, "-m", "reos_memory", "hook", "claude-code", "--worker"]
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -23,12 +23,9 @@ import fcntl
 import hashlib
 import json
 import os
-import signal
 import socket
 import stat
-import subprocess
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -154,6 +151,8 @@ def _start(config: Config) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
+        import subprocess
+
         cmd = [sys.executable, "-m", "reos_memory", "hook", "claude-code", "--serve"]
         subprocess.Popen(
             [*cmd, "--lock-fd", str(fd), "--db", config.db],
@@ -242,6 +241,8 @@ def _listen(path: str) -> socket.socket:
 
 class _Service:
     def __init__(self, config: Config, open_app: Opener) -> None:
+        import threading
+
         self.config = config
         self.open_app = open_app
         self.fingerprint = fingerprint(config)
@@ -262,6 +263,8 @@ class _Service:
         path = socket_path(self.config)
         listener = _listen(path)
         sock_id = _file_id(path)
+        import signal
+
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda signum, _frame: self.stop(signal.Signals(signum).name))
         log_line(self.config, f"hook service {os.getpid()} listens on {path}")
