@@ -112,6 +112,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ingest_helper_min_mb: Annotated[float, Meta(ge=0, le=1e9)] = 16.0
     hook_context_budget: Annotated[int, Meta(ge=16, le=100_000)] = 400  # SessionStart
     hook_prompt_budget: Annotated[int, Meta(ge=16, le=100_000)] = 200  # UserPromptSubmit
+    # the hook's warm service exits after this many idle seconds (0: none, each call in-process)
+    hook_service_idle_s: Annotated[float, Meta(ge=0, le=86_400)] = 300.0
 
 
 _ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,11 @@ from harness.rpc_client import Server
 from reos_memory.store import Database
 from reos_memory.store.migrations import migrate
 from tests.fake_llm import FakeProvider
+
+# A hook call starts the database's warm service, which outlives the call by design; a test's
+# service should not outlive its test by minutes (each test has its own database, so its own
+# service). Tests that are about the service set their own value.
+os.environ.setdefault("REOS_MEMORY_HOOK_SERVICE_IDLE_S", "3")
 
 
 @pytest.fixture

@@ -2,15 +2,17 @@
 
     python tools/bench_agents.py [--mb 50] [--memories 10000] [--runs 20] [--rss-lines 20000]
                                  [--embedder onnx] [--workdir DIR] [--only ingest|hook|watch]
-                                 [--ingest-runs 3]
+                                 [--ingest-runs 3] [--hook-idle 10] [--hook-calls 1000]
 
 * transcript ingestion: a generated set of Claude Code 2.1.x sessions (with their progress,
   snapshot and subagent records) and Codex rollouts of about --mb MB, ingested from scratch by
   `sqrl ingest` (a whole process, the real model for the memories it commits; the median of
   --ingest-runs runs): events/s, MB/s;
 * the Claude Code hook as a whole process (`reos-memory hook claude-code`), SessionStart and
-  UserPromptSubmit, with --memories memories in the project: wall time p50/p95, model load
-  included;
+  UserPromptSubmit, with --memories memories in the project: wall time p50/p95 in-process (no
+  warm service: model load included), the cold first call that starts the warm service, warm
+  calls; then --hook-calls calls from 8 sessions at once, and the hook processes left after
+  them and after the service's idle timeout (--hook-idle s);
 * `sqrl watch` RSS: a running watcher while --rss-lines lines (an hour of several busy agents)
   are appended to live session files in bursts; RSS at the start and the end, and its slope.
 """
@@ -276,7 +278,55 @@ def fill(db: Path, project: Path, n: int, embedder: str) -> None:
         app.close()
 
 
-def bench_hook(work: Path, memories: int, runs: int, embedder: str, reuse: bool) -> dict:
+def hook_processes(db: Path) -> dict[str, int]:
+    """Live processes of the hook for this database, by kind (from /proc): the warm service,
+    queue workers, and hook calls still running."""
+    out = {"service": 0, "worker": 0, "call": 0}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"claude-code" not in args or b"hook" not in args:
+                continue
+            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            mine = str(db).encode() in args or (
+                b"REOS_MEMORY_DB=" + str(db).encode() in (proc / "environ").read_bytes()
+            )
+        except OSError:
+            continue
+        if mine:
+            kind = "service" if b"--serve" in args else "worker" if b"--worker" in args else "call"
+            out[kind] += 1
+    return out
+
+
+def _hook_call(env: dict, payload: dict) -> tuple[float, bool]:
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, "-m", "reos_memory", "hook", "claude-code"],
+        input=json.dumps(payload),
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    return time.perf_counter() - t0, bool(r.stdout.strip())
+
+
+def _wait_gone(db: Path, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and sum(hook_processes(db).values()):
+        time.sleep(0.2)
+
+
+def bench_hook(
+    work: Path, memories: int, runs: int, embedder: str, reuse: bool, idle_s: float, calls: int
+) -> dict:
+    """The hook as Claude Code runs it: in-process (no warm service), the cold first call that
+    starts the service, warm calls, then `calls` calls from 8 sessions at once and the
+    processes left after them and after the idle timeout."""
     db = work / "hook.db"
     project = work / "hook-repo"
     (project / ".git").mkdir(parents=True, exist_ok=True)
@@ -284,39 +334,65 @@ def bench_hook(work: Path, memories: int, runs: int, embedder: str, reuse: bool)
         for s in ("", "-wal", "-shm"):
             Path(str(db) + s).unlink(missing_ok=True)
         fill(db, project, memories, embedder)
-    env = {**os.environ, "REOS_MEMORY_DB": str(db), "REOS_MEMORY_OWNER_ID": "bench"}
-    out: dict = {"memories": memories}
+    base = {"REOS_MEMORY_DB": str(db), "REOS_MEMORY_OWNER_ID": "bench"}
+    warm_env = {**os.environ, **base, "REOS_MEMORY_HOOK_SERVICE_IDLE_S": str(idle_s)}
+    alone_env = {**os.environ, **base, "REOS_MEMORY_HOOK_SERVICE_IDLE_S": "0"}
+    out: dict = {"memories": memories, "idle_s": idle_s}
     token = f"{os.getpid()}-{time.time_ns()}"
-    for event in ("SessionStart", "UserPromptSubmit"):
+
+    def payload(event: str, session: str, i: int) -> dict:
+        # a new session each run: a reused database must not know it (it would inject
+        # nothing already injected in it)
+        return {
+            "hook_event_name": event,
+            "session_id": f"bench-{event}-{token}-{session}",
+            "cwd": str(project),
+            "source": "startup",
+            "transcript_path": str(work / "none.jsonl"),
+            "prompt": f"fix the SSL error of requests in api/client.py ({i})",
+        }
+
+    def timed(name: str, env: dict, event: str) -> None:
         times, hits = [], 0
         for i in range(runs):
-            # a new session each run: a reused database must not know it (it would inject
-            # nothing already injected in it)
-            payload = {
-                "hook_event_name": event,
-                "session_id": f"bench-{event}-{token}-{i}",
-                "cwd": str(project),
-                "source": "startup",
-                "transcript_path": str(work / "none.jsonl"),
-                "prompt": f"fix the SSL error of requests in api/client.py ({i})",
-            }
-            t0 = time.perf_counter()
-            r = subprocess.run(
-                [sys.executable, "-m", "reos_memory", "hook", "claude-code"],
-                input=json.dumps(payload),
-                env=env,
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-            )
-            times.append(time.perf_counter() - t0)
-            hits += bool(r.stdout.strip())
-        out[event] = {
+            t, hit = _hook_call(env, payload(event, f"{name}-{i}", i))
+            times.append(t)
+            hits += hit
+        out[f"{event} {name}"] = {
             "p50_s": round(pct(times, 0.5), 3),
             "p95_s": round(pct(times, 0.95), 3),
             "runs": runs,
             "answered_with_context": hits,
         }
+
+    _wait_gone(db, idle_s + 30)  # no service left from an earlier run
+    for event in ("SessionStart", "UserPromptSubmit"):
+        timed("in-process", alone_env, event)
+    t, hit = _hook_call(warm_env, payload("UserPromptSubmit", "cold", 0))
+    out["UserPromptSubmit cold (starts the service)"] = {"s": round(t, 3), "answered": hit}
+    for event in ("SessionStart", "UserPromptSubmit"):
+        timed("warm", warm_env, event)
+
+    def session(k: int) -> list[float]:
+        per = calls // 8 + (k < calls % 8)
+        return [
+            _hook_call(warm_env, payload("UserPromptSubmit", f"many-{k}-{i}", i))[0]
+            for i in range(per)
+        ]
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        many = [t for ts in pool.map(session, range(8)) for t in ts]
+    out[f"{calls} calls, 8 sessions at once"] = {
+        "seconds": round(time.perf_counter() - t0, 1),
+        "p50_s": round(pct(many, 0.5), 3),
+        "p95_s": round(pct(many, 0.95), 3),
+        "processes_after": hook_processes(db),
+    }
+    time.sleep(idle_s + 2)
+    out["processes_after_idle_timeout"] = hook_processes(db)
     return out
 
 
@@ -401,6 +477,8 @@ def main() -> None:
     ap.add_argument("--workdir")
     ap.add_argument("--reuse", action="store_true", help="keep the hook database of an earlier run")
     ap.add_argument("--only", choices=["ingest", "hook", "watch"], action="append")
+    ap.add_argument("--hook-idle", type=float, default=10, help="the warm service's idle timeout")
+    ap.add_argument("--hook-calls", type=int, default=1000, help="calls from 8 sessions at once")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-agents-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -409,7 +487,15 @@ def main() -> None:
     if "ingest" in only:
         report["ingest"] = bench_ingest(work, args.mb, args.embedder, args.ingest_runs)
     if "hook" in only:
-        report["hook"] = bench_hook(work, args.memories, args.runs, args.embedder, args.reuse)
+        report["hook"] = bench_hook(
+            work,
+            args.memories,
+            args.runs,
+            args.embedder,
+            args.reuse,
+            args.hook_idle,
+            args.hook_calls,
+        )
     if "watch" in only:
         report["watch_rss"] = bench_watch(work, args.rss_lines, args.embedder)
     print(json.dumps(report, indent=2))

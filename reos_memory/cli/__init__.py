@@ -3,10 +3,15 @@ its arguments, are in `reos.py` and `sqrl.py`."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from reos_memory.cli import reos
+
+if TYPE_CHECKING:
+    from reos_memory.config import Config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,14 +42,34 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"reos-memory: {exc}\n")
         return 0 if command == "hook" else 2  # a hook never breaks the agent
     if command == "hook":
-        from reos_memory.interfaces import claude_hook as hook
-
-        if args.worker:
-            return hook.work(config)
-        return hook.run(config, sys.stdin.buffer.read(hook.MAX_INPUT + 1))
+        return _hook(args, config)
     run = reos.COMMANDS[command].run
     assert run is not None  # only `schema` and `hook` are run above
     return run(config, args)
+
+
+def _hook(args: argparse.Namespace, config: Config) -> int:
+    """`reos-memory hook claude-code`: a hook call, or (hidden) the queue worker or the warm
+    service it starts. Only the hook's own modules load before it has its answer."""
+    from reos_memory.interfaces import claude_hook as hook
+
+    # the worker and the service it starts open this same database and config file, whatever
+    # their working directory
+    if config.db != ":memory:":
+        config.db = os.path.abspath(config.db)
+    if args.config:
+        os.environ["REOS_MEMORY_CONFIG"] = os.path.abspath(args.config)
+    if args.worker:
+        return hook.work(config, _open_app)
+    if args.serve:
+        return hook.serve(config, args.lock_fd, _open_app)
+    return hook.run(config, sys.stdin.buffer.read(hook.MAX_INPUT + 1), _open_app)
+
+
+def _open_app(config: Config, **how: Any) -> Any:
+    from reos_memory.app import open_app
+
+    return open_app(config, **how)
 
 
 def sqrl_main(argv: list[str] | None = None) -> int:

@@ -446,6 +446,8 @@ def _hook_args(hook: argparse.ArgumentParser) -> None:
     hook.add_argument("agent", choices=["claude-code"])
     _common(hook)
     hook.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    hook.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    hook.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)
 
 
 # run by `main` itself, which keeps the hook's start-up cheap

@@ -45,3 +45,15 @@ class Services(Protocol):
     def embedder_status(self) -> dict[str, Any]:
         """The model's state, the database's recorded model and the vector index's."""
         ...
+
+    def start(self) -> None:
+        """Load the model in the background; requests that need it wait, others do not."""
+        ...
+
+    def close(self) -> None:
+        """Stop background work, then close the database."""
+        ...
+
+    def close_when_written(self) -> None:
+        """Let the background Memory Writer calls finish, then close."""
+        ...

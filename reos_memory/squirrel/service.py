@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -22,10 +23,7 @@ from reos_memory.models import (
     page,
 )
 from reos_memory.squirrel import api
-from reos_memory.squirrel.ingest import episodes
 from reos_memory.squirrel.memory import context as ctxmod
-from reos_memory.squirrel.memory import cr_memory, feedback
-from reos_memory.squirrel.memory.commit import CommitContext, Vectors, commit
 from reos_memory.squirrel.memory.policy import Policy, load_policy
 from reos_memory.squirrel.projects import (
     Project,
@@ -35,7 +33,6 @@ from reos_memory.squirrel.projects import (
     resolve_project,
     safe_session_id,
 )
-from reos_memory.squirrel.writer.runner import Runner
 from reos_memory.squirrel.writer.schema import WriterOp
 from reos_memory.store import Database
 from reos_memory.store import memories as msql
@@ -43,9 +40,11 @@ from reos_memory.store import squirrel as ssql
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
+    from reos_memory.squirrel.ingest import episodes
     from reos_memory.squirrel.ingest import ingest as tin
     from reos_memory.squirrel.ingest.watch import Watcher
-    from reos_memory.squirrel.writer.runner import Helper
+    from reos_memory.squirrel.memory.commit import Vectors
+    from reos_memory.squirrel.writer.runner import Helper, Runner
 
 LIVE = ("provisional", "active")
 
@@ -88,7 +87,27 @@ class Squirrel:
         self.log = log
         self._pruned_at: float | None = None  # monotonic time of this process's last pruning
         # where and how episodes are learned: inline, background threads, claims, budget
-        self.writer = Runner(db, vectors, settings, llm, log, self.project_policy, self.prune_logs)
+        self._writer: Runner | None = None
+        self._writer_lock = threading.Lock()
+
+    @property
+    def writer(self) -> Runner:
+        """Where and how episodes are learned (inline, background threads, claims, budget);
+        built on first use, so a process that only reads never loads the writer's rules."""
+        with self._writer_lock:
+            if self._writer is None:
+                from reos_memory.squirrel.writer.runner import Runner
+
+                self._writer = Runner(
+                    self.db,
+                    self.vectors,
+                    self.settings,
+                    self._llm,
+                    self.log,
+                    self.project_policy,
+                    self.prune_logs,
+                )
+            return self._writer
 
     # -- who and where ----------------------------------------------------------------------
 
@@ -173,6 +192,8 @@ class Squirrel:
         """Append a session's events inside the caller's write transaction (from `prepared`,
         their compressed form made before it, when given); the episodes it cut are handed to
         `after_cut` once that transaction has committed."""
+        from reos_memory.squirrel.ingest import episodes
+
         ssql.touch_project(conn, proj.id, proj.root, now_iso(), proj.identity)
         if prepared is not None and prepared.args["project_id"] == proj.id:
             return episodes.apply(conn, prepared, pol.regret)
@@ -190,6 +211,8 @@ class Squirrel:
     def flush(self, p: api.FlushParams, *, process: bool = True) -> api.FlushResult:
         """Cut the open episode of a session (or of every session of the project) now; with
         `wait`, an LLM writer's call happens inside this call instead of in the background."""
+        from reos_memory.squirrel.ingest import episodes
+
         proj = self.project(p.project_id, p.project_root)
         pol = self.policy(proj.root)
         limits = self.limits()
@@ -246,12 +269,20 @@ class Squirrel:
 
         return Watcher(self, roots, idle_seconds=idle_seconds, progress=progress)
 
+    def end_session(self, session_id: str) -> list[Any]:
+        """Cut a session's open episode as ended (the SessionEnd hook) and learn from it."""
+        from reos_memory.squirrel.ingest.ingest import end_session
+
+        return end_session(self, session_id)
+
     def pending_events(self, session_ids: Iterable[str]) -> dict[str, int]:
         """Events of these sessions not yet cut into an episode, by session (none: left out)."""
         ids = sorted(set(session_ids))
         return self.db.read(lambda c: ssql.pending_events_of(c, ids)) if ids else {}
 
     def limits(self) -> episodes.Limits:
+        from reos_memory.squirrel.ingest import episodes
+
         s = self.settings
         return episodes.Limits(
             max_episode_events=s.max_episode_events, writer_min_tool_calls=s.writer_min_tool_calls
@@ -259,7 +290,10 @@ class Squirrel:
 
     def close(self) -> None:
         """Stop the background writers; queued episodes stay pending for the next start."""
-        self.writer.close()
+        with self._writer_lock:
+            writer = self._writer
+        if writer is not None:
+            writer.close()
 
     def prune_logs(self, *, every_s: float = 3600.0) -> dict[str, int] | None:
         """Forget log rows older than `log_retention_days`; at most once per `every_s` per
@@ -299,6 +333,8 @@ class Squirrel:
 
     def add_memory(self, p: api.MemoryAddParams) -> api.MemoryAddResult:
         """An explicit memory, through the same commit layer as the writer's (provisional)."""
+        from reos_memory.squirrel.memory.commit import CommitContext, commit
+
         op = WriterOp(
             op="ADD",
             scope=p.scope,
@@ -358,6 +394,16 @@ class Squirrel:
     ) -> api.ContextResult:
         """The memories a task needs within a token budget; `relevant_only` (the prompt hook)
         returns nothing rather than memories that only rank by status."""
+        return self._context(p, p.task, relevant_only)
+
+    def session_start_context(self, p: api.ContextParams) -> api.ContextResult:
+        """The project's most important memories, for a session that has no task yet (the
+        SessionStart hook without a first prompt); `p.task` is not read."""
+        return self._context(p, None, False)
+
+    def _context(
+        self, p: api.ContextParams, task: str | None, relevant_only: bool
+    ) -> api.ContextResult:
         proj = self.project(p.project_id, p.project_root)
         self.prune_logs()
         return ctxmod.get_task_context(
@@ -365,7 +411,7 @@ class Squirrel:
             self.vectors,
             self.policy(proj.root),
             project_id=proj.id,
-            task=p.task,
+            task=task,
             owner=self.owner(p.owner_type, p.owner_id),
             path=relative_path(p.path, proj.root),
             session_id=safe_session_id(p.session_id),
@@ -562,6 +608,8 @@ class Squirrel:
 
     def feedback(self, p: api.FeedbackParams) -> api.FeedbackResult:
         """How a task that received a context went; counts once per context."""
+        from reos_memory.squirrel.memory import feedback
+
         context_id = p.context_id
         outcome = {
             "errors": p.errors,
@@ -585,6 +633,8 @@ class Squirrel:
     ) -> api.CrMemoryResult:
         """Promote useful memories and deprecate useless ones by the policy; `dry_run` changes
         nothing."""
+        from reos_memory.squirrel.memory import cr_memory
+
         project_id, project_root = p.project_id, p.project_root
         proj = (
             self.project(project_id, project_root)

@@ -1,0 +1,37 @@
+"""What every part of the hook shares: its files beside the database and its log."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reos_memory.config import Config
+
+if TYPE_CHECKING:
+    from reos_memory.interfaces.services import Services
+
+LOG_BYTES = 1 << 20
+
+# Opens the App a hook works with (`reos_memory.app.open_app`, handed down by the command line:
+# an interface never imports the composition root).
+Opener = Callable[..., "Services"]
+
+
+def beside_db(config: Config, suffix: str) -> Path:
+    """A file or folder of the hook's next to its database (one set per database)."""
+    db = Path(config.db).expanduser().resolve()
+    return db.with_name(db.name + suffix)
+
+
+def log_line(config: Config, text: str) -> None:
+    """Append to the hook log `<db>.hook.log` (kept under 1 MB: the older half is dropped)."""
+    with contextlib.suppress(OSError):
+        path = beside_db(config, ".hook.log")
+        if path.exists() and path.stat().st_size > LOG_BYTES:
+            data = path.read_bytes()[-LOG_BYTES // 2 :]
+            path.write_bytes(data)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(time.strftime("%Y-%m-%dT%H:%M:%S ") + text.rstrip() + "\n")

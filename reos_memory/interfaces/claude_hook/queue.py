@@ -1,0 +1,182 @@
+"""Stop, SubagentStop, PreCompact, SessionEnd: the transcript goes to a detached worker.
+
+Requests are files in `<db>.hook-queue/`, one per session (a later one for the same session
+replaces it, an end request stays one); at most one worker runs per database (an exclusive
+lock), drains the queue and exits."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from reos_memory.config import Config
+from reos_memory.interfaces.claude_hook.common import Opener, beside_db, log_line
+
+if TYPE_CHECKING:
+    from reos_memory.squirrel.service import Squirrel
+
+INGEST_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
+MAX_ROUNDS = 1000  # a worker that keeps finding work this long leaves the rest to the next
+
+Request = tuple[Path, dict[str, Any] | None]
+
+
+def queue_dir(config: Config) -> Path:
+    return beside_db(config, ".hook-queue")
+
+
+def enqueue(config: Config, session_id: Any, transcript: str, end: bool) -> Path:
+    """Ask the worker to ingest a transcript (one request per session; an end request stays)."""
+    q = queue_dir(config)
+    q.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = session_id if isinstance(session_id, str) and session_id else transcript
+    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".json"
+    path = q / name
+    with contextlib.suppress(OSError, ValueError):
+        end = end or bool(json.loads(path.read_text()).get("end"))
+    tmp = q / (name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"transcript": transcript, "end": end}))
+    os.replace(tmp, path)
+    return path
+
+
+def spawn_worker(config: Config) -> None:
+    """Start the worker detached (own session, no terminal, no pipes back to the agent)."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "reos_memory", "hook", "claude-code", "--worker"]
+    env = dict(os.environ)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    subprocess.Popen(
+        [*cmd, "--db", config.db],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        env=env,
+    )
+
+
+def _claim(q: Path) -> list[Request]:
+    """Take the pending requests (oldest first): each is renamed to a name of this worker's
+    first, so a request written meanwhile under the same name is kept for the next round."""
+    out: list[Request] = []
+    try:
+        entries = sorted(q.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return out
+    for p in entries:
+        mine = p.with_name(p.name + f".{os.getpid()}.taken")
+        try:
+            os.rename(p, mine)
+        except OSError:
+            continue
+        try:
+            req = json.loads(mine.read_text())
+        except (OSError, ValueError):
+            req = None
+        ok = isinstance(req, dict) and isinstance(req.get("transcript"), str)
+        out.append((mine, req if ok else None))
+    return out
+
+
+def _tidy(q: Path, older_than: float = 3600.0) -> None:
+    """Remove leftovers of workers that died (temporary and taken files an hour old)."""
+    now = time.time()
+    for p in [*q.glob("*.tmp"), *q.glob("*.taken")]:
+        with contextlib.suppress(OSError):
+            if now - p.stat().st_mtime > older_than:
+                p.unlink()
+
+
+class _Worker:
+    """One worker's state: the App, opened at the first readable request, kept for the rest."""
+
+    def __init__(self, config: Config, open_app: Opener) -> None:
+        self.config = config
+        self.open_app = open_app
+        self.app: Any = None
+
+    def squirrel(self) -> Any:
+        if self.app is None:
+            self.app = self.open_app(self.config, needs_model=True, wait=False)
+        return self.app.squirrel
+
+    def do(self, path: Path, req: dict[str, Any] | None) -> None:
+        """One request, done or logged; its file is gone afterwards either way."""
+        try:
+            if req is not None:
+                ingest(self.config, self.squirrel(), req["transcript"], bool(req.get("end")))
+        except Exception:
+            log_line(self.config, "hook worker: " + traceback.format_exc())
+        finally:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def drain(self, q: Path) -> None:
+        """Claim and do requests until a round finds none."""
+        for _ in range(MAX_ROUNDS):
+            taken = _claim(q)
+            if not taken:
+                return
+            for path, req in taken:
+                self.do(path, req)
+
+
+def _locked(lock: IO[str]) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def work(config: Config, open_app: Opener) -> int:
+    """Drain the queue under the worker lock; exit when it is empty. A second worker finding
+    the lock taken exits at once: the one holding it looks at the queue again before leaving."""
+    q = queue_dir(config)
+    q.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _tidy(q)
+    worker = _Worker(config, open_app)
+    try:
+        for _ in range(MAX_ROUNDS):
+            with open(q / "worker.lock", "a+") as lock:
+                if not _locked(lock):
+                    return 0
+                worker.drain(q)
+                fcntl.flock(lock, fcntl.LOCK_UN)
+            if not any(q.glob("*.json")):  # a request that came in while we were unlocking
+                return 0
+        return 0
+    finally:
+        if worker.app is not None:
+            worker.app.close_when_written()
+
+
+def ingest(config: Config, sq: Squirrel, transcript: str, end: bool) -> None:
+    """Ingest a session's transcript and its subagents' files from their cursors; end it."""
+    from reos_memory.squirrel import api
+
+    files = [transcript]
+    sub = Path(transcript).with_suffix("") / "subagents"
+    if sub.is_dir():
+        files += sorted(str(p) for p in sub.glob("agent-*.jsonl") if "acompact" not in p.name)
+    session = None
+    for f in files:
+        try:
+            # the session ends below, once every file of it is in
+            rep = sq.ingest_transcript(api.IngestTranscriptParams(path=f, session_end=False))
+            session = session or rep.session_id
+        except Exception:
+            log_line(config, f"ingest {f} failed: " + traceback.format_exc())
+    if end and session is not None:
+        sq.end_session(session)
