@@ -75,3 +75,8 @@ def clip(text: str, limit: int) -> str:
         return text
     cut = text[: limit - 1].rsplit(" ", 1)[0]
     return cut.rstrip(",;:-") + "…"
+
+
+def wordset(text: str) -> frozenset[str]:
+    """The words of `text`: how the rule files write their word lists."""
+    return frozenset(text.split())
