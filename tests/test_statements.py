@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reos_memory.squirrel.text.statements import (
-    TOOL_CATEGORIES,
-    Statement,
-    corrections,
-    explicit_statements,
-    mentioned_tools,
-    switch_between,
-    switch_in,
-    tool_category,
-)
+from reos_memory.squirrel.text.statements import Statement, corrections, explicit_statements
+from reos_memory.squirrel.text.tool_names import TOOL_CATEGORIES, mentioned_tools, tool_category
+from reos_memory.squirrel.text.tool_switches import switch_between, switch_in
 
 # (message, [(text, kind, polarity, scope, key), ...]); text None = not checked
 EXPLICIT_CASES: list[tuple[str, list[tuple[str | None, str, int, str, str | None]]]] = [
@@ -849,9 +842,9 @@ def test_tool_category(name, category):
 
 
 def test_every_catalog_category_has_a_phrase():
-    from reos_memory.squirrel.text.statements import _CATEGORY_PHRASE
+    from reos_memory.squirrel.text.tool_names import CATEGORY_PHRASE
 
-    assert set(TOOL_CATEGORIES.values()) == set(_CATEGORY_PHRASE)
+    assert set(TOOL_CATEGORIES.values()) == set(CATEGORY_PHRASE)
 
 
 @pytest.mark.parametrize(
