@@ -247,19 +247,10 @@ def _parse_conditional(
 ) -> Hit | None:
     """'when/if/whenever ..., <rule>': the rule part decides, the whole clause is the text."""
     inter = interaction(cl.masked[i:end])
-    durable = st.durable or m.group("cue") in {
-        "whenever",
-        "every time",
-        "each time",
-        "anytime",
-    }
+    durable = st.durable or m.group("cue") in {"whenever", "every time", "each time", "anytime"}
     durable = durable or (inter is not None and inter[2])
     rest = replace(
-        cl,
-        raw=cl.raw[m.end() : end],
-        masked=cl.masked[m.end() : end],
-        first=True,
-        conditioned=True,
+        cl, raw=cl.raw[m.end() : end], masked=cl.masked[m.end() : end], first=True, conditioned=True
     )
     rest.durable, rest.glob = durable, st.glob
     hit = parse_clause(rest, correction)
@@ -277,51 +268,114 @@ def _parse_conditional(
     return hit
 
 
+@dataclass
+class _Tools:
+    """The catalog tools a rule names from its body on."""
+
+    pos: list[str]  # to use
+    neg: list[str]  # to avoid
+    strong: bool  # a "never/don't" names one of the `neg` tools
+    simple: bool  # the rule is nothing but a choice between tools of one category
+    named: list[str]  # every tool named, in order
+
+
 def _finish(
     cl: Clause, i: int, j: int, end: int, st: State, correction: bool, form: str
 ) -> Hit | None:
     """Checks common to every form, then kind, polarity, scope, key and text."""
-    low, raw = cl.masked, cl.raw
-    body = low[j:end]
-    inter = interaction(low[i:end])
+    body = cl.masked[j:end]
+    inter = interaction(cl.masked[i:end])
     if not form:
-        if st.convention is not None:
-            form = "convention"
-        elif st.fact:
-            form = "fact"
-        elif (
-            st.lead
-            or (st.durable and not st.needs_cue)
-            or (st.needs_cue and CUE_RE.search(low, j))
-            or (inter is not None and inter[2])
-        ):
-            form = "imperative"
-        elif correction:
-            return _parse_correction(cl, j, end, st)
-        else:
-            return _tentative_choice(cl, j, end, st)
-        standing = CUE_RE.search(low, j) or (inter is not None and inter[2])
+        form = _implied_form(cl.masked, j, st, inter)
+        if form is None:
+            return (
+                _parse_correction(cl, j, end, st)
+                if correction
+                else _tentative_choice(cl, j, end, st)
+            )
+        standing = CUE_RE.search(cl.masked, j) or _alone(inter)
         if st.needs_cue and form == "imperative" and not correction and not standing:
             return None
-    about_rejected = not cl.rejected.isdisjoint(content_words(body, FUNCTION_WORDS))
-    if form == "no" and not (st.durable or (inter is not None and inter[2]) or about_rejected):
-        return None  # "no emojis" is a standing request; "no tests yet" is news
-    if form != "switched" and PAST_RE.search(low, j, end):
-        return None
-    if form == "fact" and not _FACT_VERB_RE.search(body):
-        return None
-    if not content_words(raw[j:end].lower(), FUNCTION_WORDS):
-        return None
-    # "never do that", "don't add retries to it": the pronoun points at the task at hand
-    dangling = _PRONOUN_END_RE.search(body) is not None and not cl.conditioned
-    if dangling and (len(body.split()) <= 3 or inter is None):
+    if _no_standing_rule(cl, j, end, st, form, inter):
         return None
     hedged = HEDGE_RE.search(body) is not None
     if hedged and not st.fact:
         return None
+    tools = _tools_named(cl, j, end, st, form)
+    if tools is None:
+        return None
+    scope = "global" if (st.glob or inter is not None) and not st.project else "project"
+    polarity = -1 if (st.prohibition or tools.strong) else 1
+    text = _polish(_rule_text(cl.raw[j:end], body, form, st, scope), scope)
+    if not text:
+        return None
+    return Hit(
+        text=text,
+        kind=_kind(st, inter, polarity, scope, hedged),
+        polarity=polarity,
+        scope=scope,
+        key=_slot_key(body, inter, scope, tools),
+        pos=tools.pos,
+        neg=tools.neg,
+        strong=tools.strong or (st.prohibition and bool(tools.neg)),
+        simple=tools.simple,
+        pref=st.pref,
+        never=st.lead.startswith("Never") or _NEVER_WORD_RE.search(body) is not None,
+        tools=tools.named,
+    )
 
+
+def _alone(inter: tuple[str, str, bool] | None) -> bool:
+    """Whether an interaction preference stands alone ("be concise"), without a durable cue."""
+    return inter is not None and inter[2]
+
+
+def _implied_form(low: str, j: int, st: State, inter: tuple[str, str, bool] | None) -> str | None:
+    """The form of a clause no rule word opened: a convention, a fact or an imperative; None for
+    a plain instruction, which only a correction or a rule on the same slot can keep."""
+    if st.convention is not None:
+        return "convention"
+    if st.fact:
+        return "fact"
+    if (
+        st.lead
+        or (st.durable and not st.needs_cue)
+        or (st.needs_cue and CUE_RE.search(low, j))
+        or _alone(inter)
+    ):
+        return "imperative"
+    return None
+
+
+def _no_standing_rule(
+    cl: Clause, j: int, end: int, st: State, form: str, inter: tuple[str, str, bool] | None
+) -> bool:
+    """Whether a clause of a rule's form still holds no standing rule: news, the past, a fact
+    without a verb, no content, or a pronoun that points at the task at hand."""
+    low = cl.masked
+    body = low[j:end]
+    if form == "no" and not (st.durable or _alone(inter) or _about_rejected(cl, body)):
+        return True  # "no emojis" is a standing request; "no tests yet" is news
+    if form != "switched" and PAST_RE.search(low, j, end):
+        return True
+    if form == "fact" and not _FACT_VERB_RE.search(body):
+        return True
+    if not content_words(cl.raw[j:end].lower(), FUNCTION_WORDS):
+        return True
+    # "never do that", "don't add retries to it": the pronoun points at the task at hand
+    dangling = _PRONOUN_END_RE.search(body) is not None and not cl.conditioned
+    return dangling and (len(body.split()) <= 3 or inter is None)
+
+
+def _about_rejected(cl: Clause, body: str) -> bool:
+    """Whether the clause speaks of the tool call the user just rejected ("no lockfile edits")."""
+    return not cl.rejected.isdisjoint(content_words(body, FUNCTION_WORDS))
+
+
+def _tools_named(cl: Clause, j: int, end: int, st: State, form: str) -> _Tools | None:
+    """The tools a rule names, split into use and avoid; None when its form needs tools it lacks."""
+    raw, body = cl.raw, cl.masked[j:end]
     mentions = tool_mentions(raw, cl.vouched)
-    tools = [m.tool for m in mentions if m.start >= j]
     pos, neg, strong = classify_tools(fold(raw), mentions, j, st.prohibition)
     if form == "switched":
         sw = switch_in(raw[j:end])
@@ -336,65 +390,54 @@ def _finish(
     simple = simple and len({TOOL_CATEGORIES[t] for t in pos + neg}) == 1
     if form == "switched" and not simple:
         return None
+    return _Tools(pos, neg, strong, simple, [m.tool for m in mentions if m.start >= j])
 
-    scope = "global" if (st.glob or inter is not None) and not st.project else "project"
-    polarity = -1 if (st.prohibition or strong) else 1
+
+def _kind(
+    st: State, inter: tuple[str, str, bool] | None, polarity: int, scope: str, hedged: bool
+) -> str:
     if inter is not None:
-        kind = inter[1]
-    elif polarity == -1:
-        kind = "guard"
-    elif st.pref or (scope == "global" and not st.fact):
-        kind = "preference"
-    elif hedged:
-        kind = "note"
-    else:
-        kind = "invariant"
+        return inter[1]
+    if polarity == -1:
+        return "guard"
+    if st.pref or (scope == "global" and not st.fact):
+        return "preference"
+    return "note" if hedged else "invariant"
 
-    key: str | None = None
+
+def _slot_key(
+    body: str, inter: tuple[str, str, bool] | None, scope: str, tools: _Tools
+) -> str | None:
+    """The slot a rule fills: a named interaction preference, or the project's language version
+    ("we target python 3.12"); None for the rest."""
     if inter is not None and inter[0] and scope == "global":
-        key = f"user.pref.{inter[0]}"
-    elif not pos and not neg and scope == "project" and (lang := LANG_VERSION_RE.search(body)):
-        rest = body[: lang.start()] + body[lang.end() :]
-        if not content_words(rest, DIRECTIVE_WORDS | _VERSION_WORDS):
-            name = lang.group(1).lower()
-            name = (
-                "node"
-                if name.startswith("node")
-                else {"py": "python", "golang": "go"}.get(name, name)
-            )
-            key = f"project.{name}_version"
+        return f"user.pref.{inter[0]}"
+    if tools.pos or tools.neg or scope != "project":
+        return None
+    lang = LANG_VERSION_RE.search(body)
+    if lang is None:
+        return None
+    if content_words(body[: lang.start()] + body[lang.end() :], DIRECTIVE_WORDS | _VERSION_WORDS):
+        return None
+    name = lang.group(1).lower()
+    name = "node" if name.startswith("node") else {"py": "python", "golang": "go"}.get(name, name)
+    return f"project.{name}_version"
 
-    copied = raw[j:end]
+
+def _rule_text(copied: str, body: str, form: str, st: State, scope: str) -> str:
+    """The memory's text before polish: the copied body behind the words its form calls for."""
     if form == "convention":
         if st.convention == "colon":
-            text = st.lead + copied
-        else:
-            text = copied if st.convention else "The convention in this project is " + copied
-    elif form == "we_use" and st.lead:
+            return st.lead + copied
+        return copied if st.convention else "The convention in this project is " + copied
+    if form == "we_use" and st.lead:
         text = "Use " + copied
         if scope == "project" and not PROJECT_RE.search(body):
             text += " in this project"
-    elif st.lead == "Do not " and (ever := _EVER_RE.match(copied)):
-        text = "Never " + copied[ever.end() :]
-    else:
-        text = st.lead + copied
-    text = _polish(text, scope)
-    if not text:
-        return None
-    return Hit(
-        text=text,
-        kind=kind,
-        polarity=polarity,
-        scope=scope,
-        key=key,
-        pos=pos,
-        neg=neg,
-        strong=strong or (st.prohibition and bool(neg)),
-        simple=simple,
-        pref=st.pref,
-        never=st.lead.startswith("Never") or _NEVER_WORD_RE.search(body) is not None,
-        tools=tools,
-    )
+        return text
+    if st.lead == "Do not " and (ever := _EVER_RE.match(copied)):
+        return "Never " + copied[ever.end() :]
+    return st.lead + copied
 
 
 def _tentative_choice(cl: Clause, j: int, end: int, st: State) -> Hit | None:
@@ -453,10 +496,7 @@ def _parse_correction(cl: Clause, j: int, end: int, st: State) -> Hit | None:
     if loc and not PAST_RE.search(body) and _PATH_RE.fullmatch(_loc_text(raw, loc)):
         return Hit(_polish(raw[j:end], "project"), "invariant", 1, "project", None)
     if cmd := _CMD_CONTRAST_RE.match(low, j, end):
-        new, old = (
-            raw[cmd.start("new") : cmd.end("new")],
-            raw[cmd.start("old") : cmd.end("old")],
-        )
+        new, old = raw[cmd.start("new") : cmd.end("new")], raw[cmd.start("old") : cmd.end("old")]
         return Hit(f"Run {new} instead of {old}.", "guard", 1, scope, None, instead=True)
     if inst := _INSTEAD_RE.match(low, j, end):
         what = inst.group("a") or inst.group("b") or ""
