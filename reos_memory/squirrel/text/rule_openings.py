@@ -180,30 +180,10 @@ def read_prefixes(low: str, i: int, st: State) -> int:
             if m.group("colon"):
                 st.lead = m.group("colon").capitalize() + " "
         elif m := _I_ALWAYS_RE.match(low, i):
-            st.glob = st.durable = True
-            if m.group("want"):
-                st.pref = True
-                verb = {"want": "wants", "like": "likes", "need": "needs"}[m.group("want")]
-                st.lead = f"The user always {verb} "
+            if _i_always(m, st):
                 return m.end()
-            st.lead = "Always "
         elif m := _I_WANT_RE.match(low, i):
-            neg = m.group("neg")
-            if m.group("you"):
-                st.prohibition = neg is not None
-                st.lead = "Never " if neg == "never" else "Do not " if neg else ""
-                st.needs_cue = neg != "never" and not st.durable
-            else:
-                st.pref = True
-                st.prohibition = neg is not None
-                st.lead = (
-                    "The user never wants "
-                    if neg == "never"
-                    else "The user does not want "
-                    if neg
-                    else "The user wants "
-                )
-                st.needs_cue = neg != "never" and not st.durable
+            if _i_want(m, st):
                 return m.end()
         else:
             break
@@ -211,13 +191,56 @@ def read_prefixes(low: str, i: int, st: State) -> int:
     return i
 
 
-def rule_form(low: str, i: int, st: State, opens_sentence: bool) -> tuple[str | None, int]:
+def _i_always(m: re.Match[str], st: State) -> bool:
+    """ "I always use ..." is a rule in all projects; "I always want ..." is the user's wish, and
+    its object is the body (True)."""
+    st.glob = st.durable = True
+    if m.group("want"):
+        st.pref = True
+        verb = {"want": "wants", "like": "likes", "need": "needs"}[m.group("want")]
+        st.lead = f"The user always {verb} "
+        return True
+    st.lead = "Always "
+    return False
+
+
+def _i_want(m: re.Match[str], st: State) -> bool:
+    """ "I (don't) want you to ..." is an instruction; "I (don't) want ..." a wish, whose object is
+    the body (True). Only "never" makes either durable without a cue."""
+    neg = m.group("neg")
+    st.prohibition = neg is not None
+    st.needs_cue = neg != "never" and not st.durable
+    if m.group("you"):
+        st.lead = "Never " if neg == "never" else "Do not " if neg else ""
+        return False
+    st.pref = True
+    if neg == "never":
+        st.lead = "The user never wants "
+    else:
+        st.lead = "The user does not want " if neg else "The user wants "
+    return True
+
+
+_Form = tuple[str | None, int]  # (form, where the copied body starts); form None: no rule
+
+
+def rule_form(low: str, i: int, st: State, opens_sentence: bool) -> _Form:
     """The rule form at `i` and where the copied body starts; ("", i) if none, None to reject."""
     if st.lead.startswith("The user"):
         if st.needs_cue and not CUE_RE.search(low, i):
             return None, i  # "I want a button that exports CSV" is a task
         return "want", i
-    if m := _NO_MORE_RE.match(low, i):
+    return (
+        _prohibition_form(low, i, st, opens_sentence)
+        or _directive_form(low, i, st)
+        or _convention_form(low, i, st)
+        or ("", i)
+    )
+
+
+def _prohibition_form(low: str, i: int, st: State, opens_sentence: bool) -> _Form | None:
+    """ "no more X", "no X", "never X", "don't X", "you must not X"; None if none of them."""
+    if _NO_MORE_RE.match(low, i):
         st.prohibition = st.durable = True
         st.lead = ""
         return "no_more", i
@@ -233,18 +256,27 @@ def rule_form(low: str, i: int, st: State, opens_sentence: bool) -> tuple[str | 
         st.lead = "Never "
         return "never", m.end()
     if (m := _DONT_RE.match(low, i)) or (m := _MODAL_NEG_RE.match(low, i)):
-        nxt = _next_word(low, m.end())
-        if nxt in _DONT_STOP or PAST_WORD_RE.match(nxt):
-            return None, i
-        strong = "must" in m.group() or "shall" in m.group() or "never" in m.group()
-        strong = strong or "ever" in m.group().split()
-        # A bare "don't X" inside a task request ("fix it but don't touch the tests") is about
-        # the task; one that opens its sentence, or has a cue, reads as a standing rule.
-        if not (st.durable or strong or opens_sentence or CUE_RE.search(low, m.end())):
-            return None, i
-        st.prohibition = st.durable = True
-        st.lead = "Never " if "never" in m.group() or "ever" in m.group().split() else "Do not "
-        return "dont", m.end()
+        return _dont_form(low, i, m, st, opens_sentence)
+    return None
+
+
+def _dont_form(low: str, i: int, m: re.Match[str], st: State, opens_sentence: bool) -> _Form:
+    nxt = _next_word(low, m.end())
+    if nxt in _DONT_STOP or PAST_WORD_RE.match(nxt):
+        return None, i
+    strong = "must" in m.group() or "shall" in m.group() or "never" in m.group()
+    strong = strong or "ever" in m.group().split()
+    # A bare "don't X" inside a task request ("fix it but don't touch the tests") is about
+    # the task; one that opens its sentence, or has a cue, reads as a standing rule.
+    if not (st.durable or strong or opens_sentence or CUE_RE.search(low, m.end())):
+        return None, i
+    st.prohibition = st.durable = True
+    st.lead = "Never " if "never" in m.group() or "ever" in m.group().split() else "Do not "
+    return "dont", m.end()
+
+
+def _directive_form(low: str, i: int, st: State) -> _Form | None:
+    """ "always X", "stop Xing", "avoid X", "prefer X", "I'd prefer (you) X"; None if none."""
     if m := _ALWAYS_RE.match(low, i):
         nxt = _next_word(low, m.end())
         if nxt in _ALWAYS_STOP or PAST_WORD_RE.match(nxt):
@@ -276,6 +308,12 @@ def rule_form(low: str, i: int, st: State, opens_sentence: bool) -> tuple[str | 
             st.needs_cue = True  # "I'd prefer you use the helper" is about this task
             return "", m.end()
         return "prefer", m.end()
+    return None
+
+
+def _convention_form(low: str, i: int, st: State) -> _Form | None:
+    """How the team or the project does things: "we always/never X", "we don't X", "we use X",
+    "this project uses X", "we switched to X", "our X is Y", "X must always Y"; None if none."""
     if m := _WE_ALWAYS_RE.match(low, i):
         nxt = _next_word(low, m.end())
         if nxt in _WE_STOP or PAST_WORD_RE.match(nxt):
@@ -312,4 +350,4 @@ def rule_form(low: str, i: int, st: State, opens_sentence: bool) -> tuple[str | 
         st.durable = True
         st.prohibition = m.group("neg") is not None
         return "modal", i
-    return "", i
+    return None

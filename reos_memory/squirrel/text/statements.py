@@ -113,39 +113,66 @@ def _short(command: str) -> str:
     return command if len(command) <= 80 else command[:77] + "..."
 
 
+@dataclass(frozen=True)
+class _Rejection:
+    """The tool call the user just turned down, as a correction reads it (all empty without one)."""
+
+    input: str  # what the call would have run or written ("npm install")
+    words: frozenset[str]  # the words of that input
+    tools: list[str]  # the catalog tools it names
+    note: str  # " (the user rejected `npm install`)", added to the statements about it
+
+
+def _rejection(rejected_tool: str | None, rejected_input: str | None) -> _Rejection:
+    if rejected_input:
+        words = frozenset(_TOKEN_RE.findall(rejected_input.lower()))
+        note = f" (the user rejected `{_short(rejected_input)}`)"
+        return _Rejection(rejected_input, words, mentioned_tools(rejected_input), note)
+    note = f" (the user rejected a {_short(rejected_tool)} call)" if rejected_tool else ""
+    return _Rejection("", frozenset(), [], note)
+
+
+_Slot = tuple[str, str]  # (tool category, scope): the plain tool choices merged into one statement
+
+
 def _collect(
     text: str,
     correction: bool,
     rejected_tool: str | None = None,
     rejected_input: str | None = None,
 ) -> list[Statement]:
-    source = CORRECTION if correction else EXPLICIT
-    rejected_words = (
-        frozenset(_TOKEN_RE.findall(rejected_input.lower())) if rejected_input else frozenset()
-    )
-    clauses = split_clauses(text, rejected_words)
+    rejection = _rejection(rejected_tool, rejected_input)
+    clauses = split_clauses(text, rejection.words)
     hits = [h for cl in clauses if (h := parse_clause(cl, correction)) is not None]
-    rejected_tools = mentioned_tools(rejected_input) if rejected_input else []
-    rejected_cats = {TOOL_CATEGORIES[t] for t in rejected_tools}
-    if rejected_input:
-        note = f" (the user rejected `{_short(rejected_input)}`)"
-    elif rejected_tool:
-        note = f" (the user rejected a {_short(rejected_tool)} call)"
-    else:
-        note = ""
+    slots, groups = _slots(hits, rejection)
+    source = CORRECTION if correction else EXPLICIT
+    out: list[Statement] = []
+    for slot in slots:
+        if isinstance(slot, Hit):
+            s, shared = _statement(slot, source, rejection)
+        elif all(h.tentative for h in groups[slot]):
+            continue
+        else:
+            s, shared = _merge_tools(*slot, groups[slot], correction, rejection.tools)
+        if rejection.note and shared:
+            s = replace(s, text=s.text[:-1] + rejection.note + ".")
+        out.append(s)
+    return _unique(out)
 
-    def with_note(s: Statement) -> Statement:
-        return replace(s, text=s.text[:-1] + note + ".")
 
-    # Plain tool choices of one category ("use pnpm", "never npm") become one statement, placed
-    # where the first of them was said.
-    groups: dict[tuple[str, str], list[Hit]] = {}
-    slots: list[tuple[str, str] | Hit] = []
+def _slots(
+    hits: list[Hit], rejection: _Rejection
+) -> tuple[list[_Slot | Hit], dict[_Slot, list[Hit]]]:
+    """The hits in message order, except that plain tool choices of one category ("use pnpm",
+    "never npm") share one slot, placed where the first of them was said."""
+    rejected_cats = {TOOL_CATEGORIES[t] for t in rejection.tools}
+    groups: dict[_Slot, list[Hit]] = {}
+    slots: list[_Slot | Hit] = []
     for hit in hits:
-        if hit.needs_rejection and not note:
+        if hit.needs_rejection and not rejection.note:
             continue  # "use the other helper instead" means nothing without the rejected call
         cat = TOOL_CATEGORIES[(hit.pos + hit.neg)[0]] if hit.simple else ""
-        if hit.simple and hit.instead and rejected_input and cat not in rejected_cats:
+        if hit.simple and hit.instead and rejection.input and cat not in rejected_cats:
             # "use uv run instead" after `python -m pytest`: about that call, not the uv slot
             hit.simple = False
             hit.kind = "guard"
@@ -157,26 +184,23 @@ def _collect(
             groups[gkey].append(hit)
         else:
             slots.append(hit)
+    return slots, groups
 
-    out: list[Statement] = []
-    for slot in slots:
-        if not isinstance(slot, Hit) and all(h.tentative for h in groups[slot]):
-            continue
-        if isinstance(slot, Hit):
-            s = Statement(
-                slot.text, slot.kind, slot.polarity, slot.scope, slot.key, source, tuple(slot.tools)
-            )
-            shared = slot.instead or any(t in rejected_tools for t in slot.tools)
-            if not shared:
-                words = content_words(slot.text.lower(), DIRECTIVE_WORDS)
-                shared = not rejected_words.isdisjoint(words)
-        else:
-            s, shared = _merge_tools(*slot, groups[slot], correction, rejected_tools)
-        out.append(with_note(s) if note and shared else s)
 
+def _statement(hit: Hit, source: str, rejection: _Rejection) -> tuple[Statement, bool]:
+    """The statement of one hit; and whether it speaks of the rejected call."""
+    s = Statement(hit.text, hit.kind, hit.polarity, hit.scope, hit.key, source, tuple(hit.tools))
+    shared = hit.instead or any(t in rejection.tools for t in hit.tools)
+    if not shared:
+        shared = not rejection.words.isdisjoint(content_words(hit.text.lower(), DIRECTIVE_WORDS))
+    return s, shared
+
+
+def _unique(statements: list[Statement]) -> list[Statement]:
+    """The statements without repeats of a text (case aside), first one kept."""
     seen: set[str] = set()
     unique = []
-    for s in out:
+    for s in statements:
         if s.text.lower() not in seen:
             seen.add(s.text.lower())
             unique.append(s)
