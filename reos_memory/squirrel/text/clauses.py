@@ -74,6 +74,7 @@ def _sentences(raw: str, masked: str) -> list[tuple[str, str]]:
 
 
 def split_clauses(text: str, rejected: frozenset[str] = frozenset()) -> list[Clause]:
+    """The clauses of a message's prose lines; `rejected` holds the words of a rejected call."""
     if "```" in text or "~~~" in text:
         text = _FENCE_RE.sub("\n", text)
     if "`" in text:
@@ -98,25 +99,43 @@ def split_clauses(text: str, rejected: frozenset[str] = frozenset()) -> list[Cla
             header_glob = GLOBAL_RE.search(stripped) is not None
             continue
         for raw_s, masked_s in _sentences(line, masked):
-            durable, glob = header_durable, header_glob
-            pos = 0
-            pieces: list[tuple[int, int]] = []
-            for m in _CLAUSE_SPLIT_RE.finditer(masked_s):
-                if not pieces and _CONDITION_START_RE.match(masked_s, pos, m.start()):
-                    continue  # "if the tests fail, never ...": the condition stays with its rule
-                pieces.append((pos, m.start()))
-                pos = m.end()
-            pieces.append((pos, len(masked_s)))
-            for n, (a, b) in enumerate(pieces):
-                piece = masked_s[a:b]
-                if not piece.strip():
-                    continue
-                out.append(
-                    Clause(raw_s[a:b], piece, n == 0, durable, glob, vouched, rejected=rejected)
-                )
-                # "Everywhere, please ..." / "From now on; ...": a bare prefix covers the rest
-                bare = piece[skip_lead(piece, 0) :].strip(" ,;:.!-")
-                if DURABLE_PREFIX_RE.fullmatch(bare) or GLOBAL_PREFIX_RE.fullmatch(bare):
-                    durable = True
-                    glob = glob or GLOBAL_RE.search(bare) is not None
+            out += _sentence_clauses(
+                raw_s, masked_s, header_durable, header_glob, vouched, rejected
+            )
     return out
+
+
+def _sentence_clauses(
+    raw: str,
+    masked: str,
+    durable: bool,
+    glob: bool,
+    vouched: frozenset[str],
+    rejected: frozenset[str],
+) -> list[Clause]:
+    """One sentence's clauses, with what its header implies (`durable`, `glob`)."""
+    out: list[Clause] = []
+    for n, (a, b) in enumerate(_pieces(masked)):
+        piece = masked[a:b]
+        if not piece.strip():
+            continue
+        out.append(Clause(raw[a:b], piece, n == 0, durable, glob, vouched, rejected=rejected))
+        # "Everywhere, please ..." / "From now on; ...": a bare prefix covers the rest
+        bare = piece[skip_lead(piece, 0) :].strip(" ,;:.!-")
+        if DURABLE_PREFIX_RE.fullmatch(bare) or GLOBAL_PREFIX_RE.fullmatch(bare):
+            durable = True
+            glob = glob or GLOBAL_RE.search(bare) is not None
+    return out
+
+
+def _pieces(masked: str) -> list[tuple[int, int]]:
+    """Where a sentence splits into clauses: at "; ", " but ", ", never", " and don't" ..."""
+    pos = 0
+    pieces: list[tuple[int, int]] = []
+    for m in _CLAUSE_SPLIT_RE.finditer(masked):
+        if not pieces and _CONDITION_START_RE.match(masked, pos, m.start()):
+            continue  # "if the tests fail, never ...": the condition stays with its rule
+        pieces.append((pos, m.start()))
+        pos = m.end()
+    pieces.append((pos, len(masked)))
+    return pieces
