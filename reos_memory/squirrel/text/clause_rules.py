@@ -286,13 +286,14 @@ def _finish(
     body = cl.masked[j:end]
     inter = interaction(cl.masked[i:end])
     if not form:
-        form = _implied_form(cl.masked, j, st, inter)
-        if form is None:
+        implied = _implied_form(cl.masked, j, st, inter)
+        if implied is None:
             return (
                 _parse_correction(cl, j, end, st)
                 if correction
                 else _tentative_choice(cl, j, end, st)
             )
+        form = implied
         standing = CUE_RE.search(cl.masked, j) or _alone(inter)
         if st.needs_cue and form == "imperative" and not correction and not standing:
             return None
