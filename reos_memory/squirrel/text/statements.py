@@ -73,7 +73,7 @@ def _render_tools(
 
 
 def _merge_tools(
-    cat: str, scope: str, group: list[Hit], correction: bool, rejected_tools: list[str]
+    cat: str, scope: str, group: list[Hit], correction: bool, rejected_tools: tuple[str, ...]
 ) -> tuple[Statement, bool]:
     """One statement for a message's plain choices in one category; (it, mentions rejection)."""
     pos: list[str] = []
@@ -119,17 +119,22 @@ class _Rejection:
 
     input: str  # what the call would have run or written ("npm install")
     words: frozenset[str]  # the words of that input
-    tools: list[str]  # the catalog tools it names
+    tools: tuple[str, ...]  # the catalog tools it names
     note: str  # " (the user rejected `npm install`)", added to the statements about it
+
+
+_NO_REJECTION = _Rejection("", frozenset(), (), "")
 
 
 def _rejection(rejected_tool: str | None, rejected_input: str | None) -> _Rejection:
     if rejected_input:
         words = frozenset(_TOKEN_RE.findall(rejected_input.lower()))
         note = f" (the user rejected `{_short(rejected_input)}`)"
-        return _Rejection(rejected_input, words, mentioned_tools(rejected_input), note)
-    note = f" (the user rejected a {_short(rejected_tool)} call)" if rejected_tool else ""
-    return _Rejection("", frozenset(), [], note)
+        return _Rejection(rejected_input, words, tuple(mentioned_tools(rejected_input)), note)
+    if rejected_tool:
+        note = f" (the user rejected a {_short(rejected_tool)} call)"
+        return _Rejection("", frozenset(), (), note)
+    return _NO_REJECTION  # an explicit statement, or a correction typed in the chat
 
 
 _Slot = tuple[str, str]  # (tool category, scope): the plain tool choices merged into one statement
