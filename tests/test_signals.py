@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-# The module, not its names: pytest would collect an imported `test_outcome` as a test.
-from reos_memory.squirrel.text import signals
+# The modules, not their names: pytest would collect an imported `test_outcome` as a test.
+from reos_memory.squirrel.text import (
+    error_output,
+    frustration,
+    replies,
+    runner_output,
+    shell_commands,
+    success,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Runner outputs (written for these tests in the shapes the tools print)
@@ -355,7 +362,7 @@ drwxr-xr-x  2 dev dev 4096 May  2 10:01 tests
     ],
 )
 def test_test_runners_are_recognised(command):
-    assert signals.is_test_command(command)
+    assert shell_commands.is_test_command(command)
 
 
 @pytest.mark.parametrize(
@@ -380,7 +387,7 @@ def test_test_runners_are_recognised(command):
     ],
 )
 def test_other_commands_are_not_test_runs(command):
-    assert not signals.is_test_command(command)
+    assert not shell_commands.is_test_command(command)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,7 +418,7 @@ def test_other_commands_are_not_test_runs(command):
     ],
 )
 def test_runner_summaries(command, output, exit_code, expected):
-    assert signals.test_outcome(command, output, exit_code) == expected
+    assert runner_output.test_outcome(command, output, exit_code) == expected
 
 
 @pytest.mark.parametrize(
@@ -429,7 +436,7 @@ def test_runner_summaries(command, output, exit_code, expected):
 )
 def test_a_summary_is_enough_without_command_or_exit_code(output, expected):
     # a background task's output is read later, with no command or exit code at hand
-    assert signals.test_outcome(None, output, None) == expected
+    assert runner_output.test_outcome(None, output, None) == expected
 
 
 @pytest.mark.parametrize(
@@ -475,15 +482,15 @@ def test_a_summary_is_enough_without_command_or_exit_code(output, expected):
     ],
 )
 def test_other_runners(output, expected):
-    assert signals.test_outcome(None, output, None) == expected
+    assert runner_output.test_outcome(None, output, None) == expected
 
 
 @pytest.mark.parametrize(
     "command", ["./scripts/ci.sh", "hatch run test:cov", "./dev check", "just verify"]
 )
 def test_wrappers_that_may_run_the_suite_are_read(command):
-    assert signals.test_outcome(command, PYTEST_FAILED, 1) == "failed"
-    assert signals.test_outcome(command, PYTEST_PASSED, 0) == "passed"
+    assert runner_output.test_outcome(command, PYTEST_FAILED, 1) == "failed"
+    assert runner_output.test_outcome(command, PYTEST_PASSED, 0) == "passed"
 
 
 def test_any_failing_summary_fails_the_run():
@@ -492,16 +499,16 @@ def test_any_failing_summary_fails_the_run():
         "py311: commands[0]> pytest -q\n....\n4 passed in 0.10s\n"
         "py312: commands[0]> pytest -q\n..F.\n1 failed, 3 passed in 0.11s\n"
     )
-    assert signals.test_outcome("tox", output, 1) == "failed"
-    assert signals.test_outcome("tox", output, None) == "failed"
+    assert runner_output.test_outcome("tox", output, 1) == "failed"
+    assert runner_output.test_outcome("tox", output, None) == "failed"
 
 
 def test_an_early_failure_beyond_the_scanned_tail_is_caught_by_the_exit_code():
     packages = "".join(f"ok  \tgithub.com/acme/mono/pkg{i:03d}\t0.0{i % 10}s\n" for i in range(260))
     output = "FAIL\tgithub.com/acme/mono/auth\t0.020s\n" + packages
     assert len(output) > 8000
-    assert signals.test_outcome("go test ./...", output, 1) == "failed"
-    assert signals.test_outcome("go test ./...", packages, 0) == "passed"
+    assert runner_output.test_outcome("go test ./...", output, 1) == "failed"
+    assert runner_output.test_outcome("go test ./...", packages, 0) == "passed"
 
 
 @pytest.mark.parametrize(
@@ -515,7 +522,7 @@ def test_an_early_failure_beyond_the_scanned_tail_is_caught_by_the_exit_code():
     ],
 )
 def test_a_run_of_no_tests_has_no_outcome(command, output, exit_code):
-    assert signals.test_outcome(command, output, exit_code) is None
+    assert runner_output.test_outcome(command, output, exit_code) is None
 
 
 @pytest.mark.parametrize(
@@ -533,7 +540,7 @@ def test_a_run_of_no_tests_has_no_outcome(command, output, exit_code):
 def test_without_a_summary_the_exit_code_decides_for_test_commands(
     command, output, exit_code, expected
 ):
-    assert signals.test_outcome(command, output, exit_code) == expected
+    assert runner_output.test_outcome(command, output, exit_code) == expected
 
 
 @pytest.mark.parametrize(
@@ -558,7 +565,7 @@ def test_without_a_summary_the_exit_code_decides_for_test_commands(
     ],
 )
 def test_outputs_that_are_not_test_runs(command, output, exit_code):
-    assert signals.test_outcome(command, output, exit_code) is None
+    assert runner_output.test_outcome(command, output, exit_code) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -712,7 +719,7 @@ warning: `kv` (lib) generated 1 warning
     ],
 )
 def test_error_outputs(output):
-    assert signals.looks_like_error(output)
+    assert error_output.looks_like_error(output)
 
 
 @pytest.mark.parametrize(
@@ -720,7 +727,7 @@ def test_error_outputs(output):
 )
 def test_errors_behind_a_pipe_count_even_with_exit_code_zero(output):
     # `python sync.py 2>&1 | tail -20` exits with tail's 0
-    assert signals.looks_like_error(output, 0)
+    assert error_output.looks_like_error(output, 0)
 
 
 @pytest.mark.parametrize(
@@ -728,23 +735,23 @@ def test_errors_behind_a_pipe_count_even_with_exit_code_zero(output):
     [LS_OUTPUT, SOURCE_LISTING, ACCESS_LOG, CARGO_WARNINGS, PYTEST_PASSED, MIX_PASSED, ""],
 )
 def test_ordinary_outputs_are_not_errors(output):
-    assert not signals.looks_like_error(output)
-    assert not signals.looks_like_error(output, 0)
+    assert not error_output.looks_like_error(output)
+    assert not error_output.looks_like_error(output, 0)
 
 
 def test_weak_error_shapes_need_a_missing_exit_code():
     # pip prints this "ERROR" and still exits 0: the exit code is the better witness
-    assert signals.looks_like_error(PIP_RESOLVER_NOTE, None)
-    assert not signals.looks_like_error(PIP_RESOLVER_NOTE, 0)
+    assert error_output.looks_like_error(PIP_RESOLVER_NOTE, None)
+    assert not error_output.looks_like_error(PIP_RESOLVER_NOTE, 0)
 
 
 def test_exit_codes():
-    assert signals.looks_like_error("Compiling...\n", 2)
-    assert signals.looks_like_error("", 2)
+    assert error_output.looks_like_error("Compiling...\n", 2)
+    assert error_output.looks_like_error("", 2)
     # `grep -q`, `test -f`: exit 1 and silence is a "no", not an error
-    assert not signals.looks_like_error("", 1)
-    assert not signals.looks_like_error("  \n", 1)
-    assert signals.looks_like_error("diff: missing operand\n", 1)
+    assert not error_output.looks_like_error("", 1)
+    assert not error_output.looks_like_error("  \n", 1)
+    assert error_output.looks_like_error("diff: missing operand\n", 1)
 
 
 @pytest.mark.parametrize(
@@ -797,11 +804,11 @@ def test_exit_codes():
     ],
 )
 def test_error_line(output, expected):
-    assert signals.error_line(output) == expected
+    assert error_output.error_line(output) == expected
 
 
 def test_error_line_takes_the_final_exception_and_caps_it():
-    line = signals.error_line(SSL_TRACEBACK)
+    line = error_output.error_line(SSL_TRACEBACK)
     assert line is not None
     assert line.startswith(
         "requests.exceptions.SSLError: HTTPSConnectionPool(host='api.example.com', port=443): "
@@ -813,8 +820,8 @@ def test_error_line_takes_the_final_exception_and_caps_it():
 
 def test_error_line_in_a_long_output_reads_its_head_and_tail():
     noise = "".join(f"   Compiling crate{i} v0.1.{i}\n" for i in range(2000))
-    assert signals.error_line(CARGO_COMPILE_ERROR + noise) == "error[E0308]: mismatched types"
-    assert signals.error_line(noise + MODULE_NOT_FOUND) == (
+    assert error_output.error_line(CARGO_COMPILE_ERROR + noise) == "error[E0308]: mismatched types"
+    assert error_output.error_line(noise + MODULE_NOT_FOUND) == (
         "ModuleNotFoundError: No module named 'yaml'"
     )
 
@@ -842,14 +849,14 @@ def test_error_line_in_a_long_output_reads_its_head_and_tail():
     ],
 )
 def test_normalize_command(command, expected):
-    assert signals.normalize_command(command) == expected
+    assert shell_commands.normalize_command(command) == expected
 
 
 def test_reruns_of_one_command_normalize_alike():
-    first = signals.normalize_command("pytest -x tests/test_cart.py 2>&1 | tail -20")
-    again = signals.normalize_command("cd /repo && pytest  -x tests/test_cart.py | tail -50")
+    first = shell_commands.normalize_command("pytest -x tests/test_cart.py 2>&1 | tail -20")
+    again = shell_commands.normalize_command("cd /repo && pytest  -x tests/test_cart.py | tail -50")
     assert first == again
-    assert first != signals.normalize_command("pytest -x tests/test_cart.py -k discount")
+    assert first != shell_commands.normalize_command("pytest -x tests/test_cart.py -k discount")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -892,29 +899,29 @@ def test_reruns_of_one_command_normalize_alike():
     ],
 )
 def test_frustration(text, level):
-    assert signals.frustration(text) == level
+    assert frustration.frustration(text) == level
 
 
 def test_relief_is_not_anger():
-    assert signals.frustration("holy shit it works now") == "mild"
+    assert frustration.frustration("holy shit it works now") == "mild"
 
 
 def test_pasted_logs_do_not_shout():
     text = "still failing:\n```\nERROR BUILD FAILED\nFATAL TOTAL FAILURE!!!\n```"
-    assert signals.frustration(text) == "mild"
+    assert frustration.frustration(text) == "mild"
 
 
 def test_useless_code_is_no_insult():
-    assert signals.frustration("remove the useless import in cart.py") == "none"
-    assert signals.frustration("this is useless") == "severe"
+    assert frustration.frustration("remove the useless import in cart.py") == "none"
+    assert frustration.frustration("this is useless") == "severe"
 
 
 def test_combine_frustration():
-    assert signals.FRUSTRATION_ORDER == ("none", "mild", "moderate", "severe")
-    assert signals.combine_frustration([]) == "none"
-    assert signals.combine_frustration(["mild", "none"]) == "mild"
-    assert signals.combine_frustration(["mild", "severe", "moderate"]) == "severe"
-    assert signals.combine_frustration(iter(signals.FRUSTRATION_ORDER[:3])) == "moderate"
+    assert frustration.FRUSTRATION_ORDER == ("none", "mild", "moderate", "severe")
+    assert frustration.combine_frustration([]) == "none"
+    assert frustration.combine_frustration(["mild", "none"]) == "mild"
+    assert frustration.combine_frustration(["mild", "severe", "moderate"]) == "severe"
+    assert frustration.combine_frustration(iter(frustration.FRUSTRATION_ORDER[:3])) == "moderate"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -949,7 +956,7 @@ def test_combine_frustration():
     ],
 )
 def test_corrections(text):
-    assert signals.is_correction(text)
+    assert replies.is_correction(text)
 
 
 @pytest.mark.parametrize(
@@ -968,7 +975,7 @@ def test_corrections(text):
     ],
 )
 def test_not_corrections(text):
-    assert not signals.is_correction(text)
+    assert not replies.is_correction(text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -999,8 +1006,8 @@ def test_not_corrections(text):
     ],
 )
 def test_continuations(text):
-    assert signals.is_continuation(text)
-    assert not signals.is_new_task(text)
+    assert replies.is_continuation(text)
+    assert not replies.is_new_task(text)
 
 
 @pytest.mark.parametrize(
@@ -1020,8 +1027,8 @@ def test_continuations(text):
     ],
 )
 def test_new_tasks(text):
-    assert signals.is_new_task(text)
-    assert not signals.is_continuation(text)
+    assert replies.is_new_task(text)
+    assert not replies.is_continuation(text)
 
 
 @pytest.mark.parametrize(
@@ -1034,12 +1041,12 @@ def test_new_tasks(text):
     ],
 )
 def test_messages_without_a_boundary_cue(text):
-    assert not signals.is_continuation(text)
-    assert not signals.is_new_task(text)
+    assert not replies.is_continuation(text)
+    assert not replies.is_new_task(text)
 
 
 def test_content_words():
-    words = signals.content_words(
+    words = replies.content_words(
         "Can you fix the flaky upload test in tests/test_upload.py? It's failing on CI since "
         "v2.3 (3rd time) -- 42 runs"
     )
@@ -1054,17 +1061,17 @@ def test_content_words():
         "time",
         "runs",
     }
-    assert signals.content_words("ok, thanks!") == set()
+    assert replies.content_words("ok, thanks!") == set()
 
 
 def test_topic_overlap():
-    cart = signals.content_words("the cart total ignores the discount code")
-    same = signals.content_words("discount still ignored in cart total")
-    other = signals.content_words("set up OAuth login with GitHub")
-    assert signals.topic_overlap(cart, same) == pytest.approx(3 / 4)
-    assert signals.topic_overlap(cart, other) == 0.0
-    assert signals.topic_overlap(set(), cart) == 0.0
-    assert signals.topic_overlap({"cart"}, {"cart", "total", "discount"}) == 1.0
+    cart = replies.content_words("the cart total ignores the discount code")
+    same = replies.content_words("discount still ignored in cart total")
+    other = replies.content_words("set up OAuth login with GitHub")
+    assert replies.topic_overlap(cart, same) == pytest.approx(3 / 4)
+    assert replies.topic_overlap(cart, other) == 0.0
+    assert replies.topic_overlap(set(), cart) == 0.0
+    assert replies.topic_overlap({"cart"}, {"cart", "total", "discount"}) == 1.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1090,7 +1097,7 @@ def test_topic_overlap():
     ],
 )
 def test_success_cues(text):
-    assert signals.success_cue(text)
+    assert success.success_cue(text)
 
 
 @pytest.mark.parametrize(
@@ -1111,17 +1118,17 @@ def test_success_cues(text):
     ],
 )
 def test_not_success_cues(text):
-    assert not signals.success_cue(text)
+    assert not success.success_cue(text)
 
 
 def test_empty_inputs():
-    assert signals.test_outcome(None, "", None) is None
-    assert not signals.looks_like_error("")
-    assert signals.error_line("") is None
-    assert signals.normalize_command("") == ""
-    assert signals.frustration("") == "none"
-    assert not signals.is_correction("")
-    assert not signals.is_continuation("")
-    assert not signals.is_new_task("")
-    assert not signals.success_cue("")
-    assert signals.content_words("") == set()
+    assert runner_output.test_outcome(None, "", None) is None
+    assert not error_output.looks_like_error("")
+    assert error_output.error_line("") is None
+    assert shell_commands.normalize_command("") == ""
+    assert frustration.frustration("") == "none"
+    assert not replies.is_correction("")
+    assert not replies.is_continuation("")
+    assert not replies.is_new_task("")
+    assert not success.success_cue("")
+    assert replies.content_words("") == set()

@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reos_memory.squirrel.text.statements import (
-    TOOL_CATEGORIES,
-    Statement,
-    corrections,
-    explicit_statements,
-    mentioned_tools,
-    switch_between,
-    switch_in,
-    tool_category,
-)
+from reos_memory.squirrel.text.statements import Statement, corrections, explicit_statements
+from reos_memory.squirrel.text.tool_names import TOOL_CATEGORIES, mentioned_tools, tool_category
+from reos_memory.squirrel.text.tool_switches import switch_between, switch_in
 
 # (message, [(text, kind, polarity, scope, key), ...]); text None = not checked
 EXPLICIT_CASES: list[tuple[str, list[tuple[str | None, str, int, str, str | None]]]] = [
@@ -849,9 +842,9 @@ def test_tool_category(name, category):
 
 
 def test_every_catalog_category_has_a_phrase():
-    from reos_memory.squirrel.text.statements import _CATEGORY_PHRASE
+    from reos_memory.squirrel.text.tool_names import CATEGORY_PHRASE
 
-    assert set(TOOL_CATEGORIES.values()) == set(_CATEGORY_PHRASE)
+    assert set(TOOL_CATEGORIES.values()) == set(CATEGORY_PHRASE)
 
 
 @pytest.mark.parametrize(
@@ -911,17 +904,41 @@ def test_switch_between_failing_and_working_text():
     )
 
 
-def test_module_is_pure():
-    """No I/O and no imports beyond the standard library's re/dataclasses/itertools/functools
-    (a memo of the tool scan)."""
-    path = (
-        Path(__file__).resolve().parents[1] / "reos_memory" / "squirrel" / "text" / "statements.py"
-    )
+TEXT_PACKAGE = Path(__file__).resolve().parents[1] / "reos_memory" / "squirrel" / "text"
+# the standard library's text tools; other modules of the package are checked in their turn
+PURE_IMPORTS = {
+    "__future__",
+    "re",
+    "dataclasses",
+    "itertools",
+    "functools",
+    "collections.abc",
+    "typing",
+}
+IMPURE_CALLS = {"open", "print", "input", "exec", "eval", "__import__"}
+
+
+@pytest.mark.parametrize("path", sorted(TEXT_PACKAGE.glob("*.py")), ids=lambda path: path.name)
+def test_rule_files_are_pure(path: Path):
+    """Every rule file (statements and the modules it is built from, the signals, prose ...)
+    imports only the standard library's text tools and its sibling rule files, and does no I/O."""
     tree = ast.parse(path.read_text())
     imported = {
-        alias.name.split(".")[0]
+        alias.name
         for node in ast.walk(tree)
         if isinstance(node, ast.Import)
         for alias in node.names
-    } | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"__future__", "re", "dataclasses", "itertools", "functools"}
+    } | {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    siblings = {f"reos_memory.squirrel.text.{p.stem}" for p in TEXT_PACKAGE.glob("*.py")}
+    assert imported <= PURE_IMPORTS | siblings
+    called = {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    assert not called & IMPURE_CALLS
+
+
+def test_the_purity_check_sees_every_rule_file():
+    names = {p.stem for p in TEXT_PACKAGE.glob("*.py")}
+    assert {"statements", "clause_rules", "tool_names", "runner_output", "replies"} <= names

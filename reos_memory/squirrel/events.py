@@ -10,7 +10,16 @@ from typing import Any
 
 from reos_memory.models import EventIn, now_iso, parse_iso
 from reos_memory.squirrel.redaction import redact
-from reos_memory.squirrel.text import diagnosis, signals, summaries
+from reos_memory.squirrel.text import (
+    diagnosis,
+    error_output,
+    frustration,
+    replies,
+    runner_output,
+    shell_commands,
+    success,
+    summaries,
+)
 from reos_memory.squirrel.tokens import cap
 
 # Squirrel's own injection (markers.CONTEXT_OPEN ... CONTEXT_CLOSE), also a truncated one
@@ -137,26 +146,28 @@ def compress(
         said = (text if text is not None else summary or snippet or "").strip()
         out["text"] = cap(said, USER_TEXT_CHARS)
         out["summary"] = cap(summary or _first_line(said), SUMMARY_CHARS)
-        level = signals.frustration(said)
+        level = frustration.frustration(said)
         if level != "none":
             out["frustration"] = level
-        if signals.is_correction(said) or ev.origin == "rejection":
+        if replies.is_correction(said) or ev.origin == "rejection":
             out["correction"] = True
-        if signals.success_cue(said):
+        if success.success_cue(said):
             out["success"] = True
     elif ev.kind == "tool_result":
         low = raw_body[:2000].lower()
         rejected = ev.rejected or any(m in low for m in REJECTION_MARKERS)
         error = bool(ev.is_error) or (ev.exit_code not in (None, 0)) or rejected
         if ev.is_error is None and ev.exit_code is None and not rejected:
-            error = signals.looks_like_error(raw_body)
+            error = error_output.looks_like_error(raw_body)
         test = (
-            signals.test_outcome(command, raw_body, ev.exit_code) if raw_body or command else None
+            runner_output.test_outcome(command, raw_body, ev.exit_code)
+            if raw_body or command
+            else None
         )
         if (
             test is None
             and command
-            and signals.is_test_command(command)
+            and shell_commands.is_test_command(command)
             and ev.exit_code is not None
         ):
             test = "passed" if ev.exit_code == 0 else "failed"
@@ -167,7 +178,7 @@ def compress(
             out["rejected"] = True
         if error:
             out["error"] = True
-            line = signals.error_line(raw_body) if raw_body else None
+            line = error_output.error_line(raw_body) if raw_body else None
             if line:
                 out["error_line"] = cap(brief_error(_safe_line(raw_body, line, red)), SUMMARY_CHARS)
         out["summary"] = cap(
@@ -246,5 +257,5 @@ def brief_error(line: str) -> str:
 def call_key(tool: str | None, command: str | None, file: str | None) -> str:
     """What makes two tool calls 'the same call' for retry detection."""
     if command:
-        return f"{tool or 'shell'}:{signals.normalize_command(command)}"
+        return f"{tool or 'shell'}:{shell_commands.normalize_command(command)}"
     return f"{tool or 'tool'}:{file or ''}"

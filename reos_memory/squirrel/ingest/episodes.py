@@ -17,7 +17,7 @@ from reos_memory.squirrel.events import call_ref, compress, main_text
 from reos_memory.squirrel.memory import feedback
 from reos_memory.squirrel.memory.policy import RegretWeights
 from reos_memory.squirrel.redaction import SecretScope, peek_scope, scope_for
-from reos_memory.squirrel.text import commands, instructions, signals, statements
+from reos_memory.squirrel.text import commands, frustration, instructions, replies, statements
 from reos_memory.store import squirrel as sql
 
 _enc = msgspec.json.Encoder()
@@ -343,14 +343,14 @@ def _is_boundary(state: dict[str, Any], c: dict[str, Any]) -> bool:
     said = c.get("text", "")
     if c.get("origin") in ("queued", "rejection") or state.get("rejected_last"):
         return False  # typed mid-work or on rejecting a call: about the task at hand
-    if not said or c.get("correction") or c.get("frustration") or signals.is_continuation(said):
+    if not said or c.get("correction") or c.get("frustration") or replies.is_continuation(said):
         return False  # complaints and corrections are about the task at hand
-    if signals.is_new_task(said):
+    if replies.is_new_task(said):
         return True
-    words = signals.content_words(said)
+    words = replies.content_words(said)
     if not words or not state["task"]:
         return False
-    return signals.topic_overlap(words, set(state["task"])) < TASK_OVERLAP
+    return replies.topic_overlap(words, set(state["task"])) < TASK_OVERLAP
 
 
 def _absorb(state: dict[str, Any], c: dict[str, Any]) -> None:
@@ -361,7 +361,7 @@ def _absorb(state: dict[str, Any], c: dict[str, Any]) -> None:
     if c["role"] == "user" and c["kind"] == "message":
         if c.get("frustration") == "severe":
             state["severe"] = True
-        words = [w for w in signals.content_words(c.get("text", "")) if w not in state["task"]]
+        words = [w for w in replies.content_words(c.get("text", "")) if w not in state["task"]]
         state["task"] = (state["task"] + sorted(words))[:TASK_WORDS]
     else:
         state["activity"] += 1
@@ -405,7 +405,7 @@ def compute_stats(events: Sequence[dict[str, Any]]) -> EpisodeStats:
         error_count=errors,
         retry_loops=retries,
         tests_final_status=tests,
-        user_frustration=signals.combine_frustration(levels) if levels else "none",
+        user_frustration=frustration.combine_frustration(levels) if levels else "none",
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from reos_memory.squirrel.text import statements
+from reos_memory.squirrel.text import tool_names
 
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:+#@\-]*")
 _NEGATION = re.compile(
@@ -86,7 +86,7 @@ def same_meaning(a: str, b: str) -> bool:
         return False
     if _specific(a) != _specific(b):
         return False
-    if statements.mentioned_tools(a) != statements.mentioned_tools(b):
+    if tool_names.mentioned_tools(a) != tool_names.mentioned_tools(b):
         return False
     ca, cb = _content(a), _content(b)
     # the same words in another order is a swap ("tabs over spaces"), not a paraphrase

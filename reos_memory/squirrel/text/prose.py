@@ -75,3 +75,16 @@ def clip(text: str, limit: int) -> str:
         return text
     cut = text[: limit - 1].rsplit(" ", 1)[0]
     return cut.rstrip(",;:-") + "…"
+
+
+def wordset(text: str) -> frozenset[str]:
+    """The words of `text`: how the rule files write their word lists."""
+    return frozenset(text.split())
+
+
+def fold(text: str) -> str:
+    """`text` in lowercase, always of the same length (positions carry over to the original)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c) == 1 else "?" for c in (ch.lower() for ch in text))

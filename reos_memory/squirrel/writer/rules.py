@@ -30,7 +30,7 @@ import re
 from typing import Any, NamedTuple
 
 from reos_memory.models import Memory
-from reos_memory.squirrel.text import commands, instructions, junk, statements
+from reos_memory.squirrel.text import commands, instructions, junk, statements, tool_switches
 from reos_memory.squirrel.tokens import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 
@@ -374,9 +374,9 @@ def _pattern(
         if x is after or _changes(x)
         for f in ("summary", "command", "raw_snippet")
     )
-    switch = statements.switch_in(" ".join(x.get("summary") or "" for x in since))
+    switch = tool_switches.switch_in(" ".join(x.get("summary") or "" for x in since))
     if switch is None:
-        switch = statements.switch_between(text_before, text_after)
+        switch = tool_switches.switch_between(text_before, text_after)
     if reason is None and switch is None and not (edited and len(failed_at) >= 2):
         return []  # an ordinary fail-edit-pass loop: nothing learned worth keeping
     ops: list[WriterOp] = []
