@@ -275,6 +275,9 @@ def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:
         [sys.executable, "-c", "import time; time.sleep(30)", "--worker", str(db)]
     )
     try:
+        until = time.monotonic() + 10  # until the child has exec'ed (its command line is ours)
+        while time.monotonic() < until and not _workers(db):
+            time.sleep(0.05)
         assert len(_workers(db)) == 1
     finally:
         dummy.kill()
