@@ -1,3 +1,5 @@
+"""`python -m reos_memory`: the `reos-memory` command."""
+
 from reos_memory.cli import main
 
 if __name__ == "__main__":
