@@ -1,4 +1,5 @@
-"""The one place that reads configuration and wires the service together."""
+"""The composition root: the one place that reads configuration and builds the services of a
+database (`App`, which every interface is given as `interfaces.services.Services`)."""
 
 from __future__ import annotations
 

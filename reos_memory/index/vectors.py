@@ -1,4 +1,5 @@
-"""Block embeddings: computing them, storing them, and never mixing two models' vectors.
+"""Embeddings of blocks and memories: computing them, storing them, and never mixing two models'
+vectors.
 
 The database records which model its vectors come from (`embedding_meta`). Every write checks,
 inside its transaction, that the record still names this process's model; a process whose model

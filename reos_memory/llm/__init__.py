@@ -1,4 +1,4 @@
-"""LLM providers over httpx, shared by relationship extraction and (later) the Memory Writer."""
+"""LLM providers over httpx, shared by relationship extraction and the Memory Writer."""
 
 from reos_memory.llm.client import Completion, LLMClient, LLMError, LLMSettings
 

@@ -1,4 +1,5 @@
-"""Squirrel's operations, shared by the JSON-RPC handlers and the `sqrl` command line."""
+"""`Squirrel`, the typed facade every interface calls (JSON-RPC, MCP, the hooks, `sqrl`): each
+method takes its request Struct from `api.py` and returns its result Struct."""
 
 from __future__ import annotations
 
