@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness import processes
 from harness.agent_homes import ClaudeSession, CodexSession
 from harness.commands import agent_env, run_module, sqrl
 from harness.rpc_client import ROOT, SQRL, Server
@@ -189,20 +190,9 @@ def _mcp_context(env: dict[str, str], project: Path, task: str) -> dict[str, Any
 
 
 def _workers(db: Path) -> list[str]:
-    """Command lines of live hook workers for this database (from /proc: no `ps` needed)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        line = " ".join(a.decode(errors="replace") for a in args)
-        if state != "Z" and "--worker" in line and str(db) in line:
-            found.append(line)
-    return found
+    """Command lines of live hook workers for this database."""
+    lines = (" ".join(a.decode(errors="replace") for a in args) for _, args, _ in processes.live())
+    return [line for line in lines if "--worker" in line and str(db) in line]
 
 
 def test_hook_prompt_context_failures_and_the_worker(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from harness import processes
 from harness.agent_homes import ClaudeSession
 from harness.commands import agent_env as _env
 from harness.commands import sqrl
@@ -32,19 +33,9 @@ ASK = "can we deploy on Friday"
 
 
 def services(db: Path) -> list[int]:
-    """Pids of live hook services of this database (from /proc)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and b"--serve" in args and str(db).encode() in args:
-            found.append(int(proc.name))
-    return found
+    """Pids of live hook services of this database."""
+    me = str(db).encode()
+    return [pid for pid, args, _ in processes.live() if b"--serve" in args and me in args]
 
 
 def wait_for(cond: Any, seconds: float = 30) -> bool:

@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness import processes  # noqa: E402
 from harness.agent_homes import ClaudeSession, CodexSession  # noqa: E402
 from harness.rpc_client import SQRL  # noqa: E402
 from tools.bench import pct, proc_status_kb, slope  # noqa: E402
@@ -279,21 +280,15 @@ def fill(db: Path, project: Path, n: int, embedder: str) -> None:
 
 
 def hook_processes(db: Path) -> dict[str, int]:
-    """Live processes of the hook for this database, by kind (from /proc): the warm service,
-    queue workers, and hook calls still running."""
+    """Live processes of the hook for this database, by kind: the warm service, queue workers,
+    and hook calls still running."""
     out = {"service": 0, "worker": 0, "call": 0}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
+    me = str(db).encode()
+    for _, args, proc in processes.live():
+        if b"claude-code" not in args or b"hook" not in args:
             continue
         try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-            if b"claude-code" not in args or b"hook" not in args:
-                continue
-            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            mine = str(db).encode() in args or (
-                b"REOS_MEMORY_DB=" + str(db).encode() in (proc / "environ").read_bytes()
-            )
+            mine = me in args or b"REOS_MEMORY_DB=" + me in (proc / "environ").read_bytes()
         except OSError:
             continue
         if mine:
