@@ -244,7 +244,7 @@ def _in_process(home: Path, db: Path, embedder: str) -> dict[str, float]:
     from reos_memory.app import App
     from reos_memory.config import load_config
     from reos_memory.logs import setup_logging
-    from reos_memory.squirrel.ingest.ingest import Options, ingest_paths
+    from reos_memory.squirrel.ingest.ingest import Options
 
     out = {}
     for name in ("cutting", "total"):
@@ -259,9 +259,10 @@ def _in_process(home: Path, db: Path, embedder: str) -> dict[str, float]:
         try:
             sq = app.squirrel
             if name == "cutting":  # every cut episode left pending
-                sq.after_cut = functools.partial(_pending, sq.after_cut)
+                writer = sq.writer
+                writer.after_cut = functools.partial(_pending, writer.after_cut)  # type: ignore[method-assign]
             t0 = time.perf_counter()
-            ingest_paths(sq, [str(home)], Options())
+            sq.ingest_paths([str(home)], Options())
             out[name] = time.perf_counter() - t0
         finally:
             app.close()
