@@ -145,6 +145,9 @@ class Server:
         self._inflight_lock = threading.Lock()
         # completion of the newest write/pipeline request: what later requests wait for
         self._barrier: Future[None] | None = None
+        # completion of the reads received since that write: the next write waits for them, so
+        # a pipelined read never sees a write the client sent after it
+        self._reads_since_write: list[Future[None]] = []
         self._outstanding = 0
         self._order = threading.Condition()
         self.stopping = threading.Event()
@@ -356,16 +359,23 @@ class Server:
         deliver: Deliver,
     ) -> None:
         """Run the request on its kind's pool once the last write or pipeline request received
-        before it has finished (the connection's causal order)."""
+        before it has finished, and a write once the reads received before it have finished too
+        (the connection's causal order: a read sees the writes sent before it and none after)."""
         key = _id_key(ctx.id) if not is_notification else None
         if key is not None:
             with self._inflight_lock:
                 self.inflight[key] = ctx
         finished: Future[None] = Future()
         with self._order:
-            earlier = self._barrier
+            earlier = [self._barrier]
             if spec.kind in ("write", "pipeline"):
                 self._barrier = finished
+                earlier += self._reads_since_write
+                self._reads_since_write = []
+            elif spec.kind == "read":
+                if len(self._reads_since_write) >= 64:  # a long run of reads: keep the live ones
+                    self._reads_since_write = [f for f in self._reads_since_write if not f.done()]
+                self._reads_since_write.append(finished)
             self._outstanding += 1
 
         def forget() -> None:
@@ -384,7 +394,7 @@ class Server:
             finally:
                 forget()
 
-        def submit(_: object = None) -> None:
+        def submit() -> None:
             try:
                 self.pools[spec.kind].submit(job)
             except RuntimeError:  # pool already shut down
@@ -401,10 +411,7 @@ class Server:
                 finally:
                     forget()
 
-        if earlier is None or earlier.done():
-            submit()
-        else:
-            earlier.add_done_callback(submit)
+        _when_done(earlier, submit)
 
     def _run(
         self, spec: MethodSpec, ctx: RequestContext, params: Any, is_notification: bool
@@ -587,6 +594,27 @@ def _domain_failure(rid: Any, exc: derr.ReosError) -> dict[str, Any]:
     code = exc.code  # each domain error class carries its code
     message = exc.message if code != codes.INVALID_PARAMS else f"Invalid params: {exc.message}"
     return failure(rid, code, message, reason=exc.reason, **exc.data)
+
+
+def _when_done(futures: list[Future[None] | None], then: Callable[[], None]) -> None:
+    """Call `then` once every one of `futures` is done: now, or on the thread that finishes the
+    last of them."""
+    waiting = [f for f in futures if f is not None and not f.done()]
+    if not waiting:
+        then()
+        return
+    left = [len(waiting)]
+    lock = threading.Lock()
+
+    def one_done(_: Future[None]) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            then()
+
+    for f in waiting:
+        f.add_done_callback(one_done)
 
 
 def _id_key(req_id: Any) -> Any:
