@@ -135,50 +135,25 @@ def _named_at(
     before = text[max(0, start - 2) : start]
     if before.endswith(("$", "%")) or before == "${":
         return False  # "$API_TOKEN" is a reference, not an assignment
-    if text[end : end + 1] in ("'", '"') and text[max(0, start - 6) : start - 1].lower().endswith(
-        ("key=", "name=")
-    ):
-        x = _XML_VALUE_RE.match(text, end)
-        if x is not None and not is_placeholder(x.group("v")) and fits_tier(info, x.group("v")):
-            spans.append(Span(x.start("v"), x.end("v"), P_NAMED, info.kind))
-            reach[0] = max(reach[0], x.end())
-            return True
-    if text[end : end + 1] in (" ", "\t") and not (
-        text[start] == "-" or text[start:end].lower() in ("password", "passwd")
-    ):
-        after = text[end : end + 40].lstrip(" \t")[:1]
-        if after not in ("=", ":"):
-            return False  # "secret token key": words, not an assignment (the fast way out)
+    if _xml_value_at(text, start, end, info, spans, reach):
+        return True
+    if _words_follow(text, start, end):
+        return False  # "secret token key": words, not an assignment (the fast way out)
     m = _KV_TAIL_RE.match(text, end)
     if m is None:
         return False
     reach[0] = max(reach[0], m.end())
     name = text[start:end]
-    xml, ws = m.group("xml", "ws")
-    if xml is not None and not before.endswith("<"):
+    if not _separates_value(text, start, name, before, m):
         return False
-    if ws is not None:
-        flag = name.startswith("-") and len(name) > 2
-        netrc = name.lower() in ("password", "passwd") and (
-            text.rfind("machine", max(0, start - 300), start) >= 0
-            or text.rfind("login", max(0, start - 100), start) >= 0
-            or _lone_netrc_line(text, start, m)
-        )
-        if not (flag or netrc):
-            return False
     group = m.lastgroup  # the value groups close last, so this names the one that matched
-    if group in ("eqv", "qv", "bare"):
-        vs, ve = m.span(group)
-        quoted = group != "bare"
-        while not quoted and ve > vs and text[ve - 1] == ",":
-            ve -= 1  # "token=abc, next" - the comma ends the value
-    else:
-        if info.tier != TIER_WEAK or text[m.end() : m.end() + 1] != "(":
-            return True
-        t = _AUTH_TUPLE_RE.match(text, m.end())  # requests' auth=("user", "password")
-        if t is not None and not is_placeholder(t.group("pw")):
-            spans.append(Span(t.start("pw"), t.end("pw"), P_NAMED, "password"))
+    if group not in ("eqv", "qv", "bare"):
+        _auth_tuple_at(text, m, info, spans)
         return True
+    vs, ve = m.span(group)
+    quoted = group != "bare"
+    while not quoted and ve > vs and text[ve - 1] == ",":
+        ve -= 1  # "token=abc, next" - the comma ends the value
     if group == "qv" and text[ve : ve + 1] != m.group("q") and ve < len(text):
         # No closing quote before the line ends: the "opening" quote closed a string literal, as
         # in ask("Password: "), unless the event was cut off right here.
@@ -195,6 +170,59 @@ def _named_at(
         spans.append(Span(vs, accepted_end, P_NAMED, kind))
         reach[0] = max(reach[0], accepted_end)
     return True
+
+
+def _xml_value_at(
+    text: str, start: int, end: int, info: NameInfo, spans: list[Span], reach: list[int]
+) -> bool:
+    """``<add key="Password" value="..."/>``: the value attribute after a secret-named key."""
+    if not (
+        text[end : end + 1] in ("'", '"')
+        and text[max(0, start - 6) : start - 1].lower().endswith(("key=", "name="))
+    ):
+        return False
+    x = _XML_VALUE_RE.match(text, end)
+    if x is None or is_placeholder(x.group("v")) or not fits_tier(info, x.group("v")):
+        return False
+    spans.append(Span(x.start("v"), x.end("v"), P_NAMED, info.kind))
+    reach[0] = max(reach[0], x.end())
+    return True
+
+
+def _words_follow(text: str, start: int, end: int) -> bool:
+    """Whether the name is followed by blanks and no ``=``/``:``, and is no flag or bare
+    ``password`` (those take a value after blanks)."""
+    if text[end : end + 1] not in (" ", "\t") or (
+        text[start] == "-" or text[start:end].lower() in ("password", "passwd")
+    ):
+        return False
+    return text[end : end + 40].lstrip(" \t")[:1] not in ("=", ":")
+
+
+def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[str]) -> bool:
+    """Whether what `m` matched after the name introduces its value: a separator, the ``>`` of an
+    element opened right before the name, or the blanks after a flag or a .netrc ``password``."""
+    xml, ws = m.group("xml", "ws")
+    if xml is not None and not before.endswith("<"):
+        return False
+    if ws is not None:
+        flag = name.startswith("-") and len(name) > 2
+        netrc = name.lower() in ("password", "passwd") and (
+            text.rfind("machine", max(0, start - 300), start) >= 0
+            or text.rfind("login", max(0, start - 100), start) >= 0
+            or _lone_netrc_line(text, start, m)
+        )
+        return flag or netrc
+    return True
+
+
+def _auth_tuple_at(text: str, m: re.Match[str], info: NameInfo, spans: list[Span]) -> None:
+    """requests' ``auth=("user", "password")``: the password after a weak name with no value."""
+    if info.tier != TIER_WEAK or text[m.end() : m.end() + 1] != "(":
+        return
+    t = _AUTH_TUPLE_RE.match(text, m.end())
+    if t is not None and not is_placeholder(t.group("pw")):
+        spans.append(Span(t.start("pw"), t.end("pw"), P_NAMED, "password"))
 
 
 def _lone_netrc_line(text: str, start: int, m: re.Match[str]) -> bool:
@@ -227,55 +255,74 @@ def _judge_value(
         return None  # GOOGLE_APPLICATION_CREDENTIALS=/path/to/sa.json names a file
     if not quoted:
         expr = value.lstrip("-+~!")  # -dist.log_prob(x) is an expression too
-        code_ref = DOTTED_RE.fullmatch(expr) or IDENT_RE.fullmatch(expr)
+        code_ref = DOTTED_RE.fullmatch(expr) is not None or IDENT_RE.fullmatch(expr) is not None
         if code_ref and _ends_call(text, ve):
             return None  # getpass(), os.environ["X"], env("X"), boto3.Session()
         line_pre = _line_prefix(text, start)
         line_start = _LINE_START_RE.fullmatch(line_pre) is not None
-        env_line = (
-            sep == "="
-            and name.isupper()
-            and m.group("sp2") == ""
-            and text[m.start() : m.start() + 1] == "="
-            and (line_start or line_pre[-1:] in (" ", "\t"))
-        )
-        if env_line:
+        if _env_line(text, m, name, line_pre, line_start):
             # A shell or .env value runs to the next blank whatever characters it holds.
             stop = min(len(text), vs + 4096)
             while ve < stop and not text[ve].isspace():
                 ve += 1
             value = text[vs:ve]
-        else:
-            if DOTTED_RE.fullmatch(value):
-                return None  # settings.API_KEY, req.body.password, env::var
-            if code_ref and (
-                _TYPE_NAME_RE.fullmatch(value) or (sep == ":" and _ANNOTATED_RE.match(text, ve))
-            ):
-                return None  # token = Punctuation, LAST_PASS: Final = 2, x: SecretStr
-            if IDENT_RE.fullmatch(value) and (
-                value.lower() == name.lower().strip("-")
-                or names_secret(value)
-                or ("_" in value and value.islower())
-                or _CAMEL_IDENT_RE.fullmatch(value)
-                or (text[ve : ve + 1] in (",", ")", ";") and not randomish(value))
-            ):
-                return None  # password=password, token=access_token, f(password=pw, ...)
-            if value.isdigit() and len(value) < 4:
-                return None
-            if (
-                sep == ":"
-                and m.group("nq") is None
-                and (m.group("sp1") or (name.lower() in ("pass", "pw") and not line_start))
-            ):
-                return None  # "First pass: ...", "Pass :meth:" - the word, not a password
-            if sep == ":" and m.group("nq") is None and info.tier != TIER_WEAK:
-                # "Error: invalid password: expected 8 characters" is a sentence; a following
-                # "key:" (YAML joined onto one line) is not.
-                nxt = NEXT_WORD_RE.match(text, ve)
-                prose = nxt is not None and not nxt.group(1).endswith((":", "="))
-                if prose or not (line_start or has_digit_or_symbol(value)):
-                    return None
+        elif _not_literal(text, m, name, info, value, ve, code_ref, line_start):
+            return None
     return ve if fits_tier(info, value) else None
+
+
+def _env_line(text: str, m: re.Match[str], name: str, line_pre: str, line_start: bool) -> bool:
+    """``NAME=value`` of a shell or .env line: an UPPER_CASE name, ``=`` with no blank around it."""
+    return (
+        m.group("sep") == "="
+        and name.isupper()
+        and m.group("sp2") == ""
+        and text[m.start() : m.start() + 1] == "="
+        and (line_start or line_pre[-1:] in (" ", "\t"))
+    )
+
+
+def _not_literal(
+    text: str,
+    m: re.Match[str],
+    name: str,
+    info: NameInfo,
+    value: str,
+    ve: int,
+    code_ref: bool,
+    line_start: bool,
+) -> bool:
+    """Whether an unquoted value outside a .env line is code or a sentence, not a literal."""
+    sep = m.group("sep")
+    if DOTTED_RE.fullmatch(value):
+        return True  # settings.API_KEY, req.body.password, env::var
+    if code_ref and (
+        _TYPE_NAME_RE.fullmatch(value) or (sep == ":" and _ANNOTATED_RE.match(text, ve))
+    ):
+        return True  # token = Punctuation, LAST_PASS: Final = 2, x: SecretStr
+    if IDENT_RE.fullmatch(value) and (
+        value.lower() == name.lower().strip("-")
+        or names_secret(value)
+        or ("_" in value and value.islower())
+        or _CAMEL_IDENT_RE.fullmatch(value)
+        or (text[ve : ve + 1] in (",", ")", ";") and not randomish(value))
+    ):
+        return True  # password=password, token=access_token, f(password=pw, ...)
+    if value.isdigit() and len(value) < 4:
+        return True
+    if (
+        sep == ":"
+        and m.group("nq") is None
+        and (m.group("sp1") or (name.lower() in ("pass", "pw") and not line_start))
+    ):
+        return True  # "First pass: ...", "Pass :meth:" - the word, not a password
+    if sep == ":" and m.group("nq") is None and info.tier != TIER_WEAK:
+        # "Error: invalid password: expected 8 characters" is a sentence; a following
+        # "key:" (YAML joined onto one line) is not.
+        nxt = NEXT_WORD_RE.match(text, ve)
+        prose = nxt is not None and not nxt.group(1).endswith((":", "="))
+        return prose or not (line_start or has_digit_or_symbol(value))
+    return False
 
 
 def _ends_call(text: str, end: int) -> bool:
