@@ -1,9 +1,9 @@
 """Secret redaction: every Squirrel event, memory and (with ``redact_blocks``) block passes here.
 
-``rules`` holds the rules (see its docstring), ``providers`` the provider formats known by their
-prefix, ``normalize`` the NFKC / zero-width reading, ``scope`` the episode-wide memory of values
-already found (a value redacted once is redacted everywhere in the episode, and a key split over
-two adjacent events is found across them).
+``rules`` runs the rules (see its docstring for them and the module of each), ``providers`` the
+provider formats known by their prefix, ``normalize`` the NFKC / zero-width reading, ``scope`` the
+episode-wide memory of values already found (a value redacted once is redacted everywhere in the
+episode, and a key split over two adjacent events is found across them).
 """
 
 from reos_memory.squirrel.redaction.rules import find_secrets, redact, redact_found, redact_value

@@ -9,7 +9,7 @@ of secret scanners. A last, generic rule takes a short word prefix followed by `
 a long random single-case body (an unknown vendor's token), but never a bare hex digest.
 
 Every pattern starts with a literal or a small class, and runs only inside a run of token
-characters that ``rules._scan_runs`` found, so no regex scans the whole text.
+characters that ``tokens.scan_runs`` found, so no regex scans the whole text.
 """
 
 from __future__ import annotations

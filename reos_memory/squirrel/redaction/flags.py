@@ -1,0 +1,66 @@
+"""Rule 4 on command lines: passwords given to ``curl -u``, ``mysql -p``, ``sshpass -p``, ``docker
+login -p`` and ``ldap* -w``."""
+
+from __future__ import annotations
+
+import re
+
+from reos_memory.squirrel.redaction.findings import P_NAMED, Span
+from reos_memory.squirrel.redaction.values import NEXT_WORD_RE, is_placeholder
+
+_CURL_USER_RE = re.compile(
+    r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]+):(?P<pw>[^\s"'`]+)\1"""
+)
+_LDAP_CMD_RE = re.compile(
+    r"(?:^|[\s;&|(])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b"
+)
+_P_FLAG_CMD_RE = re.compile(
+    r"(?:^|[\s;&|(])(?:(?P<attached>mysql|mysqldump|mysqladmin|mysqlsh|mariadb|mariadb-dump)"
+    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl)\s+login))\b",
+    re.MULTILINE,
+)
+
+
+def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
+    """``curl -u user:pass``, ``mysql -pSECRET``, ``sshpass -p SECRET``, ``docker login -p X``."""
+    i = b.find(b"-u")
+    while i >= 0:
+        if b[i - 1 : i] in (b" ", b"\t", b"-"):
+            m = _CURL_USER_RE.match(text, i + 1)
+            if (
+                m is not None
+                and not is_placeholder(m.group("pw"))
+                and not (m.group("pw").isdigit() and m.group("user").isdigit())  # -u 1000:1000
+            ):
+                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+        i = b.find(b"-u", i + 2)
+    i = b.find(b" -p")
+    while i >= 0:
+        _p_flag(text, len(text), i, spans)
+        i = b.find(b" -p", i + 3)
+    i = b.find(b" -w ") if b"ldap" in b else -1
+    while i >= 0:
+        lo = max(0, i - 300)
+        line = text[max(text.rfind("\n", lo, i) + 1, lo) : i]
+        m = NEXT_WORD_RE.match(text, i + 3)
+        if _LDAP_CMD_RE.search(line) and m is not None and not is_placeholder(m.group(1)):
+            spans.append(Span(m.start(1), m.end(1), P_NAMED, "password"))
+        i = b.find(b" -w ", i + 4)
+
+
+def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:
+    """``-p`` is a password only after mysql-like commands (attached) or sshpass/login (spaced)."""
+    lo = max(0, i - 300)
+    cmd = _P_FLAG_CMD_RE.search(text, max(text.rfind("\n", lo, i) + 1, lo), i)
+    if cmd is None:
+        return
+    j = i + 3
+    if cmd.group("spaced"):
+        while j < n and text[j] in " \t":
+            j += 1
+    k = j
+    while k < n and not text[k].isspace():
+        k += 1
+    value = text[j:k].strip("\"'")
+    if k > j and text[j] not in " \t" and not is_placeholder(value):
+        spans.append(Span(j, k, P_NAMED, "password"))

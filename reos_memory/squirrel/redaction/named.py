@@ -1,0 +1,329 @@
+"""Rule 4: the value after a secret-named assignment, mapping entry, header, XML element or flag."""
+
+from __future__ import annotations
+
+import re
+import string
+
+from reos_memory.squirrel.redaction.findings import P_NAMED, Span
+from reos_memory.squirrel.redaction.names import TIER_WEAK, NameInfo, name_info, names_secret
+from reos_memory.squirrel.redaction.prose import prose_at
+from reos_memory.squirrel.redaction.randomness import randomish, randomness
+from reos_memory.squirrel.redaction.values import (
+    DOTTED_RE,
+    IDENT_RE,
+    NEXT_WORD_RE,
+    WORDY_RE,
+    fits_tier,
+    has_digit_or_symbol,
+    is_placeholder,
+)
+
+_TRIGGER_WORDS = (b"pwd", b"token", b"key", b"auth")
+_TRIGGER_RES = (re.compile(rb"ss(?<=pass|sess)"), re.compile(rb"cr(?:(?<=secr)et|ed)"))
+_NAME_TABLE = bytes(
+    ord("a") if chr(i) in string.ascii_letters + string.digits + "_.-" else ord(" ")
+    for i in range(256)
+)
+
+# Matched right after a secret-looking name (the scanner already knows where the name ends).
+_KV_TAIL_RE = re.compile(
+    r"""
+    (?P<nq>\\?["'])?+\]?
+    (?:
+        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\]))(?P<sp2>[ \t]*)
+      | (?P<xml>>)
+      | (?P<ws>[ \t]+)
+    )
+    (?:
+        [bBrRuUfF]{0,2}\\"(?P<eqv>(?:(?!\\")[^\n]){0,4096})(?:\\")?
+      | [bBrRuUfF]{0,2}(?P<q>["'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n]){0,4096})(?P=q)?
+      | (?P<bare>[^\s"'`;&<>()\[\]{}|]{1,4096})
+    )?
+    """,
+    re.VERBOSE,
+)
+AUTH_SCHEME_RE = re.compile(
+    r"(?i)(?P<scheme>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|key|jwt|oauth"
+    r"|ssws|splunk|api-token|apitoken|sso-key|[A-Za-z][A-Za-z0-9_-]{1,24})[ \t]+"
+    r"(?P<cred>[^\s\"'`,;]+)"
+)
+# <add key="Password" value="..."/>, <param name="apiToken" value="..."/>
+_XML_VALUE_RE = re.compile(r"""["'][ \t]+value[ \t]*=[ \t]*(["'])(?P<v>[^"'\n]{1,4096})\1""")
+_AUTH_TUPLE_RE = re.compile(r"""\(\s*(["'])[^"'\n]*\1\s*,\s*(["'])(?P<pw>[^"'\n]*)\2\s*\)""")
+_LINE_START_RE = re.compile(r"[ \t]*(?:(?:export|set|setenv|ENV|-|\+|declare -x)[ \t]+)?[\"']?")
+_CAMEL_IDENT_RE = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
+_ANNOTATED_RE = re.compile(r"[ \t]*(?:\[[^\]\n]*\])?[ \t]*(?:\|[ \t]*\w+[ \t]*)*=(?!=)")
+_TYPE_NAME_RE = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
+_PATH_RE = re.compile(
+    r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:\\[\w.\-\\ ]+|(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z0-9]{1,5}"
+)
+_TYPE_CALL_CHARS = frozenset("([")
+
+
+def scan_named(text: str, b: bytes, spans: list[Span]) -> bool:
+    """Secret-named assignments, headers, flags and phrases, found from their secret word.
+
+    Returns whether "key" occurs at all (the PEM rule needs it)."""
+    low = b.lower()
+    saw_key = b"key" in low
+    hits: list[int] = []
+    for word in _TRIGGER_WORDS:
+        i = low.find(word)
+        while i >= 0:
+            hits.append(i)
+            i = low.find(word, i + len(word))
+    # Words sharing a rarer pair of letters go through one literal-prefix regex each, which the
+    # regex engine scans about as fast as bytes.find.
+    for regex in _TRIGGER_RES:
+        hits.extend(m.start() for m in regex.finditer(low))
+    if not hits:
+        return saw_key
+    hits.sort()
+    name_map = b.translate(_NAME_TABLE) + b" "
+    # Each hit's work is bounded (names of 80 characters, values of 4,096), and a hit inside what
+    # an earlier one read (its name or its value) is not read again, so the pass is linear in
+    # the text: "token:token:token:..." reads its first value and skips the rest.
+    reach = [0]
+    budget = max(_HIT_BUDGET, len(text) // 100)
+    for i in hits:
+        if i < reach[0]:
+            continue
+        budget -= 1
+        if budget < 0:
+            # a crafted or generated blob: the rest is one finding, not judged word by word
+            spans.append(Span(i, len(text), P_NAMED, "dense_secret_words"))
+            break
+        _named_hit(text, name_map, i, spans, reach)
+    return saw_key
+
+
+# Natural text holds a secret word every few hundred characters; past this many in one text (at
+# least 4,000, one per 100 characters) it is a crafted or generated blob, and the rest of it is
+# redacted as one finding rather than judged word by word in time that adds up to minutes.
+_HIT_BUDGET = 4000
+
+
+def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: list[int]) -> None:
+    """Read the name around the secret word at `i` and what follows it."""
+    start = name_map.rfind(b" ", max(0, i - 81), i) + 1
+    end = name_map.find(b" ", i, i + 81)
+    if (start == 0 and i > 81) or end < 0 or end - start > 80:
+        # no variable is named like that: a blob that happens to contain "key"
+        reach[0] = name_map.find(b" ", i)
+        return
+    reach[0] = end
+    info = name_info(text[start:end])
+    if (info is None or not _named_at(text, start, end, info, spans, reach)) and text[
+        end : end + 1
+    ].isspace():
+        prose_at(text, start, end, spans)
+
+
+def _line_prefix(text: str, start: int) -> str:
+    """What precedes `start` on its line (at most 200 characters: minified lines are long)."""
+    lo = max(0, start - 200)
+    return text[max(text.rfind("\n", lo, start) + 1, lo) : start]
+
+
+def _named_at(
+    text: str, start: int, end: int, info: NameInfo, spans: list[Span], reach: list[int]
+) -> bool:
+    """Handle ``name <sep> value`` for the name at [start, end); True when it was an assignment.
+
+    `reach` is moved past the value read, so that no later hit reads it again."""
+    before = text[max(0, start - 2) : start]
+    if before.endswith(("$", "%")) or before == "${":
+        return False  # "$API_TOKEN" is a reference, not an assignment
+    if _xml_value_at(text, start, end, info, spans, reach):
+        return True
+    if _words_follow(text, start, end):
+        return False  # "secret token key": words, not an assignment (the fast way out)
+    m = _KV_TAIL_RE.match(text, end)
+    if m is None:
+        return False
+    reach[0] = max(reach[0], m.end())
+    name = text[start:end]
+    if not _separates_value(text, start, name, before, m):
+        return False
+    group = m.lastgroup  # the value groups close last, so this names the one that matched
+    if group not in ("eqv", "qv", "bare"):
+        _auth_tuple_at(text, m, info, spans)
+        return True
+    vs, ve = m.span(group)
+    quoted = group != "bare"
+    while not quoted and ve > vs and text[ve - 1] == ",":
+        ve -= 1  # "token=abc, next" - the comma ends the value
+    if group == "qv" and text[ve : ve + 1] != m.group("q") and ve < len(text):
+        # No closing quote before the line ends: the "opening" quote closed a string literal, as
+        # in ask("Password: "), unless the event was cut off right here.
+        return True
+    kind = info.kind
+    if info.header:
+        a = AUTH_SCHEME_RE.match(text, vs, ve if quoted else len(text))
+        if a is not None:
+            vs, ve = a.span("cred")
+            kind = "basic_auth" if a.group("scheme").lower() == "basic" else "bearer"
+            quoted = True  # a scheme makes the rest a literal credential
+    accepted_end = _judge_value(text, m, start, name, info, vs, ve, quoted)
+    if accepted_end is not None:
+        spans.append(Span(vs, accepted_end, P_NAMED, kind))
+        reach[0] = max(reach[0], accepted_end)
+    return True
+
+
+def _xml_value_at(
+    text: str, start: int, end: int, info: NameInfo, spans: list[Span], reach: list[int]
+) -> bool:
+    """``<add key="Password" value="..."/>``: the value attribute after a secret-named key."""
+    if not (
+        text[end : end + 1] in ("'", '"')
+        and text[max(0, start - 6) : start - 1].lower().endswith(("key=", "name="))
+    ):
+        return False
+    x = _XML_VALUE_RE.match(text, end)
+    if x is None or is_placeholder(x.group("v")) or not fits_tier(info, x.group("v")):
+        return False
+    spans.append(Span(x.start("v"), x.end("v"), P_NAMED, info.kind))
+    reach[0] = max(reach[0], x.end())
+    return True
+
+
+def _words_follow(text: str, start: int, end: int) -> bool:
+    """Whether the name is followed by blanks and no ``=``/``:``, and is no flag or bare
+    ``password`` (those take a value after blanks)."""
+    if text[end : end + 1] not in (" ", "\t") or (
+        text[start] == "-" or text[start:end].lower() in ("password", "passwd")
+    ):
+        return False
+    return text[end : end + 40].lstrip(" \t")[:1] not in ("=", ":")
+
+
+def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[str]) -> bool:
+    """Whether what `m` matched after the name introduces its value: a separator, the ``>`` of an
+    element opened right before the name, or the blanks after a flag or a .netrc ``password``."""
+    xml, ws = m.group("xml", "ws")
+    if xml is not None and not before.endswith("<"):
+        return False
+    if ws is not None:
+        flag = name.startswith("-") and len(name) > 2
+        netrc = name.lower() in ("password", "passwd") and (
+            text.rfind("machine", max(0, start - 300), start) >= 0
+            or text.rfind("login", max(0, start - 100), start) >= 0
+            or _lone_netrc_line(text, start, m)
+        )
+        return flag or netrc
+    return True
+
+
+def _auth_tuple_at(text: str, m: re.Match[str], info: NameInfo, spans: list[Span]) -> None:
+    """requests' ``auth=("user", "password")``: the password after a weak name with no value."""
+    if info.tier != TIER_WEAK or text[m.end() : m.end() + 1] != "(":
+        return
+    t = _AUTH_TUPLE_RE.match(text, m.end())
+    if t is not None and not is_placeholder(t.group("pw")):
+        spans.append(Span(t.start("pw"), t.end("pw"), P_NAMED, "password"))
+
+
+def _lone_netrc_line(text: str, start: int, m: re.Match[str]) -> bool:
+    """``password Xy7-secret`` alone on its line: a .netrc shown without its machine line."""
+    prefix = _line_prefix(text, start)
+    if m.group("bare") is None or (prefix and not prefix.isspace()):
+        return False
+    after = text[m.end() : m.end() + 1]
+    return after in ("", "\n", "\r") and has_digit_or_symbol(m.group("bare"))
+
+
+def _judge_value(
+    text: str,
+    m: re.Match[str],
+    start: int,
+    name: str,
+    info: NameInfo,
+    vs: int,
+    ve: int,
+    quoted: bool,
+) -> int | None:
+    """End of the secret value at [vs, ve) after `name`, or None when it is not a literal secret."""
+    value = text[vs:ve]
+    sep = m.group("sep")
+    if is_placeholder(value):
+        return None
+    if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
+        return None  # "--password requires --user", "--token --verbose"
+    if ("/" in value or "\\" in value) and _PATH_RE.fullmatch(value) and randomness(value) < 0.15:
+        return None  # GOOGLE_APPLICATION_CREDENTIALS=/path/to/sa.json names a file
+    if not quoted:
+        expr = value.lstrip("-+~!")  # -dist.log_prob(x) is an expression too
+        code_ref = DOTTED_RE.fullmatch(expr) is not None or IDENT_RE.fullmatch(expr) is not None
+        if code_ref and _ends_call(text, ve):
+            return None  # getpass(), os.environ["X"], env("X"), boto3.Session()
+        line_pre = _line_prefix(text, start)
+        line_start = _LINE_START_RE.fullmatch(line_pre) is not None
+        if _env_line(text, m, name, line_pre, line_start):
+            # A shell or .env value runs to the next blank whatever characters it holds.
+            stop = min(len(text), vs + 4096)
+            while ve < stop and not text[ve].isspace():
+                ve += 1
+            value = text[vs:ve]
+        elif _not_literal(text, m, name, info, value, ve, code_ref, line_start):
+            return None
+    return ve if fits_tier(info, value) else None
+
+
+def _env_line(text: str, m: re.Match[str], name: str, line_pre: str, line_start: bool) -> bool:
+    """``NAME=value`` of a shell or .env line: an UPPER_CASE name, ``=`` with no blank around it."""
+    return (
+        m.group("sep") == "="
+        and name.isupper()
+        and m.group("sp2") == ""
+        and text[m.start() : m.start() + 1] == "="
+        and (line_start or line_pre[-1:] in (" ", "\t"))
+    )
+
+
+def _not_literal(
+    text: str,
+    m: re.Match[str],
+    name: str,
+    info: NameInfo,
+    value: str,
+    ve: int,
+    code_ref: bool,
+    line_start: bool,
+) -> bool:
+    """Whether an unquoted value outside a .env line is code or a sentence, not a literal."""
+    sep = m.group("sep")
+    if DOTTED_RE.fullmatch(value):
+        return True  # settings.API_KEY, req.body.password, env::var
+    if code_ref and (
+        _TYPE_NAME_RE.fullmatch(value) or (sep == ":" and _ANNOTATED_RE.match(text, ve))
+    ):
+        return True  # token = Punctuation, LAST_PASS: Final = 2, x: SecretStr
+    if IDENT_RE.fullmatch(value) and (
+        value.lower() == name.lower().strip("-")
+        or names_secret(value)
+        or ("_" in value and value.islower())
+        or _CAMEL_IDENT_RE.fullmatch(value)
+        or (text[ve : ve + 1] in (",", ")", ";") and not randomish(value))
+    ):
+        return True  # password=password, token=access_token, f(password=pw, ...)
+    if value.isdigit() and len(value) < 4:
+        return True
+    if (
+        sep == ":"
+        and m.group("nq") is None
+        and (m.group("sp1") or (name.lower() in ("pass", "pw") and not line_start))
+    ):
+        return True  # "First pass: ...", "Pass :meth:" - the word, not a password
+    if sep == ":" and m.group("nq") is None and info.tier != TIER_WEAK:
+        # "Error: invalid password: expected 8 characters" is a sentence; a following
+        # "key:" (YAML joined onto one line) is not.
+        nxt = NEXT_WORD_RE.match(text, ve)
+        prose = nxt is not None and not nxt.group(1).endswith((":", "="))
+        return prose or not (line_start or has_digit_or_symbol(value))
+    return False
+
+
+def _ends_call(text: str, end: int) -> bool:
+    return end < len(text) and text[end] in _TYPE_CALL_CHARS

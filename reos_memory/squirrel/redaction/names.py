@@ -1,0 +1,123 @@
+"""Which names (variables, keys, headers, flags) name a secret, and how sure the name is."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import NamedTuple
+
+_CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+_PASSWORD_WORDS = frozenset(
+    {"password", "passwd", "passwrd", "pwd", "pass", "pw", "passphrase", "passcode", "pword"}
+)
+_SECRET_WORDS = frozenset(
+    {
+        "secret", "token", "apikey", "credential", "credentials", "creds", "privatekey",
+        "accesskey", "secretkey", "clientsecret", "authtoken", "accesstoken", "refreshtoken",
+        "idtoken", "bearer", "apitoken", "authorization", "xsrftoken", "csrftoken",
+    }
+)  # fmt: skip
+_KEY_PAIRS = frozenset(
+    {
+        "api", "access", "secret", "private", "account", "auth", "master", "encryption",
+        "signing", "app", "license", "sas", "shared", "subscription", "consumer", "client",
+        "storage", "webhook", "hmac", "jwt", "session", "service", "admin", "write", "deploy",
+        "management", "root", "server", "bot", "integration", "personal", "cloud", "live",
+    }
+)  # fmt: skip
+_WEAK_WORDS = frozenset(
+    {"auth", "session", "sessionid", "sessid", "cookie", "signature", "sig", "salt", "sid"}
+)
+# A last part like these means the name is about the secret, not the secret itself.
+_NOT_SECRET_SUFFIXES = frozenset(
+    {
+        "url", "uri", "urls", "endpoint", "host", "hostname", "port", "type", "types", "kind",
+        "length", "len", "size", "count", "limit", "min", "max", "expiry", "expires",
+        "expiration", "expire", "exp", "ttl", "timeout", "lifetime", "age", "file", "files",
+        "path", "dir", "directory", "name", "names", "id", "ids", "header", "prefix", "suffix",
+        "field", "fields", "policy", "required", "enabled", "enable", "disabled", "rotation",
+        "format", "env", "var", "label", "hint", "placeholder", "style", "input", "mode",
+        "version", "algorithm", "alg", "scope", "scopes", "location", "method", "provider",
+        "strategy", "store", "manager", "service", "helper", "class", "module", "regex",
+        "pattern", "hash", "hashed", "digest", "reset", "validation", "valid", "validator",
+        "strength", "score", "error", "errors", "message", "msg", "text", "prompt", "usage",
+        "budget", "index", "flag", "flags", "option", "options", "schema", "request",
+        "response", "status", "state", "counter", "handler", "callback", "test", "tests",
+        "mock", "factory", "loader", "parser", "encoder", "decoder", "cache", "bucket",
+        "tokens", "changed", "confirmation", "rules", "check", "checker", "form", "button",
+        "page", "view", "route", "template", "lookup", "source", "ref", "command", "cmd",
+        "stdin", "prompted", "protected", "less", "based", "seconds", "secs", "sec", "ms",
+        "minutes", "mins", "hours", "days", "millis", "retries", "attempts", "offset",
+        "through", "thru", "rate", "ratio", "number", "num", "at", "start", "end", "begin",
+        "open", "close", "marker", "separator", "delimiter", "sep", "char", "chars", "map",
+    }
+)  # fmt: skip
+# Tokenizer and pagination tokens are not credentials.
+_NOT_SECRET_BEFORE_TOKEN = frozenset(
+    {
+        "page", "next", "prev", "previous", "continuation", "cursor", "sync", "pagination",
+        "resume", "eos", "bos", "pad", "unk", "sep", "cls", "mask", "special", "start", "end",
+        "stop", "max", "num", "input", "output", "prompt", "completion", "total", "per",
+    }
+)  # fmt: skip
+
+
+class NameInfo(NamedTuple):
+    tier: int  # 0: password words, 1: secret words, 2: weak words (value must look random)
+    kind: str
+    header: bool  # Authorization-style: the value may start with a scheme word
+
+
+TIER_PASSWORD = 0
+TIER_SECRET = 1
+TIER_WEAK = 2
+
+
+@lru_cache(maxsize=4096)
+def name_info(name: str) -> NameInfo | None:
+    """Classify a variable/key/flag name by the secret word among its parts, or None."""
+    bare = name.strip("-.$@:\\\"'").rpartition(".")[2]  # token.map is about a map
+    if not bare:
+        return None
+    parts = [p.lower() for chunk in re.split(r"[_.\-\s]+", bare) for p in _CAMEL_RE.findall(chunk)]
+    if not parts:
+        return None
+    last = parts[-1]
+    if last in _NOT_SECRET_SUFFIXES and not (last == "id" and parts[-2:-1] == ["session"]):
+        return None
+    joined = "".join(parts)
+    if "public" in parts or "publishable" in parts:
+        return None  # publicKeyToken, STRIPE_PUBLISHABLE_KEY: meant to be seen
+    if "authorization" in parts:
+        return NameInfo(TIER_SECRET, "bearer", True)
+    # "pass" and "pw" are also compiler/algorithm passes and powers in code (first_pass,
+    # backward_pass); they name a password only in UPPER_CASE env names or on their own.
+    loose_ok = bare.isupper() or len(parts) == 1
+    if any(
+        (p in _PASSWORD_WORDS and (loose_ok or p not in ("pass", "pw")))
+        or p.endswith(("password", "passwd"))
+        for p in parts
+    ):
+        return NameInfo(TIER_PASSWORD, "password", False)
+    if "aws" in parts and "secret" in parts:
+        return NameInfo(TIER_SECRET, "aws_secret_key", False)
+    for i, p in enumerate(parts):
+        if p == "token" and i > 0 and parts[i - 1] in _NOT_SECRET_BEFORE_TOKEN:
+            return None
+        if p in _SECRET_WORDS or (p.endswith(("secret", "token")) and len(p) > 6):
+            return NameInfo(TIER_SECRET, "env_secret", False)
+        if p == "key" and i > 0 and parts[i - 1] in _KEY_PAIRS:
+            return NameInfo(TIER_SECRET, "env_secret", False)
+    if joined.endswith(("apikey", "secretkey", "accesskey", "privatekey")):
+        return NameInfo(TIER_SECRET, "env_secret", False)
+    if any(p in _WEAK_WORDS for p in parts) or (
+        last == "key" and len(parts) > 1 and bare.isupper()
+    ):
+        return NameInfo(TIER_WEAK, "env_secret", False)
+    return None
+
+
+def names_secret(word: str) -> bool:
+    """True when an identifier used as a value is itself a secret-named variable."""
+    return name_info(word) is not None

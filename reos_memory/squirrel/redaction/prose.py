@@ -1,0 +1,56 @@
+"""Rule 4 in chat: "my password is hunter2!", "the api key is <random>"."""
+
+from __future__ import annotations
+
+import re
+
+from reos_memory.squirrel.redaction.findings import P_NAMED, Span
+from reos_memory.squirrel.redaction.names import name_info
+from reos_memory.squirrel.redaction.randomness import randomish
+from reos_memory.squirrel.redaction.values import NEXT_WORD_RE, has_digit_or_symbol, is_placeholder
+
+_PROSE_NAMES = ("password", "passphrase", "passcode", "pwd", "key", "token", "secret")
+_PROSE_TAIL_RE = re.compile(
+    r"(?i)(?:[ \t]+(?:for|of)(?:[ \t]+\S{1,40}){1,3}?)?"
+    r"[ \t]+(?:is|was)[ \t]+(?:now[ \t]+|still[ \t]+)?"
+    r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`]{1,200})"
+)
+
+
+def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
+    """ "my password is hunter2!" and "the api key is <random>" in chat messages."""
+    name = text[start:end].lower()
+    if not name.endswith(_PROSE_NAMES):
+        return
+    is_password = name.endswith(("password", "passphrase", "passcode", "pwd"))
+    m = _PROSE_TAIL_RE.match(text, end)
+    if m is None:
+        if is_password:
+            nxt = NEXT_WORD_RE.match(text, end)
+            if nxt is not None:
+                v = nxt.group(1).rstrip(".,;:!?)\"'`")
+                if randomish(v, 8) and has_digit_or_symbol(v) and not is_placeholder(v):
+                    spans.append(Span(nxt.start(1), nxt.start(1) + len(v), P_NAMED, "password"))
+        return
+    if name.endswith("key") and not (
+        name_info(name) is not None
+        or text[max(0, start - 8) : start]
+        .lower()
+        .endswith(("api ", "access ", "secret ", "private "))
+    ):
+        return
+    vs, ve = m.span("value")
+    value = m.group("value")
+    if value[0] in "\"'`":
+        vs, ve, value = vs + 1, ve - 1, value[1:-1]
+        # '"token is " + token' closes a string literal rather than quoting a value
+        ok = value == value.strip() and not is_placeholder(value)
+    else:
+        stripped = value.rstrip(".,;:!?)")
+        ve -= len(value) - len(stripped)
+        value = stripped
+        ok = is_password and has_digit_or_symbol(value) and not is_placeholder(value)
+    if not is_password:
+        ok = randomish(value, 12)
+    if ok and value:
+        spans.append(Span(vs, ve, P_NAMED, "password" if is_password else "env_secret"))

@@ -1,0 +1,178 @@
+"""Rules 1, 2 and 5: private key blocks, provider formats and high-entropy strings, found in
+runs of 20+ token characters or from a literal anchor."""
+
+from __future__ import annotations
+
+import re
+import string
+
+from reos_memory.squirrel.redaction.findings import P_BLOCK, P_ENTROPY, P_PROVIDER, Span
+from reos_memory.squirrel.redaction.providers import scan_prefixed
+from reos_memory.squirrel.redaction.randomness import CLASS_TABLE, looks_random, randomish
+from reos_memory.squirrel.redaction.values import is_placeholder
+
+_TOKEN_CHARS = string.ascii_letters + string.digits + "_-+/.=~"
+_RUN_TABLE = bytes(ord("a") if chr(i) in _TOKEN_CHARS else ord(" ") for i in range(256))
+_RUN_MIN = 20  # the shortest provider token (an AWS key id) has 20 characters
+_RUN_END = b"a" * _RUN_MIN + b" "
+
+
+_PEM_RE = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*)",
+    re.DOTALL,
+)
+
+# The first character is matched outside any lookaround so the regex engine can skip positions
+# that cannot start a token; each branch then checks which character that was. A group name's
+# suffix after "__" only keeps names unique.
+_PROVIDER_RE = re.compile(
+    r"""[sSrpwAgxyG1nhde](?<![A-Za-z0-9].)(?:
+        (?<=s)(?:(?P<anthropic_key>k-ant-[A-Za-z0-9_\-]{20,})
+                |(?P<openai_key>k-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})
+                |(?P<stripe_key>k_(?:live|test)_[A-Za-z0-9]{16,}))
+      | (?<=[rp])(?P<stripe_key__2>k_(?:live|test)_[A-Za-z0-9]{16,})
+      | (?<=w)(?P<stripe_key__3>hsec_[A-Za-z0-9+/=]{24,})
+      | (?<=A)(?:(?P<aws_access_key>(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)[A-Z0-9]{16}
+                    (?![A-Za-z0-9]))
+                |(?P<google_api_key>Iza[A-Za-z0-9_\-]{35}))
+      | (?<=g)(?:(?P<github_token>h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})
+                |(?P<gitlab_token>l(?:pat|dt|ptt|rt|cbt|oas|soat|ft|imt)-[A-Za-z0-9_\-]{20,}))
+      | (?<=x)(?P<slack_token>ox[abposre]-[A-Za-z0-9\-]{10,}|app-\d-[A-Za-z0-9\-]{10,})
+      | (?<=y)(?P<google_oauth>a29\.[A-Za-z0-9_\-]{20,})
+      | (?<=G)(?P<google_oauth__2>OCSPX-[A-Za-z0-9_\-]{20,})
+      | (?<=1)(?P<google_oauth__3>//0[A-Za-z0-9_\-]{40,})
+      | (?<=n)(?P<npm_token>pm_[A-Za-z0-9]{36})
+      | (?<=h)(?P<huggingface_token>f_[A-Za-z0-9]{30,})
+      | (?<=S)(?P<sendgrid_key>G\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,})
+      | (?<=p)(?P<pypi_token>ypi-AgE[A-Za-z0-9_\-]{50,})
+      | (?<=d)(?P<digitalocean_token>o[por]_v1_[a-f0-9]{64})
+      | (?<=e)(?P<jwt>yJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)
+    )""",
+    re.VERBOSE,
+)
+# Prefixes alone are short; these kinds must also show a random tail, or "sk-learn-..." and
+# "xoxb-example-token-here"-like prose would go.
+_NEEDS_RANDOM_TAIL = frozenset({"openai_key", "anthropic_key", "slack_token", "gitlab_token"})
+
+_B64_RE = re.compile(r"[A-Za-z0-9+/_\-]{32,}")
+_LONG_TOKEN = 1024
+# Hash-labelled values and public keys are not secrets: sha256:..., go.sum h1:..., data URIs.
+_HASH_LABEL_BEFORE_RE = re.compile(
+    r"(?i)(?:(?:sha\d{1,3}|md5|h1|blake2b?|base64)[:,]"
+    r"|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)[ \t]+)$"
+)
+_HASH_LABEL_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-")
+
+# Found from a literal anywhere: (needle, kind, regex matched at the needle with a group "v")
+_ANCHOR_RES = (
+    (b"sig=", "url_signature", re.compile(r"sig=(?P<v>[A-Za-z0-9%+/=_\-]{16,400})")),
+    (
+        b"Signature=",
+        "url_signature",
+        re.compile(r"Signature=(?P<v>[A-Za-z0-9%+/=_\-]{16,1000})"),
+    ),
+    (b"django-insecure-", "django_secret", re.compile(r"(?P<v>django-insecure-[^\s'\"`]{30,80})")),
+)
+_ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-")
+
+
+def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
+    """Provider formats, bare bearer tokens and high-entropy strings inside 20+ character runs."""
+    run_map = b.translate(_RUN_TABLE) + b" "
+    # Search for the end of a long run: with the space last, the byte search skips along quickly,
+    # whereas a needle of only "a" bytes degrades to comparing nearly every window in full.
+    i = run_map.find(_RUN_END)
+    while i >= 0:
+        end = i + _RUN_MIN
+        start = run_map.rfind(b" ", 0, i) + 1
+        i = run_map.find(_RUN_END, end + 1)
+        raw = b[start:end]
+        classes = raw.translate(CLASS_TABLE)
+        has_digit = b"D" in classes
+        has_upper = b"U" in classes
+        # Provider tokens are random: digits and (bar Slack and DigitalOcean) capitals. Lowercase
+        # paths, snake_case names and hex digests, the bulk of long runs, stop here.
+        if (
+            has_digit
+            and (has_upper or b"xox" in raw or b"_v1_" in raw)
+            and _scan_provider(text, start, end, spans)
+        ):
+            continue
+        # Newer formats, of any case, by their prefix (providers.py). Each has a digit or a
+        # capital somewhere; lowercase paths and snake_case names, most long runs, skip this.
+        found = (has_digit or has_upper) and scan_prefixed(text, start, end)
+        if found:
+            spans.extend(Span(s, e, P_PROVIDER, kind) for s, e, kind in found)
+            continue
+        if text[start - 1 : start] == " ":
+            before = text[max(0, start - 7) : start].lower()
+            if before.endswith(("bearer ", "basic ")):
+                tok = text[start:end].rstrip(".")
+                if randomish(tok, 16):
+                    kind = "basic_auth" if before.endswith("basic ") else "bearer"
+                    spans.append(Span(start, start + len(tok), P_PROVIDER, kind))
+                    continue
+        # Random base64 of 32+ characters has a digit 99.6% of the time; camelCase names do not.
+        # A URL's host and path (the run right after "scheme:") hold no credential by syntax.
+        if (
+            end - start >= 32
+            and has_digit
+            and has_upper
+            and b"l" in classes
+            and not (raw.startswith(b"//") and text[start - 1 : start] == ":")
+        ):
+            _scan_entropy(text, start, end, spans)
+
+
+def _scan_provider(text: str, start: int, end: int, spans: list[Span]) -> bool:
+    found = False
+    for m in _PROVIDER_RE.finditer(text, start, end):
+        kind = (m.lastgroup or "secret").partition("__")[0]
+        if kind in _NEEDS_RANDOM_TAIL and not randomish(m.group(), 12):
+            continue
+        spans.append(Span(m.start(), m.end(), P_PROVIDER, kind))
+        found = True
+    return found
+
+
+def _scan_entropy(text: str, start: int, end: int, spans: list[Span]) -> None:
+    for m in _B64_RE.finditer(text, start, end):
+        s, e = m.span()
+        # a blob longer than any key is judged on its head, and kept or redacted whole
+        tok = m.group() if e - s <= _LONG_TOKEN else text[s : s + _LONG_TOKEN]
+        if tok.startswith(_HASH_LABEL_PREFIXES) or _HASH_LABEL_BEFORE_RE.search(
+            text, max(0, s - 20), s
+        ):
+            continue
+        if "/" in tok and (tok[0] == "/" or text[s - 1 : s] in (".", "/")):
+            # Inside a URL or path, judge each segment: drive.google.com/file/d/<id>/view keeps
+            # everything but the random id.
+            pos = s
+            for seg in tok.split("/"):
+                if len(seg) >= 20 and looks_random(seg):
+                    spans.append(Span(pos, pos + len(seg), P_ENTROPY, "high_entropy"))
+                pos += len(seg) + 1
+            continue
+        if not looks_random(tok):
+            continue
+        while e < end and e - m.end() < 2 and text[e] == "=":
+            e += 1
+        spans.append(Span(s, e, P_ENTROPY, "high_entropy"))
+
+
+def scan_pem(text: str, spans: list[Span]) -> None:
+    """Rule 1: private key blocks (the caller saw "key" and "PRIVATE KEY" in the text)."""
+    for m in _PEM_RE.finditer(text):
+        spans.append(Span(m.start(), m.end(), P_BLOCK, "private_key"))
+
+
+def scan_anchors(text: str, b: bytes, spans: list[Span]) -> None:
+    """URL signatures and Django secret keys, found from their literal prefix."""
+    for needle, kind, regex in _ANCHOR_RES if _ANCHOR_NEEDLES_RE.search(b) else ():
+        i = b.find(needle)
+        while i >= 0:
+            a = regex.match(text, i)
+            if a is not None and len(a.group("v")) >= 16 and not is_placeholder(a.group("v")):
+                spans.append(Span(a.start("v"), a.end("v"), P_PROVIDER, kind))
+            i = b.find(needle, i + len(needle))

@@ -1,0 +1,93 @@
+"""Whether a value is a literal secret or stands for one (a reference, mask, template, word)."""
+
+from __future__ import annotations
+
+import re
+
+from reos_memory.squirrel.redaction.names import TIER_SECRET, TIER_WEAK, NameInfo
+from reos_memory.squirrel.redaction.randomness import NON_ALNUM, SPACE_RE, randomish
+
+DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+")
+IDENT_RE = re.compile(r"[A-Za-z_]\w*")
+# Words in snake, kebab, dotted, Pascal or UPPER case: names of things, not random secrets.
+WORDY_RE = re.compile(
+    r"[A-Za-z][a-z]*+(?:(?:[_.\-]++[A-Za-z]|[A-Z])[a-z]*+)*+|[A-Z]++(?:[_\-]++[A-Z]++)*+"
+)
+NEXT_WORD_RE = re.compile(r"[ \t]+([A-Za-z0-9][^\s]*)")
+_UUID_OR_HEX_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-f]{8,64}"
+)
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "null", "none", "nil", "undefined", "true", "false", "yes", "no", "on", "off",
+        "required", "optional", "str", "string", "int", "bytes", "bool", "any", "secretstr",
+        "secretbytes", "password", "passwd", "pass", "pwd", "secret", "token", "redacted",
+        "hidden", "masked", "changeme_in_prod", "todo", "tbd", "replace_me", "replaceme",
+        "placeholder", "example", "sample", "xxx", "dummy_value", "notset", "unset", "empty",
+        "default", "env", "environ", "getpass", "prompt", "stdin", "-", "auto", "self",
+        "value", "object", "record", "text", "number", "boolean", "uuid", "opaque", "bearer",
+        "basic", "n/a", "na", "missing", "invalid", "expired", "wrong", "incorrect", "set", "pw",
+        "final", "classvar", "annotated", "not", "and", "or", "in", "is", "await", "new",
+        "lambda", "yield", "typeof", "function", "async", "return", "if", "else",
+    }
+)  # fmt: skip
+
+
+def is_placeholder(v: str) -> bool:
+    """Values that stand for a secret without being one: empty, masks, templates, variables."""
+    s = v.strip()
+    if not s:
+        return True
+    if s[0] in "${" and _literal_despite_sigil(s):
+        return False
+    if s[0] in "$%{<#!*&@[\\" or s.startswith(("(", "process.env", "os.environ")):
+        return True
+    low = s.lower()
+    if low in _PLACEHOLDER_WORDS or not s.strip("*xX.•-_#?…"):
+        return True
+    if low.startswith(("your", "insert", "enter-", "enter_", "replace", "put-", "my-")):
+        return True
+    return s[-1] == "}" and "{" in s
+
+
+def _literal_despite_sigil(s: str) -> bool:
+    """``$Xk9mP2vQ7`` or ``{Xk9mP2vQ7}``: a random literal that starts with ``$`` or is braced.
+
+    A reference is ``$NAME`` / ``$name`` in one case, ``${...}``, ``$(...)``, ``$1``; a template
+    holds a name, a dotted path or words (``{password}``, ``{{ .Values.apiKey }}``)."""
+    if s[0] == "$":
+        rest = s[1:]
+        if not rest or rest[0] in "{(0123456789@*#?!$-_":
+            return False
+        if IDENT_RE.fullmatch(rest) and (rest.isupper() or rest.islower()):
+            return False
+        return randomish(rest, 8) or not IDENT_RE.fullmatch(rest)
+    inner = s.strip("{} ").lstrip(".")
+    if s[-1] != "}" or not inner or DOTTED_RE.fullmatch(inner) or " " in inner:
+        return False
+    return randomish(inner, 10) and not _TEMPLATE_WORDS_RE.fullmatch(inner)
+
+
+_TEMPLATE_WORDS_RE = re.compile(r"[a-z_]+|[A-Z_]+|[A-Za-z]+[0-9]?|[0-9]+|[A-Za-z_]+\|[a-z_]+")
+
+
+def fits_tier(info: NameInfo, value: str) -> bool:
+    """Whether a literal under a name of this tier looks like the secret the name promises."""
+    if info.tier == TIER_WEAK:
+        v = value.strip()
+        return randomish(v) and not _UUID_OR_HEX_RE.fullmatch(v)
+    if info.tier == TIER_SECRET:
+        # EXPIRED_TOKEN = "expired_token" and IMAGE_TOKEN = "<|image|>" name no credential
+        return not (
+            len(value) < 8
+            or SPACE_RE.search(value)
+            or WORDY_RE.fullmatch(value)
+            or len(value.encode("ascii", "replace").translate(None, NON_ALNUM))
+            < max(8, 0.4 * len(value))
+        )
+    return True  # any literal can be a password
+
+
+def has_digit_or_symbol(v: str) -> bool:
+    body = v.rstrip(".,;:!?)")
+    return any(not c.isalpha() for c in body) and len(body) >= 4
