@@ -344,16 +344,7 @@ def _pattern(
     cmd = last.get("command") or last.get("tool_name") or "the call"
     error = last.get("error_line") or last.get("summary") or "an error"
     edited = _edited_files(events, failed_at, between, cmd)
-    reason = next(
-        (
-            n
-            for x in between
-            if x["role"] == "assistant"
-            for n in x.get("notes") or []
-            if n not in used
-        ),
-        None,
-    )
+    reason = _first_note(between, used)
     switch = _tool_switch(events, failed_at, fixed_at)
     if reason is None and switch is None and not (edited and len(failed_at) >= 2):
         return []  # an ordinary fail-edit-pass loop: nothing learned worth keeping
@@ -408,6 +399,21 @@ def _edited_files(
             if name and name not in failing_files and name not in edited:
                 edited.append(name)
     return edited
+
+
+def _first_note(between: list[dict[str, Any]], used: set[str]) -> str | None:
+    """The first thing the agent found out between the failure and the fix that no other
+    memory of this episode has used yet."""
+    return next(
+        (
+            n
+            for x in between
+            if x["role"] == "assistant"
+            for n in x.get("notes") or []
+            if n not in used
+        ),
+        None,
+    )
 
 
 def _tool_switch(
