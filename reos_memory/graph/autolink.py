@@ -44,47 +44,19 @@ def auto_link(
     included), its most similar neighbours first; a pair already joined is never linked again;
     confidence is the similarity.
     """
-    import numpy as np  # loaded on first use, off the start-up path
-
     t0 = time.perf_counter()
-    threshold, max_links = p.threshold, p.max_links
     emb, reason = indexer.usable_model()
     if emb is None:
         raise EmbedderUnavailable(f"auto_link needs the block embeddings: {reason}")
     ids, matrix = db.read(lambda c: _load(c, p.act_id, emb.dimensions))
     n = len(ids)
-    existing = db.read(lambda c: rel_sql.pairs_of_type(c, "similar_to"))
-    # max_links bounds each block's similar_to edges in all (existing ones count), so a second
-    # run adds nothing and no block becomes a hub of near-duplicates
-    degree: Counter[str] = Counter()
-    for a, b in existing:
-        degree[a] += 1
-        degree[b] += 1
+    picker = _Picker(ids, db.read(lambda c: rel_sql.pairs_of_type(c, "similar_to")), p.max_links)
     step = max(64, min(1024, CHUNK_CELLS // max(n, 1)))
-    chosen: list[tuple[int, int, float]] = []
-    candidates = 0
-    linked = 0
 
     def chunk(start: int) -> list[tuple[int, list[tuple[int, float]]]]:
         if cancelled and cancelled():
             return []  # the run is over: its result is never used
-        sims = matrix[start : start + step] @ matrix.T
-        rows, cols = np.nonzero(sims >= threshold)
-        picked: list[tuple[int, list[tuple[int, float]]]] = []
-        if rows.size == 0:
-            return picked
-        vals = sims[rows, cols]
-        order = np.lexsort((-vals, rows))
-        rows, cols, vals = rows[order], cols[order], vals[order]
-        bounds = np.flatnonzero(np.diff(rows)) + 1
-        for r_idx, c_idx, v in zip(
-            np.split(rows, bounds), np.split(cols, bounds), np.split(vals, bounds), strict=True
-        ):
-            i = start + int(r_idx[0])
-            picked.append(
-                (i, [(int(j), float(s)) for j, s in zip(c_idx, v, strict=True) if j != i])
-            )
-        return picked
+        return _similar_rows(matrix, start, step, p.threshold)
 
     done = 0
     pool = ThreadPoolExecutor(2, thread_name_prefix="auto-link")
@@ -92,28 +64,97 @@ def auto_link(
         for result in pool.map(chunk, range(0, n, step)):
             if cancelled and cancelled():
                 raise Cancelled("auto_link was cancelled; nothing was written")
-            for i, neighbours in result:
-                candidates += len(neighbours)
-                a = ids[i]
-                for j, sim in neighbours:
-                    if degree[a] >= max_links:
-                        break
-                    b = ids[j]
-                    if (a, b) in existing or (b, a) in existing:
-                        linked += 1
-                        continue
-                    if degree[b] >= max_links:
-                        continue
-                    existing.add((a, b))
-                    degree[a] += 1
-                    degree[b] += 1
-                    chosen.append((i, j, sim))
+            picker.take(result)
             done = min(n, done + step)
             if progress:
                 progress(done, n)
     finally:
         # a cancelled (or failed) run waits for the chunks being computed, never the queued ones
         pool.shutdown(wait=True, cancel_futures=True)
+
+    created = _write(db, ids, picker.chosen, cancelled) if picker.chosen else 0
+    return api.AutoLinkResult(
+        relationships_created=created,
+        blocks_examined=n,
+        candidate_pairs=picker.candidates,
+        already_linked=picker.linked,
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+
+
+def _similar_rows(
+    matrix: np.ndarray, start: int, step: int, threshold: float
+) -> list[tuple[int, list[tuple[int, float]]]]:
+    """Rows start..start+step of the similarity matrix: for each row with a similarity >=
+    threshold, its index and those neighbours (not itself), the most similar first."""
+    import numpy as np  # loaded on first use, off the start-up path
+
+    sims = matrix[start : start + step] @ matrix.T
+    rows, cols = np.nonzero(sims >= threshold)
+    picked: list[tuple[int, list[tuple[int, float]]]] = []
+    if rows.size == 0:
+        return picked
+    vals = sims[rows, cols]
+    order = np.lexsort((-vals, rows))
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    bounds = np.flatnonzero(np.diff(rows)) + 1
+    for r_idx, c_idx, v in zip(
+        np.split(rows, bounds), np.split(cols, bounds), np.split(vals, bounds), strict=True
+    ):
+        i = start + int(r_idx[0])
+        picked.append((i, [(int(j), float(s)) for j, s in zip(c_idx, v, strict=True) if j != i]))
+    return picked
+
+
+class _Picker:
+    """Chooses the pairs to link, in the order the rows come, counting what it passes over.
+
+    max_links bounds each block's similar_to edges in all (existing ones count), so a second run
+    adds nothing and no block becomes a hub of near-duplicates.
+    """
+
+    def __init__(self, ids: list[str], existing: set[tuple[str, str]], max_links: int) -> None:
+        self.ids = ids
+        self.existing = existing
+        self.max_links = max_links
+        self.degree: Counter[str] = Counter()
+        for a, b in existing:
+            self.degree[a] += 1
+            self.degree[b] += 1
+        self.chosen: list[tuple[int, int, float]] = []
+        self.candidates = 0
+        self.linked = 0
+
+    def take(self, rows: list[tuple[int, list[tuple[int, float]]]]) -> None:
+        """Each row's neighbours, most similar first, until the row's block is full."""
+        for i, neighbours in rows:
+            self.candidates += len(neighbours)
+            a = self.ids[i]
+            for j, sim in neighbours:
+                if self.degree[a] >= self.max_links:
+                    break
+                self._consider(a, i, j, sim)
+
+    def _consider(self, a: str, i: int, j: int, sim: float) -> None:
+        b = self.ids[j]
+        if (a, b) in self.existing or (b, a) in self.existing:
+            self.linked += 1
+            return
+        if self.degree[b] >= self.max_links:
+            return
+        self.existing.add((a, b))
+        self.degree[a] += 1
+        self.degree[b] += 1
+        self.chosen.append((i, j, sim))
+
+
+def _write(
+    db: Database,
+    ids: list[str],
+    chosen: list[tuple[int, int, float]],
+    cancelled: Callable[[], bool] | None,
+) -> int:
+    """The chosen edges in one transaction (none when the run was cancelled meanwhile)."""
 
     def tx(conn: apsw.Connection) -> int:
         if cancelled and cancelled():
@@ -124,14 +165,7 @@ def auto_link(
             ((new_id("rel"), ids[i], ids[j], round(min(1.0, sim), 6), now) for i, j, sim in chosen),
         )
 
-    created = db.write(tx) if chosen else 0
-    return api.AutoLinkResult(
-        relationships_created=created,
-        blocks_examined=n,
-        candidate_pairs=candidates,
-        already_linked=linked,
-        seconds=round(time.perf_counter() - t0, 3),
-    )
+    return db.write(tx)
 
 
 def _load(conn: apsw.Connection, act_id: str | None, dims: int) -> tuple[list[str], np.ndarray]:

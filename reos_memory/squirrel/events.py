@@ -118,8 +118,33 @@ def compress(
     command = _clean(ev.command, red)
     if command is None and call is not None:
         command = call.get("command")
-    body = text if text is not None else (snippet or "")
-    raw_body = raw_text if raw_text is not None else (raw_snippet or "")
+    out = _common_fields(ev, index, call, now, red, command)
+    if ev.origin == "compaction":
+        _add_compaction(out, summary, raw_text, red)
+        return out
+    if ev.role == "user" and ev.kind == "message":
+        _add_user_message(out, ev, text, summary, snippet)
+    elif ev.kind == "tool_result":
+        body = text if text is not None else (snippet or "")
+        raw_body = raw_text if raw_text is not None else (raw_snippet or "")
+        _add_tool_result(out, ev, command, summary, body, raw_body, red)
+    else:
+        _add_other(out, ev, text, raw_text, snippet, summary, command, red)
+    if ev.kind in ("tool_call", "tool_result"):
+        out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
+    return out
+
+
+def _common_fields(
+    ev: EventIn,
+    index: int,
+    call: dict[str, Any] | None,
+    now: str | None,
+    red: Redactor,
+    command: str | None,
+) -> dict[str, Any]:
+    """The fields every stored event has (time, who, which tool and file), then the optional
+    command, call id, exit code and origin."""
     out: dict[str, Any] = {
         "ts": parse_ts(ev.ts, index, now),
         "role": ev.role,
@@ -135,78 +160,108 @@ def compress(
         out["exit_code"] = ev.exit_code
     if ev.origin is not None:
         out["origin"] = ev.origin
-    if ev.origin == "compaction":
-        # the agent's own summary: only its errors-and-fixes entries are kept, as notes
-        out["summary"] = cap(summary or "compaction summary", SUMMARY_CHARS)
-        notes = [red(n) for n in summaries.find(raw_text or "")]
+    return out
+
+
+def _add_compaction(
+    out: dict[str, Any], summary: str | None, raw_text: str | None, red: Redactor
+) -> None:
+    """The agent's own summary: only its errors-and-fixes entries are kept, as notes."""
+    out["summary"] = cap(summary or "compaction summary", SUMMARY_CHARS)
+    notes = [red(n) for n in summaries.find(raw_text or "")]
+    if notes:
+        out["notes"] = notes
+
+
+def _add_user_message(
+    out: dict[str, Any], ev: EventIn, text: str | None, summary: str | None, snippet: str | None
+) -> None:
+    """What the user said, and the cues read from it: frustration, a correction, a success."""
+    said = (text if text is not None else summary or snippet or "").strip()
+    out["text"] = cap(said, USER_TEXT_CHARS)
+    out["summary"] = cap(summary or _first_line(said), SUMMARY_CHARS)
+    level = frustration.frustration(said)
+    if level != "none":
+        out["frustration"] = level
+    if replies.is_correction(said) or ev.origin == "rejection":
+        out["correction"] = True
+    if success.success_cue(said):
+        out["success"] = True
+
+
+def _add_tool_result(
+    out: dict[str, Any],
+    ev: EventIn,
+    command: str | None,
+    summary: str | None,
+    body: str,
+    raw_body: str,
+    red: Redactor,
+) -> None:
+    """A tool's output: whether it was rejected, failed or ran tests, its error line, a snippet."""
+    low = raw_body[:2000].lower()
+    rejected = ev.rejected or any(m in low for m in REJECTION_MARKERS)
+    error = bool(ev.is_error) or (ev.exit_code not in (None, 0)) or rejected
+    if ev.is_error is None and ev.exit_code is None and not rejected:
+        error = error_output.looks_like_error(raw_body)
+    test = _test_outcome(command, raw_body, ev.exit_code)
+    if test is not None:
+        out["test"] = test
+        error = error or test == "failed"
+    if rejected:
+        out["rejected"] = True
+    if error:
+        out["error"] = True
+        line = error_output.error_line(raw_body) if raw_body else None
+        if line:
+            out["error_line"] = cap(brief_error(_safe_line(raw_body, line, red)), SUMMARY_CHARS)
+    out["summary"] = cap(
+        summary or out.get("error_line") or _first_line(body) or "(no output)", SUMMARY_CHARS
+    )
+    if body:
+        out["raw_snippet"] = _head_tail(body.strip(), SNIPPET_CHARS)
+
+
+def _test_outcome(command: str | None, raw_body: str, exit_code: int | None) -> str | None:
+    """ "passed"/"failed" when the output is a test run's (read from it, else from a test
+    command's exit code), None otherwise."""
+    test = runner_output.test_outcome(command, raw_body, exit_code) if raw_body or command else None
+    if (
+        test is None
+        and command
+        and shell_commands.is_test_command(command)
+        and exit_code is not None
+    ):
+        test = "passed" if exit_code == 0 else "failed"
+    return test
+
+
+def _add_other(
+    out: dict[str, Any],
+    ev: EventIn,
+    text: str | None,
+    raw_text: str | None,
+    snippet: str | None,
+    summary: str | None,
+    command: str | None,
+    red: Redactor,
+) -> None:
+    """A tool call or an assistant message: a summary, a snippet, and what the agent found out."""
+    if ev.kind == "tool_call" and (ev.is_error or ev.exit_code not in (None, 0)):
+        out["error"] = True
+    said = summary or _first_line(text or "") or command or out["file"] or out["tool_name"] or ""
+    out["summary"] = cap(said, SUMMARY_CHARS)
+    if ev.kind == "tool_call":
+        detail = snippet if snippet is not None else text
+        if detail:
+            out["raw_snippet"] = _head_tail(detail.strip(), SNIPPET_CHARS)
+    elif text and len(text) > SUMMARY_CHARS:
+        out["raw_snippet"] = _head_tail(text.strip(), SNIPPET_CHARS)
+    if ev.role == "assistant" and ev.kind == "message" and raw_text:
+        # what the agent found out, read from its whole message (the rest is not kept)
+        notes = [red(n) for n in diagnosis.find(raw_text)]
         if notes:
             out["notes"] = notes
-        return out
-    if ev.role == "user" and ev.kind == "message":
-        said = (text if text is not None else summary or snippet or "").strip()
-        out["text"] = cap(said, USER_TEXT_CHARS)
-        out["summary"] = cap(summary or _first_line(said), SUMMARY_CHARS)
-        level = frustration.frustration(said)
-        if level != "none":
-            out["frustration"] = level
-        if replies.is_correction(said) or ev.origin == "rejection":
-            out["correction"] = True
-        if success.success_cue(said):
-            out["success"] = True
-    elif ev.kind == "tool_result":
-        low = raw_body[:2000].lower()
-        rejected = ev.rejected or any(m in low for m in REJECTION_MARKERS)
-        error = bool(ev.is_error) or (ev.exit_code not in (None, 0)) or rejected
-        if ev.is_error is None and ev.exit_code is None and not rejected:
-            error = error_output.looks_like_error(raw_body)
-        test = (
-            runner_output.test_outcome(command, raw_body, ev.exit_code)
-            if raw_body or command
-            else None
-        )
-        if (
-            test is None
-            and command
-            and shell_commands.is_test_command(command)
-            and ev.exit_code is not None
-        ):
-            test = "passed" if ev.exit_code == 0 else "failed"
-        if test is not None:
-            out["test"] = test
-            error = error or test == "failed"
-        if rejected:
-            out["rejected"] = True
-        if error:
-            out["error"] = True
-            line = error_output.error_line(raw_body) if raw_body else None
-            if line:
-                out["error_line"] = cap(brief_error(_safe_line(raw_body, line, red)), SUMMARY_CHARS)
-        out["summary"] = cap(
-            summary or out.get("error_line") or _first_line(body) or "(no output)", SUMMARY_CHARS
-        )
-        if body:
-            out["raw_snippet"] = _head_tail(body.strip(), SNIPPET_CHARS)
-    else:
-        if ev.kind == "tool_call" and (ev.is_error or ev.exit_code not in (None, 0)):
-            out["error"] = True
-        said = (
-            summary or _first_line(text or "") or command or out["file"] or out["tool_name"] or ""
-        )
-        out["summary"] = cap(said, SUMMARY_CHARS)
-        if ev.kind == "tool_call":
-            detail = snippet if snippet is not None else text
-            if detail:
-                out["raw_snippet"] = _head_tail(detail.strip(), SNIPPET_CHARS)
-        elif text and len(text) > SUMMARY_CHARS:
-            out["raw_snippet"] = _head_tail(text.strip(), SNIPPET_CHARS)
-        if ev.role == "assistant" and ev.kind == "message" and raw_text:
-            # what the agent found out, read from its whole message (the rest is not kept)
-            notes = [red(n) for n in diagnosis.find(raw_text)]
-            if notes:
-                out["notes"] = notes
-    if ev.kind in ("tool_call", "tool_result"):
-        out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
-    return out
 
 
 # the ids agents give their tool calls (Claude Code `toolu_…`, Codex `call_…`): never a secret,

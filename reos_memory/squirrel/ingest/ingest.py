@@ -36,6 +36,7 @@ from reos_memory.store import squirrel as ssql
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
+    from reos_memory.squirrel.memory.policy import Policy
     from reos_memory.squirrel.service import Squirrel
     from reos_memory.squirrel.writer.runner import Helper
 
@@ -224,6 +225,28 @@ def _moved_here(sq: Squirrel, path: str) -> tsql.Cursor | None:
     return moved
 
 
+@dataclass(slots=True)
+class _Read:
+    """One batch of lines as read: its events by session, the counts, the offset reached."""
+
+    events: dict[str, list[EventIn]]
+    n_events: int
+    lines: int
+    malformed: int
+    end: int
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What a batch's sessions are learned with, found before the write lock is taken."""
+
+    projects: dict[str, Project | None]
+    owner: tuple[str, str]
+    pols: dict[str, Policy]
+    limits: episodes.Limits
+    prepared: dict[str, episodes.Prepared | None]
+
+
 def _batch(
     sq: Squirrel,
     path: str,
@@ -238,10 +261,59 @@ def _batch(
 ) -> tuple[int, str, int] | None:
     """Read, parse and commit one batch of lines; returns what the cursor now holds, None when
     there was nothing new. Raises _Stale when another process moved the cursor meanwhile."""
+    read = _read_batch(path, cur.offset, adapter, state, max_events)
+    if read.lines == 0:
+        return None
+    if read.events and is_writer_run_dir(state.cwd):
+        # a Memory Writer run of ours (`claude -p`, `codex exec` in its scratch directory): its
+        # log is read past, never learned from
+        state.count("writer_runs_skipped", read.n_events)
+        read.events = {}
+    plan = _plan(sq, read.events, state.cwd)
+    # a young file's identity grows with it (read here, not inside the write transaction)
+    grown = reader.head(path) if cur.head_bytes < reader.HEAD_BYTES else None
+
+    def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
+        stored = tsql.get(conn, path)
+        if (None if stored is None else (stored.offset, stored.head_sha256, stored.rewrites)) != (
+            expected
+        ):
+            raise _Stale()
+        new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
+        cut, lost = _ingest_sessions(sq, conn, new, read.events, plan)
+        new.session_id = new.session_id or safe_session_id(state.session_id)
+        new.offset = read.end
+        new.size_seen = size  # as stat'ed before reading
+        new.state_json = state.to_json()
+        new.lines += read.lines
+        new.events += read.n_events
+        new.malformed += read.malformed
+        new.updated_at = now_iso()
+        if grown is not None:
+            new.head_sha256, new.head_bytes = grown.sha256, grown.size
+        tsql.put(conn, new)
+        return cut, new, lost
+
+    cut, new, lost = sq.db.write(tx)
+    vars(cur).update(vars(new))
+    if lost:
+        state.count("no_project", lost)
+    rep.lines += read.lines
+    rep.events += read.n_events
+    rep.malformed += read.malformed
+    rep.episodes.extend(learn(ep) for ep in cut)
+    return (cur.offset, cur.head_sha256, cur.rewrites)
+
+
+def _read_batch(
+    path: str, offset: int, adapter: Adapter, state: ParseState, max_events: int
+) -> _Read:
+    """Lines from `offset` (at most BATCH_BYTES, stopping once max_events events are parsed),
+    parsed into events by session; blank, bookkeeping and malformed lines are read past."""
     events: dict[str, list[EventIn]] = {}
     n_events = lines = malformed = 0
-    end = cur.offset
-    for line in reader.lines(path, cur.offset, BATCH_BYTES):
+    end = offset
+    for line in reader.lines(path, offset, BATCH_BYTES):
         lines += 1
         end = line.end
         if line.data is not None and (not line.data.strip() or _bookkeeping(line.data)):
@@ -260,68 +332,48 @@ def _batch(
             n_events += 1
         if n_events >= max_events:
             break
-    if lines == 0:
-        return None
-    if events and is_writer_run_dir(state.cwd):
-        # a Memory Writer run of ours (`claude -p`, `codex exec` in its scratch directory): its
-        # log is read past, never learned from
-        state.count("writer_runs_skipped", n_events)
-        events = {}
-    projects = {sid: _project(sq, sid, state.cwd) for sid in events}
+    return _Read(events, n_events, lines, malformed, end)
+
+
+def _plan(sq: Squirrel, events: dict[str, list[EventIn]], cwd: str | None) -> _Plan:
+    """Each session's project and policy, and its events prepared: the costly part (redaction,
+    signals, cutting) before the write lock is taken, so other processes on the database wait
+    only for the writes."""
+    projects = {sid: _project(sq, sid, cwd) for sid in events}
     owner = sq.owner(None, None)
     pols = {sid: sq.policy(p.root) for sid, p in projects.items() if p is not None}
     limits = sq.limits()
-
-    # a young file's identity grows with it (read here, not inside the write transaction)
-    grown = reader.head(path) if cur.head_bytes < reader.HEAD_BYTES else None
-    # the costly part (redaction, signals, cutting) before the write lock is taken: other
-    # processes on the database wait only for the writes
     prepared = {
         sid: _prepare(sq, sid, projects[sid], owner, evs, limits) for sid, evs in events.items()
     }
+    return _Plan(projects, owner, pols, limits, prepared)
 
-    def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
-        stored = tsql.get(conn, path)
-        if (None if stored is None else (stored.offset, stored.head_sha256, stored.rewrites)) != (
-            expected
-        ):
-            raise _Stale()
-        new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
-        cut: list[dict[str, Any]] = []
-        lost = 0
-        for sid, evs in events.items():
-            proj = _session_project(conn, sid) or projects[sid]
-            if proj is None:
-                lost += len(evs)  # no cwd anywhere: no project to learn for
-                continue
-            pol = pols.get(sid) or sq.policy(proj.root)
-            report = sq.ingest_in(conn, proj, owner, sid, evs, False, pol, limits, prepared[sid])
-            cut.extend(report.episodes)
-            new.session_id = new.session_id or sid
-            new.project_id = new.project_id or proj.id
-            new.ended = False
-        new.session_id = new.session_id or safe_session_id(state.session_id)
-        new.offset = end
-        new.size_seen = size  # as stat'ed before reading
-        new.state_json = state.to_json()
-        new.lines += lines
-        new.events += n_events
-        new.malformed += malformed
-        new.updated_at = now_iso()
-        if grown is not None:
-            new.head_sha256, new.head_bytes = grown.sha256, grown.size
-        tsql.put(conn, new)
-        return cut, new, lost
 
-    cut, new, lost = sq.db.write(tx)
-    vars(cur).update(vars(new))
-    if lost:
-        state.count("no_project", lost)
-    rep.lines += lines
-    rep.events += n_events
-    rep.malformed += malformed
-    rep.episodes.extend(learn(ep) for ep in cut)
-    return (cur.offset, cur.head_sha256, cur.rewrites)
+def _ingest_sessions(
+    sq: Squirrel,
+    conn: apsw.Connection,
+    new: tsql.Cursor,
+    events: dict[str, list[EventIn]],
+    plan: _Plan,
+) -> tuple[list[dict[str, Any]], int]:
+    """Each session's events stored in its project (inside the batch's transaction); returns
+    the episodes cut and the count of events that had no project to go to."""
+    cut: list[dict[str, Any]] = []
+    lost = 0
+    for sid, evs in events.items():
+        proj = _session_project(conn, sid) or plan.projects[sid]
+        if proj is None:
+            lost += len(evs)  # no cwd anywhere: no project to learn for
+            continue
+        pol = plan.pols.get(sid) or sq.policy(proj.root)
+        report = sq.ingest_in(
+            conn, proj, plan.owner, sid, evs, False, pol, plan.limits, plan.prepared[sid]
+        )
+        cut.extend(report.episodes)
+        new.session_id = new.session_id or sid
+        new.project_id = new.project_id or proj.id
+        new.ended = False
+    return cut, lost
 
 
 def _prepare(

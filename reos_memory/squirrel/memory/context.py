@@ -441,32 +441,9 @@ def get_task_context(
     and guards must pass the similarity floor too (nothing comes back when nothing is similar)."""
     scope = Scope(project_id=project_id, owner=owner, path=path, protected=policy.protected_kinds)
     dropped: list[Dropped] = []
-    if task is None:
-        cands, used_vectors = important(db, scope, policy), False
-        eligible = cands
-    else:
-        cands, used_vectors = candidates(
-            db, vectors, task, scope, policy, key_lookup=True, floor_first=True, dropped=dropped
-        )
-        eligible = []
-        for c in cands:
-            if not passes_floor(c, policy, used_vectors):
-                dropped.append(_under_floor(c.memory.id, c.cos, c.keyword, c.shared, policy))
-            elif relevant_only and not _relevant(c, policy, used_vectors):
-                what = "a key" if c.by_key else "an emergency guard"
-                cos = "none" if c.cos is None else f"{c.cos:.3f}"
-                detail = f"{what}, but not related to the task (similarity {cos})"
-                dropped.append(_drop(c, "not_relevant", detail))
-            else:
-                eligible.append(c)
+    eligible, used_vectors = _eligible(db, vectors, policy, scope, task, relevant_only, dropped)
     if exclude_injected and session_id:
-        seen = db.read(lambda c: ssql.injected_in_session(c, session_id))
-        dropped += [
-            _drop(c, "already_injected", "already given to this session")
-            for c in eligible
-            if c.memory.id in seen
-        ]
-        eligible = [c for c in eligible if c.memory.id not in seen]
+        eligible = _not_injected(db, session_id, eligible, dropped)
     ranked = sorted(
         eligible, key=lambda c: (not c.guard_first, -c.score, c.memory.created_at, c.memory.id)
     )
@@ -478,30 +455,19 @@ def get_task_context(
         dropped += [_drop(c, "over_budget", detail) for c in ranked if c.memory.id not in ids]
     tokens = count_tokens(prompt)
     now = now_iso()
-
-    def tx(conn: apsw.Connection) -> None:
-        ssql.insert_context(
-            conn,
-            {
-                "context_id": context_id,
-                "project_id": project_id,
-                "owner_type": owner[0],
-                "owner_id": owner[1],
-                "session_id": session_id,
-                "task": redact(task[:2000]) if task is not None else "(session start)",
-                "path": None if path is None else redact(path),
-                "created_at": now,
-                "budget_tokens": budget,
-                "tokens": tokens,
-            },
-            [(c.memory.id, c.score) for c in chosen],
-        )
-        if eligible:
-            msql.count_opportunities(conn, [c.memory.id for c in eligible])
-        if chosen:
-            msql.count_uses(conn, [c.memory.id for c in chosen], now)
-
-    db.write(tx)
+    row = {
+        "context_id": context_id,
+        "project_id": project_id,
+        "owner_type": owner[0],
+        "owner_id": owner[1],
+        "session_id": session_id,
+        "task": redact(task[:2000]) if task is not None else "(session start)",
+        "path": None if path is None else redact(path),
+        "created_at": now,
+        "budget_tokens": budget,
+        "tokens": tokens,
+    }
+    _record_given(db, row, chosen, eligible, now)
     return api.ContextResult(
         context_id=context_id,
         context_prompt=prompt,
@@ -514,6 +480,69 @@ def get_task_context(
         semantic_available=used_vectors,
         dropped=[_public_drop(d) for d in dropped],
     )
+
+
+def _eligible(
+    db: Database,
+    vectors: Vectors | None,
+    policy: Policy,
+    scope: Scope,
+    task: str | None,
+    relevant_only: bool,
+    dropped: list[Dropped],
+) -> tuple[list[Candidate], bool]:
+    """The candidates that may be given (those set aside go to `dropped`, with why), and
+    whether vectors were used to find them."""
+    if task is None:
+        return important(db, scope, policy), False
+    cands, used_vectors = candidates(
+        db, vectors, task, scope, policy, key_lookup=True, floor_first=True, dropped=dropped
+    )
+    eligible = []
+    for c in cands:
+        if not passes_floor(c, policy, used_vectors):
+            dropped.append(_under_floor(c.memory.id, c.cos, c.keyword, c.shared, policy))
+        elif relevant_only and not _relevant(c, policy, used_vectors):
+            what = "a key" if c.by_key else "an emergency guard"
+            cos = "none" if c.cos is None else f"{c.cos:.3f}"
+            detail = f"{what}, but not related to the task (similarity {cos})"
+            dropped.append(_drop(c, "not_relevant", detail))
+        else:
+            eligible.append(c)
+    return eligible, used_vectors
+
+
+def _not_injected(
+    db: Database, session_id: str, eligible: list[Candidate], dropped: list[Dropped]
+) -> list[Candidate]:
+    """The candidates not already given to this session (the others go to `dropped`)."""
+    seen = db.read(lambda c: ssql.injected_in_session(c, session_id))
+    dropped += [
+        _drop(c, "already_injected", "already given to this session")
+        for c in eligible
+        if c.memory.id in seen
+    ]
+    return [c for c in eligible if c.memory.id not in seen]
+
+
+def _record_given(
+    db: Database,
+    row: dict[str, Any],
+    chosen: list[Candidate],
+    eligible: list[Candidate],
+    now: str,
+) -> None:
+    """The context given, in one transaction: its row and memories, an opportunity for each
+    eligible memory and a use for each chosen one."""
+
+    def tx(conn: apsw.Connection) -> None:
+        ssql.insert_context(conn, row, [(c.memory.id, c.score) for c in chosen])
+        if eligible:
+            msql.count_opportunities(conn, [c.memory.id for c in eligible])
+        if chosen:
+            msql.count_uses(conn, [c.memory.id for c in chosen], now)
+
+    db.write(tx)
 
 
 def _public_drop(d: Dropped) -> api.ContextDropped:

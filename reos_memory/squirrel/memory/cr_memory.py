@@ -41,81 +41,30 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
     opp, uses, hits = row["opportunities"], row["use_count"], row["hits"]
     ratio = uses / opp if opp else 0.0
     protected = kind in policy.protected_kinds
-    metrics = {
-        "opportunities": opp,
-        "use_count": uses,
-        "use_ratio": round(ratio, 4),
-        "suspected_regret_hits": hits,
-        "estimated_regret_saved": round(row["saved"], 4),
-        "last_used_at": row["last_used_at"],
-    }
     out: dict[str, Any] = {
         "memory_id": row["id"],
         "kind": kind,
         "tier": row["tier"],
         "status": status,
-        "metrics": metrics,
+        "metrics": {
+            "opportunities": opp,
+            "use_count": uses,
+            "use_ratio": round(ratio, 4),
+            "suspected_regret_hits": hits,
+            "estimated_regret_saved": round(row["saved"], 4),
+            "last_used_at": row["last_used_at"],
+        },
     }
-    now_s = iso(now)
-    expires_s = row["expires_at"]
     if status == "provisional":
-        prom = policy.promotion(kind)
-        dep = policy.deprecation(kind)
-        min_opp = prom.min_opportunities or 0
-        if opp >= min_opp:
-            if ratio >= (prom.min_use_ratio or 0.0) and hits >= (prom.min_regret_hits or 0):
-                changes: dict[str, Any] = {"status": "active"}
-                if kind in PROMOTE_TO_LONG_TERM:
-                    changes["tier"] = "long_term"
-                if expires_s is not None and prom.extend_ttl_days:
-                    floor = iso(now + timedelta(days=prom.extend_ttl_days))
-                    if expires_s < floor:
-                        changes["expires_at"] = floor
-                return {
-                    **out,
-                    "action": "promote",
-                    "changes": changes,
-                    "reason": f"use ratio {ratio:.2f} >= {prom.min_use_ratio} and"
-                    f" {hits} regret hits >= {prom.min_regret_hits}"
-                    f" after {opp} opportunities",
-                }
-            if (
-                dep.max_use_ratio is not None
-                and ratio <= dep.max_use_ratio
-                and opp >= (dep.min_opportunities or 0)
-            ):
-                return {
-                    **out,
-                    "action": "deprecate",
-                    "changes": {"status": "deprecated"},
-                    "reason": f"used {uses} of {opp} opportunities (ratio {ratio:.2f} <="
-                    f" {dep.max_use_ratio})",
-                }
-    if expires_s is not None and expires_s <= now_s:  # ISO 8601 UTC strings sort as times
-        if not protected:
-            return {
-                **out,
-                "action": "deprecate",
-                "changes": {"status": "deprecated"},
-                "reason": f"TTL passed (expires_at {row['expires_at']})",
-            }
-        out["note"] = "TTL passed, but the kind is protected from time-based deprecation"
-    max_days = policy.max_inactive_days(kind)
-    since_s = row["last_used_at"] or row["created_at"]
-    if max_days is not None and since_s and since_s < iso(now - timedelta(days=max_days)):
-        since = _parse(since_s)
-        assert since is not None
-        idle = (now - since).total_seconds() / 86400
-        metrics["days_inactive"] = round(idle, 2)
-        if not protected:
-            what = "not used" if row["last_used_at"] else "never used"
-            return {
-                **out,
-                "action": "deprecate",
-                "changes": {"status": "deprecated"},
-                "reason": f"{what} for {idle:.0f} days (> max_inactive_days {max_days})",
-            }
-        out["note"] = f"inactive {idle:.0f} days, but the kind is protected"
+        by_use = _by_use(row, out, policy, now, ratio)
+        if by_use is not None:
+            return by_use
+    expired = _by_ttl(row, out, protected, now)
+    if expired is not None:
+        return expired
+    idle = _by_inactivity(row, out, policy, protected, now)
+    if idle is not None:
+        return idle
     if status == "provisional":
         prom = policy.promotion(kind)
         if opp < (prom.min_opportunities or 0):
@@ -127,6 +76,91 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
     else:
         reason = "active and in use"
     return {**out, "action": "keep", "reason": reason}
+
+
+def _by_use(
+    row: dict[str, Any], out: dict[str, Any], policy: Policy, now: datetime, ratio: float
+) -> dict[str, Any] | None:
+    """A provisional memory promoted (used enough, with enough regret hits) or deprecated
+    (seldom used) once it has had its opportunities; None while the evidence decides nothing."""
+    kind, opp, uses, hits = row["kind"], row["opportunities"], row["use_count"], row["hits"]
+    prom = policy.promotion(kind)
+    dep = policy.deprecation(kind)
+    if opp < (prom.min_opportunities or 0):
+        return None
+    if ratio >= (prom.min_use_ratio or 0.0) and hits >= (prom.min_regret_hits or 0):
+        changes: dict[str, Any] = {"status": "active"}
+        if kind in PROMOTE_TO_LONG_TERM:
+            changes["tier"] = "long_term"
+        expires_s = row["expires_at"]
+        if expires_s is not None and prom.extend_ttl_days:
+            floor = iso(now + timedelta(days=prom.extend_ttl_days))
+            if expires_s < floor:
+                changes["expires_at"] = floor
+        return {
+            **out,
+            "action": "promote",
+            "changes": changes,
+            "reason": f"use ratio {ratio:.2f} >= {prom.min_use_ratio} and"
+            f" {hits} regret hits >= {prom.min_regret_hits}"
+            f" after {opp} opportunities",
+        }
+    if (
+        dep.max_use_ratio is not None
+        and ratio <= dep.max_use_ratio
+        and opp >= (dep.min_opportunities or 0)
+    ):
+        return {
+            **out,
+            "action": "deprecate",
+            "changes": {"status": "deprecated"},
+            "reason": f"used {uses} of {opp} opportunities (ratio {ratio:.2f} <="
+            f" {dep.max_use_ratio})",
+        }
+    return None
+
+
+def _by_ttl(
+    row: dict[str, Any], out: dict[str, Any], protected: bool, now: datetime
+) -> dict[str, Any] | None:
+    """Deprecated once its expiry has passed, unless its kind is protected (then a note)."""
+    expires_s = row["expires_at"]
+    if expires_s is None or expires_s > iso(now):  # ISO 8601 UTC strings sort as times
+        return None
+    if not protected:
+        return {
+            **out,
+            "action": "deprecate",
+            "changes": {"status": "deprecated"},
+            "reason": f"TTL passed (expires_at {row['expires_at']})",
+        }
+    out["note"] = "TTL passed, but the kind is protected from time-based deprecation"
+    return None
+
+
+def _by_inactivity(
+    row: dict[str, Any], out: dict[str, Any], policy: Policy, protected: bool, now: datetime
+) -> dict[str, Any] | None:
+    """Deprecated when unused for longer than its kind's max_inactive_days, unless its kind is
+    protected (then a note); the days inactive join the metrics."""
+    max_days = policy.max_inactive_days(row["kind"])
+    since_s = row["last_used_at"] or row["created_at"]
+    if max_days is None or not since_s or since_s >= iso(now - timedelta(days=max_days)):
+        return None
+    since = _parse(since_s)
+    assert since is not None
+    idle = (now - since).total_seconds() / 86400
+    out["metrics"]["days_inactive"] = round(idle, 2)
+    if not protected:
+        what = "not used" if row["last_used_at"] else "never used"
+        return {
+            **out,
+            "action": "deprecate",
+            "changes": {"status": "deprecated"},
+            "reason": f"{what} for {idle:.0f} days (> max_inactive_days {max_days})",
+        }
+    out["note"] = f"inactive {idle:.0f} days, but the kind is protected"
+    return None
 
 
 def run(

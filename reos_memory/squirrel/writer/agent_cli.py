@@ -168,79 +168,92 @@ def run_bounded(
         )
     except OSError as exc:
         raise LLMError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-    out = bytearray()
-    err = bytearray()
-    overflow = threading.Event()
-    exited = threading.Event()  # the leader has exited
-    wake = threading.Event()  # it exited, or printed too much
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    stdin_pipe, stdout_pipe, stderr_pipe = proc.stdin, proc.stdout, proc.stderr
-
-    def feed() -> None:
-        with contextlib.suppress(OSError):  # it may exit without reading everything
-            stdin_pipe.write(stdin)
-        with contextlib.suppress(OSError):
-            stdin_pipe.close()
-
-    def read_out() -> None:
-        while True:
-            chunk = os.read(stdout_pipe.fileno(), 65536)
-            if not chunk:
-                return
-            if len(out) + len(chunk) > max_stdout:
-                overflow.set()
-                wake.set()  # the waiter kills the group
-                return
-            out.extend(chunk)
-
-    def read_err() -> None:
-        while True:
-            chunk = os.read(stderr_pipe.fileno(), 65536)
-            if not chunk:
-                return
-            err.extend(chunk)
-            if len(err) > 2 * STDERR_TAIL:
-                del err[: len(err) - STDERR_TAIL]
-
-    def wait_leader() -> None:
-        # the leader's exit, without reaping it: while it is a zombie its pid (the group id)
-        # cannot be reused, so the group can still be killed safely (os.waitid: Linux, and
-        # macOS from Python 3.13; elsewhere the leader is reaped first)
-        waitid = getattr(os, "waitid", None)
-        with contextlib.suppress(ChildProcessError, OSError):
-            if waitid is not None:
-                waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-            else:
-                proc.wait()
-        exited.set()
-        wake.set()
-
+    run = _Pipes(proc, stdin, max_stdout)
     threads = [
         threading.Thread(target=f, name=f"writer-cli-{f.__name__}", daemon=True)
-        for f in (feed, read_out, read_err, wait_leader)
+        for f in (run.feed, run.read_out, run.read_err, run.wait_leader)
     ]
     for t in threads:
         t.start()
-    timed_out = not wake.wait(timeout_s)
-    if timed_out or overflow.is_set():
+    timed_out = not run.wake.wait(timeout_s)
+    if timed_out or run.overflow.is_set():
         _kill_group(proc.pid, signal.SIGTERM)
-        if not exited.wait(1.0):
+        if not run.exited.wait(1.0):
             _kill_group(proc.pid, signal.SIGKILL)
     # whatever the leader left behind in its group goes with it
     _kill_group(proc.pid, signal.SIGKILL)
     proc.wait()
     for t in threads[:3]:
         t.join(5)
-    for pipe in (stdout_pipe, stderr_pipe):
-        with contextlib.suppress(OSError):
-            pipe.close()
+    run.close()
     return RunResult(
         returncode=proc.returncode,
-        stdout=bytes(out),
-        stderr_tail=bytes(err[-STDERR_TAIL:]),
+        stdout=bytes(run.out),
+        stderr_tail=bytes(run.err[-STDERR_TAIL:]),
         timed_out=timed_out,
-        overflow=overflow.is_set(),
+        overflow=run.overflow.is_set(),
     )
+
+
+class _Pipes:
+    """The pipes of a running process, each served by its own thread (one method each): its
+    input written, its output kept up to max_stdout, the tail of its stderr, its leader's exit."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes, max_stdout: int) -> None:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        self.stdin, self.max_stdout = stdin, max_stdout
+        self.stdin_pipe, self.stdout_pipe, self.stderr_pipe = proc.stdin, proc.stdout, proc.stderr
+        self.out = bytearray()
+        self.err = bytearray()
+        self.overflow = threading.Event()
+        self.exited = threading.Event()  # the leader has exited
+        self.wake = threading.Event()  # it exited, or printed too much
+
+    def feed(self) -> None:
+        with contextlib.suppress(OSError):  # it may exit without reading everything
+            self.stdin_pipe.write(self.stdin)
+        with contextlib.suppress(OSError):
+            self.stdin_pipe.close()
+
+    def read_out(self) -> None:
+        while True:
+            chunk = os.read(self.stdout_pipe.fileno(), 65536)
+            if not chunk:
+                return
+            if len(self.out) + len(chunk) > self.max_stdout:
+                self.overflow.set()
+                self.wake.set()  # the waiter kills the group
+                return
+            self.out.extend(chunk)
+
+    def read_err(self) -> None:
+        err = self.err
+        while True:
+            chunk = os.read(self.stderr_pipe.fileno(), 65536)
+            if not chunk:
+                return
+            err.extend(chunk)
+            if len(err) > 2 * STDERR_TAIL:
+                del err[: len(err) - STDERR_TAIL]
+
+    def wait_leader(self) -> None:
+        # the leader's exit, without reaping it: while it is a zombie its pid (the group id)
+        # cannot be reused, so the group can still be killed safely (os.waitid: Linux, and
+        # macOS from Python 3.13; elsewhere the leader is reaped first)
+        waitid = getattr(os, "waitid", None)
+        with contextlib.suppress(ChildProcessError, OSError):
+            if waitid is not None:
+                waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT)
+            else:
+                self.proc.wait()
+        self.exited.set()
+        self.wake.set()
+
+    def close(self) -> None:
+        for pipe in (self.stdout_pipe, self.stderr_pipe):
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def _kill_group(pgid: int, sig: int) -> None:

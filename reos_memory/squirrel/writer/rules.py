@@ -343,40 +343,9 @@ def _pattern(
     between = events[failed_at[0] + 1 : fixed_at]
     cmd = last.get("command") or last.get("tool_name") or "the call"
     error = last.get("error_line") or last.get("summary") or "an error"
-    failing_files = {os.path.basename(str(events[j].get("file") or "")) for j in failed_at}
-    failing_files |= set(re.findall(r"[\w.-]+\.\w+", str(cmd)))
-    edited = []
-    for x in between:
-        if x["kind"] == "tool_call" and (x.get("tool_name") or "").lower() in EDIT_TOOLS:
-            name = os.path.basename(str(x.get("file") or "").rstrip("/"))
-            if name and name not in failing_files and name not in edited:
-                edited.append(name)
-    reason = next(
-        (
-            n
-            for x in between
-            if x["role"] == "assistant"
-            for n in x.get("notes") or []
-            if n not in used
-        ),
-        None,
-    )
-    text_before = " ".join(
-        str(events[j].get(f) or "") for j in failed_at for f in ("command", "error_line")
-    )
-    # what changed after the last failure: the edits and commands, and the call that worked
-    # (not the lookups, messages or subagent prompts, which may name the failing tool)
-    after = events[fixed_at]
-    since = events[failed_at[-1] + 1 : fixed_at]
-    text_after = " ".join(
-        str(x.get(f) or "")
-        for x in [*since, after]
-        if x is after or _changes(x)
-        for f in ("summary", "command", "raw_snippet")
-    )
-    switch = tool_switches.switch_in(" ".join(x.get("summary") or "" for x in since))
-    if switch is None:
-        switch = tool_switches.switch_between(text_before, text_after)
+    edited = _edited_files(events, failed_at, between, cmd)
+    reason = _first_note(between, used)
+    switch = _tool_switch(events, failed_at, fixed_at)
     if reason is None and switch is None and not (edited and len(failed_at) >= 2):
         return []  # an ordinary fail-edit-pass loop: nothing learned worth keeping
     ops: list[WriterOp] = []
@@ -385,21 +354,8 @@ def _pattern(
         used.add(reason)
         fix.append(reason.rstrip("."))
     if switch is not None:
-        category, old, new = switch
-        label = LABELS.get(category, category.replace("_", " "))
-        key = f"project.{category}"
-        ops.append(
-            WriterOp(
-                op="UPDATE" if key in draft.held else "ADD",
-                kind="invariant",
-                tier="short_term",
-                key=key,
-                text=f"Use {new} as the {label} in this project; {old} failed here"
-                f" ({shorten(error, 120)}).",
-                confidence=0.75,
-            )
-        )
-        fix.append(f"switching from {old} to {new} fixed it")
+        ops.append(_switch_op(switch, error, draft))
+        fix.append(f"switching from {switch[1]} to {switch[2]} fixed it")
     if edited:
         fix.append("fixed by changing " + ", ".join(edited[:3]))
     ops.append(
@@ -427,6 +383,77 @@ def _pattern(
             )
         )
     return ops
+
+
+def _edited_files(
+    events: list[dict[str, Any]], failed_at: list[int], between: list[dict[str, Any]], cmd: Any
+) -> list[str]:
+    """The files edited between the first failure and the fix, other than the failing ones
+    (those the failures were about, or named in the command), in order, once each."""
+    failing_files = {os.path.basename(str(events[j].get("file") or "")) for j in failed_at}
+    failing_files |= set(re.findall(r"[\w.-]+\.\w+", str(cmd)))
+    edited = []
+    for x in between:
+        if x["kind"] == "tool_call" and (x.get("tool_name") or "").lower() in EDIT_TOOLS:
+            name = os.path.basename(str(x.get("file") or "").rstrip("/"))
+            if name and name not in failing_files and name not in edited:
+                edited.append(name)
+    return edited
+
+
+def _first_note(between: list[dict[str, Any]], used: set[str]) -> str | None:
+    """The first thing the agent found out between the failure and the fix that no other
+    memory of this episode has used yet."""
+    return next(
+        (
+            n
+            for x in between
+            if x["role"] == "assistant"
+            for n in x.get("notes") or []
+            if n not in used
+        ),
+        None,
+    )
+
+
+def _tool_switch(
+    events: list[dict[str, Any]], failed_at: list[int], fixed_at: int
+) -> tuple[str, str, str] | None:
+    """(category, old, new) when the fix was a switch of tool: said by the agent after the last
+    failure, else read from the failing calls against what changed after them."""
+    text_before = " ".join(
+        str(events[j].get(f) or "") for j in failed_at for f in ("command", "error_line")
+    )
+    # what changed after the last failure: the edits and commands, and the call that worked
+    # (not the lookups, messages or subagent prompts, which may name the failing tool)
+    after = events[fixed_at]
+    since = events[failed_at[-1] + 1 : fixed_at]
+    text_after = " ".join(
+        str(x.get(f) or "")
+        for x in [*since, after]
+        if x is after or _changes(x)
+        for f in ("summary", "command", "raw_snippet")
+    )
+    switch = tool_switches.switch_in(" ".join(x.get("summary") or "" for x in since))
+    if switch is None:
+        switch = tool_switches.switch_between(text_before, text_after)
+    return switch
+
+
+def _switch_op(switch: tuple[str, str, str], error: str, draft: _Draft) -> WriterOp:
+    """The project invariant a tool switch teaches: use the new tool, the old one failed."""
+    category, old, new = switch
+    label = LABELS.get(category, category.replace("_", " "))
+    key = f"project.{category}"
+    return WriterOp(
+        op="UPDATE" if key in draft.held else "ADD",
+        kind="invariant",
+        tier="short_term",
+        key=key,
+        text=f"Use {new} as the {label} in this project; {old} failed here"
+        f" ({shorten(error, 120)}).",
+        confidence=0.75,
+    )
 
 
 def _harness_error(e: dict[str, Any]) -> bool:
