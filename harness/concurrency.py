@@ -199,7 +199,7 @@ def run(work: Path, load: Load) -> Outcome:
             s.__exit__(None, None, None)
     conn = apsw.Connection(str(db))
     try:
-        out.integrity = conn.execute("PRAGMA integrity_check").fetchall()[0][0]
+        out.integrity = str(conn.execute("PRAGMA integrity_check").fetchall()[0][0])
 
         def present(sql: str, ids: set[str]) -> int:
             have = {r[0] for r in conn.execute(sql)}
@@ -216,9 +216,7 @@ def run(work: Path, load: Load) -> Outcome:
             "blocks": present("SELECT id FROM blocks", out.acked.get("blocks", set())),
             "edges": present("SELECT id FROM block_relationships", out.acked.get("edges", set())),
             "memories": present("SELECT id FROM memories", out.acked.get("memories", set())),
-            "cli_memories": conn.execute(
-                "SELECT count(*) FROM memories WHERE text LIKE 'cli:%'"
-            ).fetchall()[0][0],
+            "cli_memories": _count(conn, "SELECT count(*) FROM memories WHERE text LIKE 'cli:%'"),
             "contexts": present(
                 "SELECT context_id FROM context_requests", out.acked.get("contexts", set())
             ),
@@ -230,7 +228,14 @@ def run(work: Path, load: Load) -> Outcome:
             "episodes": "SELECT count(*) FROM episodes",
         }
         for k, sql in totals.items():
-            out.stored[f"rows_{k}"] = conn.execute(sql).fetchall()[0][0]
+            out.stored[f"rows_{k}"] = _count(conn, sql)
     finally:
         conn.close()
     return out
+
+
+def _count(conn: apsw.Connection, sql: str) -> int:
+    """The single integer a `SELECT count(*) ...` returns."""
+    value = conn.execute(sql).fetchall()[0][0]
+    assert isinstance(value, int), value
+    return value

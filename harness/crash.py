@@ -535,7 +535,7 @@ class UpgradeMigration(Scenario):
         try:
             for v in range(3, len(steps) + 1):
                 migrate(db, steps[:v], backup=False)
-                out[v] = {r[0] for r in db.read(lambda c: c.execute(_OBJECTS).fetchall())}
+                out[v] = {str(r[0]) for r in db.read(lambda c: c.execute(_OBJECTS).fetchall())}
         finally:
             db.close()
         return out

@@ -52,6 +52,8 @@ class Proc:
             cwd=str(ROOT),
             env={**os.environ, **(env or {})},
         )
+        assert self.p.stdin is not None and self.p.stdout is not None
+        self.stdin, self.stdout = self.p.stdin, self.p.stdout
         self.n = 0
 
     def call(self, method: str, params: dict | None = None) -> dict:
@@ -59,15 +61,15 @@ class Proc:
         msg = {"jsonrpc": "2.0", "id": self.n, "method": method}
         if params is not None:
             msg["params"] = params
-        self.p.stdin.write(json.dumps(msg).encode() + b"\n")
-        self.p.stdin.flush()
-        resp = json.loads(self.p.stdout.readline())
+        self.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.stdin.flush()
+        resp = json.loads(self.stdout.readline())
         if "error" in resp:
             raise RuntimeError(resp["error"])
         return resp["result"]
 
     def close(self) -> None:
-        self.p.stdin.close()
+        self.stdin.close()
         self.p.wait(60)
 
 
@@ -109,12 +111,12 @@ def bench_throughput(n: int = 50_000, runs: int = 5, method: str = "ping") -> di
 
             def send(payload: bytes = payload) -> None:
                 for i in range(0, len(payload), 1 << 16):
-                    proc.p.stdin.write(payload[i : i + (1 << 16)])
-                proc.p.stdin.flush()
+                    proc.stdin.write(payload[i : i + (1 << 16)])
+                proc.stdin.flush()
 
             sender = threading.Thread(target=send)
             sender.start()
-            out = proc.p.stdout
+            out = proc.stdout
             for _ in range(n):
                 out.readline()
             elapsed = time.perf_counter() - t0

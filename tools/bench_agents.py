@@ -313,7 +313,7 @@ def _hook_call(env: dict, payload: dict) -> tuple[float, bool]:
 
 def _wait_gone(db: Path, seconds: float) -> None:
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and sum(hook_processes(db).values()):
+    while time.monotonic() < deadline and any(hook_processes(db).values()):
         time.sleep(0.2)
 
 
@@ -430,14 +430,14 @@ def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
         paths = [s.write(home / ".claude") for s in live]
         written = 0
         while written < total_lines:
-            for s, p in zip(live, paths, strict=True):
-                s.records.clear()
+            for sess, p in zip(live, paths, strict=True):
+                sess.records.clear()
                 for _ in range(25):
-                    s.bash("pytest -q", rng.choice(OUTPUTS), 0)
+                    sess.bash("pytest -q", rng.choice(OUTPUTS), 0)
                 with open(p, "a", encoding="utf-8") as f:
-                    for rec in s.records:
+                    for rec in sess.records:
                         f.write(json.dumps(rec) + "\n")
-                written += len(s.records)
+                written += len(sess.records)
             time.sleep(0.5)
             samples.append((time.monotonic() - t_start, proc_status_kb(proc.pid)))
         time.sleep(5)

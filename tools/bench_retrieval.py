@@ -268,7 +268,7 @@ def knn_figures(path: Path, vecs: np.ndarray, qvecs: np.ndarray) -> dict[str, An
     for q in qvecs[: 50 if len(vecs) <= 100_000 else 5]:
         b = np.ascontiguousarray(q, dtype="<f4").tobytes()
         t = time.perf_counter()
-        db.read(lambda c, b=b: vsql.knn_sqlite(c, b, 10, None))
+        db.read(lambda c, b=b: vsql.knn_sqlite(c, b, 10, None))  # type: ignore[misc]
         vec_t.append(time.perf_counter() - t)
     db.close()
     out["knn_top10_vec0_p50_ms"] = round(pct(vec_t, 0.5) * 1000, 3)

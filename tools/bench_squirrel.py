@@ -22,11 +22,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tools.bench import pct  # noqa: E402
+
+if TYPE_CHECKING:
+    from reos_memory.models import MemoryKind
 
 TOOLS = [
     "requests",
@@ -118,7 +122,7 @@ def fill_memories(app, project_root: str, n: int, rng: random.Random) -> float:
     from reos_memory.squirrel.writer.schema import WriterOp
 
     pid = project_for_root(project_root).id
-    kinds = ["pattern", "invariant", "preference", "note", "guard"]
+    kinds: list[MemoryKind] = ["pattern", "invariant", "preference", "note", "guard"]
     t0 = time.perf_counter()
     for start in range(0, n, 10):
         ops = [
@@ -202,7 +206,7 @@ def bench_cr(workdir: Path, n: int) -> dict:
     db = Database(str(path))
     migrate(db)
     rng = random.Random(7)
-    kinds = ["pattern", "invariant", "preference", "note", "guard"]
+    kinds: list[MemoryKind] = ["pattern", "invariant", "preference", "note", "guard"]
 
     def fill(conn: apsw.Connection) -> None:
         rows, metrics = [], []
@@ -274,7 +278,7 @@ def bench_ingest(workdir: Path, project_root: str, total: int, per_call: int = 5
     out = "collected 12 items\n" + "\n".join(f"tests/test_{i}.py ...." for i in range(8))
     batches = []
     for b in range(total // per_call):
-        events = []
+        events: list[dict[str, Any]] = []
         for j in range(per_call // 2):
             cmd = rng.choice(["pytest -q", "ruff check .", "git status", "ls src"])
             events.append(

@@ -26,6 +26,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -79,7 +80,9 @@ def ingest(srv: Server, corpora: list[dict]) -> dict[str, int]:
     t0 = time.perf_counter()
     for c in corpora:
         act = safe(c["name"])
-        items, edges, prev = [], [], {}
+        items: list[Any] = []
+        edges: list[Any] = []
+        prev: dict[Any, Any] = {}
         for n, b in enumerate(c["blocks"]):
             params = {
                 "type": "paragraph",
@@ -159,7 +162,7 @@ def evaluate(srv: Server, corpora: list[dict], graph: bool, limit: int | None) -
                 per.setdefault(
                     f"category {cat} (adversarial)" if cat == 5 else f"category {cat}", []
                 ).append(got)
-    out = {}
+    out: dict[str, Any] = {}
     for name in sorted(per, key=lambda k: (k.startswith("category 5"), k != "categories 1-4", k)):
         rows = per[name]
         out[name] = {

@@ -236,7 +236,7 @@ def report_ours() -> None:
     """Misses and changed look-alikes of redact() alone, listed (for tuning the rules)."""
     from reos_memory.squirrel.redaction import redact_events
 
-    miss = Counter()
+    miss: Counter[str] = Counter()
     for c in cases():
         out = "\n".join(redact_events(c.messages))
         if _leaked(out, c):

@@ -78,7 +78,7 @@ def table_counts(db: Path) -> dict[str, int]:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return {
-            t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0])
+            t: int(str(conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]))
             for t in (
                 "blocks",
                 "embedding_changes",
