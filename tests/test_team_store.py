@@ -1,5 +1,6 @@
-"""The team server's database (issue 21, foundation): the embedded PostgreSQL and its
-migrations, on one real embedded PostgreSQL with pgvector started for this module."""
+"""The team server's database (issue 21, foundation): migrations, tenancy (composite keys and
+row-level security) and API keys, on one real embedded PostgreSQL with
+pgvector started for this module."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from reos_memory.errors import SchemaError
+from reos_memory.errors import Conflict, InvalidInput, NotFound, SchemaError
 from reos_memory.store.migrations import Migration
 from reos_memory.store.team import connection as pg
 from reos_memory.store.team.migrations import applied_versions, load_team_migrations, migrate
+from reos_memory.team import admin, keys
 from reos_memory.team.database import (
     TeamDatabase,
     TeamDatabaseError,
@@ -25,6 +28,7 @@ from reos_memory.team.database import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+ACTOR = admin.Actor(name="cli:test", request_id="req-1")
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +148,177 @@ def test_version_checks_refuse_old_postgresql_and_pgvector():
 def test_an_unreachable_database_url_is_a_clear_error(tmp_path):
     with pytest.raises(TeamDatabaseError, match="cannot use the team database"):
         open_team_database(f"postgresql://postgres@/x?host={tmp_path}", tmp_path)
+
+
+# -- tenancy -----------------------------------------------------------------------------------
+
+
+def _memory(conn, org_id, mem_id, team_id=None, text="use httpx"):
+    conn.execute(
+        "INSERT INTO memories (org_id, team_id, id, scope, owner_type, kind, tier, text, status,"
+        " embedding) VALUES (%s, %s, %s, 'global', %s, 'preference', 'long_term', %s, 'active',"
+        " %s::vector)",
+        (org_id, team_id, mem_id, "team" if team_id else "org", text, str([0.0] * 383 + [1.0])),
+    )
+
+
+def test_a_composite_foreign_key_refuses_a_team_of_another_org(conn):
+    a = admin.create_org(conn, ACTOR, "org-a")
+    b = admin.create_org(conn, ACTOR, "org-b")
+    team_b = admin.create_team(conn, ACTOR, "org-b", "backend")
+    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+        _memory(conn, a.id, "m1", team_id=team_b.id)
+    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute(
+            "INSERT INTO api_keys (org_id, key_id, team_id, role, hash, prefix)"
+            " VALUES (%s, 'k1', %s, 'reader', 'h', 'rmk_k1')",
+            (a.id, team_b.id),
+        )
+    _memory(conn, b.id, "m1", team_id=team_b.id)  # the same team in its own org is fine
+    # and the admin commands never cross either: org-a has no team "backend"
+    with pytest.raises(NotFound, match="team of org 'org-a'"):
+        admin.create_key(conn, ACTOR, org="org-a", team="backend", role="reader")
+
+
+def test_row_level_security_shows_a_tenant_only_its_own_org(conn):
+    a = admin.create_org(conn, ACTOR, "org-a")
+    b = admin.create_org(conn, ACTOR, "org-b")
+    ta = admin.create_team(conn, ACTOR, "org-a", "web")
+    admin.create_team(conn, ACTOR, "org-b", "web")
+    _memory(conn, a.id, "a1", team_id=ta.id)
+    _memory(conn, a.id, "a2")
+    _memory(conn, b.id, "b1", text="org b's secret")
+    admin.create_key(conn, ACTOR, org="org-b", role="admin")
+    role = conn.execute(
+        "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = %s", (pg.SERVER_ROLE,)
+    ).fetchone()
+    assert role == (False, False)
+
+    with pg.tenant_transaction(conn, a.id):
+        assert conn.execute("SELECT current_user").fetchone() == (pg.SERVER_ROLE,)
+        seen = {r[0] for r in conn.execute("SELECT id FROM memories").fetchall()}
+        assert seen == {"a1", "a2"}
+        # even asked by org or by id, org B's rows do not exist for this transaction
+        assert conn.execute(
+            "SELECT count(*) FROM memories WHERE org_id = %s", (b.id,)
+        ).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM memories WHERE id = 'b1'").fetchone() == (0,)
+        assert {r[0] for r in conn.execute("SELECT org_id FROM teams").fetchall()} == {a.id}
+        assert conn.execute("SELECT count(*) FROM api_keys").fetchone() == (0,)
+        assert {r[0] for r in conn.execute("SELECT id FROM orgs").fetchall()} == {a.id}
+        assert conn.execute(
+            "SELECT count(*) FROM audit_log WHERE org_id <> %s", (a.id,)
+        ).fetchone() == (0,)
+        # nearest-neighbour search goes through the same policy
+        near = conn.execute(
+            "SELECT id FROM memories ORDER BY embedding <-> %s::vector LIMIT 10",
+            (str([0.0] * 383 + [1.0]),),
+        ).fetchall()
+        assert {r[0] for r in near} == {"a1", "a2"}
+        assert conn.execute("UPDATE memories SET text = 'x' WHERE id = 'b1'").rowcount == 0
+        assert conn.execute("DELETE FROM memories WHERE org_id = %s", (b.id,)).rowcount == 0
+
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), pg.tenant_transaction(conn, a.id):
+        _memory(conn, b.id, "b2")  # writing into another org: refused by WITH CHECK
+
+    with pg.tenant_transaction(conn, ""):  # no tenant set: nothing at all
+        assert conn.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+    # the setting was local to each transaction: the owner's connection is itself again
+    assert conn.execute("SELECT current_user").fetchone() == ("postgres",)
+    assert conn.execute("SELECT current_setting('reos.org_id', true)").fetchone() in {
+        (None,),
+        ("",),
+    }
+    assert conn.execute("SELECT text FROM memories WHERE id = 'b1'").fetchone() == (
+        "org b's secret",
+    )
+
+
+# -- API keys ----------------------------------------------------------------------------------
+
+
+def test_a_key_is_stored_hashed_and_verifies_to_its_org_and_team(conn):
+    org = admin.create_org(conn, ACTOR, "acme")
+    team = admin.create_team(conn, ACTOR, "acme", "backend")
+    new, info = admin.create_key(conn, ACTOR, org="acme", team="backend", role="writer", name="ci")
+    assert new.key.startswith(f"rmk_{new.key_id}_") and len(new.key) == 4 + 16 + 1 + 43
+    assert info.status == "active" and info.prefix == f"rmk_{new.key_id}"
+    stored = conn.execute("SELECT hash, prefix FROM api_keys WHERE key_id = %s", (new.key_id,))
+    hash_, prefix = stored.fetchone()
+    secret = new.key.split("_", 2)[2]
+    assert secret not in hash_ and secret not in prefix and new.key not in hash_
+    got = keys.verify_key(conn, new.key)
+    assert got == keys.VerifiedKey(
+        key_id=new.key_id, org_id=org.id, team_id=team.id, role="writer", name="ci"
+    )
+
+
+def test_revoked_expired_tampered_and_unknown_keys_are_refused(conn):
+    admin.create_org(conn, ACTOR, "acme")
+    new, _ = admin.create_key(conn, ACTOR, org="acme", role="admin", expires_days=1)
+    now = datetime.now(UTC)
+    assert keys.verify_key(conn, new.key, now).role == "admin"
+    with pytest.raises(keys.KeyRefused) as err:
+        keys.verify_key(conn, new.key, now + timedelta(days=1, seconds=1))
+    assert err.value.why == "expired"
+
+    secret = new.key.split("_", 2)[2]
+    flipped = new.key[:-1] + ("A" if new.key[-1] != "A" else "B")
+    other_id = f"rmk_{'0' * 16}_{secret}"
+    for tampered, why in [
+        (flipped, "mismatch"),
+        (other_id, "unknown"),
+        (new.key[:-1], "malformed"),
+        ("Bearer " + new.key, "malformed"),
+        ("", "malformed"),
+    ]:
+        with pytest.raises(keys.KeyRefused) as err:
+            keys.verify_key(conn, tampered)
+        assert err.value.why == why, tampered
+
+    info, now_revoked = admin.revoke_key(conn, ACTOR, new.key_id)
+    assert now_revoked and info.status == "revoked"
+    with pytest.raises(keys.KeyRefused) as err:
+        keys.verify_key(conn, new.key)
+    assert err.value.why == "revoked"
+    _, again = admin.revoke_key(conn, ACTOR, f"rmk_{new.key_id}")
+    assert not again  # already revoked: nothing written
+
+
+def test_the_server_role_reads_only_the_key_it_presents(conn):
+    admin.create_org(conn, ACTOR, "acme")
+    mine, _ = admin.create_key(conn, ACTOR, org="acme", role="reader")
+    other, _ = admin.create_key(conn, ACTOR, org="acme", role="admin")
+    with pg.key_lookup_transaction(conn, mine.key_id):
+        rows = conn.execute("SELECT key_id FROM api_keys").fetchall()
+    assert rows == [(mine.key_id,)]
+    assert other.key_id not in {r[0] for r in rows}
+
+
+def test_admin_actions_refuse_bad_input_and_write_one_audit_row_each(conn):
+    org = admin.create_org(conn, ACTOR, "acme")
+    with pytest.raises(Conflict):
+        admin.create_org(conn, ACTOR, "acme")
+    admin.create_team(conn, ACTOR, "acme", "web")
+    with pytest.raises(Conflict):
+        admin.create_team(conn, ACTOR, org.id, "web")  # by id too
+    with pytest.raises(NotFound):
+        admin.create_team(conn, ACTOR, "nope", "web")
+    with pytest.raises(InvalidInput, match="role"):
+        admin.create_key(conn, ACTOR, org="acme", role="owner")
+    with pytest.raises(InvalidInput, match="expires_days"):
+        admin.create_key(conn, ACTOR, org="acme", role="reader", expires_days=0)
+    with pytest.raises(InvalidInput):
+        admin.create_org(conn, ACTOR, "  ")
+    new, _ = admin.create_key(conn, ACTOR, org="acme", role="reader")
+    admin.revoke_key(conn, ACTOR, new.key_id)
+    rows = conn.execute(
+        "SELECT method, target_ids, actor, request_id FROM audit_log ORDER BY id"
+    ).fetchall()
+    assert [r[0] for r in rows] == [
+        "team/admin/create-org",
+        "team/admin/create-team",
+        "team/admin/create-key",
+        "team/admin/revoke-key",
+    ]
+    assert rows[2][1] == [new.key_id] and {r[2:] for r in rows} == {("cli:test", "req-1")}
