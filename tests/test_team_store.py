@@ -1,9 +1,13 @@
 """The team server's database (issue 21, foundation): migrations, tenancy (composite keys and
-row-level security) and API keys, on one real embedded PostgreSQL with
+row-level security), API keys and the admin command line, on one real embedded PostgreSQL with
 pgvector started for this module."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -322,3 +326,102 @@ def test_admin_actions_refuse_bad_input_and_write_one_audit_row_each(conn):
         "team/admin/revoke-key",
     ]
     assert rows[2][1] == [new.key_id] and {r[2:] for r in rows} == {("cli:test", "req-1")}
+
+
+# -- the admin command line --------------------------------------------------------------------
+
+
+def _admin(*args: str, data_dir: Path | None = None, url: str | None = None):
+    where = ["--database-url", url] if url else ["--data-dir", str(data_dir)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "reos_memory", "team", "admin", *args, *where],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+@pytest.mark.e2e
+def test_the_admin_command_line_end_to_end(server):
+    data_dir = server.embedded.pgdata.parent  # the module's running server, reused
+    run = _admin("create-org", "acme", data_dir=data_dir)
+    assert run.returncode == 0 and "created org acme" in run.stdout, run.stderr
+    assert "Traceback" not in run.stderr
+    assert _admin("create-team", "acme", "backend", data_dir=data_dir).returncode == 0
+
+    made = _admin(
+        "create-key", "--org", "acme", "--team", "backend", "--role", "writer",
+        "--name", "laptop", "--expires-days", "30", "--json", data_dir=data_dir,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    lines = made.stdout.splitlines()
+    assert len(lines) == 1
+    key = json.loads(lines[0])
+    assert set(key) == {"key_id", "key"} and key["key"].startswith(f"rmk_{key['key_id']}_")
+    plain = _admin("create-key", "--org", "acme", "--role", "reader", data_dir=data_dir)
+    assert plain.returncode == 0 and plain.stdout.startswith("rmk_")
+    assert "only time it is shown" in plain.stderr
+
+    listed = _admin("list-keys", "acme", data_dir=data_dir)
+    assert listed.returncode == 0
+    assert key["key_id"] in listed.stdout and "laptop" in listed.stdout
+    assert key["key"].split("_", 2)[2] not in listed.stdout
+    assert plain.stdout.strip().split("_", 2)[2] not in listed.stdout
+
+    revoked = _admin("revoke-key", key["key_id"], data_dir=data_dir)
+    assert revoked.returncode == 0 and "revoked" in revoked.stdout
+    listed = _admin("list-keys", "acme", data_dir=data_dir)
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(key["key_id"]))
+    assert "revoked" in row
+
+    with server.connect() as c:
+        with pytest.raises(keys.KeyRefused):
+            keys.verify_key(c, key["key"])
+        assert keys.verify_key(c, plain.stdout.strip()).role == "reader"
+        org = c.execute("SELECT id FROM orgs WHERE name = 'acme'").fetchone()
+        methods = [
+            r[0]
+            for r in c.execute(
+                "SELECT method FROM audit_log WHERE org_id = %s ORDER BY id", org
+            ).fetchall()
+        ]
+    assert methods == [
+        "team/admin/create-org",
+        "team/admin/create-team",
+        "team/admin/create-key",
+        "team/admin/create-key",
+        "team/admin/revoke-key",
+    ]
+    # the CLI left the module's server running (it only reused it)
+    with server.connect() as c:
+        assert c.execute("SELECT 1").fetchone() == (1,)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (["create-org", "dup"], 1, "an org named 'dup' exists"),
+        (["create-team", "nope", "web"], 1, "org 'nope' not found"),
+        (["create-team", "dup", "web"], 1, "has a team named 'web'"),
+        (["create-key", "--org", "dup", "--role", "owner"], 2, "invalid choice: 'owner'"),
+        (["create-key", "--org", "dup", "--team", "x", "--role", "reader"], 1, "not found"),
+        (["revoke-key", "0123456789abcdef"], 1, "API key '0123456789abcdef' not found"),
+        (["list-keys", "nope"], 1, "org 'nope' not found"),
+    ],
+)
+def test_admin_errors_are_one_clear_line(server, blank_url, args, code, said):
+    assert _admin("create-org", "dup", url=blank_url).returncode == 0
+    assert _admin("create-team", "dup", "web", url=blank_url).returncode == 0
+    run = _admin(*args, url=blank_url)
+    assert run.returncode == code
+    assert said in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.e2e
+def test_an_old_or_missing_database_is_refused_by_the_command_line(tmp_path):
+    run = _admin("list-keys", "acme", url=f"postgresql://postgres@/x?host={tmp_path}")
+    assert run.returncode == 1
+    assert "cannot use the team database" in run.stderr and "Traceback" not in run.stderr
