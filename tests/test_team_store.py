@@ -425,3 +425,21 @@ def test_an_old_or_missing_database_is_refused_by_the_command_line(tmp_path):
     run = _admin("list-keys", "acme", url=f"postgresql://postgres@/x?host={tmp_path}")
     assert run.returncode == 1
     assert "cannot use the team database" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.e2e
+def test_the_default_data_dir_is_team_db_in_the_home_and_left_stopped(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REOS_MEMORY_HOME": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "reos_memory", "team", "admin", "create-org", "solo"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""  # nothing from the embedded server's start (no warnings either)
+    pgdata = tmp_path / "team-db" / "pgdata"
+    assert (pgdata / "PG_VERSION").is_file()
+    # the command started this server itself, so it stopped it on the way out
+    assert not (pgdata / "postmaster.pid").exists()
