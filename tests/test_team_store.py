@@ -118,6 +118,18 @@ def test_migrations_apply_in_order_and_are_idempotent(blank_url):
         assert all(rls.values()) and len(rls) == 5
 
 
+def test_migrating_at_once_from_two_connections_applies_each_migration_once(blank_url):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run() -> list[int]:
+        with pg.connect(blank_url) as c:
+            return migrate(c)
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: run(), range(2)))
+    assert sorted(results, key=len) == [[], [m.version for m in load_team_migrations()]]
+
+
 def test_a_failed_migration_leaves_nothing_and_an_edited_one_is_refused(blank_url):
     shipped = load_team_migrations()
     broken = [
