@@ -150,6 +150,11 @@ def test_wheel_ships_migrations(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for m in load_migrations():
         assert f"reos_memory/migrations/{m.version:04d}_{m.name}.sql" in names
+    # the team server's PostgreSQL migrations (store/team/migrations.py reads them from there)
+    from reos_memory.store.team.migrations import load_team_migrations
+
+    for m in load_team_migrations():
+        assert f"reos_memory/migrations/team/{m.version:04d}_{m.name}.sql" in names
 
 
 SEED_001 = {  # seed 001 section 1: (name, type, not null, primary key), in order

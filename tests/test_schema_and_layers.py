@@ -40,9 +40,9 @@ def test_rpc_discover_returns_the_committed_document(db_path):
 
 
 # A module may import only from its own layer or the ones listed. `cli -> app -> interfaces ->
-# services (graph | squirrel | documents) -> (index, store, embeddings, llm)`: an interface never
-# imports another interface, a service never imports an interface, nothing imports `cli`.
-SERVICES = {"graph", "squirrel", "documents"}
+# services (graph | squirrel | documents | team) -> (index, store, embeddings, llm)`: an interface
+# never imports another interface, a service never imports an interface, nothing imports `cli`.
+SERVICES = {"graph", "squirrel", "documents", "team"}
 LOWER = {"index", "store", "embeddings", "llm", "_root"}
 LAYERS = {
     "cli": {"app", "config", "logs", "interfaces"} | SERVICES | LOWER,
@@ -51,6 +51,7 @@ LAYERS = {
     "graph": {"index", "store", "embeddings", "llm", "_root"},
     "squirrel": {"index", "store", "embeddings", "llm", "_root"},
     "documents": {"index", "store", "embeddings", "_root"},
+    "team": {"index", "store", "embeddings", "llm", "_root"},
     "index": {"store", "embeddings", "_root"},
     "embeddings": {"_root"},
     "llm": {"_root"},

@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from reos_memory import __version__
 
 if TYPE_CHECKING:
+    import psycopg
+
     from reos_memory.config import Config
     from reos_memory.store import Database
+    from reos_memory.team.admin import Actor
 
 EMBEDDERS = ["onnx", "sentence-transformers", "hash", "none"]
 Run = Callable[["Config", argparse.Namespace], int]
@@ -474,3 +477,188 @@ def _refuse_older(db: Database, verb: str) -> None:
             f"{db.path} is an older version of the database; start the service once"
             f" to upgrade it ({verb} only reads)"
         )
+
+
+# -- the team server's database -----------------------------------------------------------------
+
+
+def _team_db_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--database-url",
+        help="PostgreSQL >= 16 with pgvector >= 0.8.4 (default: an embedded one under --data-dir)",
+    )
+    p.add_argument(
+        "--data-dir",
+        help="where the embedded PostgreSQL keeps its data (default: team-db in the user data dir)",
+    )
+
+
+AdminRun = Callable[["psycopg.Connection", "Actor", argparse.Namespace], int]
+
+
+class AdminCommand(NamedTuple):
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: AdminRun
+
+
+ADMIN_COMMANDS: dict[str, AdminCommand] = {}
+
+
+def admin_command(
+    name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None]
+) -> Callable[[AdminRun], AdminRun]:
+    """Register the decorated function as `reos-memory team admin NAME`."""
+
+    def register(run: AdminRun) -> AdminRun:
+        ADMIN_COMMANDS[name] = AdminCommand(help, arguments, run)
+        return run
+
+    return register
+
+
+def _team_args(team: argparse.ArgumentParser) -> None:
+    tsub = team.add_subparsers(dest="team_command", required=True)
+    admin = tsub.add_parser("admin", help="orgs, teams and API keys of the team database")
+    asub = admin.add_subparsers(dest="admin_command", required=True)
+    for name, cmd in ADMIN_COMMANDS.items():
+        p = asub.add_parser(name, help=cmd.help)
+        _team_db_args(p)
+        cmd.arguments(p)
+
+
+@command(
+    "team", "the team server's database: `team admin` manages orgs, teams and keys", _team_args
+)
+def team(config: Config, args: argparse.Namespace) -> int:
+    """Open (or start) the team database, migrate it, and run one admin command on it, with its
+    audit-log row; domain errors are one line on stderr and exit code 1."""
+    import getpass
+    from pathlib import Path
+
+    from reos_memory.config import default_home
+    from reos_memory.errors import ReosError
+
+    try:
+        from reos_memory.team.admin import cli_actor
+        from reos_memory.team.database import open_team_database
+    except ImportError as exc:  # psycopg and the embedded PostgreSQL come with the extra
+        sys.stderr.write(
+            f'reos-memory: {exc}; install the team extra: pip install "reos-memory[team]"\n'
+        )
+        return 1
+
+    data_dir = Path(args.data_dir) if args.data_dir else default_home() / "team-db"
+    try:
+        db = open_team_database(args.database_url, data_dir.expanduser())
+    except ReosError as exc:
+        sys.stderr.write(f"reos-memory: {exc.message}\n")
+        return 1
+    try:
+        with db.connect() as conn:
+            return ADMIN_COMMANDS[args.admin_command].run(conn, cli_actor(getpass.getuser()), args)
+    except ReosError as exc:
+        sys.stderr.write(f"reos-memory: {exc.message}\n")
+        return 1
+    finally:
+        db.close()
+
+
+def _name_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the org's name (unique)")
+
+
+@admin_command("create-org", "create an org", _name_arg)
+def create_org(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    from reos_memory.team import admin
+
+    org = admin.create_org(conn, actor, args.name)
+    sys.stdout.write(f"created org {org.name} ({org.id})\n")
+    return 0
+
+
+def _create_team_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("org", help="the org's name or id")
+    p.add_argument("team", help="the new team's name (unique in its org)")
+
+
+@admin_command("create-team", "create a team in an org", _create_team_args)
+def create_team(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    from reos_memory.team import admin
+
+    t = admin.create_team(conn, actor, args.org, args.team)
+    sys.stdout.write(f"created team {t.name} ({t.id}) in org {args.org}\n")
+    return 0
+
+
+def _create_key_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--org", required=True, help="the org's name or id")
+    p.add_argument("--team", help="limit the key to this team of the org (name or id)")
+    p.add_argument("--role", required=True, choices=["reader", "writer", "admin"])
+    p.add_argument("--name", default="", help="what the key is for (shown by list-keys)")
+    p.add_argument("--expires-days", type=float, help="the key stops working after these days")
+    p.add_argument("--json", action="store_true", help='print one line {"key_id": ..., "key": ...}')
+
+
+@admin_command("create-key", "create an API key and print it (shown only once)", _create_key_args)
+def create_key(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    import json
+
+    from reos_memory.team import admin
+
+    new, info = admin.create_key(
+        conn,
+        actor,
+        org=args.org,
+        team=args.team,
+        role=args.role,
+        name=args.name,
+        expires_days=args.expires_days,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps({"key_id": new.key_id, "key": new.key}) + "\n")
+    else:
+        sys.stdout.write(new.key + "\n")
+        sys.stderr.write(
+            f"key {new.key_id}: role {info.role}, org {args.org}"
+            + (f", team {args.team}" if args.team else "")
+            + (f", expires {info.expires_at:%Y-%m-%d %H:%M} UTC" if info.expires_at else "")
+            + "; this is the only time it is shown\n"
+        )
+    return 0
+
+
+def _revoke_key_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("key_id", help="the key's id (or its rmk_<id> prefix)")
+
+
+@admin_command("revoke-key", "revoke an API key (it is refused from now on)", _revoke_key_args)
+def revoke_key(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    from reos_memory.team import admin
+
+    info, now = admin.revoke_key(conn, actor, args.key_id)
+    when = f"{info.revoked_at:%Y-%m-%d %H:%M:%S} UTC"
+    sys.stdout.write(
+        f"revoked key {info.key_id}\n" if now else f"key {info.key_id} was revoked at {when}\n"
+    )
+    return 0
+
+
+def _list_keys_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("org", help="the org's name or id")
+
+
+@admin_command("list-keys", "list an org's API keys (never a key or its hash)", _list_keys_args)
+def list_keys(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    from reos_memory.team import admin
+
+    rows = admin.list_keys(conn, args.org)
+    out = [f"{'key_id':16}  {'role':6}  {'status':7}  {'team':21}  {'expires':16}  name"]
+    for k in rows:
+        expires = f"{k.expires_at:%Y-%m-%d %H:%M}" if k.expires_at else "never"
+        out.append(
+            f"{k.key_id:16}  {k.role:6}  {k.status:7}  {k.team_id or '(org)':21}  {expires:16}"
+            f"  {k.name}"
+        )
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

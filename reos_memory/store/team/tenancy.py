@@ -1,0 +1,162 @@
+"""SQL of orgs, teams, API keys and the audit log. Functions take a psycopg connection already
+inside the transaction the caller opened, and return typed rows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+import psycopg
+from psycopg.errors import UniqueViolation
+
+
+class Org(msgspec.Struct, frozen=True):
+    id: str
+    name: str
+    created_at: datetime
+
+
+class Team(msgspec.Struct, frozen=True):
+    org_id: str
+    id: str
+    name: str
+    created_at: datetime
+
+
+class ApiKeyRow(msgspec.Struct, frozen=True):
+    """A stored key: never the key itself; `hash` stays inside the team package."""
+
+    org_id: str
+    key_id: str
+    team_id: str | None
+    role: str
+    name: str
+    hash: str
+    prefix: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+class Duplicate(Exception):
+    """An insert met a unique constraint (the caller says what was duplicated)."""
+
+
+_KEY_COLUMNS = (
+    "org_id, key_id, team_id, role, name, hash, prefix, created_at, expires_at, revoked_at"
+)
+
+
+def insert_org(conn: psycopg.Connection, org_id: str, name: str) -> Org:
+    try:
+        with conn.transaction():  # a savepoint: the caller's transaction survives a duplicate
+            row = conn.execute(
+                "INSERT INTO orgs (id, name) VALUES (%s, %s) RETURNING id, name, created_at",
+                (org_id, name),
+            ).fetchone()
+    except UniqueViolation as exc:
+        raise Duplicate(name) from exc
+    assert row is not None
+    return Org(*row)
+
+
+def find_org(conn: psycopg.Connection, name_or_id: str) -> Org | None:
+    """The org named `name_or_id`, else the one with that id."""
+    row = conn.execute(
+        "SELECT id, name, created_at FROM orgs WHERE name = %s OR id = %s"
+        " ORDER BY (name = %s) DESC LIMIT 1",
+        (name_or_id, name_or_id, name_or_id),
+    ).fetchone()
+    return Org(*row) if row else None
+
+
+def insert_team(conn: psycopg.Connection, org_id: str, team_id: str, name: str) -> Team:
+    try:
+        with conn.transaction():
+            row = conn.execute(
+                "INSERT INTO teams (org_id, id, name) VALUES (%s, %s, %s)"
+                " RETURNING org_id, id, name, created_at",
+                (org_id, team_id, name),
+            ).fetchone()
+    except UniqueViolation as exc:
+        raise Duplicate(name) from exc
+    assert row is not None
+    return Team(*row)
+
+
+def find_team(conn: psycopg.Connection, org_id: str, name_or_id: str) -> Team | None:
+    """The team of `org_id` named `name_or_id`, else the one with that id."""
+    row = conn.execute(
+        "SELECT org_id, id, name, created_at FROM teams WHERE org_id = %s"
+        " AND (name = %s OR id = %s) ORDER BY (name = %s) DESC LIMIT 1",
+        (org_id, name_or_id, name_or_id, name_or_id),
+    ).fetchone()
+    return Team(*row) if row else None
+
+
+def insert_key(
+    conn: psycopg.Connection,
+    *,
+    org_id: str,
+    key_id: str,
+    team_id: str | None,
+    role: str,
+    name: str,
+    hash: str,
+    prefix: str,
+    expires_at: datetime | None,
+) -> ApiKeyRow:
+    row = conn.execute(
+        "INSERT INTO api_keys (org_id, key_id, team_id, role, name, hash, prefix, expires_at)"
+        f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_KEY_COLUMNS}",
+        (org_id, key_id, team_id, role, name, hash, prefix, expires_at),
+    ).fetchone()
+    assert row is not None
+    return ApiKeyRow(*row)
+
+
+def get_key(conn: psycopg.Connection, key_id: str) -> ApiKeyRow | None:
+    """The key `key_id` (as the server role: only if the transaction's policies let it see it)."""
+    row = conn.execute(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,)
+    ).fetchone()
+    return ApiKeyRow(*row) if row else None
+
+
+def list_keys(conn: psycopg.Connection, org_id: str) -> list[ApiKeyRow]:
+    """The keys of an org, oldest first (revoked and expired ones included)."""
+    rows = conn.execute(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = %s ORDER BY created_at, key_id",
+        (org_id,),
+    ).fetchall()
+    return [ApiKeyRow(*r) for r in rows]
+
+
+def revoke_key(conn: psycopg.Connection, key_id: str) -> datetime | None:
+    """Mark the key revoked now unless it already is; the revocation time, None if unchanged."""
+    row = conn.execute(
+        "UPDATE api_keys SET revoked_at = now() WHERE key_id = %s AND revoked_at IS NULL"
+        " RETURNING revoked_at",
+        (key_id,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def append_audit(
+    conn: psycopg.Connection,
+    *,
+    org_id: str,
+    key_id: str | None,
+    actor: str,
+    request_id: str | None,
+    method: str,
+    target_ids: list[str],
+) -> int:
+    """Record one action; its id."""
+    row = conn.execute(
+        "INSERT INTO audit_log (org_id, key_id, actor, request_id, method, target_ids)"
+        " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+        (org_id, key_id, actor, request_id, method, target_ids),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
