@@ -65,6 +65,17 @@ class StorageBusy(ReosError):
     meaning = "another process held the database lock longer than `lock_wait_s`"
 
 
+class Forbidden(ReosError):
+    """The caller's key lacks the role a method needs."""
+
+    code = -32003
+    reason = "forbidden"
+    meaning = "the team server's API key lacks the role the method needs (`data.role` names it)"
+
+    def __init__(self, method: str, role: str) -> None:
+        super().__init__(f"{method} needs an API key with role {role!r}", method=method, role=role)
+
+
 class NotFound(ReosError):
     """A referenced object does not exist."""
 
