@@ -662,3 +662,59 @@ def list_keys(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) 
         )
     sys.stdout.write("\n".join(out) + "\n")
     return 0
+
+
+def _team_server_args(p: argparse.ArgumentParser) -> None:
+    _team_db_args(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8787, help="port to listen on (default 8787)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+
+
+@command(
+    "team-server",
+    "serve the team server: JSON-RPC at POST /rpc with an API key, GET /health",
+    _team_server_args,
+)
+def team_server(config: Config, args: argparse.Namespace) -> int:
+    """Open (or start) the team database, migrate it, and serve HTTP until SIGTERM or SIGINT;
+    the embedded database is stopped on the way out if this process started it."""
+    from pathlib import Path
+
+    from reos_memory.config import default_home
+    from reos_memory.errors import ReosError
+    from reos_memory.logs import setup_logging
+
+    log = setup_logging(config.log_level)
+    try:
+        from reos_memory.interfaces.team_http import serve as serve_http
+        from reos_memory.team.database import open_team_database
+        from reos_memory.team.service import TeamService
+    except ImportError as exc:  # starlette, uvicorn, psycopg: the team extra
+        sys.stderr.write(
+            f'reos-memory: {exc}; install the team extra: pip install "reos-memory[team]"\n'
+        )
+        return 1
+    data_dir = Path(args.data_dir) if args.data_dir else default_home() / "team-db"
+    t0 = time.monotonic()
+    try:
+        db = open_team_database(args.database_url, data_dir.expanduser())
+    except ReosError as exc:
+        log.error("team_database_unavailable", error=exc.message)
+        return 1
+    try:
+        svc = TeamService(db.url)
+        try:
+            log.info(
+                "team_database_ready",
+                embedded=db.embedded is not None,
+                migrations_applied=list(db.applied),
+                seconds=round(time.monotonic() - t0, 3),
+            )
+            serve_http(svc, args.host, args.port, log)
+        finally:
+            svc.close()
+    finally:
+        db.close()
+    log.info("team_server_stopped")
+    return 0

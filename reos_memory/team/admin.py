@@ -181,3 +181,8 @@ def _info(row: tenancy.ApiKeyRow, now: datetime | None) -> KeyInfo:
         revoked_at=row.revoked_at,
         status=status,
     )
+
+
+def key_info(row: tenancy.ApiKeyRow, now: datetime | None = None) -> KeyInfo:
+    """A stored key as listed (status at `now`): never its secret or hash."""
+    return _info(row, now)

@@ -160,3 +160,40 @@ def append_audit(
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+class AuditRow(msgspec.Struct, frozen=True):
+    id: int
+    org_id: str
+    key_id: str | None
+    actor: str
+    request_id: str | None
+    method: str
+    target_ids: list[str]
+    at: datetime
+
+
+def list_audit(
+    conn: psycopg.Connection,
+    org_id: str,
+    *,
+    method: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    before_id: int | None,
+    limit: int,
+) -> list[AuditRow]:
+    """An org's audit rows, newest first, filtered by method and time, after the cursor."""
+    rows = conn.execute(
+        "SELECT id, org_id, key_id, actor, request_id, method, target_ids, at FROM audit_log"
+        " WHERE org_id = %s AND (%s::text IS NULL OR method = %s)"
+        " AND (%s::timestamptz IS NULL OR at >= %s) AND (%s::timestamptz IS NULL OR at < %s)"
+        " AND (%s::bigint IS NULL OR id < %s) ORDER BY id DESC LIMIT %s",
+        (org_id, method, method, since, since, until, until, before_id, before_id, limit),
+    ).fetchall()
+    return [AuditRow(*r) for r in rows]
+
+
+def ping(conn: psycopg.Connection) -> None:
+    """A round trip to the database."""
+    conn.execute("SELECT 1").fetchone()

@@ -1,0 +1,309 @@
+"""The team server over HTTP (issue 21): JSON-RPC 2.0 at `POST /rpc` with a bearer API key, and
+`GET /health`. Starlette on uvicorn; stateless, so N processes can serve one database.
+
+The tenant comes only from the key: a request without a valid key gets HTTP 401 and nothing
+runs. Handlers are one line: params Struct in, one TeamService call, result Struct out."""
+
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from reos_memory import __version__
+from reos_memory.errors import Forbidden, InvalidInput, NotFound, ReosError
+from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
+from reos_memory.team.keys import KeyRefused
+from reos_memory.team.service import (
+    AuditPage,
+    AuditQuery,
+    Caller,
+    KeyList,
+    RevokeResult,
+    TeamService,
+    WhoAmI,
+)
+
+# JSON-RPC's own codes (the same numbers as the stdio server's; that module belongs to another
+# interface, so they are restated here).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
+
+MAX_BODY_BYTES = 1 << 20
+MAX_BATCH_ITEMS = 100
+
+registry = Registry()
+Handler = Callable[[TeamService, Caller, Any], Any]
+
+
+class NoParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class RevokeParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    key_id: str  # the key's id, or its `rmk_<id>` prefix
+
+
+@registry.method("team/whoami", params=NoParams, result=WhoAmI)
+def whoami(svc: TeamService, caller: Caller, p: NoParams) -> WhoAmI:
+    """The org, team, role and id of the calling key (any role)."""
+    return svc.whoami(caller)
+
+
+@registry.method("team/keys/list", params=NoParams, result=KeyList, errors=[Forbidden])
+def keys_list(svc: TeamService, caller: Caller, p: NoParams) -> KeyList:
+    """The keys of the caller's org, never a secret or hash (admin)."""
+    return svc.list_keys(caller, "team/keys/list")
+
+
+@registry.method(
+    "team/keys/revoke", params=RevokeParams, result=RevokeResult, kind="write",
+    errors=[Forbidden, NotFound],
+)  # fmt: skip
+def keys_revoke(svc: TeamService, caller: Caller, p: RevokeParams) -> RevokeResult:
+    """Revoke a key of the caller's org; another org's key is not found (admin)."""
+    return svc.revoke_key(caller, "team/keys/revoke", p.key_id)
+
+
+@registry.method("team/audit/list", params=AuditQuery, result=AuditPage, errors=[Forbidden])
+def audit_list(svc: TeamService, caller: Caller, p: AuditQuery) -> AuditPage:
+    """The caller's org's audit log, newest first, by method and time, paged (admin)."""
+    return svc.list_audit(caller, "team/audit/list", p)
+
+
+@registry.method("rpc.discover", params=NoParams, result=dict[str, Any])
+def discover(svc: TeamService, caller: Caller, p: NoParams) -> dict[str, Any]:
+    """The OpenRPC document of the team server's methods."""
+    return openrpc_document()
+
+
+def openrpc_document() -> dict[str, Any]:
+    """OpenRPC 1.3 for the methods in `registry`, from their msgspec types."""
+    specs = sorted(registry.methods.values(), key=lambda s: s.name)
+    ref = "#/components/schemas/{name}"
+    types: list[Any] = [t for s in specs for t in (s.params, s.result)]
+    schemas, components = msgspec.json.schema_components(types, ref_template=ref)
+    methods = []
+    for i, s in enumerate(specs):
+        pschema = components.get(s.params.__name__, {})
+        required = set(pschema.get("required", []))
+        entry: dict[str, Any] = {
+            "name": s.name,
+            "summary": s.summary,
+            "paramStructure": "either",
+            "params": [
+                {"name": n, "required": n in required, "schema": prop}
+                for n, prop in pschema.get("properties", {}).items()
+            ],
+            "result": {"name": "result", "schema": schemas[2 * i + 1]},
+        }
+        if s.errors:
+            entry["errors"] = [{"code": c.code, "message": c.reason} for c in s.errors]
+        methods.append(entry)
+    return {
+        "openrpc": "1.3.2",
+        "info": {
+            "title": "reos-memory team server",
+            "version": __version__,
+            "description": "JSON-RPC 2.0 at POST /rpc with Authorization: Bearer <API key>",
+        },
+        "methods": methods,
+        "components": {"schemas": components},
+    }
+
+
+def _failure(rid: Any, code: int, message: str, reason: str, **data: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "error": {"code": code, "message": message, "data": {"reason": reason, **data}},
+    }
+
+
+def _valid_id(v: Any) -> bool:
+    return (
+        v is None or isinstance(v, str) or (isinstance(v, int | float) and not isinstance(v, bool))
+    )
+
+
+class TeamHttp:
+    """The ASGI app of one server process around one TeamService."""
+
+    def __init__(self, svc: TeamService, log: Any) -> None:
+        self.svc = svc
+        self.log = log
+        self.app = Starlette(
+            routes=[
+                Route("/health", self.health, methods=["GET"]),
+                Route("/rpc", self.rpc, methods=["POST"]),
+            ]
+        )
+
+    async def health(self, request: Request) -> Response:
+        if await run_in_threadpool(self.svc.healthy):
+            return JSONResponse({"status": "ok", "database": "ok"})
+        return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
+
+    async def rpc(self, request: Request) -> Response:
+        auth = request.headers.get("authorization", "")
+        scheme, _, presented = auth.partition(" ")
+        if scheme.lower() != "bearer" or not presented.strip():
+            return _unauthorized("an API key is required: Authorization: Bearer <key>")
+        try:
+            key = await run_in_threadpool(self.svc.authenticate, presented.strip())
+        except KeyRefused as exc:
+            self.log.info("key_refused", why=exc.why, path="/rpc")
+            return _unauthorized("the API key was refused")
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return _too_large()
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                return _too_large()
+        try:
+            message = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return JSONResponse(_failure(None, PARSE_ERROR, f"Parse error: {exc}", "parse_error"))
+        if isinstance(message, list):
+            if not message:
+                return JSONResponse(
+                    _failure(
+                        None, INVALID_REQUEST, "Invalid Request: empty batch", "invalid_request"
+                    )
+                )
+            if len(message) > MAX_BATCH_ITEMS:
+                return JSONResponse(
+                    _failure(
+                        None,
+                        INVALID_REQUEST,
+                        f"Invalid Request: a batch of more than {MAX_BATCH_ITEMS} requests",
+                        "payload_too_large",
+                        limit=MAX_BATCH_ITEMS,
+                    )
+                )
+            replies = [r for r in [await self._one(key, item) for item in message] if r is not None]
+            return JSONResponse(replies) if replies else Response(status_code=204)
+        reply = await self._one(key, message)
+        return JSONResponse(reply) if reply is not None else Response(status_code=204)
+
+    async def _one(self, key: Any, obj: Any) -> dict[str, Any] | None:
+        """The reply to one request (None for a notification)."""
+        if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0" or not _valid_id(obj.get("id")):
+            return _failure(
+                None,
+                INVALID_REQUEST,
+                "Invalid Request: not a JSON-RPC 2.0 request",
+                "invalid_request",
+            )
+        notification = "id" not in obj
+        rid = obj.get("id")
+        method = obj.get("method")
+        if not isinstance(method, str):
+            return _failure(
+                rid, INVALID_REQUEST, "Invalid Request: method must be a string", "invalid_request"
+            )
+        spec = registry.methods.get(method)
+        if spec is None:
+            reply = _failure(
+                rid, METHOD_NOT_FOUND, f"Method not found: {method}", "method_not_found"
+            )
+            return None if notification else reply
+        request_id = uuid.uuid4().hex
+        caller = Caller(key=key, request_id=request_id)
+        try:
+            result = await run_in_threadpool(self._call, spec, caller, obj.get("params"))
+        except ReosError as exc:
+            message = (
+                exc.message
+                if not isinstance(exc, InvalidInput)
+                else f"Invalid params: {exc.message}"
+            )
+            reply = _failure(rid, exc.code, message, exc.reason, **exc.data)
+        except Exception as exc:  # a bug: logged with an incident id, never shown to the client
+            incident = uuid.uuid4().hex[:12]
+            self.log.exception(
+                "internal_error", incident=incident, method=method, key_id=key.key_id,
+                error=repr(exc),
+            )  # fmt: skip
+            reply = _failure(
+                rid, INTERNAL_ERROR, "Internal error", "internal_error", incident=incident
+            )
+        else:
+            reply = {"jsonrpc": "2.0", "id": rid, "result": msgspec.to_builtins(result)}
+        return None if notification else reply
+
+    def _call(self, spec: MethodSpec, caller: Caller, raw: Any) -> Any:
+        params = convert_params(spec, raw)
+        handler: Handler = spec.handler
+        return handler(self.svc, caller, params)
+
+
+def _unauthorized(message: str) -> Response:
+    return JSONResponse(
+        {"error": "unauthorized", "message": message},
+        status_code=401,
+        headers={"WWW-Authenticate": 'Bearer realm="reos-memory"'},
+    )
+
+
+def _too_large() -> Response:
+    return JSONResponse(
+        {"error": "payload_too_large", "message": f"the body is over {MAX_BODY_BYTES} bytes"},
+        status_code=413,
+    )
+
+
+def serve(svc: TeamService, host: str, port: int, log: Any) -> None:
+    """Serve until SIGTERM or SIGINT (uvicorn's handlers: in-flight requests finish first)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        TeamHttp(svc, log).app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+    )
+    server = _server_class()(config)
+    log.info("team_server_listening", host=host, port=port)
+    server.run()
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn re-raises a captured SIGTERM after its shutdown (the process then dies of the
+        signal); here the stop a signal asks for is the normal end: exit status 0."""
+
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            def stop(signum: int, frame: Any) -> None:
+                if self.should_exit:
+                    self.force_exit = True
+                self.should_exit = True
+
+            old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+            try:
+                yield
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+
+    return Server
