@@ -291,10 +291,14 @@ def test_health_is_503_when_the_database_is_gone(db, tmp_path):
             urllib.request.urlopen(f"{srv.base}/health", timeout=10)
         assert err.value.code == 503
         assert json.loads(err.value.read()) == {"status": "unavailable", "database": "unreachable"}
+        # a key cannot be checked: 503 (retryable), never a 401 or a traceback
+        status, reply = srv.call("rmk_0123456789abcdef_" + "A" * 43, "team/whoami")
+        assert status == 503 and reply["error"] == "unavailable" and len(reply["incident"]) == 12
     finally:
         srv.proc.send_signal(signal.SIGTERM)
-        srv.proc.communicate(timeout=15)
+        _, err_text = srv.proc.communicate(timeout=15)
     assert srv.proc.returncode == 0
+    assert b'"event": "authentication_failed"' in err_text
     assert not (tmp_path / "unused").exists(), "a --database-url server starts no embedded one"
 
 

@@ -166,6 +166,14 @@ class TeamHttp:
         except KeyRefused as exc:
             self.log.info("key_refused", why=exc.why, path="/rpc")
             return _unauthorized("the API key was refused")
+        except Exception as exc:  # the database cannot check keys: retry later, nothing ran
+            incident = uuid.uuid4().hex[:12]
+            self.log.exception("authentication_failed", incident=incident, error=repr(exc))
+            return JSONResponse(
+                {"error": "unavailable", "message": "try again later", "incident": incident},
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             return _too_large()

@@ -21,7 +21,9 @@ from reos_memory.team.admin import KeyInfo, key_info
 
 _RANK = {"reader": 0, "writer": 1, "admin": 2}
 POOL_MAX = 8
-HEALTH_WAIT_S = 2.0  # /health answers 503 rather than wait longer for a connection
+# How long a request waits for a pooled connection before it is refused (503 for /health and
+# authentication): a database that does not answer is reported, not waited on.
+POOL_WAIT_S = 2.0
 
 
 class Caller(msgspec.Struct, frozen=True):
@@ -81,7 +83,7 @@ class TeamService:
             max_size=pool_max,
             kwargs={"autocommit": True, "connect_timeout": pg.CONNECT_TIMEOUT_S},
             open=True,
-            timeout=10,
+            timeout=POOL_WAIT_S,
         )
 
     def close(self) -> None:
@@ -95,7 +97,7 @@ class TeamService:
     def healthy(self) -> bool:
         """True when the database answers."""
         try:
-            with self.pool.connection(timeout=HEALTH_WAIT_S) as conn:
+            with self.pool.connection(timeout=POOL_WAIT_S) as conn:
                 tenancy.ping(conn)
         except Exception:  # any failure to reach it is "unreachable"
             return False
