@@ -42,6 +42,7 @@ class Keys:
             self.a_reader, _ = new(conn, ACTOR, org="org-a", team="backend", role="reader")
             self.a_revoked, _ = new(conn, ACTOR, org="org-a", role="admin")
             self.a_expired, _ = new(conn, ACTOR, org="org-a", role="admin", expires_days=1)
+            self.a_team_admin, _ = new(conn, ACTOR, org="org-a", team="backend", role="admin")
             self.b_admin, _ = new(conn, ACTOR, org="org-b", role="admin")
             self.b_other, _ = new(conn, ACTOR, org="org-b", role="reader")
             admin.revoke_key(conn, ACTOR, self.a_revoked.key_id)
@@ -227,6 +228,14 @@ def test_an_admin_sees_and_revokes_only_its_own_orgs_keys(server, keys):
     assert keys.a_reader.key_id in a_targets and keys.b_admin.key_id not in a_targets
     assert keys.a_reader.key_id not in b_targets and keys.b_admin.key_id in b_targets
     assert not any(r["method"] == "team/keys/revoke" for r in b_rows)
+
+
+def test_a_team_admin_reaches_only_its_teams_keys(server, keys):
+    listed = server.result(keys.a_team_admin.key, "team/keys/list")["keys"]
+    assert {k["key_id"] for k in listed} == {keys.a_reader.key_id, keys.a_team_admin.key_id}
+    err = server.error(keys.a_team_admin.key, "team/keys/revoke", {"key_id": keys.a_admin.key_id})
+    assert err["code"] == -32004
+    assert server.result(keys.a_admin.key, "team/whoami")["role"] == "admin"
 
 
 def test_the_audit_log_pages_newest_first(server, keys):

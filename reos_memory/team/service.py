@@ -114,19 +114,21 @@ class TeamService:
         return WhoAmI(org_id=k.org_id, team_id=k.team_id, role=k.role, key_id=k.key_id, name=k.name)
 
     def list_keys(self, caller: Caller, method: str) -> KeyList:
-        """The keys of the caller's org (admin); never a secret or hash."""
+        """The keys of the caller's org, or of its team for a team key (admin); never a secret or
+        hash."""
         _require(caller, "admin", method)
         with self._tenant(caller) as conn:
             rows = tenancy.list_keys(conn, caller.key.org_id)
-        return KeyList(keys=[key_info(r) for r in rows])
+        return KeyList(keys=[key_info(r) for r in rows if _reaches(caller, r)])
 
     def revoke_key(self, caller: Caller, method: str, key_id: str) -> RevokeResult:
-        """Revoke a key of the caller's org (admin); another org's key is not found."""
+        """Revoke a key of the caller's org (of its team for a team key) (admin); any other key is
+        not found."""
         _require(caller, "admin", method)
         key_id = key_id.removeprefix(f"{keys.PREFIX}_")
         with self._tenant(caller) as conn:
             row = tenancy.get_key(conn, key_id)
-            if row is None or row.org_id != caller.key.org_id:
+            if row is None or row.org_id != caller.key.org_id or not _reaches(caller, row):
                 raise NotFound("API key", key_id, field="key_id")
             now = tenancy.revoke_key(conn, key_id)
             if now is not None:
@@ -176,3 +178,8 @@ class TeamService:
 def _require(caller: Caller, role: str, method: str) -> None:
     if _RANK[caller.key.role] < _RANK[role]:
         raise Forbidden(method, role)
+
+
+def _reaches(caller: Caller, row: tenancy.ApiKeyRow) -> bool:
+    """A team key reaches the keys of its own team only; an org key reaches the whole org's."""
+    return caller.key.team_id is None or row.team_id == caller.key.team_id
