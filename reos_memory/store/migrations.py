@@ -137,20 +137,26 @@ def _check_and_pending(conn: apsw.Connection, known: dict[int, Migration]) -> li
         conn, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
     )
     applied = dict(fetch(conn, "SELECT version, checksum FROM schema_migrations")) if exists else {}
+    check_applied(applied, known)
+    return [m for v, m in sorted(known.items()) if v not in applied]
+
+
+def check_applied(applied: dict[int, str], known: dict[int, Migration], label: str = "") -> None:
+    """Refuse a database written by a newer version (migrations this one does not know) or by
+    another one (a migration whose file changed); `label` names the database ("team ")."""
     newer = sorted(v for v in applied if v not in known)
     if newer:
         raise SchemaError(
-            f"the database has migrations {newer} that this version does not know; "
+            f"the {label}database has migrations {newer} that this version does not know; "
             "it was written by a newer reos-memory - upgrade this one",
             unknown_versions=newer,
         )
     for version, checksum in applied.items():
         if known[version].checksum != checksum:
             raise SchemaError(
-                f"migration {version:04d} differs from the one applied to this database",
+                f"{label}migration {version:04d} differs from the one applied to this database",
                 version=version,
             )
-    return [m for v, m in sorted(known.items()) if v not in applied]
 
 
 # Tables whose rows are the user's memories; a database with none of them needs no backup.

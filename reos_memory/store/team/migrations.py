@@ -11,7 +11,12 @@ from pathlib import Path
 import psycopg
 
 from reos_memory.errors import SchemaError
-from reos_memory.store.migrations import Migration, load_migrations, migrations_dir
+from reos_memory.store.migrations import (
+    Migration,
+    check_applied,
+    load_migrations,
+    migrations_dir,
+)
 
 _BOOKKEEPING = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -44,22 +49,6 @@ def applied_versions(conn: psycopg.Connection) -> dict[int, str]:
     return {int(v): str(c) for v, c in rows}
 
 
-def _check(applied: dict[int, str], known: dict[int, Migration]) -> None:
-    newer = sorted(v for v in applied if v not in known)
-    if newer:
-        raise SchemaError(
-            f"the team database has migrations {newer} that this version does not know;"
-            " it was written by a newer reos-memory - upgrade this one",
-            unknown_versions=newer,
-        )
-    for version, checksum in applied.items():
-        if known[version].checksum != checksum:
-            raise SchemaError(
-                f"team migration {version:04d} differs from the one applied to this database",
-                version=version,
-            )
-
-
 def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None) -> list[int]:
     """Bring the team database up to the newest migration; return the versions applied now.
     `conn` is an autocommit connection (store/team/connection.py: connect)."""
@@ -72,7 +61,7 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration] | None = None)
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
                 conn.execute(_BOOKKEEPING)
                 applied = applied_versions(conn)
-                _check(applied, known)
+                check_applied(applied, known, "team ")
                 if version in applied:
                     continue
                 conn.execute(mig.sql.encode())  # no parameters: the whole script in one go
