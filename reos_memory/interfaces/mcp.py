@@ -201,11 +201,6 @@ def _error(text: str) -> mt.CallToolResult:
     return mt.CallToolResult(content=[mt.TextContent(text=text)], is_error=True)
 
 
-def _shape(value: Any, cls: type[Any]) -> Any:
-    """A Squirrel result in the JSON-RPC method's result shape."""
-    return msgspec.convert(value, cls, from_attributes=True)
-
-
 # -- Squirrel ----------------------------------------------------------------------------------
 
 
