@@ -51,7 +51,9 @@ LAYERS = {
     "graph": {"index", "store", "embeddings", "llm", "_root"},
     "squirrel": {"index", "store", "embeddings", "llm", "_root"},
     "documents": {"index", "store", "embeddings", "_root"},
-    "team": {"index", "store", "embeddings", "llm", "_root"},
+    # the team server is Squirrel's shared half: it ranks, writes and types its wire with
+    # Squirrel's code (one ranking, one writer); Squirrel never imports team
+    "team": {"squirrel", "index", "store", "embeddings", "llm", "_root"},
     "index": {"store", "embeddings", "_root"},
     "embeddings": {"_root"},
     "llm": {"_root"},

@@ -2,14 +2,14 @@
 `GET /health`. Starlette on uvicorn; stateless, so N processes can serve one database.
 
 The tenant comes only from the key: a request without a valid key gets HTTP 401 and nothing
-runs. Handlers are one line: params Struct in, one TeamService call, result Struct out."""
+runs. The methods are registered in `registry.py` by the modules beside this one."""
 
 from __future__ import annotations
 
 import json
 import signal
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,18 +21,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reos_memory import __version__
-from reos_memory.errors import Forbidden, InvalidInput, NotFound, ReosError
-from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
+from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.interfaces.registry import MethodSpec, convert_params
+from reos_memory.interfaces.team_http.registry import Handler, registry
 from reos_memory.team.keys import KeyRefused
-from reos_memory.team.service import (
-    AuditPage,
-    AuditQuery,
-    Caller,
-    KeyList,
-    RevokeResult,
-    TeamService,
-    WhoAmI,
-)
+from reos_memory.team.service import Caller, TeamService
 
 # JSON-RPC's own codes (the same numbers as the stdio server's; that module belongs to another
 # interface, so they are restated here).
@@ -43,50 +36,6 @@ INTERNAL_ERROR = -32603
 
 MAX_BODY_BYTES = 1 << 20
 MAX_BATCH_ITEMS = 100
-
-registry = Registry()
-Handler = Callable[[TeamService, Caller, Any], Any]
-
-
-class NoParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-class RevokeParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    key_id: str  # the key's id, or its `rmk_<id>` prefix
-
-
-@registry.method("team/whoami", params=NoParams, result=WhoAmI)
-def whoami(svc: TeamService, caller: Caller, p: NoParams) -> WhoAmI:
-    """The org, team, role and id of the calling key (any role)."""
-    return svc.whoami(caller)
-
-
-@registry.method("team/keys/list", params=NoParams, result=KeyList, errors=[Forbidden])
-def keys_list(svc: TeamService, caller: Caller, p: NoParams) -> KeyList:
-    """The keys of the caller's org, never a secret or hash (admin)."""
-    return svc.list_keys(caller, "team/keys/list")
-
-
-@registry.method(
-    "team/keys/revoke", params=RevokeParams, result=RevokeResult, kind="write",
-    errors=[Forbidden, NotFound],
-)  # fmt: skip
-def keys_revoke(svc: TeamService, caller: Caller, p: RevokeParams) -> RevokeResult:
-    """Revoke a key of the caller's org; another org's key is not found (admin)."""
-    return svc.revoke_key(caller, "team/keys/revoke", p.key_id)
-
-
-@registry.method("team/audit/list", params=AuditQuery, result=AuditPage, errors=[Forbidden])
-def audit_list(svc: TeamService, caller: Caller, p: AuditQuery) -> AuditPage:
-    """The caller's org's audit log, newest first, by method and time, paged (admin)."""
-    return svc.list_audit(caller, "team/audit/list", p)
-
-
-@registry.method("rpc.discover", params=NoParams, result=dict[str, Any])
-def discover(svc: TeamService, caller: Caller, p: NoParams) -> dict[str, Any]:
-    """The OpenRPC document of the team server's methods."""
-    return openrpc_document()
 
 
 def openrpc_document() -> dict[str, Any]:
