@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from reos_memory.config import Config
+from reos_memory.config import Config, team_api_key
 from reos_memory.embeddings.base import Embedder
 from reos_memory.embeddings.service import EmbeddingService
 from reos_memory.index.vectors import Indexer
@@ -204,6 +204,8 @@ def make_squirrel(config: Config, db: Database, indexer: Indexer, llm: Any, log:
         writer_max_concurrent_calls=c.writer_max_concurrent_calls,
         max_events_per_ingest=c.max_events_per_ingest,
         log_retention_days=c.log_retention_days,
+        team_server_url=c.team_server_url,
+        team_api_key_set=bool(c.team_server_url) and team_api_key(c) is not None,
         idle_seconds=c.session_idle_minutes * 60.0,
         llm_call_budget_s=(
             c.writer_cli_timeout_s + 30  # one run, and the probe of its options
@@ -211,7 +213,31 @@ def make_squirrel(config: Config, db: Database, indexer: Indexer, llm: Any, log:
             else c.llm_timeout_s * (c.llm_max_retries + 1) + 10 * c.llm_max_retries
         ),
     )
-    return Squirrel(db, indexer, settings, llm, log)
+    return Squirrel(db, indexer, settings, llm, log, team=make_team_sync(config, db, indexer, log))
+
+
+def make_team_sync(config: Config, db: Database, indexer: Indexer, log: Any) -> Any:
+    """The team server's pull cache and outbox (None without a URL or without a key)."""
+    key = team_api_key(config) if config.team_server_url else None
+    if key is None:
+        return None
+    from reos_memory.squirrel.sync.client import ClientSettings, TeamClient
+    from reos_memory.squirrel.sync.sync import SyncSettings, TeamSync
+
+    c = config
+    client = TeamClient(
+        ClientSettings(
+            url=c.team_server_url,
+            connect_timeout_s=c.team_connect_timeout_s,
+            read_timeout_s=c.team_timeout_s,
+            max_retries=c.team_max_retries,
+        ),
+        key,
+    )
+    settings = SyncSettings(
+        pull_interval_s=c.team_pull_interval_s, context_timeout_s=c.team_context_timeout_s
+    )
+    return TeamSync(db, indexer, client, settings, log)
 
 
 def _embedder_factory(config: Config) -> Any:

@@ -114,6 +114,18 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     hook_prompt_budget: Annotated[int, Meta(ge=16, le=100_000)] = 200  # UserPromptSubmit
     # the hook's warm service exits after this many idle seconds (0: none, each call in-process)
     hook_service_idle_s: Annotated[float, Meta(ge=0, le=86_400)] = 300.0
+    # A team server (issue 21): team and org memories pulled into a local cache, team writes
+    # sent through an outbox. Empty URL: none. The API key comes from the environment variable
+    # NAMED by team_api_key_env, or from team_api_key_file (owner-only, mode 0600); it is never
+    # stored in this file, the database or a log.
+    team_server_url: Annotated[str, Meta(max_length=2000)] = ""
+    team_api_key_env: Annotated[str, Meta(max_length=200)] = "REOS_TEAM_API_KEY"
+    team_api_key_file: str = ""
+    team_pull_interval_s: Annotated[float, Meta(ge=0, le=86_400)] = 60.0
+    team_context_timeout_s: Annotated[float, Meta(gt=0, le=60)] = 1.0  # get_task_context's wait
+    team_connect_timeout_s: Annotated[float, Meta(gt=0, le=300)] = 3.0
+    team_timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 15.0  # one reply
+    team_max_retries: Annotated[int, Meta(ge=0, le=10)] = 2  # on 503 / 429, after Retry-After
 
 
 _ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}
@@ -159,7 +171,47 @@ def load_config(config_file: str | None = None, overrides: dict[str, Any] | None
     if not cfg.codex_sessions_dir:
         codex = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
         cfg.codex_sessions_dir = str(Path(codex).expanduser() / "sessions")
+    _check_team(cfg)
     return cfg
+
+
+def _check_team(cfg: Config) -> None:
+    """A team server URL must be http(s) without credentials in it; a key file must be private."""
+    from urllib.parse import urlsplit
+
+    if cfg.team_server_url:
+        parts = urlsplit(cfg.team_server_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(
+                "team_server_url must be an http:// or https:// URL such as http://127.0.0.1:8787"
+            )
+        if parts.username or parts.password:
+            raise ConfigError(
+                "team_server_url must not carry credentials: put the API key in the variable"
+                " named by team_api_key_env or in team_api_key_file"
+            )
+    if cfg.team_api_key_file:
+        cfg.team_api_key_file = str(Path(cfg.team_api_key_file).expanduser())
+        team_api_key(cfg)  # refused now, not at the first sync
+
+
+def team_api_key(cfg: Config) -> str | None:
+    """The team server's API key: from `team_api_key_file` (refused unless only its owner may
+    read it: mode 0600) or else the environment variable named by `team_api_key_env`."""
+    if cfg.team_api_key_file:
+        path = Path(cfg.team_api_key_file)
+        try:
+            mode = path.stat().st_mode & 0o777
+            if mode & 0o077:
+                raise ConfigError(
+                    f"team_api_key_file {path} has mode {mode:04o}: it holds a secret, so only"
+                    f" its owner may read it (chmod 600 {path})"
+                )
+            key = path.read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read team_api_key_file {path}: {exc}") from exc
+        return key or None
+    return os.environ.get(cfg.team_api_key_env, "").strip() or None
 
 
 def set_setting(path: str | Path, key: str, value: str) -> None:

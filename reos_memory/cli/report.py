@@ -76,6 +76,12 @@ def episodes(result: api.FlushResult) -> str:
 def context(result: api.ContextResult) -> str:
     left = len(result.dropped)
     left_out = f"; {left} more looked at and left out (--json says why)" if left else ""
+    team = result.team
+    if team is not None and team.status == "offline":
+        left_out += (
+            f"; the team server is offline ({team.error}): team memories from the cache of"
+            f" {team.last_pull_at or 'never'}"
+        )
     if not result.context_prompt:
         return f"no memories for this task ({result.context_id}){left_out}\n"
     return (
@@ -149,5 +155,48 @@ def search(result: api.SquirrelSearchResult) -> str:
         "\n".join(
             f"{m.score:.2f}  {m.id:<25} {m.kind:<10} {shorten(m.text, 90)}" for m in result.matches
         )
+        + "\n"
+    )
+
+
+def team_write(tw: api.TeamWrite) -> str:
+    """Where a team write stands, in one line."""
+    if tw.state == "sent":
+        return f"sent to the team server ({tw.method})"
+    if tw.state == "refused":
+        return f"refused by the team server: {tw.error}"
+    why = f" ({tw.error})" if tw.error else ""
+    return f"queued: the team server did not answer{why}; `sqrl team sync` sends it"
+
+
+def share(result: api.ShareResult) -> str:
+    return f"{result.memory_id}: {team_write(result.team)}\n"
+
+
+def team_status(s: api.TeamStatusResult) -> str:
+    """The team server, the key (set or not, never shown), the cursor, the outbox."""
+    if not s.configured:
+        return "no team server configured (team_server_url)\n"
+    lines = [
+        f"server: {s.server}   API key: {s.api_key}",
+        f"org: {s.org_id or '-'}   team: {s.team_id or '-'}   role: {s.role or '-'}",
+        f"cursor: {s.last_seq}   last pull: {s.last_pull_at or 'never'}"
+        f"   last attempt: {s.last_attempt_at or 'never'}",
+        f"cached: {', '.join(f'{n} {k}' for k, n in sorted(s.cached.items())) or 'nothing'}",
+        f"outbox: {s.outbox.get('pending', 0)} pending, {s.outbox.get('done', 0)} sent,"
+        f" {s.outbox.get('refused', 0)} refused",
+    ]
+    if s.last_error:
+        lines.append(f"last error: {s.last_error}")
+    lines += [f"  refused {r.method} ({r.idempotency_key}): {r.last_error}" for r in s.refused]
+    return "\n".join(lines) + "\n"
+
+
+def team_sync(r: api.TeamSyncResult) -> str:
+    head = "synced" if r.status == "ok" else f"{r.status}: {r.error}"
+    return (
+        f"{head}: sent {r.sent}, refused {r.refused}, {r.pending} still queued;"
+        f" pulled {r.upserts} change(s), {r.forgets} forgotten, cursor {r.last_seq}"
+        + (f", {r.skipped} skipped (not this cache's memories)" if r.skipped else "")
         + "\n"
     )

@@ -245,6 +245,7 @@ def add(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]
         )
     )
     m = out.memory
+    assert m is not None  # a memory of one's own is always stored here
     text = (
         f"deduplicated into {out.deduplicated_into}: {m.text}\n"
         if out.deduplicated_into
@@ -325,6 +326,49 @@ def status(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, s
 
     out = sq.status()
     return out, report.status(out)
+
+
+# -- the team server -----------------------------------------------------------------------------
+
+
+def _share_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("memory_id")
+    p.add_argument("--team", help="the team's id (default: your key's team, else the whole org)")
+
+
+@on_memories("share", "propose a memory of yours to your team", _share_args, needs_model=True)
+def share(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    from reos_memory.cli import report
+    from reos_memory.squirrel import api
+
+    out = sq.share(api.ShareParams(memory_id=args.memory_id, team_id=args.team))
+    return out, report.share(out)
+
+
+def _team_args(p: argparse.ArgumentParser) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    _sqrl_global(common, before=False)
+    sub = p.add_subparsers(dest="team_command", required=True)
+    sub.add_parser("status", parents=[common], help="server, key set?, cursor, outbox")
+    sync = sub.add_parser("sync", parents=[common], help="send the outbox and pull, now")
+    sync.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+
+
+@command("team", "the team server: status, or sync now", _team_args, common=False)
+def team(config: Config, args: argparse.Namespace) -> int:
+    """`sqrl team status` and `sqrl team sync` (a sync embeds what it pulls: the model loads)."""
+    from reos_memory.cli import report
+    from reos_memory.squirrel import api
+
+    def run(sq: Squirrel, a: argparse.Namespace, where: Where) -> tuple[Any, str]:
+        if a.team_command == "status":
+            st = sq.team_status()
+            return st, report.team_status(st)
+        done = sq.team_sync(api.TeamSyncParams(timeout_s=a.timeout))
+        return done, report.team_sync(done)
+
+    args.project_id = args.project_root = args.embedder = None
+    return _run_on_memories(config, args, run, args.team_command == "sync")
 
 
 # -- the agents' session logs -------------------------------------------------------------------

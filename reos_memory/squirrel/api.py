@@ -145,6 +145,20 @@ class ContextDropped(Struct, kw_only=True):
     shared_words: list[str]
 
 
+class ContextTeam(Struct, kw_only=True):
+    """Where the team and org memories of a context came from: `ok` (the team server's cache,
+    fresh or just pulled), `offline` (the server could not be reached: the cache answered, as
+    old as `last_pull_at`), `off` (no team server configured)."""
+
+    status: Literal["ok", "offline", "off"]
+    server: str | None = None
+    org_id: str | None = None
+    last_pull_at: str | None = None
+    error: str | None = None  # why the last attempt failed (offline)
+    cached: int = 0  # team and org memories in the cache
+    memory_ids: list[str] = msgspec.field(default_factory=list)  # those given in this context
+
+
 class ContextResult(Struct, kw_only=True):
     context_id: str
     context_prompt: str
@@ -156,6 +170,7 @@ class ContextResult(Struct, kw_only=True):
     opportunities: int
     semantic_available: bool
     dropped: list[ContextDropped] = msgspec.field(default_factory=list)
+    team: ContextTeam | None = None
 
 
 class SquirrelSearchParams(ProjectParams, kw_only=True):
@@ -198,11 +213,24 @@ class MemoryAddParams(ProjectParams, kw_only=True):
     path_prefix: PathText | None = None
 
 
+class TeamWrite(Struct, kw_only=True, omit_defaults=True):
+    """A write bound for the team server, as it stands: `sent` (the server applied it),
+    `queued` (in the outbox: sent when the server answers again, exactly once), `refused` (the
+    server refused it: kept with `error`, never sent again)."""
+
+    state: Literal["sent", "queued", "refused"]
+    method: str
+    idempotency_key: str
+    error: str | None = None
+    result: dict[str, Any] | None = None  # the server's reply, once sent
+
+
 class MemoryAddResult(Struct, kw_only=True, omit_defaults=True):
-    memory: Memory
+    memory: Memory | None = None  # None only for a team write not yet applied (`team`)
     deduplicated_into: str | None = None
     reason: str | None = None
     replaced: list[str] | None = None
+    team: TeamWrite | None = None
 
 
 class MemoryIdParams(Params):
@@ -215,8 +243,9 @@ class MemoryGetResult(Struct, kw_only=True):
     metrics: MemoryMetrics | None
 
 
-class MemoryResult(Struct, kw_only=True):
-    memory: Memory
+class MemoryResult(Struct, kw_only=True, omit_defaults=True):
+    memory: Memory  # a cached team memory: as cached until the server's change is pulled
+    team: TeamWrite | None = None
 
 
 class MemoryUpdateParams(Params):
@@ -251,10 +280,11 @@ class MemoryListResult(Struct, kw_only=True):
     next_cursor: str | None
 
 
-class ForgetResult(Struct, kw_only=True):
+class ForgetResult(Struct, kw_only=True, omit_defaults=True):
     forgotten: bool
     memory_id: str
     removed: dict[str, int]
+    team: TeamWrite | None = None  # a cached team memory: forgotten on the server
 
 
 # -- episodes ----------------------------------------------------------------------------------
@@ -356,3 +386,65 @@ class StatusResult(Struct, kw_only=True):
     # provider, model, base_url, api_key_env, api_key_set; for an agent's CLI (claude-code,
     # codex): provider, model, executable, executable_found, timeout_s
     writer_config: dict[str, Any]
+
+
+# -- the team server (issue 21): share, status, sync -------------------------------------------
+
+TeamIdText = Annotated[str, Meta(min_length=1, max_length=200)]
+
+
+class ShareParams(Params):
+    memory_id: MemoryId
+    team_id: TeamIdText | None = None  # default: the key's team, else the whole org
+
+
+class ShareResult(Struct, kw_only=True):
+    memory_id: str
+    team: TeamWrite
+
+
+class TeamStatusParams(Params):
+    pass
+
+
+class OutboxEntry(Struct, kw_only=True):
+    idempotency_key: str
+    method: str
+    local_memory_id: str | None
+    created_at: str
+    attempts: int
+    last_error: str | None
+
+
+class TeamStatusResult(Struct, kw_only=True):
+    configured: bool  # team_server_url is set
+    server: str | None  # without credentials or query
+    api_key: Literal["set", "not set"]
+    org_id: str | None
+    team_id: str | None
+    role: str | None
+    last_seq: int
+    last_pull_at: str | None
+    last_attempt_at: str | None
+    last_error: str | None
+    cached: dict[str, int]  # cached memories by owner type
+    outbox: dict[str, int]  # items by state: pending, done, refused
+    refused: list[OutboxEntry]  # the newest refused items, with why
+    pending: list[OutboxEntry]  # the oldest items still to send
+
+
+class TeamSyncParams(Params):
+    timeout_s: Annotated[float, Meta(gt=0, le=600)] = 30.0
+
+
+class TeamSyncResult(Struct, kw_only=True):
+    status: Literal["ok", "offline", "off"]
+    error: str | None
+    sent: int
+    refused: int
+    pending: int
+    upserts: int
+    forgets: int
+    skipped: int  # changes not applied: their id is a memory that is not this cache's
+    last_seq: int
+    complete: bool  # the pull reached the end of the change log

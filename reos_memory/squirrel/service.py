@@ -34,10 +34,12 @@ from reos_memory.squirrel.projects import (
     resolve_project,
     safe_session_id,
 )
+from reos_memory.squirrel.sync import writes
 from reos_memory.squirrel.writer.schema import WriterOp
 from reos_memory.store import Database
 from reos_memory.store import memories as msql
 from reos_memory.store import squirrel as ssql
+from reos_memory.store import team_cache as team_sql
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from reos_memory.squirrel.ingest import ingest as tin
     from reos_memory.squirrel.ingest.watch import Watcher
     from reos_memory.squirrel.memory.commit import Vectors
+    from reos_memory.squirrel.sync.sync import TeamSync
     from reos_memory.squirrel.writer.runner import Helper, Runner
 
 LIVE = ("provisional", "active")
@@ -68,6 +71,8 @@ class Settings:
     llm_call_budget_s: float = 120.0  # timeout x attempts + backoff of one writer call
     idle_seconds: float = 1800.0  # a session whose log is idle this long has ended
     log_retention_days: int = 90  # context requests, writer calls, silent sessions
+    team_server_url: str = ""  # a team server (its sync is given to Squirrel when a key is set)
+    team_api_key_set: bool = False
 
 
 class Squirrel:
@@ -80,8 +85,10 @@ class Squirrel:
         settings: Settings,
         llm: Callable[[], Any] | None = None,
         log: Any = None,
+        team: TeamSync | None = None,
     ) -> None:
         self.db = db
+        self.team = team  # the team server's cache and outbox (None: no server or no key)
         self.vectors = vectors
         self.settings = settings
         self._llm = llm
@@ -295,6 +302,8 @@ class Squirrel:
             writer = self._writer
         if writer is not None:
             writer.close()
+        if self.team is not None:
+            self.team.close()
 
     def prune_logs(self, *, every_s: float = 3600.0) -> dict[str, int] | None:
         """Forget log rows older than `log_retention_days`; at most once per `every_s` per
@@ -333,8 +342,12 @@ class Squirrel:
     # -- explicit writes --------------------------------------------------------------------
 
     def add_memory(self, p: api.MemoryAddParams) -> api.MemoryAddResult:
-        """An explicit memory, through the same commit layer as the writer's (provisional)."""
+        """An explicit memory, through the same commit layer as the writer's (provisional); a
+        team or org one goes to the team server when one is configured (`team`)."""
         from reos_memory.squirrel.memory.commit import CommitContext, commit
+
+        if p.owner_type in ("team", "org") and self.team is not None:
+            return self._team_add(p)
 
         op = WriterOp(
             op="ADD",
@@ -407,7 +420,9 @@ class Squirrel:
     ) -> api.ContextResult:
         proj = self.project(p.project_id, p.project_root)
         self.prune_logs()
-        return ctxmod.get_task_context(
+        # a stale cache is pulled first (bounded by team_context_timeout_s)
+        team = self.team.context_info() if self.team is not None else api.ContextTeam(status="off")
+        out = ctxmod.get_task_context(
             self.db,
             self.vectors,
             self.policy(proj.root),
@@ -420,6 +435,11 @@ class Squirrel:
             exclude_injected=p.exclude_injected,
             relevant_only=relevant_only,
         )
+        if team.status != "off":
+            cached = self.db.read(lambda c: team_sql.cached_texts(c, out.memory_ids))
+            team.memory_ids = [i for i in out.memory_ids if i in cached]
+        out.team = team
+        return out
 
     def search(self, p: api.SquirrelSearchParams) -> api.SquirrelSearchResult:
         """Memories by meaning and keywords (all projects when none is given); counts nothing."""
@@ -513,6 +533,8 @@ class Squirrel:
             changes["ttl_days"] = None if p.clear_ttl else p.ttl_days
         if p.clear_key:
             changes["key"] = None
+        if self._on_team_server(p.memory_id):
+            return writes.update(self._team(), self.db, p)
         return self._change(p.memory_id, changes)
 
     def _change(self, memory_id: str, changes: dict[str, Any]) -> api.MemoryResult:
@@ -559,10 +581,14 @@ class Squirrel:
 
     def deprecate(self, memory_id: str) -> api.MemoryResult:
         """Mark a memory deprecated: kept for history, never returned by get_task_context."""
+        if self._on_team_server(memory_id):
+            return writes.deprecate(self._team(), self.db, memory_id)
         return self._change(memory_id, {"status": "deprecated"})
 
     def forget(self, memory_id: str) -> api.ForgetResult:
         """Erase a memory for good: the row, its vector, evidence, metrics and injections."""
+        if self._on_team_server(memory_id):
+            return writes.forget(self._team(), self.db, memory_id)
 
         def tx(conn: apsw.Connection) -> dict[str, int]:
             if msql.get_memory(conn, memory_id) is None:
@@ -575,6 +601,62 @@ class Squirrel:
 
             self.vectors.drop_saved_index(MEMORIES)
         return api.ForgetResult(forgotten=True, memory_id=memory_id, removed=removed)
+
+    # -- the team server --------------------------------------------------------------------
+
+    def _team(self) -> TeamSync:
+        if self.team is None:
+            raise InvalidInput("memory_id", f"a team memory: changing it {writes.NO_SERVER}")
+        return self.team
+
+    def _on_team_server(self, memory_id: str) -> bool:
+        """Whether a memory is a cached team memory (changed on the server, not here)."""
+        return writes.is_cached(self.db, memory_id)
+
+    def _team_add(self, p: api.MemoryAddParams) -> api.MemoryAddResult:
+        project_id = None
+        if p.scope != "global":
+            project_id = self.project(p.project_id, p.project_root).id
+        elif p.project_id is not None or p.project_root is not None:
+            raise InvalidInput("scope", "a global memory belongs to no project: drop project_id")
+        return writes.add(self._team(), self.db, p, project_id)
+
+    def share(self, p: api.ShareParams) -> api.ShareResult:
+        """Propose a memory of one's own to a team (or the org) of the team server."""
+        if self.team is None:
+            raise InvalidInput("memory_id", f"sharing {writes.NO_SERVER}")
+        return writes.share(self.team, self.db, p)
+
+    def team_status(self) -> api.TeamStatusResult:
+        """The team server, whether a key is set, the cursor, the last pull, the outbox."""
+        if self.team is not None:
+            return self.team.status()
+        from reos_memory.llm.client import shown_url
+
+        url = self.settings.team_server_url
+        return api.TeamStatusResult(
+            configured=bool(url), server=shown_url(url) if url else None,
+            api_key="set" if self.settings.team_api_key_set else "not set",
+            org_id=None, team_id=None, role=None, last_seq=0, last_pull_at=None,
+            last_attempt_at=None, last_error=None, cached={}, outbox={}, refused=[], pending=[],
+        )  # fmt: skip
+
+    def team_sync(self, p: api.TeamSyncParams) -> api.TeamSyncResult:
+        """Send the outbox and pull the change log now (`sqrl team sync`)."""
+        if self.team is None:
+            why = "no team server" if not self.settings.team_server_url else "no API key"
+            return api.TeamSyncResult(
+                status="off", error=f"{why} configured", sent=0, refused=0, pending=0,
+                upserts=0, forgets=0, skipped=0, last_seq=0, complete=False,
+            )  # fmt: skip
+        rep = self.team.sync(p.timeout_s)
+        st = self.team.status()
+        return api.TeamSyncResult(
+            status="offline" if rep.error else "ok", error=rep.error, sent=rep.sent,
+            refused=rep.refused, pending=st.outbox.get("pending", 0), upserts=rep.upserts,
+            forgets=rep.forgets, skipped=rep.skipped, last_seq=st.last_seq,
+            complete=rep.complete,
+        )  # fmt: skip
 
     # -- episodes ---------------------------------------------------------------------------
 

@@ -466,6 +466,8 @@ _LIVE_WITH_METRICS = (
     " coalesce(x.suspected_regret_hits, 0), coalesce(x.estimated_regret_saved, 0),"
     " x.last_used_at FROM memories m LEFT JOIN memory_metrics x ON x.memory_id = m.id"
     " WHERE m.status IN ('provisional', 'active')"
+    # a team server's cached memories are decided on by the server's CR-Memory, not here
+    " AND m.id NOT IN (SELECT memory_id FROM team_memories)"
 )
 
 

@@ -250,3 +250,44 @@ def policy_get(ctx: RequestContext, p: t.PolicyParams) -> t.PolicyResult:
 def status(ctx: RequestContext, p: t.StatusParams) -> t.StatusResult:
     """Memories by status, kind and tier; episodes by outcome; writer calls and tokens per day."""
     return ctx.app.squirrel.status()
+
+
+@method(
+    "squirrel/share",
+    params=t.ShareParams,
+    result=t.ShareResult,
+    kind="pipeline",
+    errors=[NotFound],
+)
+def share(ctx: RequestContext, p: t.ShareParams) -> t.ShareResult:
+    """Propose a memory of one's own to a team (`team_id`) or the org on the team server.
+
+    The proposal (what the memory says, not its id) goes through the outbox as
+    `team/shares/propose` with an idempotency key; a writer or admin approves it there and it
+    becomes a team memory. `team.state` is `sent`, `queued` (the server is unreachable: sent at
+    the next sync, exactly once) or `refused` (with the server's error). Sharing the same text to
+    the same place again is the same proposal.
+    """
+    return ctx.app.squirrel.share(p)
+
+
+@method("squirrel/team/status", params=t.TeamStatusParams, result=t.TeamStatusResult)
+def team_status(ctx: RequestContext, p: t.TeamStatusParams) -> t.TeamStatusResult:
+    """The team server this service uses: URL, key set or not, cursor, last pull, outbox.
+
+    The key itself is never shown. `outbox` counts items by state; `refused` lists the newest
+    items the server refused, with its error; `pending` the oldest still to send.
+    """
+    return ctx.app.squirrel.team_status()
+
+
+@method("squirrel/team/sync", params=t.TeamSyncParams, result=t.TeamSyncResult, kind="heavy")
+def team_sync(ctx: RequestContext, p: t.TeamSyncParams) -> t.TeamSyncResult:
+    """Send the outbox, then pull the team server's change log into the local cache, now.
+
+    Items go in order; one the server refuses is kept with its error and never resent; the
+    server down stops the drain (`status` offline) and keeps the rest. Each pulled page is
+    applied in one transaction with its cursor; a pull only touches cached team and org
+    memories, never a user's own. Bounded by `timeout_s`.
+    """
+    return ctx.app.squirrel.team_sync(p)

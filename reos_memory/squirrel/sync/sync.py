@@ -1,0 +1,417 @@
+"""`TeamSync`: this machine's side of a team server (issue 21).
+
+* **Pull.** The server keeps an ordered change log per org; a machine keeps a cursor (`last_seq`)
+  and applies `squirrel/changes/pull` pages, each in one transaction with its cursor advance, so
+  a crash between pages loses nothing and applies nothing twice. Cached memories are rows of
+  `memories` (owner_type team/org) embedded locally, marked in `team_memories`; a pull only
+  touches marked rows of its own server and org, never a user's own memories.
+* **Outbox.** Team writes are queued with an idempotency key and sent in order; the server
+  answers a replayed key with its first reply and changes nothing, so a reply lost on the way
+  back costs nothing. A server that is down keeps items pending (nothing lost); one that refuses
+  an item (a bad request, a role missing) gets it marked refused with its error, never resent.
+* **Usage.** Opportunities, uses and regret counted locally for cached memories are reported in
+  batches (`squirrel/usage/report`) through the same outbox, so team CR-Memory sees them all.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import apsw
+import msgspec
+
+from reos_memory.models import Memory, now_iso
+from reos_memory.squirrel import api
+from reos_memory.squirrel import team_api as wire
+from reos_memory.squirrel.sync.client import TeamCallError, TeamClient
+from reos_memory.store import Database
+from reos_memory.store import team_cache as tsql
+from reos_memory.store.team_cache import SyncState
+
+
+class WhoAmI(msgspec.Struct, kw_only=True):
+    """What `team/whoami` says of a key (the fields this side needs)."""
+
+    org_id: str
+    team_id: str | None
+    role: str
+    key_id: str
+
+
+@dataclass(frozen=True)
+class SyncSettings:
+    pull_interval_s: float = 60.0  # a cache older than this is pulled before it answers
+    context_timeout_s: float = 1.0  # the most a get_task_context waits on the server
+    page_limit: int = 500
+    max_attempts: int = 8  # an item the server keeps failing on (its bug) is refused after this
+    usage_batch: int = 1000
+
+
+@dataclass
+class Report:
+    """What one sync did (see api.TeamSyncResult)."""
+
+    error: str | None = None
+    sent: int = 0
+    refused: int = 0
+    upserts: int = 0
+    forgets: int = 0
+    skipped: int = 0
+    complete: bool = False
+
+
+class _Moved(Exception):
+    """The cursor moved under this page (another process applied it first)."""
+
+
+class TeamSync:
+    """Pull, outbox and usage for one team server and API key."""
+
+    def __init__(
+        self,
+        db: Database,
+        vectors: Any,
+        client: TeamClient,
+        settings: SyncSettings,
+        log: Any = None,
+    ) -> None:
+        self.db = db
+        self.vectors = vectors
+        self.client = client
+        self.settings = settings
+        self.log = log
+        self._lock = threading.Lock()  # one sync at a time per process
+        self._attempted: float | None = None  # monotonic time of this process's last attempt
+        self._last_error: str | None = None
+
+    @property
+    def server(self) -> str:
+        return self.client.server
+
+    # -- reading the state ---------------------------------------------------------------------
+
+    def state(self) -> SyncState | None:
+        """What this machine knows of the key's org (None: it never reached the server)."""
+        return self.db.read(lambda c: tsql.sync_state(c, self.server, self.client.key_id))
+
+    def context_info(self, given: list[str] | None = None) -> api.ContextTeam:
+        """The cache's standing for a context, after a pull when it is due (bounded by
+        `context_timeout_s`; a slow or down server leaves the cache answering)."""
+        if self._due():
+            self.sync(self.settings.context_timeout_s, wait=False)
+        st = self.state()
+        error = self._last_error if self._attempted is not None else (st and st.last_error)
+        if st is None:
+            return api.ContextTeam(status="offline", server=self.server, error=error or None)
+        org = st.org_id
+        cached = self.db.read(lambda c: tsql.cached_count(c, self.server, org))
+        return api.ContextTeam(
+            status="offline" if error or st.last_pull_at is None else "ok",
+            server=self.server,
+            org_id=org,
+            last_pull_at=st.last_pull_at,
+            error=error or None,
+            cached=sum(cached.values()),
+            memory_ids=given or [],
+        )
+
+    def owners(self) -> list[tuple[str, str]]:
+        """The team and org owners whose cached memories a context of this key may use."""
+        st = self.state()
+        if st is None:
+            return []
+        return self.db.read(lambda c: tsql.cached_owners(c, self.server, st.org_id))
+
+    def _due(self) -> bool:
+        now = time.monotonic()
+        interval = self.settings.pull_interval_s
+        if self._attempted is not None and now - self._attempted < interval:
+            return False
+        st = self.state()
+        if st is None or st.last_pull_at is None:
+            return True
+        pulled = datetime.fromisoformat(st.last_pull_at)
+        age = (datetime.now(UTC) - pulled).total_seconds()
+        return age >= interval
+
+    # -- sync: drain the outbox, then pull -----------------------------------------------------
+
+    def sync(self, timeout_s: float, *, wait: bool = True) -> Report:
+        """Send what the outbox holds, then pull the change log to its end, within `timeout_s`.
+        With `wait` false, a sync already running in this process is not waited for."""
+        if not self._lock.acquire(blocking=wait):
+            return Report(error="a sync is already running")
+        try:
+            return self._sync(time.monotonic() + timeout_s)
+        finally:
+            self._lock.release()
+
+    def _sync(self, deadline: float) -> Report:
+        rep = Report()
+        self._attempted = time.monotonic()
+        try:
+            st = self._known(deadline)
+            self._queue_usage(st)
+            self._drain(deadline, rep)
+            self._pull(st, deadline, rep)
+            self._last_error = None
+        except TeamCallError as exc:
+            rep.error = self._last_error = f"{exc.kind}: {exc.message}"
+            if self.log:
+                self.log.info("team_sync_failed", server=self.server, error=rep.error)
+        self.db.write(
+            lambda c: tsql.record_attempt(
+                c, self.server, self.client.key_id, now_iso(), self._last_error
+            )
+        )
+        return rep
+
+    def _known(self, deadline: float) -> SyncState:
+        """The key's org as recorded, asking the server (`team/whoami`) the first time."""
+        st = self.state()
+        if st is not None:
+            return st
+        me = self.client.call("team/whoami", {}, WhoAmI, deadline=deadline)
+        self.db.write(
+            lambda c: tsql.remember_key(
+                c, self.server, me.org_id, self.client.key_id, me.team_id, me.role
+            )
+        )
+        st = self.state()
+        assert st is not None
+        return st
+
+    # -- pull -----------------------------------------------------------------------------------
+
+    def _pull(self, st: SyncState, deadline: float, rep: Report) -> None:
+        after = st.last_seq
+        while time.monotonic() < deadline:
+            params = wire.PullParams(after_seq=after, limit=self.settings.page_limit)
+            page = self.client.call(
+                "squirrel/changes/pull", params, wire.PullResult, deadline=deadline
+            )
+            try:
+                self._apply(st, after, page, rep)
+                after = page.next_seq
+            except _Moved:
+                fresh = self.state()
+                after = fresh.last_seq if fresh else after
+                continue
+            if not page.more:
+                rep.complete = True
+                return
+
+    def _apply(self, st: SyncState, after: int, page: wire.PullResult, rep: Report) -> None:
+        """One page in one transaction with its cursor advance."""
+        latest: dict[str, wire.Change] = {}
+        for ch in page.changes:  # in seq order: the last change of a memory is its state
+            latest[ch.memory_id] = ch
+        ups = [c for c in latest.values() if c.op == "upsert" and c.memory is not None]
+        vectors = self._vectors([c.memory for c in ups if c.memory is not None])
+        now = now_iso()
+        done_at = None if page.more else now
+
+        def tx(conn: apsw.Connection) -> tuple[int, int, int]:
+            if not tsql.advance(conn, self.server, st.org_id, after, page.next_seq, done_at):
+                raise _Moved
+            added = gone = skipped = 0
+            for ch in latest.values():
+                if ch.op == "upsert" and ch.memory is not None:
+                    m = ch.memory
+                    got = tsql.put_cached(
+                        conn, self.server, st.org_id, _local(m), m.version, ch.seq, now,
+                        vectors.get(m.id),
+                    )  # fmt: skip
+                    skipped += got == "refused"
+                    added += got != "refused"
+                else:
+                    gone += tsql.drop_cached(conn, self.server, st.org_id, ch.memory_id)
+            if added or gone:
+                from reos_memory.store.vectors import MEMORIES, prune_changes
+
+                prune_changes(conn, space=MEMORIES)
+            return added, gone, skipped
+
+        added, gone, skipped = self.db.write(tx)
+        rep.upserts += added
+        rep.forgets += gone
+        rep.skipped += skipped
+        if skipped and self.log:
+            self.log.warning("team_pull_skipped", server=self.server, count=skipped)
+
+    def _vectors(self, mems: list[wire.TeamMemory]) -> dict[str, bytes]:
+        """Vectors of the pulled memories whose text is new here (others keep theirs); none when
+        the model is not usable now (they are embedded later, as any unembedded memory)."""
+        if self.vectors is None or not mems:
+            return {}
+        have = self.db.read(lambda c: tsql.cached_texts(c, [m.id for m in mems]))
+        todo = [m for m in mems if have.get(m.id) != (m.text, True)]
+        emb, _reason = self.vectors.usable_model()
+        if emb is None or not todo:
+            return {}
+        import numpy as np
+
+        vecs = self.vectors.embed_texts([m.text for m in todo], priority=0)
+        return {
+            m.id: np.ascontiguousarray(v, dtype="<f4").tobytes()
+            for m, v in zip(todo, vecs, strict=True)
+        }
+
+    # -- outbox -------------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        method: str,
+        params: msgspec.Struct,
+        local_memory_id: str | None = None,
+        key: str | None = None,
+    ) -> tsql.OutboxItem:
+        """Queue a write under `key` (default: a fresh one), set into its params as its
+        idempotency key; a key already queued is that same write."""
+        key = key or f"w-{uuid.uuid4().hex}"
+        body = msgspec.structs.replace(params, idempotency_key=key)  # type: ignore[type-var]
+        encoded = msgspec.json.encode(body).decode()
+        return self.db.write(
+            lambda c: tsql.enqueue(c, self.server, key, method, encoded, local_memory_id, now_iso())
+        )
+
+    def write(
+        self,
+        method: str,
+        params: msgspec.Struct,
+        local_memory_id: str | None = None,
+        key: str | None = None,
+    ) -> api.TeamWrite:
+        """Queue a write and try to send it (and pull its effect) now, within the short context
+        timeout; offline it stays queued."""
+        item = self.enqueue(method, params, local_memory_id, key)
+        self.sync(self.settings.context_timeout_s)
+        return self.outcome(item.idempotency_key)
+
+    def outcome(self, idempotency_key: str) -> api.TeamWrite:
+        """Where a queued write stands (sent with the server's reply, queued, or refused)."""
+        item = self.db.read(lambda c: tsql.outbox_item(c, idempotency_key))
+        assert item is not None
+        state = {"done": "sent", "pending": "queued", "refused": "refused"}[item.state]
+        raw = item.result
+        return api.TeamWrite(
+            state=state,  # type: ignore[arg-type]
+            method=item.method,
+            idempotency_key=item.idempotency_key,
+            error=item.last_error,
+            result=msgspec.json.decode(raw) if raw else None,
+        )
+
+    def _drain(self, deadline: float, rep: Report) -> None:
+        """Send the pending items in order; stop at the first that finds the server down."""
+        while time.monotonic() < deadline:
+            items = self.db.read(lambda c: tsql.pending(c, self.server, 100))
+            if not items:
+                return
+            for item in items:
+                self._send(item, deadline, rep)
+
+    def _send(self, item: tsql.OutboxItem, deadline: float, rep: Report) -> None:
+        params = msgspec.json.decode(item.params)
+        try:
+            result = self.client.call_raw(item.method, params, deadline=deadline)
+        except TeamCallError as exc:
+            error = f"{exc.kind}: {exc.message}"
+            gave_up = exc.kind == "down" and exc.code is not None
+            gave_up = gave_up and item.attempts + 1 >= self.settings.max_attempts
+            state = "refused" if exc.kind == "bad_request" or gave_up else "pending"
+            self.db.write(lambda c: tsql.finish(c, item.id, state, now_iso(), None, error))
+            if state == "pending":
+                raise  # down or the key refused: later items wait, in order
+            rep.refused += 1
+            if self.log:
+                self.log.warning("team_write_refused", method=item.method, error=error)
+            return
+        encoded = msgspec.json.encode(result).decode()
+        self.db.write(lambda c: tsql.finish(c, item.id, "done", now_iso(), encoded, None))
+        rep.sent += 1
+
+    def _queue_usage(self, st: SyncState) -> None:
+        """Local counts of cached memories not yet reported, queued as one report (and marked
+        reported in the same transaction: a count is never reported twice nor dropped)."""
+
+        def tx(conn: apsw.Connection) -> None:
+            owed = tsql.owed_usage(conn, self.server, st.org_id, self.settings.usage_batch)
+            if not owed:
+                return
+            key = f"usage:{uuid.uuid4().hex}"
+            items = [
+                wire.UsageItem(
+                    memory_id=o.memory_id,
+                    opportunities=o.opportunities,
+                    uses=o.uses,
+                    regret_hits=o.regret_hits,
+                    regret_saved=round(o.regret_saved, 6),
+                    last_used_at=o.last_used_at,
+                )
+                for o in owed
+            ]
+            body = msgspec.json.encode(wire.UsageParams(idempotency_key=key, items=items))
+            tsql.enqueue(
+                conn, self.server, key, "squirrel/usage/report", body.decode(), None, now_iso()
+            )
+            tsql.mark_reported(conn, owed)
+
+        self.db.write(tx)
+
+    # -- status ---------------------------------------------------------------------------------
+
+    def status(self) -> api.TeamStatusResult:
+        st = self.state()
+
+        def read(conn: apsw.Connection) -> dict[str, Any]:
+            org = st.org_id if st else ""
+            pending = tsql.pending(conn, self.server, 20)
+            return {
+                "cached": tsql.cached_count(conn, self.server, org) if st else {},
+                "outbox": tsql.outbox_summary(conn, self.server),
+                "refused": [_entry(i) for i in tsql.refused_items(conn, self.server, 20)],
+                "pending": [_entry(i) for i in pending],
+            }
+
+        got = self.db.read(read)
+        return api.TeamStatusResult(
+            configured=True,
+            server=self.server,
+            api_key="set",
+            org_id=st.org_id if st else None,
+            team_id=st.team_id if st else None,
+            role=st.role if st else None,
+            last_seq=st.last_seq if st else 0,
+            last_pull_at=st.last_pull_at if st else None,
+            last_attempt_at=st.last_attempt_at if st else None,
+            last_error=st.last_error if st else self._last_error,
+            **got,
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _entry(i: tsql.OutboxItem) -> api.OutboxEntry:
+    return api.OutboxEntry(
+        idempotency_key=i.idempotency_key,
+        method=i.method,
+        local_memory_id=i.local_memory_id,
+        created_at=i.created_at,
+        attempts=i.attempts,
+        last_error=i.last_error,
+    )
+
+
+_MEMORY_FIELDS = [f.name for f in msgspec.structs.fields(Memory)]
+
+
+def _local(m: wire.TeamMemory) -> Memory:
+    """A pulled team memory as a local `memories` row."""
+    return Memory(**{k: getattr(m, k) for k in _MEMORY_FIELDS})
