@@ -155,10 +155,11 @@ class TeamSync:
         rep = Report()
         self._attempted = time.monotonic()
         try:
-            st = self._known(deadline)
-            self._queue_usage(st)
-            self._drain(deadline, rep)
-            self._pull(st, deadline, rep)
+            known = self.state()
+            if known is not None:
+                self._queue_usage(known)
+            self._drain(deadline, rep)  # first: the pull brings back what it wrote
+            self._pull(self._known(deadline), deadline, rep)
             self._last_error = None
         except TeamCallError as exc:
             rep.error = self._last_error = f"{exc.kind}: {exc.message}"
