@@ -29,7 +29,7 @@ ALTER TABLE memories
   ADD COLUMN updated_by text,
   ADD COLUMN origin     text NOT NULL DEFAULT 'rpc' CHECK (origin IN ('rpc', 'share', 'episode')),
   ADD COLUMN tsv        tsvector GENERATED ALWAYS AS
-                          (to_tsvector('simple', coalesce(key, '') || ' ' || text)) STORED;
+                          (to_tsvector('english', coalesce(key, '') || ' ' || text)) STORED;
 CREATE INDEX memories_tsv ON memories USING gin (tsv);
 CREATE UNIQUE INDEX memories_live_key ON memories (org_id, coalesce(team_id, ''), coalesce(project_id, ''), key)
   WHERE key IS NOT NULL AND status <> 'deprecated';

@@ -1,0 +1,93 @@
+"""The memory methods of the team server: the local service's names and params (plus
+`idempotency_key` on writes), answered for the org and teams of the caller's key."""
+
+from __future__ import annotations
+
+from reos_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from reos_memory.interfaces.team_http.registry import registry
+from reos_memory.squirrel import api
+from reos_memory.squirrel import team_api as tapi
+from reos_memory.team.service import Caller, TeamService, who
+
+_WRITE_ERRORS = [Forbidden, NotFound, Conflict, InvalidInput]
+
+
+@registry.method(
+    "squirrel/memories/add", params=tapi.TeamMemoryAddParams, result=tapi.TeamMemoryResult,
+    kind="write", errors=_WRITE_ERRORS,
+)  # fmt: skip
+def memories_add(
+    svc: TeamService, caller: Caller, p: tapi.TeamMemoryAddParams
+) -> tapi.TeamMemoryResult:
+    """Add a team memory (writer); duplicates are not added twice, a held key gets a new version."""
+    return svc.memories.add(who(caller), "squirrel/memories/add", p)
+
+
+@registry.method(
+    "squirrel/memories/update", params=tapi.TeamMemoryUpdateParams,
+    result=tapi.TeamMemoryResult, kind="write", errors=_WRITE_ERRORS,
+)  # fmt: skip
+def memories_update(
+    svc: TeamService, caller: Caller, p: tapi.TeamMemoryUpdateParams
+) -> tapi.TeamMemoryResult:
+    """A new version of a team memory (writer); the later write wins unless expected_version."""
+    return svc.memories.update(who(caller), "squirrel/memories/update", p)
+
+
+@registry.method(
+    "squirrel/memories/deprecate", params=tapi.TeamMemoryIdParams, result=tapi.TeamMemoryResult,
+    kind="write", errors=_WRITE_ERRORS,
+)  # fmt: skip
+def memories_deprecate(
+    svc: TeamService, caller: Caller, p: tapi.TeamMemoryIdParams
+) -> tapi.TeamMemoryResult:
+    """Deprecate a team memory (writer)."""
+    return svc.memories.deprecate(who(caller), "squirrel/memories/deprecate", p)
+
+
+@registry.method(
+    "squirrel/memories/forget", params=tapi.TeamMemoryIdParams, result=tapi.TeamForgetResult,
+    kind="write", errors=_WRITE_ERRORS,
+)  # fmt: skip
+def memories_forget(
+    svc: TeamService, caller: Caller, p: tapi.TeamMemoryIdParams
+) -> tapi.TeamForgetResult:
+    """Delete a team memory with its history (writer); caches drop it on their next pull."""
+    return svc.memories.forget(who(caller), "squirrel/memories/forget", p)
+
+
+@registry.method(
+    "squirrel/memories/get", params=api.MemoryIdParams, result=tapi.TeamMemoryGetResult,
+    errors=[NotFound],
+)  # fmt: skip
+def memories_get(
+    svc: TeamService, caller: Caller, p: api.MemoryIdParams
+) -> tapi.TeamMemoryGetResult:
+    """A team memory with its metrics and earlier versions."""
+    return svc.memories.get(who(caller), p)
+
+
+@registry.method(
+    "squirrel/memories/list", params=api.MemoryListParams, result=tapi.TeamMemoryListResult,
+    errors=[NotFound, InvalidInput],
+)  # fmt: skip
+def memories_list(
+    svc: TeamService, caller: Caller, p: api.MemoryListParams
+) -> tapi.TeamMemoryListResult:
+    """The team and org memories the key reaches, newest change first, paged."""
+    return svc.memories.list(who(caller), p)
+
+
+@registry.method("squirrel/changes/pull", params=tapi.PullParams, result=tapi.PullResult)
+def changes_pull(svc: TeamService, caller: Caller, p: tapi.PullParams) -> tapi.PullResult:
+    """The changes after a machine's cursor, in the server's order (what its cache applies)."""
+    return svc.memories.pull(who(caller), p)
+
+
+@registry.method(
+    "squirrel/usage/report", params=tapi.UsageParams, result=tapi.UsageResult, kind="write",
+    errors=[Conflict],
+)  # fmt: skip
+def usage_report(svc: TeamService, caller: Caller, p: tapi.UsageParams) -> tapi.UsageResult:
+    """Opportunities, uses and regret a member's machine counted for team memories."""
+    return svc.memories.report_usage(who(caller), "squirrel/usage/report", p)
