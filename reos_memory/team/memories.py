@@ -15,6 +15,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -37,6 +38,14 @@ RANK = {"reader": 0, "writer": 1, "admin": 2}
 _SPACE = re.compile(r"\s+")
 # A memory's embedding as pgvector's text form ('[0.1,0.2,...]'); None: not embedded.
 Embed = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory ready to insert: its columns (text redacted) and its embedding."""
+
+    fields: dict[str, Any]
+    embedding: str | None
 
 
 class Who(msgspec.Struct, frozen=True):
@@ -237,60 +246,98 @@ class TeamMemories:
     # -- writes ----------------------------------------------------------------------------
 
     def add(self, who: Who, method: str, p: tapi.TeamMemoryAddParams) -> tapi.TeamMemoryResult:
-        """A new team or org memory (writer); an exact or near duplicate of a live one of the
-        same owner and project is not added again, and a key already held gives its holder a new
-        version (the later write wins)."""
+        """A new team or org memory (writer)."""
         require(who, "writer", method)
         no_root(p.project_root)
-        text = clean_text(p.text)
-        project_id = self._project(p.scope, p.project_id)
-        path_prefix = self._prefix(p.scope, p.path_prefix)
-        vec = self.embed(text)
+        new = self.new_memory(
+            scope=p.scope, project_id=p.project_id, kind=p.kind, tier=p.tier, key=p.key,
+            text=p.text, confidence=p.confidence, ttl_days=p.ttl_days, polarity=p.polarity,
+            path_prefix=p.path_prefix,
+        )  # fmt: skip
 
         def work(conn: psycopg.Connection) -> tapi.TeamMemoryResult:
             team_id = self.owner_team(conn, who, p.owner_type, p.owner_id)
-            if p.key is not None:
-                holder = msql.live_key_holder(conn, who.org_id, team_id, project_id, p.key)
-                if holder is not None:
-                    changes = {"text": text, "kind": p.kind, "tier": p.tier, "polarity": p.polarity}
-                    row = self._new_version(conn, who, holder, changes, vec)
-                    return tapi.TeamMemoryResult(memory=to_memory(row), replaced=[holder])
-            same = self._duplicate(conn, who, team_id, project_id, text, vec)
-            if same is not None:
-                kept = msql.get(conn, reach(who), same)
-                assert kept is not None
-                return tapi.TeamMemoryResult(memory=to_memory(kept), deduplicated_into=same)
-            seq = msql.next_seq(conn, who.org_id)
-            row = msql.insert(
-                conn,
-                {
-                    "org_id": who.org_id,
-                    "team_id": team_id,
-                    "id": f"tmem-{uuid.uuid4().hex[:20]}",
-                    "project_id": project_id,
-                    "scope": p.scope,
-                    "owner_type": "org" if team_id is None else "team",
-                    "kind": p.kind,
-                    "tier": p.tier,
-                    "key": p.key,
-                    "text": text,
-                    "status": "provisional",
-                    "confidence": p.confidence,
-                    "expires_at": _expiry(p.ttl_days),
-                    "polarity": p.polarity,
-                    "path_prefix": path_prefix,
-                    "embedding": vec,
-                    "seq": seq,
-                    "created_by": who.key_id,
-                    "updated_by": who.key_id,
-                    "origin": "rpc",
-                },
-            )
-            msql.record_change(conn, who.org_id, seq, row["id"], team_id, "upsert")
-            self._audit(conn, who, method, row["id"])
-            return tapi.TeamMemoryResult(memory=to_memory(row))
+            return self.write_new(conn, who, method, team_id, new)
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
+
+    def new_memory(
+        self,
+        *,
+        scope: str,
+        project_id: str | None,
+        kind: str,
+        tier: str,
+        key: str | None,
+        text: str,
+        polarity: int,
+        path_prefix: str | None,
+        confidence: float | None = None,
+        ttl_days: int | None = None,
+        origin: str = "rpc",
+    ) -> NewMemory:
+        """A memory to write, checked, redacted and embedded (before any transaction opens)."""
+        clean = clean_text(text)
+        return NewMemory(
+            fields={
+                "project_id": self._project(scope, project_id),
+                "scope": scope,
+                "kind": kind,
+                "tier": tier,
+                "key": key,
+                "text": clean,
+                "status": "provisional",
+                "confidence": confidence,
+                "expires_at": _expiry(ttl_days),
+                "polarity": polarity,
+                "path_prefix": self._prefix(scope, path_prefix),
+                "origin": origin,
+            },
+            embedding=self.embed(clean),
+        )
+
+    def write_new(
+        self,
+        conn: psycopg.Connection,
+        who: Who,
+        method: str,
+        team_id: str | None,
+        new: NewMemory,
+    ) -> tapi.TeamMemoryResult:
+        """Write `new` for that team (None: the org) unless a live memory of the same owner and
+        project says the same already; a key already held gives its holder a new version (the
+        later write wins)."""
+        f, vec = new.fields, new.embedding
+        if f["key"] is not None:
+            holder = msql.live_key_holder(conn, who.org_id, team_id, f["project_id"], f["key"])
+            if holder is not None:
+                changes = {n: f[n] for n in ("text", "kind", "tier", "polarity")}
+                row = self._new_version(conn, who, holder, changes, vec)
+                self.audit(conn, who, method, holder)
+                return tapi.TeamMemoryResult(memory=to_memory(row), replaced=[holder])
+        same = self._duplicate(conn, who, team_id, f["project_id"], f["text"], vec)
+        if same is not None:
+            kept = msql.get(conn, reach(who), same)
+            assert kept is not None
+            return tapi.TeamMemoryResult(memory=to_memory(kept), deduplicated_into=same)
+        seq = msql.next_seq(conn, who.org_id)
+        row = msql.insert(
+            conn,
+            {
+                **f,
+                "org_id": who.org_id,
+                "team_id": team_id,
+                "id": f"tmem-{uuid.uuid4().hex[:20]}",
+                "owner_type": "org" if team_id is None else "team",
+                "embedding": vec,
+                "seq": seq,
+                "created_by": who.key_id,
+                "updated_by": who.key_id,
+            },
+        )
+        msql.record_change(conn, who.org_id, seq, row["id"], team_id, "upsert")
+        self.audit(conn, who, method, row["id"])
+        return tapi.TeamMemoryResult(memory=to_memory(row))
 
     def update(
         self, who: Who, method: str, p: tapi.TeamMemoryUpdateParams
@@ -337,7 +384,7 @@ class TeamMemories:
                         existing_id=holder,
                     )
             out = self._new_version(conn, who, row["id"], changes, vec, locked=row)
-            self._audit(conn, who, method, row["id"])
+            self.audit(conn, who, method, row["id"])
             return tapi.TeamMemoryResult(memory=to_memory(out))
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
@@ -350,7 +397,7 @@ class TeamMemories:
             row = self._locked(conn, who, p.memory_id)
             if row["status"] != "deprecated":
                 row = self._new_version(conn, who, row["id"], {"status": "deprecated"}, None, row)
-                self._audit(conn, who, method, row["id"])
+                self.audit(conn, who, method, row["id"])
             return tapi.TeamMemoryResult(memory=to_memory(row))
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
@@ -367,7 +414,7 @@ class TeamMemories:
             seq = msql.next_seq(conn, who.org_id)
             msql.delete(conn, who.org_id, row["id"])
             msql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "forget")
-            self._audit(conn, who, method, row["id"])
+            self.audit(conn, who, method, row["id"])
             return tapi.TeamForgetResult(forgotten=True, memory_id=row["id"])
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamForgetResult, work)
@@ -536,7 +583,7 @@ class TeamMemories:
                 return mid
         return None
 
-    def _audit(self, conn: psycopg.Connection, who: Who, method: str, *ids: str) -> None:
+    def audit(self, conn: psycopg.Connection, who: Who, method: str, *ids: str) -> None:
         tenancy.append_audit(
             conn,
             org_id=who.org_id,

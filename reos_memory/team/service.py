@@ -19,6 +19,7 @@ from reos_memory.store.team import tenancy
 from reos_memory.team import keys
 from reos_memory.team.admin import KeyInfo, key_info
 from reos_memory.team.memories import Embed, TeamMemories, Who
+from reos_memory.team.shares import Shares
 
 _RANK = {"reader": 0, "writer": 1, "admin": 2}
 POOL_MAX = 8
@@ -97,6 +98,7 @@ class TeamService:
         )
         # without an embedder, memories are stored unembedded and found by full text only
         self.memories = TeamMemories(self.pool.connection, embed or (lambda text: None))
+        self.shares = Shares(self.memories)
 
     def close(self) -> None:
         self.pool.close()

@@ -91,3 +91,38 @@ def changes_pull(svc: TeamService, caller: Caller, p: tapi.PullParams) -> tapi.P
 def usage_report(svc: TeamService, caller: Caller, p: tapi.UsageParams) -> tapi.UsageResult:
     """Opportunities, uses and regret a member's machine counted for team memories."""
     return svc.memories.report_usage(who(caller), "squirrel/usage/report", p)
+
+
+@registry.method(
+    "team/shares/propose", params=tapi.ShareProposeParams, result=tapi.ShareResult,
+    kind="write", errors=[NotFound, InvalidInput, Conflict],
+)  # fmt: skip
+def shares_propose(
+    svc: TeamService, caller: Caller, p: tapi.ShareProposeParams
+) -> tapi.ShareResult:
+    """Propose a personal memory to the team (any role; a writer decides)."""
+    return svc.shares.propose(who(caller), "team/shares/propose", p)
+
+
+@registry.method("team/shares/list", params=tapi.ShareListParams, result=tapi.ShareListResult)
+def shares_list(svc: TeamService, caller: Caller, p: tapi.ShareListParams) -> tapi.ShareListResult:
+    """The shares awaiting a decision (or decided); a reader key sees its own proposals."""
+    return svc.shares.list(who(caller), p)
+
+
+@registry.method(
+    "team/shares/approve", params=tapi.ShareDecideParams, result=tapi.ShareResult, kind="write",
+    errors=_WRITE_ERRORS,
+)  # fmt: skip
+def shares_approve(svc: TeamService, caller: Caller, p: tapi.ShareDecideParams) -> tapi.ShareResult:
+    """Approve a pending share: it becomes a team memory (writer)."""
+    return svc.shares.approve(who(caller), "team/shares/approve", p)
+
+
+@registry.method(
+    "team/shares/reject", params=tapi.ShareDecideParams, result=tapi.ShareResult, kind="write",
+    errors=_WRITE_ERRORS,
+)  # fmt: skip
+def shares_reject(svc: TeamService, caller: Caller, p: tapi.ShareDecideParams) -> tapi.ShareResult:
+    """Reject a pending share, with a reason (writer)."""
+    return svc.shares.reject(who(caller), "team/shares/reject", p)
