@@ -199,3 +199,41 @@ def test_secrets_are_redacted_again_by_the_server(server, org):
     secret = "sk-live-" + "Zq8" * 12
     mem = add(server, org.a_writer, f"The staging key is {secret} for payments", owner_type="org")
     assert secret not in mem["memory"]["text"] and "REDACTED" in mem["memory"]["text"]
+
+
+EPISODE = [
+    {"role": "user", "kind": "message", "text": "Run the payment tests"},
+    {"role": "assistant", "kind": "tool_call", "tool_name": "Bash", "command": "npm test",
+     "call_id": "c1"},
+    {"role": "tool", "kind": "tool_result", "call_id": "c1", "is_error": True, "exit_code": 1,
+     "text": "npm ERR! This project uses pnpm. Use pnpm instead of npm."},
+    {"role": "user", "kind": "message",
+     "text": "No, never use npm in this repo. Always use pnpm for installs and tests."},
+    {"role": "assistant", "kind": "tool_call", "tool_name": "Bash", "command": "pnpm test",
+     "call_id": "c2"},
+    {"role": "tool", "kind": "tool_result", "call_id": "c2", "exit_code": 0,
+     "text": "Tests: 42 passed. token=ghp_" + "a1B2" * 9},
+]  # fmt: skip
+
+
+def test_an_episode_from_a_members_machine_becomes_team_memories_once(server, org):
+    params = {"project_id": "proj-web", "episode_id": f"ep-{uuid.uuid4().hex}",
+              "events": EPISODE, "session_id": "s-1"}  # fmt: skip
+    out = server.result(org.web_writer, "squirrel/ingest_episode", params)
+    assert out["outcome"] == "written", out
+    assert out["memory_ids"] and all(i.startswith("tmem-") for i in out["memory_ids"])
+    texts = []
+    for mid in out["memory_ids"]:
+        m = server.result(org.web_writer, "squirrel/memories/get", {"memory_id": mid})["memory"]
+        assert m["origin"] == "episode" and m["owner_id"] == org.web
+        texts.append(m["text"])
+    assert any("pnpm" in t for t in texts), texts
+    assert not any("ghp_" in t for t in texts)
+    assert server.result(org.web_writer, "squirrel/ingest_episode", params) == out  # once
+    err = server.error(org.backend_reader, "squirrel/ingest_episode", params)
+    assert err["code"] == -32003
+    quiet = {**params, "episode_id": "ep-quiet",
+             "events": [{"role": "user", "kind": "message", "text": "thanks"}]}  # fmt: skip
+    skipped = server.result(org.web_writer, "squirrel/ingest_episode", quiet)
+    assert skipped["outcome"] == "skipped" and skipped["memory_ids"] == []
+    assert skipped["reason"]

@@ -4,6 +4,7 @@ across orgs, limits, and a clean stop on SIGTERM."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -294,10 +295,8 @@ def test_an_oversized_body_gets_413(server, keys):
     conn.putheader("Content-Type", "application/json")
     conn.putheader("Content-Length", str(len(body)))
     conn.endheaders()
-    try:
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         conn.send(body)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
     resp = conn.getresponse()
     assert resp.status == 413 and json.loads(resp.read())["error"] == "payload_too_large"
     conn.close()

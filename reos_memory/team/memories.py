@@ -396,11 +396,17 @@ class TeamMemories:
         def work(conn: psycopg.Connection) -> tapi.TeamMemoryResult:
             row = self._locked(conn, who, p.memory_id)
             if row["status"] != "deprecated":
-                row = self._new_version(conn, who, row["id"], {"status": "deprecated"}, None, row)
+                row = self.deprecate_locked(conn, who, row)
                 self.audit(conn, who, method, row["id"])
             return tapi.TeamMemoryResult(memory=to_memory(row))
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
+
+    def deprecate_locked(
+        self, conn: psycopg.Connection, who: Who, row: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A new version of a locked live memory, deprecated."""
+        return self._new_version(conn, who, row["id"], {"status": "deprecated"}, None, row)
 
     def forget(self, who: Who, method: str, p: tapi.TeamMemoryIdParams) -> tapi.TeamForgetResult:
         """Delete a memory with its history and metrics (writer); caches drop it on their next

@@ -18,6 +18,7 @@ from reos_memory.store.team import connection as pg
 from reos_memory.store.team import tenancy
 from reos_memory.team import keys
 from reos_memory.team.admin import KeyInfo, key_info
+from reos_memory.team.episodes import TeamEpisodes
 from reos_memory.team.memories import Embed, TeamMemories, Who
 from reos_memory.team.shares import Shares
 
@@ -99,6 +100,7 @@ class TeamService:
         # without an embedder, memories are stored unembedded and found by full text only
         self.memories = TeamMemories(self.pool.connection, embed or (lambda text: None))
         self.shares = Shares(self.memories)
+        self.episodes = TeamEpisodes(self.memories)
 
     def close(self) -> None:
         self.pool.close()

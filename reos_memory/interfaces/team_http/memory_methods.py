@@ -126,3 +126,15 @@ def shares_approve(svc: TeamService, caller: Caller, p: tapi.ShareDecideParams) 
 def shares_reject(svc: TeamService, caller: Caller, p: tapi.ShareDecideParams) -> tapi.ShareResult:
     """Reject a pending share, with a reason (writer)."""
     return svc.shares.reject(who(caller), "team/shares/reject", p)
+
+
+@registry.method(
+    "squirrel/ingest_episode", params=tapi.IngestEpisodeParams,
+    result=tapi.IngestEpisodeResult, kind="write", errors=_WRITE_ERRORS,
+)  # fmt: skip
+def ingest_episode(
+    svc: TeamService, caller: Caller, p: tapi.IngestEpisodeParams
+) -> tapi.IngestEpisodeResult:
+    """An episode cut and redacted on a member's machine -> the team's Memory Writer -> team
+    memories (writer); sent again with the same episode_id, it is answered once."""
+    return svc.episodes.ingest(who(caller), "squirrel/ingest_episode", p)
