@@ -332,4 +332,4 @@ def open_team_service(config: Config, url: str, log: Any) -> Any:
             return None
         return vector_text(row)
 
-    return TeamService(url, embed=embed), embeddings
+    return TeamService(url, embed=embed, policy_file=config.policy_file or None), embeddings

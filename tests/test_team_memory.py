@@ -237,3 +237,18 @@ def test_an_episode_from_a_members_machine_becomes_team_memories_once(server, or
     skipped = server.result(org.web_writer, "squirrel/ingest_episode", quiet)
     assert skipped["outcome"] == "skipped" and skipped["memory_ids"] == []
     assert skipped["reason"]
+
+
+def test_status_and_policy_answer_for_what_the_key_reaches(server, org):
+    add(server, org.web_writer, "Web status memory: Storybook runs on port 6006")
+    web = server.result(org.web_writer, "squirrel/status", {})
+    b = server.result(org.b_admin, "squirrel/status", {})
+    assert web["org_id"] == org.a and web["team_id"] == org.web and web["role"] == "writer"
+    assert sum(web["memories"]["by_status"].values()) >= 1
+    assert web["last_seq"] >= 1 and web["writer"] == "rules"
+    assert web["semantic_available"] is True
+    assert b["org_id"] == org.b and b["memories"]["by_status"] != web["memories"]["by_status"]
+    pol = server.result(org.a_reader, "squirrel/policy/get", {})
+    assert "retrieval" in pol["policy"] and pol["sources"]
+    err = server.error(org.a_reader, "squirrel/policy/get", {"project_root": "/srv/x"})
+    assert err["data"]["field"] == "$.project_root"

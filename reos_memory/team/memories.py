@@ -27,10 +27,12 @@ from reos_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from reos_memory.models import MemoryMetrics, iso
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
+from reos_memory.squirrel.memory.policy import load_policy
 from reos_memory.squirrel.projects import normalize_prefix
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store.team import connection as pg
 from reos_memory.store.team import memories as msql
+from reos_memory.store.team import shares as ssql
 from reos_memory.store.team import tenancy
 
 T = TypeVar("T")
@@ -135,10 +137,47 @@ class TeamMemories:
         connection: Callable[[], Any],
         embed: Embed,
         dedup_threshold: float = 0.92,
+        policy_file: str | None = None,
     ) -> None:
         self._connection = connection  # a context manager factory: the pool's connection()
-        self.embed = embed
+        self._embed = embed
         self.dedup_threshold = dedup_threshold
+        # the server's memory policy: the shipped default, then the operator's file; the team
+        # server has no project checkout, so no project file takes part
+        self.policy = load_policy(policy_file, None)
+        self.semantic = False  # set once an embedding was made
+
+    def embed(self, text: str) -> str | None:
+        """`text`'s vector (pgvector's text form), None without an embedder."""
+        vec = self._embed(text)
+        if vec is not None:
+            self.semantic = True
+        return vec
+
+    def policy_get(self, p: api.PolicyParams) -> api.PolicyResult:
+        no_root(p.project_root)
+        return api.PolicyResult(policy=self.policy.raw, sources=self.policy.sources)
+
+    def status(self, who: Who) -> tapi.TeamStatusResult:
+        """What the key reaches: memories by status, kind and tier; episodes by outcome;
+        pending shares; the org's last change number."""
+        r = reach(who)
+        with self.tenant(who) as conn:
+            memories = {c: msql.count_by(conn, r, c) for c in ("status", "kind", "tier")}
+            episodes = msql.episodes_by_outcome(conn, r)
+            pending = ssql.pending_count(conn, r)
+            last = msql.last_seq(conn, who.org_id)
+        return tapi.TeamStatusResult(
+            org_id=who.org_id,
+            team_id=who.team_id,
+            role=who.role,
+            memories={f"by_{c}": v for c, v in memories.items()},
+            episodes=episodes,
+            pending_shares=pending,
+            last_seq=last,
+            writer="rules",
+            semantic_available=self.semantic,
+        )
 
     @contextmanager
     def tenant(self, who: Who) -> Iterator[psycopg.Connection]:

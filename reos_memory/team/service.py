@@ -88,7 +88,13 @@ class AuditPage(msgspec.Struct, frozen=True):
 class TeamService:
     """The typed surface of the team server: every entry point calls these methods."""
 
-    def __init__(self, url: str, pool_max: int = POOL_MAX, embed: Embed | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        pool_max: int = POOL_MAX,
+        embed: Embed | None = None,
+        policy_file: str | None = None,
+    ) -> None:
         self.pool = ConnectionPool(
             url,
             min_size=1,
@@ -98,7 +104,9 @@ class TeamService:
             timeout=POOL_WAIT_S,
         )
         # without an embedder, memories are stored unembedded and found by full text only
-        self.memories = TeamMemories(self.pool.connection, embed or (lambda text: None))
+        self.memories = TeamMemories(
+            self.pool.connection, embed or (lambda text: None), policy_file=policy_file
+        )
         self.shares = Shares(self.memories)
         self.episodes = TeamEpisodes(self.memories)
 

@@ -138,3 +138,18 @@ def ingest_episode(
     """An episode cut and redacted on a member's machine -> the team's Memory Writer -> team
     memories (writer); sent again with the same episode_id, it is answered once."""
     return svc.episodes.ingest(who(caller), "squirrel/ingest_episode", p)
+
+
+@registry.method("squirrel/status", params=api.StatusParams, result=tapi.TeamStatusResult)
+def status(svc: TeamService, caller: Caller, p: api.StatusParams) -> tapi.TeamStatusResult:
+    """What the key reaches: memories by status, kind and tier, episodes, pending shares."""
+    return svc.memories.status(who(caller))
+
+
+@registry.method(
+    "squirrel/policy/get", params=api.PolicyParams, result=api.PolicyResult,
+    errors=[InvalidInput],
+)  # fmt: skip
+def policy_get(svc: TeamService, caller: Caller, p: api.PolicyParams) -> api.PolicyResult:
+    """The team server's memory policy and the files it came from."""
+    return svc.memories.policy_get(p)

@@ -501,3 +501,21 @@ def insert_context(conn: psycopg.Connection, row: dict[str, Any]) -> None:
         f" VALUES ({', '.join(['%s'] * len(names))})",
         [row[n] for n in names],
     )
+
+
+def count_by(conn: psycopg.Connection, reach: Reach, column: str) -> dict[str, int]:
+    """Memories of the reach counted by one of status, kind, tier."""
+    assert column in ("status", "kind", "tier", "owner_type")
+    sql, args = where(reach)
+    rows = conn.execute(
+        f"SELECT {column}, count(*) FROM memories WHERE {sql} GROUP BY {column}", args
+    ).fetchall()
+    return {str(k): int(n) for k, n in rows}
+
+
+def episodes_by_outcome(conn: psycopg.Connection, reach: Reach) -> dict[str, int]:
+    sql, args = where(reach)
+    rows = conn.execute(
+        f"SELECT outcome, count(*) FROM episodes WHERE {sql} GROUP BY outcome", args
+    ).fetchall()
+    return {str(k): int(n) for k, n in rows}
