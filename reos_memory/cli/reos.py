@@ -687,9 +687,9 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
 
     log = setup_logging(config.log_level)
     try:
+        from reos_memory.app import open_team_service
         from reos_memory.interfaces.team_http import serve as serve_http
         from reos_memory.team.database import open_team_database
-        from reos_memory.team.service import TeamService
     except ImportError as exc:  # starlette, uvicorn, psycopg: the team extra
         sys.stderr.write(
             f'reos-memory: {exc}; install the team extra: pip install "reos-memory[team]"\n'
@@ -703,7 +703,7 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
         log.error("team_database_unavailable", error=exc.message)
         return 1
     try:
-        svc = TeamService(db.url)
+        svc, embeddings = open_team_service(config, db.url, log)
         try:
             log.info(
                 "team_database_ready",
@@ -714,6 +714,7 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
             serve_http(svc, args.host, args.port, log)
         finally:
             svc.close()
+            embeddings.close()
     finally:
         db.close()
     log.info("team_server_stopped")

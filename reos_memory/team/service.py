@@ -18,6 +18,11 @@ from reos_memory.store.team import connection as pg
 from reos_memory.store.team import tenancy
 from reos_memory.team import keys
 from reos_memory.team.admin import KeyInfo, key_info
+from reos_memory.team.episodes import TeamEpisodes
+from reos_memory.team.learning import TeamLearning
+from reos_memory.team.memories import Embed, TeamMemories, Who
+from reos_memory.team.retrieval import TeamRetrieval
+from reos_memory.team.shares import Shares
 
 _RANK = {"reader": 0, "writer": 1, "admin": 2}
 POOL_MAX = 8
@@ -31,6 +36,15 @@ class Caller(msgspec.Struct, frozen=True):
 
     key: keys.VerifiedKey
     request_id: str
+
+
+def who(caller: Caller) -> Who:
+    """The caller as the memory methods take it."""
+    k = caller.key
+    return Who(
+        org_id=k.org_id, team_id=k.team_id, role=k.role, key_id=k.key_id,
+        request_id=caller.request_id,
+    )  # fmt: skip
 
 
 class WhoAmI(msgspec.Struct, frozen=True):
@@ -76,7 +90,13 @@ class AuditPage(msgspec.Struct, frozen=True):
 class TeamService:
     """The typed surface of the team server: every entry point calls these methods."""
 
-    def __init__(self, url: str, pool_max: int = POOL_MAX) -> None:
+    def __init__(
+        self,
+        url: str,
+        pool_max: int = POOL_MAX,
+        embed: Embed | None = None,
+        policy_file: str | None = None,
+    ) -> None:
         self.pool = ConnectionPool(
             url,
             min_size=1,
@@ -85,6 +105,14 @@ class TeamService:
             open=True,
             timeout=POOL_WAIT_S,
         )
+        # without an embedder, memories are stored unembedded and found by full text only
+        self.memories = TeamMemories(
+            self.pool.connection, embed or (lambda text: None), policy_file=policy_file
+        )
+        self.shares = Shares(self.memories)
+        self.episodes = TeamEpisodes(self.memories)
+        self.retrieval = TeamRetrieval(self.memories)
+        self.learning = TeamLearning(self.memories)
 
     def close(self) -> None:
         self.pool.close()
