@@ -154,10 +154,14 @@ def test_local_cr_memory_leaves_cached_team_memories_to_the_server(db):
     sync = _sync(db, _down)
     st = _known(db)
     old = now_iso(-400)
-    stale = _team_memory("tmem-old", "never used", created_at=old, updated_at=old, tier="short_term")
+    stale = _team_memory(
+        "tmem-old", "never used", created_at=old, updated_at=old, tier="short_term"
+    )
     sync._apply(st, 0, _page(1, ("upsert", "tmem-old", stale)), Report())
     _own_memory(db, "explicit-mine", "mine")
-    out = cr_memory.run(db, project_id=None, policy_for=lambda _p: load_policy(None, None), dry_run=True)
+    out = cr_memory.run(
+        db, project_id=None, policy_for=lambda _p: load_policy(None, None), dry_run=True
+    )
     assert "tmem-old" not in {d["memory_id"] for d in out["decisions"]}
     assert out["evaluated"] == 1
 
@@ -177,7 +181,9 @@ def _item(db, key: str) -> tsql.OutboxItem:
 
 def test_the_server_down_keeps_every_item_pending_in_order(db):
     sync = _sync(db, _down)
-    keys = [sync.enqueue("squirrel/memories/add", _params(f"t{i}")).idempotency_key for i in range(3)]
+    keys = [
+        sync.enqueue("squirrel/memories/add", _params(f"t{i}")).idempotency_key for i in range(3)
+    ]
     rep = sync.sync(2.0)
     assert rep.error is not None and rep.error.startswith("down:")
     assert [_item(db, k).state for k in keys] == ["pending"] * 3
@@ -198,7 +204,12 @@ def test_a_refused_item_is_kept_with_its_error_and_the_rest_go_on(db):
                    "data": {"reason": "invalid_params", "field": "$.kind"}}  # fmt: skip
             return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "error": err})
         if body["method"] == "team/whoami":
-            me = {"org_id": "org-1", "team_id": None, "role": "writer", "key_id": "0123456789abcdef"}
+            me = {
+                "org_id": "org-1",
+                "team_id": None,
+                "role": "writer",
+                "key_id": "0123456789abcdef",
+            }
             return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": me})
         if body["method"] == "squirrel/changes/pull":
             page = {"changes": [], "next_seq": 0, "more": False}
@@ -265,8 +276,11 @@ def test_usage_is_reported_once_through_the_outbox(db):
     )  # fmt: skip
     assert body.idempotency_key == items[0].idempotency_key
     db.write(lambda c: msql.count_opportunities(c, ["tmem-a"]))
+    sync._queue_usage(st)  # one report waits unsent: the new count waits for the next one
+    assert len(db.read(lambda c: tsql.pending(c, SERVER, 10))) == 1
+    db.write(lambda c: tsql.finish(c, items[0].id, "done", now_iso(), "{}", None))
     sync._queue_usage(st)
-    later = db.read(lambda c: tsql.pending(c, SERVER, 10))[1]
+    (later,) = db.read(lambda c: tsql.pending(c, SERVER, 10))
     (u2,) = msgspec.json.decode(later.params, type=wire.UsageParams).items
     assert (u2.opportunities, u2.uses, u2.regret_hits) == (1, 0, 0)
 

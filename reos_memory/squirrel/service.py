@@ -435,6 +435,7 @@ class Squirrel:
             budget=p.context_budget_tokens,
             exclude_injected=p.exclude_injected,
             relevant_only=relevant_only,
+            also=frozenset(self.team.owners()) if self.team is not None else frozenset(),
         )
         if team.status != "off":
             cached = self.db.read(lambda c: team_sql.cached_texts(c, out.memory_ids))

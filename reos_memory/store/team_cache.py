@@ -313,6 +313,17 @@ def finish(
     )
 
 
+def has_pending(conn: apsw.Connection, server: str, method: str) -> bool:
+    """Whether an item of `method` still waits to be sent to a server."""
+    return bool(
+        scalar(
+            conn,
+            "SELECT 1 FROM team_outbox WHERE server = ? AND state = 'pending' AND method = ?",
+            (server, method),
+        )
+    )
+
+
 def outbox_summary(conn: apsw.Connection, server: str) -> dict[str, int]:
     """Items of a server by state."""
     rows = fetch(

@@ -228,13 +228,16 @@ def get_task_context(
     budget: int,
     exclude_injected: bool = False,
     relevant_only: bool = False,
+    also: frozenset[Owner] = frozenset(),
 ) -> api.ContextResult:
     """Choose, render and record the memories for one task (see the module docstring).
     With no `task`, the project's most important memories. With `relevant_only`, keyed memories
-    and guards must pass the similarity floor too (nothing comes back when nothing is similar)."""
+    and guards must pass the similarity floor too (nothing comes back when nothing is similar).
+    `also`: more owners whose memories share the budget (the team's and org's, from the team
+    server's cache), ranked with the owner's own by the one ranking."""
     scope = Scope(
         project_id=project_id,
-        owners=frozenset({owner}),
+        owners=frozenset({owner}) | also,
         path=path,
         protected=policy.protected_kinds,
     )

@@ -33,6 +33,8 @@ from reos_memory.store import Database
 from reos_memory.store import team_cache as tsql
 from reos_memory.store.team_cache import SyncState
 
+USAGE = "squirrel/usage/report"
+
 
 class WhoAmI(msgspec.Struct, kw_only=True):
     """What `team/whoami` says of a key (the fields this side needs)."""
@@ -339,9 +341,12 @@ class TeamSync:
 
     def _queue_usage(self, st: SyncState) -> None:
         """Local counts of cached memories not yet reported, queued as one report (and marked
-        reported in the same transaction: a count is never reported twice nor dropped)."""
+        reported in the same transaction: a count is never reported twice nor dropped). While a
+        report waits unsent, the counts keep growing here for the next one."""
 
         def tx(conn: apsw.Connection) -> None:
+            if tsql.has_pending(conn, self.server, USAGE):
+                return
             owed = tsql.owed_usage(conn, self.server, st.org_id, self.settings.usage_batch)
             if not owed:
                 return
@@ -358,9 +363,7 @@ class TeamSync:
                 for o in owed
             ]
             body = msgspec.json.encode(wire.UsageParams(idempotency_key=key, items=items))
-            tsql.enqueue(
-                conn, self.server, key, "squirrel/usage/report", body.decode(), None, now_iso()
-            )
+            tsql.enqueue(conn, self.server, key, USAGE, body.decode(), None, now_iso())
             tsql.mark_reported(conn, owed)
 
         self.db.write(tx)

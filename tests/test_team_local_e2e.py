@@ -1,0 +1,328 @@
+"""The local service with a team server (issue 21), end to end: the real `reos-memory serve` over
+stdio and the real `reos-memory team-server` over HTTP on an embedded PostgreSQL. Team writes
+through the outbox (sent, or queued while the server is down and then applied exactly once,
+also when a reply is lost on the way back), the pull cache merged into get_task_context within
+one budget, the server down answered from the cache and said so, and a pull that never touches
+a user's own memories."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.rpc_client import SQRL, Server
+from reos_memory.team import admin
+from reos_memory.team.database import TeamDatabase, open_team_database
+from tests.test_team_server import ACTOR, ROOT, _free_port
+from tests.test_team_server import Server as TeamServer
+
+pytestmark = pytest.mark.e2e
+PROJECT = "proj-pay"
+
+
+class Keys:
+    def __init__(self, db: TeamDatabase) -> None:
+        with db.connect() as conn:
+            self.org = admin.create_org(conn, ACTOR, "acme").id
+            self.backend = admin.create_team(conn, ACTOR, "acme", "backend").id
+            new = admin.create_key
+            self.alice = new(conn, ACTOR, org="acme", team="backend", role="writer")[0].key
+            self.bob = new(conn, ACTOR, org="acme", team="backend", role="writer")[0].key
+            self.admin = new(conn, ACTOR, org="acme", role="admin")[0].key
+
+
+@pytest.fixture(scope="module")
+def team_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamDatabase]:
+    data_dir = tmp_path_factory.mktemp("team-local") / "team-db"
+    db = open_team_database(None, data_dir)
+    db.data_dir = data_dir  # type: ignore[attr-defined]
+    yield db
+    db.close()
+
+
+@pytest.fixture(scope="module")
+def keys(team_db: TeamDatabase) -> Keys:
+    return Keys(team_db)
+
+
+def _team_server(team_db: TeamDatabase, port: int | None = None) -> TeamServer:
+    """The team server on `port` (default: a free one), once its /health answers."""
+    port = port or _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REOS_MEMORY_EMBEDDER": "hash"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reos_memory", "team-server", "--port", str(port),
+         "--data-dir", str(team_db.data_dir)],  # type: ignore[attr-defined]
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    srv = TeamServer(proc, port, 0.0)
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, proc.communicate()[1].decode()
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"{srv.base}/health", timeout=2) as resp,
+        ):
+            if resp.status == 200:
+                return srv
+        assert time.monotonic() < deadline, "the team server did not come up"
+        time.sleep(0.05)
+
+
+def _stop(srv: TeamServer) -> None:
+    if srv.proc.poll() is None:
+        srv.proc.kill()
+        srv.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def team(team_db: TeamDatabase, keys: Keys) -> Iterator[TeamServer]:
+    srv = _team_server(team_db)
+    yield srv
+    _stop(srv)
+
+
+def _env(url: str, key: str) -> dict[str, str]:
+    return {
+        "REOS_MEMORY_TEAM_SERVER_URL": url,
+        "REOS_TEAM_API_KEY": key,
+        "REOS_MEMORY_TEAM_PULL_INTERVAL_S": "0",  # every context pulls first
+        "REOS_MEMORY_TEAM_CONTEXT_TIMEOUT_S": "10",
+    }
+
+
+def _local(tmp_path: Path, url: str, key: str, name: str = "memory.db") -> Server:
+    srv = Server(tmp_path / name, env=_env(url, key))
+    srv.wait_ready()
+    return srv
+
+
+def _add_team(srv: Server, text: str, **extra: Any) -> dict[str, Any]:
+    params = {"project_id": PROJECT, "kind": "invariant", "tier": "long_term", "text": text,
+              "owner_type": "team", **extra}  # fmt: skip
+    return srv.call("squirrel/memories/add", params)  # type: ignore[no-any-return]
+
+
+def _context(srv: Server, task: str, budget: int = 400) -> dict[str, Any]:
+    params = {"project_id": PROJECT, "task": task, "context_budget_tokens": budget}
+    return srv.call("squirrel/get_task_context", params)  # type: ignore[no-any-return]
+
+
+def _server_texts(team: TeamServer, key: str) -> list[str]:
+    listed = team.result(key, "squirrel/memories/list", {"limit": 1000})["memories"]
+    return [m["text"] for m in listed]
+
+
+def test_a_team_memory_is_sent_pulled_and_merged_with_own_memories_in_one_budget(
+    tmp_path, team, keys
+):
+    with _local(tmp_path, team.base, keys.alice) as srv:
+        sent = _add_team(srv, "Payment webhooks must verify the Stripe signature header")
+        assert sent["team"]["state"] == "sent", sent
+        mem = sent["memory"]
+        assert mem["id"].startswith("tmem-") and mem["owner_type"] == "team"
+        own = srv.call("squirrel/memories/add", {
+            "project_id": PROJECT, "kind": "guard", "tier": "emergency", "polarity": -1,
+            "text": "Never replay payment webhooks against production",
+        })["memory"]  # fmt: skip
+        ctx = _context(srv, "verify the payment webhooks signature header")
+        assert ctx["team"]["status"] == "ok" and ctx["team"]["server"] == team.base
+        assert ctx["team"]["org_id"] == keys.org and ctx["team"]["last_pull_at"]
+        assert mem["id"] in ctx["memory_ids"] and own["id"] in ctx["memory_ids"]
+        assert ctx["memory_ids"][0] == own["id"], "guards first, whoever owns them"
+        assert ctx["team"]["memory_ids"] == [mem["id"]]
+        # one budget for both: one token less keeps the guard and leaves the team memory out
+        budget = ctx["tokens"] - 1
+        small = _context(srv, "verify the payment webhooks signature header", budget=budget)
+        assert small["memory_ids"] == [own["id"]] and small["tokens"] <= budget
+        assert any(d["id"] == mem["id"] and d["reason"] == "over_budget" for d in small["dropped"])
+        status = srv.call("squirrel/team/status")
+        assert status["api_key"] == "set" and status["cached"] == {"team": 1}
+        # the add, and the usage of the first context (reported by the second one's pull)
+        assert status["outbox"] == {"done": 2} and status["last_seq"] >= 1
+        # the second context's usage reaches the server at the next sync, once
+        synced = srv.call("squirrel/team/sync")
+        assert synced["status"] == "ok" and synced["sent"] == 1, synced
+        assert srv.call("squirrel/team/sync")["sent"] == 0
+        out = b"".join(srv.raw_lines).decode()
+    got = team.result(keys.admin, "squirrel/memories/get", {"memory_id": mem["id"]})
+    assert got["metrics"]["opportunities"] == 2 and got["metrics"]["use_count"] == 1
+    assert keys.alice not in srv.stderr() and keys.alice not in out
+
+
+def test_offline_writes_are_applied_exactly_once_when_the_server_comes_back(
+    tmp_path, team_db, keys
+):
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    texts = [
+        "Offline rule: retry the ledger sync with exponential backoff",
+        "Invoices are numbered per tenant, never globally",
+        "The currency column stores ISO 4217 codes in upper case",
+    ]
+    with _local(tmp_path, url, keys.bob) as srv:
+        queued = [_add_team(srv, t) for t in texts]
+        assert [q["team"]["state"] for q in queued] == ["queued"] * 3
+        assert all("memory" not in q for q in queued)
+        ctx = _context(srv, "retry the ledger sync")
+        assert ctx["team"]["status"] == "offline" and ctx["team"]["error"].startswith("down")
+        assert srv.call("squirrel/team/status")["outbox"] == {"pending": 3}
+        late = _team_server(team_db, port)  # the server comes back on the same address
+        try:
+            first = srv.call("squirrel/team/sync")
+            assert (first["status"], first["sent"], first["pending"]) == ("ok", 3, 0), first
+            again = srv.call("squirrel/team/sync")
+            assert again["sent"] == 0 and again["upserts"] == 0
+            on_server = _server_texts(late, keys.admin)
+            assert [on_server.count(t) for t in texts] == [1, 1, 1]
+            st = srv.call("squirrel/team/status")
+            assert st["cached"]["team"] >= 3 and st["outbox"].get("pending", 0) == 0
+        finally:
+            _stop(late)
+
+
+class DropFirstReply:
+    """A TCP proxy in front of the team server that forwards every request and, for the first
+    one whose body holds `marker`, lets the server apply it but closes the connection instead of
+    passing its reply on: a reply lost on the way back."""
+
+    def __init__(self, upstream_port: int, marker: bytes) -> None:
+        self.upstream_port = upstream_port
+        self.marker = marker
+        self.dropped = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as rf:
+            while True:
+                line = rf.readline()
+                if not line:
+                    return
+                method, path, _ = line.decode().split(" ", 2)
+                headers: dict[str, str] = {}
+                while (h := rf.readline()) not in (b"\r\n", b"\n", b""):
+                    k, _, v = h.decode().partition(":")
+                    headers[k.strip().lower()] = v.strip()
+                body = rf.read(int(headers.get("content-length", "0")))
+                up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=10)
+                fwd = {k: v for k, v in headers.items() if k not in ("host", "connection")}
+                up.request(method, path, body=body, headers=fwd)
+                resp = up.getresponse()
+                data = resp.read()
+                up.close()
+                if self.marker in body and not self.dropped:
+                    self.dropped += 1
+                    return  # applied upstream; the reply never arrives
+                head = f"HTTP/1.1 {resp.status} {resp.reason}\r\n"
+                head += f"content-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+                conn.sendall(head.encode() + data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_lost_reply_is_replayed_with_its_key_and_applied_once(tmp_path, team, keys):
+    upstream = int(team.base.rsplit(":", 1)[1])
+    proxy = DropFirstReply(upstream, b"squirrel/memories/add")
+    text = "Lost reply rule: the invoices table is append-only"
+    try:
+        with _local(tmp_path, f"http://127.0.0.1:{proxy.port}", keys.alice) as srv:
+            lost = _add_team(srv, text)
+            assert proxy.dropped == 1 and lost["team"]["state"] == "queued", lost
+            assert _server_texts(team, keys.admin).count(text) == 1  # it was applied
+            done = srv.call("squirrel/team/sync")
+            assert done["sent"] == 1 and done["pending"] == 0, done
+            assert _server_texts(team, keys.admin).count(text) == 1  # and only once
+            st = srv.call("squirrel/team/status")
+            assert st["outbox"]["done"] >= 1 and "pending" not in st["outbox"]
+    finally:
+        proxy.close()
+
+
+def test_the_server_down_answers_from_the_cache_and_pull_never_deletes_own_memories(
+    tmp_path, team_db, keys
+):
+    port = _free_port()
+    first = _team_server(team_db, port)
+    url = f"http://127.0.0.1:{port}"
+    with _local(tmp_path, url, keys.alice) as srv:
+        try:
+            tm = _add_team(srv, "Cached rule: the reconciliation job runs at 02:00 UTC")["memory"]
+            own = srv.call("squirrel/memories/add", {
+                "project_id": PROJECT, "kind": "invariant", "tier": "long_term",
+                "text": "My rule: the reconciliation job logs to /var/log/recon",
+            })["memory"]  # fmt: skip
+            # the team memory is forgotten on the server: the pull removes the cached copy and
+            # nothing else
+            other = _add_team(srv, "Temporary rule: the reconciliation job is paused")["memory"]
+            first.result(keys.admin, "squirrel/memories/forget", {"memory_id": other["id"]})
+            ctx = _context(srv, "when does the reconciliation job run")
+            assert other["id"] not in ctx["memory_ids"] and ctx["team"]["status"] == "ok"
+            gone = srv.error("squirrel/memories/get", {"memory_id": other["id"]})
+            assert gone.code == -32004
+            assert srv.call("squirrel/memories/get", {"memory_id": own["id"]})
+        finally:
+            _stop(first)
+        ctx = _context(srv, "when does the reconciliation job run")
+        assert ctx["team"]["status"] == "offline", ctx["team"]
+        assert ctx["team"]["last_pull_at"] and ctx["team"]["cached"] >= 1
+        assert tm["id"] in ctx["memory_ids"] and own["id"] in ctx["memory_ids"]
+        # a change made while offline waits; the cached memory is unchanged until it is applied
+        upd = srv.call("squirrel/memories/update", {"memory_id": tm["id"], "text": "Cached rule:"
+                       " the reconciliation job runs at 03:00 UTC"})  # fmt: skip
+        assert upd["team"]["state"] == "queued" and "02:00" in upd["memory"]["text"]
+    cli = subprocess.run(
+        [*SQRL, "--db", str(tmp_path / "memory.db"), "team", "status", "--json"],
+        capture_output=True, text=True, env={**os.environ, **_env(url, keys.alice)}, timeout=60,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    st = json.loads(cli.stdout)
+    # the update, and one usage report of the contexts given while the server was down
+    assert sorted(p["method"] for p in st["pending"]) == [
+        "squirrel/memories/update", "squirrel/usage/report",
+    ]  # fmt: skip
+    assert st["api_key"] == "set" and keys.alice not in cli.stdout + cli.stderr
+
+
+def test_share_proposes_an_own_memory_and_a_writer_approves_it(tmp_path, team, keys):
+    with _local(tmp_path, team.base, keys.bob) as srv:
+        own = srv.call("squirrel/memories/add", {
+            "project_id": PROJECT, "kind": "pattern", "tier": "long_term",
+            "text": "Refunds are issued through the ledger service, never by hand",
+        })["memory"]  # fmt: skip
+        shared = srv.call("squirrel/share", {"memory_id": own["id"]})
+        assert shared["team"]["state"] == "sent", shared
+        share = shared["team"]["result"]["share"]
+        assert share["status"] == "pending" and share["local_memory_id"] == own["id"]
+        again = srv.call("squirrel/share", {"memory_id": own["id"]})
+        assert again["team"]["idempotency_key"] == shared["team"]["idempotency_key"]
+        pending = team.result(keys.admin, "team/shares/list", {})["shares"]
+        assert [s["id"] for s in pending].count(share["id"]) == 1
+        approved = team.result(keys.alice, "team/shares/approve", {"share_id": share["id"]})
+        ctx = _context(srv, "how are refunds issued through the ledger service")
+        assert approved["memory"]["id"] in ctx["team"]["memory_ids"]
+        assert own["id"] in ctx["memory_ids"]  # still the user's own too
+        err = srv.error("squirrel/share", {"memory_id": approved["memory"]["id"]})
+        assert err.code == -32602 and err.data["field"] == "$.memory_id"
