@@ -326,3 +326,31 @@ def test_share_proposes_an_own_memory_and_a_writer_approves_it(tmp_path, team, k
         assert own["id"] in ctx["memory_ids"]  # still the user's own too
         err = srv.error("squirrel/share", {"memory_id": approved["memory"]["id"]})
         assert err.code == -32602 and err.data["field"] == "$.memory_id"
+
+
+def test_two_members_edit_one_team_memory_the_later_wins_on_both_machines(tmp_path, team, keys):
+    alice = _local(tmp_path, team.base, keys.alice, "alice.db")
+    bob = _local(tmp_path, team.base, keys.bob, "bob.db")
+    with alice, bob:
+        mem = _add_team(alice, "Releases are cut from the main branch on Mondays")["memory"]
+        assert mem["id"] in _context(bob, "when are releases cut from the main branch")[
+            "team"]["memory_ids"]  # fmt: skip
+        first = alice.call(
+            "squirrel/memories/update",
+            {"memory_id": mem["id"], "text": "Releases are cut from the main branch on Tuesdays"},
+        )
+        second = bob.call(
+            "squirrel/memories/update",
+            {"memory_id": mem["id"], "text": "Releases are cut from the main branch on Fridays"},
+        )
+        assert first["team"]["state"] == second["team"]["state"] == "sent"  # fmt: skip
+        assert second["team"]["result"]["memory"]["version"] == 3
+        for srv in (alice, bob):
+            srv.call("squirrel/team/sync")
+            got = srv.call("squirrel/memories/get", {"memory_id": mem["id"]})["memory"]
+            assert got["text"] == "Releases are cut from the main branch on Fridays"
+    history = team.result(keys.admin, "squirrel/memories/get", {"memory_id": mem["id"]})["history"]
+    assert [h["text"] for h in history] == [
+        "Releases are cut from the main branch on Tuesdays",
+        "Releases are cut from the main branch on Mondays",
+    ]

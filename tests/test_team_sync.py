@@ -362,3 +362,23 @@ def test_the_key_file_must_be_private(tmp_path, monkeypatch):
         load_config(None, {**over, "team_server_url": "http://me:pw@team.test"})
     with pytest.raises(ConfigError, match="http"):
         load_config(None, {**over, "team_server_url": "ftp://team.test"})
+
+
+def test_a_server_that_never_answers_holds_a_context_only_for_its_short_timeout(db):
+    import socket
+
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts connections, never answers
+    port = silent.getsockname()[1]
+    try:
+        client = TeamClient(ClientSettings(url=f"http://127.0.0.1:{port}", read_timeout_s=30), KEY)
+        sync = TeamSync(db, None, client, SyncSettings(context_timeout_s=0.5))
+        sync.enqueue("squirrel/memories/add", _params("waits"))
+        t0 = time.monotonic()
+        info = sync.context_info()
+        assert time.monotonic() - t0 < 5, "the context waited for the server's whole timeout"
+        assert info.status == "offline" and info.error and info.error.startswith("down")
+        # tried again only after the pull interval, not at every request
+        tried = sync._attempted
+        assert sync.context_info().status == "offline" and sync._attempted == tried
+    finally:
+        silent.close()

@@ -25,8 +25,8 @@ T = TypeVar("T")
 Kind = Literal["down", "refused_key", "bad_request"]
 
 # JSON-RPC errors that say "not now" rather than "not this": internal error (a bug or an outage
-# behind the server), storage busy, shutting down
-TRANSIENT_CODES = frozenset({-32603, -32002, -32013})
+# behind the server), storage busy, shutting down, the server's database unavailable
+TRANSIENT_CODES = frozenset({-32603, -32002, -32013, -32016})
 _KEY_ID = re.compile(r"^rmk_([0-9a-f]{8,64})_")
 
 
