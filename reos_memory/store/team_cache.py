@@ -176,8 +176,6 @@ def put_cached(
 
 def drop_cached(conn: apsw.Connection, server: str, org_id: str, memory_id: str) -> bool:
     """Erase a cached team memory of this server and org (nothing else is ever erased here)."""
-    if cached_version(conn, memory_id) is None:
-        return False
     mine = fetch(
         conn,
         "SELECT 1 FROM team_memories WHERE memory_id = ? AND server = ? AND org_id = ?",
@@ -210,12 +208,6 @@ def cached_owners(conn: apsw.Connection, server: str, org_id: str) -> list[tuple
         (server, org_id),
     )
     return [(r[0], r[1]) for r in rows]
-
-
-def is_cached_clause(alias: str = "m") -> str:
-    """SQL true for a memories row that mirrors a team server (for callers that must skip them,
-    such as local CR-Memory: the server's own CR-Memory decides on team memories)."""
-    return f"{alias}.id IN (SELECT memory_id FROM team_memories)"
 
 
 # -- usage owed to the server ---------------------------------------------------------------
@@ -291,11 +283,18 @@ def outbox_item(conn: apsw.Connection, idempotency_key: str) -> OutboxItem | Non
 
 def pending(conn: apsw.Connection, server: str, limit: int) -> list[OutboxItem]:
     """The items still to send to a server, oldest first."""
+    return items(conn, server, "pending", limit)
+
+
+def items(
+    conn: apsw.Connection, server: str, state: str, limit: int, newest_first: bool = False
+) -> list[OutboxItem]:
+    """A server's items in one state, in the order they were queued (or the newest first)."""
     rows = fetch(
         conn,
-        f"SELECT {_OUTBOX_COLS} FROM team_outbox WHERE server = ? AND state = 'pending'"
-        " ORDER BY id LIMIT ?",
-        (server, limit),
+        f"SELECT {_OUTBOX_COLS} FROM team_outbox WHERE server = ? AND state = ?"
+        f" ORDER BY id {'DESC' if newest_first else ''} LIMIT ?",
+        (server, state, limit),
     )
     return [OutboxItem(*r) for r in rows]
 
@@ -330,14 +329,3 @@ def outbox_summary(conn: apsw.Connection, server: str) -> dict[str, int]:
         conn, "SELECT state, count(*) FROM team_outbox WHERE server = ? GROUP BY state", (server,)
     )
     return {r[0]: int(r[1]) for r in rows}
-
-
-def refused_items(conn: apsw.Connection, server: str, limit: int) -> list[OutboxItem]:
-    """The items a server refused, newest first (kept with their error, never sent again)."""
-    rows = fetch(
-        conn,
-        f"SELECT {_OUTBOX_COLS} FROM team_outbox WHERE server = ? AND state = 'refused'"
-        " ORDER BY id DESC LIMIT ?",
-        (server, limit),
-    )
-    return [OutboxItem(*r) for r in rows]

@@ -101,11 +101,17 @@ class TeamSync:
         """What this machine knows of the key's org (None: it never reached the server)."""
         return self.db.read(lambda c: tsql.sync_state(c, self.server, self.client.key_id))
 
-    def context_info(self, given: list[str] | None = None) -> api.ContextTeam:
+    def context_info(self) -> api.ContextTeam:
         """The cache's standing for a context, after a pull when it is due (bounded by
-        `context_timeout_s`; a slow or down server leaves the cache answering)."""
+        `context_timeout_s`; a slow or down server leaves the cache answering). Nothing on the
+        team side may cost the user a context: a failure here is logged and the cache answers."""
         if self._due():
-            self.sync(self.settings.context_timeout_s, wait=False)
+            try:
+                self.sync(self.settings.context_timeout_s, wait=False)
+            except Exception as exc:  # a bug or a busy database: the context goes on
+                self._last_error = f"internal: {type(exc).__name__}"
+                if self.log:
+                    self.log.exception("team_sync_crashed", server=self.server)
         st = self.state()
         error = self._last_error if self._attempted is not None else (st and st.last_error)
         if st is None:
@@ -119,7 +125,6 @@ class TeamSync:
             last_pull_at=st.last_pull_at,
             error=error or None,
             cached=sum(cached.values()),
-            memory_ids=given or [],
         )
 
     def owners(self) -> list[tuple[str, str]]:
@@ -379,7 +384,7 @@ class TeamSync:
             return {
                 "cached": tsql.cached_count(conn, self.server, org) if st else {},
                 "outbox": tsql.outbox_summary(conn, self.server),
-                "refused": [_entry(i) for i in tsql.refused_items(conn, self.server, 20)],
+                "refused": [_entry(i) for i in tsql.items(conn, self.server, "refused", 20, True)],
                 "pending": [_entry(i) for i in pending],
             }
 
