@@ -354,3 +354,40 @@ def test_two_members_edit_one_team_memory_the_later_wins_on_both_machines(tmp_pa
         "Releases are cut from the main branch on Tuesdays",
         "Releases are cut from the main branch on Mondays",
     ]
+
+
+def _sqrl(tmp_path: Path, env: dict[str, str], *args: str) -> Any:
+    done = subprocess.run(
+        [*SQRL, "--db", str(tmp_path / "cli.db"), *args, "--json"],
+        capture_output=True, text=True, env={**os.environ, **env}, timeout=120,
+        cwd=str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not any(k.startswith("rmk_") and k in done.stdout + done.stderr for k in env.values())
+    return json.loads(done.stdout)
+
+
+def test_the_sqrl_commands_share_sync_and_say_whether_a_key_is_set(tmp_path, team, keys):
+    no_key = {"REOS_MEMORY_TEAM_SERVER_URL": team.base, "REOS_TEAM_API_KEY": ""}
+    st = _sqrl(tmp_path, no_key, "team", "status")
+    assert (st["configured"], st["api_key"], st["org_id"]) == (True, "not set", None)
+    off = _sqrl(tmp_path, no_key, "team", "sync")
+    assert off["status"] == "off" and "no API key" in off["error"]
+    ctx = _sqrl(tmp_path, {}, "context", "anything at all", "--project-id", PROJECT)
+    assert ctx["team"] == {"status": "off", "server": None, "org_id": None, "last_pull_at": None,
+                           "error": None, "cached": 0, "memory_ids": []}  # fmt: skip
+    env = _env(team.base, keys.bob)
+    own = _sqrl(tmp_path, env, "add", "--project-id", PROJECT, "--kind", "pattern",
+                "Chargebacks", "are", "answered", "within", "seven", "days")["memory"]  # fmt: skip
+    shared = _sqrl(tmp_path, env, "share", own["id"])
+    assert shared["team"]["state"] == "sent" and shared["memory_id"] == own["id"]
+    assert shared["team"]["result"]["share"]["status"] == "pending"
+    share_id = shared["team"]["result"]["share"]["id"]
+    made = team.result(keys.alice, "team/shares/approve", {"share_id": share_id})["memory"]
+    synced = _sqrl(tmp_path, env, "team", "sync", "--timeout", "20")
+    assert synced["status"] == "ok" and synced["complete"] and synced["pending"] == 0
+    st = _sqrl(tmp_path, env, "team", "status")
+    assert st["api_key"] == "set" and st["org_id"] == keys.org and st["last_pull_at"]
+    assert st["outbox"]["done"] >= 1 and st["cached"].get("team", 0) >= 1
+    got = _sqrl(tmp_path, env, "memories", made["id"])["memory"]
+    assert got["owner_type"] == "team" and got["text"] == own["text"]
