@@ -26,6 +26,7 @@ from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.store.team import connection as pg
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
+from tests.conftest import team_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTOR = admin.Actor(name="cli:test", request_id="req-setup")
@@ -96,12 +97,12 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamDatabase]:
-    data_dir = tmp_path_factory.mktemp("team-server") / "team-db"
-    db = open_team_database(None, data_dir)
-    db.data_dir = data_dir  # type: ignore[attr-defined]
-    yield db
-    db.close()
+def db() -> Iterator[TeamDatabase]:
+    with team_data_dir("team-server") as data_dir:
+        db = open_team_database(None, data_dir)
+        db.data_dir = data_dir  # type: ignore[attr-defined]
+        yield db
+        db.close()
 
 
 @pytest.fixture(scope="module")

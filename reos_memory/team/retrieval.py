@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 
 import psycopg
 
+import reos_memory.squirrel.memory.ranking as ranking
 from reos_memory.errors import InvalidInput
 from reos_memory.models import MemoryMetrics, now_iso
 from reos_memory.squirrel import api
-from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store import keywords as kw_sql

@@ -615,3 +615,15 @@ def mark_evaluated(conn: psycopg.Connection, org_id: str, ids: Sequence[str]) ->
         " DO UPDATE SET last_evaluated_at = now()",
         (org_id, list(ids)),
     )
+
+
+def insert_episode(conn: psycopg.Connection, row: dict[str, Any]) -> None:
+    """An episode a member sent, with the writer's ops and outcome (JSON columns as given)."""
+    conn.execute(
+        "INSERT INTO episodes (org_id, id, team_id, key_id, project_id, episode, outcome, reason,"
+        " ops, processed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, now())",
+        (
+            row["org_id"], row["id"], row["team_id"], row["key_id"], row["project_id"],
+            Jsonb(row["episode"]), row["outcome"], row["reason"], Jsonb(row["ops"]),
+        ),
+    )  # fmt: skip
