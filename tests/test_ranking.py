@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from reos_memory.models import Memory, MemoryMetrics
-from reos_memory.squirrel.memory import ranking
+from reos_memory.squirrel.memory import context, ranking
 from reos_memory.squirrel.memory.policy import Policy, load_policy
 from reos_memory.squirrel.memory.ranking import Candidate, Dropped, Scope, candidate, choose
 from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.store import Database
+from reos_memory.store import memories as msql
 
 NOW = "2026-01-01T00:00:00Z"
 _ids = itertools.count(1)
@@ -202,3 +204,28 @@ def test_relative_keyword_scores() -> None:
     assert ranking.relative({"a": 4.0, "b": 1.0}) == {"a": 1.0, "b": 0.25}
     assert ranking.relative({"a": 0.0}) == {"a": 0.0}
     assert ranking.relative({}) == {}
+
+
+# -- several owners over the local store (memory/context.py reads the store one owner at a time)
+
+
+def test_the_local_store_finds_keys_and_guards_of_every_owner_of_a_scope(db: Database) -> None:
+    policy = load_policy(None, None)
+    own = mem("Use pnpm.", key="user.pm")
+    team = mem("Never force-push main.", kind="guard", tier="emergency", polarity=-1)
+    team.owner_type, team.owner_id = "team", "t1"
+    bobs = mem("Bob's own key.", key="user.editor", owner_id="bob")
+    db.write(lambda conn: [msql.insert_memory(conn, m, None) for m in (own, team, bobs)])
+    merged = Scope("p1", frozenset({("user", "alice"), ("team", "t1")}), None)
+    found, used = context.candidates(db, None, "pnpm", merged, policy, key_lookup=True)
+    assert not used
+    assert {c.memory.id: (c.by_key, c.emergency) for c in found} == {
+        own.id: (True, False),
+        team.id: (False, True),
+    }
+    start = context.important(db, merged, policy)
+    assert {c.memory.id for c in start} == {own.id, team.id}
+    anyone = context.important(db, Scope("p1", None, None), policy)
+    assert {c.memory.id for c in anyone} == {own.id, team.id, bobs.id}
+    alone = context.important(db, Scope("p1", frozenset({("user", "bob")}), None), policy)
+    assert [c.memory.id for c in alone] == [bobs.id]
