@@ -272,6 +272,9 @@ def test_a_batch_answers_each_request_in_order(server, keys):
     assert replies[1]["error"]["code"] == -32601
     assert replies[2]["error"]["code"] == -32602
     assert replies[2]["error"]["data"]["field"] == "$.limit"
+    assert replies[3]["result"] == json.loads(
+        (ROOT / "rpc_schema" / "team-openrpc.json").read_text()
+    )
     names = {m["name"] for m in replies[3]["result"]["methods"]}
     assert names == set(registry.methods)  # every registered method is described
     assert {"rpc.discover", "team/whoami", "squirrel/memories/add"} <= names
