@@ -26,6 +26,7 @@ import pytest
 from harness.rpc_client import SQRL, Server
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
+from tests.conftest import team_data_dir
 from tests.test_team_server import ACTOR, ROOT, _free_port
 from tests.test_team_server import Server as TeamServer
 
@@ -45,12 +46,12 @@ class Keys:
 
 
 @pytest.fixture(scope="module")
-def team_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamDatabase]:
-    data_dir = tmp_path_factory.mktemp("team-local") / "team-db"
-    db = open_team_database(None, data_dir)
-    db.data_dir = data_dir  # type: ignore[attr-defined]
-    yield db
-    db.close()
+def team_db() -> Iterator[TeamDatabase]:
+    with team_data_dir("team-local") as data_dir:
+        db = open_team_database(None, data_dir)
+        db.data_dir = data_dir  # type: ignore[attr-defined]
+        yield db
+        db.close()
 
 
 @pytest.fixture(scope="module")
