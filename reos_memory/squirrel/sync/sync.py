@@ -107,7 +107,7 @@ class TeamSync:
         team side may cost the user a context: a failure here is logged and the cache answers."""
         if self._due():
             try:
-                self.sync(self.settings.context_timeout_s, wait=False)
+                self.sync(self.settings.context_timeout_s, wait_s=0)
             except Exception as exc:  # a bug or a busy database: the context goes on
                 self._last_error = f"internal: {type(exc).__name__}"
                 if self.log:
@@ -148,11 +148,16 @@ class TeamSync:
 
     # -- sync: drain the outbox, then pull -----------------------------------------------------
 
-    def sync(self, timeout_s: float, *, wait: bool = True) -> Report:
+    def sync(self, timeout_s: float, *, wait_s: float | None = None) -> Report:
         """Send what the outbox holds, then pull the change log to its end, within `timeout_s`.
-        With `wait` false, a sync already running in this process is not waited for."""
-        if not self._lock.acquire(blocking=wait):
-            return Report(error="a sync is already running")
+        A sync already running in this process is waited for `wait_s` at most (None: as long as
+        it takes; 0: not at all)."""
+        if wait_s is None:
+            got = self._lock.acquire()
+        else:
+            got = self._lock.acquire(timeout=wait_s) if wait_s > 0 else self._lock.acquire(False)
+        if not got:
+            return Report(error="another sync is running")
         try:
             return self._sync(time.monotonic() + timeout_s)
         finally:
@@ -298,7 +303,8 @@ class TeamSync:
         """Queue a write and try to send it (and pull its effect) now, within the short context
         timeout; offline it stays queued."""
         item = self.enqueue(method, params, local_memory_id, key)
-        self.sync(self.settings.context_timeout_s)
+        timeout = self.settings.context_timeout_s
+        self.sync(timeout, wait_s=timeout)  # a sync running meanwhile sends it as well
         return self.outcome(item.idempotency_key)
 
     def outcome(self, idempotency_key: str) -> api.TeamWrite:
