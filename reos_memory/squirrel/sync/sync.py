@@ -232,23 +232,7 @@ class TeamSync:
         def tx(conn: apsw.Connection) -> tuple[int, int, int]:
             if not tsql.advance(conn, self.server, st.org_id, after, page.next_seq, done_at):
                 raise _Moved
-            added = gone = skipped = 0
-            for ch in latest.values():
-                if ch.op == "upsert" and ch.memory is not None:
-                    m = ch.memory
-                    got = tsql.put_cached(
-                        conn, self.server, st.org_id, _local(m), m.version, ch.seq, now,
-                        vectors.get(m.id),
-                    )  # fmt: skip
-                    skipped += got == "refused"
-                    added += got != "refused"
-                else:
-                    gone += tsql.drop_cached(conn, self.server, st.org_id, ch.memory_id)
-            if added or gone:
-                from reos_memory.store.vectors import MEMORIES, prune_changes
-
-                prune_changes(conn, space=MEMORIES)
-            return added, gone, skipped
+            return _put(conn, self.server, st.org_id, list(latest.values()), vectors, now)
 
         added, gone, skipped = self.db.write(tx)
         rep.upserts += added
@@ -422,6 +406,34 @@ def _entry(i: tsql.OutboxItem) -> api.OutboxEntry:
         attempts=i.attempts,
         last_error=i.last_error,
     )
+
+
+def _put(
+    conn: apsw.Connection,
+    server: str,
+    org_id: str,
+    changes: list[wire.Change],
+    vectors: dict[str, bytes],
+    now: str,
+) -> tuple[int, int, int]:
+    """Apply the last change of each memory of a page to the cache: (upserted, forgotten,
+    skipped because the id is not this cache's)."""
+    added = gone = skipped = 0
+    for ch in changes:
+        m = ch.memory
+        if ch.op == "upsert" and m is not None:
+            got = tsql.put_cached(
+                conn, server, org_id, _local(m), m.version, ch.seq, now, vectors.get(m.id)
+            )
+            skipped += got == "refused"
+            added += got != "refused"
+        else:
+            gone += tsql.drop_cached(conn, server, org_id, ch.memory_id)
+    if added or gone:
+        from reos_memory.store.vectors import MEMORIES, prune_changes
+
+        prune_changes(conn, space=MEMORIES)
+    return added, gone, skipped
 
 
 _MEMORY_FIELDS = [f.name for f in msgspec.structs.fields(Memory)]
