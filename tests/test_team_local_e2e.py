@@ -392,3 +392,36 @@ def test_the_sqrl_commands_share_sync_and_say_whether_a_key_is_set(tmp_path, tea
     assert st["outbox"]["done"] >= 1 and st["cached"].get("team", 0) >= 1
     got = _sqrl(tmp_path, env, "memories", made["id"])["memory"]
     assert got["owner_type"] == "team" and got["text"] == own["text"]
+
+
+def test_the_claude_hook_injects_team_memories_and_keeps_them_when_the_server_is_down(
+    tmp_path, team_db, keys
+):
+    from tests.test_hook_service import Project
+
+    port = _free_port()
+    srv = _team_server(team_db, port)
+    p = Project(tmp_path, **_env(f"http://127.0.0.1:{port}", keys.alice))
+    try:
+        listed = _sqrl_at(p.env, "memories", "--project-root", str(p.repo))
+        project_id = listed["memories"][0]["project_id"]
+        srv.result(keys.alice, "squirrel/memories/add", {
+            "project_id": project_id, "kind": "guard", "tier": "emergency", "polarity": -1,
+            "text": "Never deploy on Friday without the release captain's approval",
+        })  # fmt: skip
+        first = json.loads(p.hook("s1"))["hookSpecificOutput"]["additionalContext"]
+        assert "release captain" in first and "Never deploy on Fridays." in first
+        _stop(srv)
+        later = json.loads(p.hook("s2"))["hookSpecificOutput"]["additionalContext"]
+        assert "release captain" in later and "Never deploy on Fridays." in later
+        assert keys.alice not in p.log()
+    finally:
+        p.stop()
+        _stop(srv)
+
+
+def _sqrl_at(env: dict[str, str], *args: str) -> Any:
+    done = subprocess.run([*SQRL, *args, "--json"], capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

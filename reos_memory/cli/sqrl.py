@@ -364,6 +364,8 @@ def team(config: Config, args: argparse.Namespace) -> int:
         if a.team_command == "status":
             st = sq.team_status()
             return st, report.team_status(st)
+        if not 0 < a.timeout <= 600:
+            raise ReosError("--timeout: seconds, more than 0 and at most 600")
         done = sq.team_sync(api.TeamSyncParams(timeout_s=a.timeout))
         return done, report.team_sync(done)
 
