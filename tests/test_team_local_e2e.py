@@ -11,6 +11,7 @@ import contextlib
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -83,9 +84,14 @@ def _team_server(team_db: TeamDatabase, port: int | None = None) -> TeamServer:
 
 
 def _stop(srv: TeamServer) -> None:
+    """SIGTERM, as an operator stops it (the embedded database's last user then stops it too)."""
     if srv.proc.poll() is None:
-        srv.proc.kill()
-        srv.proc.wait()
+        srv.proc.send_signal(signal.SIGTERM)
+        try:
+            srv.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            srv.proc.kill()
+            srv.proc.communicate()
 
 
 @pytest.fixture(scope="module")
