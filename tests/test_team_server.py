@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from psycopg import sql
 
+from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.store.team import connection as pg
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
@@ -172,7 +173,7 @@ def test_whoami_answers_from_the_key(server, keys):
     me = server.result(keys.a_admin.key, "team/whoami")
     assert me == {
         "org_id": keys.org_a, "team_id": None, "role": "admin",
-        "key_id": keys.a_admin.key_id, "name": "",
+        "key_id": keys.a_admin.key_id, "name": "", "member": None,
     }  # fmt: skip
     reader = server.result(keys.a_reader.key, "team/whoami")
     assert reader["org_id"] == keys.org_a and reader["role"] == "reader"
@@ -270,9 +271,10 @@ def test_a_batch_answers_each_request_in_order(server, keys):
     assert replies[2]["error"]["code"] == -32602
     assert replies[2]["error"]["data"]["field"] == "$.limit"
     names = {m["name"] for m in replies[3]["result"]["methods"]}
-    assert names == {
+    assert names == set(registry.methods) and {
         "rpc.discover", "team/whoami", "team/keys/list", "team/keys/revoke", "team/audit/list",
-    }  # fmt: skip
+        "team/members/list", "team/members/add", "team/members/remove",
+    } <= names  # fmt: skip
     assert replies[4]["error"]["code"] == -32600
     assert server.post(b"{not json", keys.b_admin.key)[1]["error"]["code"] == -32700
     too_many = [{"jsonrpc": "2.0", "id": i, "method": "team/whoami"} for i in range(101)]
