@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,16 @@ def cancel_at_commit(srv, db_path, method: str, params: dict, finished) -> tuple
         lock.execute("COMMIT")
         lock.close()
     return srv.response(rid), progress
+
+
+@pytest.fixture(scope="module")
+def team_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One embedded PostgreSQL with pgvector per test module (tests/team_fixtures.py), migrated;
+    stopped at the module's end (checked)."""
+    from tests.team_fixtures import open_module_db
+
+    db = open_module_db(tmp_path_factory.mktemp("team") / "team-db")
+    yield db
+    pgdata = db.embedded.pgdata
+    db.close()
+    assert not (pgdata / "postmaster.pid").exists(), "the embedded server was left running"
