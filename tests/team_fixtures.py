@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,8 @@ class Server:
         self.base = f"http://127.0.0.1:{port}"
         self.started_s = started_s
 
-    def post_raw(self, body: bytes, key: str | None) -> tuple[int, dict[str, str], Any]:
-        """(HTTP status, headers, parsed body) of a POST /rpc."""
+    def post_raw(self, body: bytes, key: str | None) -> tuple[int, Message, Any]:
+        """(HTTP status, headers (names in any case), parsed body) of a POST /rpc."""
         headers = {"Content-Type": "application/json"}
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
@@ -67,9 +68,9 @@ class Server:
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 text = resp.read()
-                return resp.status, dict(resp.headers), json.loads(text) if text else None
+                return resp.status, resp.headers, json.loads(text) if text else None
         except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers), json.loads(exc.read() or b"null")
+            return exc.code, exc.headers, json.loads(exc.read() or b"null")
 
     def post(self, body: bytes, key: str | None) -> tuple[int, Any]:
         status, _, reply = self.post_raw(body, key)
