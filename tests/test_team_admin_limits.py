@@ -5,9 +5,7 @@ HTTP, and `reos-memory team admin ...` as a subprocess, on one embedded PostgreS
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -25,15 +23,13 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def keys(team_db: TeamDatabase) -> Keys:
-    return Keys(team_db)
+def keys(team_keys: Keys) -> Keys:
+    return team_keys
 
 
 @pytest.fixture(scope="module")
-def server(team_db: TeamDatabase, keys: Keys) -> Iterator[Server]:
-    srv = start_server(data_dir_of(team_db))
-    yield srv
-    srv.stop()
+def server(team_server: Server) -> Server:
+    return team_server
 
 
 def _key(db: TeamDatabase, org: str = "org-a", **kw: Any) -> str:
@@ -351,7 +347,7 @@ def test_an_unreachable_database_is_retryable_not_a_hang(team_db, keys):
     with pytest.raises(DatabaseUnavailable, match="could not be reached"):
         svc.authenticate(keys.a_admin.key)
     assert time.monotonic() - t0 < 10
-    threading.Thread(target=svc.close, daemon=True).start()
+    svc.close()
 
 
 # -- the audit log: team_id, pruning ---------------------------------------------------------------

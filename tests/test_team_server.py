@@ -9,7 +9,6 @@ import signal
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from psycopg import sql
 from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.store.team import connection as pg
 from reos_memory.team.database import TeamDatabase
-from tests.team_fixtures import Keys, Server, data_dir_of
+from tests.team_fixtures import Keys, Server
 from tests.team_fixtures import start_server as _start
 
 pytestmark = pytest.mark.e2e
@@ -30,17 +29,13 @@ def db(team_db: TeamDatabase) -> TeamDatabase:
 
 
 @pytest.fixture(scope="module")
-def keys(db: TeamDatabase) -> Keys:
-    return Keys(db)
+def keys(team_keys: Keys) -> Keys:
+    return team_keys
 
 
 @pytest.fixture(scope="module")
-def server(db: TeamDatabase, keys: Keys) -> Iterator[Server]:
-    srv = _start(data_dir_of(db))
-    yield srv
-    if srv.proc.poll() is None:
-        srv.proc.kill()
-        srv.proc.wait()
+def server(team_server: Server) -> Server:
+    return team_server
 
 
 def test_health_says_the_database_is_ok(server):

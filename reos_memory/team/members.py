@@ -129,8 +129,8 @@ def list_members(
 
 def get_member(conn: psycopg.Connection, org_id: str, member_id: str) -> Member | None:
     """The member with this id (live or removed), None if the org has none."""
-    row = store.find_member(conn, org_id, member_id)
-    return member(row) if row is not None and row.id == member_id else None
+    row = store.get_member(conn, org_id, member_id)
+    return member(row) if row is not None else None
 
 
 def _reaches(reach: str | None, team_id: str | None) -> bool:

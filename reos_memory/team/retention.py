@@ -45,11 +45,12 @@ class AuditPruner:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop after the prune under way, if any."""
+    def stop(self, wait_s: float = 10.0) -> None:
+        """Stop after the prune under way, waiting for it at most `wait_s` (a prune cut short
+        by the process's exit is rolled back by the database)."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(wait_s)
 
     def prune_once(self) -> admin.PruneResult | None:
         """One prune, logged; None when it failed (logged with the error)."""

@@ -63,6 +63,14 @@ def find_member(
     return MemberRow(*row) if row else None
 
 
+def get_member(conn: psycopg.Connection, org_id: str, member_id: str) -> MemberRow | None:
+    """The member (live or removed) with this id."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM members WHERE org_id = %s AND id = %s", (org_id, member_id)
+    ).fetchone()
+    return MemberRow(*row) if row else None
+
+
 def list_members(conn: psycopg.Connection, org_id: str) -> list[MemberRow]:
     """The members of an org, removed ones included, oldest first."""
     rows = conn.execute(
