@@ -169,14 +169,15 @@ class PolicyError(ReosError):
 
 
 class DatabaseUnavailable(ReosError):
-    """The team server's database did not answer in time (a statement or lock timeout) or could
-    not be reached; the request's transaction was rolled back, so it can be sent again."""
+    """The team server's database did not answer in time (a statement or lock timeout), rolled
+    the request back for a concurrent one, or could not be reached; the request can be sent
+    again."""
 
     code = -32016
     reason = "database_unavailable"
     meaning = (
-        "the team server's database timed out or could not be reached; the transaction was"
-        " rolled back: retry later (`data.retryable` is true, `data.incident` is in the log)"
+        "the team server's database timed out, hit a deadlock or could not be reached: retry"
+        " later (`data.retryable` is true, `data.incident` is in the log)"
     )
 
     def __init__(self, message: str, incident: str) -> None:

@@ -141,7 +141,6 @@ class TeamHttp:
                         limit=MAX_BATCH_ITEMS,
                     )
                 )
-        if isinstance(message, list):
             replies = [r for r in [await self._one(key, item) for item in message] if r is not None]
             return JSONResponse(replies) if replies else Response(status_code=204)
         reply = await self._one(key, message)

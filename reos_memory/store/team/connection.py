@@ -121,8 +121,10 @@ def key_lookup_transaction(
 @contextmanager
 def retryable_failures(timeouts: Timeouts) -> Iterator[None]:
     """Turn a timeout, a lost or unobtainable connection, or a deadlock into DatabaseUnavailable
-    (with a new incident id for the log), chained to the driver's error. Each of them rolled the
-    transaction back, so the request can be sent again."""
+    (with a new incident id for the log), chained to the driver's error. A timeout or a
+    deadlock rolled the transaction back; a connection lost before its commit was answered did
+    too, except in the instant of the commit itself (the one case where a retried write may
+    apply twice unless it carries an idempotency key)."""
     try:
         yield
     except psycopg.errors.QueryCanceled as exc:
@@ -139,6 +141,5 @@ def retryable_failures(timeouts: Timeouts) -> Iterator[None]:
 
 def _unavailable(what: str) -> DatabaseUnavailable:
     return DatabaseUnavailable(
-        f"the team database {what}; the request was rolled back, try again",
-        incident=uuid.uuid4().hex[:12],
+        f"the team database {what}; try again", incident=uuid.uuid4().hex[:12]
     )
