@@ -297,6 +297,7 @@ def test_a_locked_row_fails_fast_with_a_retryable_error(team_db, keys):
             t0 = time.monotonic()
             err = srv.error(keys.a_admin.key, "team/keys/revoke", {"key_id": victim_id})
             took = time.monotonic() - t0
+            print(f"a request on a locked row failed in {took:.2f} s (lock timeout 0.3 s)")
             assert err["code"] == -32016 and err["data"]["reason"] == "database_unavailable"
             assert err["data"]["retryable"] is True and len(err["data"]["incident"]) == 12
             assert "300 ms" in err["message"] and "Traceback" not in json.dumps(err)
@@ -443,3 +444,31 @@ def test_the_server_prunes_at_start_by_its_retention(team_db, keys):
             (keys.org_a, "team/admin/prune-audit"),
         ).fetchone()
     assert actor is not None and actor[0].startswith("server:")
+
+
+def test_the_pruner_prunes_again_on_schedule(team_db, keys):
+    from reos_memory.team.retention import AuditPruner
+
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    class Log:
+        def info(self, event: str, **kw: Any) -> None:
+            events.append((event, kw))
+
+        warning = info
+
+    pruner = AuditPruner(team_db.connect, 30, Log(), every_s=0.2)  # hourly, made quick
+    pruner.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not events:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        old = _age_audit(team_db, keys.org_b, 31, 1)  # aged after the first prune
+        while set(old) & _audit_ids(team_db, keys.org_b):
+            assert time.monotonic() < deadline, "no second prune"
+            time.sleep(0.05)
+    finally:
+        pruner.stop()
+    assert {e for e, _ in events} == {"audit_pruned"} and len(events) >= 2
+    assert any(kw["by_org"].get(keys.org_b) == 1 for _, kw in events[1:])
