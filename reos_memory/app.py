@@ -308,3 +308,30 @@ def open_helper(config: Config, embedder: str | None) -> App:
     """The services of an ingest helper process (`squirrel/writer/helper_process.py`): the model
     loads while the first episodes are cut; the first commit that needs it waits."""
     return open_app(config, needs_model=True, embedder=embedder, wait=False)
+
+
+def open_team_service(config: Config, url: str, log: Any, timeouts: Any = None) -> Any:
+    """The team server's service over the team database at `url`, with the configured embedder
+    (loading in the background; until it is ready, or without one, memories are stored
+    unembedded and found by full text) and its database `timeouts` (store/team/connection.py:
+    Timeouts; None: the defaults). Returns (TeamService, EmbeddingService)."""
+    from reos_memory.errors import EmbedderUnavailable
+    from reos_memory.team.memories import vector_text
+    from reos_memory.team.service import TeamService
+
+    factory = _embedder_factory(config)
+    embeddings = EmbeddingService(config.embedder, factory, log)
+    embeddings.start()
+
+    def embed(text: str) -> str | None:
+        try:
+            row = embeddings.embed([text])[0]
+        except EmbedderUnavailable:
+            return None
+        if len(row) != 384:  # the team schema's vector(384): all-MiniLM-L6-v2
+            log.warning("team_embedder_dimensions", dimensions=len(row), needed=384)
+            return None
+        return vector_text(row)
+
+    svc = TeamService(url, embed=embed, policy_file=config.policy_file or None, timeouts=timeouts)
+    return svc, embeddings

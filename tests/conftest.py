@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -93,17 +96,31 @@ def cancel_at_commit(srv, db_path, method: str, params: dict, finished) -> tuple
     return srv.response(rid), progress
 
 
+@contextlib.contextmanager
+def team_data_dir(name: str) -> Iterator[Path]:
+    """A data directory for an embedded team PostgreSQL, outside pytest's temporary tree: the
+    wheel runs PostgreSQL as its own user, which must traverse the directory's parents, and
+    every pytest session resets its base directory to mode 0700 (a second pytest running at the
+    same time would lock a running server out of its data)."""
+    root = Path(tempfile.mkdtemp(prefix=f"reos-{name}-"))
+    try:
+        yield root / "team-db"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
-def team_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One embedded PostgreSQL with pgvector per test module (tests/team_fixtures.py), migrated;
-    stopped at the module's end (checked)."""
+def team_db(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """One embedded PostgreSQL with pgvector per test module (tests/team_fixtures.py), migrated,
+    in a `team_data_dir`; stopped at the module's end (checked)."""
     from tests.team_fixtures import open_module_db
 
-    db = open_module_db(tmp_path_factory.mktemp("team") / "team-db")
-    yield db
-    pgdata = db.embedded.pgdata
-    db.close()
-    assert not (pgdata / "postmaster.pid").exists(), "the embedded server was left running"
+    with team_data_dir(request.module.__name__.rsplit(".", 1)[-1]) as data_dir:
+        db = open_module_db(data_dir)
+        yield db
+        pgdata = db.embedded.pgdata
+        db.close()
+        assert not (pgdata / "postmaster.pid").exists(), "the embedded server was left running"
 
 
 @pytest.fixture(scope="module")

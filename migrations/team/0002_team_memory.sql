@@ -29,8 +29,10 @@ ALTER TABLE memories
   ADD COLUMN updated_by text,
   ADD COLUMN origin     text NOT NULL DEFAULT 'rpc' CHECK (origin IN ('rpc', 'share', 'episode')),
   ADD COLUMN tsv        tsvector GENERATED ALWAYS AS
-                          (to_tsvector('simple', coalesce(key, '') || ' ' || text)) STORED;
-CREATE INDEX memories_tsv ON memories USING gin (tsv);
+                          (to_tsvector('english', coalesce(key, '') || ' ' || text)) STORED;
+-- fastupdate off: a pending list would be scanned by every query until vacuum merges it (read
+-- far more often than written, a memory store pays the merge once, on insert)
+CREATE INDEX memories_tsv ON memories USING gin (tsv) WITH (fastupdate = off);
 CREATE UNIQUE INDEX memories_live_key ON memories (org_id, coalesce(team_id, ''), coalesce(project_id, ''), key)
   WHERE key IS NOT NULL AND status <> 'deprecated';
 
@@ -128,6 +130,7 @@ CREATE TABLE context_requests (
   team_id    text,
   key_id     text NOT NULL,
   project_id text,
+  session_id text,
   task       text NOT NULL,
   memory_ids text[] NOT NULL DEFAULT '{}',
   tokens     integer NOT NULL,
@@ -136,7 +139,22 @@ CREATE TABLE context_requests (
   PRIMARY KEY (org_id, id)
 );
 
+-- Each project's running averages of task outcomes, against which feedback finds regret saved
+-- (as locally: squirrel/memory/feedback.py).
+CREATE TABLE project_baselines (
+  org_id      text NOT NULL REFERENCES orgs(id),
+  project_id  text NOT NULL,
+  outcomes    integer NOT NULL DEFAULT 0,
+  avg_errors  double precision NOT NULL DEFAULT 0,
+  avg_retries double precision NOT NULL DEFAULT 0,
+  updated_at  timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (org_id, project_id)
+);
+
 -- Episodes members sent (squirrel/ingest_episode): already cut and redacted on their machine.
+CREATE INDEX context_requests_session ON context_requests (org_id, key_id, session_id)
+  WHERE session_id IS NOT NULL;
+
 CREATE TABLE episodes (
   org_id       text NOT NULL REFERENCES orgs(id),
   id           text NOT NULL,
@@ -164,6 +182,7 @@ ALTER TABLE idempotency ENABLE ROW LEVEL SECURITY;
 ALTER TABLE shares ENABLE ROW LEVEL SECURITY;
 ALTER TABLE context_requests ENABLE ROW LEVEL SECURITY;
 ALTER TABLE episodes ENABLE ROW LEVEL SECURITY;
+ALTER TABLE project_baselines ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY tenant ON members
   USING (org_id = current_setting('reos.org_id', true))
@@ -192,7 +211,10 @@ CREATE POLICY tenant ON context_requests
 CREATE POLICY tenant ON episodes
   USING (org_id = current_setting('reos.org_id', true))
   WITH CHECK (org_id = current_setting('reos.org_id', true));
+CREATE POLICY tenant ON project_baselines
+  USING (org_id = current_setting('reos.org_id', true))
+  WITH CHECK (org_id = current_setting('reos.org_id', true));
 
 GRANT SELECT, INSERT, UPDATE, DELETE ON members, memory_history, memory_metrics, change_counters,
-  changes, idempotency, shares, context_requests, episodes TO reos_team_server;
+  changes, idempotency, shares, context_requests, episodes, project_baselines TO reos_team_server;
 -- the audit log stays append-only for the server role: pruning by age runs as the tables' owner

@@ -837,11 +837,11 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
 
     log = setup_logging(config.log_level)
     try:
+        from reos_memory.app import open_team_service
         from reos_memory.interfaces.team_http import serve as serve_http
         from reos_memory.store.team.connection import Timeouts
         from reos_memory.team.database import open_team_database
         from reos_memory.team.retention import AuditPruner
-        from reos_memory.team.service import TeamService
     except ImportError as exc:  # starlette, uvicorn, psycopg: the team extra
         sys.stderr.write(
             f'reos-memory: {exc}; install the team extra: pip install "reos-memory[team]"\n'
@@ -856,7 +856,7 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
         return 1
     timeouts = Timeouts(statement_ms=args.statement_timeout_ms, lock_ms=args.lock_timeout_ms)
     try:
-        svc = TeamService(db.url, timeouts=timeouts)
+        svc, embeddings = open_team_service(config, db.url, log, timeouts)
         pruner = AuditPruner(db.connect, args.audit_retention_days, log)
         try:
             log.info(
@@ -871,6 +871,7 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
         finally:
             pruner.stop()
             svc.close()
+            embeddings.close()
     finally:
         db.close()
     log.info("team_server_stopped")

@@ -105,7 +105,7 @@ def verify_key(
     conn: psycopg.Connection,
     presented: str,
     now: datetime | None = None,
-    timeouts: pg.Timeouts = pg.DEFAULT_TIMEOUTS,
+    timeouts: pg.Timeouts | None = None,
 ) -> VerifiedKey:
     """Authenticate a presented key as the server does: as the server role, which may read only
     the row of the key id it presents (row-level security), then the checks of `check_key`."""

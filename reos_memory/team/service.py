@@ -20,6 +20,11 @@ from reos_memory.store.team import connection as pg
 from reos_memory.store.team import tenancy
 from reos_memory.team import keys, members
 from reos_memory.team.admin import Actor, KeyInfo, audit, key_info
+from reos_memory.team.episodes import TeamEpisodes
+from reos_memory.team.learning import TeamLearning
+from reos_memory.team.memories import Embed, TeamMemories, Who
+from reos_memory.team.retrieval import TeamRetrieval
+from reos_memory.team.shares import Shares
 
 _RANK = {"reader": 0, "writer": 1, "admin": 2}
 POOL_MAX = 8
@@ -33,6 +38,15 @@ class Caller(msgspec.Struct, frozen=True):
 
     key: keys.VerifiedKey
     request_id: str
+
+
+def who(caller: Caller) -> Who:
+    """The caller as the memory methods take it."""
+    k = caller.key
+    return Who(
+        org_id=k.org_id, team_id=k.team_id, role=k.role, key_id=k.key_id,
+        request_id=caller.request_id,
+    )  # fmt: skip
 
 
 class WhoAmI(msgspec.Struct, frozen=True):
@@ -83,9 +97,14 @@ class TeamService:
     """The typed surface of the team server: every entry point calls these methods."""
 
     def __init__(
-        self, url: str, pool_max: int = POOL_MAX, timeouts: pg.Timeouts = pg.DEFAULT_TIMEOUTS
+        self,
+        url: str,
+        pool_max: int = POOL_MAX,
+        embed: Embed | None = None,
+        policy_file: str | None = None,
+        timeouts: pg.Timeouts | None = None,
     ) -> None:
-        self.timeouts = timeouts
+        self.timeouts = timeouts or pg.DEFAULT_TIMEOUTS
         self.pool = ConnectionPool(
             url,
             min_size=1,
@@ -95,17 +114,29 @@ class TeamService:
             open=True,
             timeout=POOL_WAIT_S,
         )
+        # without an embedder, memories are stored unembedded and found by full text only
+        self.memories = TeamMemories(
+            self._connection, embed or (lambda text: None), policy_file=policy_file
+        )
+        self.shares = Shares(self.memories)
+        self.episodes = TeamEpisodes(self.memories)
+        self.retrieval = TeamRetrieval(self.memories)
+        self.learning = TeamLearning(self.memories)
 
     def close(self) -> None:
         self.pool.close()
 
     @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection (its sessions carry the timeouts: `Timeouts.configure`, which
+        every tenant transaction on it sets again with SET LOCAL); a timeout or a lost database
+        in its use is DatabaseUnavailable. Every service above uses connections from here."""
+        with pg.retryable_failures(self.timeouts), self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
     def _tenant(self, caller: Caller) -> Iterator[psycopg.Connection]:
-        with (
-            pg.retryable_failures(self.timeouts),
-            self.pool.connection() as conn,
-            pg.tenant_transaction(conn, caller.key.org_id, self.timeouts),
-        ):
+        with self._connection() as conn, pg.tenant_transaction(conn, caller.key.org_id):
             yield conn
 
     def healthy(self) -> bool:
@@ -119,8 +150,8 @@ class TeamService:
 
     def authenticate(self, presented: str) -> keys.VerifiedKey:
         """The grant of a presented key, else KeyRefused (constant-time check in keys.py)."""
-        with pg.retryable_failures(self.timeouts), self.pool.connection() as conn:
-            return keys.verify_key(conn, presented, timeouts=self.timeouts)
+        with self._connection() as conn:
+            return keys.verify_key(conn, presented)
 
     def whoami(self, caller: Caller) -> WhoAmI:
         """The org, team, role and id of the caller's key, and the member it belongs to."""

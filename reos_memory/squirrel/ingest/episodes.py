@@ -302,6 +302,25 @@ def cut_episode(
 # -- the running state of an open episode ------------------------------------------------------
 
 
+def compress_episode(
+    events: Sequence[EventIn], now: str
+) -> tuple[list[dict[str, Any]], EpisodeStats]:
+    """A whole episode's events in their stored form (redacted, tool results paired with their
+    calls), and its stats: what a cut episode holds, for an episode that arrives already cut
+    (the team server's squirrel/ingest_episode)."""
+    state = _new_state(0)
+    scope = SecretScope()
+    out = []
+    for i, ev in enumerate(events):
+        call = _pairing(state, ev, scope)
+        scope.seam(main_text(ev))
+        c = compress(ev, i, call, now, scope.redact)
+        if ev.kind == "tool_call":
+            _remember_call(state, ev, c)
+        out.append(c)
+    return out, compute_stats(out)
+
+
 def _reset(state: dict[str, Any]) -> None:
     keep = state["seq"]
     calls = state["calls"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ class Timeouts:
 
     def configure(self, conn: psycopg.Connection) -> None:
         """Session defaults for a pooled connection (its calls outside a tenant transaction,
-        such as /health's ping, are bounded too)."""
+        such as /health's ping, are bounded too), and the timeouts every tenant or key-lookup
+        transaction on it sets, whoever opens it."""
+        _CONFIGURED[conn] = self
         conn.execute(
             "SELECT set_config('statement_timeout', %s, false),"
             " set_config('lock_timeout', %s, false),"
@@ -46,6 +49,9 @@ class Timeouts:
 
 
 DEFAULT_TIMEOUTS = Timeouts()
+# connection -> the timeouts its pool configured it with (a connection dropped from its pool
+# leaves this table with it)
+_CONFIGURED: weakref.WeakKeyDictionary[psycopg.Connection, Timeouts] = weakref.WeakKeyDictionary()
 
 
 def connect(url: str) -> psycopg.Connection:
@@ -83,10 +89,12 @@ def ensure_database(conn: psycopg.Connection, name: str) -> bool:
 
 @contextmanager
 def _server_transaction(
-    conn: psycopg.Connection, setting: str, value: str, timeouts: Timeouts
+    conn: psycopg.Connection, setting: str, value: str, timeouts: Timeouts | None
 ) -> Iterator[psycopg.Connection]:
     """One transaction as the server role with `setting` and the timeouts set for it only
-    (`set_config(..., true)` is `SET LOCAL`); one round trip besides the role."""
+    (`set_config(..., true)` is `SET LOCAL`); one round trip besides the role. No `timeouts`:
+    the ones `conn` was configured with (`Timeouts.configure`), else the defaults."""
+    timeouts = timeouts or _CONFIGURED.get(conn, DEFAULT_TIMEOUTS)
     with conn.transaction():
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(SERVER_ROLE)))
         conn.execute(
@@ -99,7 +107,7 @@ def _server_transaction(
 
 @contextmanager
 def tenant_transaction(
-    conn: psycopg.Connection, org_id: str, timeouts: Timeouts = DEFAULT_TIMEOUTS
+    conn: psycopg.Connection, org_id: str, timeouts: Timeouts | None = None
 ) -> Iterator[psycopg.Connection]:
     """One transaction as the server role, seeing only the rows of `org_id` (row-level security
     keyed by `reos.org_id`, set for this transaction only), each statement and lock wait
@@ -110,7 +118,7 @@ def tenant_transaction(
 
 @contextmanager
 def key_lookup_transaction(
-    conn: psycopg.Connection, key_id: str, timeouts: Timeouts = DEFAULT_TIMEOUTS
+    conn: psycopg.Connection, key_id: str, timeouts: Timeouts | None = None
 ) -> Iterator[psycopg.Connection]:
     """One transaction as the server role that can read only the API key `key_id` (before its
     org is known: the `authenticate` policy), bounded by `timeouts`."""

@@ -38,7 +38,7 @@ class ApiKeyRow(msgspec.Struct, frozen=True):
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
-    member_id: str | None
+    member_id: str | None = None
 
 
 class Duplicate(Exception):

@@ -1,0 +1,138 @@
+"""squirrel/ingest_episode: an episode cut and redacted on a member's machine, learned into team
+memories by the team's Memory Writer — the same offline writer (`squirrel/writer/rules.py`)
+and the same worth-a-call prefilter as on every machine, so a team learns what a member would.
+
+The server redacts the events again and keeps them (the episode row) with the writer's ops and
+outcome. The episode is written once: its idempotency key defaults to the sending key and the
+machine's episode id, so a member's outbox can send it again after a lost reply."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+import msgspec
+import psycopg
+
+from reos_memory.errors import InvalidInput
+from reos_memory.models import Memory, now_iso
+from reos_memory.squirrel import team_api as tapi
+from reos_memory.squirrel.ingest.episodes import Limits, compress_episode, prefilter
+from reos_memory.squirrel.writer import rules
+from reos_memory.squirrel.writer.schema import WriterOp
+from reos_memory.store.team import memories as msql
+from reos_memory.team.memories import TeamMemories, Who, reach, require, to_memory
+
+
+class TeamEpisodes:
+    def __init__(self, memories: TeamMemories, limits: Limits | None = None) -> None:
+        self.memories = memories
+        self.limits = limits or Limits()
+
+    def ingest(
+        self, who: Who, method: str, p: tapi.IngestEpisodeParams
+    ) -> tapi.IngestEpisodeResult:
+        """Learn one episode into the memories of the key's team (or the team/org named)."""
+        require(who, "writer", method)
+        events, stats = compress_episode(p.events, now_iso())
+        verdict = prefilter(events, stats, self.limits)
+        episode_id = f"tep-{uuid.uuid4().hex[:20]}"
+        call_writer = bool(verdict["call_writer"])
+        idem = p.idempotency_key or f"episode:{who.key_id}:{p.episode_id}"
+
+        def work(conn: psycopg.Connection) -> tapi.IngestEpisodeResult:
+            team_id = self.memories.owner_team(conn, who, p.owner_type, p.owner_id)
+            ops: list[dict[str, Any]] = []
+            ids: list[str] = []
+            if call_writer:
+                keyed = self._keyed(conn, who, team_id, p.project_id)
+                # the writer's ops against what the team holds now (its key slots), in order
+                for op in rules.write(episode_id, events, msgspec.structs.asdict(stats),
+                                      keyed).output.ops:  # fmt: skip
+                    done = self._apply(conn, who, method, team_id, p.project_id, op)
+                    ops.append(done)
+                    ids += [done["memory_id"]] if done.get("memory_id") else []
+            outcome: Literal["written", "skipped"] = "written" if ids else "skipped"
+            reason = None if call_writer else verdict.get("reason")
+            if call_writer and not ids:
+                reason = "the writer found nothing worth remembering"
+            msql.insert_episode(
+                conn,
+                {
+                    "org_id": who.org_id,
+                    "id": episode_id,
+                    "team_id": team_id,
+                    "key_id": who.key_id,
+                    "project_id": p.project_id,
+                    "episode": {
+                        "machine_episode_id": p.episode_id,
+                        "session_id": p.session_id,
+                        "cut_reason": p.cut_reason,
+                        "events": events,
+                        "stats": msgspec.to_builtins(stats),
+                        "prefilter": verdict,
+                    },
+                    "outcome": outcome,
+                    "reason": reason,
+                    "ops": ops,
+                },
+            )
+            self.memories.audit(conn, who, method, episode_id, *ids)
+            return tapi.IngestEpisodeResult(
+                episode_id=episode_id, outcome=outcome, reason=reason, ops=ops, memory_ids=ids
+            )
+
+        return self.memories.once(who, method, p, idem, tapi.IngestEpisodeResult, work)
+
+    def _keyed(
+        self, conn: psycopg.Connection, who: Who, team_id: str | None, project_id: str
+    ) -> list[Memory]:
+        """The live keyed memories of the episode's project and owner (the writer fills or
+        updates their slots rather than adding a second memory for one key)."""
+        owner = ("team", team_id) if team_id is not None else ("org", who.org_id)
+        rows = msql.list_page(
+            conn,
+            reach(who),
+            msql.Filters(project_id=project_id, include_global=True, owner=owner),
+            None,
+            500,
+        )
+        return [to_memory(r) for r in rows if r["key"] is not None]
+
+    def _apply(
+        self,
+        conn: psycopg.Connection,
+        who: Who,
+        method: str,
+        team_id: str | None,
+        project_id: str,
+        op: WriterOp,
+    ) -> dict[str, Any]:
+        """One writer op as a team write: ADD and UPDATE through the same write as
+        squirrel/memories/add (a held key gets a new version), DEPRECATE by key or id."""
+        out: dict[str, Any] = {"op": op.op, "kind": op.kind, "key": op.key}
+        if op.op == "DEPRECATE":
+            target = op.memory_id or (
+                op.key and msql.live_key_holder(conn, who.org_id, team_id, project_id, op.key)
+            )
+            row = msql.get(conn, reach(who), target, lock=True) if target else None
+            if row is None or row["status"] == "deprecated":
+                return {**out, "action": "rejected", "reason": "no live memory to deprecate"}
+            self.memories.deprecate_locked(conn, who, row)
+            return {**out, "action": "deprecated", "memory_id": row["id"]}
+        if op.kind is None or not op.text:
+            return {**out, "action": "rejected", "reason": f"{op.op} needs kind and text"}
+        try:
+            new = self.memories.new_memory(
+                scope=op.scope, project_id=None if op.scope == "global" else project_id,
+                kind=op.kind, tier=op.tier, key=op.key, text=op.text, polarity=op.polarity,
+                path_prefix=op.path_prefix, confidence=op.confidence, ttl_days=op.ttl_days,
+                origin="episode",
+            )  # fmt: skip
+        except InvalidInput as exc:
+            return {**out, "action": "rejected", "reason": exc.message}
+        made = self.memories.write_new(conn, who, method, team_id, new)
+        action = (
+            "deduplicated" if made.deduplicated_into else "updated" if made.replaced else "added"
+        )
+        return {**out, "action": action, "memory_id": made.memory.id, "text": made.memory.text}

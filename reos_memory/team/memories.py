@@ -1,0 +1,684 @@
+"""Team and org memories on the team server: add, list, get, update, deprecate, forget, the change
+log machines pull, and the usage they report. The tenant is the caller's key: every query is
+keyed by its org and the teams it reaches, inside a tenant transaction (row-level security).
+
+Edits keep a memory's id and add a version: the writer that locks the row first is ordered
+first, the later one wins, and the earlier text stays in the history as a deprecated version.
+Every change takes the org's next change number in the same transaction, so a machine pulling
+after number N has seen every change up to N. A write that carries an idempotency key is
+answered from its first reply when sent again (an outbox replaying after a lost reply)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import msgspec
+import psycopg
+from psycopg.errors import UniqueViolation
+
+from reos_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from reos_memory.models import MemoryMetrics, iso
+from reos_memory.squirrel import api
+from reos_memory.squirrel import team_api as tapi
+from reos_memory.squirrel.memory.policy import load_policy
+from reos_memory.squirrel.projects import normalize_prefix
+from reos_memory.squirrel.redaction import redact
+from reos_memory.store.team import connection as pg
+from reos_memory.store.team import memories as msql
+from reos_memory.store.team import shares as ssql
+from reos_memory.store.team import tenancy
+
+T = TypeVar("T")
+RANK = {"reader": 0, "writer": 1, "admin": 2}
+_SPACE = re.compile(r"\s+")
+# A memory's embedding as pgvector's text form ('[0.1,0.2,...]'); None: not embedded.
+Embed = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory ready to insert: its columns (text redacted) and its embedding."""
+
+    fields: dict[str, Any]
+    embedding: str | None
+
+
+class Who(msgspec.Struct, frozen=True):
+    """The verified caller as this module needs it (from `team.service.Caller`)."""
+
+    org_id: str
+    team_id: str | None
+    role: str
+    key_id: str
+    request_id: str
+
+
+def require(who: Who, role: str, method: str) -> None:
+    if RANK[who.role] < RANK[role]:
+        raise Forbidden(method, role)
+
+
+def reach(who: Who) -> msql.Reach:
+    return msql.Reach(who.org_id, None if who.team_id is None else (who.team_id,))
+
+
+def vector_text(row: Any) -> str:
+    """A vector as pgvector's text input."""
+    return "[" + ",".join(f"{float(x):.7g}" for x in row) + "]"
+
+
+def to_memory(row: dict[str, Any]) -> tapi.TeamMemory:
+    team = row["team_id"]
+    return tapi.TeamMemory(
+        id=row["id"],
+        project_id=row["project_id"],
+        scope=row["scope"],
+        owner_type=row["owner_type"],
+        owner_id=team if team is not None else row["org_id"],
+        kind=row["kind"],
+        tier=row["tier"],
+        key=row["key"],
+        text=row["text"],
+        status=row["status"],
+        confidence=row["confidence"],
+        expires_at=None if row["expires_at"] is None else iso(row["expires_at"]),
+        created_at=iso(row["created_at"]),
+        updated_at=iso(row["updated_at"]),
+        polarity=row["polarity"],
+        path_prefix=row["path_prefix"],
+        version=row["version"],
+        seq=row["seq"],
+        created_by=row["created_by"],
+        updated_by=row["updated_by"],
+        origin=row["origin"],
+    )
+
+
+def to_metrics(row: dict[str, Any] | None, memory_id: str) -> MemoryMetrics | None:
+    if row is None:
+        return None
+    return MemoryMetrics(
+        memory_id=memory_id,
+        use_count=row["use_count"],
+        opportunities=row["opportunities"],
+        suspected_regret_hits=row["suspected_regret_hits"],
+        estimated_regret_saved=row["estimated_regret_saved"],
+        last_used_at=None if row["last_used_at"] is None else iso(row["last_used_at"]),
+        last_evaluated_at=(
+            None if row["last_evaluated_at"] is None else iso(row["last_evaluated_at"])
+        ),
+    )
+
+
+def clean_text(text: str) -> str:
+    """Text as stored: spacing folded, secrets redacted (again: members' machines redact first)."""
+    return redact(_SPACE.sub(" ", text.strip()))
+
+
+def no_root(project_root: str | None) -> None:
+    if project_root is not None:
+        raise InvalidInput(
+            "project_root", "the team server has no files: name the project by project_id"
+        )
+
+
+class TeamMemories:
+    """The memory methods of the team server over a connection pool."""
+
+    def __init__(
+        self,
+        connection: Callable[[], Any],
+        embed: Embed,
+        dedup_threshold: float = 0.92,
+        policy_file: str | None = None,
+    ) -> None:
+        self._connection = connection  # a context manager factory: the pool's connection()
+        self._embed = embed
+        self.dedup_threshold = dedup_threshold
+        # the server's memory policy: the shipped default, then the operator's file; the team
+        # server has no project checkout, so no project file takes part
+        self.policy = load_policy(policy_file, None)
+        self.semantic = False  # set once an embedding was made
+
+    def embed(self, text: str) -> str | None:
+        """`text`'s vector (pgvector's text form), None without an embedder."""
+        vec = self._embed(text)
+        if vec is not None:
+            self.semantic = True
+        return vec
+
+    def policy_get(self, p: api.PolicyParams) -> api.PolicyResult:
+        no_root(p.project_root)
+        return api.PolicyResult(policy=self.policy.raw, sources=self.policy.sources)
+
+    def status(self, who: Who) -> tapi.TeamStatusResult:
+        """What the key reaches: memories by status, kind and tier; episodes by outcome;
+        pending shares; the org's last change number."""
+        r = reach(who)
+        with self.tenant(who) as conn:
+            memories = {c: msql.count_by(conn, r, c) for c in ("status", "kind", "tier")}
+            episodes = msql.episodes_by_outcome(conn, r)
+            pending = ssql.pending_count(conn, r)
+            last = msql.last_seq(conn, who.org_id)
+        return tapi.TeamStatusResult(
+            org_id=who.org_id,
+            team_id=who.team_id,
+            role=who.role,
+            memories={f"by_{c}": v for c, v in memories.items()},
+            episodes=episodes,
+            pending_shares=pending,
+            last_seq=last,
+            writer="rules",
+            semantic_available=self.semantic,
+        )
+
+    @contextmanager
+    def tenant(self, who: Who) -> Iterator[psycopg.Connection]:
+        with self._connection() as conn, pg.tenant_transaction(conn, who.org_id):
+            yield conn
+
+    # -- owners ----------------------------------------------------------------------------
+
+    def owner_team(
+        self, conn: psycopg.Connection, who: Who, owner_type: str | None, owner_id: str | None
+    ) -> str | None:
+        """The team a write goes to (None: the org). A team key writes its own team's memories;
+        an org key writes the org's, or a team's of its org it names. Another org's or team's id
+        is not found, so its existence does not leak."""
+        if owner_type == "user":
+            raise InvalidInput(
+                "owner_type",
+                "team or org: the team server keeps shared memories; a personal one stays on"
+                " its member's machine (share it with `sqrl share`)",
+            )
+        if owner_type is None:
+            owner_type = "org" if who.team_id is None else "team"
+        if owner_type == "org":
+            if owner_id is not None and owner_id != who.org_id:
+                raise NotFound("org", owner_id, field="owner_id")
+            if who.team_id is not None:
+                raise InvalidInput(
+                    "owner_type", "team: this key belongs to one team and writes only its memories"
+                )
+            return None
+        if who.team_id is not None:
+            if owner_id is not None and owner_id != who.team_id:
+                team = tenancy.find_team(conn, who.org_id, owner_id)
+                if team is None or team.id != who.team_id:
+                    raise NotFound("team", owner_id, field="owner_id")
+            return who.team_id
+        if owner_id is None:
+            raise InvalidInput("owner_id", "the team (name or id) of a team memory")
+        team = tenancy.find_team(conn, who.org_id, owner_id)
+        if team is None:
+            raise NotFound("team", owner_id, field="owner_id")
+        return team.id
+
+    def owner_filter(
+        self, conn: psycopg.Connection, who: Who, owner_type: str | None, owner_id: str | None
+    ) -> tuple[str, str] | None:
+        """A read's owner filter: the org's own memories, or one team's the key reaches."""
+        if owner_type is None:
+            return None
+        if owner_type == "user":
+            raise InvalidInput(
+                "owner_type", "team or org: the team server keeps no personal memory"
+            )
+        if owner_type == "org":
+            if owner_id is not None and owner_id != who.org_id:
+                raise NotFound("org", owner_id, field="owner_id")
+            return ("org", who.org_id)
+        if owner_id is None:
+            if who.team_id is None:
+                raise InvalidInput("owner_id", "the team (name or id) to filter by")
+            return ("team", who.team_id)
+        team = tenancy.find_team(conn, who.org_id, owner_id)
+        if team is None or (who.team_id is not None and team.id != who.team_id):
+            raise NotFound("team", owner_id, field="owner_id")
+        return ("team", team.id)
+
+    # -- idempotency -----------------------------------------------------------------------
+
+    def once(
+        self,
+        who: Who,
+        method: str,
+        params: msgspec.Struct,
+        idem_key: str | None,
+        result_type: type[T],
+        work: Callable[[psycopg.Connection], T],
+    ) -> T:
+        """Run `work` in one tenant transaction; with an idempotency key, a repeat of the same
+        request gets the stored reply (a different request under a used key is a conflict)."""
+        if idem_key is None:
+            with self.tenant(who) as conn:
+                return work(conn)
+        digest = _request_hash(method, params)
+        for _ in range(2):  # a concurrent twin commits first: read its reply on the retry
+            try:
+                with self.tenant(who) as conn:
+                    stored = msql.idempotent_reply(conn, who.org_id, idem_key)
+                    if stored is not None:
+                        if stored[0] != method or stored[1] != digest:
+                            raise Conflict(
+                                "this idempotency_key was used for a different request",
+                                field="$.idempotency_key",
+                            )
+                        return msgspec.convert(stored[2], result_type)
+                    out = work(conn)
+                    msql.remember_reply(
+                        conn, who.org_id, idem_key, who.key_id, method, digest,
+                        msgspec.to_builtins(out),
+                    )  # fmt: skip
+                    return out
+            except UniqueViolation:
+                continue
+        raise Conflict("this idempotency_key is in use by a request still running")
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def add(self, who: Who, method: str, p: tapi.TeamMemoryAddParams) -> tapi.TeamMemoryResult:
+        """A new team or org memory (writer)."""
+        require(who, "writer", method)
+        no_root(p.project_root)
+        new = self.new_memory(
+            scope=p.scope, project_id=p.project_id, kind=p.kind, tier=p.tier, key=p.key,
+            text=p.text, confidence=p.confidence, ttl_days=p.ttl_days, polarity=p.polarity,
+            path_prefix=p.path_prefix,
+        )  # fmt: skip
+
+        def work(conn: psycopg.Connection) -> tapi.TeamMemoryResult:
+            team_id = self.owner_team(conn, who, p.owner_type, p.owner_id)
+            return self.write_new(conn, who, method, team_id, new)
+
+        return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
+
+    def new_memory(
+        self,
+        *,
+        scope: str,
+        project_id: str | None,
+        kind: str,
+        tier: str,
+        key: str | None,
+        text: str,
+        polarity: int,
+        path_prefix: str | None,
+        confidence: float | None = None,
+        ttl_days: int | None = None,
+        origin: str = "rpc",
+    ) -> NewMemory:
+        """A memory to write, checked, redacted and embedded (before any transaction opens)."""
+        clean = clean_text(text)
+        return NewMemory(
+            fields={
+                "project_id": self._project(scope, project_id),
+                "scope": scope,
+                "kind": kind,
+                "tier": tier,
+                "key": key,
+                "text": clean,
+                "status": "provisional",
+                "confidence": confidence,
+                "expires_at": _expiry(ttl_days),
+                "polarity": polarity,
+                "path_prefix": self._prefix(scope, path_prefix),
+                "origin": origin,
+            },
+            embedding=self.embed(clean),
+        )
+
+    def write_new(
+        self,
+        conn: psycopg.Connection,
+        who: Who,
+        method: str,
+        team_id: str | None,
+        new: NewMemory,
+    ) -> tapi.TeamMemoryResult:
+        """Write `new` for that team (None: the org) unless a live memory of the same owner and
+        project says the same already; a key already held gives its holder a new version (the
+        later write wins)."""
+        f, vec = new.fields, new.embedding
+        if f["key"] is not None:
+            holder = msql.live_key_holder(conn, who.org_id, team_id, f["project_id"], f["key"])
+            if holder is not None:
+                changes = {n: f[n] for n in ("text", "kind", "tier", "polarity")}
+                row = self._new_version(conn, who, holder, changes, vec)
+                self.audit(conn, who, method, holder)
+                return tapi.TeamMemoryResult(memory=to_memory(row), replaced=[holder])
+        same = self._duplicate(conn, who, team_id, f["project_id"], f["text"], vec)
+        if same is not None:
+            kept = msql.get(conn, reach(who), same)
+            assert kept is not None
+            return tapi.TeamMemoryResult(memory=to_memory(kept), deduplicated_into=same)
+        seq = msql.next_seq(conn, who.org_id)
+        row = msql.insert(
+            conn,
+            {
+                **f,
+                "org_id": who.org_id,
+                "team_id": team_id,
+                "id": f"tmem-{uuid.uuid4().hex[:20]}",
+                "owner_type": "org" if team_id is None else "team",
+                "embedding": vec,
+                "seq": seq,
+                "created_by": who.key_id,
+                "updated_by": who.key_id,
+            },
+        )
+        msql.record_change(conn, who.org_id, seq, row["id"], team_id, "upsert")
+        self.audit(conn, who, method, row["id"])
+        return tapi.TeamMemoryResult(memory=to_memory(row))
+
+    def update(
+        self, who: Who, method: str, p: tapi.TeamMemoryUpdateParams
+    ) -> tapi.TeamMemoryResult:
+        """A new version of a memory the key reaches (writer). Without `expected_version` the
+        later write wins; with it, a memory changed meanwhile is a conflict."""
+        require(who, "writer", method)
+        changes: dict[str, Any] = {}
+        for name in ("kind", "tier", "key", "status", "confidence", "polarity"):
+            value = getattr(p, name)
+            if value is not None:
+                changes[name] = value
+        if p.clear_key:
+            changes["key"] = None
+        if p.ttl_days is not None:
+            changes["expires_at"] = _expiry(p.ttl_days)
+        if p.clear_ttl:
+            changes["expires_at"] = None
+        vec = None
+        if p.text is not None:
+            changes["text"] = clean_text(p.text)
+            vec = self.embed(changes["text"])
+        if not changes:
+            raise InvalidInput("text", "at least one field to change")
+
+        def work(conn: psycopg.Connection) -> tapi.TeamMemoryResult:
+            row = self._locked(conn, who, p.memory_id)
+            if p.expected_version is not None and row["version"] != p.expected_version:
+                raise Conflict(
+                    f"memory {p.memory_id!r} is at version {row['version']}, not"
+                    f" {p.expected_version}",
+                    field="$.expected_version",
+                    version=row["version"],
+                )
+            new_key = changes.get("key", row["key"])
+            if new_key is not None and new_key != row["key"]:
+                holder = msql.live_key_holder(
+                    conn, who.org_id, row["team_id"], row["project_id"], new_key
+                )
+                if holder is not None and holder != row["id"]:
+                    raise Conflict(
+                        f"key {new_key!r} is held by memory {holder!r}",
+                        field="$.key",
+                        existing_id=holder,
+                    )
+            out = self._new_version(conn, who, row["id"], changes, vec, locked=row)
+            self.audit(conn, who, method, row["id"])
+            return tapi.TeamMemoryResult(memory=to_memory(out))
+
+        return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
+
+    def deprecate(self, who: Who, method: str, p: tapi.TeamMemoryIdParams) -> tapi.TeamMemoryResult:
+        """Mark a memory deprecated (writer): a new version, so the change reaches every cache."""
+        require(who, "writer", method)
+
+        def work(conn: psycopg.Connection) -> tapi.TeamMemoryResult:
+            row = self._locked(conn, who, p.memory_id)
+            if row["status"] != "deprecated":
+                row = self.deprecate_locked(conn, who, row)
+                self.audit(conn, who, method, row["id"])
+            return tapi.TeamMemoryResult(memory=to_memory(row))
+
+        return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
+
+    def deprecate_locked(
+        self, conn: psycopg.Connection, who: Who, row: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A new version of a locked live memory, deprecated."""
+        return self.new_version_locked(conn, who, row, {"status": "deprecated"})
+
+    def new_version_locked(
+        self, conn: psycopg.Connection, who: Who, row: dict[str, Any], changes: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A new version of a memory the caller locked, with `changes` (text unchanged)."""
+        return self._new_version(conn, who, row["id"], changes, None, row)
+
+    def forget(self, who: Who, method: str, p: tapi.TeamMemoryIdParams) -> tapi.TeamForgetResult:
+        """Delete a memory with its history and metrics (writer); caches drop it on their next
+        pull. Forgetting one already gone (of this reach) is not an error: forgotten is False."""
+        require(who, "writer", method)
+
+        def work(conn: psycopg.Connection) -> tapi.TeamForgetResult:
+            row = msql.get(conn, reach(who), p.memory_id, lock=True)
+            if row is None:
+                return tapi.TeamForgetResult(forgotten=False, memory_id=p.memory_id)
+            seq = msql.next_seq(conn, who.org_id)
+            msql.delete(conn, who.org_id, row["id"])
+            msql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "forget")
+            self.audit(conn, who, method, row["id"])
+            return tapi.TeamForgetResult(forgotten=True, memory_id=row["id"])
+
+        return self.once(who, method, p, p.idempotency_key, tapi.TeamForgetResult, work)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get(self, who: Who, p: api.MemoryIdParams) -> tapi.TeamMemoryGetResult:
+        with self.tenant(who) as conn:
+            row = msql.get(conn, reach(who), p.memory_id)
+            if row is None:
+                raise NotFound("memory", p.memory_id, field="memory_id")
+            metrics = msql.metrics_of(conn, who.org_id, [row["id"]]).get(row["id"])
+            hist = msql.history(conn, who.org_id, row["id"])
+        return tapi.TeamMemoryGetResult(
+            memory=to_memory(row),
+            metrics=to_metrics(metrics, row["id"]),
+            history=[
+                tapi.MemoryVersion(
+                    **{
+                        **h,
+                        "expires_at": None if h["expires_at"] is None else iso(h["expires_at"]),
+                        "replaced_at": iso(h["replaced_at"]),
+                    }
+                )
+                for h in hist
+            ],
+        )
+
+    def list(self, who: Who, p: api.MemoryListParams) -> tapi.TeamMemoryListResult:
+        """Memories the key reaches, newest change first, paged by an opaque cursor."""
+        no_root(p.project_root)
+        after = _decode_cursor(p.cursor)
+        with self.tenant(who) as conn:
+            owner = self.owner_filter(conn, who, p.owner_type, p.owner_id)
+            filters = msql.Filters(
+                project_id=p.project_id,
+                include_global=p.include_global,
+                statuses=tuple(p.statuses),
+                kinds=None if p.kinds is None else tuple(p.kinds),
+                scope=p.scope,
+                owner=owner,
+                key_prefix=p.key_prefix,
+            )
+            rows = msql.list_page(conn, reach(who), filters, after, p.limit + 1)
+            page = rows[: p.limit]
+            metrics = msql.metrics_of(conn, who.org_id, [r["id"] for r in page])
+        more = len(rows) > p.limit
+        return tapi.TeamMemoryListResult(
+            memories=[to_memory(r) for r in page],
+            metrics=[to_metrics(metrics.get(r["id"]), r["id"]) for r in page],
+            next_cursor=_encode_cursor(page[-1]) if more and page else None,
+        )
+
+    def pull(self, who: Who, p: tapi.PullParams) -> tapi.PullResult:
+        """The changes after the machine's cursor that the key reaches, in order."""
+        with self.tenant(who) as conn:
+            rows = msql.changes_after(conn, reach(who), p.after_seq, p.limit + 1)
+            last = msql.last_seq(conn, who.org_id)
+        more = len(rows) > p.limit
+        rows = rows[: p.limit]
+        changes = [
+            tapi.Change(
+                seq=s,
+                op="forget" if op == "forget" or row is None else "upsert",  # type: ignore[arg-type]
+                memory_id=mid,
+                memory=None if row is None else to_memory(row),
+            )
+            for s, op, mid, row in rows
+        ]
+        # with nothing more, the cursor moves to the org's last number (changes of teams this
+        # key does not reach never need to be read again)
+        next_seq = rows[-1][0] if more else max(last, p.after_seq)
+        return tapi.PullResult(changes=changes, next_seq=next_seq, more=more)
+
+    def report_usage(self, who: Who, method: str, p: tapi.UsageParams) -> tapi.UsageResult:
+        """Add the counts a member's machine reports for team memories it injected (reader: using
+        memories is what every key does); ids the key cannot see are listed, not counted."""
+
+        def work(conn: psycopg.Connection) -> tapi.UsageResult:
+            ids = list(dict.fromkeys(i.memory_id for i in p.items))
+            seen = msql.get_many(conn, reach(who), ids)
+            applied = 0
+            for item in p.items:
+                if item.memory_id not in seen:
+                    continue
+                msql.add_metrics(
+                    conn,
+                    who.org_id,
+                    item.memory_id,
+                    opportunities=item.opportunities,
+                    uses=item.uses,
+                    regret_hits=item.regret_hits,
+                    regret_saved=item.regret_saved,
+                    last_used_at=_parse_time(item.last_used_at),
+                )
+                applied += 1
+            return tapi.UsageResult(applied=applied, unknown=[i for i in ids if i not in seen])
+
+        return self.once(who, method, p, p.idempotency_key, tapi.UsageResult, work)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _project(self, scope: str, project_id: str | None) -> str | None:
+        if scope == "global":
+            if project_id is not None:
+                raise InvalidInput(
+                    "scope", "a global memory belongs to no project: drop project_id"
+                )
+            return None
+        if project_id is None:
+            raise InvalidInput("project_id", f"scope {scope!r} needs the project's id")
+        return project_id
+
+    def _prefix(self, scope: str, path_prefix: str | None) -> str | None:
+        if scope != "repo_path":
+            return None
+        if not path_prefix:
+            raise InvalidInput("path_prefix", "scope repo_path needs path_prefix")
+        return normalize_prefix(path_prefix)
+
+    def _locked(self, conn: psycopg.Connection, who: Who, memory_id: str) -> dict[str, Any]:
+        row = msql.get(conn, reach(who), memory_id, lock=True)
+        if row is None:
+            raise NotFound("memory", memory_id, field="memory_id")
+        return row
+
+    def _new_version(
+        self,
+        conn: psycopg.Connection,
+        who: Who,
+        memory_id: str,
+        changes: dict[str, Any],
+        vec: str | None,
+        locked: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        old = locked or self._locked(conn, who, memory_id)
+        seq = msql.next_seq(conn, who.org_id)
+        row = msql.new_version(conn, old, changes, by=who.key_id, seq=seq, embedding=vec)
+        msql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "upsert")
+        return row
+
+    def _duplicate(
+        self,
+        conn: psycopg.Connection,
+        who: Who,
+        team_id: str | None,
+        project_id: str | None,
+        text: str,
+        vec: str | None,
+    ) -> str | None:
+        """A live memory of the same owner and project saying the same thing, if any."""
+        same = msql.same_text(conn, who.org_id, team_id, project_id, text)
+        if same is not None or vec is None:
+            return same
+        owner = ("team", team_id) if team_id is not None else ("org", who.org_id)
+        near = msql.nearest(
+            conn,
+            msql.Reach(who.org_id, None if team_id is None else (team_id,)),
+            msql.Filters(project_id=project_id, include_global=project_id is None, owner=owner),
+            vec,
+            3,
+            exact=True,
+        )
+        for mid, cos in near:
+            if cos >= self.dedup_threshold:
+                return mid
+        return None
+
+    def audit(self, conn: psycopg.Connection, who: Who, method: str, *ids: str) -> None:
+        # team_id: a team key's writes are its team's rows (team/audit/list filters by it)
+        tenancy.append_audit(
+            conn,
+            org_id=who.org_id,
+            key_id=who.key_id,
+            actor=f"key:{who.key_id}",
+            request_id=who.request_id,
+            method=method,
+            target_ids=list(ids),
+            team_id=who.team_id,
+        )
+
+
+def _request_hash(method: str, params: msgspec.Struct) -> str:
+    body = msgspec.to_builtins(params)
+    if isinstance(body, dict):
+        body.pop("idempotency_key", None)
+    return hashlib.sha256(method.encode() + b"\0" + msgspec.json.encode(body)).hexdigest()
+
+
+def _expiry(ttl_days: int | None) -> datetime | None:
+    return None if ttl_days is None else datetime.now(UTC) + timedelta(days=ttl_days)
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput("last_used_at", "an ISO 8601 time") from None
+
+
+def _encode_cursor(row: dict[str, Any]) -> str:
+    return f"{row['updated_at'].timestamp():.6f}|{row['id']}"
+
+
+def _decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
+    if cursor is None:
+        return None
+    ts, sep, mid = cursor.partition("|")
+    try:
+        if not sep or not mid:
+            raise ValueError
+        return datetime.fromtimestamp(float(ts), UTC), mid
+    except ValueError:
+        raise InvalidInput("cursor", "a next_cursor returned by squirrel/memories/list") from None
