@@ -109,10 +109,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(data_dir: Path, *extra: str) -> Server:
-    """`reos-memory team-server` on a free port, once its /health answers 200."""
+def start_server(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> Server:
+    """`reos-memory team-server` on a free port (with `env` added to the environment), once its
+    /health answers 200."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     t0 = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "reos_memory", "team-server", "--data-dir", str(data_dir),

@@ -287,8 +287,9 @@ def test_failed_authentications_are_limited_per_address(team_db, keys):
 
 def test_a_locked_row_fails_fast_with_a_retryable_error(team_db, keys):
     srv = start_server(
-        data_dir_of(team_db), "--lock-timeout-ms", "300", "--statement-timeout-ms", "2000"
-    )
+        data_dir_of(team_db), "--lock-timeout-ms", "300", "--statement-timeout-ms", "2000",
+        env={"REOS_MEMORY_EMBEDDER": "hash"},
+    )  # fmt: skip
     victim = _key(team_db)
     victim_id = victim.split("_")[1]
     try:
@@ -302,6 +303,13 @@ def test_a_locked_row_fails_fast_with_a_retryable_error(team_db, keys):
             assert err["data"]["retryable"] is True and len(err["data"]["incident"]) == 12
             assert "300 ms" in err["message"] and "Traceback" not in json.dumps(err)
             assert took < 1.5, took  # the lock timeout, not the holder, decided
+            # a memory write (a tenant transaction the memory service opens) is bounded too
+            holder.execute("LOCK TABLE memories IN EXCLUSIVE MODE")
+            add = {"project_id": "p", "kind": "note", "text": "written while locked"}
+            t0 = time.monotonic()
+            mem_err = srv.error(keys.a_admin.key, "squirrel/memories/add", add)
+            assert mem_err["code"] == -32016 and mem_err["data"]["retryable"] is True
+            assert time.monotonic() - t0 < 0.9  # the configured 300 ms, not the default 1 s
             # the key lookup waits on a locked table no longer than the lock timeout either
             holder.execute("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
             status, headers, body = srv.post_raw(_batch(1), keys.a_admin.key)
@@ -311,6 +319,9 @@ def test_a_locked_row_fails_fast_with_a_retryable_error(team_db, keys):
         assert srv.result(victim, "team/whoami")["key_id"] == victim_id
         done = srv.result(keys.a_admin.key, "team/keys/revoke", {"key_id": victim_id})
         assert done["revoked_now"] is True
+        listed = srv.result(keys.a_admin.key, "squirrel/memories/list", {"limit": 100})
+        assert "written while locked" not in json.dumps(listed)
+        assert srv.result(keys.a_admin.key, "squirrel/memories/add", add)["memory"]["id"]
     finally:
         log = srv.stop()
     events = [json.loads(line) for line in log.splitlines()]
