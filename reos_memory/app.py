@@ -336,10 +336,11 @@ def open_helper(config: Config, embedder: str | None) -> App:
     return open_app(config, needs_model=True, embedder=embedder, wait=False)
 
 
-def open_team_service(config: Config, url: str, log: Any) -> Any:
+def open_team_service(config: Config, url: str, log: Any, timeouts: Any = None) -> Any:
     """The team server's service over the team database at `url`, with the configured embedder
     (loading in the background; until it is ready, or without one, memories are stored
-    unembedded and found by full text). Returns (TeamService, EmbeddingService)."""
+    unembedded and found by full text) and its database `timeouts` (store/team/connection.py:
+    Timeouts; None: the defaults). Returns (TeamService, EmbeddingService)."""
     from reos_memory.errors import EmbedderUnavailable
     from reos_memory.team.memories import vector_text
     from reos_memory.team.service import TeamService
@@ -358,4 +359,5 @@ def open_team_service(config: Config, url: str, log: Any) -> Any:
             return None
         return vector_text(row)
 
-    return TeamService(url, embed=embed, policy_file=config.policy_file or None), embeddings
+    svc = TeamService(url, embed=embed, policy_file=config.policy_file or None, timeouts=timeouts)
+    return svc, embeddings

@@ -168,6 +168,23 @@ class PolicyError(ReosError):
     )
 
 
+class DatabaseUnavailable(ReosError):
+    """The team server's database did not answer in time (a statement or lock timeout), rolled
+    the request back for a concurrent one, or could not be reached; the request can be sent
+    again."""
+
+    code = -32016
+    reason = "database_unavailable"
+    meaning = (
+        "the team server's database timed out, hit a deadlock or could not be reached: retry"
+        " later (`data.retryable` is true, `data.incident` is in the log)"
+    )
+
+    def __init__(self, message: str, incident: str) -> None:
+        super().__init__(message, retryable=True, incident=incident)
+        self.incident = incident
+
+
 def published() -> list[type[ReosError]]:
     """The error classes a client may meet, each with its own code, in the order of their codes
     (closest to zero first)."""

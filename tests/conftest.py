@@ -6,6 +6,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,39 @@ def team_data_dir(name: str) -> Iterator[Path]:
         yield root / "team-db"
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def team_db(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """One embedded PostgreSQL with pgvector per test module (tests/team_fixtures.py), migrated,
+    in a `team_data_dir`; stopped at the module's end (checked)."""
+    from tests.team_fixtures import open_module_db
+
+    with team_data_dir(request.module.__name__.rsplit(".", 1)[-1]) as data_dir:
+        db = open_module_db(data_dir)
+        yield db
+        pgdata = db.embedded.pgdata
+        db.close()
+        assert not (pgdata / "postmaster.pid").exists(), "the embedded server was left running"
+
+
+@pytest.fixture(scope="module")
+def team_keys(team_db: Any) -> Any:
+    """Orgs A and B, team `backend` of A, and keys of every role on `team_db`
+    (tests/team_fixtures.py: Keys)."""
+    from tests.team_fixtures import Keys
+
+    return Keys(team_db)
+
+
+@pytest.fixture(scope="module")
+def team_server(team_db: Any, team_keys: Any) -> Iterator[Any]:
+    """`reos-memory team-server` with its default options on `team_db`, as a subprocess; stopped
+    with SIGTERM at the module's end if a test has not stopped it (a killed server would keep
+    its hold on the embedded database, which then outlives the module)."""
+    from tests.team_fixtures import data_dir_of, start_server
+
+    srv = start_server(data_dir_of(team_db))
+    yield srv
+    if srv.proc.poll() is None:
+        srv.stop()

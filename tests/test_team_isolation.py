@@ -20,7 +20,8 @@ from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.team import admin, keys
 from reos_memory.team.database import TeamDatabase, open_team_database
 from tests.conftest import team_data_dir
-from tests.test_team_server import ACTOR, Server, _start
+from tests.team_fixtures import ACTOR, Server
+from tests.team_fixtures import start_server as _start
 
 pytestmark = pytest.mark.e2e
 
@@ -66,6 +67,8 @@ class World:
         })["context_id"]  # fmt: skip
         assert self.mem in server.result(w, "squirrel/get_task_context", {
             "project_id": "iso-proj", "task": f"deploy {SECRET_WORD}"})["memory_ids"]  # fmt: skip
+        self.member = server.result(self.a_admin.key, "team/members/add", {
+            "name": f"ada {SECRET_WORD}", "team": "backend"})["member_id"]  # fmt: skip
 
     @property
     def outsiders(self) -> list[str]:
@@ -181,9 +184,26 @@ def keys_stay_home(server: Server, w: World) -> None:
         not_found(server, key, "team/keys/revoke", {"key_id": w.backend_writer.key_id})
 
 
+def members_stay_home(server: Server, w: World) -> None:
+    """A's backend member: not listed, not removable and not joinable from org B or A's web
+    team (a team admin reaches its own team's members only)."""
+    for key in (w.b_admin, w.b_team_admin, w.web_admin):
+        listed = server.result(key, "team/members/list")
+        assert w.member not in json.dumps(listed) and not leaks(listed, w), key
+        not_found(server, key, "team/members/remove", {"member_id": w.member})
+    for key, team in ((w.b_admin, w.backend), (w.web_admin, "backend"), (w.web_admin, w.backend)):
+        not_found(server, key, "team/members/add", {"name": "intruder", "team": team})
+    listed = server.result(w.a_admin.key, "team/members/list")["members"]
+    assert {m["member_id"]: m["status"] for m in listed}[w.member] == "active"
+
+
 def audit_stays_home(server: Server, w: World) -> None:
     page = server.result(w.b_admin, "team/audit/list", {"limit": 500})
     assert not leaks(page, w)
+    for key, team in ((w.b_admin, w.backend), (w.web_admin, w.backend)):
+        not_found(server, key, "team/audit/list", {"team_id": team})
+    web = server.result(w.web_admin, "team/audit/list", {"limit": 500})
+    assert not leaks(web, w) and w.member not in json.dumps(web)
 
 
 def whoami_is_the_key(server: Server, w: World) -> None:
@@ -239,6 +259,9 @@ MATRIX: dict[str, list[Callable[[Server, World], None]]] = {
     "team/keys/list": [keys_stay_home],
     "team/keys/revoke": [keys_stay_home],
     "team/audit/list": [audit_stays_home],
+    "team/members/list": [members_stay_home],
+    "team/members/add": [members_stay_home],
+    "team/members/remove": [members_stay_home],
     "team/whoami": [whoami_is_the_key],
     "rpc.discover": [discover_is_public_schema],
 }
@@ -254,6 +277,8 @@ READER_WRITES = {
     "team/shares/approve": {"share_id": "x"},
     "team/shares/reject": {"share_id": "x"},
     "team/keys/revoke": {"key_id": "x"},
+    "team/members/add": {"name": "x"},
+    "team/members/remove": {"member_id": "x"},
 }  # fmt: skip
 
 

@@ -15,7 +15,8 @@ import pytest
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
 from tests.conftest import team_data_dir
-from tests.test_team_server import ACTOR, Server, _start
+from tests.team_fixtures import ACTOR, Server
+from tests.team_fixtures import start_server as _start
 
 pytestmark = pytest.mark.e2e
 

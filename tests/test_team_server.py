@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,126 +18,28 @@ from psycopg import sql
 
 from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.store.team import connection as pg
-from reos_memory.team import admin
-from reos_memory.team.database import TeamDatabase, open_team_database
-from tests.conftest import team_data_dir
+from reos_memory.team.database import TeamDatabase
+from tests.team_fixtures import Keys, Server
+from tests.team_fixtures import start_server as _start
 
 ROOT = Path(__file__).resolve().parents[1]
-ACTOR = admin.Actor(name="cli:test", request_id="req-setup")
 
 pytestmark = pytest.mark.e2e
 
 
-class Keys:
-    def __init__(self, db: TeamDatabase) -> None:
-        with db.connect() as conn:
-            self.org_a = admin.create_org(conn, ACTOR, "org-a").id
-            self.org_b = admin.create_org(conn, ACTOR, "org-b").id
-            admin.create_team(conn, ACTOR, "org-a", "backend")
-            new = admin.create_key
-            self.a_admin, self.a_admin_info = new(conn, ACTOR, org="org-a", role="admin")
-            self.a_reader, _ = new(conn, ACTOR, org="org-a", team="backend", role="reader")
-            self.a_revoked, _ = new(conn, ACTOR, org="org-a", role="admin")
-            self.a_expired, _ = new(conn, ACTOR, org="org-a", role="admin", expires_days=1)
-            self.a_team_admin, _ = new(conn, ACTOR, org="org-a", team="backend", role="admin")
-            self.b_admin, _ = new(conn, ACTOR, org="org-b", role="admin")
-            self.b_other, _ = new(conn, ACTOR, org="org-b", role="reader")
-            admin.revoke_key(conn, ACTOR, self.a_revoked.key_id)
-            conn.execute(
-                "UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE key_id = %s",
-                (self.a_expired.key_id,),
-            )
-
-
-class Server:
-    def __init__(self, proc: subprocess.Popen[bytes], port: int, started_s: float) -> None:
-        self.proc = proc
-        self.base = f"http://127.0.0.1:{port}"
-        self.started_s = started_s
-
-    def post(self, body: bytes, key: str | None) -> tuple[int, Any]:
-        headers = {"Content-Type": "application/json"}
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(f"{self.base}/rpc", data=body, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                text = resp.read()
-                return resp.status, json.loads(text) if text else None
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
-
-    def call(self, key: str | None, method: str, params: Any = None) -> tuple[int, Any]:
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
-        if params is not None:
-            msg["params"] = params
-        return self.post(json.dumps(msg).encode(), key)
-
-    def result(self, key: str, method: str, params: Any = None) -> Any:
-        status, reply = self.call(key, method, params)
-        assert status == 200 and "result" in reply, reply
-        return reply["result"]
-
-    def error(self, key: str, method: str, params: Any = None) -> dict[str, Any]:
-        status, reply = self.call(key, method, params)
-        assert status == 200 and "error" in reply, reply
-        return reply["error"]  # type: ignore[no-any-return]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@pytest.fixture(scope="module")
+def db(team_db: TeamDatabase) -> TeamDatabase:
+    return team_db
 
 
 @pytest.fixture(scope="module")
-def db() -> Iterator[TeamDatabase]:
-    with team_data_dir("team-server") as data_dir:
-        db = open_team_database(None, data_dir)
-        db.data_dir = data_dir  # type: ignore[attr-defined]
-        yield db
-        db.close()
+def keys(team_keys: Keys) -> Keys:
+    return team_keys
 
 
 @pytest.fixture(scope="module")
-def keys(db: TeamDatabase) -> Keys:
-    return Keys(db)
-
-
-def _start(data_dir: Path, *extra: str) -> Server:
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reos_memory", "team-server", "--data-dir", str(data_dir),
-         "--port", str(port), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )  # fmt: skip
-    srv = Server(proc, port, 0.0)
-    while True:
-        assert proc.poll() is None, proc.communicate()[1].decode()
-        try:
-            with urllib.request.urlopen(f"{srv.base}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() - t0 < 30, "the team server did not come up"
-        time.sleep(0.05)
-    srv.started_s = time.monotonic() - t0
-    print(f"team server up in {srv.started_s:.2f} s")
-    return srv
-
-
-@pytest.fixture(scope="module")
-def server(db: TeamDatabase, keys: Keys) -> Iterator[Server]:
-    srv = _start(db.data_dir)  # type: ignore[attr-defined]
-    yield srv
-    if srv.proc.poll() is None:
-        srv.proc.kill()
-        srv.proc.wait()
+def server(team_server: Server) -> Server:
+    return team_server
 
 
 def test_health_says_the_database_is_ok(server):
@@ -175,7 +71,7 @@ def test_whoami_answers_from_the_key(server, keys):
     me = server.result(keys.a_admin.key, "team/whoami")
     assert me == {
         "org_id": keys.org_a, "team_id": None, "role": "admin",
-        "key_id": keys.a_admin.key_id, "name": "",
+        "key_id": keys.a_admin.key_id, "name": "", "member": None,
     }  # fmt: skip
     reader = server.result(keys.a_reader.key, "team/whoami")
     assert reader["org_id"] == keys.org_a and reader["role"] == "reader"

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -30,23 +29,16 @@ from reos_memory.team.database import (
     open_team_database,
     parse_version,
 )
-from tests.conftest import team_data_dir
+from tests.team_fixtures import admin_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTOR = admin.Actor(name="cli:test", request_id="req-1")
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[TeamDatabase]:
-    """One embedded PostgreSQL for the module, stopped at its end."""
-    with team_data_dir("team") as data_dir:
-        t0 = time.monotonic()
-        db = open_team_database(None, data_dir)
-        print(f"embedded PostgreSQL started and migrated in {time.monotonic() - t0:.2f} s")
-        yield db
-        pgdata = db.embedded.pgdata
-        db.close()
-        assert not (pgdata / "postmaster.pid").exists(), "the embedded server was left running"
+def server(team_db: TeamDatabase) -> TeamDatabase:
+    """One embedded PostgreSQL for the module (conftest.py), stopped at its end."""
+    return team_db
 
 
 def _database_url(server: TeamDatabase, name: str) -> str:
@@ -128,7 +120,9 @@ def test_migrating_at_once_from_two_connections_applies_each_migration_once(blan
 
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda _: run(), range(2)))
-    assert sorted(results, key=len) == [[], [m.version for m in load_team_migrations()]]
+    # each migration is its own transaction under the lock: the two may share the work, but
+    # no migration is applied twice or skipped
+    assert sorted(results[0] + results[1]) == [m.version for m in load_team_migrations()]
 
 
 def test_a_failed_migration_leaves_nothing_and_an_edited_one_is_refused(blank_url):
@@ -344,27 +338,15 @@ def test_admin_actions_refuse_bad_input_and_write_one_audit_row_each(conn):
 # -- the admin command line --------------------------------------------------------------------
 
 
-def _admin(*args: str, data_dir: Path | None = None, url: str | None = None):
-    where = ["--database-url", url] if url else ["--data-dir", str(data_dir)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "reos_memory", "team", "admin", *args, *where],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-
-
 @pytest.mark.e2e
 def test_the_admin_command_line_end_to_end(server):
     data_dir = server.embedded.pgdata.parent  # the module's running server, reused
-    run = _admin("create-org", "acme", data_dir=data_dir)
+    run = admin_cli("create-org", "acme", data_dir=data_dir)
     assert run.returncode == 0 and "created org acme" in run.stdout, run.stderr
     assert "Traceback" not in run.stderr
-    assert _admin("create-team", "acme", "backend", data_dir=data_dir).returncode == 0
+    assert admin_cli("create-team", "acme", "backend", data_dir=data_dir).returncode == 0
 
-    made = _admin(
+    made = admin_cli(
         "create-key", "--org", "acme", "--team", "backend", "--role", "writer",
         "--name", "laptop", "--expires-days", "30", "--json", data_dir=data_dir,
     )  # fmt: skip
@@ -373,19 +355,19 @@ def test_the_admin_command_line_end_to_end(server):
     assert len(lines) == 1
     key = json.loads(lines[0])
     assert set(key) == {"key_id", "key"} and key["key"].startswith(f"rmk_{key['key_id']}_")
-    plain = _admin("create-key", "--org", "acme", "--role", "reader", data_dir=data_dir)
+    plain = admin_cli("create-key", "--org", "acme", "--role", "reader", data_dir=data_dir)
     assert plain.returncode == 0 and plain.stdout.startswith("rmk_")
     assert "only time it is shown" in plain.stderr
 
-    listed = _admin("list-keys", "acme", data_dir=data_dir)
+    listed = admin_cli("list-keys", "acme", data_dir=data_dir)
     assert listed.returncode == 0
     assert key["key_id"] in listed.stdout and "laptop" in listed.stdout
     assert key["key"].split("_", 2)[2] not in listed.stdout
     assert plain.stdout.strip().split("_", 2)[2] not in listed.stdout
 
-    revoked = _admin("revoke-key", key["key_id"], data_dir=data_dir)
+    revoked = admin_cli("revoke-key", key["key_id"], data_dir=data_dir)
     assert revoked.returncode == 0 and "revoked" in revoked.stdout
-    listed = _admin("list-keys", "acme", data_dir=data_dir)
+    listed = admin_cli("list-keys", "acme", data_dir=data_dir)
     row = next(line for line in listed.stdout.splitlines() if line.startswith(key["key_id"]))
     assert "revoked" in row
 
@@ -426,16 +408,16 @@ def test_the_admin_command_line_end_to_end(server):
     ],
 )
 def test_admin_errors_are_one_clear_line(server, blank_url, args, code, said):
-    assert _admin("create-org", "dup", url=blank_url).returncode == 0
-    assert _admin("create-team", "dup", "web", url=blank_url).returncode == 0
-    run = _admin(*args, url=blank_url)
+    assert admin_cli("create-org", "dup", url=blank_url).returncode == 0
+    assert admin_cli("create-team", "dup", "web", url=blank_url).returncode == 0
+    run = admin_cli(*args, url=blank_url)
     assert run.returncode == code
     assert said in run.stderr and "Traceback" not in run.stderr
 
 
 @pytest.mark.e2e
 def test_an_old_or_missing_database_is_refused_by_the_command_line(tmp_path):
-    run = _admin("list-keys", "acme", url=f"postgresql://postgres@/x?host={tmp_path}")
+    run = admin_cli("list-keys", "acme", url=f"postgresql://postgres@/x?host={tmp_path}")
     assert run.returncode == 1
     assert "cannot use the team database" in run.stderr and "Traceback" not in run.stderr
 

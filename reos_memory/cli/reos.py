@@ -597,6 +597,7 @@ def _create_key_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--role", required=True, choices=["reader", "writer", "admin"])
     p.add_argument("--name", default="", help="what the key is for (shown by list-keys)")
     p.add_argument("--expires-days", type=float, help="the key stops working after these days")
+    p.add_argument("--member", help="the member the key belongs to (name or id; see add-member)")
     p.add_argument("--json", action="store_true", help='print one line {"key_id": ..., "key": ...}')
 
 
@@ -614,6 +615,7 @@ def create_key(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace)
         role=args.role,
         name=args.name,
         expires_days=args.expires_days,
+        member=args.member,
     )
     if args.json:
         sys.stdout.write(json.dumps({"key_id": new.key_id, "key": new.key}) + "\n")
@@ -622,6 +624,7 @@ def create_key(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace)
         sys.stderr.write(
             f"key {new.key_id}: role {info.role}, org {args.org}"
             + (f", team {args.team}" if args.team else "")
+            + (f", member {info.member_id}" if info.member_id else "")
             + (f", expires {info.expires_at:%Y-%m-%d %H:%M} UTC" if info.expires_at else "")
             + "; this is the only time it is shown\n"
         )
@@ -653,15 +656,122 @@ def list_keys(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) 
     from reos_memory.team import admin
 
     rows = admin.list_keys(conn, args.org)
-    out = [f"{'key_id':16}  {'role':6}  {'status':7}  {'team':21}  {'expires':16}  name"]
+    out = [
+        f"{'key_id':16}  {'role':6}  {'status':7}  {'team':21}  {'expires':16}  {'member':20}  name"
+    ]
     for k in rows:
         expires = f"{k.expires_at:%Y-%m-%d %H:%M}" if k.expires_at else "never"
         out.append(
             f"{k.key_id:16}  {k.role:6}  {k.status:7}  {k.team_id or '(org)':21}  {expires:16}"
-            f"  {k.name}"
+            f"  {k.member_id or '-':20}  {k.name}"
         )
     sys.stdout.write("\n".join(out) + "\n")
     return 0
+
+
+def _add_member_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("org", help="the org's name or id")
+    p.add_argument("name", help="the member's name (unique among the org's live members)")
+    p.add_argument("--team", help="the member's team in the org (name or id; default: none)")
+    p.add_argument("--email", help="the member's email address")
+    p.add_argument("--json", action="store_true", help="print the member as one JSON line")
+
+
+@admin_command(
+    "add-member", "add a member (a person keys can belong to) to an org", _add_member_args
+)
+def add_member(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    from reos_memory.team import admin, members
+
+    org = admin.org_named(conn, args.org)
+    m = members.add_member(
+        conn, actor, org.id, "team/admin/add-member", name=args.name, team=args.team,
+        email=args.email,
+    )  # fmt: skip
+    if args.json:
+        _json_line(m)
+    else:
+        where = f"team {args.team}" if args.team else "no team"
+        sys.stdout.write(f"added member {m.name} ({m.member_id}) to org {org.name}, {where}\n")
+    return 0
+
+
+def _remove_member_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("org", help="the org's name or id")
+    p.add_argument("member", help="the member's name or id")
+
+
+@admin_command(
+    "remove-member", "remove a member of an org and revoke its API keys", _remove_member_args
+)
+def remove_member(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    from reos_memory.team import admin, members
+
+    org = admin.org_named(conn, args.org)
+    done = members.remove_member(conn, actor, org.id, "team/admin/remove-member", args.member)
+    m = done.member
+    if not done.removed_now:
+        sys.stdout.write(f"member {m.name} ({m.member_id}) was removed at {m.removed_at}\n")
+        return 0
+    revoked = ", ".join(done.revoked_key_ids) or "none"
+    sys.stdout.write(f"removed member {m.name} ({m.member_id}); revoked its keys: {revoked}\n")
+    return 0
+
+
+def _list_members_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("org", help="the org's name or id")
+    p.add_argument("--json", action="store_true", help="print one JSON object per member a line")
+
+
+@admin_command("list-members", "list an org's members (removed ones too)", _list_members_args)
+def list_members(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    from reos_memory.team import admin, members
+
+    found = members.list_members(conn, admin.org_named(conn, args.org).id)
+    if args.json:
+        for m in found:
+            _json_line(m)
+        return 0
+    out = [f"{'member_id':20}  {'status':7}  {'team':21}  {'email':24}  name"]
+    out += [
+        f"{m.member_id:20}  {m.status:7}  {m.team_id or '(org)':21}  {m.email or '-':24}  {m.name}"
+        for m in found
+    ]
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _prune_audit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--older-than-days",
+        type=_at_least(int, 1),
+        required=True,
+        help="delete audit rows older than this",
+    )
+    p.add_argument("--json", action="store_true", help="print the counts as one JSON line")
+
+
+@admin_command(
+    "prune-audit", "delete audit-log rows older than some days, in every org", _prune_audit_args
+)
+def prune_audit(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace) -> int:
+    from reos_memory.team import admin
+
+    result = admin.prune_audit(conn, actor, args.older_than_days)
+    if args.json:
+        _json_line(result)
+    else:
+        sys.stdout.write(
+            f"deleted {result.deleted} audit rows older than {result.older_than_days} days"
+            f" ({len(result.by_org)} orgs)\n"
+        )
+    return 0
+
+
+def _json_line(value: Any) -> None:
+    import msgspec
+
+    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
 
 
 def _team_server_args(p: argparse.ArgumentParser) -> None:
@@ -669,6 +779,46 @@ def _team_server_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8787, help="port to listen on (default 8787)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--rate-limit",
+        type=_at_least(float, 0),
+        default=50.0,
+        help="requests a second per API key in this process, burst twice that (0: no limit;"
+        " also failed authentications a second per client address); default 50",
+    )
+    p.add_argument(
+        "--statement-timeout-ms",
+        type=_at_least(int, 1),
+        default=5000,
+        help="longest a database statement of a request may run (default 5000)",
+    )
+    p.add_argument(
+        "--lock-timeout-ms",
+        type=_at_least(int, 1),
+        default=1000,
+        help="longest a request waits for a row or table lock (default 1000)",
+    )
+    p.add_argument(
+        "--audit-retention-days",
+        type=_at_least(int, 0),
+        default=365,
+        help="delete audit rows older than this at start and hourly (default 365; 0 keeps all)",
+    )
+
+
+def _at_least(kind: Callable[[str], Any], low: float) -> Callable[[str], Any]:
+    """An argparse type: `kind(text)`, refused below `low` with a message saying the rule."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value < low or value != value:  # NaN compares false with everything
+            raise argparse.ArgumentTypeError(f"{text} is below {low}")
+        return value
+
+    return convert
 
 
 @command(
@@ -689,7 +839,9 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
     try:
         from reos_memory.app import open_team_service
         from reos_memory.interfaces.team_http import serve as serve_http
+        from reos_memory.store.team.connection import Timeouts
         from reos_memory.team.database import open_team_database
+        from reos_memory.team.retention import AuditPruner
     except ImportError as exc:  # starlette, uvicorn, psycopg: the team extra
         sys.stderr.write(
             f'reos-memory: {exc}; install the team extra: pip install "reos-memory[team]"\n'
@@ -702,8 +854,10 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
     except ReosError as exc:
         log.error("team_database_unavailable", error=exc.message)
         return 1
+    timeouts = Timeouts(statement_ms=args.statement_timeout_ms, lock_ms=args.lock_timeout_ms)
     try:
-        svc, embeddings = open_team_service(config, db.url, log)
+        svc, embeddings = open_team_service(config, db.url, log, timeouts)
+        pruner = AuditPruner(db.connect, args.audit_retention_days, log)
         try:
             log.info(
                 "team_database_ready",
@@ -711,8 +865,11 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
                 migrations_applied=list(db.applied),
                 seconds=round(time.monotonic() - t0, 3),
             )
-            serve_http(svc, args.host, args.port, log)
+            if args.audit_retention_days > 0:
+                pruner.start()
+            serve_http(svc, args.host, args.port, log, args.rate_limit)
         finally:
+            pruner.stop()
             svc.close()
             embeddings.close()
     finally:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 import psycopg
 
 from reos_memory.errors import Conflict, InvalidInput, NotFound
+from reos_memory.store.team import members as member_store
 from reos_memory.store.team import tenancy
 from reos_memory.team import keys
 
@@ -31,39 +33,57 @@ class KeyInfo(msgspec.Struct, frozen=True):
     expires_at: datetime | None
     revoked_at: datetime | None
     status: str  # active | expired | revoked
+    member_id: str | None = None  # the member the key belongs to
 
 
 class Actor(msgspec.Struct, frozen=True):
-    """Who acts, for the audit log: `cli:<user>` and one request id per command."""
+    """Who acts, for the audit log: `cli:<user>` (the command line), `key:<id>` (an API key,
+    then also `key_id`) or `server:<host>:<pid>` (the server's own upkeep), and one request id
+    per command or request."""
 
     name: str
     request_id: str
+    key_id: str | None = None
 
 
 def cli_actor(user: str) -> Actor:
     return Actor(name=f"cli:{user}", request_id=uuid.uuid4().hex)
 
 
-def _org(conn: psycopg.Connection, name_or_id: str) -> Org:
-    org = tenancy.find_org(conn, name_or_id)
-    if org is None:
+def org_named(conn: psycopg.Connection, name_or_id: str) -> Org:
+    """The org named (or with the id) `name_or_id`; NotFound naming the `org` parameter."""
+    found = tenancy.find_org(conn, name_or_id)
+    if found is None:
         raise NotFound("org", name_or_id, field="org")
-    return org
+    return found
 
 
-def _audit(conn: psycopg.Connection, actor: Actor, org_id: str, method: str, *ids: str) -> None:
+def audit(
+    conn: psycopg.Connection,
+    actor: Actor,
+    org_id: str,
+    method: str,
+    *ids: str,
+    team_id: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Append the audit row of one action, in the caller's transaction (`team_id`: the team it
+    concerned, None for the org as a whole)."""
     tenancy.append_audit(
         conn,
         org_id=org_id,
-        key_id=None,
+        key_id=actor.key_id,
         actor=actor.name,
         request_id=actor.request_id,
         method=method,
         target_ids=list(ids),
+        team_id=team_id,
+        detail=detail,
     )
 
 
-def _name(value: str, field: str) -> str:
+def valid_name(value: str, field: str) -> str:
+    """`value` stripped, if it is a name of 1 to 200 characters; else InvalidInput on `field`."""
     value = value.strip()
     if not value or len(value) > 200:
         raise InvalidInput(field, "a name of 1 to 200 characters")
@@ -72,27 +92,27 @@ def _name(value: str, field: str) -> str:
 
 def create_org(conn: psycopg.Connection, actor: Actor, name: str) -> Org:
     """A new org; Conflict when the name is taken."""
-    name = _name(name, "name")
+    name = valid_name(name, "name")
     with conn.transaction():
         try:
             org = tenancy.insert_org(conn, f"org_{uuid.uuid4().hex[:16]}", name)
         except tenancy.Duplicate:
             raise Conflict(f"an org named {name!r} exists", field="$.name") from None
-        _audit(conn, actor, org.id, "team/admin/create-org", org.id)
+        audit(conn, actor, org.id, "team/admin/create-org", org.id)
     return org
 
 
 def create_team(conn: psycopg.Connection, actor: Actor, org: str, name: str) -> Team:
     """A new team in `org` (name or id); NotFound for an unknown org, Conflict for a name the
     org already has."""
-    name = _name(name, "team")
+    name = valid_name(name, "team")
     with conn.transaction():
-        o = _org(conn, org)
+        o = org_named(conn, org)
         try:
             team = tenancy.insert_team(conn, o.id, f"team_{uuid.uuid4().hex[:16]}", name)
         except tenancy.Duplicate:
             raise Conflict(f"org {o.name!r} has a team named {name!r}", field="$.team") from None
-        _audit(conn, actor, o.id, "team/admin/create-team", team.id)
+        audit(conn, actor, o.id, "team/admin/create-team", team.id, team_id=team.id)
     return team
 
 
@@ -105,9 +125,11 @@ def create_key(
     team: str | None = None,
     name: str = "",
     expires_days: float | None = None,
+    member: str | None = None,
 ) -> tuple[keys.NewKey, KeyInfo]:
-    """A new key of `org` (and `team`, a name or id of that org) with `role`; the NewKey holds
-    the only copy of the key."""
+    """A new key of `org` (and `team`, a name or id of that org) with `role`, belonging to
+    `member` (a live member of the org, name or id) when given; the NewKey holds the only copy
+    of the key."""
     if role not in keys.ROLES:
         raise InvalidInput("role", f"one of {', '.join(keys.ROLES)}")
     if expires_days is not None and expires_days <= 0:
@@ -115,13 +137,9 @@ def create_key(
     new = keys.new_key()
     _, secret = keys.parse_key(new.key)
     with conn.transaction():
-        o = _org(conn, org)
-        team_id = None
-        if team is not None:
-            t = tenancy.find_team(conn, o.id, team)
-            if t is None:
-                raise NotFound(f"team of org {o.name!r}", team, field="team")
-            team_id = t.id
+        o = org_named(conn, org)
+        team_id = _team_id(conn, o, team)
+        member_id = _key_member(conn, o, member, team_id)
         row = tenancy.insert_key(
             conn,
             org_id=o.id,
@@ -132,9 +150,37 @@ def create_key(
             hash=keys.hash_secret(new.key_id, secret),
             prefix=new.prefix,
             expires_at=keys.expiry(expires_days),
+            member_id=member_id,
         )
-        _audit(conn, actor, o.id, "team/admin/create-key", new.key_id)
+        ids = [new.key_id, *([member_id] if member_id else [])]
+        audit(conn, actor, o.id, "team/admin/create-key", *ids, team_id=team_id)
     return new, _info(row, row.created_at)
+
+
+def _team_id(conn: psycopg.Connection, o: Org, team: str | None) -> str | None:
+    """The id of `team` (name or id) of org `o`, None for none; NotFound naming `team`."""
+    if team is None:
+        return None
+    t = tenancy.find_team(conn, o.id, team)
+    if t is None:
+        raise NotFound(f"team of org {o.name!r}", team, field="team")
+    return t.id
+
+
+def _key_member(
+    conn: psycopg.Connection, o: Org, member: str | None, team_id: str | None
+) -> str | None:
+    """The id of the live member a new key belongs to (locked until commit, so a removal that
+    revokes the member's keys cannot miss this one); a member of another team than the key's is
+    refused."""
+    if member is None:
+        return None
+    row = member_store.find_member(conn, o.id, member, lock=True)
+    if row is None or row.removed_at is not None:
+        raise NotFound(f"member of org {o.name!r}", member, field="member")
+    if team_id is not None and row.team_id not in (None, team_id):
+        raise InvalidInput("member", "a member of the key's team, or of the org in no team")
+    return row.id
 
 
 def revoke_key(conn: psycopg.Connection, actor: Actor, key_id: str) -> tuple[KeyInfo, bool]:
@@ -148,16 +194,36 @@ def revoke_key(conn: psycopg.Connection, actor: Actor, key_id: str) -> tuple[Key
         row = tenancy.get_key(conn, key_id)
         assert row is not None
         if now is not None:
-            _audit(conn, actor, row.org_id, "team/admin/revoke-key", key_id)
+            audit(conn, actor, row.org_id, "team/admin/revoke-key", key_id, team_id=row.team_id)
     return _info(row, row.revoked_at or row.created_at), now is not None
 
 
 def list_keys(conn: psycopg.Connection, org: str, now: datetime | None = None) -> list[KeyInfo]:
     """The keys of `org` with their status at `now`; no secret, no hash."""
     with conn.transaction():
-        o = _org(conn, org)
+        o = org_named(conn, org)
         rows = tenancy.list_keys(conn, o.id)
     return [_info(r, now) for r in rows]
+
+
+class PruneResult(msgspec.Struct, frozen=True):
+    older_than_days: int
+    deleted: int  # audit rows deleted, all orgs together
+    by_org: dict[str, int]  # org id -> rows deleted (orgs with none are left out)
+
+
+def prune_audit(conn: psycopg.Connection, actor: Actor, older_than_days: int) -> PruneResult:
+    """Delete the audit rows older than `older_than_days` days in every org, and record in each
+    org that lost rows one row saying how many and of what age (so a prune is itself audited).
+    `conn` is the tables' owner's: the server role may only append to the audit log."""
+    if older_than_days < 1:
+        raise InvalidInput("older_than_days", "a whole number of days >= 1")
+    with conn.transaction():
+        by_org = tenancy.prune_audit(conn, older_than_days)
+        for org_id, n in by_org.items():
+            detail = {"deleted": n, "older_than_days": older_than_days}
+            audit(conn, actor, org_id, "team/admin/prune-audit", detail=detail)
+    return PruneResult(older_than_days, sum(by_org.values()), by_org)
 
 
 def _info(row: tenancy.ApiKeyRow, now: datetime | None) -> KeyInfo:
@@ -180,6 +246,7 @@ def _info(row: tenancy.ApiKeyRow, now: datetime | None) -> KeyInfo:
         expires_at=row.expires_at,
         revoked_at=row.revoked_at,
         status=status,
+        member_id=row.member_id,
     )
 
 

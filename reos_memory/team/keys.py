@@ -56,6 +56,7 @@ class VerifiedKey(msgspec.Struct, frozen=True):
     team_id: str | None
     role: Role
     name: str
+    member_id: str | None = None  # the member the key belongs to
 
 
 def new_key() -> NewKey:
@@ -95,17 +96,21 @@ def check_key(
         raise KeyRefused("expired")
     role: Role = row.role  # type: ignore[assignment]  # the table's CHECK holds it to ROLES
     return VerifiedKey(
-        key_id=row.key_id, org_id=row.org_id, team_id=row.team_id, role=role, name=row.name
-    )
+        key_id=row.key_id, org_id=row.org_id, team_id=row.team_id, role=role, name=row.name,
+        member_id=row.member_id,
+    )  # fmt: skip
 
 
 def verify_key(
-    conn: psycopg.Connection, presented: str, now: datetime | None = None
+    conn: psycopg.Connection,
+    presented: str,
+    now: datetime | None = None,
+    timeouts: pg.Timeouts | None = None,
 ) -> VerifiedKey:
     """Authenticate a presented key as the server does: as the server role, which may read only
     the row of the key id it presents (row-level security), then the checks of `check_key`."""
     key_id, secret = parse_key(presented)
-    with pg.key_lookup_transaction(conn, key_id):
+    with pg.key_lookup_transaction(conn, key_id, timeouts):
         row = tenancy.get_key(conn, key_id)
     return check_key(row, key_id, secret, now or datetime.now(UTC))
 

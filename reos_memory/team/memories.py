@@ -635,6 +635,7 @@ class TeamMemories:
         return None
 
     def audit(self, conn: psycopg.Connection, who: Who, method: str, *ids: str) -> None:
+        # team_id: a team key's writes are its team's rows (team/audit/list filters by it)
         tenancy.append_audit(
             conn,
             org_id=who.org_id,
@@ -643,6 +644,7 @@ class TeamMemories:
             request_id=who.request_id,
             method=method,
             target_ids=list(ids),
+            team_id=who.team_id,
         )
 
 

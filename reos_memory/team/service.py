@@ -1,13 +1,15 @@
 """The team service: what the team server's methods do, on PostgreSQL, for a caller known only by
 its verified API key. Every query runs in a tenant transaction of the key's org (row-level
-security as defence in depth); every write appends its audit row in the same transaction."""
+security as defence in depth) with its statement and lock timeouts; every write appends its
+audit row in the same transaction. A timeout or a lost database is DatabaseUnavailable, which
+tells the client to retry."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 import psycopg
@@ -16,8 +18,8 @@ from psycopg_pool import ConnectionPool
 from reos_memory.errors import Forbidden, NotFound
 from reos_memory.store.team import connection as pg
 from reos_memory.store.team import tenancy
-from reos_memory.team import keys
-from reos_memory.team.admin import KeyInfo, key_info
+from reos_memory.team import keys, members
+from reos_memory.team.admin import Actor, KeyInfo, audit, key_info
 from reos_memory.team.episodes import TeamEpisodes
 from reos_memory.team.learning import TeamLearning
 from reos_memory.team.memories import Embed, TeamMemories, Who
@@ -53,6 +55,7 @@ class WhoAmI(msgspec.Struct, frozen=True):
     role: str
     key_id: str
     name: str
+    member: members.Member | None  # the member the key belongs to, if any
 
 
 class KeyList(msgspec.Struct, frozen=True):
@@ -65,6 +68,7 @@ class RevokeResult(msgspec.Struct, frozen=True):
 
 
 class AuditQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    team_id: str | None = None  # this team's rows only (a team-scoped key: always its own)
     method: str | None = None
     since: datetime | None = None
     until: datetime | None = None
@@ -80,6 +84,8 @@ class AuditEntry(msgspec.Struct, frozen=True):
     method: str
     target_ids: list[str]
     at: datetime
+    team_id: str | None  # the team the action concerned; None: the org as a whole
+    detail: dict[str, Any] | None  # what ids cannot say (a prune: rows deleted, their age)
 
 
 class AuditPage(msgspec.Struct, frozen=True):
@@ -96,18 +102,21 @@ class TeamService:
         pool_max: int = POOL_MAX,
         embed: Embed | None = None,
         policy_file: str | None = None,
+        timeouts: pg.Timeouts | None = None,
     ) -> None:
+        self.timeouts = timeouts or pg.DEFAULT_TIMEOUTS
         self.pool = ConnectionPool(
             url,
             min_size=1,
             max_size=pool_max,
             kwargs={"autocommit": True, "connect_timeout": pg.CONNECT_TIMEOUT_S},
+            configure=self.timeouts.configure,
             open=True,
             timeout=POOL_WAIT_S,
         )
         # without an embedder, memories are stored unembedded and found by full text only
         self.memories = TeamMemories(
-            self.pool.connection, embed or (lambda text: None), policy_file=policy_file
+            self._connection, embed or (lambda text: None), policy_file=policy_file
         )
         self.shares = Shares(self.memories)
         self.episodes = TeamEpisodes(self.memories)
@@ -118,8 +127,16 @@ class TeamService:
         self.pool.close()
 
     @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection (its sessions carry the timeouts: `Timeouts.configure`, which
+        every tenant transaction on it sets again with SET LOCAL); a timeout or a lost database
+        in its use is DatabaseUnavailable. Every service above uses connections from here."""
+        with pg.retryable_failures(self.timeouts), self.pool.connection() as conn:
+            yield conn
+
+    @contextmanager
     def _tenant(self, caller: Caller) -> Iterator[psycopg.Connection]:
-        with self.pool.connection() as conn, pg.tenant_transaction(conn, caller.key.org_id):
+        with self._connection() as conn, pg.tenant_transaction(conn, caller.key.org_id):
             yield conn
 
     def healthy(self) -> bool:
@@ -133,13 +150,48 @@ class TeamService:
 
     def authenticate(self, presented: str) -> keys.VerifiedKey:
         """The grant of a presented key, else KeyRefused (constant-time check in keys.py)."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return keys.verify_key(conn, presented)
 
     def whoami(self, caller: Caller) -> WhoAmI:
-        """The org, team, role and id of the caller's key."""
+        """The org, team, role and id of the caller's key, and the member it belongs to."""
         k = caller.key
-        return WhoAmI(org_id=k.org_id, team_id=k.team_id, role=k.role, key_id=k.key_id, name=k.name)
+        member = None
+        if k.member_id is not None:
+            with self._tenant(caller) as conn:
+                member = members.get_member(conn, k.org_id, k.member_id)
+        return WhoAmI(
+            org_id=k.org_id, team_id=k.team_id, role=k.role, key_id=k.key_id, name=k.name,
+            member=member,
+        )  # fmt: skip
+
+    def list_members(self, caller: Caller, method: str) -> members.MemberList:
+        """The org's members, or its team's for a team key (admin), removed ones included."""
+        _require(caller, "admin", method)
+        with self._tenant(caller) as conn:
+            found = members.list_members(conn, caller.key.org_id, reach=caller.key.team_id)
+        return members.MemberList(members=found)
+
+    def add_member(
+        self, caller: Caller, method: str, name: str, team: str | None, email: str | None
+    ) -> members.Member:
+        """A new member of the caller's org, in `team` (a team key: its own team only) (admin)."""
+        _require(caller, "admin", method)
+        with self._tenant(caller) as conn:
+            return members.add_member(
+                conn, _actor(caller), caller.key.org_id, method, name=name, team=team,
+                email=email, reach=caller.key.team_id,
+            )  # fmt: skip
+
+    def remove_member(self, caller: Caller, method: str, member_id: str) -> members.MemberRemoved:
+        """Remove a member the caller reaches and revoke its keys (admin); any other member is
+        not found."""
+        _require(caller, "admin", method)
+        with self._tenant(caller) as conn:
+            return members.remove_member(
+                conn, _actor(caller), caller.key.org_id, method, member_id,
+                reach=caller.key.team_id,
+            )  # fmt: skip
 
     def list_keys(self, caller: Caller, method: str) -> KeyList:
         """The keys of the caller's org, or of its team for a team key (admin); never a secret or
@@ -160,15 +212,7 @@ class TeamService:
                 raise NotFound("API key", key_id, field="key_id")
             now = tenancy.revoke_key(conn, key_id)
             if now is not None:
-                tenancy.append_audit(
-                    conn,
-                    org_id=caller.key.org_id,
-                    key_id=caller.key.key_id,
-                    actor=f"key:{caller.key.key_id}",
-                    request_id=caller.request_id,
-                    method=method,
-                    target_ids=[key_id],
-                )
+                audit(conn, _actor(caller), row.org_id, method, key_id, team_id=row.team_id)
             row = tenancy.get_key(conn, key_id)
         assert row is not None
         return RevokeResult(key=key_info(row), revoked_now=now is not None)
@@ -180,6 +224,7 @@ class TeamService:
             rows = tenancy.list_audit(
                 conn,
                 caller.key.org_id,
+                team_id=_audit_team(conn, caller, q.team_id),
                 method=q.method,
                 since=q.since,
                 until=q.until,
@@ -197,6 +242,8 @@ class TeamService:
                 method=r.method,
                 target_ids=r.target_ids,
                 at=r.at,
+                team_id=r.team_id,
+                detail=r.detail,
             )
             for r in rows
         ]
@@ -206,6 +253,24 @@ class TeamService:
 def _require(caller: Caller, role: str, method: str) -> None:
     if _RANK[caller.key.role] < _RANK[role]:
         raise Forbidden(method, role)
+
+
+def _actor(caller: Caller) -> Actor:
+    return Actor(
+        name=f"key:{caller.key.key_id}", request_id=caller.request_id, key_id=caller.key.key_id
+    )
+
+
+def _audit_team(conn: psycopg.Connection, caller: Caller, team_id: str | None) -> str | None:
+    """The team whose audit rows a caller asked for: a team key's own team, whatever it asks;
+    another team (or one of another org) is not found."""
+    own = caller.key.team_id
+    if team_id is None:
+        return own
+    team = tenancy.find_team(conn, caller.key.org_id, team_id)
+    if team is None or team.id != team_id or own not in (None, team_id):
+        raise NotFound("team", team_id, field="team_id")
+    return team_id
 
 
 def _reaches(caller: Caller, row: tenancy.ApiKeyRow) -> bool:

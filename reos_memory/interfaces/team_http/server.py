@@ -2,7 +2,9 @@
 `GET /health`. Starlette on uvicorn; stateless, so N processes can serve one database.
 
 The tenant comes only from the key: a request without a valid key gets HTTP 401 and nothing
-runs. The methods are registered in `registry.py` by the modules beside this one."""
+runs. A key over its rate, or an address over its rate of failed authentications, gets HTTP 429
+with `Retry-After` and nothing runs (`limits.py`: the limits are per process). The methods are
+registered in `registry.py` by the modules beside this one."""
 
 from __future__ import annotations
 
@@ -22,11 +24,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reos_memory import __version__
-from reos_memory.errors import InvalidInput, ReosError, published
+from reos_memory.errors import DatabaseUnavailable, InvalidInput, ReosError, published
 from reos_memory.interfaces.openrpc import build_document, plain
 from reos_memory.interfaces.registry import MethodSpec, convert_params
+from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
 from reos_memory.interfaces.team_http.registry import Handler, registry
-from reos_memory.team.keys import KeyRefused
+from reos_memory.team.keys import KeyRefused, VerifiedKey
 from reos_memory.team.service import Caller, TeamService
 
 # JSON-RPC's own codes (the same numbers as the stdio server's; that module belongs to another
@@ -38,6 +41,7 @@ INTERNAL_ERROR = -32603
 
 MAX_BODY_BYTES = 1 << 20
 MAX_BATCH_ITEMS = 100
+DEFAULT_RATE_LIMIT = 50.0  # requests a second per key (and failed authentications per address)
 
 
 @cache
@@ -69,9 +73,12 @@ def _valid_id(v: Any) -> bool:
 class TeamHttp:
     """The ASGI app of one server process around one TeamService."""
 
-    def __init__(self, svc: TeamService, log: Any) -> None:
+    def __init__(self, svc: TeamService, log: Any, rate_limit: float = DEFAULT_RATE_LIMIT) -> None:
         self.svc = svc
         self.log = log
+        # None: no limit (--rate-limit 0); the burst is two seconds' worth
+        self.per_key = RateLimiter(rate_limit, 2 * rate_limit) if rate_limit > 0 else None
+        self.failed_auth = RateLimiter(rate_limit, 2 * rate_limit) if rate_limit > 0 else None
         self.app = Starlette(
             routes=[
                 Route("/health", self.health, methods=["GET"]),
@@ -85,35 +92,17 @@ class TeamHttp:
         return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
 
     async def rpc(self, request: Request) -> Response:
-        auth = request.headers.get("authorization", "")
-        scheme, _, presented = auth.partition(" ")
-        if scheme.lower() != "bearer" or not presented.strip():
-            return _unauthorized("an API key is required: Authorization: Bearer <key>")
-        try:
-            key = await run_in_threadpool(self.svc.authenticate, presented.strip())
-        except KeyRefused as exc:
-            self.log.info("key_refused", why=exc.why, path="/rpc")
-            return _unauthorized("the API key was refused")
-        except Exception as exc:  # the database cannot check keys: retry later, nothing ran
-            incident = uuid.uuid4().hex[:12]
-            self.log.exception("authentication_failed", incident=incident, error=repr(exc))
-            return JSONResponse(
-                {"error": "unavailable", "message": "try again later", "incident": incident},
-                status_code=503,
-                headers={"Retry-After": "1"},
-            )
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            return _too_large()
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                return _too_large()
-        try:
-            message = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return JSONResponse(_failure(None, PARSE_ERROR, f"Parse error: {exc}", "parse_error"))
+        key = await self._authenticate(request)
+        if isinstance(key, Response):
+            return key
+        message = await _read_json(request)
+        if isinstance(message, Response):
+            return message
+        # each request of a batch counts; a refused batch (empty, too long) runs none: one
+        batch = isinstance(message, list) and 0 < len(message) <= MAX_BATCH_ITEMS
+        limited = self._limit(key, len(message) if batch else 1)
+        if limited is not None:
+            return limited
         if isinstance(message, list):
             if not message:
                 return JSONResponse(
@@ -135,6 +124,44 @@ class TeamHttp:
             return JSONResponse(replies) if replies else Response(status_code=204)
         reply = await self._one(key, message)
         return JSONResponse(reply) if reply is not None else Response(status_code=204)
+
+    async def _authenticate(self, request: Request) -> VerifiedKey | Response:
+        """The verified key of a request, else its 401, 429 or 503. Each failed attempt takes a
+        token of the client address's bucket; an address with none left is refused before its
+        key is looked at, so a flood of bad keys never reaches the database."""
+        address = request.client.host if request.client else "unknown"
+        if self.failed_auth is not None and (wait := self.failed_auth.wait(address)):
+            self.log.info("failed_authentications_limited", address=address)
+            return _rate_limited(wait, "too many failed authentications from this address")
+        auth = request.headers.get("authorization", "")
+        scheme, _, presented = auth.partition(" ")
+        if scheme.lower() != "bearer" or not presented.strip():
+            return self._refused(address, "an API key is required: Authorization: Bearer <key>")
+        try:
+            return await run_in_threadpool(self.svc.authenticate, presented.strip())
+        except KeyRefused as exc:
+            self.log.info("key_refused", why=exc.why, path="/rpc", address=address)
+            return self._refused(address, "the API key was refused")
+        except Exception as exc:  # the database cannot check keys: retry later, nothing ran
+            incident = getattr(exc, "incident", None) or uuid.uuid4().hex[:12]
+            self.log.exception("authentication_failed", incident=incident, error=repr(exc))
+            return JSONResponse(
+                {"error": "unavailable", "message": "try again later", "incident": incident},
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+
+    def _refused(self, address: str, message: str) -> Response:
+        if self.failed_auth is not None:
+            self.failed_auth.take(address)
+        return _unauthorized(message)
+
+    def _limit(self, key: VerifiedKey, requests: int) -> Response | None:
+        """A 429 when `key` is over its rate for this many requests (nothing of them runs)."""
+        if self.per_key is None or not (wait := self.per_key.take(key.key_id, requests)):
+            return None
+        self.log.info("rate_limited", key_id=key.key_id, requests=requests, wait_s=round(wait, 3))
+        return _rate_limited(wait, f"API key {key.key_id} is over its rate limit")
 
     async def _one(self, key: Any, obj: Any) -> dict[str, Any] | None:
         """The reply to one request (None for a notification)."""
@@ -163,6 +190,11 @@ class TeamHttp:
         try:
             result = await run_in_threadpool(self._call, spec, caller, obj.get("params"))
         except ReosError as exc:
+            if isinstance(exc, DatabaseUnavailable):  # retryable, but the operator should know
+                self.log.warning(
+                    "database_unavailable", incident=exc.incident, method=method,
+                    key_id=key.key_id, error=repr(exc.__cause__),
+                )  # fmt: skip
             message = (
                 exc.message
                 if not isinstance(exc, InvalidInput)
@@ -188,6 +220,32 @@ class TeamHttp:
         return handler(self.svc, caller, params)
 
 
+async def _read_json(request: Request) -> Any:
+    """The parsed body, else its 413 (over MAX_BODY_BYTES, declared or streamed) or its JSON-RPC
+    parse error."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return _too_large()
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            return _too_large()
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return JSONResponse(_failure(None, PARSE_ERROR, f"Parse error: {exc}", "parse_error"))
+
+
+def _rate_limited(wait_s: float, message: str) -> Response:
+    seconds = retry_after(wait_s)
+    return JSONResponse(
+        {"error": "rate_limited", "message": message, "retry_after": int(seconds)},
+        status_code=429,
+        headers={"Retry-After": seconds},
+    )
+
+
 def _unauthorized(message: str) -> Response:
     return JSONResponse(
         {"error": "unauthorized", "message": message},
@@ -203,12 +261,14 @@ def _too_large() -> Response:
     )
 
 
-def serve(svc: TeamService, host: str, port: int, log: Any) -> None:
+def serve(
+    svc: TeamService, host: str, port: int, log: Any, rate_limit: float = DEFAULT_RATE_LIMIT
+) -> None:
     """Serve until SIGTERM or SIGINT (uvicorn's handlers: in-flight requests finish first)."""
     import uvicorn
 
     config = uvicorn.Config(
-        TeamHttp(svc, log).app,
+        TeamHttp(svc, log, rate_limit).app,
         host=host,
         port=port,
         log_config=None,

@@ -1,4 +1,4 @@
-"""The team/* methods of the team server: keys, audit, discovery. Handlers are one line: params
+"""The team/* methods of the team server: keys, members, audit, discovery. Handlers are one line: params
 Struct in, one TeamService call, result Struct out."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from typing import Any
 
 import msgspec
 
-from reos_memory.errors import Forbidden, NotFound
+from reos_memory.errors import Conflict, DatabaseUnavailable, Forbidden, NotFound
 from reos_memory.interfaces.team_http.registry import NoParams, registry
+from reos_memory.team.members import Member, MemberList, MemberRemoved
 from reos_memory.team.service import (
     AuditPage,
     AuditQuery,
@@ -24,13 +25,25 @@ class RevokeParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     key_id: str  # the key's id, or its `rmk_<id>` prefix
 
 
-@registry.method("team/whoami", params=NoParams, result=WhoAmI)
+class AddMemberParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str  # unique among the org's live members
+    team: str | None = None  # a team of the org (name or id); a team key: its own by default
+    email: str | None = None
+
+
+class RemoveMemberParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    member_id: str  # the member's id (or its name)
+
+
+@registry.method("team/whoami", params=NoParams, result=WhoAmI, errors=[DatabaseUnavailable])
 def whoami(svc: TeamService, caller: Caller, p: NoParams) -> WhoAmI:
     """The org, team, role and id of the calling key (any role)."""
     return svc.whoami(caller)
 
 
-@registry.method("team/keys/list", params=NoParams, result=KeyList, errors=[Forbidden])
+@registry.method(
+    "team/keys/list", params=NoParams, result=KeyList, errors=[Forbidden, DatabaseUnavailable]
+)
 def keys_list(svc: TeamService, caller: Caller, p: NoParams) -> KeyList:
     """The keys of the caller's org, never a secret or hash (admin)."""
     return svc.list_keys(caller, "team/keys/list")
@@ -38,16 +51,45 @@ def keys_list(svc: TeamService, caller: Caller, p: NoParams) -> KeyList:
 
 @registry.method(
     "team/keys/revoke", params=RevokeParams, result=RevokeResult, kind="write",
-    errors=[Forbidden, NotFound],
+    errors=[Forbidden, NotFound, DatabaseUnavailable],
 )  # fmt: skip
 def keys_revoke(svc: TeamService, caller: Caller, p: RevokeParams) -> RevokeResult:
     """Revoke a key of the caller's org; another org's key is not found (admin)."""
     return svc.revoke_key(caller, "team/keys/revoke", p.key_id)
 
 
-@registry.method("team/audit/list", params=AuditQuery, result=AuditPage, errors=[Forbidden])
+@registry.method(
+    "team/members/list", params=NoParams, result=MemberList, errors=[Forbidden, DatabaseUnavailable]
+)
+def members_list(svc: TeamService, caller: Caller, p: NoParams) -> MemberList:
+    """The org's members (a team key: its team's), removed ones with their status (admin)."""
+    return svc.list_members(caller, "team/members/list")
+
+
+@registry.method(
+    "team/members/add", params=AddMemberParams, result=Member, kind="write",
+    errors=[Forbidden, NotFound, Conflict, DatabaseUnavailable],
+)  # fmt: skip
+def members_add(svc: TeamService, caller: Caller, p: AddMemberParams) -> Member:
+    """Add a member to the caller's org, in a team it reaches; audited (admin)."""
+    return svc.add_member(caller, "team/members/add", p.name, p.team, p.email)
+
+
+@registry.method(
+    "team/members/remove", params=RemoveMemberParams, result=MemberRemoved, kind="write",
+    errors=[Forbidden, NotFound, DatabaseUnavailable],
+)  # fmt: skip
+def members_remove(svc: TeamService, caller: Caller, p: RemoveMemberParams) -> MemberRemoved:
+    """Remove a member the caller reaches and revoke its keys; audited (admin)."""
+    return svc.remove_member(caller, "team/members/remove", p.member_id)
+
+
+@registry.method(
+    "team/audit/list", params=AuditQuery, result=AuditPage, errors=[Forbidden, DatabaseUnavailable]
+)
 def audit_list(svc: TeamService, caller: Caller, p: AuditQuery) -> AuditPage:
-    """The caller's org's audit log, newest first, by method and time, paged (admin)."""
+    """The caller's org's audit log (a team key: its team's), newest first, by team, method and
+    time, paged (admin)."""
     return svc.list_audit(caller, "team/audit/list", p)
 
 

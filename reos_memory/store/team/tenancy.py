@@ -4,10 +4,12 @@ inside the transaction the caller opened, and return typed rows."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import msgspec
 import psycopg
 from psycopg.errors import UniqueViolation
+from psycopg.types.json import Jsonb
 
 
 class Org(msgspec.Struct, frozen=True):
@@ -36,6 +38,7 @@ class ApiKeyRow(msgspec.Struct, frozen=True):
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    member_id: str | None = None
 
 
 class Duplicate(Exception):
@@ -43,7 +46,8 @@ class Duplicate(Exception):
 
 
 _KEY_COLUMNS = (
-    "org_id, key_id, team_id, role, name, hash, prefix, created_at, expires_at, revoked_at"
+    "org_id, key_id, team_id, role, name, hash, prefix, created_at, expires_at, revoked_at,"
+    " member_id"
 )
 
 
@@ -105,11 +109,13 @@ def insert_key(
     hash: str,
     prefix: str,
     expires_at: datetime | None,
+    member_id: str | None = None,
 ) -> ApiKeyRow:
     row = conn.execute(
-        "INSERT INTO api_keys (org_id, key_id, team_id, role, name, hash, prefix, expires_at)"
-        f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_KEY_COLUMNS}",
-        (org_id, key_id, team_id, role, name, hash, prefix, expires_at),
+        "INSERT INTO api_keys"
+        " (org_id, key_id, team_id, role, name, hash, prefix, expires_at, member_id)"
+        f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_KEY_COLUMNS}",
+        (org_id, key_id, team_id, role, name, hash, prefix, expires_at, member_id),
     ).fetchone()
     assert row is not None
     return ApiKeyRow(*row)
@@ -142,6 +148,16 @@ def revoke_key(conn: psycopg.Connection, key_id: str) -> datetime | None:
     return row[0] if row else None
 
 
+def revoke_member_keys(conn: psycopg.Connection, org_id: str, member_id: str) -> list[str]:
+    """Revoke now every live key of a member; the ids of the keys revoked."""
+    rows = conn.execute(
+        "UPDATE api_keys SET revoked_at = now() WHERE org_id = %s AND member_id = %s"
+        " AND revoked_at IS NULL RETURNING key_id",
+        (org_id, member_id),
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
 def append_audit(
     conn: psycopg.Connection,
     *,
@@ -151,12 +167,15 @@ def append_audit(
     request_id: str | None,
     method: str,
     target_ids: list[str],
+    team_id: str | None = None,
+    detail: dict[str, Any] | None = None,
 ) -> int:
-    """Record one action; its id."""
+    """Record one action (`team_id`: the team it concerned, None for the org); its id."""
     row = conn.execute(
-        "INSERT INTO audit_log (org_id, key_id, actor, request_id, method, target_ids)"
-        " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-        (org_id, key_id, actor, request_id, method, target_ids),
+        "INSERT INTO audit_log"
+        " (org_id, key_id, actor, request_id, method, target_ids, team_id, detail)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+        (org_id, key_id, actor, request_id, method, target_ids, team_id, _jsonb(detail)),
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -171,27 +190,48 @@ class AuditRow(msgspec.Struct, frozen=True):
     method: str
     target_ids: list[str]
     at: datetime
+    team_id: str | None
+    detail: dict[str, Any] | None
 
 
 def list_audit(
     conn: psycopg.Connection,
     org_id: str,
     *,
+    team_id: str | None,
     method: str | None,
     since: datetime | None,
     until: datetime | None,
     before_id: int | None,
     limit: int,
 ) -> list[AuditRow]:
-    """An org's audit rows, newest first, filtered by method and time, after the cursor."""
+    """An org's audit rows (of one team when `team_id` is given), newest first, filtered by
+    method and time, after the cursor."""
     rows = conn.execute(
-        "SELECT id, org_id, key_id, actor, request_id, method, target_ids, at FROM audit_log"
-        " WHERE org_id = %s AND (%s::text IS NULL OR method = %s)"
+        "SELECT id, org_id, key_id, actor, request_id, method, target_ids, at, team_id, detail"
+        " FROM audit_log WHERE org_id = %s AND (%s::text IS NULL OR team_id = %s)"
+        " AND (%s::text IS NULL OR method = %s)"
         " AND (%s::timestamptz IS NULL OR at >= %s) AND (%s::timestamptz IS NULL OR at < %s)"
         " AND (%s::bigint IS NULL OR id < %s) ORDER BY id DESC LIMIT %s",
-        (org_id, method, method, since, since, until, until, before_id, before_id, limit),
-    ).fetchall()
+        (org_id, team_id, team_id, method, method, since, since, until, until, before_id,
+         before_id, limit),
+    ).fetchall()  # fmt: skip
     return [AuditRow(*r) for r in rows]
+
+
+def prune_audit(conn: psycopg.Connection, older_than_days: int) -> dict[str, int]:
+    """Delete the audit rows of every org older than `older_than_days` days (as the tables'
+    owner: the server role may not delete them); org id -> rows deleted."""
+    rows = conn.execute(
+        "WITH gone AS (DELETE FROM audit_log WHERE at < now() - make_interval(days => %s)"
+        " RETURNING org_id) SELECT org_id, count(*) FROM gone GROUP BY org_id ORDER BY org_id",
+        (older_than_days,),
+    ).fetchall()
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
+    return Jsonb(value) if value is not None else None
 
 
 def ping(conn: psycopg.Connection) -> None:

@@ -1,0 +1,163 @@
+"""What the team tests share: a module's embedded PostgreSQL (the `team_db` fixture in
+conftest.py starts it through `open_module_db`), a set of orgs, teams and keys on it, the team
+server as a real subprocess with a small HTTP client, and the admin command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from reos_memory.team import admin
+from reos_memory.team.database import TeamDatabase
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTOR = admin.Actor(name="cli:test", request_id="req-setup")
+
+
+def data_dir_of(db: TeamDatabase) -> Path:
+    """The --data-dir of a module's embedded database (its processes reuse the running one)."""
+    return Path(db.embedded.pgdata).parent
+
+
+class Keys:
+    """Two orgs; org A has a team `backend`; keys of every kind the tests need."""
+
+    def __init__(self, db: TeamDatabase) -> None:
+        with db.connect() as conn:
+            self.org_a = admin.create_org(conn, ACTOR, "org-a").id
+            self.org_b = admin.create_org(conn, ACTOR, "org-b").id
+            self.backend = admin.create_team(conn, ACTOR, "org-a", "backend").id
+            new = admin.create_key
+            self.a_admin, self.a_admin_info = new(conn, ACTOR, org="org-a", role="admin")
+            self.a_reader, _ = new(conn, ACTOR, org="org-a", team="backend", role="reader")
+            self.a_revoked, _ = new(conn, ACTOR, org="org-a", role="admin")
+            self.a_expired, _ = new(conn, ACTOR, org="org-a", role="admin", expires_days=1)
+            self.a_team_admin, _ = new(conn, ACTOR, org="org-a", team="backend", role="admin")
+            self.b_admin, _ = new(conn, ACTOR, org="org-b", role="admin")
+            self.b_other, _ = new(conn, ACTOR, org="org-b", role="reader")
+            admin.revoke_key(conn, ACTOR, self.a_revoked.key_id)
+            conn.execute(
+                "UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE key_id = %s",
+                (self.a_expired.key_id,),
+            )
+
+
+class Server:
+    """A team server subprocess and a JSON-RPC client for it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, started_s: float) -> None:
+        self.proc = proc
+        self.base = f"http://127.0.0.1:{port}"
+        self.started_s = started_s
+
+    def post_raw(self, body: bytes, key: str | None) -> tuple[int, Message, Any]:
+        """(HTTP status, headers (names in any case), parsed body) of a POST /rpc."""
+        headers = {"Content-Type": "application/json"}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        req = urllib.request.Request(f"{self.base}/rpc", data=body, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                text = resp.read()
+                return resp.status, resp.headers, json.loads(text) if text else None
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.headers, json.loads(exc.read() or b"null")
+
+    def post(self, body: bytes, key: str | None) -> tuple[int, Any]:
+        status, _, reply = self.post_raw(body, key)
+        return status, reply
+
+    def call(self, key: str | None, method: str, params: Any = None) -> tuple[int, Any]:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+        if params is not None:
+            msg["params"] = params
+        return self.post(json.dumps(msg).encode(), key)
+
+    def result(self, key: str, method: str, params: Any = None) -> Any:
+        status, reply = self.call(key, method, params)
+        assert status == 200 and "result" in reply, reply
+        return reply["result"]
+
+    def error(self, key: str, method: str, params: Any = None) -> dict[str, Any]:
+        status, reply = self.call(key, method, params)
+        assert status == 200 and "error" in reply, reply
+        return reply["error"]  # type: ignore[no-any-return]
+
+    def stop(self) -> str:
+        """SIGTERM, wait, and the server's log (stderr); the exit status must be 0."""
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        _, err = self.proc.communicate(timeout=15)
+        assert self.proc.returncode == 0, err.decode()
+        return err.decode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> Server:
+    """`reos-memory team-server` on a free port (with `env` added to the environment), once its
+    /health answers 200."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reos_memory", "team-server", "--data-dir", str(data_dir),
+         "--port", str(port), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )  # fmt: skip
+    srv = Server(proc, port, 0.0)
+    while True:
+        assert proc.poll() is None, proc.communicate()[1].decode()
+        try:
+            with urllib.request.urlopen(f"{srv.base}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            pass
+        assert time.monotonic() - t0 < 30, "the team server did not come up"
+        time.sleep(0.05)
+    srv.started_s = time.monotonic() - t0
+    print(f"team server up in {srv.started_s:.2f} s")
+    return srv
+
+
+def admin_cli(
+    *args: str, data_dir: Path | None = None, url: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`reos-memory team admin ARGS` on the database at `url` or under `data_dir`."""
+    where = ["--database-url", url] if url else ["--data-dir", str(data_dir)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "reos_memory", "team", "admin", *args, *where],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def open_module_db(data_dir: Path) -> TeamDatabase:
+    """A migrated embedded PostgreSQL under `data_dir`, its start-up time printed."""
+    from reos_memory.team.database import open_team_database
+
+    t0 = time.monotonic()
+    db = open_team_database(None, data_dir)
+    print(f"embedded PostgreSQL started and migrated in {time.monotonic() - t0:.2f} s")
+    return db
