@@ -27,6 +27,7 @@ from reos_memory.store.team import connection as pg
 from reos_memory.store.team import memories as msql
 from reos_memory.team.database import TeamDatabase, open_team_database
 from reos_memory.team.memories import vector_text
+from tests.conftest import team_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 384  # the schema's vector(384)
@@ -171,19 +172,19 @@ def load(db: TeamDatabase, corpus: Corpus) -> Loaded:
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loaded]:
-    t = time.monotonic()
-    db = open_team_database(None, tmp_path_factory.mktemp("team-retrieval") / "team-db")
-    start = time.monotonic() - t
-    try:
-        out = load(db, Corpus(seed=21))
-        out.seconds = {"start": start, **out.seconds}
-        total = len(out.vectors)
-        print(f"\n{total} memories loaded: " + ", ".join(
-            f"{k} {v:.1f} s" for k, v in out.seconds.items()))  # fmt: skip
-        yield out
-    finally:
-        db.close()
+def loaded() -> Iterator[Loaded]:
+    with team_data_dir("team-retrieval") as data_dir:
+        t = time.monotonic()
+        db = open_team_database(None, data_dir)
+        start = time.monotonic() - t
+        try:
+            out = load(db, Corpus(seed=21))
+            out.seconds = {"start": start, **out.seconds}
+            print(f"\n{len(out.vectors)} memories loaded: " + ", ".join(
+                f"{k} {v:.1f} s" for k, v in out.seconds.items()))  # fmt: skip
+            yield out
+        finally:
+            db.close()
 
 
 Search = Callable[[psycopg.Connection, msql.Reach, str], list[str]]
@@ -295,7 +296,7 @@ def test_hnsw_gives_a_team_of_a_large_org_its_top_10(loaded):
     itself, and the iterative scan keeps recall@10 >= 0.95 where the defaults lose rows."""
     reach = msql.Reach("big-1", ("big-1-t3",))
     with loaded.db.connect() as conn, pg.tenant_transaction(conn, reach.org_id):
-        size = msql.reach_size(conn, reach, msql.Filters())
+        size = msql.reach_size(conn, reach, msql.Filters(), 10**6)
     assert size > msql.EXACT_BELOW
     queries = queries_of(loaded, "big-1", "big-1-t3")
     truth = run(loaded, reach, queries, exact)
