@@ -138,12 +138,12 @@ class Org:
     keys: list[str]
 
 
-def new_org(db: TeamDatabase, name: str, writers: int) -> Org:
-    """An org with one writer key per member (each member its own rate)."""
+def new_org(db: TeamDatabase, name: str, writers: int, readers: int = 0) -> Org:
+    """An org with one key per member (each member its own rate): writers, then readers."""
+    roles = ["writer"] * writers + ["reader"] * readers
     with db.connect() as conn:
         org = admin.create_org(conn, ACTOR, name)
-        keys = [admin.create_key(conn, ACTOR, org=org.id, role="writer")[0].key
-                for _ in range(writers)]  # fmt: skip
+        keys = [admin.create_key(conn, ACTOR, org=org.id, role=r)[0].key for r in roles]
     return Org(org.id, keys)
 
 
@@ -232,9 +232,13 @@ class Cache:
     cursor: int = 0
 
     def pull(self, srv: Server, limit: int = 20) -> bool:
-        """One page; True when more follow."""
+        """One page; True when more follow (a refusal it may retry counts as more)."""
         p = {"after_seq": self.cursor, "limit": limit}
-        page = send(srv, self.key, "squirrel/changes/pull", p).result
+        out = send(srv, self.key, "squirrel/changes/pull", p)
+        if out.retryable:
+            time.sleep(0.1)
+            return True
+        page = out.result
         for c in page["changes"]:
             if c["memory"] is None:
                 self.seen.pop(c["memory_id"], None)
@@ -266,13 +270,13 @@ def list_all(srv: Server, key: str) -> set[str]:
 
 
 def test_two_processes_with_concurrent_writers_lose_no_acknowledged_write(db, tmp_path):
-    org = new_org(db, "two-processes", writers=6)
+    org = new_org(db, "two-processes", writers=6, readers=2)
     with running(db, tmp_path, 2) as servers:
         first = Member(servers, org.keys[0])
         rng = random.Random(0)
         shared = [first.write("squirrel/memories/add", add_params(rng)).result["memory"]["id"]
                   for _ in range(3)]  # fmt: skip
-        members = [Member(servers, k, turn=i) for i, k in enumerate(org.keys)]
+        members = [Member(servers, k, turn=i) for i, k in enumerate(org.keys[:6])]
 
         def work(i: int) -> None:
             rng = random.Random(i + 1)
@@ -286,7 +290,7 @@ def test_two_processes_with_concurrent_writers_lose_no_acknowledged_write(db, tm
                 assert "deduplicated_into" not in out.result, out
 
         done = threading.Event()
-        follower, fresh = Cache(org.keys[0]), Cache(org.keys[1])
+        follower, fresh = Cache(org.keys[6]), Cache(org.keys[7])
         following = threading.Thread(target=follower.follow, args=(servers, done))
         following.start()
         try:
@@ -377,7 +381,6 @@ def test_kill_9_mid_write_leaves_every_write_whole_or_absent(db, tmp_path):
                 send(a, trap.keys[0], "squirrel/memories/add", trap_params)
             )
         )
-        trap_thread.start()
         stop = threading.Event()
         # four members write through A, two through B
         members = [Member([a if i < 4 else b], k) for i, k in enumerate(org.keys)]
@@ -393,12 +396,14 @@ def test_kill_9_mid_write_leaves_every_write_whole_or_absent(db, tmp_path):
         pool = ThreadPoolExecutor(len(members))
         futures = [pool.submit(work, i) for i in range(len(members))]
         try:
-            _wait_for("the trapped write parked", lambda: _parked(db), 10)
             _wait_for(
                 "30 writes acknowledged",
                 lambda: sum(o.ok for m in members for o in m.sent) >= 30,
                 30,
             )
+            # kill as soon as the trap is parked (before any lock timeout could answer it)
+            trap_thread.start()
+            _wait_for("the trapped write parked", lambda: _parked(db), 10)
             killed_at = time.monotonic()
             a.proc.kill()
             a.proc.wait(timeout=10)
