@@ -131,9 +131,9 @@ def load(db: TeamDatabase, corpus: Corpus) -> Loaded:
     """The corpus into the memories table: vectors by binary COPY into a staging table, rows by
     one INSERT ... SELECT (the tsvector and B-trees filled as a write would), then the HNSW
     index built once over all of them, in memory (with PostgreSQL's default 64 MB the graph
-    outgrows maintenance_work_mem: 195 s instead of 40 to 90) and with one parallel worker
+    outgrows maintenance_work_mem: 195 s instead of 34 to 92) and with one parallel worker
     (a serial build took 70 to 83 s). pgvector draws each node's level at random, so the graph
-    and the recall vary a little from build to build (0.966 to 1.000 over seven builds for the
+    and the recall vary a little from build to build (0.966 to 1.000 over eight builds for the
     whole large org, 0.992 to 1.000 for the small tenant)."""
     seconds: dict[str, float] = {}
     t = time.monotonic()
