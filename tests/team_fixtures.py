@@ -4,6 +4,7 @@ server as a real subprocess with a small HTTP client, and the admin command line
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -109,22 +110,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> Server:
+def start_server(
+    data_dir: Path, *extra: str, env: dict[str, str] | None = None, log: Path | None = None
+) -> Server:
     """`reos-memory team-server` on a free port (with `env` added to the environment), once its
-    /health answers 200."""
+    /health answers 200. With `log` its stderr goes to that file (a long-lived server logging
+    much would otherwise fill the pipe nobody reads, and block)."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reos_memory", "team-server", "--data-dir", str(data_dir),
-         "--port", str(port), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )  # fmt: skip
+    with contextlib.ExitStack() as files:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reos_memory", "team-server", "--data-dir", str(data_dir),
+             "--port", str(port), *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if log is None else files.enter_context(log.open("ab")),
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        )  # fmt: skip
     srv = Server(proc, port, 0.0)
     while True:
-        assert proc.poll() is None, proc.communicate()[1].decode()
+        if proc.poll() is not None:
+            err = proc.communicate()[1] if log is None else log.read_bytes()
+            raise AssertionError(err.decode(errors="replace"))
         try:
             with urllib.request.urlopen(f"{srv.base}/health", timeout=2) as resp:
                 if resp.status == 200:

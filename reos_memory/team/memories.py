@@ -522,10 +522,10 @@ class TeamMemories:
     def pull(self, who: Who, p: tapi.PullParams) -> tapi.PullResult:
         """The changes after the machine's cursor that the key reaches, in order."""
         with self.tenant(who) as conn:
-            rows = msql.changes_after(conn, reach(who), p.after_seq, p.limit + 1)
+            # the org's last number first: every change up to it has committed (numbers commit
+            # in order), so the page read after it cannot miss one of them
             last = msql.last_seq(conn, who.org_id)
-        more = len(rows) > p.limit
-        rows = rows[: p.limit]
+            rows, more = msql.changes_after(conn, reach(who), p.after_seq, p.limit)
         changes = [
             tapi.Change(
                 seq=s,
@@ -537,7 +537,7 @@ class TeamMemories:
         ]
         # with nothing more, the cursor moves to the org's last number (changes of teams this
         # key does not reach never need to be read again)
-        next_seq = rows[-1][0] if more else max(last, p.after_seq)
+        next_seq = rows[-1][0] if more else max(last, p.after_seq, *[r[0] for r in rows[-1:]])
         return tapi.PullResult(changes=changes, next_seq=next_seq, more=more)
 
     def report_usage(self, who: Who, method: str, p: tapi.UsageParams) -> tapi.UsageResult:

@@ -252,24 +252,28 @@ def last_seq(conn: psycopg.Connection, org_id: str) -> int:
 
 def changes_after(
     conn: psycopg.Connection, reach: Reach, after_seq: int, limit: int
-) -> list[tuple[int, str, str, dict[str, Any] | None]]:
-    """(seq, op, memory_id, current row or None) of the reach's changes after `after_seq`, in
-    order; a memory changed twice in the page appears once, at its last change."""
+) -> tuple[list[tuple[int, str, str, dict[str, Any] | None]], bool]:
+    """(seq, op, memory_id, current row or None) of the reach's first `limit` changes after
+    `after_seq`, in order, and whether more follow. A memory changed twice in the page appears
+    once, at its last change, so the page's last change (the next cursor) is always in it; more
+    is decided before that, or a page of repeats would look like the end of the log."""
     sql, args = where(reach, alias="c")
     cur = conn.execute(
         "SELECT c.seq, c.op, c.memory_id FROM changes c WHERE "
         + sql
         + " AND c.seq > %s ORDER BY c.seq LIMIT %s",
-        [*args, after_seq, limit],
+        [*args, after_seq, limit + 1],
     )
     rows = cur.fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
     current = get_many(conn, reach, list({r[2] for r in rows if r[1] == "upsert"}))
     last = {r[2]: r[0] for r in rows}
     return [
         (int(s), str(op), str(mid), current.get(mid) if op == "upsert" else None)
         for s, op, mid in rows
         if last[mid] == s
-    ]
+    ], more
 
 
 def list_page(
