@@ -1,5 +1,6 @@
-"""The team server over HTTP (issue 21): JSON-RPC 2.0 at `POST /rpc` with a bearer API key, and
-`GET /health`. Starlette on uvicorn; stateless, so N processes can serve one database.
+"""The team server over HTTP (issue 21): JSON-RPC 2.0 at `POST /rpc` and MCP over Streamable
+HTTP at `/mcp` (`mcp_endpoint.py`), both with a bearer API key, and `GET /health`. Starlette on uvicorn; stateless,
+so N processes can serve one database.
 
 The tenant comes only from the key: a request without a valid key gets HTTP 401 and nothing
 runs. The methods are registered in `registry.py` by the modules beside this one."""
@@ -23,8 +24,9 @@ from starlette.routing import Route
 from reos_memory import __version__
 from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.interfaces.registry import MethodSpec, convert_params
+from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
 from reos_memory.interfaces.team_http.registry import Handler, registry
-from reos_memory.team.keys import KeyRefused
+from reos_memory.team import keys
 from reos_memory.team.service import Caller, TeamService
 
 # JSON-RPC's own codes (the same numbers as the stdio server's; that module belongs to another
@@ -93,11 +95,14 @@ class TeamHttp:
     def __init__(self, svc: TeamService, log: Any) -> None:
         self.svc = svc
         self.log = log
+        self.mcp = TeamMcp(svc, log, self.authenticate, MAX_BODY_BYTES)
         self.app = Starlette(
             routes=[
                 Route("/health", self.health, methods=["GET"]),
                 Route("/rpc", self.rpc, methods=["POST"]),
-            ]
+                Route("/mcp", self.mcp),  # an ASGI app: the SDK answers each HTTP method
+            ],
+            lifespan=lambda app: self.mcp.running(),
         )
 
     async def health(self, request: Request) -> Response:
@@ -105,15 +110,18 @@ class TeamHttp:
             return JSONResponse({"status": "ok", "database": "ok"})
         return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
 
-    async def rpc(self, request: Request) -> Response:
+    async def authenticate(self, request: Request) -> keys.VerifiedKey | Response:
+        """The grant of the request's bearer key, or the answer that refuses it (401 with
+        WWW-Authenticate; 503 when the database cannot check keys): /rpc and /mcp run nothing
+        before this."""
         auth = request.headers.get("authorization", "")
         scheme, _, presented = auth.partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             return _unauthorized("an API key is required: Authorization: Bearer <key>")
         try:
-            key = await run_in_threadpool(self.svc.authenticate, presented.strip())
-        except KeyRefused as exc:
-            self.log.info("key_refused", why=exc.why, path="/rpc")
+            return await run_in_threadpool(self.svc.authenticate, presented.strip())
+        except keys.KeyRefused as exc:
+            self.log.info("key_refused", why=exc.why, path=request.url.path)
             return _unauthorized("the API key was refused")
         except Exception as exc:  # the database cannot check keys: retry later, nothing ran
             incident = uuid.uuid4().hex[:12]
@@ -123,6 +131,11 @@ class TeamHttp:
                 status_code=503,
                 headers={"Retry-After": "1"},
             )
+
+    async def rpc(self, request: Request) -> Response:
+        key = await self.authenticate(request)
+        if isinstance(key, Response):
+            return key
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             return _too_large()
@@ -234,7 +247,7 @@ def serve(svc: TeamService, host: str, port: int, log: Any) -> None:
         port=port,
         log_config=None,
         access_log=False,
-        lifespan="off",
+        lifespan="on",  # the MCP transport's task group
         server_header=False,
     )
     server = _server_class()(config)
