@@ -128,6 +128,7 @@ CREATE TABLE context_requests (
   team_id    text,
   key_id     text NOT NULL,
   project_id text,
+  session_id text,
   task       text NOT NULL,
   memory_ids text[] NOT NULL DEFAULT '{}',
   tokens     integer NOT NULL,
@@ -136,7 +137,22 @@ CREATE TABLE context_requests (
   PRIMARY KEY (org_id, id)
 );
 
+-- Each project's running averages of task outcomes, against which feedback finds regret saved
+-- (as locally: squirrel/memory/feedback.py).
+CREATE TABLE project_baselines (
+  org_id      text NOT NULL REFERENCES orgs(id),
+  project_id  text NOT NULL,
+  outcomes    integer NOT NULL DEFAULT 0,
+  avg_errors  double precision NOT NULL DEFAULT 0,
+  avg_retries double precision NOT NULL DEFAULT 0,
+  updated_at  timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (org_id, project_id)
+);
+
 -- Episodes members sent (squirrel/ingest_episode): already cut and redacted on their machine.
+CREATE INDEX context_requests_session ON context_requests (org_id, key_id, session_id)
+  WHERE session_id IS NOT NULL;
+
 CREATE TABLE episodes (
   org_id       text NOT NULL REFERENCES orgs(id),
   id           text NOT NULL,
@@ -164,6 +180,7 @@ ALTER TABLE idempotency ENABLE ROW LEVEL SECURITY;
 ALTER TABLE shares ENABLE ROW LEVEL SECURITY;
 ALTER TABLE context_requests ENABLE ROW LEVEL SECURITY;
 ALTER TABLE episodes ENABLE ROW LEVEL SECURITY;
+ALTER TABLE project_baselines ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY tenant ON members
   USING (org_id = current_setting('reos.org_id', true))
@@ -192,7 +209,10 @@ CREATE POLICY tenant ON context_requests
 CREATE POLICY tenant ON episodes
   USING (org_id = current_setting('reos.org_id', true))
   WITH CHECK (org_id = current_setting('reos.org_id', true));
+CREATE POLICY tenant ON project_baselines
+  USING (org_id = current_setting('reos.org_id', true))
+  WITH CHECK (org_id = current_setting('reos.org_id', true));
 
 GRANT SELECT, INSERT, UPDATE, DELETE ON members, memory_history, memory_metrics, change_counters,
-  changes, idempotency, shares, context_requests, episodes TO reos_team_server;
+  changes, idempotency, shares, context_requests, episodes, project_baselines TO reos_team_server;
 -- the audit log stays append-only for the server role: pruning by age runs as the tables' owner

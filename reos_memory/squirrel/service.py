@@ -25,6 +25,7 @@ from reos_memory.models import (
 )
 from reos_memory.squirrel import api
 from reos_memory.squirrel.memory import context as ctxmod
+from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.policy import Policy, load_policy
 from reos_memory.squirrel.projects import (
     Project,
@@ -432,9 +433,9 @@ class Squirrel:
         )
         owner = self.owner(owner_type, owner_id) if owner_type is not None or owner_id else None
         pol = self.policy(proj.root if proj else None)
-        scope = ctxmod.Scope(
+        scope = ranking.Scope(
             project_id=proj.id if proj else None,
-            owner=owner,
+            owners=None if owner is None else frozenset({owner}),
             path=relative_path(path, proj.root if proj else None) if path else None,
             include_global=p.include_global,
             statuses=tuple(p.statuses),
@@ -442,8 +443,7 @@ class Squirrel:
             protected=pol.protected_kinds,
             require_path=False,  # a search shows repo_path memories unless a path narrows it
         )
-        out = ctxmod.search(self.db, self.vectors, pol, query=p.query, scope=scope, limit=p.limit)
-        return _typed(out, api.SquirrelSearchResult)
+        return ctxmod.search(self.db, self.vectors, pol, query=p.query, scope=scope, limit=p.limit)
 
     def get_memory(self, memory_id: str) -> api.MemoryGetResult:
         """One memory with its evidence and metrics."""

@@ -445,7 +445,13 @@ class TeamMemories:
         self, conn: psycopg.Connection, who: Who, row: dict[str, Any]
     ) -> dict[str, Any]:
         """A new version of a locked live memory, deprecated."""
-        return self._new_version(conn, who, row["id"], {"status": "deprecated"}, None, row)
+        return self.new_version_locked(conn, who, row, {"status": "deprecated"})
+
+    def new_version_locked(
+        self, conn: psycopg.Connection, who: Who, row: dict[str, Any], changes: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A new version of a memory the caller locked, with `changes` (text unchanged)."""
+        return self._new_version(conn, who, row["id"], changes, None, row)
 
     def forget(self, who: Who, method: str, p: tapi.TeamMemoryIdParams) -> tapi.TeamForgetResult:
         """Delete a memory with its history and metrics (writer); caches drop it on their next

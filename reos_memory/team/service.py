@@ -19,7 +19,9 @@ from reos_memory.store.team import tenancy
 from reos_memory.team import keys
 from reos_memory.team.admin import KeyInfo, key_info
 from reos_memory.team.episodes import TeamEpisodes
+from reos_memory.team.learning import TeamLearning
 from reos_memory.team.memories import Embed, TeamMemories, Who
+from reos_memory.team.retrieval import TeamRetrieval
 from reos_memory.team.shares import Shares
 
 _RANK = {"reader": 0, "writer": 1, "admin": 2}
@@ -109,6 +111,8 @@ class TeamService:
         )
         self.shares = Shares(self.memories)
         self.episodes = TeamEpisodes(self.memories)
+        self.retrieval = TeamRetrieval(self.memories)
+        self.learning = TeamLearning(self.memories)
 
     def close(self) -> None:
         self.pool.close()

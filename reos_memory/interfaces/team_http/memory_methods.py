@@ -153,3 +153,43 @@ def status(svc: TeamService, caller: Caller, p: api.StatusParams) -> tapi.TeamSt
 def policy_get(svc: TeamService, caller: Caller, p: api.PolicyParams) -> api.PolicyResult:
     """The team server's memory policy and the files it came from."""
     return svc.memories.policy_get(p)
+
+
+@registry.method(
+    "squirrel/search", params=api.SquirrelSearchParams, result=api.SquirrelSearchResult,
+    errors=[NotFound, InvalidInput],
+)  # fmt: skip
+def search(
+    svc: TeamService, caller: Caller, p: api.SquirrelSearchParams
+) -> api.SquirrelSearchResult:
+    """Team and org memories matching a query by vector and full text, ranked as locally."""
+    return svc.retrieval.search(who(caller), p)
+
+
+@registry.method(
+    "squirrel/get_task_context", params=api.ContextParams, result=api.ContextResult,
+    errors=[NotFound, InvalidInput],
+)  # fmt: skip
+def get_task_context(svc: TeamService, caller: Caller, p: api.ContextParams) -> api.ContextResult:
+    """The team and org memories for a task within its token budget, guards first, ranked by
+    the local service's ranking; counted for team CR-Memory."""
+    return svc.retrieval.get_task_context(who(caller), p)
+
+
+@registry.method(
+    "squirrel/feedback", params=api.FeedbackParams, result=api.FeedbackResult,
+    kind="write", errors=[NotFound],
+)  # fmt: skip
+def feedback(svc: TeamService, caller: Caller, p: api.FeedbackParams) -> api.FeedbackResult:
+    """The outcome of a task that got a team context: regret hits for its memories, once."""
+    return svc.learning.feedback(who(caller), "squirrel/feedback", p)
+
+
+@registry.method(
+    "squirrel/cr_memory/run", params=api.CrMemoryParams, result=api.CrMemoryResult,
+    kind="write", errors=[Forbidden, InvalidInput],
+)  # fmt: skip
+def cr_memory_run(svc: TeamService, caller: Caller, p: api.CrMemoryParams) -> api.CrMemoryResult:
+    """Team CR-Memory over every member's counts: promote, deprecate, keep (writer; a dry run
+    for any role)."""
+    return svc.learning.cr_memory(who(caller), "squirrel/cr_memory/run", p)

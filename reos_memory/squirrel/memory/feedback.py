@@ -20,6 +20,21 @@ from reos_memory.store import memories as memory_sql
 from reos_memory.store import squirrel as sql
 
 
+def judge(
+    base: tuple[int, float, float], errors: int, retries: int, regret: RegretWeights
+) -> tuple[float, str | None]:
+    """The regret a task's outcome says its memories saved, against the project's running
+    averages `base` (outcomes seen, average errors, average retries); 0 and why when none."""
+    n, avg_err, avg_retry = base
+    d_err = max(0.0, avg_err - errors)
+    d_retry = max(0.0, avg_retry - retries)
+    if n == 0:
+        return 0.0, "no baseline yet for this project: the outcome starts it"
+    if d_err == 0 and d_retry == 0:
+        return 0.0, "no fewer errors or retries than the project's average"
+    return regret.alpha_errors * d_err + regret.beta_retries * d_retry, None
+
+
 def apply(
     conn: apsw.Connection,
     context_id: str,
@@ -52,18 +67,14 @@ def apply(
         result["reason"] = "this context already has its outcome"
         return result
     result["counted"] = True
-    d_err = max(0.0, avg_err - outcome["errors"])
-    d_retry = max(0.0, avg_retry - outcome["retries"])
     mems = sql.injected_memories(conn, context_id)
     result["memory_ids"] = mems
-    if n > 0 and (d_err > 0 or d_retry > 0) and mems:
-        saved = regret.alpha_errors * d_err + regret.beta_retries * d_retry
+    saved, why = judge((n, avg_err, avg_retry), outcome["errors"], outcome["retries"], regret)
+    if saved > 0 and mems:
         memory_sql.add_regret(conn, mems, saved)
         result.update(regret_hit=True, regret_saved=round(saved, 4))
-    elif n == 0:
-        result["reason"] = "no baseline yet for this project: the outcome starts it"
-    else:
-        result["reason"] = "no fewer errors or retries than the project's average"
+    elif why is not None:
+        result["reason"] = why
     if update_baseline and project_id is not None:
         sql.add_outcome(conn, project_id, outcome["errors"], outcome["retries"], now)
     return result

@@ -44,6 +44,7 @@ import msgspec
 from reos_memory.errors import InvalidInput, NotFound
 from reos_memory.models import Memory, iso, new_id, now_iso
 from reos_memory.squirrel.memory import context as ctxmod
+from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.commit import CommitContext, Vectors, commit
 from reos_memory.squirrel.memory.policy import Policy, default_text
 from reos_memory.squirrel.tokens import count_tokens
@@ -509,9 +510,9 @@ class Runner:
         query = " ".join(w for w in words if w)[:2000]
         pol = self.policy_for(ep.project_id)
         # every memory the writer may want to update: repo_path ones too, expired protected ones
-        scope = ctxmod.Scope(
+        scope = ranking.Scope(
             project_id=ep.project_id,
-            owner=(ep.owner_type, ep.owner_id),
+            owners=frozenset({(ep.owner_type, ep.owner_id)}),
             path=None,
             protected=pol.protected_kinds,
             require_path=False,

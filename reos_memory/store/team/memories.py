@@ -519,3 +519,99 @@ def episodes_by_outcome(conn: psycopg.Connection, reach: Reach) -> dict[str, int
         f"SELECT outcome, count(*) FROM episodes WHERE {sql} GROUP BY outcome", args
     ).fetchall()
     return {str(k): int(n) for k, n in rows}
+
+
+def given_in_session(
+    conn: psycopg.Connection, org_id: str, key_id: str, session_id: str
+) -> set[str]:
+    """The memories already given to a session (of this key) by earlier contexts."""
+    rows = conn.execute(
+        "SELECT DISTINCT unnest(memory_ids) FROM context_requests WHERE org_id = %s"
+        " AND key_id = %s AND session_id = %s",
+        (org_id, key_id, session_id),
+    ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+# -- feedback and CR-Memory -----------------------------------------------------------------
+
+
+def context_for_feedback(
+    conn: psycopg.Connection, reach: Reach, context_id: str
+) -> dict[str, Any] | None:
+    """A context the server gave, locked, if the reach holds it (a team key: its team's)."""
+    sql = "org_id = %s"
+    args: list[Any] = [reach.org_id]
+    if reach.team_ids is not None:  # a team key judges its own team's contexts only
+        sql, args = f"{sql} AND team_id = ANY(%s)", [*args, list(reach.team_ids)]
+    cur = conn.execute(
+        f"SELECT id, project_id, memory_ids, feedback FROM context_requests WHERE {sql}"
+        " AND id = %s FOR UPDATE",
+        [*args, context_id],
+    )
+    row = cur.fetchone()
+    return row_dict(cur, row) if row else None
+
+
+def set_context_feedback(
+    conn: psycopg.Connection, org_id: str, context_id: str, outcome: dict[str, Any]
+) -> None:
+    conn.execute(
+        "UPDATE context_requests SET feedback = %s WHERE org_id = %s AND id = %s",
+        (Jsonb(outcome), org_id, context_id),
+    )
+
+
+def baseline(conn: psycopg.Connection, org_id: str, project_id: str) -> tuple[int, float, float]:
+    """(outcomes seen, average errors, average retries) of a project's tasks (locked)."""
+    row = conn.execute(
+        "SELECT outcomes, avg_errors, avg_retries FROM project_baselines"
+        " WHERE org_id = %s AND project_id = %s FOR UPDATE",
+        (org_id, project_id),
+    ).fetchone()
+    return (int(row[0]), float(row[1]), float(row[2])) if row else (0, 0.0, 0.0)
+
+
+def add_outcome(
+    conn: psycopg.Connection, org_id: str, project_id: str, errors: int, retries: int
+) -> None:
+    """Fold one task's outcome into the project's running averages."""
+    conn.execute(
+        "INSERT INTO project_baselines (org_id, project_id, outcomes, avg_errors, avg_retries)"
+        " VALUES (%s, %s, 1, %s, %s) ON CONFLICT (org_id, project_id) DO UPDATE SET"
+        " outcomes = project_baselines.outcomes + 1,"
+        " avg_errors = project_baselines.avg_errors"
+        " + (EXCLUDED.avg_errors - project_baselines.avg_errors) / (project_baselines.outcomes + 1),"
+        " avg_retries = project_baselines.avg_retries"
+        " + (EXCLUDED.avg_retries - project_baselines.avg_retries)"
+        " / (project_baselines.outcomes + 1), updated_at = now()",
+        (org_id, project_id, errors, retries),
+    )
+
+
+def live_with_metrics(
+    conn: psycopg.Connection, reach: Reach, project_id: str | None
+) -> list[dict[str, Any]]:
+    """Every live memory of the reach (of one project, or all) with its metrics, as CR-Memory
+    reads them."""
+    live = Filters(project_id=project_id, include_global=project_id is None)
+    sql, args = where(reach, live, alias="m")
+    cur = conn.execute(
+        "SELECT m.id, m.project_id, m.kind, m.tier, m.status, m.expires_at, m.created_at,"
+        " coalesce(x.opportunities, 0) AS opportunities, coalesce(x.use_count, 0) AS use_count,"
+        " coalesce(x.suspected_regret_hits, 0) AS hits,"
+        " coalesce(x.estimated_regret_saved, 0) AS saved, x.last_used_at"
+        " FROM memories m LEFT JOIN memory_metrics x"
+        " ON x.org_id = m.org_id AND x.memory_id = m.id WHERE " + sql + " ORDER BY m.id",
+        args,
+    )
+    return [row_dict(cur, r) for r in cur.fetchall()]
+
+
+def mark_evaluated(conn: psycopg.Connection, org_id: str, ids: Sequence[str]) -> None:
+    conn.execute(
+        "INSERT INTO memory_metrics (org_id, memory_id, last_evaluated_at)"
+        " SELECT %s, unnest(%s::text[]), now() ON CONFLICT (org_id, memory_id)"
+        " DO UPDATE SET last_evaluated_at = now()",
+        (org_id, list(ids)),
+    )

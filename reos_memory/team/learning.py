@@ -1,0 +1,134 @@
+"""Team CR-Memory: what proves useful across the whole team is promoted, what does not is
+deprecated — with the local service's own decision (`squirrel/memory/cr_memory.py: decide`) and
+regret judgement (`squirrel/memory/feedback.py: judge`), over the counts of every member: the
+server's own contexts and the usage members' machines report (`squirrel/usage/report`).
+
+A decision that changes a memory writes a new version of it (so it reaches every cache by the
+change log), only if nobody changed the memory since it was read."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from reos_memory.errors import NotFound
+from reos_memory.models import iso
+from reos_memory.squirrel import api
+from reos_memory.squirrel.memory.cr_memory import MAX_LISTED, decide
+from reos_memory.squirrel.memory.feedback import judge
+from reos_memory.store.team import memories as msql
+from reos_memory.team.memories import TeamMemories, Who, no_root, reach, require
+
+_CHANGEABLE = ("status", "tier", "expires_at")
+
+
+class TeamLearning:
+    def __init__(self, memories: TeamMemories) -> None:
+        self.memories = memories
+
+    def feedback(self, who: Who, method: str, p: api.FeedbackParams) -> api.FeedbackResult:
+        """Judge a context the server gave by its task's outcome, once: fewer errors or retries
+        than the project's average give each memory in it a regret hit."""
+        regret = self.memories.policy.regret
+        with self.memories.tenant(who) as conn:
+            ctx = msql.context_for_feedback(conn, reach(who), p.context_id)
+            if ctx is None:
+                raise NotFound("context", p.context_id, field="context_id")
+            base = msql.baseline(conn, who.org_id, ctx["project_id"])
+            out: dict[str, Any] = {
+                "context_id": p.context_id,
+                "counted": False,
+                "regret_hit": False,
+                "regret_saved": 0.0,
+                "memory_ids": list(ctx["memory_ids"]),
+                "baseline": {
+                    "outcomes": base[0],
+                    "avg_errors": round(base[1], 4),
+                    "avg_retries": round(base[2], 4),
+                },
+            }
+            if ctx["feedback"] is not None:
+                return api.FeedbackResult(**out, reason="this context already has its outcome")
+            outcome = {
+                "errors": p.errors,
+                "retries": p.retries,
+                "tests_final_status": p.tests_final_status,
+                "user_frustration": p.user_frustration,
+            }
+            msql.set_context_feedback(conn, who.org_id, p.context_id, outcome)
+            out["counted"] = True
+            saved, why = judge(base, p.errors, p.retries, regret)
+            if saved > 0 and ctx["memory_ids"]:
+                for mid in ctx["memory_ids"]:
+                    msql.add_metrics(conn, who.org_id, mid, regret_hits=1, regret_saved=saved)
+                out.update(regret_hit=True, regret_saved=round(saved, 4))
+            elif why is not None:
+                out["reason"] = why
+            msql.add_outcome(conn, who.org_id, ctx["project_id"], p.errors, p.retries)
+            self.memories.audit(conn, who, method, p.context_id)
+        return api.FeedbackResult(**out)
+
+    def cr_memory(self, who: Who, method: str, p: api.CrMemoryParams) -> api.CrMemoryResult:
+        """Evaluate every live memory the key reaches (of one project, or all) and, unless a
+        dry run, apply the decisions (writer; a dry run is open to readers)."""
+        no_root(p.project_root)
+        if not p.dry_run:
+            require(who, "writer", method)
+        t0 = time.monotonic()
+        policy = self.memories.policy
+        now = datetime.now(UTC)
+        with self.memories.tenant(who) as conn:
+            rows = msql.live_with_metrics(conn, reach(who), p.project_id)
+            decisions = [decide(_as_local(r), policy, now) for r in rows]
+            if not p.dry_run:
+                self._apply(conn, who, method, rows, decisions)
+        counts = {a: sum(d["action"] == a for d in decisions) for a in ("promote", "deprecate")}
+        return api.CrMemoryResult(
+            dry_run=p.dry_run,
+            project_id=p.project_id,
+            evaluated=len(decisions),
+            promoted=counts["promote"],
+            deprecated=counts["deprecate"],
+            kept=len(decisions) - counts["promote"] - counts["deprecate"],
+            decisions=decisions[:MAX_LISTED],
+            decisions_truncated=len(decisions) > MAX_LISTED,
+            seconds=round(time.monotonic() - t0, 3),
+            policy_sources=policy.sources,
+        )
+
+    def _apply(
+        self,
+        conn: psycopg.Connection,
+        who: Who,
+        method: str,
+        rows: list[dict[str, Any]],
+        decisions: list[dict[str, Any]],
+    ) -> None:
+        by_id = {r["id"]: r for r in rows}
+        changed = []
+        for d in decisions:
+            if d["action"] == "keep":
+                continue
+            row = msql.get(conn, reach(who), d["memory_id"], lock=True)
+            if row is None or row["status"] != by_id[d["memory_id"]]["status"]:
+                continue  # changed meanwhile: decided again next run
+            changes = {k: v for k, v in d["changes"].items() if k in _CHANGEABLE}
+            self.memories.new_version_locked(conn, who, row, changes)
+            changed.append(row["id"])
+        if decisions:
+            msql.mark_evaluated(conn, who.org_id, [d["memory_id"] for d in decisions])
+        if changed:
+            self.memories.audit(conn, who, method, *changed)
+
+
+def _as_local(r: dict[str, Any]) -> dict[str, Any]:
+    """A row as cr_memory.decide reads it (times as the local store keeps them)."""
+    return {
+        **r,
+        "expires_at": None if r["expires_at"] is None else iso(r["expires_at"]),
+        "created_at": iso(r["created_at"]),
+        "last_used_at": None if r["last_used_at"] is None else iso(r["last_used_at"]),
+    }
