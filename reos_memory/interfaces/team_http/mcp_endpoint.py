@@ -38,10 +38,10 @@ from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
 from reos_memory.interfaces.team_http import memory_methods as mm
 from reos_memory.interfaces.team_http import team_methods as tm
 from reos_memory.interfaces.team_http.registry import NoParams
-from reos_memory.models import MemoryKind, MemoryScope
+from reos_memory.models import Ident, MemoryKind, MemoryScope
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
-from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText
+from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText, OwnerId
 from reos_memory.team.keys import VerifiedKey
 from reos_memory.team.service import Caller, TeamService, WhoAmI
 
@@ -61,15 +61,15 @@ DESTRUCTIVE = {"forget"}
 _HIDDEN = ("project_root",)
 KEY_STATE = "reos_memory_key"  # where the endpoint leaves the verified key in the ASGI scope
 
+# as the local tool: the result holds the prompt and each memory again, with its details
+MAX_BUDGET_TOKENS = 5_000
 Authenticate = Callable[[Request], Awaitable[VerifiedKey | Response]]
 
 ProjectId = Annotated[
-    str,
+    Ident,
     Meta(
-        min_length=1,
-        max_length=200,
-        description="The project's id, as the local service names it (`sqrl status` shows it)."
-        " Needed unless scope is global.",
+        description="The project's id, as the team's memories carry it (each memory's"
+        " project_id in list_memories or search_memory); a global memory has none."
     ),
 ]
 OwnerTypeArg = Annotated[
@@ -77,10 +77,8 @@ OwnerTypeArg = Annotated[
     Meta(description="team (default for a team key) or org (every team of the organisation)."),
 ]
 OwnerIdArg = Annotated[
-    str,
+    OwnerId,
     Meta(
-        min_length=1,
-        max_length=200,
         description="The team's name or id (owner_type team), or the org's id; default: the"
         " key's own.",
     ),
@@ -89,6 +87,104 @@ OwnerIdArg = Annotated[
 
 class Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Base of the tools' own arguments: unknown fields are errors."""
+
+
+class GetTaskContextArgs(Args):
+    task: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=20_000,
+            description="What you are about to do, in a sentence or two (the user's request"
+            " will do).",
+        ),
+    ]
+    project_id: ProjectId
+    path: (
+        Annotated[
+            api.PathText,
+            Meta(
+                description="File or directory the task is about, relative to the project root;"
+                " adds the memories scoped to that sub-tree."
+            ),
+        ]
+        | None
+    ) = None
+    session_id: (
+        Annotated[
+            api.SessionId,
+            Meta(description="Your session's id, if you have one (ties contexts to a session)."),
+        ]
+        | None
+    ) = None
+    budget_tokens: Annotated[
+        int, Meta(ge=16, le=MAX_BUDGET_TOKENS, description="Most tokens context_prompt may take.")
+    ] = 400
+    owner_type: OwnerTypeArg | None = None
+    owner_id: OwnerIdArg | None = None
+
+
+@tool("get_task_context", params=GetTaskContextArgs, result=api.ContextResult, kind="write")
+def get_task_context(svc: TeamService, caller: Caller, a: GetTaskContextArgs) -> api.ContextResult:
+    """Get the memories the team holds for a task in a project: call it at the start of every task, and again when you move to another part of the code.
+
+    Returns `context_prompt`, ready to read as instructions (guards first, then invariants and
+    preferences, patterns, notes; within `budget_tokens`), and `memories` with each memory's id,
+    kind, scope, score and why it was chosen. Follow guards and invariants. Counted for the
+    team's memory review (opportunities and uses), as on a member's machine.
+    """
+    p = api.ContextParams(
+        project_id=a.project_id,
+        task=a.task,
+        path=a.path,
+        session_id=a.session_id,
+        context_budget_tokens=a.budget_tokens,
+        owner_type=a.owner_type,
+        owner_id=a.owner_id,
+    )
+    out = mm.get_task_context(svc, caller, p)
+    # why the others were left out is for people (squirrel/get_task_context over /rpc): up to a
+    # hundred entries the budget does not bound would only cost the agent tokens
+    out.dropped = []
+    return out
+
+
+class SearchMemoryArgs(Args):
+    query: Annotated[
+        str, Meta(min_length=1, max_length=10_000, description="Words or a question to look for.")
+    ]
+    project_id: (
+        Annotated[
+            Ident,
+            Meta(
+                description="Only this project's memories (and the global ones); default: every"
+                " project.",
+            ),
+        ]
+        | None
+    ) = None
+    limit: Annotated[int, Meta(ge=1, le=1000, description="Most memories to return.")] = 20
+    owner_type: OwnerTypeArg | None = None
+    owner_id: OwnerIdArg | None = None
+
+
+@tool("search_memory", params=SearchMemoryArgs, result=api.SquirrelSearchResult)
+def search_memory(
+    svc: TeamService, caller: Caller, a: SearchMemoryArgs
+) -> api.SquirrelSearchResult:
+    """Search the team and organisation memories by meaning and keywords: use it to check what the team knows about a topic, or to find a memory's id.
+
+    Returns `matches` (id, kind, status, scope, text, score, similarity, keyword score). Changes
+    nothing; for the context of a task use get_task_context instead.
+    """
+    p = api.SquirrelSearchParams(
+        query=a.query,
+        project_id=a.project_id,
+        limit=a.limit,
+        owner_type=a.owner_type,
+        owner_id=a.owner_id,
+    )
+    return mm.search(svc, caller, p)
 
 
 class RememberArgs(Args):
