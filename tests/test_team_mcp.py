@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from reos_memory.interfaces.team_http.mcp_endpoint import tool_definitions
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
 from tests.test_team_memory import Org
@@ -33,7 +35,7 @@ TOOLS = {
     "get_task_context", "search_memory", "remember", "forget", "get_memory", "list_memories",
     "update_memory", "deprecate_memory", "propose_share", "whoami",
 }  # fmt: skip
-# the last Inspector whose CLI runs on Node 20 and sends headers (later ones need Node 22)
+# an Inspector whose CLI sends headers and runs on Node 20 (later ones need Node 22)
 INSPECTOR = "@modelcontextprotocol/inspector@0.17.2"
 # the tools the local MCP server also has: the same argument names, project_id for project_root
 LOCAL_TWINS = {
@@ -151,6 +153,14 @@ def test_initialize_and_list_tools_with_schemas_from_the_params(server, keys):
     assert by_name["get_memory"].annotations.read_only_hint is True
     assert by_name["forget"].annotations.destructive_hint is True
     assert by_name["remember"].annotations.read_only_hint is False
+
+
+def test_every_tool_is_in_the_readme_with_its_twin():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("**Team memory over MCP.**") :]
+    missing = [t for t in sorted(TOOLS) if f"`{t}(" not in section]
+    assert not missing, f"team MCP tools missing from README: {missing}"
+    assert {t.name for t in tool_definitions()} == TOOLS
 
 
 def test_each_tool_answers_through_its_json_rpc_twin(server, keys):
