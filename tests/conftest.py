@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,3 +93,16 @@ def cancel_at_commit(srv, db_path, method: str, params: dict, finished) -> tuple
         lock.execute("COMMIT")
         lock.close()
     return srv.response(rid), progress
+
+
+@contextlib.contextmanager
+def team_data_dir(name: str) -> Iterator[Path]:
+    """A data directory for an embedded team PostgreSQL, outside pytest's temporary tree: the
+    wheel runs PostgreSQL as its own user, which must traverse the directory's parents, and
+    every pytest session resets its base directory to mode 0700 (a second pytest running at the
+    same time would lock a running server out of its data)."""
+    root = Path(tempfile.mkdtemp(prefix=f"reos-{name}-"))
+    try:
+        yield root / "team-db"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

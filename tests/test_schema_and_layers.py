@@ -13,6 +13,7 @@ import pytest
 from harness.rpc_client import Server
 from reos_memory.interfaces.jsonrpc.methods import load_all
 from reos_memory.interfaces.jsonrpc.openrpc import render
+from tools.gen_openrpc import team_document
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_committed_openrpc_is_current():
     committed = (ROOT / "rpc_schema" / "openrpc.json").read_text()
     assert committed == render(load_all()), "run: python tools/gen_openrpc.py"
+    team = (ROOT / "rpc_schema" / "team-openrpc.json").read_text()
+    assert team == team_document(), "run: python tools/gen_openrpc.py"
 
 
 @pytest.mark.e2e
@@ -119,7 +122,7 @@ def test_imports_point_one_way():
 
 
 # What every interface may share; each other part of interfaces/ is one interface.
-SHARED_BY_INTERFACES = {"services", "registry", "stdio_process", "__init__"}
+SHARED_BY_INTERFACES = {"services", "registry", "openrpc", "stdio_process", "__init__"}
 
 
 def _interface(module: str) -> str | None:

@@ -14,6 +14,7 @@ import pytest
 
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
+from tests.conftest import team_data_dir
 from tests.test_team_server import ACTOR, Server, _start
 
 pytestmark = pytest.mark.e2e
@@ -40,12 +41,12 @@ class Org:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamDatabase]:
-    data_dir = tmp_path_factory.mktemp("team-memory") / "team-db"
-    db = open_team_database(None, data_dir)
-    db.data_dir = data_dir  # type: ignore[attr-defined]
-    yield db
-    db.close()
+def db() -> Iterator[TeamDatabase]:
+    with team_data_dir("team-memory") as data_dir:
+        db = open_team_database(None, data_dir)
+        db.data_dir = data_dir  # type: ignore[attr-defined]
+        yield db
+        db.close()
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +67,9 @@ def server(db: TeamDatabase, org: Org) -> Iterator[Server]:
         srv.proc.wait()
 
 
-def add(server: Server, key: str, text: str, **extra: Any) -> dict[str, Any]:
+def add(server: Server, api_key: str, text: str, **extra: Any) -> dict[str, Any]:
     params = {"project_id": "proj-pay", "kind": "invariant", "text": text, **extra}
-    return server.result(key, "squirrel/memories/add", params)  # type: ignore[no-any-return]
+    return server.result(api_key, "squirrel/memories/add", params)  # type: ignore[no-any-return]
 
 
 def test_a_team_writer_adds_a_memory_the_team_can_read_and_the_other_team_cannot(server, org):
@@ -252,3 +253,86 @@ def test_status_and_policy_answer_for_what_the_key_reaches(server, org):
     assert "retrieval" in pol["policy"] and pol["sources"]
     err = server.error(org.a_reader, "squirrel/policy/get", {"project_root": "/srv/x"})
     assert err["data"]["field"] == "$.project_root"
+
+
+def test_get_task_context_ranks_team_memories_as_locally_guards_first_within_budget(server, org):
+    pid = f"proj-ctx-{uuid.uuid4().hex[:6]}"
+    guard = add(server, org.backend_writer, "Never run the billing migration on Fridays",
+                project_id=pid, kind="guard", tier="emergency", polarity=-1)["memory"]  # fmt: skip
+    near = add(server, org.backend_writer, "Billing tests need the stripe mock running first",
+               project_id=pid, kind="pattern")["memory"]  # fmt: skip
+    keyed = add(server, org.backend_writer, "pnpm test:billing runs the billing suite",
+                project_id=pid, kind="note", key="project.test_command")["memory"]  # fmt: skip
+    other_team = add(server, org.web_writer, "Billing tests need the stripe mock running first",
+                     project_id=pid, kind="pattern")["memory"]  # fmt: skip
+    ctx = server.result(org.backend_reader, "squirrel/get_task_context",
+                        {"project_id": pid, "task": "fix the failing billing tests",
+                         "context_budget_tokens": 400, "session_id": "sess-1"})  # fmt: skip
+    assert ctx["memory_ids"][0] == guard["id"]
+    assert {near["id"], keyed["id"]} <= set(ctx["memory_ids"])
+    assert other_team["id"] not in ctx["memory_ids"] + [d["id"] for d in ctx["dropped"]]
+    assert "Never run the billing migration" in ctx["context_prompt"]
+    assert ctx["tokens"] <= 400 and ctx["semantic_available"] is True
+    small = server.result(org.backend_reader, "squirrel/get_task_context",
+                          {"project_id": pid, "task": "fix the failing billing tests",
+                           "context_budget_tokens": 80})  # fmt: skip
+    assert small["tokens"] <= 80 and small["memory_ids"][:1] == [guard["id"]]
+    assert any(d["reason"] == "over_budget" for d in small["dropped"])
+    again = server.result(org.backend_reader, "squirrel/get_task_context",
+                          {"project_id": pid, "task": "fix the failing billing tests",
+                           "session_id": "sess-1", "exclude_injected": True})  # fmt: skip
+    assert again["memory_ids"] == []
+    assert {d["reason"] for d in again["dropped"]} >= {"already_injected"}
+    # counted for team CR-Memory
+    got = server.result(org.backend_reader, "squirrel/memories/get", {"memory_id": near["id"]})
+    assert got["metrics"]["opportunities"] == 2 and got["metrics"]["use_count"] == 1
+    # feedback: the first outcome starts the baseline, a better one is a regret hit, once
+    first = server.result(org.backend_reader, "squirrel/feedback",
+                          {"context_id": small["context_id"], "errors": 4, "retries": 2})  # fmt: skip
+    assert first["counted"] is True and first["regret_hit"] is False
+    hit = server.result(org.backend_reader, "squirrel/feedback",
+                        {"context_id": ctx["context_id"], "errors": 0, "retries": 0})  # fmt: skip
+    assert hit["regret_hit"] is True and hit["regret_saved"] > 0
+    twice = server.result(org.backend_reader, "squirrel/feedback",
+                          {"context_id": ctx["context_id"], "errors": 0, "retries": 0})  # fmt: skip
+    assert twice["counted"] is False
+    err = server.error(org.web_writer, "squirrel/feedback",
+                       {"context_id": ctx["context_id"], "errors": 0, "retries": 0})  # fmt: skip
+    assert err["code"] == -32004
+
+
+def test_search_finds_by_meaning_and_words_within_the_keys_reach(server, org):
+    pid = f"proj-search-{uuid.uuid4().hex[:6]}"
+    mine = add(server, org.backend_writer, "Redis connection pool size is 32 in production",
+               project_id=pid)["memory"]  # fmt: skip
+    theirs = add(server, org.b_writer, "Redis connection pool size is 32 in production",
+                 project_id=pid, owner_type="org")["memory"]  # fmt: skip
+    found = server.result(org.backend_reader, "squirrel/search",
+                          {"query": "redis pool size", "project_id": pid})["matches"]  # fmt: skip
+    ids = [m["id"] for m in found]
+    assert mine["id"] in ids and theirs["id"] not in ids
+    assert found[0]["similarity"] is not None and found[0]["project_id"] == pid
+
+
+def test_team_cr_memory_decides_over_every_members_counts(server, org):
+    pid = f"proj-cr-{uuid.uuid4().hex[:6]}"
+    mem = add(server, org.backend_writer, "Feature branches are rebased, never merged",
+              project_id=pid, kind="preference")["memory"]  # fmt: skip
+    # two members' machines report that it was given every time it could have been
+    for _ in range(2):
+        server.result(org.backend_reader, "squirrel/usage/report", {
+            "idempotency_key": f"usage-{uuid.uuid4().hex}",
+            "items": [{"memory_id": mem["id"], "opportunities": 10, "uses": 10,
+                       "regret_hits": 2, "regret_saved": 1.5}],
+        })  # fmt: skip
+    dry = server.result(org.backend_reader, "squirrel/cr_memory/run",
+                        {"project_id": pid, "dry_run": True})  # fmt: skip
+    decision = next(d for d in dry["decisions"] if d["memory_id"] == mem["id"])
+    assert decision["action"] == "promote", decision
+    err = server.error(org.backend_reader, "squirrel/cr_memory/run", {"project_id": pid})
+    assert err["code"] == -32003
+    run = server.result(org.backend_writer, "squirrel/cr_memory/run", {"project_id": pid})
+    assert run["promoted"] >= 1
+    got = server.result(org.backend_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
+    assert got["memory"]["status"] == "active" and got["memory"]["version"] == 2
+    assert got["history"][0]["status"] == "provisional"

@@ -26,6 +26,7 @@ from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.store.team import connection as pg
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
+from tests.conftest import team_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTOR = admin.Actor(name="cli:test", request_id="req-setup")
@@ -96,12 +97,12 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamDatabase]:
-    data_dir = tmp_path_factory.mktemp("team-server") / "team-db"
-    db = open_team_database(None, data_dir)
-    db.data_dir = data_dir  # type: ignore[attr-defined]
-    yield db
-    db.close()
+def db() -> Iterator[TeamDatabase]:
+    with team_data_dir("team-server") as data_dir:
+        db = open_team_database(None, data_dir)
+        db.data_dir = data_dir  # type: ignore[attr-defined]
+        yield db
+        db.close()
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +272,9 @@ def test_a_batch_answers_each_request_in_order(server, keys):
     assert replies[1]["error"]["code"] == -32601
     assert replies[2]["error"]["code"] == -32602
     assert replies[2]["error"]["data"]["field"] == "$.limit"
+    assert replies[3]["result"] == json.loads(
+        (ROOT / "rpc_schema" / "team-openrpc.json").read_text()
+    )
     names = {m["name"] for m in replies[3]["result"]["methods"]}
     assert names == set(registry.methods)  # every registered method is described
     assert {"rpc.discover", "team/whoami", "squirrel/memories/add"} <= names

@@ -30,22 +30,23 @@ from reos_memory.team.database import (
     open_team_database,
     parse_version,
 )
+from tests.conftest import team_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTOR = admin.Actor(name="cli:test", request_id="req-1")
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamDatabase]:
+def server() -> Iterator[TeamDatabase]:
     """One embedded PostgreSQL for the module, stopped at its end."""
-    data_dir = tmp_path_factory.mktemp("team") / "team-db"
-    t0 = time.monotonic()
-    db = open_team_database(None, data_dir)
-    print(f"embedded PostgreSQL started and migrated in {time.monotonic() - t0:.2f} s")
-    yield db
-    pgdata = db.embedded.pgdata
-    db.close()
-    assert not (pgdata / "postmaster.pid").exists(), "the embedded server was left running"
+    with team_data_dir("team") as data_dir:
+        t0 = time.monotonic()
+        db = open_team_database(None, data_dir)
+        print(f"embedded PostgreSQL started and migrated in {time.monotonic() - t0:.2f} s")
+        yield db
+        pgdata = db.embedded.pgdata
+        db.close()
+        assert not (pgdata / "postmaster.pid").exists(), "the embedded server was left running"
 
 
 def _database_url(server: TeamDatabase, name: str) -> str:

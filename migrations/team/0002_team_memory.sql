@@ -30,7 +30,9 @@ ALTER TABLE memories
   ADD COLUMN origin     text NOT NULL DEFAULT 'rpc' CHECK (origin IN ('rpc', 'share', 'episode')),
   ADD COLUMN tsv        tsvector GENERATED ALWAYS AS
                           (to_tsvector('english', coalesce(key, '') || ' ' || text)) STORED;
-CREATE INDEX memories_tsv ON memories USING gin (tsv);
+-- fastupdate off: a pending list would be scanned by every query until vacuum merges it (read
+-- far more often than written, a memory store pays the merge once, on insert)
+CREATE INDEX memories_tsv ON memories USING gin (tsv) WITH (fastupdate = off);
 CREATE UNIQUE INDEX memories_live_key ON memories (org_id, coalesce(team_id, ''), coalesce(project_id, ''), key)
   WHERE key IS NOT NULL AND status <> 'deprecated';
 

@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 import msgspec
 import psycopg
-from psycopg.types.json import Jsonb
 
 from reos_memory.errors import InvalidInput
 from reos_memory.models import Memory, now_iso
@@ -57,17 +56,27 @@ class TeamEpisodes:
             reason = None if call_writer else verdict.get("reason")
             if call_writer and not ids:
                 reason = "the writer found nothing worth remembering"
-            conn.execute(
-                "INSERT INTO episodes (org_id, id, team_id, key_id, project_id, episode, outcome,"
-                " reason, ops, processed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, now())",
-                (
-                    who.org_id, episode_id, team_id, who.key_id, p.project_id,
-                    Jsonb({"machine_episode_id": p.episode_id, "session_id": p.session_id,
-                           "cut_reason": p.cut_reason, "events": events,
-                           "stats": msgspec.to_builtins(stats), "prefilter": verdict}),
-                    outcome, reason, Jsonb(ops),
-                ),
-            )  # fmt: skip
+            msql.insert_episode(
+                conn,
+                {
+                    "org_id": who.org_id,
+                    "id": episode_id,
+                    "team_id": team_id,
+                    "key_id": who.key_id,
+                    "project_id": p.project_id,
+                    "episode": {
+                        "machine_episode_id": p.episode_id,
+                        "session_id": p.session_id,
+                        "cut_reason": p.cut_reason,
+                        "events": events,
+                        "stats": msgspec.to_builtins(stats),
+                        "prefilter": verdict,
+                    },
+                    "outcome": outcome,
+                    "reason": reason,
+                    "ops": ops,
+                },
+            )
             self.memories.audit(conn, who, method, episode_id, *ids)
             return tapi.IngestEpisodeResult(
                 episode_id=episode_id, outcome=outcome, reason=reason, ops=ops, memory_ids=ids

@@ -11,15 +11,16 @@ fitting and the reasons for every memory left out are the local service's code."
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
-from datetime import UTC, datetime
 
 import psycopg
 
+import reos_memory.squirrel.memory.ranking as ranking
 from reos_memory.errors import InvalidInput
 from reos_memory.models import MemoryMetrics, now_iso
 from reos_memory.squirrel import api
-from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store import keywords as kw_sql
@@ -37,9 +38,33 @@ class Found:
         self.used_vectors = used_vectors
 
 
+class Totals:
+    """How many live memories each reach holds, counted at most every `ttl_s` (the share of
+    memories holding a word is a ratio to it; a minute-old total moves it by a hair)."""
+
+    def __init__(self, ttl_s: float = 60.0) -> None:
+        self.ttl_s = ttl_s
+        self._seen: dict[msql.Reach, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conn: psycopg.Connection, reach: msql.Reach) -> int:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._seen.get(reach)
+        if hit is not None and now - hit[0] < self.ttl_s:
+            return hit[1]
+        total = msql.live_total(conn, reach)
+        with self._lock:
+            if len(self._seen) > 10_000:
+                self._seen.clear()
+            self._seen[reach] = (now, total)
+        return total
+
+
 class TeamRetrieval:
     def __init__(self, memories: TeamMemories) -> None:
         self.memories = memories
+        self.totals = Totals()
 
     @property
     def policy(self) -> Policy:
@@ -113,13 +138,9 @@ class TeamRetrieval:
                     "tokens": out.tokens,
                 },
             )
-            chosen = set(out.memory_ids)
-            for c in choice.eligible:
-                used = c.memory.id in chosen
-                msql.add_metrics(
-                    conn, who.org_id, c.memory.id, opportunities=1, uses=int(used),
-                    last_used_at=datetime.now(UTC) if used else None,
-                )  # fmt: skip
+            msql.count_given(
+                conn, who.org_id, [c.memory.id for c in choice.eligible], out.memory_ids
+            )
         return out
 
     def _scope(
@@ -156,13 +177,15 @@ class TeamRetrieval:
         rch = reach(who)
         near: dict[str, float] = {}
         if qvec is not None:
-            exact = msql.reach_size(conn, rch, filters) <= msql.EXACT_BELOW
+            exact = msql.reach_size(conn, rch, filters, msql.EXACT_BELOW + 1) <= msql.EXACT_BELOW
             near = dict(msql.nearest(conn, rch, filters, qvec, r.candidates, exact=exact))
         words = kw_sql.query_words(query)
         kw = msql.keyword_hits(conn, rch, filters, words, KEYWORD_HITS)
         distinct: list[str] = []
         if kw:
-            dfs, total = msql.document_frequencies(conn, rch, words)
+            total = self.totals.get(conn, rch)
+            most = int(max(1.0, r.distinctive_share * total))
+            dfs = msql.document_frequencies(conn, rch, words, most + 1)
             distinct = ranking.distinctive(words, dfs, total, r.distinctive_share)
         keyed: set[str] = set()
         guards: set[str] = set()

@@ -1,139 +1,35 @@
-"""The OpenRPC document, generated from the registered methods' msgspec types."""
+"""The local service's OpenRPC document (rpc_schema/openrpc.json), by the shared generator."""
 
 from __future__ import annotations
 
-import copy
-import json
 from functools import cache
 from typing import Any
 
-import msgspec
-
 from reos_memory import __version__
-from reos_memory.errors import PayloadTooLarge, ReosError
+from reos_memory.errors import PayloadTooLarge
 from reos_memory.interfaces.jsonrpc.errors import ERROR_TABLE
+from reos_memory.interfaces.openrpc import as_text, build_document, plain
 from reos_memory.interfaces.registry import Registry
-
-_REF = "#/components/schemas/{name}"
-# Types whose short name is taken twice are published by their qualified name; those names were
-# fixed when the types lived in `rpc/`, and a client may refer to them, so they keep that spelling.
-_PUBLISHED_PREFIX = {
-    "reos_memory.interfaces.jsonrpc.types.": "reos_memory.rpc.types.",
-    "reos_memory.graph.api.": "reos_memory.rpc.types.",
-    "reos_memory.documents.api.": "reos_memory.rpc.types.",
-    "reos_memory.squirrel.api.": "reos_memory.rpc.types_squirrel.",
-}
-
-
-def _published(name: str) -> str:
-    for now, published in _PUBLISHED_PREFIX.items():
-        if name.startswith(now):
-            return published + name[len(now) :]
-    return name
-
-
-def _published_refs(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {
-            k: _REF.format(name=_published(v.removeprefix(_REF.format(name=""))))
-            if k == "$ref" and isinstance(v, str)
-            else _published_refs(v)
-            for k, v in node.items()
-        }
-    if isinstance(node, list):
-        return [_published_refs(v) for v in node]
-    return node
-
-
-def build_document(registry: Registry) -> dict[str, Any]:
-    """Build the OpenRPC 1.3 document for every method in the registry."""
-    specs = sorted(registry.methods.values(), key=lambda s: s.name)
-    types: list[Any] = []
-    for s in specs:
-        types.append(s.params)
-        types.append(s.result if s.result is not None else type(None))
-    schemas, components = msgspec.json.schema_components(types, ref_template=_REF)
-    schemas = _published_refs(schemas)
-    components = {_published(k): _published_refs(v) for k, v in components.items()}
-    by_code = {e["code"]: e for e in ERROR_TABLE}
-    methods = []
-    for i, s in enumerate(specs):
-        pschema = components[s.params.__name__]
-        required = set(pschema.get("required", []))
-        params = [
-            {
-                "name": name,
-                "required": name in required,
-                "schema": copy.deepcopy(prop),
-            }
-            for name, prop in pschema.get("properties", {}).items()
-        ]
-        entry: dict[str, Any] = {
-            "name": s.name,
-            "summary": s.summary,
-            "paramStructure": "either",
-            "params": params,
-            "result": {"name": "result", "schema": schemas[2 * i + 1]},
-            "x-execution": s.kind,
-        }
-        if s.description:
-            entry["description"] = s.description
-        # any read may answer PayloadTooLarge when its result is over max_result_bytes
-        too_large: list[type[ReosError]] = (
-            [PayloadTooLarge] if s.kind == "read" and PayloadTooLarge not in s.errors else []
-        )
-        errors = [*s.errors, *too_large]
-        if errors:
-            entry["errors"] = [
-                {"code": c.code, "message": c.reason, "data": by_code[c.code]["meaning"]}
-                for c in errors
-            ]
-        methods.append(entry)
-    # Param Structs are inlined into each method's params; only referenced ones stay.
-    param_names = {s.params.__name__ for s in specs}
-    text = json.dumps(methods)
-    kept = {k: v for k, v in components.items() if k not in param_names or f'/{k}"' in text}
-    return {
-        "openrpc": "1.3.2",
-        "info": {
-            "title": "reos-memory",
-            "version": __version__,
-            "description": (
-                "Local-first memory service for AI agents over stdio JSON-RPC 2.0. "
-                "Application errors: "
-                + "; ".join(f"{e['code']} {e['reason']}" for e in ERROR_TABLE)
-            ),
-        },
-        "methods": methods,
-        "components": {"schemas": dict(sorted(kept.items()))},
-    }
-
-
-_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
-
-
-def _plain_bounds(node: Any) -> Any:
-    """Bounds that are whole numbers written as integers. typing caches equal Annotated types
-    (Meta(ge=0) == Meta(ge=0.0)), so whichever module built one first would otherwise decide
-    whether the document says 0 or 0.0."""
-    if isinstance(node, dict):
-        return {
-            k: int(v)
-            if k in _BOUNDS and isinstance(v, float) and v.is_integer()
-            else _plain_bounds(v)
-            for k, v in node.items()
-        }
-    if isinstance(node, list):
-        return [_plain_bounds(v) for v in node]
-    return node
 
 
 def render(registry: Registry) -> str:
     """The document as the text committed at rpc_schema/openrpc.json."""
-    return json.dumps(openrpc_document(registry), indent=2, ensure_ascii=False) + "\n"
+    return as_text(openrpc_document(registry))
 
 
 @cache
 def openrpc_document(registry: Registry) -> dict[str, Any]:
-    """The document, built once per registry."""
-    return _plain_bounds(build_document(registry))  # type: ignore[no-any-return]
+    """The document, built once per registry; any read may answer PayloadTooLarge when its
+    result is over max_result_bytes."""
+    info = {
+        "title": "reos-memory",
+        "version": __version__,
+        "description": (
+            "Local-first memory service for AI agents over stdio JSON-RPC 2.0. "
+            "Application errors: " + "; ".join(f"{e['code']} {e['reason']}" for e in ERROR_TABLE)
+        ),
+    }
+    meanings = {e["code"]: e["meaning"] for e in ERROR_TABLE}
+    return plain(
+        build_document(registry, info=info, meanings=meanings, read_errors=[PayloadTooLarge])
+    )

@@ -12,6 +12,7 @@ import signal
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -22,7 +23,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reos_memory import __version__
-from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.errors import InvalidInput, ReosError, published
+from reos_memory.interfaces.openrpc import build_document, plain
 from reos_memory.interfaces.registry import MethodSpec, convert_params
 from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
 from reos_memory.interfaces.team_http.registry import Handler, registry
@@ -40,39 +42,16 @@ MAX_BODY_BYTES = 1 << 20
 MAX_BATCH_ITEMS = 100
 
 
+@cache
 def openrpc_document() -> dict[str, Any]:
-    """OpenRPC 1.3 for the methods in `registry`, from their msgspec types."""
-    specs = sorted(registry.methods.values(), key=lambda s: s.name)
-    ref = "#/components/schemas/{name}"
-    types: list[Any] = [t for s in specs for t in (s.params, s.result)]
-    schemas, components = msgspec.json.schema_components(types, ref_template=ref)
-    methods = []
-    for i, s in enumerate(specs):
-        pschema = components.get(s.params.__name__, {})
-        required = set(pschema.get("required", []))
-        entry: dict[str, Any] = {
-            "name": s.name,
-            "summary": s.summary,
-            "paramStructure": "either",
-            "params": [
-                {"name": n, "required": n in required, "schema": prop}
-                for n, prop in pschema.get("properties", {}).items()
-            ],
-            "result": {"name": "result", "schema": schemas[2 * i + 1]},
-        }
-        if s.errors:
-            entry["errors"] = [{"code": c.code, "message": c.reason} for c in s.errors]
-        methods.append(entry)
-    return {
-        "openrpc": "1.3.2",
-        "info": {
-            "title": "reos-memory team server",
-            "version": __version__,
-            "description": "JSON-RPC 2.0 at POST /rpc with Authorization: Bearer <API key>",
-        },
-        "methods": methods,
-        "components": {"schemas": components},
+    """The team server's OpenRPC document, by the local service's generator."""
+    info = {
+        "title": "reos-memory team server",
+        "version": __version__,
+        "description": "JSON-RPC 2.0 at POST /rpc with Authorization: Bearer <API key>",
     }
+    meanings = {c.code: c.meaning for c in published()}
+    return plain(build_document(registry, info=info, meanings=meanings))
 
 
 def _failure(rid: Any, code: int, message: str, reason: str, **data: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 COLUMNS = (
@@ -98,23 +99,18 @@ def where(reach: Reach, filters: Filters | None = None, alias: str = "") -> tupl
     return sql, args
 
 
-def row_dict(cur: psycopg.Cursor[Any], row: Sequence[Any]) -> dict[str, Any]:
-    assert cur.description is not None
-    return {d.name: v for d, v in zip(cur.description, row, strict=True)}
-
-
 def insert(conn: psycopg.Connection, fields: dict[str, Any]) -> dict[str, Any]:
     """A new memory (its embedding included); the stored row."""
     names = list(fields)
     marks = ["%s::vector" if n == "embedding" else "%s" for n in names]
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"INSERT INTO memories ({', '.join(names)}) VALUES ({', '.join(marks)})"
         f" RETURNING {COLUMNS}",
         [fields[n] for n in names],
     )
     row = cur.fetchone()
     assert row is not None
-    return row_dict(cur, row)
+    return row
 
 
 def get(
@@ -123,12 +119,12 @@ def get(
     """The memory `memory_id` if the reach holds it (FOR UPDATE with `lock`: the writer that
     locks it first is ordered first)."""
     sql, args = where(reach)
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"SELECT {COLUMNS} FROM memories WHERE {sql} AND id = %s" + (" FOR UPDATE" if lock else ""),
         [*args, memory_id],
     )
     row = cur.fetchone()
-    return row_dict(cur, row) if row else None
+    return row if row else None
 
 
 def get_many(
@@ -137,10 +133,10 @@ def get_many(
     if not ids:
         return {}
     sql, args = where(reach)
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"SELECT {COLUMNS} FROM memories WHERE {sql} AND id = ANY(%s)", [*args, list(ids)]
     )
-    return {r[2]: row_dict(cur, r) for r in cur.fetchall()}
+    return {r["id"]: r for r in cur.fetchall()}
 
 
 def live_key_holder(
@@ -196,7 +192,7 @@ def new_version(
     if embedding is not None:
         sets.append("embedding = %s::vector")
         args.append(embedding)
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"UPDATE memories SET {', '.join([*sets, 'version = version + 1', 'seq = %s'])},"
         " updated_by = %s, updated_at = now() WHERE org_id = %s AND id = %s"
         f" RETURNING {COLUMNS}",
@@ -204,18 +200,18 @@ def new_version(
     )
     row = cur.fetchone()
     assert row is not None
-    return row_dict(cur, row)
+    return row
 
 
 def history(conn: psycopg.Connection, org_id: str, memory_id: str) -> list[dict[str, Any]]:
     """Earlier versions of a memory, newest first."""
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         "SELECT version, text, kind, tier, status, key, polarity, confidence, expires_at,"
         " written_by, replaced_by, replaced_at FROM memory_history"
         " WHERE org_id = %s AND memory_id = %s ORDER BY version DESC",
         (org_id, memory_id),
     )
-    return [row_dict(cur, r) for r in cur.fetchall()]
+    return [r for r in cur.fetchall()]
 
 
 def delete(conn: psycopg.Connection, org_id: str, memory_id: str) -> None:
@@ -288,11 +284,11 @@ def list_page(
     if after is not None:
         sql += " AND (updated_at, id) < (%s, %s)"
         args += list(after)
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"SELECT {COLUMNS} FROM memories WHERE {sql} ORDER BY updated_at DESC, id DESC LIMIT %s",
         [*args, limit],
     )
-    return [row_dict(cur, r) for r in cur.fetchall()]
+    return [r for r in cur.fetchall()]
 
 
 # -- metrics -----------------------------------------------------------------------------------
@@ -308,11 +304,32 @@ def metrics_of(
 ) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"SELECT {METRIC_COLUMNS} FROM memory_metrics WHERE org_id = %s AND memory_id = ANY(%s)",
         (org_id, list(ids)),
     )
-    return {r[0]: row_dict(cur, r) for r in cur.fetchall()}
+    return {r["memory_id"]: r for r in cur.fetchall()}
+
+
+def count_given(
+    conn: psycopg.Connection, org_id: str, eligible: Sequence[str], chosen: Sequence[str]
+) -> None:
+    """An opportunity for every eligible memory and a use for every chosen one, in one
+    statement that locks the rows in id order (two contexts never wait on each other in a
+    cycle)."""
+    ids = sorted(set(eligible))
+    if not ids:
+        return
+    given = set(chosen)
+    conn.execute(
+        "INSERT INTO memory_metrics AS m (org_id, memory_id, opportunities, use_count,"
+        " last_used_at) SELECT %s, id, 1, used, CASE WHEN used = 1 THEN now() END"
+        " FROM unnest(%s::text[], %s::int[]) AS u(id, used) ORDER BY id"
+        " ON CONFLICT (org_id, memory_id) DO UPDATE SET"
+        " opportunities = m.opportunities + 1, use_count = m.use_count + EXCLUDED.use_count,"
+        " last_used_at = coalesce(EXCLUDED.last_used_at, m.last_used_at)",
+        (org_id, ids, [int(i in given) for i in ids]),
+    )
 
 
 def add_metrics(
@@ -376,9 +393,12 @@ def remember_reply(
 # -- retrieval -------------------------------------------------------------------------------
 
 
-def reach_size(conn: psycopg.Connection, reach: Reach, filters: Filters) -> int:
+def reach_size(conn: psycopg.Connection, reach: Reach, filters: Filters, upto: int) -> int:
+    """How many memories the filtered reach holds, counting no further than `upto`."""
     sql, args = where(reach, filters)
-    row = conn.execute(f"SELECT count(*) FROM memories WHERE {sql}", args).fetchone()
+    row = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM memories WHERE {sql} LIMIT %s) t", [*args, upto]
+    ).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -445,19 +465,21 @@ def keyword_hits(
 
 
 def document_frequencies(
-    conn: psycopg.Connection, reach: Reach, words: Sequence[str]
-) -> tuple[list[int], int]:
-    """How many live memories of the reach hold each word, and how many there are."""
-    sql, args = where(reach, Filters())
-    counts = []
-    for w in words:
-        row = conn.execute(
-            f"SELECT count(*) FROM memories WHERE {sql} AND tsv @@ to_tsquery('english', %s)",
-            [*args, tsquery_any([w])],
-        ).fetchone()
-        counts.append(int(row[0]) if row else 0)
-    row = conn.execute(f"SELECT count(*) FROM memories WHERE {sql}", args).fetchone()
-    return counts, int(row[0]) if row else 0
+    conn: psycopg.Connection, reach: Reach, words: Sequence[str], upto: int
+) -> list[int]:
+    """How many live memories of the reach hold each word, counting no further than `upto`
+    (a word held by more is not distinctive, however many hold it)."""
+    if not words:
+        return []
+    sql, args = where(reach, Filters(), alias="m")
+    rows = conn.execute(
+        "SELECT q.i, (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE " + sql + " AND"
+        " m.tsv @@ to_tsquery('english', q.w) LIMIT %s) t) FROM unnest(%s::text[])"
+        " WITH ORDINALITY AS q(w, i)",
+        [*args, upto, [tsquery_any([w]) for w in words]],
+    ).fetchall()
+    counts = {int(i): int(n) for i, n in rows}
+    return [counts[i + 1] for i in range(len(words))]
 
 
 def words_held(
@@ -544,13 +566,13 @@ def context_for_feedback(
     args: list[Any] = [reach.org_id]
     if reach.team_ids is not None:  # a team key judges its own team's contexts only
         sql, args = f"{sql} AND team_id = ANY(%s)", [*args, list(reach.team_ids)]
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"SELECT id, project_id, memory_ids, feedback FROM context_requests WHERE {sql}"
         " AND id = %s FOR UPDATE",
         [*args, context_id],
     )
     row = cur.fetchone()
-    return row_dict(cur, row) if row else None
+    return row if row else None
 
 
 def set_context_feedback(
@@ -596,7 +618,7 @@ def live_with_metrics(
     reads them."""
     live = Filters(project_id=project_id, include_global=project_id is None)
     sql, args = where(reach, live, alias="m")
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         "SELECT m.id, m.project_id, m.kind, m.tier, m.status, m.expires_at, m.created_at,"
         " coalesce(x.opportunities, 0) AS opportunities, coalesce(x.use_count, 0) AS use_count,"
         " coalesce(x.suspected_regret_hits, 0) AS hits,"
@@ -605,7 +627,7 @@ def live_with_metrics(
         " ON x.org_id = m.org_id AND x.memory_id = m.id WHERE " + sql + " ORDER BY m.id",
         args,
     )
-    return [row_dict(cur, r) for r in cur.fetchall()]
+    return [r for r in cur.fetchall()]
 
 
 def mark_evaluated(conn: psycopg.Connection, org_id: str, ids: Sequence[str]) -> None:
@@ -615,3 +637,22 @@ def mark_evaluated(conn: psycopg.Connection, org_id: str, ids: Sequence[str]) ->
         " DO UPDATE SET last_evaluated_at = now()",
         (org_id, list(ids)),
     )
+
+
+def insert_episode(conn: psycopg.Connection, row: dict[str, Any]) -> None:
+    """An episode a member sent, with the writer's ops and outcome (JSON columns as given)."""
+    conn.execute(
+        "INSERT INTO episodes (org_id, id, team_id, key_id, project_id, episode, outcome, reason,"
+        " ops, processed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, now())",
+        (
+            row["org_id"], row["id"], row["team_id"], row["key_id"], row["project_id"],
+            Jsonb(row["episode"]), row["outcome"], row["reason"], Jsonb(row["ops"]),
+        ),
+    )  # fmt: skip
+
+
+def live_total(conn: psycopg.Connection, reach: Reach) -> int:
+    """How many live memories the reach holds."""
+    sql, args = where(reach, Filters())
+    row = conn.execute(f"SELECT count(*) FROM memories WHERE {sql}", args).fetchone()
+    return int(row[0]) if row else 0

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from reos_memory.store.team.memories import Reach, row_dict, where
+from reos_memory.store.team.memories import Reach, where
 
 COLUMNS = (
     "id, team_id, proposed_by, local_memory_id, memory, status, decided_by, decided_at,"
@@ -24,26 +25,26 @@ def insert(
     local_memory_id: str | None,
     memory: dict[str, Any],
 ) -> dict[str, Any]:
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         "INSERT INTO shares (org_id, id, team_id, proposed_by, local_memory_id, memory)"
         f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {COLUMNS}",
         (org_id, share_id, team_id, proposed_by, local_memory_id, Jsonb(memory)),
     )
     row = cur.fetchone()
     assert row is not None
-    return row_dict(cur, row)
+    return row
 
 
 def get(
     conn: psycopg.Connection, reach: Reach, share_id: str, *, lock: bool = False
 ) -> dict[str, Any] | None:
     sql, args = where(reach)
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"SELECT {COLUMNS} FROM shares WHERE {sql} AND id = %s" + (" FOR UPDATE" if lock else ""),
         [*args, share_id],
     )
     row = cur.fetchone()
-    return row_dict(cur, row) if row else None
+    return row if row else None
 
 
 def listed(
@@ -61,11 +62,11 @@ def listed(
     if proposed_by is not None:
         sql += " AND proposed_by = %s"
         args.append(proposed_by)
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         f"SELECT {COLUMNS} FROM shares WHERE {sql} ORDER BY created_at, id LIMIT %s",
         [*args, limit],
     )
-    return [row_dict(cur, r) for r in cur.fetchall()]
+    return [r for r in cur.fetchall()]
 
 
 def decide(
@@ -77,14 +78,14 @@ def decide(
     reason: str | None,
     memory_id: str | None,
 ) -> dict[str, Any]:
-    cur = conn.execute(
+    cur = conn.cursor(row_factory=dict_row).execute(
         "UPDATE shares SET status = %s, decided_by = %s, decided_at = now(), reason = %s,"
         f" memory_id = %s WHERE org_id = %s AND id = %s RETURNING {COLUMNS}",
         (status, decided_by, reason, memory_id, org_id, share_id),
     )
     row = cur.fetchone()
     assert row is not None
-    return row_dict(cur, row)
+    return row
 
 
 def pending_count(conn: psycopg.Connection, reach: Reach) -> int:
