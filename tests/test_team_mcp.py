@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from reos_memory.interfaces.team_http.mcp_endpoint import tool_definitions
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
+from tests.conftest import team_data_dir
 from tests.test_team_memory import Org
 from tests.test_team_server import ACTOR, Server, _start
 
@@ -59,12 +60,12 @@ class Keys(Org):
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamDatabase]:
-    data_dir = tmp_path_factory.mktemp("team-mcp") / "team-db"
-    db = open_team_database(None, data_dir)
-    db.data_dir = data_dir  # type: ignore[attr-defined]
-    yield db
-    db.close()
+def db() -> Iterator[TeamDatabase]:
+    with team_data_dir("team-mcp") as data_dir:
+        db = open_team_database(None, data_dir)
+        db.data_dir = data_dir  # type: ignore[attr-defined]
+        yield db
+        db.close()
 
 
 @pytest.fixture(scope="module")
