@@ -253,6 +253,19 @@ def test_no_key_or_a_refused_key_gets_401_and_nothing_runs(server, keys):
     assert exc.group_contains(MCPError, depth=2)
 
 
+def test_a_body_over_the_limit_is_refused_with_413_and_nothing_runs(server, keys):
+    text = "x" * (1 << 20)
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "remember", "arguments": {"text": text, "project_id": "p"}}}  # fmt: skip
+    try:
+        status, _, _ = _post_mcp(server, msg, keys.a_writer)
+    except (ConnectionError, urllib.error.URLError):  # closed before the whole body was sent
+        status = 413
+    assert status == 413
+    listed = server.result(keys.a_reader, "squirrel/memories/list", {"limit": 1000})["memories"]
+    assert text not in {m["text"] for m in listed}
+
+
 def test_another_orgs_memory_is_not_found_by_any_tool(server, keys):
     mem = remember(server, keys.a_writer, f"Acme deploys on Tuesdays {uuid.uuid4().hex[:6]}",
                    owner_type="org")  # fmt: skip
@@ -300,6 +313,9 @@ def test_a_team_key_does_not_reach_another_team(server, keys):
     listed = ok(server, keys.web_writer, "list_memories", {"limit": 1000})["memories"]
     found = ok(server, keys.web_writer, "search_memory", {"query": "Backend owns the ledger"})
     assert mem["id"] not in {m["id"] for m in listed} | {m["id"] for m in found["matches"]}
+    ctx = ok(server, keys.web_writer, "get_task_context",
+             {"task": "who owns the ledger", "project_id": "proj-pay"})  # fmt: skip
+    assert mem["id"] not in {m["id"] for m in ctx["memories"]}
     err = fails(server, keys.web_writer, "remember",
                 {"text": "x y z", "project_id": "p", "owner_type": "team", "owner_id": "backend"})  # fmt: skip
     assert err["reason"] == "not_found" and err["field"] == "$.owner_id"
@@ -365,4 +381,5 @@ def _post_mcp(server: Server, msg: Any, key: str | None) -> tuple[int, Any, Any]
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, resp.headers, json.loads(resp.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers, json.loads(exc.read() or b"null")
+        body = exc.read()
+        return exc.code, exc.headers, json.loads(body) if body.startswith(b"{") else body
