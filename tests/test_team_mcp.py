@@ -266,75 +266,146 @@ def test_a_body_over_the_limit_is_refused_with_413_and_nothing_runs(server, keys
     assert text not in {m["text"] for m in listed}
 
 
-def test_another_orgs_memory_is_not_found_by_any_tool(server, keys):
-    mem = remember(server, keys.a_writer, f"Acme deploys on Tuesdays {uuid.uuid4().hex[:6]}",
-                   owner_type="org")  # fmt: skip
-    by_id = {"memory_id": mem["id"]}
-    for tool, args in (
-        ("get_memory", by_id),
-        ("update_memory", {**by_id, "text": "Globex was here"}),
-        ("deprecate_memory", by_id),
+# -- the MCP rows of the isolation matrix (tests/test_team_isolation.py has the JSON-RPC rows) ---
+
+SECRET_WORD = "quixoticzebra"  # in org A's memories only: a result holding it has leaked
+
+
+class Seeded:
+    """Org A's memories, written through MCP: one of the backend team, one of the whole org."""
+
+    def __init__(self, server: Server, keys: Keys) -> None:
+        self.backend_mem = remember(server, keys.backend_writer,
+                                    f"Deploy the ledger with make ship {SECRET_WORD}")["id"]  # fmt: skip
+        self.org_mem = remember(server, keys.a_writer, f"Never drop the {SECRET_WORD} table",
+                                kind="guard", owner_type="org")["id"]  # fmt: skip
+
+    def outsiders(self, keys: Keys, memory_id: str) -> list[str]:
+        """Keys that must not reach the memory: org B's, and for a team memory the other team's."""
+        return [keys.b_writer, keys.b_admin] + (
+            [keys.web_writer] if memory_id == self.backend_mem else []
+        )
+
+    def leaks(self, data: Any) -> bool:
+        text = json.dumps({k: v for k, v in data.items() if k not in ("query", "task")})
+        return any(x in text for x in (self.backend_mem, self.org_mem, SECRET_WORD))
+
+
+@pytest.fixture(scope="module")
+def seeded(server: Server, keys: Keys) -> Seeded:
+    return Seeded(server, keys)
+
+
+Row = Callable[[Server, Keys, Seeded], None]
+
+
+def not_found_by_id(tool: str, **extra: Any) -> Row:
+    def check(server: Server, keys: Keys, w: Seeded) -> None:
+        for mem in (w.backend_mem, w.org_mem):
+            for key in w.outsiders(keys, mem):
+                err = fails(server, key, tool, {"memory_id": mem, **extra})
+                assert err["reason"] == "not_found" and err["code"] == -32004, (tool, err)
+                assert err["message"] == f"memory {mem!r} not found", err
+
+    return check
+
+
+def reads_nothing(tool: str, args: dict[str, Any]) -> Row:
+    def check(server: Server, keys: Keys, w: Seeded) -> None:
+        for key in (keys.b_writer, keys.b_admin):
+            assert not w.leaks(ok(server, key, tool, args)), tool
+        web = json.dumps(ok(server, keys.web_writer, tool, args))
+        assert w.backend_mem not in web, tool
+
+    return check
+
+
+def forget_answers_as_for_no_memory(server: Server, keys: Keys, w: Seeded) -> None:
+    """As squirrel/memories/forget: `forgotten: false`, as for an id that never existed."""
+    for mem in (w.backend_mem, w.org_mem, "tmem-00000000000000000000"):
+        for key in w.outsiders(keys, mem):
+            assert ok(server, key, "forget", {"memory_id": mem}) == {
+                "forgotten": False, "memory_id": mem,
+            }  # fmt: skip
+
+
+def writes_stay_home(server: Server, keys: Keys, w: Seeded) -> None:
+    """Naming another org or team as the owner is not found; B's own write lands in B."""
+    base = {"text": "x marks the spot", "project_id": "proj-pay"}
+    for key, owner in (
+        (keys.b_writer, {"owner_type": "org", "owner_id": keys.a}),
+        (keys.b_writer, {"owner_type": "team", "owner_id": keys.backend}),
+        (keys.web_writer, {"owner_type": "team", "owner_id": "backend"}),
     ):
-        err = fails(server, keys.b_writer, tool, args)
-        assert err["reason"] == "not_found" and err["code"] == -32004, (tool, err)
-        assert mem["id"] in err["message"]
-    # forget answers as for an id that never existed (as squirrel/memories/forget does)
-    assert ok(server, keys.b_writer, "forget", by_id) == {"forgotten": False, **by_id}
-    never = {"memory_id": "tmem-00000000000000000000"}
-    assert ok(server, keys.b_writer, "forget", never) == {"forgotten": False, **never}
-    listed = ok(server, keys.b_admin, "list_memories", {"limit": 1000})["memories"]
-    assert mem["id"] not in {m["id"] for m in listed}
-    found = ok(server, keys.b_admin, "search_memory", {"query": "Acme deploys on Tuesdays"})
-    assert mem["id"] not in {m["id"] for m in found["matches"]}
-    ctx = ok(server, keys.b_admin, "get_task_context",
-             {"task": "when do Acme deploys go out", "project_id": "proj-pay"})  # fmt: skip
-    assert mem["id"] not in {m["id"] for m in ctx["memories"]}
-    # naming org A as the owner is not found either, for writes and proposals
-    for tool, args in (
-        ("remember", {"text": "x y z", "project_id": "p", "owner_type": "org",
-                      "owner_id": keys.a}),
-        ("propose_share", {"text": "x y z", "kind": "note", "project_id": "p",
-                           "owner_type": "org", "owner_id": keys.a}),
-    ):  # fmt: skip
-        assert fails(server, keys.b_writer, tool, args)["reason"] == "not_found", tool
-    got = server.result(keys.a_reader, "squirrel/memories/get", by_id)["memory"]
-    assert got["text"] == mem["text"] and got["version"] == 1 and got["status"] == mem["status"]
+        err = fails(server, key, "remember", {**base, **owner})
+        assert err["reason"] == "not_found" and err["field"] == "$.owner_id", err
+    mine = ok(server, keys.b_writer, "remember", {**base, "owner_type": "org"})["memory"]
+    assert mine["owner_id"] == keys.b
 
 
-def test_a_team_key_does_not_reach_another_team(server, keys):
-    mem = remember(server, keys.backend_writer, f"Backend owns the ledger {uuid.uuid4().hex[:6]}")
-    for tool, args in (
-        ("get_memory", {"memory_id": mem["id"]}),
-        ("update_memory", {"memory_id": mem["id"], "text": "web was here"}),
-        ("deprecate_memory", {"memory_id": mem["id"]}),
+def shares_stay_home(server: Server, keys: Keys, w: Seeded) -> None:
+    base = {"text": "x marks the spot", "kind": "note", "project_id": "proj-pay"}
+    for key, owner in (
+        (keys.b_writer, {"owner_type": "org", "owner_id": keys.a}),
+        (keys.b_writer, {"owner_type": "team", "owner_id": keys.backend}),
+        (keys.web_writer, {"owner_type": "team", "owner_id": "backend"}),
     ):
-        assert fails(server, keys.web_writer, tool, args)["reason"] == "not_found", tool
-    assert ok(server, keys.web_writer, "forget", {"memory_id": mem["id"]})["forgotten"] is False
-    listed = ok(server, keys.web_writer, "list_memories", {"limit": 1000})["memories"]
-    found = ok(server, keys.web_writer, "search_memory", {"query": "Backend owns the ledger"})
-    assert mem["id"] not in {m["id"] for m in listed} | {m["id"] for m in found["matches"]}
-    ctx = ok(server, keys.web_writer, "get_task_context",
-             {"task": "who owns the ledger", "project_id": "proj-pay"})  # fmt: skip
-    assert mem["id"] not in {m["id"] for m in ctx["memories"]}
-    err = fails(server, keys.web_writer, "remember",
-                {"text": "x y z", "project_id": "p", "owner_type": "team", "owner_id": "backend"})  # fmt: skip
-    assert err["reason"] == "not_found" and err["field"] == "$.owner_id"
-    assert ok(server, keys.backend_reader, "get_memory", {"memory_id": mem["id"]})
+        err = fails(server, key, "propose_share", {**base, **owner})
+        assert err["reason"] == "not_found", err
 
 
-def test_a_reader_cannot_write_and_is_told_the_role(server, keys):
-    mem = remember(server, keys.backend_writer, f"Reader-proof memory {uuid.uuid4().hex[:6]}")
-    for tool, args in (
-        ("remember", {"text": "x y z", "project_id": "p"}),
-        ("update_memory", {"memory_id": mem["id"], "text": "changed"}),
-        ("deprecate_memory", {"memory_id": mem["id"]}),
-        ("forget", {"memory_id": mem["id"]}),
-    ):
-        err = fails(server, keys.backend_reader, tool, args)
-        assert err["reason"] == "forbidden" and err["role"] == "writer", (tool, err)
-        assert "'writer'" in err["message"]
-    got = ok(server, keys.backend_reader, "get_memory", {"memory_id": mem["id"]})
-    assert got["memory"]["version"] == 1 and got["memory"]["status"] == mem["status"]
+def whoami_is_the_key(server: Server, keys: Keys, w: Seeded) -> None:
+    assert ok(server, keys.b_writer, "whoami")["org_id"] == keys.b
+    assert ok(server, keys.web_writer, "whoami")["team_id"] == keys.web
+
+
+MATRIX: dict[str, list[Row]] = {
+    "get_memory": [not_found_by_id("get_memory")],
+    "update_memory": [not_found_by_id("update_memory", text="Globex was here")],
+    "deprecate_memory": [not_found_by_id("deprecate_memory")],
+    "forget": [forget_answers_as_for_no_memory],
+    "list_memories": [reads_nothing("list_memories", {"limit": 1000})],
+    "search_memory": [reads_nothing("search_memory", {"query": SECRET_WORD})],
+    "get_task_context": [
+        reads_nothing(
+            "get_task_context", {"task": f"deploy {SECRET_WORD}", "project_id": "proj-pay"}
+        )
+    ],
+    "remember": [writes_stay_home],
+    "propose_share": [shares_stay_home],
+    "whoami": [whoami_is_the_key],
+}
+READER_WRITES = {
+    "remember": {"text": "x y z", "project_id": "proj-pay"},
+    "update_memory": {"text": "changed"},
+    "deprecate_memory": {},
+    "forget": {},
+}
+
+
+def test_every_tool_has_its_isolation_row():
+    assert set(MATRIX) == {t.name for t in tool_definitions()}, "add the new tool's row"
+
+
+@pytest.mark.parametrize("tool", sorted(MATRIX))
+def test_no_key_reaches_another_tenant_through(tool, server, keys, seeded):
+    for check in MATRIX[tool]:
+        check(server, keys, seeded)
+    for mem in (seeded.backend_mem, seeded.org_mem):  # A's memories are there, unchanged
+        got = ok(server, keys.a_writer, "get_memory", {"memory_id": mem})["memory"]
+        assert got["version"] == 1 and got["status"] == "provisional", got
+
+
+@pytest.mark.parametrize("tool", sorted(READER_WRITES))
+def test_a_reader_cannot_write_through(tool, server, keys, seeded):
+    args = {"memory_id": seeded.backend_mem, **READER_WRITES[tool]}
+    if tool == "remember":
+        args.pop("memory_id")
+    err = fails(server, keys.backend_reader, tool, args)
+    assert err["reason"] == "forbidden" and err["role"] == "writer", (tool, err)
+    assert "'writer'" in err["message"]
+    got = ok(server, keys.backend_reader, "get_memory", {"memory_id": seeded.backend_mem})
+    assert got["memory"]["version"] == 1 and got["memory"]["status"] == "provisional"
 
 
 def test_a_third_party_client_the_mcp_inspector_cli_calls_a_tool(server, keys):
