@@ -230,7 +230,7 @@ def test_bad_arguments_are_tool_errors_naming_the_field_and_rule(server, keys):
     err = fails(server, keys.backend_reader, "get_memory", {"memory_id": "m", "org_id": "acme"})
     assert err["field"] == "$.org_id"  # the tenant is never an argument
     err = fails(server, keys.backend_reader, "get_task_context", {"task": "deploy"})
-    assert err["field"] == "$.project_id" and "required" in err["message"]
+    assert err["rule"] == "Object missing required field `project_id`"
     err = fails(server, keys.backend_reader, "list_memories", {"project_root": "/srv/app"})
     assert err["field"] == "$.project_root" and "project_id" in err["message"]
 

@@ -116,7 +116,6 @@ def _simplify(node: Any) -> Any:
 
 _PATH = re.compile(r"at `(\$[^`]*)`")
 _UNKNOWN = re.compile(r"Object contains unknown field `([^`]*)`")
-_MISSING = re.compile(r"Object missing required field `([^`]*)`")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[(?:'|\")(.*?)(?:'|\")\]")
 
 
@@ -152,9 +151,6 @@ def _explain(struct: type, message: str) -> InvalidInput:
         if path == "$":
             rule += " (known: " + ", ".join(f.name for f in msgspec.structs.fields(struct)) + ")"
         path = f"{path}.{unknown.group(1)}"
-    missing = _MISSING.match(rule)
-    if missing:  # the field is named, as for any other rule
-        path = f"{path}.{missing.group(1)}"
     err = InvalidInput(path[2:] if path.startswith("$.") else "", rule)
     err.data["field"] = path
     err.message = f"{rule} - at `{path}`"
