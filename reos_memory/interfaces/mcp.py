@@ -38,7 +38,7 @@ from reos_memory.graph import api as gapi
 from reos_memory.graph import retrieval, traversal
 from reos_memory.graph.retrieval import render_markdown
 from reos_memory.interfaces import stdio_process
-from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
+from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params, input_schemas
 from reos_memory.interfaces.services import Services
 from reos_memory.models import Direction, Ident, MemoryKind, MemoryScope, RelType
 from reos_memory.squirrel import api as ts
@@ -476,20 +476,15 @@ def related_blocks(env: Env, a: RelatedBlocksArgs) -> Any:
 def tool_definitions() -> list[mt.Tool]:
     """Every tool with its description and input JSON Schema."""
     specs = list(TOOLS.methods.values())
-    _, components = msgspec.json.schema_components(
-        [s.params for s in specs], ref_template="#/$defs/{name}"
-    )
+    schemas = input_schemas(specs)
     out = []
     for s in specs:
-        schema = _simplify(components[s.params.__name__])
-        schema.pop("title", None)
-        schema.pop("description", None)
         description = s.summary + ("\n\n" + s.description if s.description else "")
         out.append(
             mt.Tool(
                 name=s.name,
                 description=description,
-                input_schema=schema,
+                input_schema=schemas[s.name],
                 annotations=mt.ToolAnnotations(
                     read_only_hint=s.name in READ_ONLY,
                     destructive_hint=s.name in DESTRUCTIVE,
@@ -498,27 +493,6 @@ def tool_definitions() -> list[mt.Tool]:
             )
         )
     return out
-
-
-def _simplify(node: Any) -> Any:
-    """Plainer schema for agents: an optional field shows its type (null is still accepted),
-    a string enum says it is a string."""
-    if isinstance(node, list):
-        return [_simplify(x) for x in node]
-    if not isinstance(node, dict):
-        return node
-    node = {k: _simplify(v) for k, v in node.items()}
-    variants = node.get("anyOf")
-    if isinstance(variants, list) and {"type": "null"} in variants and len(variants) == 2:
-        (inner,) = [v for v in variants if v != {"type": "null"}]
-        rest = {
-            k: v for k, v in node.items() if k != "anyOf" and not (k == "default" and v is None)
-        }
-        node = {**inner, **rest}
-    enum = node.get("enum")
-    if isinstance(enum, list) and "type" not in node and all(isinstance(v, str) for v in enum):
-        node = {"type": "string", **node}
-    return node
 
 
 # -- serving -----------------------------------------------------------------------------------

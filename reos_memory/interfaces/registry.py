@@ -74,6 +74,46 @@ class Registry:
         return register
 
 
+def input_schemas(specs: list[MethodSpec]) -> dict[str, dict[str, Any]]:
+    """Each method's params Struct as the JSON Schema an MCP tool's `inputSchema` takes (plainer
+    for agents, see `_simplify`); a Struct nested in the params comes along under `$defs`."""
+    _, components = msgspec.json.schema_components(
+        [s.params for s in specs], ref_template="#/$defs/{name}"
+    )
+    out = {}
+    for s in specs:
+        schema = _simplify(components[s.params.__name__])
+        schema.pop("title", None)
+        schema.pop("description", None)
+        if "#/$defs/" in msgspec.json.encode(schema).decode():
+            schema["$defs"] = {
+                k: _simplify(v) for k, v in components.items() if k != s.params.__name__
+            }
+        out[s.name] = schema
+    return out
+
+
+def _simplify(node: Any) -> Any:
+    """Plainer schema for agents: an optional field shows its type (null is still accepted),
+    a string enum says it is a string."""
+    if isinstance(node, list):
+        return [_simplify(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _simplify(v) for k, v in node.items()}
+    variants = node.get("anyOf")
+    if isinstance(variants, list) and {"type": "null"} in variants and len(variants) == 2:
+        (inner,) = [v for v in variants if v != {"type": "null"}]
+        rest = {
+            k: v for k, v in node.items() if k != "anyOf" and not (k == "default" and v is None)
+        }
+        node = {**inner, **rest}
+    enum = node.get("enum")
+    if isinstance(enum, list) and "type" not in node and all(isinstance(v, str) for v in enum):
+        node = {"type": "string", **node}
+    return node
+
+
 _PATH = re.compile(r"at `(\$[^`]*)`")
 _UNKNOWN = re.compile(r"Object contains unknown field `([^`]*)`")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[(?:'|\")(.*?)(?:'|\")\]")

@@ -1,5 +1,6 @@
-"""The team server over HTTP (issue 21): JSON-RPC 2.0 at `POST /rpc` with a bearer API key, and
-`GET /health`. Starlette on uvicorn; stateless, so N processes can serve one database.
+"""The team server over HTTP (issue 21): JSON-RPC 2.0 at `POST /rpc` and MCP over Streamable
+HTTP at `/mcp` (`mcp_endpoint.py`), both with a bearer API key, and `GET /health`. Starlette on
+uvicorn; stateless, so N processes can serve one database.
 
 The tenant comes only from the key: a request without a valid key gets HTTP 401 and nothing
 runs. A key over its rate, or an address over its rate of failed authentications, gets HTTP 429
@@ -28,6 +29,7 @@ from reos_memory.errors import DatabaseUnavailable, InvalidInput, ReosError, pub
 from reos_memory.interfaces.openrpc import build_document, plain
 from reos_memory.interfaces.registry import MethodSpec, convert_params
 from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
+from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
 from reos_memory.interfaces.team_http.registry import Handler, registry
 from reos_memory.team.keys import KeyRefused, VerifiedKey
 from reos_memory.team.service import Caller, TeamService
@@ -79,11 +81,14 @@ class TeamHttp:
         # None: no limit (--rate-limit 0); the burst is two seconds' worth
         self.per_key = RateLimiter(rate_limit, 2 * rate_limit) if rate_limit > 0 else None
         self.failed_auth = RateLimiter(rate_limit, 2 * rate_limit) if rate_limit > 0 else None
+        self.mcp = TeamMcp(svc, log, self._mcp_key, MAX_BODY_BYTES)
         self.app = Starlette(
             routes=[
                 Route("/health", self.health, methods=["GET"]),
                 Route("/rpc", self.rpc, methods=["POST"]),
-            ]
+                Route("/mcp", self.mcp),  # an ASGI app: the SDK answers each HTTP method
+            ],
+            lifespan=lambda app: self.mcp.running(),
         )
 
     async def health(self, request: Request) -> Response:
@@ -92,7 +97,7 @@ class TeamHttp:
         return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
 
     async def rpc(self, request: Request) -> Response:
-        key = await self._authenticate(request)
+        key = await self.authenticate(request)
         if isinstance(key, Response):
             return key
         message = await _read_json(request)
@@ -125,7 +130,7 @@ class TeamHttp:
         reply = await self._one(key, message)
         return JSONResponse(reply) if reply is not None else Response(status_code=204)
 
-    async def _authenticate(self, request: Request) -> VerifiedKey | Response:
+    async def authenticate(self, request: Request) -> VerifiedKey | Response:
         """The verified key of a request, else its 401, 429 or 503. Each failed attempt takes a
         token of the client address's bucket; an address with none left is refused before its
         key is looked at, so a flood of bad keys never reaches the database."""
@@ -140,7 +145,7 @@ class TeamHttp:
         try:
             return await run_in_threadpool(self.svc.authenticate, presented.strip())
         except KeyRefused as exc:
-            self.log.info("key_refused", why=exc.why, path="/rpc", address=address)
+            self.log.info("key_refused", why=exc.why, path=request.url.path, address=address)
             return self._refused(address, "the API key was refused")
         except Exception as exc:  # the database cannot check keys: retry later, nothing ran
             incident = getattr(exc, "incident", None) or uuid.uuid4().hex[:12]
@@ -150,6 +155,13 @@ class TeamHttp:
                 status_code=503,
                 headers={"Retry-After": "1"},
             )
+
+    async def _mcp_key(self, request: Request) -> VerifiedKey | Response:
+        """/mcp's check: the key as for /rpc, and one request of its rate."""
+        key = await self.authenticate(request)
+        if isinstance(key, Response):
+            return key
+        return self._limit(key, 1) or key
 
     def _refused(self, address: str, message: str) -> Response:
         if self.failed_auth is not None:
@@ -273,7 +285,7 @@ def serve(
         port=port,
         log_config=None,
         access_log=False,
-        lifespan="off",
+        lifespan="on",  # the MCP transport's task group
         server_header=False,
     )
     server = _server_class()(config)

@@ -1,0 +1,446 @@
+"""Team memory as Model Context Protocol tools at `/mcp` (issue 21), so Claude Code, Cursor or
+any MCP client can use it without the local service.
+
+The official SDK's Streamable HTTP transport, stateless: every POST is answered on its own (a
+fresh transport, no session id, nothing kept in the process between requests), so any of N
+server processes behind a load balancer can take any request, as with /rpc. A stateful session
+would live in one process's memory and a request routed to another would get 404. Replies are
+plain JSON (no SSE stream): a tool call is one short request and one answer.
+
+The bearer key is checked before the SDK sees the request, by the same code as /rpc (no key or
+a refused key: 401, nothing runs); the key then rides in the ASGI scope to the tool call. Every
+tool calls the registered handler of its JSON-RPC twin (`memory_methods`, `team_methods`), so
+roles, tenancy, redaction and the audit log are the methods' own. Tools the local MCP server
+also has keep its names and argument names (`project_id` replaces `project_root`: the server
+has no files), so an agent's prompt works against either."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+import anyio
+import mcp.types as mt
+import msgspec
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+from msgspec import Meta
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from reos_memory import __version__
+from reos_memory.errors import ReosError
+from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params, input_schemas
+from reos_memory.interfaces.team_http import memory_methods as mm
+from reos_memory.interfaces.team_http import team_methods as tm
+from reos_memory.interfaces.team_http.registry import NoParams
+from reos_memory.models import Ident, MemoryKind, MemoryScope
+from reos_memory.squirrel import api
+from reos_memory.squirrel import team_api as tapi
+from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText, OwnerId
+from reos_memory.team.keys import VerifiedKey
+from reos_memory.team.service import Caller, TeamService, WhoAmI
+
+INSTRUCTIONS = (
+    "reos-memory team memory: the memories this team and organisation share for coding work."
+    " At the start of a task call get_task_context with the task and the project's id, and"
+    " follow the guards, invariants and preferences it returns. When the team should keep a"
+    " lasting rule or a trap worth avoiding, call remember (a writer key) or propose_share (any"
+    " key; a writer approves). search_memory, list_memories and get_memory read; update_memory,"
+    " deprecate_memory and forget change. whoami says which org, team and role your key has."
+)
+
+TOOLS = Registry()  # tool name -> arguments Struct and function(svc, caller, args)
+tool = TOOLS.method
+DESTRUCTIVE = {"forget"}
+# the service refuses it ("the team server has no files"); the schema does not offer it
+_HIDDEN = ("project_root",)
+KEY_STATE = "reos_memory_key"  # where the endpoint leaves the verified key in the ASGI scope
+
+# as the local tool: the result holds the prompt and each memory again, with its details
+MAX_BUDGET_TOKENS = 5_000
+Authenticate = Callable[[Request], Awaitable[VerifiedKey | Response]]
+
+ProjectId = Annotated[
+    Ident,
+    Meta(
+        description="The project's id, as the team's memories carry it (each memory's"
+        " project_id in list_memories or search_memory); a global memory has none."
+    ),
+]
+OwnerTypeArg = Annotated[
+    Literal["team", "org"],
+    Meta(description="team (default for a team key) or org (every team of the organisation)."),
+]
+OwnerIdArg = Annotated[
+    OwnerId,
+    Meta(
+        description="The team's name or id (owner_type team), or the org's id; default: the"
+        " key's own.",
+    ),
+]
+
+
+class Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base of the tools' own arguments: unknown fields are errors."""
+
+
+class GetTaskContextArgs(Args):
+    task: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=20_000,
+            description="What you are about to do, in a sentence or two (the user's request"
+            " will do).",
+        ),
+    ]
+    project_id: ProjectId
+    path: (
+        Annotated[
+            api.PathText,
+            Meta(
+                description="File or directory the task is about, relative to the project root;"
+                " adds the memories scoped to that sub-tree."
+            ),
+        ]
+        | None
+    ) = None
+    session_id: (
+        Annotated[
+            api.SessionId,
+            Meta(description="Your session's id, if you have one (ties contexts to a session)."),
+        ]
+        | None
+    ) = None
+    budget_tokens: Annotated[
+        int, Meta(ge=16, le=MAX_BUDGET_TOKENS, description="Most tokens context_prompt may take.")
+    ] = 400
+    owner_type: OwnerTypeArg | None = None
+    owner_id: OwnerIdArg | None = None
+
+
+@tool("get_task_context", params=GetTaskContextArgs, result=api.ContextResult, kind="write")
+def get_task_context(svc: TeamService, caller: Caller, a: GetTaskContextArgs) -> api.ContextResult:
+    """Get the memories the team holds for a task in a project: call it at the start of every task, and again when you move to another part of the code.
+
+    Returns `context_prompt`, ready to read as instructions (guards first, then invariants and
+    preferences, patterns, notes; within `budget_tokens`), and `memories` with each memory's id,
+    kind, scope, score and why it was chosen. Follow guards and invariants. Counted for the
+    team's memory review (opportunities and uses), as on a member's machine.
+    """
+    p = api.ContextParams(
+        project_id=a.project_id,
+        task=a.task,
+        path=a.path,
+        session_id=a.session_id,
+        context_budget_tokens=a.budget_tokens,
+        owner_type=a.owner_type,
+        owner_id=a.owner_id,
+    )
+    out = mm.get_task_context(svc, caller, p)
+    # why the others were left out is for people (squirrel/get_task_context over /rpc): up to a
+    # hundred entries the budget does not bound would only cost the agent tokens
+    out.dropped = []
+    return out
+
+
+class SearchMemoryArgs(Args):
+    query: Annotated[
+        str, Meta(min_length=1, max_length=10_000, description="Words or a question to look for.")
+    ]
+    project_id: (
+        Annotated[
+            Ident,
+            Meta(
+                description="Only this project's memories (and the global ones); default: every"
+                " project.",
+            ),
+        ]
+        | None
+    ) = None
+    limit: Annotated[int, Meta(ge=1, le=1000, description="Most memories to return.")] = 20
+    owner_type: OwnerTypeArg | None = None
+    owner_id: OwnerIdArg | None = None
+
+
+@tool("search_memory", params=SearchMemoryArgs, result=api.SquirrelSearchResult)
+def search_memory(
+    svc: TeamService, caller: Caller, a: SearchMemoryArgs
+) -> api.SquirrelSearchResult:
+    """Search the team and organisation memories by meaning and keywords: use it to check what the team knows about a topic, or to find a memory's id.
+
+    Returns `matches` (id, kind, status, scope, text, score, similarity, keyword score). Changes
+    nothing; for the context of a task use get_task_context instead.
+    """
+    p = api.SquirrelSearchParams(
+        query=a.query,
+        project_id=a.project_id,
+        limit=a.limit,
+        owner_type=a.owner_type,
+        owner_id=a.owner_id,
+    )
+    return mm.search(svc, caller, p)
+
+
+class RememberArgs(Args):
+    text: Annotated[
+        MemoryText,
+        Meta(
+            description="The memory, one self-contained sentence an agent can act on, e.g."
+            " 'Use pnpm, never npm.'"
+        ),
+    ]
+    kind: Annotated[
+        MemoryKind,
+        Meta(
+            description="preference (how the team likes things done), invariant (a fact or rule"
+            " of the project that must hold), pattern (a trap and what worked), guard (something"
+            " never to do), note (anything else)."
+        ),
+    ] = "note"
+    scope: Annotated[
+        MemoryScope,
+        Meta(
+            description="project (one project: give project_id), global (every project),"
+            " repo_path (only a sub-tree of the project: give path_prefix)."
+        ),
+    ] = "project"
+    key: (
+        Annotated[
+            MemoryKey,
+            Meta(
+                description="Slot name such as project.package_manager: a new memory with a key"
+                " already held replaces the old one (which is kept as history)."
+            ),
+        ]
+        | None
+    ) = None
+    avoid: Annotated[
+        bool, Meta(description="True when the memory describes what NOT to do (an anti-pattern).")
+    ] = False
+    path_prefix: (
+        Annotated[
+            api.PathText,
+            Meta(
+                description="Sub-tree the memory applies to, relative to the project root"
+                " (scope repo_path only), e.g. services/payment-api."
+            ),
+        ]
+        | None
+    ) = None
+    project_id: ProjectId | None = None
+    owner_type: OwnerTypeArg | None = None
+    owner_id: OwnerIdArg | None = None
+
+
+@tool("remember", params=RememberArgs, result=tapi.TeamMemoryResult, kind="write")
+def remember(svc: TeamService, caller: Caller, a: RememberArgs) -> tapi.TeamMemoryResult:
+    """Store a team memory (a writer key): call it when the user states a rule, preference or correction the whole team should follow, or you learned a trap the team's next session must know.
+
+    The memory starts provisional (promoted by use). A near-duplicate of a live memory is not
+    stored twice: `deduplicated_into` names the memory that gained the evidence. Returns the
+    stored `memory` (its `id` is what get_memory, update_memory and forget take). A reader key
+    can propose it instead with propose_share.
+    """
+    p = tapi.TeamMemoryAddParams(
+        project_id=a.project_id,
+        scope=a.scope,
+        kind=a.kind,
+        text=a.text,
+        key=a.key,
+        polarity=-1 if a.avoid else 1,
+        path_prefix=a.path_prefix,
+        owner_type=a.owner_type,
+        owner_id=a.owner_id,
+    )
+    return mm.memories_add(svc, caller, p)
+
+
+@tool("forget", params=tapi.TeamMemoryIdParams, result=tapi.TeamForgetResult, kind="write")
+def forget(svc: TeamService, caller: Caller, a: tapi.TeamMemoryIdParams) -> tapi.TeamForgetResult:
+    """Erase a team memory for good, with its history (a writer key): call it when a memory is wrong or the team asks to forget it.
+
+    Cannot be undone; every member's cache drops it on its next pull. To retire a memory but
+    keep it readable, use deprecate_memory; to correct it, update_memory.
+    """
+    return mm.memories_forget(svc, caller, a)
+
+
+@tool("get_memory", params=api.MemoryIdParams, result=tapi.TeamMemoryGetResult)
+def get_memory(svc: TeamService, caller: Caller, a: api.MemoryIdParams) -> tapi.TeamMemoryGetResult:
+    """Read one team memory by id, with its usage metrics and its earlier versions (newest first).
+
+    A memory the key cannot reach (another team's or organisation's) is answered not found.
+    """
+    return mm.memories_get(svc, caller, a)
+
+
+@tool("list_memories", params=api.MemoryListParams, result=tapi.TeamMemoryListResult)
+def list_memories(
+    svc: TeamService, caller: Caller, a: api.MemoryListParams
+) -> tapi.TeamMemoryListResult:
+    """List the team and organisation memories the key reaches, newest change first, filtered by project_id, kinds, statuses, scope, owner and key_prefix.
+
+    Paged: pass `next_cursor` back as `cursor` for the next page (`limit` per page).
+    """
+    return mm.memories_list(svc, caller, a)
+
+
+@tool("update_memory", params=tapi.TeamMemoryUpdateParams, result=tapi.TeamMemoryResult,
+      kind="write")  # fmt: skip
+def update_memory(
+    svc: TeamService, caller: Caller, a: tapi.TeamMemoryUpdateParams
+) -> tapi.TeamMemoryResult:
+    """Change a team memory (a writer key): its text, kind, tier, key, status, confidence, polarity or time to live.
+
+    The memory keeps its id and gains a version; the earlier one stays in its history. The later
+    write wins, unless `expected_version` is given and the memory has moved on (a conflict).
+    """
+    return mm.memories_update(svc, caller, a)
+
+
+@tool("deprecate_memory", params=tapi.TeamMemoryIdParams, result=tapi.TeamMemoryResult,
+      kind="write")  # fmt: skip
+def deprecate_memory(
+    svc: TeamService, caller: Caller, a: tapi.TeamMemoryIdParams
+) -> tapi.TeamMemoryResult:
+    """Retire a team memory (a writer key): it no longer reaches anyone's context but stays readable, with its history."""
+    return mm.memories_deprecate(svc, caller, a)
+
+
+@tool("propose_share", params=tapi.ShareProposeParams, result=tapi.ShareResult, kind="write")
+def propose_share(svc: TeamService, caller: Caller, a: tapi.ShareProposeParams) -> tapi.ShareResult:
+    """Propose a memory to the team (any key, a reader's too): a writer of the team approves or rejects it, and an approved share becomes a team memory.
+
+    Give what the memory says (text, kind, project_id, ...) and, if it is one of the user's own
+    local memories, its id as local_memory_id.
+    """
+    return mm.shares_propose(svc, caller, a)
+
+
+@tool("whoami", params=NoParams, result=WhoAmI)
+def whoami(svc: TeamService, caller: Caller, a: NoParams) -> WhoAmI:
+    """The organisation, team, role and key id of the API key this client uses: what it may read and write."""
+    return tm.whoami(svc, caller, a)
+
+
+# -- the tool list and calls -----------------------------------------------------------------
+
+
+def tool_definitions() -> list[mt.Tool]:
+    """Every tool with its description and input JSON Schema (from its arguments Struct)."""
+    specs = list(TOOLS.methods.values())
+    schemas = input_schemas(specs)
+    out = []
+    for s in specs:
+        schema = schemas[s.name]
+        for name in _HIDDEN:
+            schema.get("properties", {}).pop(name, None)
+        out.append(
+            mt.Tool(
+                name=s.name,
+                description=s.summary + ("\n\n" + s.description if s.description else ""),
+                input_schema=schema,
+                annotations=mt.ToolAnnotations(
+                    read_only_hint=s.kind == "read",
+                    destructive_hint=s.name in DESTRUCTIVE,
+                    open_world_hint=False,
+                ),
+            )
+        )
+    return out
+
+
+class TeamMcp:
+    """The MCP server of one team server process and its `/mcp` ASGI endpoint."""
+
+    def __init__(
+        self, svc: TeamService, log: Any, authenticate: Authenticate, max_body_bytes: int
+    ) -> None:
+        self.svc = svc
+        self.log = log
+        self._authenticate = authenticate
+        tools = tool_definitions()
+
+        async def list_tools(
+            ctx: Any, params: mt.PaginatedRequestParams | None
+        ) -> mt.ListToolsResult:
+            return mt.ListToolsResult(tools=tools)
+
+        server: Server[Any] = Server(
+            "reos-memory-team",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self.manager = StreamableHTTPSessionManager(
+            server, json_response=True, stateless=True, max_request_body_size=max_body_bytes
+        )
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The transport's task group, for the app's lifespan."""
+        async with self.manager.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """`/mcp`: the key is checked first, as for /rpc; only then does the SDK read the body."""
+        key = await self._authenticate(Request(scope, receive))
+        if isinstance(key, Response):
+            await key(scope, receive, send)
+            return
+        scope.setdefault("state", {})[KEY_STATE] = key
+        await self.manager.handle_request(scope, receive, send)
+
+    async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        spec = TOOLS.methods.get(params.name)
+        if spec is None:
+            raise MCPError(
+                mt.INVALID_PARAMS,
+                f"unknown tool {params.name!r} (known: {', '.join(TOOLS.methods)})",
+            )
+        request = ctx.request
+        key = request.scope.get("state", {}).get(KEY_STATE) if request is not None else None
+        if not isinstance(key, VerifiedKey):  # only reachable if the endpoint were bypassed
+            return _error("unauthorized: an API key is required", {"reason": "unauthorized"})
+        caller = Caller(key=key, request_id=uuid.uuid4().hex)
+        # database work and the embedder block: a worker thread keeps the loop answering
+        return await anyio.to_thread.run_sync(self._run, spec, caller, params.arguments or {})
+
+    def _run(
+        self, spec: MethodSpec, caller: Caller, arguments: dict[str, Any]
+    ) -> mt.CallToolResult:
+        """Validate the arguments and run one tool; errors become tool errors naming the field
+        and rule (or the role), never exceptions; a bug's details go to the log only."""
+        try:
+            result = spec.handler(self.svc, caller, convert_params(spec, arguments))
+        except ReosError as exc:
+            self.log.info("tool_error", tool=spec.name, reason=exc.reason, error=exc.message,
+                          key_id=caller.key.key_id)  # fmt: skip
+            error = {"code": exc.code, "reason": exc.reason, "message": exc.message, **exc.data}
+            return _error(f"{exc.reason}: {exc.message}", {"error": error})
+        except Exception as exc:
+            incident = uuid.uuid4().hex[:12]
+            self.log.exception("internal_error", incident=incident, tool=spec.name,
+                               key_id=caller.key.key_id, error=repr(exc))  # fmt: skip
+            return _error(
+                f"internal_error: unexpected failure (incident {incident})",
+                {"error": {"reason": "internal_error", "incident": incident}},
+            )
+        data = msgspec.to_builtins(result)
+        return mt.CallToolResult(
+            content=[mt.TextContent(text=msgspec.json.encode(data).decode())],
+            structured_content=data,
+        )
+
+
+def _error(text: str, data: dict[str, Any]) -> mt.CallToolResult:
+    return mt.CallToolResult(
+        content=[mt.TextContent(text=text)], structured_content=data, is_error=True
+    )
