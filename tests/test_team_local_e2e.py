@@ -28,8 +28,9 @@ from harness.rpc_client import SQRL, Server
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
 from tests.conftest import team_data_dir
-from tests.test_team_server import ACTOR, ROOT, _free_port
-from tests.test_team_server import Server as TeamServer
+from tests.team_fixtures import ACTOR, ROOT
+from tests.team_fixtures import Server as TeamServer
+from tests.team_fixtures import free_port as _free_port
 
 pytestmark = pytest.mark.e2e
 PROJECT = "proj-pay"

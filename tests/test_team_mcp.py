@@ -27,8 +27,9 @@ from reos_memory.interfaces.team_http.mcp_endpoint import tool_definitions
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase, open_team_database
 from tests.conftest import team_data_dir
+from tests.team_fixtures import ACTOR, Server
+from tests.team_fixtures import start_server as _start
 from tests.test_team_memory import Org
-from tests.test_team_server import ACTOR, Server, _start
 
 pytestmark = pytest.mark.e2e
 
