@@ -337,3 +337,13 @@ def test_team_cr_memory_decides_over_every_members_counts(server, org):
     got = server.result(org.backend_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
     assert got["memory"]["status"] == "active" and got["memory"]["version"] == 2
     assert got["history"][0]["status"] == "provisional"
+
+
+def test_an_org_keys_write_into_a_team_is_audited_as_that_teams(server, org, db):
+    mem = add(server, org.a_writer, "Web deploys need the CDN purge step",
+              owner_type="team", owner_id="web")["memory"]  # fmt: skip
+    with db.connect() as conn:
+        rows = conn.execute(
+            "SELECT team_id, method FROM audit_log WHERE %s = ANY(target_ids)", (mem["id"],)
+        ).fetchall()
+    assert rows == [(org.web, "squirrel/memories/add")]

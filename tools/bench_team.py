@@ -139,7 +139,9 @@ def load(url: str, n: int, embedder: str, rng: random.Random) -> tuple[str, dict
     }
 
 
-def start_server(data_dir: Path, embedder: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(data_dir: Path, embedder: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The team server on a free port, its log in `log` (a pipe nobody reads would fill and
+    block it)."""
     import socket
 
     with socket.socket() as s:
@@ -149,7 +151,7 @@ def start_server(data_dir: Path, embedder: str) -> tuple[subprocess.Popen[bytes]
     proc = subprocess.Popen(
         [sys.executable, "-m", "reos_memory", "team-server", "--data-dir", str(data_dir),
          "--port", str(port), "--log-level", "warning"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env, stdout=subprocess.DEVNULL, stderr=log.open("ab"),
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -161,7 +163,7 @@ def start_server(data_dir: Path, embedder: str) -> tuple[subprocess.Popen[bytes]
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "no server")
+    raise RuntimeError(log.read_text(errors="replace")[-2000:])
 
 
 def concurrent(port: int, key: str, clients: int, requests: int, make: Any) -> dict[str, Any]:
@@ -267,7 +269,7 @@ def main() -> None:
             key, report["load"] = load(db.url, args.memories, args.embedder, rng)
             key_file.write_text(key)
         key = key_file.read_text()
-        proc, port = start_server(data, args.embedder)
+        proc, port = start_server(data, args.embedder, work / "team-server.log")
         try:
             time.sleep(1.0)
             report["rss_mb_idle"] = round(proc_status_kb(proc.pid) / 1024, 1)
@@ -288,7 +290,12 @@ def main() -> None:
             report["rss_mb_peak"] = round(proc_status_kb(proc.pid, "VmHWM") / 1024, 1)
         finally:
             proc.terminate()
-            proc.wait(30)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                report["server_stop"] = "no exit 30 s after SIGTERM: killed"
+                proc.kill()
+                proc.wait()
     finally:
         db.close()
     if not args.no_local:

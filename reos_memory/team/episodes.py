@@ -77,7 +77,7 @@ class TeamEpisodes:
                     "ops": ops,
                 },
             )
-            self.memories.audit(conn, who, method, episode_id, *ids)
+            self.memories.audit(conn, who, method, episode_id, *ids, team_id=team_id)
             return tapi.IngestEpisodeResult(
                 episode_id=episode_id, outcome=outcome, reason=reason, ops=ops, memory_ids=ids
             )

@@ -37,6 +37,7 @@ from reos_memory.store.team import tenancy
 
 T = TypeVar("T")
 RANK = {"reader": 0, "writer": 1, "admin": 2}
+CALLERS_TEAM = ""  # audit(): the row is the caller's team's (no team id is empty)
 _SPACE = re.compile(r"\s+")
 # A memory's embedding as pgvector's text form ('[0.1,0.2,...]'); None: not embedded.
 Embed = Callable[[str], "str | None"]
@@ -352,7 +353,7 @@ class TeamMemories:
             if holder is not None:
                 changes = {n: f[n] for n in ("text", "kind", "tier", "polarity")}
                 row = self._new_version(conn, who, holder, changes, vec)
-                self.audit(conn, who, method, holder)
+                self.audit(conn, who, method, holder, team_id=team_id)
                 return tapi.TeamMemoryResult(memory=to_memory(row), replaced=[holder])
         same = self._duplicate(conn, who, team_id, f["project_id"], f["text"], vec)
         if same is not None:
@@ -375,7 +376,7 @@ class TeamMemories:
             },
         )
         msql.record_change(conn, who.org_id, seq, row["id"], team_id, "upsert")
-        self.audit(conn, who, method, row["id"])
+        self.audit(conn, who, method, row["id"], team_id=team_id)
         return tapi.TeamMemoryResult(memory=to_memory(row))
 
     def update(
@@ -423,7 +424,7 @@ class TeamMemories:
                         existing_id=holder,
                     )
             out = self._new_version(conn, who, row["id"], changes, vec, locked=row)
-            self.audit(conn, who, method, row["id"])
+            self.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.TeamMemoryResult(memory=to_memory(out))
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
@@ -436,7 +437,7 @@ class TeamMemories:
             row = self._locked(conn, who, p.memory_id)
             if row["status"] != "deprecated":
                 row = self.deprecate_locked(conn, who, row)
-                self.audit(conn, who, method, row["id"])
+                self.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.TeamMemoryResult(memory=to_memory(row))
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
@@ -465,7 +466,7 @@ class TeamMemories:
             seq = msql.next_seq(conn, who.org_id)
             msql.delete(conn, who.org_id, row["id"])
             msql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "forget")
-            self.audit(conn, who, method, row["id"])
+            self.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.TeamForgetResult(forgotten=True, memory_id=row["id"])
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamForgetResult, work)
@@ -634,8 +635,18 @@ class TeamMemories:
                 return mid
         return None
 
-    def audit(self, conn: psycopg.Connection, who: Who, method: str, *ids: str) -> None:
-        # team_id: a team key's writes are its team's rows (team/audit/list filters by it)
+    def audit(
+        self,
+        conn: psycopg.Connection,
+        who: Who,
+        method: str,
+        *ids: str,
+        team_id: str | None = CALLERS_TEAM,
+    ) -> None:
+        """The audit row of a write: `team_id` is the team of what it changed (None: the
+        org's), by default the caller's; team/audit/list filters by it."""
+        if team_id == CALLERS_TEAM:
+            team_id = who.team_id
         tenancy.append_audit(
             conn,
             org_id=who.org_id,
@@ -644,7 +655,7 @@ class TeamMemories:
             request_id=who.request_id,
             method=method,
             target_ids=list(ids),
-            team_id=who.team_id,
+            team_id=team_id,
         )
 
 

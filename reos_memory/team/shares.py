@@ -54,7 +54,7 @@ class Shares:
                 conn, who.org_id, f"share-{uuid.uuid4().hex[:20]}", team_id, who.key_id,
                 p.local_memory_id, proposed,
             )  # fmt: skip
-            self.memories.audit(conn, who, method, row["id"])
+            self.memories.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.ShareResult(share=to_share(row))
 
         return self.memories.once(who, method, p, p.idempotency_key, tapi.ShareResult, work)
@@ -83,7 +83,9 @@ class Shares:
             done = ssql.decide(
                 conn, who.org_id, row["id"], "approved", who.key_id, p.reason, made.memory.id
             )
-            self.memories.audit(conn, who, method, row["id"], made.memory.id)
+            self.memories.audit(
+                conn, who, method, row["id"], made.memory.id, team_id=row["team_id"]
+            )
             return tapi.ShareResult(share=to_share(done), memory=made.memory)
 
         return self.memories.once(who, method, p, p.idempotency_key, tapi.ShareResult, work)
@@ -95,7 +97,7 @@ class Shares:
         def work(conn: psycopg.Connection) -> tapi.ShareResult:
             row = self._pending(conn, who, p.share_id)
             done = ssql.decide(conn, who.org_id, row["id"], "rejected", who.key_id, p.reason, None)
-            self.memories.audit(conn, who, method, row["id"])
+            self.memories.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.ShareResult(share=to_share(done))
 
         return self.memories.once(who, method, p, p.idempotency_key, tapi.ShareResult, work)
