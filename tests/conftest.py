@@ -143,3 +143,15 @@ def team_server(team_db: Any, team_keys: Any) -> Iterator[Any]:
     yield srv
     if srv.proc.poll() is None:
         srv.stop()
+
+
+@pytest.fixture(scope="module")
+def hash_team_server(team_db: Any) -> Iterator[Any]:
+    """`reos-memory team-server` on `team_db` embedding with the hash embedder (384 dimensions,
+    no model to load), for modules that make their own orgs and keys; stopped with SIGTERM."""
+    from tests.team_fixtures import data_dir_of, start_server
+
+    srv = start_server(data_dir_of(team_db), env={"REOS_MEMORY_EMBEDDER": "hash"})
+    yield srv
+    if srv.proc.poll() is None:
+        srv.stop()

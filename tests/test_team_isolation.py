@@ -90,8 +90,8 @@ def world() -> Iterator[tuple[Server, World]]:
             w.seed(srv)
             yield srv, w
         finally:
-            srv.proc.kill()
-            srv.proc.wait()
+            if srv.proc.poll() is None:
+                srv.stop()  # SIGTERM: a killed server keeps its hold on the embedded database
             db.close()
 
 

@@ -12,7 +12,7 @@ import subprocess
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,8 @@ from mcp.shared.exceptions import MCPError
 
 from reos_memory.interfaces.team_http.mcp_endpoint import tool_definitions
 from reos_memory.team import admin
-from reos_memory.team.database import TeamDatabase, open_team_database
-from tests.conftest import team_data_dir
+from reos_memory.team.database import TeamDatabase
 from tests.team_fixtures import ACTOR, Server
-from tests.team_fixtures import start_server as _start
 from tests.test_team_memory import Org
 
 pytestmark = pytest.mark.e2e
@@ -61,12 +59,8 @@ class Keys(Org):
 
 
 @pytest.fixture(scope="module")
-def db() -> Iterator[TeamDatabase]:
-    with team_data_dir("team-mcp") as data_dir:
-        db = open_team_database(None, data_dir)
-        db.data_dir = data_dir  # type: ignore[attr-defined]
-        yield db
-        db.close()
+def db(team_db: TeamDatabase) -> TeamDatabase:
+    return team_db
 
 
 @pytest.fixture(scope="module")
@@ -75,16 +69,8 @@ def keys(db: TeamDatabase) -> Keys:
 
 
 @pytest.fixture(scope="module")
-def server(db: TeamDatabase, keys: Keys) -> Iterator[Server]:
-    os.environ["REOS_MEMORY_EMBEDDER"] = "hash"  # 384 dimensions, no model to load
-    try:
-        srv = _start(db.data_dir)  # type: ignore[attr-defined]
-    finally:
-        del os.environ["REOS_MEMORY_EMBEDDER"]
-    yield srv
-    if srv.proc.poll() is None:
-        srv.proc.kill()
-        srv.proc.wait()
+def server(hash_team_server: Server, keys: Keys) -> Server:
+    return hash_team_server
 
 
 def session(server: Server, key: str, body: Callable[[ClientSession], Awaitable[Any]]) -> Any:

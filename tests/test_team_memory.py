@@ -5,18 +5,14 @@ them stays inside the key's org and team."""
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from reos_memory.team import admin
-from reos_memory.team.database import TeamDatabase, open_team_database
-from tests.conftest import team_data_dir
+from reos_memory.team.database import TeamDatabase
 from tests.team_fixtures import ACTOR, Server
-from tests.team_fixtures import start_server as _start
 
 pytestmark = pytest.mark.e2e
 
@@ -42,12 +38,8 @@ class Org:
 
 
 @pytest.fixture(scope="module")
-def db() -> Iterator[TeamDatabase]:
-    with team_data_dir("team-memory") as data_dir:
-        db = open_team_database(None, data_dir)
-        db.data_dir = data_dir  # type: ignore[attr-defined]
-        yield db
-        db.close()
+def db(team_db: TeamDatabase) -> TeamDatabase:
+    return team_db
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +48,8 @@ def org(db: TeamDatabase) -> Org:
 
 
 @pytest.fixture(scope="module")
-def server(db: TeamDatabase, org: Org) -> Iterator[Server]:
-    os.environ["REOS_MEMORY_EMBEDDER"] = "hash"  # 384 dimensions, no model to load
-    try:
-        srv = _start(db.data_dir)  # type: ignore[attr-defined]
-    finally:
-        del os.environ["REOS_MEMORY_EMBEDDER"]
-    yield srv
-    if srv.proc.poll() is None:
-        srv.proc.kill()
-        srv.proc.wait()
+def server(hash_team_server: Server, org: Org) -> Server:
+    return hash_team_server
 
 
 def add(server: Server, api_key: str, text: str, **extra: Any) -> dict[str, Any]:
