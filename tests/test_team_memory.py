@@ -331,3 +331,26 @@ def test_an_org_keys_write_into_a_team_is_audited_as_that_teams(server, org, db)
             "SELECT team_id, method FROM audit_log WHERE %s = ANY(target_ids)", (mem["id"],)
         ).fetchall()
     assert rows == [(org.web, "squirrel/memories/add")]
+
+
+def test_word_counts_follow_every_write_for_distinctive_words(server, org, db):
+    def count(word: str) -> int:
+        with db.connect() as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(n), 0) FROM memory_words WHERE org_id = %s AND word = %s",
+                (org.a, word),
+            ).fetchone()
+        return int(row[0])
+
+    mem = add(server, org.backend_writer, "Quarkusflow jobs restart nightly")["memory"]
+    assert count("quarkusflow") == 1
+    server.result(org.backend_writer, "squirrel/memories/update",
+                  {"memory_id": mem["id"], "text": "Zephyrqueue jobs restart nightly"})  # fmt: skip
+    assert (count("quarkusflow"), count("zephyrqueu")) == (0, 1)  # English stems
+    server.result(org.backend_writer, "squirrel/memories/deprecate", {"memory_id": mem["id"]})
+    assert count("zephyrqueu") == 0
+    server.result(org.backend_writer, "squirrel/memories/update",
+                  {"memory_id": mem["id"], "status": "active"})  # fmt: skip
+    assert count("zephyrqueu") == 1
+    server.result(org.backend_writer, "squirrel/memories/forget", {"memory_id": mem["id"]})
+    assert count("zephyrqueu") == 0

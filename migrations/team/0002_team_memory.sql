@@ -36,6 +36,39 @@ CREATE INDEX memories_tsv ON memories USING gin (tsv) WITH (fastupdate = off);
 CREATE UNIQUE INDEX memories_live_key ON memories (org_id, coalesce(team_id, ''), coalesce(project_id, ''), key)
   WHERE key IS NOT NULL AND status <> 'deprecated';
 
+-- How many live (not deprecated) memories of each owner hold each word (the lexemes of their
+-- full text), kept by a trigger: a task's distinctive words (held by few memories) are known
+-- from a few index lookups instead of counting matches at query time, which at 100K memories
+-- cost more than the rest of get_task_context. Writes of one org are already serialized by its
+-- change counter, so the counts add no new contention.
+CREATE TABLE memory_words (
+  org_id   text NOT NULL,
+  team_key text NOT NULL,                -- the team's id, '' for org memories
+  word     text NOT NULL,
+  n        integer NOT NULL,
+  PRIMARY KEY (org_id, team_key, word)
+);
+
+CREATE FUNCTION memory_words_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.status <> 'deprecated' THEN
+    UPDATE memory_words SET n = n - 1
+     WHERE org_id = OLD.org_id AND team_key = coalesce(OLD.team_id, '')
+       AND word = ANY (tsvector_to_array(OLD.tsv));
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.status <> 'deprecated' THEN
+    INSERT INTO memory_words (org_id, team_key, word, n)
+    SELECT NEW.org_id, coalesce(NEW.team_id, ''), w, 1
+      FROM unnest(tsvector_to_array(NEW.tsv)) AS w
+    ON CONFLICT (org_id, team_key, word) DO UPDATE SET n = memory_words.n + 1;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER memories_words AFTER INSERT OR DELETE OR UPDATE OF text, key, status
+  ON memories FOR EACH ROW EXECUTE FUNCTION memory_words_count();
+
 CREATE TABLE memory_history (
   org_id      text NOT NULL,
   memory_id   text NOT NULL,
@@ -175,6 +208,7 @@ CREATE INDEX episodes_outcome ON episodes (org_id, outcome, created_at);
 
 ALTER TABLE members ENABLE ROW LEVEL SECURITY;
 ALTER TABLE memory_history ENABLE ROW LEVEL SECURITY;
+ALTER TABLE memory_words ENABLE ROW LEVEL SECURITY;
 ALTER TABLE memory_metrics ENABLE ROW LEVEL SECURITY;
 ALTER TABLE change_counters ENABLE ROW LEVEL SECURITY;
 ALTER TABLE changes ENABLE ROW LEVEL SECURITY;
@@ -185,6 +219,9 @@ ALTER TABLE episodes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE project_baselines ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY tenant ON members
+  USING (org_id = current_setting('reos.org_id', true))
+  WITH CHECK (org_id = current_setting('reos.org_id', true));
+CREATE POLICY tenant ON memory_words
   USING (org_id = current_setting('reos.org_id', true))
   WITH CHECK (org_id = current_setting('reos.org_id', true));
 CREATE POLICY tenant ON memory_history
@@ -215,6 +252,6 @@ CREATE POLICY tenant ON project_baselines
   USING (org_id = current_setting('reos.org_id', true))
   WITH CHECK (org_id = current_setting('reos.org_id', true));
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON members, memory_history, memory_metrics, change_counters,
+GRANT SELECT, INSERT, UPDATE, DELETE ON members, memory_words, memory_history, memory_metrics, change_counters,
   changes, idempotency, shares, context_requests, episodes, project_baselines TO reos_team_server;
 -- the audit log stays append-only for the server role: pruning by age runs as the tables' owner

@@ -184,8 +184,7 @@ class TeamRetrieval:
         distinct: list[str] = []
         if kw:
             total = self.totals.get(conn, rch)
-            most = int(max(1.0, r.distinctive_share * total))
-            dfs = msql.document_frequencies(conn, rch, words, most + 1)
+            dfs = msql.document_frequencies(conn, rch, words)
             distinct = ranking.distinctive(words, dfs, total, r.distinctive_share)
         keyed: set[str] = set()
         guards: set[str] = set()

@@ -468,19 +468,19 @@ def keyword_hits(
     return {str(i): float(r) for i, r in rows}
 
 
-def document_frequencies(
-    conn: psycopg.Connection, reach: Reach, words: Sequence[str], upto: int
-) -> list[int]:
-    """How many live memories of the reach hold each word, counting no further than `upto`
-    (a word held by more is not distinctive, however many hold it)."""
+def document_frequencies(conn: psycopg.Connection, reach: Reach, words: Sequence[str]) -> list[int]:
+    """How many live memories of the reach hold each word (its English stem), from the counts
+    the `memories_words` trigger keeps."""
     if not words:
         return []
-    sql, args = where(reach, Filters(), alias="m")
+    teams = "" if reach.team_ids is None else " AND mw.team_key = ANY(%s)"
+    args: list[Any] = [reach.org_id] + ([] if reach.team_ids is None else [["", *reach.team_ids]])
     rows = conn.execute(
-        "SELECT q.i, (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE " + sql + " AND"
-        " m.tsv @@ to_tsquery('english', q.w) LIMIT %s) t) FROM unnest(%s::text[])"
-        " WITH ORDINALITY AS q(w, i)",
-        [*args, upto, [tsquery_any([w]) for w in words]],
+        "SELECT q.i, (SELECT coalesce(sum(mw.n), 0) FROM memory_words mw WHERE mw.org_id = %s"
+        + teams
+        + " AND mw.word = ANY (tsvector_to_array(to_tsvector('english', q.w))))"
+        " FROM unnest(%s::text[]) WITH ORDINALITY AS q(w, i)",
+        [*args, list(words)],
     ).fetchall()
     counts = {int(i): int(n) for i, n in rows}
     return [counts[i + 1] for i in range(len(words))]
