@@ -60,6 +60,11 @@ TABLES = (
     Table("project_baseline", "project_baselines"),
     Table("writer_call", "writer_calls"),
     Table("transcript_cursor", "transcript_cursors"),
+    # the team cache: which memories mirror a team server (so a loaded database still tells
+    # them from the user's own), its pull cursors, and the team writes not yet sent
+    Table("team_sync", "team_sync"),
+    Table("team_memory", "team_memories"),
+    Table("team_outbox_item", "team_outbox"),
 )
 BY_RECORD = {t.record: t for t in TABLES}
 

@@ -563,6 +563,8 @@ class TeamMemories:
                     last_used_at=_parse_time(item.last_used_at),
                 )
                 applied += 1
+            if applied:
+                self.audit(conn, who, method, *[i for i in ids if i in seen])
             return tapi.UsageResult(applied=applied, unknown=[i for i in ids if i not in seen])
 
         return self.once(who, method, p, p.idempotency_key, tapi.UsageResult, work)
