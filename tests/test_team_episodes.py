@@ -171,3 +171,29 @@ def test_real_episodes_round_trip_to_the_same_stats_and_prefilter_verdict(tmp_pa
             ), ep.id  # fmt: skip
     finally:
         a.close()
+
+
+def test_an_episode_over_a_mebibyte_is_trimmed_to_a_body_the_server_takes():
+    from reos_memory.models import Episode, EpisodeStats
+
+    result = {"role": "tool", "kind": "tool_result", "command": "make build " + "y" * 280,
+              "summary": "s" * 240, "raw_snippet": "z" * 400}  # fmt: skip
+    events = [{**result, "ts": "2026-01-01T00:00:00Z"} for _ in range(1500)]
+    events[700] = {**events[700], "error": True, "error_line": "E: the one failure"}
+    ep = Episode(
+        id="ep-big", project_id="proj-pay", session_id="s-1", owner_type="user", owner_id="u",
+        start_ts="2026-01-01T00:00:00Z", end_ts="2026-01-01T00:00:00Z", processed=0,
+        cut_reason="size_cap", outcome="pending", outcome_reason=None, attempts=0, prefilter={},
+        stats=EpisodeStats(error_count=1, retry_loops=0, tests_final_status="not_run",
+                           user_frustration="none"),
+        event_count=len(events), created_at="2026-01-01T00:00:00Z", events=events,
+    )  # fmt: skip
+    assert sum(len(msgspec.json.encode(shared.to_event(e))) for e in events) > 1 << 20
+    params, dropped = shared.params_for(ep, shared.Limits())
+    params = msgspec.structs.replace(params, idempotency_key="episode:0123456789abcdef:ep-big")
+    body = msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": 1, "method": shared.METHOD, "params": params}
+    )
+    assert len(body) <= 1 << 20 and dropped == len(events) - len(params.events) > 0
+    assert any(e.is_error for e in params.events)  # the failure is kept
+    msgspec.json.decode(msgspec.json.encode(params), type=shared.wire.IngestEpisodeParams)
