@@ -142,11 +142,7 @@ def share(
     if dropped and team.log:
         team.log.info("team_episode_trimmed", episode_id=ep.id, dropped=dropped)
     return api.TeamEpisode(
-        state="queued"
-        if item.state == "pending"
-        else "sent"
-        if item.state == "done"
-        else "refused",
+        state={"pending": "queued", "done": "sent"}.get(item.state, "refused"),  # type: ignore[arg-type]
         idempotency_key=item.idempotency_key,
         events=len(params.events),
         dropped_events=dropped,
