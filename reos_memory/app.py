@@ -235,7 +235,9 @@ def make_team_sync(config: Config, db: Database, indexer: Indexer, log: Any) -> 
         key,
     )
     settings = SyncSettings(
-        pull_interval_s=c.team_pull_interval_s, context_timeout_s=c.team_context_timeout_s
+        pull_interval_s=c.team_pull_interval_s,
+        context_timeout_s=c.team_context_timeout_s,
+        share_episodes=c.team_share_episodes,
     )
     return TeamSync(db, indexer, client, settings, log)
 

@@ -126,6 +126,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     team_connect_timeout_s: Annotated[float, Meta(gt=0, le=300)] = 3.0
     team_timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 15.0  # one reply
     team_max_retries: Annotated[int, Meta(ge=0, le=10)] = 2  # on 503 / 429, after Retry-After
+    # Send each episode cut here that is worth a writer call (already redacted) to the team
+    # server's Memory Writer, which learns team memories from it. Off unless the user turns it
+    # on: it puts what they did in their sessions on a server their teammates read from.
+    team_share_episodes: bool = False
 
 
 _ENV_FIELDS = {f.name for f in msgspec.structs.fields(Config)}

@@ -432,3 +432,68 @@ def _sqrl_at(env: dict[str, str], *args: str) -> Any:
                           timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+SHARED_EPISODE = [
+    {"role": "user", "kind": "message", "text": "Run the refund tests"},
+    {"role": "assistant", "kind": "tool_call", "tool_name": "Bash", "command": "npm test",
+     "call_id": "toolu_01RefundTests1"},
+    {"role": "tool", "kind": "tool_result", "call_id": "toolu_01RefundTests1", "is_error": True,
+     "exit_code": 1, "text": "npm ERR! This project uses pnpm. Use pnpm instead of npm."},
+    {"role": "user", "kind": "message",
+     "text": "No, never use npm in this repo. Always use pnpm for installs and tests."},
+    {"role": "assistant", "kind": "tool_call", "tool_name": "Bash", "command": "pnpm test",
+     "call_id": "toolu_01RefundTests2"},
+    {"role": "tool", "kind": "tool_result", "call_id": "toolu_01RefundTests2", "exit_code": 0,
+     "text": "Tests: 42 passed. token=ghp_" + "a1B2" * 9},
+]  # fmt: skip
+
+
+def _ingest_session(tmp_path: Path, env: dict[str, str], project: str) -> dict[str, Any]:
+    """One session through the real `serve`, then the server stopped: nothing reaches the team
+    server until a sync."""
+    with Server(tmp_path / "cli.db", env=env) as srv:
+        srv.wait_ready()
+        params = {"project_id": project, "session_id": "s-share", "session_end": True,
+                  "events": SHARED_EPISODE}  # fmt: skip
+        (ep,) = srv.call("squirrel/ingest", params)["episodes"]
+    return ep  # type: ignore[no-any-return]
+
+
+def _episode_memories(team: TeamServer, key: str, project: str) -> list[dict[str, Any]]:
+    params = {"project_id": project, "limit": 1000}
+    listed = team.result(key, "squirrel/memories/list", params)["memories"]
+    return [m for m in listed if m["origin"] == "episode" and m["project_id"] == project]
+
+
+def test_a_shared_episode_becomes_team_memories_on_the_server_and_is_pulled_back(
+    tmp_path, team, keys
+):
+    env = {**_env(team.base, keys.alice), "REOS_MEMORY_TEAM_SHARE_EPISODES": "true"}
+    ep = _ingest_session(tmp_path, env, "proj-shared-episodes")
+    assert ep["call_writer"] and ep["team"]["state"] == "queued"
+    assert ep["team"]["idempotency_key"].endswith(":" + ep["episode_id"])
+    assert _episode_memories(team, keys.admin, "proj-shared-episodes") == []  # not yet synced
+    synced = _sqrl(tmp_path, env, "team", "sync", "--timeout", "30")
+    assert synced["status"] == "ok" and synced["pending"] == 0 and synced["refused"] == 0
+    made = _episode_memories(team, keys.admin, "proj-shared-episodes")
+    assert any("pnpm" in m["text"] for m in made), made
+    assert all(m["owner_type"] == "team" and m["owner_id"] == keys.backend for m in made)
+    assert not any("ghp_" in m["text"] for m in made)
+    for m in made:  # the local cache pulled each one back
+        got = _sqrl(tmp_path, env, "memories", m["id"])["memory"]
+        assert (got["owner_type"], got["text"]) == ("team", m["text"])
+    again = _sqrl(tmp_path, env, "team", "sync", "--timeout", "30")
+    assert again["status"] == "ok"
+    assert len(_episode_memories(team, keys.admin, "proj-shared-episodes")) == len(made)
+
+
+def test_with_episode_sharing_off_no_episode_is_sent(tmp_path, team, keys):
+    env = _env(team.base, keys.bob)  # team_share_episodes left at its default
+    ep = _ingest_session(tmp_path, env, "proj-unshared-episodes")
+    assert ep["call_writer"] and ep["team"] is None
+    synced = _sqrl(tmp_path, env, "team", "sync", "--timeout", "30")
+    assert synced["status"] == "ok"
+    st = _sqrl(tmp_path, env, "team", "status")
+    assert st["outbox"].get("done", 0) == 0 and st["pending"] == []
+    assert _episode_memories(team, keys.admin, "proj-unshared-episodes") == []

@@ -51,6 +51,17 @@ class IngestParams(ProjectParams, kw_only=True):
     session_end: bool = False
 
 
+class TeamEpisode(Struct, kw_only=True):
+    """An episode queued for the team server's Memory Writer (`team_share_episodes`): its
+    outbox item, and how many events were sent and how many left out to fit the server's
+    limits (the least informative first)."""
+
+    state: Literal["sent", "queued", "refused"]
+    idempotency_key: str
+    events: int
+    dropped_events: int
+
+
 class EpisodeRun(Struct, kw_only=True):
     """An episode cut by this request, and what the Memory Writer made of it."""
 
@@ -65,6 +76,7 @@ class EpisodeRun(Struct, kw_only=True):
     writer: str | None = None
     ops: list[dict[str, Any]] | None = None
     writer_call: dict[str, Any] | None = None
+    team: TeamEpisode | None = None  # queued for the team's Memory Writer
 
 
 class IngestResult(Struct, kw_only=True):

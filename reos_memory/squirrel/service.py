@@ -115,8 +115,19 @@ class Squirrel:
                     self.log,
                     self.project_policy,
                     self.prune_logs,
+                    self._episode_sharer(),
                 )
             return self._writer
+
+    def _episode_sharer(self) -> Callable[[str], Any] | None:
+        """What queues a cut episode for the team's Memory Writer: only with a team server and
+        key and `team_share_episodes` on (the user's choice: it sends their sessions away)."""
+        team = self.team
+        if team is None or not team.settings.share_episodes:
+            return None
+        from reos_memory.squirrel.sync import episodes as shared
+
+        return lambda episode_id: shared.share(team, self.db, episode_id)
 
     # -- who and where ----------------------------------------------------------------------
 

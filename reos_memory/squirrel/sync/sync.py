@@ -52,6 +52,7 @@ class SyncSettings:
     page_limit: int = 500
     max_attempts: int = 8  # an item the server keeps failing on (its bug) is refused after this
     usage_batch: int = 1000
+    share_episodes: bool = False  # cut episodes go to the team's Memory Writer (config)
 
 
 @dataclass

@@ -133,8 +133,11 @@ class Runner:
         log: Any,
         policy_for: Callable[[str | None], Policy],
         prune_logs: Callable[[], Any],
+        share: Callable[[str], Any] | None = None,
     ) -> None:
         self.db = db
+        # queues a cut episode for the team server's Memory Writer (None: not shared)
+        self.share = share
         self.vectors = vectors
         self.settings = settings
         self._llm = llm
@@ -189,6 +192,8 @@ class Runner:
 
     def after_cut(self, ep: dict[str, Any], process: bool, wait: bool = False) -> dict[str, Any]:
         out = dict(ep)
+        if ep["call_writer"] and self.share is not None:
+            out["team"] = self._share(ep["episode_id"])
         if not ep["call_writer"]:
             out["outcome"] = "skipped"
         elif not process:
@@ -202,6 +207,18 @@ class Runner:
             self.enqueue(ep["episode_id"])
             out["outcome"] = "queued"
         return out
+
+    def _share(self, episode_id: str) -> dict[str, Any] | None:
+        """Queue the episode for the team's Memory Writer (a local write; the next sync sends
+        it). Sharing is an extra: a failure here is logged and the episode is learned here all
+        the same."""
+        assert self.share is not None
+        try:
+            return msgspec.to_builtins(self.share(episode_id))  # type: ignore[no-any-return]
+        except Exception as exc:
+            if self.log:
+                self.log.warning("team_episode_not_queued", episode_id=episode_id, error=repr(exc))
+            return None
 
     # -- the background Memory Writer ---------------------------------------------------------
 
