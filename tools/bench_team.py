@@ -108,6 +108,9 @@ def load(url: str, n: int, embedder: str, rng: random.Random) -> tuple[str, dict
     t0 = time.perf_counter()
     with pg.connect(url) as conn:
         conn.execute("DROP INDEX IF EXISTS memories_embedding")
+        # a bulk load counts words once at the end, not row by row in the trigger (which made a
+        # 100K COPY take over 25 minutes)
+        conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_words")
         with conn.transaction():
             columns = (
                 "org_id, team_id, id, project_id, scope, owner_type, kind, tier, text, status,"
@@ -123,6 +126,13 @@ def load(url: str, n: int, embedder: str, rng: random.Random) -> tuple[str, dict
                             new.key_id, "rpc",
                         )
                     )  # fmt: skip
+        conn.execute("ALTER TABLE memories ENABLE TRIGGER memories_words")
+        conn.execute(
+            "INSERT INTO memory_words (org_id, team_key, word, n) SELECT org_id,"
+            " coalesce(team_id, ''), w, count(*) FROM memories, unnest(tsvector_to_array(tsv)) w"
+            " WHERE org_id = %s AND status <> 'deprecated' GROUP BY 1, 2, 3",
+            (org.id,),
+        )
         copy_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         conn.execute("SET maintenance_work_mem = '512MB'")
@@ -322,11 +332,7 @@ def local_context(work: Path, args: argparse.Namespace, rng: random.Random) -> d
         fill_memories(app, str(repo), args.memories, rng)
         app.close()
     out = bench_context(db, str(repo), args.embedder, args.requests)
-    return {
-        "memories": args.memories,
-        **out,
-        "median_returned": out.pop("memories_returned_median"),
-    }
+    return {"memories": args.memories, **out}
 
 
 if __name__ == "__main__":
