@@ -113,18 +113,30 @@ def insert(conn: psycopg.Connection, fields: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def row_in_reach(
+    conn: psycopg.Connection,
+    table: str,
+    columns: str,
+    reach: Reach,
+    ident: str,
+    *,
+    lock: bool = False,
+) -> dict[str, Any] | None:
+    """The row `ident` of an org-owned table if the reach holds it (FOR UPDATE with `lock`)."""
+    sql, args = where(reach)
+    cur = conn.cursor(row_factory=dict_row).execute(
+        f"SELECT {columns} FROM {table} WHERE {sql} AND id = %s" + (" FOR UPDATE" if lock else ""),
+        [*args, ident],
+    )
+    return cur.fetchone()
+
+
 def get(
     conn: psycopg.Connection, reach: Reach, memory_id: str, *, lock: bool = False
 ) -> dict[str, Any] | None:
     """The memory `memory_id` if the reach holds it (FOR UPDATE with `lock`: the writer that
     locks it first is ordered first)."""
-    sql, args = where(reach)
-    cur = conn.cursor(row_factory=dict_row).execute(
-        f"SELECT {COLUMNS} FROM memories WHERE {sql} AND id = %s" + (" FOR UPDATE" if lock else ""),
-        [*args, memory_id],
-    )
-    row = cur.fetchone()
-    return row if row else None
+    return row_in_reach(conn, "memories", COLUMNS, reach, memory_id, lock=lock)
 
 
 def get_many(

@@ -8,7 +8,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from reos_memory.store.team.memories import Reach, where
+from reos_memory.store.team.memories import Reach, row_in_reach, where
 
 COLUMNS = (
     "id, team_id, proposed_by, local_memory_id, memory, status, decided_by, decided_at,"
@@ -38,13 +38,7 @@ def insert(
 def get(
     conn: psycopg.Connection, reach: Reach, share_id: str, *, lock: bool = False
 ) -> dict[str, Any] | None:
-    sql, args = where(reach)
-    cur = conn.cursor(row_factory=dict_row).execute(
-        f"SELECT {COLUMNS} FROM shares WHERE {sql} AND id = %s" + (" FOR UPDATE" if lock else ""),
-        [*args, share_id],
-    )
-    row = cur.fetchone()
-    return row if row else None
+    return row_in_reach(conn, "shares", COLUMNS, reach, share_id, lock=lock)
 
 
 def listed(
