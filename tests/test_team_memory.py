@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from reos_memory.store.team import connection as pg
+from reos_memory.store.team import memories as msql
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase
 from tests.team_fixtures import ACTOR, Server
@@ -354,3 +356,57 @@ def test_word_counts_follow_every_write_for_distinctive_words(server, org, db):
     assert count("zephyrqueu") == 1
     server.result(org.backend_writer, "squirrel/memories/forget", {"memory_id": mem["id"]})
     assert count("zephyrqueu") == 0
+
+
+def test_full_text_reads_only_the_keys_org_even_through_its_owner_function(server, org, db):
+    """Full text runs in `memory_text_hits` (migration team/0004), as the tables' owner so its
+    index is used under row-level security; it applies the tenant condition itself: another
+    org's matching row is never returned, even when its id is named, nor anything when no
+    tenant is set."""
+    pid = f"proj-fts-{uuid.uuid4().hex[:6]}"
+    mine = add(server, org.backend_writer, "Quillonade batches settle at noon",
+               project_id=pid)["memory"]["id"]  # fmt: skip
+    theirs = add(server, org.b_writer, "Quillonade batches settle at noon",
+                 project_id=pid, owner_type="org")["memory"]["id"]  # fmt: skip
+    with db.connect() as conn:
+        with pg.tenant_transaction(conn, org.a):
+            hits = msql.keyword_hits(conn, msql.Reach(org.a, None), msql.Filters(project_id=pid),
+                                     ["quillonade"], 10, scan=10, among=[theirs])  # fmt: skip
+        assert list(hits) == [mine]
+        with pg.tenant_transaction(conn, org.b):
+            hits = msql.keyword_hits(conn, msql.Reach(org.b, None), msql.Filters(project_id=pid),
+                                     ["quillonade"], 10, scan=10, among=[mine])  # fmt: skip
+        assert list(hits) == [theirs]
+        with conn.transaction():
+            conn.execute(f"SET LOCAL ROLE {pg.SERVER_ROLE}")
+            rows = conn.execute(
+                "SELECT id FROM memory_text_hits(to_tsquery('english', 'quillonade'), NULL,"
+                " NULL, true, ARRAY['provisional', 'active'], NULL, NULL, NULL, false, 10,"
+                " ARRAY[%s, %s])",
+                (mine, theirs),
+            ).fetchall()
+        assert rows == []
+
+
+def test_full_text_scores_every_holder_within_its_scan_and_the_candidates_beyond(server, org, db):
+    """A word held by more memories than the scan: at most `scan` of them are scored, plus the
+    request's other candidates that hold it; within the scan, every holder is."""
+    pid = f"proj-scan-{uuid.uuid4().hex[:6]}"
+    topics = ["invoices", "payroll", "search", "uploads", "emails", "thumbnails", "exports",
+              "billing", "reports", "backups", "webhooks", "imports"]  # fmt: skip
+    ids = [add(server, org.backend_writer, f"The brindlewick {t} worker needs {i + 2} GB",
+               project_id=pid)["memory"]["id"] for i, t in enumerate(topics)]  # fmt: skip
+    assert len(set(ids)) == len(topics)
+    reach = msql.Reach(org.a, (org.backend,))
+    with db.connect() as conn, pg.tenant_transaction(conn, org.a):
+        every = msql.keyword_hits(conn, reach, msql.Filters(project_id=pid), ["brindlewick"],
+                                  50, scan=100)  # fmt: skip
+        capped = msql.keyword_hits(conn, reach, msql.Filters(project_id=pid), ["brindlewick"],
+                                   50, scan=4, among=[ids[-1], ids[-2]])  # fmt: skip
+        other_team = msql.keyword_hits(conn, msql.Reach(org.a, (org.web,)),
+                                       msql.Filters(project_id=pid), ["brindlewick"], 50,
+                                       scan=100)  # fmt: skip
+    assert sorted(every) == sorted(ids)
+    assert {ids[-1], ids[-2]} <= set(capped) and len(capped) <= 6
+    assert set(capped) <= set(ids)
+    assert other_team == {}

@@ -154,11 +154,20 @@ def prune_words(
     large corpus. `dfs`: the words' document frequencies, when the caller has them already.
     """
     df_of = document_frequencies(conn, words, index) if dfs is None else dfs
+    return fit_postings(words, df_of, budget)
+
+
+def fit_postings(
+    words: Sequence[str], dfs: Sequence[int], budget: int
+) -> tuple[list[str], list[str]]:
+    """(kept, dropped): of words with these document frequencies, the rarest whose postings
+    fit in `budget`, at least one; words in no document are in neither (any keyword index:
+    the local FTS5 ones, the team server's full text)."""
     kept: list[str] = []
     dropped: list[str] = []
     total = 0
-    for i in sorted(range(len(words)), key=lambda i: (df_of[i], i)):
-        df = df_of[i]
+    for i in sorted(range(len(words)), key=lambda i: (dfs[i], i)):
+        df = dfs[i]
         if df == 0:
             continue  # in no document: matches nothing
         if kept and total + df > budget:

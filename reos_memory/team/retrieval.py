@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable, Hashable
 
 import psycopg
 
@@ -38,33 +39,35 @@ class Found:
         self.used_vectors = used_vectors
 
 
-class Totals:
-    """How many live memories each reach holds, counted at most every `ttl_s` (the share of
-    memories holding a word is a ratio to it; a minute-old total moves it by a hair)."""
+class Counts:
+    """Counts of memories, each taken again at most every `ttl_s`: how many live memories a
+    reach holds (the share of memories holding a word is a ratio to it; a minute-old total moves
+    it by a hair) and whether a filtered reach is small enough for exact vector search (on a
+    minute-old size the other search still finds the right rows, only slower or faster)."""
 
     def __init__(self, ttl_s: float = 60.0) -> None:
         self.ttl_s = ttl_s
-        self._seen: dict[msql.Reach, tuple[float, int]] = {}
+        self._seen: dict[Hashable, tuple[float, int]] = {}
         self._lock = threading.Lock()
 
-    def get(self, conn: psycopg.Connection, reach: msql.Reach) -> int:
+    def get(self, key: Hashable, count: Callable[[], int]) -> int:
         now = time.monotonic()
         with self._lock:
-            hit = self._seen.get(reach)
+            hit = self._seen.get(key)
         if hit is not None and now - hit[0] < self.ttl_s:
             return hit[1]
-        total = msql.live_total(conn, reach)
+        n = count()
         with self._lock:
             if len(self._seen) > 10_000:
                 self._seen.clear()
-            self._seen[reach] = (now, total)
-        return total
+            self._seen[key] = (now, n)
+        return n
 
 
 class TeamRetrieval:
     def __init__(self, memories: TeamMemories) -> None:
         self.memories = memories
-        self.totals = Totals()
+        self.counts = Counts()
 
     @property
     def policy(self) -> Policy:
@@ -177,15 +180,26 @@ class TeamRetrieval:
         rch = reach(who)
         near: dict[str, float] = {}
         if qvec is not None:
-            exact = msql.reach_size(conn, rch, filters, msql.EXACT_BELOW + 1) <= msql.EXACT_BELOW
+            size = self.counts.get(
+                ("size", rch, filters),
+                lambda: msql.reach_size(conn, rch, filters, msql.EXACT_BELOW + 1),
+            )
+            exact = size <= msql.EXACT_BELOW
             near = dict(msql.nearest(conn, rch, filters, qvec, r.candidates, exact=exact))
         words = kw_sql.query_words(query)
-        kw = msql.keyword_hits(conn, rch, filters, words, KEYWORD_HITS)
+        # as locally: full text scores the rarest words' postings within a budget
+        dfs = msql.document_frequencies(conn, rch, words)
+        kept = kw_sql.fit_postings(words, dfs, ranking.KEYWORD_POSTINGS)[0]
+        kw = msql.keyword_hits(
+            conn, rch, filters, kept, KEYWORD_HITS, scan=ranking.KEYWORD_POSTINGS, among=list(near)
+        )
         distinct: list[str] = []
-        if kw:
-            total = self.totals.get(conn, rch)
-            dfs = msql.document_frequencies(conn, rch, words)
-            distinct = ranking.distinctive(words, dfs, total, r.distinctive_share)
+        if kw:  # among the searched words only
+            total = self.counts.get(("total", rch), lambda: msql.live_total(conn, rch))
+            df_of = dict(zip(words, dfs, strict=True))
+            distinct = ranking.distinctive(
+                kept, [df_of[w] for w in kept], total, r.distinctive_share
+            )
         keyed: set[str] = set()
         guards: set[str] = set()
         if key_lookup and filters.project_id is not None:

@@ -21,6 +21,7 @@ from reos_memory.models import Memory, MemoryMetrics, new_id, now_iso
 from reos_memory.squirrel import api
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.squirrel.memory.ranking import (
+    KEYWORD_POSTINGS,
     Candidate,
     Dropped,
     Owner,
@@ -42,8 +43,6 @@ from reos_memory.store import vectors as vsql
 
 if TYPE_CHECKING:  # the commit layer (and its rules) stays off the get_task_context path
     from reos_memory.squirrel.memory.commit import Vectors
-
-KEYWORD_POSTINGS = 1000  # BM25 scores at most this many postings (common words dropped first)
 
 
 def _each_owner(owners: frozenset[Owner] | None) -> list[Owner | None]:

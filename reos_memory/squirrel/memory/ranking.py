@@ -28,6 +28,9 @@ from reos_memory.squirrel.tokens import Size, count_tokens, size, truncate_to_to
 from reos_memory.store.keywords import STOPWORDS
 
 LIVE = ("provisional", "active")
+# keyword search scores at most this many postings, the commonest words dropped first (their
+# BM25 weight is the smallest): every store's candidates (`store/keywords.py: fit_postings`)
+KEYWORD_POSTINGS = 1000
 SECTIONS = (
     ("guard", "Guards (do not ignore)"),
     ("rules", "Invariants and preferences"),

@@ -465,17 +465,45 @@ def tsquery_any(words: Sequence[str]) -> str:
 
 
 def keyword_hits(
-    conn: psycopg.Connection, reach: Reach, filters: Filters, words: Sequence[str], k: int
+    conn: psycopg.Connection,
+    reach: Reach,
+    filters: Filters,
+    words: Sequence[str],
+    k: int,
+    *,
+    scan: int,
+    among: Sequence[str] = (),
 ) -> dict[str, float]:
-    """id -> ts_rank_cd of the best `k` full-text matches of any of `words`."""
+    """id -> ts_rank_cd of the best `k` full-text matches of any of `words`, scored among at
+    most `scan` of the matching rows and the matching ones of `among` (the request's other
+    candidates, under the same filters). When the words' holders fit in `scan`, every one is
+    scored. Through `memory_text_hits` (migration team/0004): under row-level security a
+    full-text condition cannot use its index."""
     if not words:
         return {}
-    sql, args = where(reach, filters)
+    if filters.key_prefix is not None:
+        raise ValueError("full-text hits take no key prefix")
+    owner_team, org_owned = None, False
+    if filters.owner is not None:
+        owner_team = filters.owner[1] if filters.owner[0] == "team" else None
+        org_owned = filters.owner[0] != "team"
     rows = conn.execute(
-        "SELECT id, ts_rank_cd(tsv, q) AS r FROM memories, to_tsquery('english', %s) q WHERE "
-        + sql
-        + " AND tsv @@ q ORDER BY r DESC, id LIMIT %s",
-        [tsquery_any(words), *args, k],
+        "SELECT id, rank FROM memory_text_hits(to_tsquery('english', %s), %s, %s, %s, %s, %s,"
+        " %s, %s, %s, %s, %s) ORDER BY rank DESC, id LIMIT %s",
+        [
+            tsquery_any(words),
+            None if reach.team_ids is None else list(reach.team_ids),
+            filters.project_id,
+            filters.include_global,
+            list(filters.statuses),
+            None if filters.kinds is None else list(filters.kinds),
+            filters.scope,
+            owner_team,
+            org_owned,
+            scan,
+            list(among),
+            k,
+        ],
     ).fetchall()
     return {str(i): float(r) for i, r in rows}
 
