@@ -90,14 +90,10 @@ class TeamEpisodes:
         """The live keyed memories of the episode's project and owner (the writer fills or
         updates their slots rather than adding a second memory for one key)."""
         owner = ("team", team_id) if team_id is not None else ("org", who.org_id)
-        rows = msql.list_page(
-            conn,
-            reach(who),
-            msql.Filters(project_id=project_id, include_global=True, owner=owner),
-            None,
-            500,
+        rows = msql.keyed(
+            conn, reach(who), msql.Filters(project_id=project_id, include_global=True, owner=owner)
         )
-        return [to_memory(r) for r in rows if r["key"] is not None]
+        return [to_memory(r) for r in rows]
 
     def _apply(
         self,

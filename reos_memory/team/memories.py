@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -130,6 +132,31 @@ def no_root(project_root: str | None) -> None:
         )
 
 
+class Counts:
+    """Counts of memories, each taken again at most every `ttl_s`: how many live memories a
+    reach holds (the share of memories holding a word is a ratio to it; a minute-old total moves
+    it by a hair) and whether a filtered reach is small enough for exact vector search (on a
+    minute-old size the other search still finds the right rows, only slower or faster)."""
+
+    def __init__(self, ttl_s: float = 60.0) -> None:
+        self.ttl_s = ttl_s
+        self._seen: dict[Hashable, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, count: Callable[[], int]) -> int:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._seen.get(key)
+        if hit is not None and now - hit[0] < self.ttl_s:
+            return hit[1]
+        n = count()
+        with self._lock:
+            if len(self._seen) > 10_000:
+                self._seen.clear()
+            self._seen[key] = (now, n)
+        return n
+
+
 class TeamMemories:
     """The memory methods of the team server over a connection pool."""
 
@@ -147,6 +174,23 @@ class TeamMemories:
         # server has no project checkout, so no project file takes part
         self.policy = load_policy(policy_file, None)
         self.semantic = False  # set once an embedding was made
+        self.counts = Counts()
+
+    def nearest(
+        self,
+        conn: psycopg.Connection,
+        rch: msql.Reach,
+        filters: msql.Filters,
+        qvec: str,
+        k: int,
+    ) -> list[tuple[str, float]]:
+        """The `k` memories of the filtered reach nearest `qvec`: exact for a small reach, HNSW
+        with an iterative scan for a large one (store/team/memories.py: `nearest`)."""
+        size = self.counts.get(
+            ("size", rch, filters),
+            lambda: msql.reach_size(conn, rch, filters, msql.EXACT_BELOW + 1),
+        )
+        return msql.nearest(conn, rch, filters, qvec, k, exact=size <= msql.EXACT_BELOW)
 
     def embed(self, text: str) -> str | None:
         """`text`'s vector (pgvector's text form), None without an embedder."""
@@ -624,13 +668,12 @@ class TeamMemories:
         if same is not None or vec is None:
             return same
         owner = ("team", team_id) if team_id is not None else ("org", who.org_id)
-        near = msql.nearest(
+        near = self.nearest(
             conn,
             msql.Reach(who.org_id, None if team_id is None else (team_id,)),
             msql.Filters(project_id=project_id, include_global=project_id is None, owner=owner),
             vec,
             3,
-            exact=True,
         )
         for mid, cos in near:
             if cos >= self.dedup_threshold:

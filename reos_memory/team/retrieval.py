@@ -11,10 +11,7 @@ fitting and the reasons for every memory left out are the local service's code."
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
-from collections.abc import Callable, Hashable
 
 import psycopg
 
@@ -39,35 +36,9 @@ class Found:
         self.used_vectors = used_vectors
 
 
-class Counts:
-    """Counts of memories, each taken again at most every `ttl_s`: how many live memories a
-    reach holds (the share of memories holding a word is a ratio to it; a minute-old total moves
-    it by a hair) and whether a filtered reach is small enough for exact vector search (on a
-    minute-old size the other search still finds the right rows, only slower or faster)."""
-
-    def __init__(self, ttl_s: float = 60.0) -> None:
-        self.ttl_s = ttl_s
-        self._seen: dict[Hashable, tuple[float, int]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable, count: Callable[[], int]) -> int:
-        now = time.monotonic()
-        with self._lock:
-            hit = self._seen.get(key)
-        if hit is not None and now - hit[0] < self.ttl_s:
-            return hit[1]
-        n = count()
-        with self._lock:
-            if len(self._seen) > 10_000:
-                self._seen.clear()
-            self._seen[key] = (now, n)
-        return n
-
-
 class TeamRetrieval:
     def __init__(self, memories: TeamMemories) -> None:
         self.memories = memories
-        self.counts = Counts()
 
     @property
     def policy(self) -> Policy:
@@ -180,12 +151,7 @@ class TeamRetrieval:
         rch = reach(who)
         near: dict[str, float] = {}
         if qvec is not None:
-            size = self.counts.get(
-                ("size", rch, filters),
-                lambda: msql.reach_size(conn, rch, filters, msql.EXACT_BELOW + 1),
-            )
-            exact = size <= msql.EXACT_BELOW
-            near = dict(msql.nearest(conn, rch, filters, qvec, r.candidates, exact=exact))
+            near = dict(self.memories.nearest(conn, rch, filters, qvec, r.candidates))
         words = kw_sql.query_words(query)
         # as locally: full text scores the rarest words' postings within a budget
         dfs = msql.document_frequencies(conn, rch, words)
@@ -195,7 +161,7 @@ class TeamRetrieval:
         )
         distinct: list[str] = []
         if kw:  # among the searched words only
-            total = self.counts.get(("total", rch), lambda: msql.live_total(conn, rch))
+            total = self.memories.counts.get(("total", rch), lambda: msql.live_total(conn, rch))
             df_of = dict(zip(words, dfs, strict=True))
             distinct = ranking.distinctive(
                 kept, [df_of[w] for w in kept], total, r.distinctive_share

@@ -151,6 +151,16 @@ def get_many(
     return {r["id"]: r for r in cur.fetchall()}
 
 
+def keyed(conn: psycopg.Connection, reach: Reach, filters: Filters) -> list[dict[str, Any]]:
+    """The memories of the filtered reach that hold a key (by the key index), by key."""
+    sql, args = where(reach, filters)
+    cur = conn.cursor(row_factory=dict_row)
+    cur.execute(
+        f"SELECT {COLUMNS} FROM memories WHERE {sql} AND key IS NOT NULL ORDER BY key, id", args
+    )
+    return cur.fetchall()
+
+
 def live_key_holder(
     conn: psycopg.Connection, org_id: str, team_id: str | None, project_id: str | None, key: str
 ) -> str | None:
