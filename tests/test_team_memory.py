@@ -147,6 +147,27 @@ def test_pull_gives_each_change_in_order_and_forget_reaches_caches(server, org):
     assert not {mem["id"], web["id"]} & {c["memory_id"] for c in other}
 
 
+def test_a_cursor_the_log_does_not_hold_is_told_to_pull_from_the_start(server, org):
+    """A machine's cursor past the org's last change, or whose mark names another change than
+    the log holds under that number (a database restored from an earlier backup): `reset`."""
+    add(server, org.backend_writer, "Staging deploys wait for the smoke tests")
+    page = server.result(org.backend_reader, "squirrel/changes/pull", {})
+    while page["more"]:
+        page = server.result(org.backend_reader, "squirrel/changes/pull",
+                             {"after_seq": page["next_seq"], "after_mark": page["next_mark"]})  # fmt: skip
+    cursor, mark = page["next_seq"], page["next_mark"]
+    assert cursor > 0 and mark and not page["reset"]
+    same = server.result(org.backend_reader, "squirrel/changes/pull",
+                         {"after_seq": cursor, "after_mark": mark})  # fmt: skip
+    assert same["changes"] == [] and not same["reset"] and same["next_mark"] == mark
+    reset = {"changes": [], "next_seq": 0, "more": True, "next_mark": None, "reset": True}
+    ahead = server.result(org.backend_reader, "squirrel/changes/pull", {"after_seq": cursor + 50})
+    assert ahead == reset
+    other = server.result(org.backend_reader, "squirrel/changes/pull",
+                          {"after_seq": cursor, "after_mark": "0" * 32})  # fmt: skip
+    assert other == reset
+
+
 def test_usage_reports_count_once_and_only_for_memories_the_key_reaches(server, org):
     mem = add(server, org.backend_writer, "Cache keys are versioned with a v2 prefix")["memory"]
     other = add(server, org.b_writer, "Globex memory", owner_type="org")["memory"]

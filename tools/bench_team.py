@@ -160,7 +160,9 @@ def start_server(data_dir: Path, embedder: str, log: Path) -> tuple[subprocess.P
     env = {**os.environ, "PYTHONPATH": str(ROOT), "REOS_MEMORY_EMBEDDER": embedder}
     proc = subprocess.Popen(
         [sys.executable, "-m", "reos_memory", "team-server", "--data-dir", str(data_dir),
-         "--port", str(port), "--log-level", "warning"],
+         "--port", str(port), "--log-level", "warning",
+         # capacity, not the per-key limit (50 a second by default), is what is measured
+         "--rate-limit", "0"],
         env=env, stdout=subprocess.DEVNULL, stderr=log.open("ab"),
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -224,9 +226,18 @@ def context_call(i: int) -> tuple[str, dict[str, Any]]:
     return "squirrel/get_task_context", {"project_id": PROJECT, "task": task}
 
 
+SYLLABLES = ["ka", "lo", "mi", "ne", "tru", "vas", "pel", "dor", "qui", "zen", "bra", "fo"]
+
+
 def add_call(rng: random.Random) -> Any:
+    """New memories, each written (the templated texts of the load would mostly be folded into
+    a near-duplicate already stored, which measures the check but not the write)."""
+
+    def word() -> str:
+        return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+
     def make(i: int) -> tuple[str, dict[str, Any]]:
-        text = memory_text(rng, 50_000_000 + i) + f" {uuid.uuid4().hex[:8]}"
+        text = f"The {word()} service keeps {word()} {word()} in {word()} for {word()} {i}"
         return "squirrel/memories/add", {"project_id": PROJECT, "kind": "note", "text": text}
 
     return make

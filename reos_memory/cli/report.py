@@ -198,5 +198,11 @@ def team_sync(r: api.TeamSyncResult) -> str:
         f"{head}: sent {r.sent}, refused {r.refused}, {r.pending} still queued;"
         f" pulled {r.upserts} change(s), {r.forgets} forgotten, cursor {r.last_seq}"
         + (f", {r.skipped} skipped (not this cache's memories)" if r.skipped else "")
+        + (
+            "; the server's log no longer held this cache's place (a restored database):"
+            " pulled again from the start"
+            if r.restarted
+            else ""
+        )
         + "\n"
     )

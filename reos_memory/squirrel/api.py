@@ -460,3 +460,7 @@ class TeamSyncResult(Struct, kw_only=True):
     skipped: int  # changes not applied: their id is a memory that is not this cache's
     last_seq: int
     complete: bool  # the pull reached the end of the change log
+    # the server's log no longer held this cache's cursor (its database was restored from an
+    # earlier backup, or replaced): the cache was pulled again from the start, and what the
+    # server no longer has was dropped (counted in `forgets`)
+    restarted: bool = False

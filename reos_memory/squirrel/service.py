@@ -667,7 +667,7 @@ class Squirrel:
             status="offline" if rep.error else "ok", error=rep.error, sent=rep.sent,
             refused=rep.refused, pending=st.outbox.get("pending", 0), upserts=rep.upserts,
             forgets=rep.forgets, skipped=rep.skipped, last_seq=st.last_seq,
-            complete=rep.complete,
+            complete=rep.complete, restarted=rep.restarted,
         )  # fmt: skip
 
     # -- episodes ---------------------------------------------------------------------------

@@ -96,6 +96,9 @@ class TeamForgetResult(Struct, kw_only=True):
 
 class PullParams(Params):
     after_seq: Annotated[int, Meta(ge=0)] = 0  # the cursor: the last seq this machine applied
+    # the `next_mark` that came with the cursor: the server checks its log still holds that
+    # change (a database restored from an earlier backup does not)
+    after_mark: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
     limit: Annotated[int, Meta(ge=1, le=1000)] = 500
 
 
@@ -110,6 +113,10 @@ class PullResult(Struct, kw_only=True):
     changes: list[Change]
     next_seq: int  # pass as after_seq next time
     more: bool  # True: call again at once
+    next_mark: str | None = None  # pass as after_mark next time (None with next_seq 0)
+    # the cursor is not in this log (the database was restored from an earlier backup, or
+    # replaced): drop what was pulled and pull again from after_seq 0
+    reset: bool = False
 
 
 # -- usage reported by members' machines (team CR-Memory sees the whole team's counts) ---------

@@ -25,6 +25,7 @@ class SyncState:
     team_id: str | None
     role: str
     last_seq: int
+    last_mark: str | None  # what identifies the change at last_seq on the server
     last_pull_at: str | None
     last_attempt_at: str | None
     last_error: str | None
@@ -59,7 +60,8 @@ class Owed:
 # -- the cursor ---------------------------------------------------------------------------------
 
 _SYNC_COLS = (
-    "server, org_id, key_id, team_id, role, last_seq, last_pull_at, last_attempt_at, last_error"
+    "server, org_id, key_id, team_id, role, last_seq, last_mark, last_pull_at, last_attempt_at,"
+    " last_error"
 )
 
 
@@ -86,16 +88,62 @@ def remember_key(
 
 
 def advance(
-    conn: apsw.Connection, server: str, org_id: str, after: int, to: int, done_at: str | None
+    conn: apsw.Connection,
+    server: str,
+    org_id: str,
+    after: int,
+    to: int,
+    mark: str | None,
+    done_at: str | None,
 ) -> bool:
-    """Move the cursor from `after` to `to` (and note a pull that reached the end); False when
-    the cursor is no longer at `after` (another process applied the page first)."""
+    """Move the cursor from `after` to `to` (with the server's mark of that change, and noting
+    a pull that reached the end); False when the cursor is no longer at `after` (another
+    process applied the page first)."""
     conn.execute(
-        "UPDATE team_sync SET last_seq = ?, last_pull_at = coalesce(?, last_pull_at),"
-        " last_error = NULL WHERE server = ? AND org_id = ? AND last_seq = ?",
-        (to, done_at, server, org_id, after),
+        "UPDATE team_sync SET last_seq = ?, last_mark = ?, last_pull_at = coalesce(?,"
+        " last_pull_at), last_error = NULL WHERE server = ? AND org_id = ? AND last_seq = ?",
+        (to, mark, done_at, server, org_id, after),
     )
     return conn.changes() == 1
+
+
+def restart(conn: apsw.Connection, server: str, org_id: str, after: int, now: str) -> bool:
+    """Put the cursor back to the start (the server's log no longer holds it), noting when:
+    `sweep` drops the cached memories the pull from the start does not bring again. False when
+    the cursor is no longer at `after` (another process moved it first)."""
+    conn.execute(
+        "UPDATE team_sync SET last_seq = 0, last_mark = NULL, restarted_at = ?"
+        " WHERE server = ? AND org_id = ? AND last_seq = ?",
+        (now, server, org_id, after),
+    )
+    return conn.changes() == 1
+
+
+def sweep(conn: apsw.Connection, server: str, org_id: str) -> int:
+    """At the end of a pull after a restart: drop the cached memories of the server's org not
+    pulled since (the server no longer has them); how many."""
+    since = scalar(
+        conn,
+        "SELECT restarted_at FROM team_sync WHERE server = ? AND org_id = ?",
+        (server, org_id),
+    )
+    if since is None:
+        return 0
+    gone = [
+        r[0]
+        for r in fetch(
+            conn,
+            "SELECT memory_id FROM team_memories WHERE server = ? AND org_id = ? AND pulled_at < ?",
+            (server, org_id, since),
+        )
+    ]
+    for mid in gone:
+        msql.delete_memory(conn, mid)  # the marker row goes with it (ON DELETE CASCADE)
+    conn.execute(
+        "UPDATE team_sync SET restarted_at = NULL WHERE server = ? AND org_id = ?",
+        (server, org_id),
+    )
+    return len(gone)
 
 
 def record_attempt(

@@ -568,9 +568,19 @@ class TeamMemories:
         """The changes after the machine's cursor that the key reaches, in order."""
         with self.tenant(who) as conn:
             # the org's last number first: every change up to it has committed (numbers commit
-            # in order), so the page read after it cannot miss one of them
+            # in order), so the page read after it cannot miss one of them; with nothing more,
+            # the cursor moves to that number (changes of teams this key does not reach never
+            # need to be read again)
             last = msql.last_seq(conn, who.org_id)
+            if p.after_seq > last or (
+                p.after_seq > 0
+                and p.after_mark is not None
+                and msql.mark_of(conn, who.org_id, p.after_seq) != p.after_mark
+            ):  # the machine's cursor is in another history: a restored or replaced database
+                return tapi.PullResult(changes=[], next_seq=0, more=True, reset=True)
             rows, more = msql.changes_after(conn, reach(who), p.after_seq, p.limit)
+            next_seq = rows[-1][0] if more else max(last, p.after_seq, *[r[0] for r in rows[-1:]])
+            mark = msql.mark_of(conn, who.org_id, next_seq)
         changes = [
             tapi.Change(
                 seq=s,
@@ -580,10 +590,7 @@ class TeamMemories:
             )
             for s, op, mid, row in rows
         ]
-        # with nothing more, the cursor moves to the org's last number (changes of teams this
-        # key does not reach never need to be read again)
-        next_seq = rows[-1][0] if more else max(last, p.after_seq, *[r[0] for r in rows[-1:]])
-        return tapi.PullResult(changes=changes, next_seq=next_seq, more=more)
+        return tapi.PullResult(changes=changes, next_seq=next_seq, more=more, next_mark=mark)
 
     def report_usage(self, who: Who, method: str, p: tapi.UsageParams) -> tapi.UsageResult:
         """Add the counts a member's machine reports for team memories it injected (reader: using

@@ -66,6 +66,7 @@ class Report:
     forgets: int = 0
     skipped: int = 0
     complete: bool = False
+    restarted: bool = False  # the server's log no longer held the cursor: pulled from the start
 
 
 class _Moved(Exception):
@@ -203,25 +204,41 @@ class TeamSync:
     # -- pull -----------------------------------------------------------------------------------
 
     def _pull(self, st: SyncState, deadline: float, rep: Report) -> None:
-        after = st.last_seq
+        after, mark = st.last_seq, st.last_mark
         while time.monotonic() < deadline:
-            params = wire.PullParams(after_seq=after, limit=self.settings.page_limit)
+            params = wire.PullParams(
+                after_seq=after, after_mark=mark, limit=self.settings.page_limit
+            )
             page = self.client.call(
                 "squirrel/changes/pull", params, wire.PullResult, deadline=deadline
             )
+            if page.reset:
+                self._restart(st, after, rep)
+                fresh = self.state()
+                after, mark = (fresh.last_seq, fresh.last_mark) if fresh else (0, None)
+                continue
             try:
                 self._apply(st, after, page, rep)
-                after = page.next_seq
+                after, mark = page.next_seq, page.next_mark
             except _Moved:
                 fresh = self.state()
-                after = fresh.last_seq if fresh else after
+                after, mark = (fresh.last_seq, fresh.last_mark) if fresh else (after, mark)
                 continue
             if not page.more:
                 rep.complete = True
                 return
 
+    def _restart(self, st: SyncState, after: int, rep: Report) -> None:
+        """The server's log no longer holds this cache's cursor (its database was restored from
+        an earlier backup, or replaced): pull it again from the start."""
+        if self.db.write(lambda c: tsql.restart(c, self.server, st.org_id, after, now_iso())):
+            rep.restarted = True
+            if self.log:
+                self.log.warning("team_log_restarted", server=self.server, cursor=after)
+
     def _apply(self, st: SyncState, after: int, page: wire.PullResult, rep: Report) -> None:
-        """One page in one transaction with its cursor advance."""
+        """One page in one transaction with its cursor advance; the last page of a pull from
+        the start after a restart also drops what it did not bring again."""
         latest: dict[str, wire.Change] = {}
         for ch in page.changes:  # in seq order: the last change of a memory is its state
             latest[ch.memory_id] = ch
@@ -231,9 +248,16 @@ class TeamSync:
         done_at = None if page.more else now
 
         def tx(conn: apsw.Connection) -> tuple[int, int, int]:
-            if not tsql.advance(conn, self.server, st.org_id, after, page.next_seq, done_at):
+            if not tsql.advance(
+                conn, self.server, st.org_id, after, page.next_seq, page.next_mark, done_at
+            ):
                 raise _Moved
-            return _put(conn, self.server, st.org_id, list(latest.values()), vectors, now)
+            added, gone, skipped = _put(
+                conn, self.server, st.org_id, list(latest.values()), vectors, now
+            )
+            if done_at is not None:
+                gone += tsql.sweep(conn, self.server, st.org_id)
+            return added, gone, skipped
 
         added, gone, skipped = self.db.write(tx)
         rep.upserts += added

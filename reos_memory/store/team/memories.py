@@ -272,6 +272,19 @@ def last_seq(conn: psycopg.Connection, org_id: str) -> int:
     return int(row[0]) if row else 0
 
 
+def mark_of(conn: psycopg.Connection, org_id: str, seq: int) -> str | None:
+    """What identifies the org's change `seq` (None for 0 or a number the log does not hold):
+    the same number in another history (a restored database written to since) differs."""
+    if seq == 0:
+        return None
+    row = conn.execute(
+        "SELECT md5(memory_id || ':' || op || ':' || extract(epoch FROM at)::text) FROM changes"
+        " WHERE org_id = %s AND seq = %s",
+        (org_id, seq),
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
 def changes_after(
     conn: psycopg.Connection, reach: Reach, after_seq: int, limit: int
 ) -> tuple[list[tuple[int, str, str, dict[str, Any] | None]], bool]:
