@@ -408,6 +408,35 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-minutes", type=float, help="a session idle this long has ended")
 
 
+def _ui_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument(
+        "--no-browser", action="store_true", help="print the address, do not open a browser"
+    )
+
+
+@command("ui", "see and correct the memories in a web page (on 127.0.0.1)", _ui_args)
+def ui(config: Config, args: argparse.Namespace) -> int:
+    """Serve the web UI for this database until interrupted (Ctrl-C)."""
+    from reos_memory.app import open_app
+    from reos_memory.interfaces.web.local import serve
+
+    try:
+        # the model loads when an edit or a preview first needs it
+        app = open_app(
+            config, needs_model=True, embedder=getattr(args, "embedder", None), defer_model=True
+        )
+    except ReosError as exc:
+        sys.stderr.write(f"sqrl: {exc.message}\n")
+        return 1
+    try:
+        return serve(app, args.port, open_browser=not args.no_browser)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        app.close()
+
+
 @command("watch", "follow the agents' session logs as they are written", _watch_args)
 def watch(config: Config, args: argparse.Namespace) -> int:
     """Follow the agents' log directories, learning as sessions end (or one pass with --once)."""

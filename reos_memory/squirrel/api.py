@@ -131,6 +131,9 @@ class ContextParams(ProjectParams, kw_only=True):
     session_id: SessionId | None = None
     context_budget_tokens: Annotated[int, Meta(ge=16, le=100_000)] = 400
     exclude_injected: bool = False
+    # what the agent would get, with nothing counted or recorded (no opportunity, no use, no
+    # context to give feedback on: the UI's preview)
+    dry_run: bool = False
 
 
 class ContextMemory(Struct, kw_only=True):
@@ -249,10 +252,41 @@ class MemoryIdParams(Params):
     memory_id: MemoryId
 
 
+class Injection(Struct, kw_only=True):
+    """A context a memory was given in: the task, its place and score, how the task went."""
+
+    context_id: str
+    created_at: str
+    session_id: str | None
+    task: str
+    rank: int
+    score: float
+    feedback_at: str | None  # None: no outcome reported (yet)
+    errors: int | None
+    retries: int | None
+    tests_final_status: str | None
+    user_frustration: str | None
+
+
+class MemoryLink(Struct, kw_only=True):
+    """A step of a memory's history: a memory it replaced, or one that replaced it (the writer's
+    UPDATE, or a write to a held key, deprecates the old and adds the new), with the episode or
+    explicit write that did it."""
+
+    relation: Literal["replaced", "replaced_by"]
+    memory_id: str
+    episode_id: str
+    at: str
+    text: str | None  # None: that memory was forgotten since
+    status: str | None
+
+
 class MemoryGetResult(Struct, kw_only=True):
     memory: Memory
     evidence: list[Evidence]
     metrics: MemoryMetrics | None
+    history: list[MemoryLink] = msgspec.field(default_factory=list)  # oldest first
+    injections: list[Injection] = msgspec.field(default_factory=list)  # newest first, at most 50
 
 
 class MemoryResult(Struct, kw_only=True, omit_defaults=True):
@@ -278,10 +312,19 @@ class MemoryListParams(ProjectParams, kw_only=True):
     include_global: bool = True
     statuses: list[MemoryStatus] = msgspec.field(default_factory=lambda: ["provisional", "active"])
     kinds: list[MemoryKind] | None = None
+    tiers: list[MemoryTier] | None = None
     scope: MemoryScope | None = None
     owner_type: OwnerType | None = None
     owner_id: OwnerId | None = None
     key_prefix: Annotated[str, Meta(min_length=1, max_length=128)] | None = None
+    # memories whose text holds this (case-insensitive for ASCII letters)
+    text: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    # created: oldest first; newest; updated: last changed first; uses, opportunities,
+    # regret_saved: most first. None: the store's own order (locally created, on the team server
+    # updated). A cursor continues the query and sort that returned it.
+    sort: (
+        Literal["created", "newest", "updated", "uses", "opportunities", "regret_saved"] | None
+    ) = None
     limit: Limit = 100
     cursor: Annotated[str, Meta(max_length=64)] | None = None
 

@@ -447,6 +447,7 @@ class Squirrel:
             exclude_injected=p.exclude_injected,
             relevant_only=relevant_only,
             also=frozenset(self.team.owners()) if self.team is not None else frozenset(),
+            record=not p.dry_run,
         )
         if team.status != "off":
             cached = self.db.read(lambda c: team_sql.cached_texts(c, out.memory_ids))
@@ -478,7 +479,8 @@ class Squirrel:
         return ctxmod.search(self.db, self.vectors, pol, query=p.query, scope=scope, limit=p.limit)
 
     def get_memory(self, memory_id: str) -> api.MemoryGetResult:
-        """One memory with its evidence and metrics."""
+        """One memory with its evidence, metrics, the writer's UPDATE chain around it and the
+        contexts it was given in."""
 
         def read(conn: apsw.Connection) -> dict[str, Any]:
             m = msql.get_memory(conn, memory_id)
@@ -488,12 +490,14 @@ class Squirrel:
                 "memory": m,
                 "evidence": msql.evidence_of(conn, memory_id),
                 "metrics": msql.metrics_of(conn, [memory_id]).get(memory_id),
+                "history": msql.history_of(conn, memory_id),
+                "injections": msql.injections_of(conn, memory_id),
             }
 
         return _typed(self.db.read(read), api.MemoryGetResult)
 
     def list_memories(self, p: api.MemoryListParams) -> api.MemoryListResult:
-        """Memories in creation order with their metrics, filtered; paged by `cursor`."""
+        """Memories with their metrics, filtered, in `sort` order; paged by `cursor`."""
         project_id, project_root, include_global = p.project_id, p.project_root, p.include_global
         owner_type, owner_id, limit = p.owner_type, p.owner_id, p.limit
         pids: list[str | None] | None = None
@@ -509,10 +513,13 @@ class Squirrel:
                 project_ids=pids,
                 statuses=p.statuses,
                 kinds=p.kinds,
+                tiers=p.tiers,
                 scope=p.scope,
                 owner=owner,
                 key_prefix=p.key_prefix,
-                after_rowid=after,
+                text=p.text,
+                sort=p.sort or "created",
+                after=after,
                 limit=limit + 1,
             )
         )

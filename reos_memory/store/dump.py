@@ -51,6 +51,7 @@ TABLES = (
     Table("project", "projects"),
     Table("memory", "memories", skip=("embedding",)),
     Table("evidence", "evidence"),
+    Table("memory_replacement", "memory_replacements", rowid=False),
     Table("memory_metrics", "memory_metrics"),
     Table("episode", "episodes"),
     Table("session", "squirrel_sessions"),

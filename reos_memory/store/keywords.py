@@ -74,6 +74,12 @@ def query_words(text: str) -> list[str]:
     return (content or words)[:64]
 
 
+def like_escape(text: str) -> str:
+    """`text` matched literally by LIKE with the backslash as its escape character (SQLite's
+    `ESCAPE '\\'`, PostgreSQL's default)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def fts_match(words: Sequence[str]) -> str:
     """An FTS5 query matching any of the words (quoted: user text is never FTS5 syntax)."""
     # quoted terms: user text can never be FTS5 syntax

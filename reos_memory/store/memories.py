@@ -10,7 +10,7 @@ import msgspec
 
 from reos_memory.models import Evidence, Memory, MemoryMetrics
 from reos_memory.store.connection import fetch, scalar
-from reos_memory.store.keywords import fts_match
+from reos_memory.store.keywords import fts_match, like_escape
 
 _encoder = msgspec.json.Encoder()
 
@@ -239,21 +239,39 @@ def delete_memory(conn: apsw.Connection, memory_id: str) -> dict[str, int]:
     return out
 
 
+# list orders other than creation: the ORDER BY, most first (metrics of a memory never used are 0)
+_SORTS = {
+    "newest": "m.rowid DESC",
+    "updated": "m.updated_at DESC, m.rowid DESC",
+    "uses": "coalesce(x.use_count, 0) DESC, m.rowid DESC",
+    "opportunities": "coalesce(x.opportunities, 0) DESC, m.rowid DESC",
+    "regret_saved": "coalesce(x.estimated_regret_saved, 0) DESC, m.rowid DESC",
+}
+
+
 def list_memories(
     conn: apsw.Connection,
     *,
     project_ids: Sequence[str | None] | None,
     statuses: Sequence[str],
     kinds: Sequence[str] | None = None,
+    tiers: Sequence[str] | None = None,
     scope: str | None = None,
     owner: tuple[str, str] | None = None,
     key_prefix: str | None = None,
-    after_rowid: int = 0,
+    text: str | None = None,
+    sort: str = "created",
+    after: int = 0,
     limit: int = 100,
 ) -> list[tuple[int, Memory]]:
-    """(rowid, memory) in creation order, filtered; project None in project_ids means global."""
-    where = ["m.rowid > ?", "m.status IN (SELECT value FROM json_each(?))"]
-    args: list[Any] = [after_rowid, _json(statuses)]
+    """(position, memory), filtered; project None in project_ids means global. In creation order
+    the position is the rowid and `after` the last one seen; in another `sort` (see _SORTS) it
+    is the row's place in that order and `after` the number of rows seen."""
+    where = ["m.status IN (SELECT value FROM json_each(?))"]
+    args: list[Any] = [_json(statuses)]
+    if sort == "created":
+        where.append("m.rowid > ?")
+        args.append(after)
     if project_ids is not None:
         named = [p for p in project_ids if p is not None]
         parts = ["m.project_id IN (SELECT value FROM json_each(?))"]
@@ -264,6 +282,9 @@ def list_memories(
     if kinds:
         where.append("m.kind IN (SELECT value FROM json_each(?))")
         args.append(_json(kinds))
+    if tiers:
+        where.append("m.tier IN (SELECT value FROM json_each(?))")
+        args.append(_json(tiers))
     if scope is not None:
         where.append("m.scope = ?")
         args.append(scope)
@@ -273,14 +294,23 @@ def list_memories(
     if key_prefix is not None:
         where.append("m.key >= ? AND m.key < ?")
         args.extend([key_prefix, key_prefix + "\uffff"])
+    if text is not None:
+        where.append("m.text LIKE ? ESCAPE '\\'")
+        args.append("%" + like_escape(text) + "%")
     cols = ", ".join("m." + c.strip() for c in COLUMNS.split(","))
+    sql = f"SELECT m.rowid, {cols} FROM memories m"
+    if sort == "created":
+        rows = fetch(
+            conn, f"{sql} WHERE {' AND '.join(where)} ORDER BY m.rowid LIMIT ?", (*args, limit)
+        )
+        return [(int(r[0]), _memory(r[1:])) for r in rows]
     rows = fetch(
         conn,
-        f"SELECT m.rowid, {cols} FROM memories m WHERE {' AND '.join(where)}"
-        " ORDER BY m.rowid LIMIT ?",
-        (*args, limit),
+        f"{sql} LEFT JOIN memory_metrics x ON x.memory_id = m.id WHERE {' AND '.join(where)}"
+        f" ORDER BY {_SORTS[sort]} LIMIT ? OFFSET ?",
+        (*args, limit, after),
     )
-    return [(int(r[0]), _memory(r[1:])) for r in rows]
+    return [(after + i + 1, _memory(r[1:])) for i, r in enumerate(rows)]
 
 
 def count_by(conn: apsw.Connection, column: str, project_id: str | None = None) -> dict[str, int]:
@@ -397,6 +427,63 @@ def words_held(
         for r in rows:
             out.setdefault(r[0], []).append(w)
     return out
+
+
+# -- what a memory went through -----------------------------------------------------------------
+
+
+def injections_of(conn: apsw.Connection, memory_id: str, limit: int = 50) -> list[dict[str, Any]]:
+    """The contexts a memory was given in, newest first: the task, its rank and score there,
+    and the outcome feedback when one came."""
+    rows = fetch(
+        conn,
+        "SELECT c.context_id, c.created_at, c.session_id, c.task, i.rank, i.score,"
+        " c.feedback_at, c.errors, c.retries, c.tests_final_status, c.user_frustration"
+        " FROM memory_injections i JOIN context_requests c ON c.context_id = i.context_id"
+        " WHERE i.memory_id = ? ORDER BY c.created_at DESC, c.context_id LIMIT ?",
+        (memory_id, limit),
+    )
+    names = (
+        "context_id", "created_at", "session_id", "task", "rank", "score", "feedback_at",
+        "errors", "retries", "tests_final_status", "user_frustration",
+    )  # fmt: skip
+    return [dict(zip(names, r, strict=True)) for r in rows]
+
+
+def record_replacements(
+    conn: apsw.Connection, memory_id: str, replaced: Sequence[str], episode_id: str, at: str
+) -> None:
+    """`memory_id` replaced (deprecated) the `replaced` memories, written by `episode_id`."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO memory_replacements(memory_id, replaced_id, episode_id, at)"
+        " VALUES (?, ?, ?, ?)",
+        [(memory_id, r, episode_id, at) for r in replaced],
+    )
+
+
+def history_of(conn: apsw.Connection, memory_id: str) -> list[dict[str, Any]]:
+    """The replacement chain around a memory, oldest first: the memories it replaced, and
+    those that replaced it, each with the episode that did it."""
+    rows = fetch(
+        conn,
+        "SELECT 'replaced', replaced_id, episode_id, at FROM memory_replacements"
+        " WHERE memory_id = ?1"
+        " UNION ALL SELECT 'replaced_by', memory_id, episode_id, at FROM memory_replacements"
+        " WHERE replaced_id = ?1 ORDER BY 4, 2",
+        (memory_id,),
+    )
+    known = get_memories(conn, [r[1] for r in rows])
+    return [
+        {
+            "relation": rel,
+            "memory_id": mid,
+            "episode_id": ep,
+            "at": at,
+            "text": known[mid].text if mid in known else None,
+            "status": known[mid].status if mid in known else None,
+        }
+        for rel, mid, ep, at in rows
+    ]
 
 
 # -- evidence ---------------------------------------------------------------------------------

@@ -542,6 +542,10 @@ class TeamMemories:
     def list(self, who: Who, p: api.MemoryListParams) -> tapi.TeamMemoryListResult:
         """Memories the key reaches, newest change first, paged by an opaque cursor."""
         no_root(p.project_root)
+        if p.sort not in (None, "updated"):
+            raise InvalidInput(
+                "sort", "the team server lists memories newest change first: updated"
+            )
         after = _decode_cursor(p.cursor)
         with self.tenant(who) as conn:
             owner = self.owner_filter(conn, who, p.owner_type, p.owner_id)
@@ -550,9 +554,11 @@ class TeamMemories:
                 include_global=p.include_global,
                 statuses=tuple(p.statuses),
                 kinds=None if p.kinds is None else tuple(p.kinds),
+                tiers=None if p.tiers is None else tuple(p.tiers),
                 scope=p.scope,
                 owner=owner,
                 key_prefix=p.key_prefix,
+                text=p.text,
             )
             rows = msql.list_page(conn, reach(who), filters, after, p.limit + 1)
             page = rows[: p.limit]

@@ -98,6 +98,8 @@ class TeamRetrieval:
                 dropped=dropped,
             )
             out = choice.result
+            if p.dry_run:  # a preview: nothing counted or kept
+                return out
             msql.insert_context(
                 conn,
                 {

@@ -276,6 +276,8 @@ def _apply(
         blob = np.ascontiguousarray(p.vector, dtype="<f4").tobytes()
     msql.insert_memory(conn, mem, blob)
     _add_evidence(conn, mem.id, ctx, now, None, p.index)
+    if replaced:
+        msql.record_replacements(conn, mem.id, replaced, ctx.episode_id, now)
     batch.append((p, mem.id))
     action = "updated" if replaced else "added"
     out = {**res, "action": action, "memory_id": mem.id, "memory": mem}

@@ -228,8 +228,10 @@ def get_task_context(
     exclude_injected: bool = False,
     relevant_only: bool = False,
     also: frozenset[Owner] = frozenset(),
+    record: bool = True,
 ) -> api.ContextResult:
-    """Choose, render and record the memories for one task (see the module docstring).
+    """Choose, render and record the memories for one task (see the module docstring); without
+    `record`, nothing is counted or kept (a preview).
     With no `task`, the project's most important memories. With `relevant_only`, keyed memories
     and guards must pass the similarity floor too (nothing comes back when nothing is similar).
     `also`: more owners whose memories share the budget (the team's and org's, from the team
@@ -275,7 +277,8 @@ def get_task_context(
         "budget_tokens": budget,
         "tokens": out.tokens,
     }
-    _record_given(db, row, choice.chosen, choice.eligible, now)
+    if record:
+        _record_given(db, row, choice.chosen, choice.eligible, now)
     return out
 
 

@@ -14,6 +14,8 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from reos_memory.store.keywords import like_escape
+
 COLUMNS = (
     "org_id, team_id, id, project_id, scope, owner_type, kind, tier, key, text, status,"
     " confidence, expires_at, polarity, path_prefix, created_at, updated_at, version, seq,"
@@ -55,9 +57,11 @@ class Filters:
     include_global: bool = True
     statuses: tuple[str, ...] = ("provisional", "active")
     kinds: tuple[str, ...] | None = None
+    tiers: tuple[str, ...] | None = None
     scope: str | None = None
     owner: tuple[str, str] | None = None  # (owner_type, team or org id)
     key_prefix: str | None = None
+    text: str | None = None  # memories whose text holds this, case-insensitive
 
     def sql(self, alias: str = "") -> tuple[str, list[Any]]:
         a = f"{alias}." if alias else ""
@@ -74,6 +78,9 @@ class Filters:
         if self.kinds is not None:
             parts.append(f"{a}kind = ANY(%s)")
             args.append(list(self.kinds))
+        if self.tiers is not None:
+            parts.append(f"{a}tier = ANY(%s)")
+            args.append(list(self.tiers))
         if self.scope is not None:
             parts.append(f"{a}scope = %s")
             args.append(self.scope)
@@ -86,7 +93,10 @@ class Filters:
                 parts.append(f"{a}team_id IS NULL")
         if self.key_prefix is not None:
             parts.append(f"{a}key LIKE %s")
-            args.append(self.key_prefix.replace("\\", "\\\\").replace("%", "\\%") + "%")
+            args.append(like_escape(self.key_prefix) + "%")
+        if self.text is not None:
+            parts.append(f"{a}text ILIKE %s")
+            args.append("%" + like_escape(self.text) + "%")
         return " AND ".join(parts), args
 
 
@@ -504,8 +514,8 @@ def keyword_hits(
     full-text condition cannot use its index."""
     if not words:
         return {}
-    if filters.key_prefix is not None:
-        raise ValueError("full-text hits take no key prefix")
+    if filters.key_prefix is not None or filters.text is not None or filters.tiers is not None:
+        raise ValueError("full-text hits take no key prefix, text or tier filter")
     owner_team, org_owned = None, False
     if filters.owner is not None:
         owner_team = filters.owner[1] if filters.owner[0] == "team" else None

@@ -1,0 +1,317 @@
+"""The web UI's pages (issue 22): Starlette routes rendering Jinja2 templates (autoescaped: a
+memory's text is always text), each reading and writing through Squirrel's service, the same
+methods JSON-RPC, MCP and `sqrl` call. Forms work without JavaScript; `static/ui.js` only adds
+conveniences (select all, focus). Every change is a POST with the CSRF token (guard.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+import jinja2
+import msgspec
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.interfaces.web.guard import Guard, GuardMiddleware, Refused
+from reos_memory.squirrel import api
+from reos_memory.squirrel.service import Squirrel
+
+HERE = Path(__file__).resolve().parent
+PAGE_SIZE = 50
+KINDS = ["guard", "invariant", "preference", "pattern", "note"]
+TIERS = ["emergency", "long_term", "short_term"]
+STATUSES = ["provisional", "active", "deprecated"]
+SCOPES = ["project", "repo_path", "global"]
+SORTS = {
+    "created": "oldest first",
+    "newest": "newest first",
+    "updated": "last changed",
+    "uses": "most used",
+    "opportunities": "most opportunities",
+    "regret_saved": "most regret saved",
+}
+# the status filter's choices: the live ones by default, as every other list
+STATUS_CHOICES = {
+    "live": ["provisional", "active"],
+    "provisional": ["provisional"],
+    "active": ["active"],
+    "deprecated": ["deprecated"],
+    "all": STATUSES,
+}
+T = TypeVar("T")
+
+
+def _templates() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every value is text unless a template says otherwise (none does)
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["short"] = lambda s, n=160: s if len(s) <= n else s[: n - 1] + "…"
+    return env
+
+
+def _params(kind: type[T], raw: dict[str, Any]) -> T:
+    """Params from a query or form, checked as JSON-RPC checks them (the same Struct)."""
+    try:
+        return msgspec.convert({k: v for k, v in raw.items() if v not in (None, "")}, kind)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput("form", str(exc)) from exc
+
+
+class Pages:
+    """The routes of one UI server over one Squirrel service."""
+
+    def __init__(self, squirrel: Squirrel, guard: Guard, *, title: str) -> None:
+        self.sq = squirrel
+        self.guard = guard
+        self.title = title
+        self.env = _templates()
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
+        html = self.env.get_template(name).render(
+            title=self.title,
+            csrf=self.guard.csrf,
+            path=request.url.path,
+            notice=request.query_params.get("notice"),
+            **values,
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def error(self, request: Request, status: int, message: str) -> Response:
+        return self.render(request, "error.html", status=status, message=message)
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """A service method on a worker thread (it reads and writes SQLite)."""
+        return await run_in_threadpool(fn, *args)
+
+    async def form(self, request: Request) -> dict[str, Any]:
+        """A POSTed form, its CSRF token checked; repeated fields (`ids`) as lists."""
+        data = await request.form()
+        out: dict[str, Any] = {}
+        for key in data:
+            values = [v for v in data.getlist(key) if isinstance(v, str)]
+            out[key] = values if key == "ids" else (values[-1] if values else "")
+        self.guard.check_form(out)
+        return out
+
+    def wrap(self, handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        """A handler whose refusals and service errors become pages, never tracebacks."""
+
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)  # type: ignore[no-any-return]
+            except Refused as exc:
+                return self.error(request, exc.status, exc.reason)
+            except ReosError as exc:
+                status = 404 if exc.reason == "not_found" else 400
+                return self.error(request, status, exc.message)
+
+        return run
+
+    # -- memories -----------------------------------------------------------------------------
+
+    async def memories(self, request: Request) -> Response:
+        q = request.query_params
+        status = q.get("status") or "live"
+        if status not in STATUS_CHOICES:
+            raise InvalidInput("status", f"one of {', '.join(STATUS_CHOICES)}")
+        raw: dict[str, Any] = {
+            "project_id": q.get("project"),
+            "kinds": [q["kind"]] if q.get("kind") else None,
+            "tiers": [q["tier"]] if q.get("tier") else None,
+            "statuses": STATUS_CHOICES[status],
+            "scope": q.get("scope"),
+            "owner_type": q.get("owner"),
+            "text": q.get("q"),
+            "sort": q.get("sort") or "newest",
+            "cursor": q.get("cursor"),
+            "limit": PAGE_SIZE,
+        }
+        p = _params(api.MemoryListParams, raw)
+        out = await self.call(self.sq.list_memories, p)
+        filters = {
+            k: q.get(k, "") for k in ("project", "kind", "tier", "scope", "owner", "q", "sort")
+        }
+        filters["status"] = status
+
+        def link(**change: str) -> str:
+            merged = {**filters, **change}
+            return "/memories?" + urlencode({k: v for k, v in merged.items() if v})
+
+        rows = list(zip(out.memories, out.metrics, strict=True))
+        return self.render(
+            request,
+            "memories.html",
+            rows=rows,
+            filters=filters,
+            kinds=KINDS,
+            tiers=TIERS,
+            scopes=SCOPES,
+            sorts=SORTS,
+            statuses=list(STATUS_CHOICES),
+            next_link=link(cursor=out.next_cursor) if out.next_cursor else None,
+            first_link=link() if q.get("cursor") else None,
+            sort_link=lambda s: link(sort=s),
+            back=str(request.url.path) + ("?" + request.url.query if request.url.query else ""),
+        )
+
+    async def memory(self, request: Request) -> Response:
+        got = await self.call(self.sq.get_memory, request.path_params["memory_id"])
+        # the episodes it came from, as stored (compressed and redacted when they were cut)
+        excerpts: dict[str, list[dict[str, Any]]] = {}
+        for ev in got.evidence[:5]:
+            try:
+                ep = (await self.call(self.sq.get_episode, ev.episode_id)).episode
+            except ReosError:  # the episode was pruned since
+                continue
+            excerpts[ev.episode_id] = [_line(e) for e in (ep.events or [])][:EXCERPT_EVENTS]
+        return self.render(
+            request, "memory.html", m=got.memory, got=got, excerpts=excerpts, kinds=KINDS,
+            tiers=TIERS, statuses=STATUSES,
+        )  # fmt: skip
+
+    async def memory_edit(self, request: Request) -> Response:
+        mid = request.path_params["memory_id"]
+        f = await self.form(request)
+        current = (await self.call(self.sq.get_memory, mid)).memory
+        raw: dict[str, Any] = {"memory_id": mid}
+        for name in ("text", "kind", "tier", "status"):
+            if f.get(name) and f[name] != getattr(current, name):
+                raw[name] = f[name]
+        key = (f.get("key") or "").strip()
+        if key and key != current.key:
+            raw["key"] = key
+        elif not key and current.key is not None:
+            raw["clear_key"] = True
+        ttl = (f.get("ttl_days") or "").strip()
+        if ttl:
+            try:
+                raw["ttl_days"] = int(ttl)
+            except ValueError as exc:
+                raise InvalidInput("ttl_days", "a whole number of days") from exc
+        elif f.get("clear_ttl") == "1":
+            raw["clear_ttl"] = True
+        p = _params(api.MemoryUpdateParams, raw)
+        if len(raw) > 1:
+            await self.call(self.sq.update_memory, p)
+        return _back(f"/memories/{mid}", "saved" if len(raw) > 1 else "nothing changed")
+
+    async def memory_deprecate(self, request: Request) -> Response:
+        mid = request.path_params["memory_id"]
+        await self.form(request)
+        await self.call(self.sq.deprecate, mid)
+        return _back(f"/memories/{mid}", "deprecated")
+
+    async def memory_forget(self, request: Request) -> Response:
+        mid = request.path_params["memory_id"]
+        f = await self.form(request)
+        if f.get("confirmed") != "1":
+            got = await self.call(self.sq.get_memory, mid)
+            return self.render(
+                request, "confirm.html", action="forget", memories=[got.memory],
+                target=f"/memories/{mid}/forget", back=f"/memories/{mid}",
+            )  # fmt: skip
+        await self.call(self.sq.forget, mid)
+        return _back("/memories", "forgotten")
+
+    async def memories_bulk(self, request: Request) -> Response:
+        f = await self.form(request)
+        action = f.get("action")
+        if action not in ("deprecate", "forget"):
+            raise InvalidInput("action", "deprecate or forget")
+        ids = [i for i in f.get("ids", []) if i]
+        if not ids:
+            raise InvalidInput("ids", "tick at least one memory")
+        back = f.get("back") or "/memories"
+        if not back.startswith("/memories"):
+            back = "/memories"
+        if f.get("confirmed") != "1":
+            mems = [(await self.call(self.sq.get_memory, i)).memory for i in ids]
+            return self.render(
+                request, "confirm.html", action=action, memories=mems, target="/memories/bulk",
+                back=back,
+            )  # fmt: skip
+        fn = self.sq.deprecate if action == "deprecate" else self.sq.forget
+        for i in ids:
+            await self.call(fn, i)
+        past = "deprecated" if action == "deprecate" else "forgotten"
+        return _back(back, f"{len(ids)} {past}")
+
+    # -- what would the agent get --------------------------------------------------------------
+
+    async def context(self, request: Request) -> Response:
+        q = request.query_params
+        form = {k: q.get(k, "") for k in ("project", "task", "path", "budget")}
+        result = None
+        if q.get("task"):
+            try:
+                budget = int(q.get("budget") or 400)
+            except ValueError as exc:
+                raise InvalidInput("budget", "a whole number of tokens") from exc
+            raw = {
+                "project_id": q.get("project"),
+                "task": q.get("task"),
+                "path": q.get("path"),
+                "context_budget_tokens": budget,
+                "dry_run": True,
+            }
+            result = await self.call(self.sq.get_task_context, _params(api.ContextParams, raw))
+        return self.render(request, "context.html", form=form, result=result)
+
+
+EXCERPT_EVENTS = 40  # events of an episode shown under a memory's evidence
+
+
+def _line(event: dict[str, Any]) -> dict[str, Any]:
+    """One compressed event as a line of an excerpt: who, what, and its text or command."""
+    text = (
+        event.get("summary") or event.get("text") or event.get("command")
+        or event.get("error_line") or ""
+    )  # fmt: skip
+    return {
+        "role": str(event.get("role", "")),
+        "kind": str(event.get("kind", "")),
+        "text": str(text)[:400],
+        "error": bool(event.get("is_error")) or event.get("exit_code") not in (None, 0),
+    }
+
+
+def _back(path: str, notice: str) -> Response:
+    """After a change: the page to show, with what happened (POST, then redirect, then GET)."""
+    sep = "&" if "?" in path else "?"
+    return RedirectResponse(f"{path}{sep}{urlencode({'notice': notice})}", status_code=303)
+
+
+def build(squirrel: Squirrel, guard: Guard, *, title: str = "reos-memory") -> Any:
+    """The UI as an ASGI app, every request through the guard."""
+    pages = Pages(squirrel, guard, title=title)
+    w = pages.wrap
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse("/memories", status_code=303)
+
+    routes = [
+        Route("/", home),
+        Route("/memories", w(pages.memories)),
+        Route("/memories/bulk", w(pages.memories_bulk), methods=["POST"]),
+        Route("/memories/{memory_id}", w(pages.memory)),
+        Route("/memories/{memory_id}/edit", w(pages.memory_edit), methods=["POST"]),
+        Route("/memories/{memory_id}/deprecate", w(pages.memory_deprecate), methods=["POST"]),
+        Route("/memories/{memory_id}/forget", w(pages.memory_forget), methods=["POST"]),
+        Route("/context", w(pages.context)),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    return GuardMiddleware(Starlette(routes=routes), guard)

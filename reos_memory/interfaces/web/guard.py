@@ -1,0 +1,163 @@
+"""What keeps a loopback web UI to the one person it was started for (issue 22).
+
+A page on any site the user visits can make the browser send requests to 127.0.0.1, and a DNS
+name that resolves there (DNS rebinding) makes them same-origin in the browser's eyes; any
+other user of the machine can connect to the port. So, as Jupyter does:
+
+* a random token, in the URL `sqrl ui` prints once, is exchanged for a cookie (HttpOnly,
+  SameSite=Strict) on the first request; every request needs the cookie or the token;
+* the `Host` header must name the address the server listens on (a rebinding name does not);
+* a request that changes anything must come from a page of this server (`Origin`) and carry the
+  CSRF token of its form (`check_form`);
+* no CORS headers, a strict Content-Security-Policy (every script and style from the package),
+  no framing, no caching.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+COOKIE = "reos_ui"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+    " form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'"
+)
+HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    # not no-referrer: with it, browsers send `Origin: null` on the UI's own form posts
+    (b"referrer-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+SAFE_METHODS = {"GET", "HEAD"}
+
+
+class Refused(Exception):
+    """A request the guard turns away: its HTTP status and a reason said to the client."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class Guard:
+    """The secrets and the addresses of one UI server."""
+
+    def __init__(self, port: int, token: str | None = None) -> None:
+        self.port = port
+        self.token = token or secrets.token_urlsafe(32)
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        self.origins = {f"http://{h}" for h in self.hosts}
+        # the forms' token: derived, so it never needs storing, and not the access token itself
+        self.csrf = hmac.new(self.token.encode(), b"csrf", hashlib.sha256).hexdigest()
+
+    def url(self, path: str = "/") -> str:
+        """The address to open: the only place the token is shown."""
+        return f"http://127.0.0.1:{self.port}{path}?{urlencode({'token': self.token})}"
+
+    def valid_token(self, presented: str | None) -> bool:
+        return presented is not None and hmac.compare_digest(presented, self.token)
+
+    def check_form(self, form: dict[str, str] | Any) -> None:
+        """A form that changes something must carry this server's CSRF token."""
+        got = form.get("csrf")
+        if not isinstance(got, str) or not hmac.compare_digest(got, self.csrf):
+            raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for k, v in scope.get("headers", []):
+        if k == name:
+            return bytes(v).decode("latin-1")
+    return None
+
+
+def _cookie(scope: Scope, name: str) -> str | None:
+    raw = _header(scope, b"cookie")
+    if not raw:
+        return None
+    for part in raw.split(";"):
+        k, _, v = part.strip().partition("=")
+        if k == name:
+            return v
+    return None
+
+
+class GuardMiddleware:
+    """Every HTTP request through the guard; every response with its headers."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self.app(scope, receive, send)
+            return
+        try:
+            redirect = self._admit(scope)
+        except Refused as exc:
+            await _plain(send, exc.status, exc.reason)
+            return
+        if redirect is not None:
+            await _redirect_with_cookie(send, redirect, self.guard.token)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+    def _admit(self, scope: Scope) -> str | None:
+        """Refused, or None to serve, or the URL to send the browser to with its cookie set."""
+        g = self.guard
+        if _header(scope, b"host") not in g.hosts:
+            raise Refused(403, "unexpected Host header: open the address sqrl ui printed")
+        query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
+        if "token" in query:
+            if not g.valid_token(query["token"]):
+                raise Refused(403, "wrong token: open the address sqrl ui printed")
+            rest = {k: v for k, v in query.items() if k != "token"}
+            path = "/" + str(scope["path"]).lstrip("/")  # never "//host": another site
+            return path + (f"?{urlencode(rest)}" if rest else "")
+        if not g.valid_token(_cookie(scope, COOKIE)):
+            raise Refused(403, "no access token: open the address sqrl ui printed")
+        if scope["method"] not in SAFE_METHODS and _header(scope, b"origin") not in g.origins:
+            raise Refused(403, "a change must come from a page of this server (Origin)")
+        return None
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = (text + "\n").encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), *HEADERS]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _redirect_with_cookie(send: Send, location: str, token: str) -> None:
+    cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+    headers = [
+        (b"location", location.encode("latin-1")),
+        (b"set-cookie", cookie.encode("latin-1")),
+        *HEADERS,
+    ]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})

@@ -1,0 +1,39 @@
+"""`sqrl ui`: the web UI for the local database, on 127.0.0.1 only (issue 22)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import webbrowser
+from typing import Any
+
+from reos_memory.interfaces.web.app import build
+from reos_memory.interfaces.web.guard import Guard
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(app: Any, port: int | None, *, open_browser: bool, log_level: str = "warning") -> int:
+    """Serve the UI for `app`'s Squirrel until interrupted: prints the address with its token
+    (and opens it in the browser unless told not to)."""
+    import uvicorn
+
+    port = port or free_port()
+    guard = Guard(port)
+    asgi = build(app.squirrel, guard, title="reos-memory")
+    config = uvicorn.Config(
+        asgi, host="127.0.0.1", port=port, log_level=log_level, access_log=False, lifespan="off",
+        server_header=False,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    url = guard.url("/memories")
+    sys.stdout.write(f"reos-memory UI: {url}\n(only this address works: it holds the token)\n")
+    sys.stdout.flush()
+    if open_browser:
+        webbrowser.open(url)
+    server.run()
+    return 0

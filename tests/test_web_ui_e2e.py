@@ -1,0 +1,189 @@
+"""The web UI end to end (issue 22): the real `sqrl ui` process, driven in Debian's chromium by
+Playwright, against a database the real JSON-RPC server (`reos-memory serve`) reads and writes
+at the same time. Every change made in the page is checked through `squirrel/memories/get`."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.rpc_client import SQRL, RpcError, Server
+
+pytestmark = pytest.mark.e2e
+PROJECT = "proj-ui"
+HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script> <b>bold</b> stays text"
+
+
+def chromium() -> str:
+    path = shutil.which("chromium")
+    assert path, "Debian's chromium is needed for this test (./dev setup installs it)"
+    return path
+
+
+class UIProcess:
+    """`sqrl ui --no-browser` on a free port, and the address it printed."""
+
+    def __init__(self, db: Path) -> None:
+        self.proc = subprocess.Popen(
+            [*SQRL, "--db", str(db), "ui", "--embedder", "hash", "--no-browser"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ},
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + 60
+        line = b""
+        while b"http://" not in line:
+            assert self.proc.poll() is None, self.proc.communicate()[1].decode()
+            assert time.monotonic() < deadline, "sqrl ui printed no address"
+            ready, _, _ = select.select([self.proc.stdout], [], [], 1.0)
+            if ready:
+                line = self.proc.stdout.readline()
+        self.url = next(w for w in line.decode().split() if w.startswith("http://"))
+        self.base = self.url.split("/memories")[0]
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+
+@pytest.fixture
+def rpc(tmp_path: Path) -> Iterator[Server]:
+    with Server(tmp_path / "m.db") as srv:
+        srv.wait_ready()
+        yield srv
+
+
+@pytest.fixture
+def ui(tmp_path: Path, rpc: Server) -> Iterator[UIProcess]:
+    proc = UIProcess(tmp_path / "m.db")
+    yield proc
+    assert proc.stop() == 0, proc.proc.communicate()[1].decode()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def _add(rpc: Server, text: str, **extra: Any) -> str:
+    params = {"project_id": PROJECT, "kind": "invariant", "text": text, **extra}
+    return str(rpc.call("squirrel/memories/add", params)["memory"]["id"])
+
+
+def _get(rpc: Server, mid: str) -> dict[str, Any]:
+    return rpc.call("squirrel/memories/get", {"memory_id": mid})["memory"]  # type: ignore[no-any-return]
+
+
+def test_filter_open_edit_deprecate_and_forget_from_the_browser(rpc, ui, browser):
+    pnpm = _add(rpc, "Use pnpm, never npm, in this repository")
+    pytest_ = _add(rpc, "Run pytest -x before pushing")
+    old = _add(rpc, "The staging database is reset every night", kind="note")
+    hostile = _add(rpc, HOSTILE)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(ui.url)
+    assert page.url == f"{ui.base}/memories", "the token leaves the address bar"
+    rows = page.locator("tbody tr")
+    assert rows.count() == 4
+    # filter by words, from the keyboard
+    page.get_by_label("Text", exact=True).focus()
+    page.keyboard.type("pnpm")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/memories?*q=pnpm*")
+    assert rows.count() == 1 and "Use pnpm" in rows.first.inner_text()
+    # filter by kind
+    page.goto(f"{ui.base}/memories?kind=note")
+    assert rows.count() == 1 and "staging database" in rows.first.inner_text()
+
+    # open a memory, edit it, see the change through JSON-RPC
+    page.goto(f"{ui.base}/memories")
+    page.get_by_role("link", name="Run pytest -x before pushing").click()
+    page.wait_for_url(f"**/memories/{pytest_}")
+    page.get_by_label("Text", exact=True).fill("Run pytest -x -q before pushing")
+    page.get_by_label("Tier", exact=True).select_option("long_term")
+    page.get_by_label("Key", exact=True).fill("project.test_command")
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(f"**/memories/{pytest_}?notice=saved")
+    got = _get(rpc, pytest_)
+    assert (got["text"], got["tier"], got["key"]) == (
+        "Run pytest -x -q before pushing", "long_term", "project.test_command",
+    )  # fmt: skip
+    assert page.locator(".memory-text").inner_text() == "Run pytest -x -q before pushing"
+
+    # deprecate two from the list, after a confirmation page
+    page.goto(f"{ui.base}/memories")
+    page.get_by_label(f"select {old}").check()
+    page.get_by_label(f"select {pnpm}").check()
+    page.get_by_role("button", name="Deprecate selected…").click()
+    assert "Deprecate 2 memories?" in page.locator("h1").inner_text()
+    assert _get(rpc, old)["status"] == "provisional", "nothing changes before the confirmation"
+    page.get_by_role("button", name="Yes, deprecate").click()
+    page.wait_for_url("**/memories?*notice=2+deprecated*")
+    assert _get(rpc, old)["status"] == "deprecated" and _get(rpc, pnpm)["status"] == "deprecated"
+    assert rows.count() == 2, "deprecated memories leave the live list"
+
+    # forget one from its page, after a confirmation page
+    page.goto(f"{ui.base}/memories/{old}")
+    page.get_by_role("button", name="Forget…").click()
+    page.get_by_role("button", name="Yes, forget").click()
+    page.wait_for_url("**/memories?notice=forgotten")
+    with pytest.raises(RpcError) as gone:
+        _get(rpc, old)
+    assert gone.value.code == -32004
+
+    # memory text with HTML in it is text
+    page.goto(f"{ui.base}/memories/{hostile}")
+    assert page.locator(".memory-text").inner_text() == HOSTILE
+    assert page.locator("main img, main b, main script").count() == 0
+    assert dialogs == []
+
+
+def test_what_would_the_agent_get_shows_the_hooks_prompt_and_counts_nothing(rpc, ui, browser):
+    mid = _add(rpc, "Payments webhooks must verify the Stripe signature", tier="long_term")
+    _add(rpc, "Frontend builds use Vite")
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(ui.url)
+    page.get_by_role("link", name="What would the agent get?").click()
+    page.get_by_label("Project", exact=True).fill(PROJECT)
+    page.get_by_label("Task", exact=True).fill("verify the Stripe webhook signature in payments")
+    page.get_by_role("button", name="Show").click()
+    page.wait_for_url("**/context?*")
+    prompt = page.locator("pre.prompt").inner_text()
+    assert "Payments webhooks must verify the Stripe signature" in prompt
+    assert page.get_by_role(
+        "link", name="Payments webhooks must verify the Stripe signature"
+    ).count()
+    # the same call through JSON-RPC gives the same prompt, and the preview counted nothing
+    real = rpc.call("squirrel/get_task_context", {
+        "project_id": PROJECT, "task": "verify the Stripe webhook signature in payments",
+        "dry_run": True,
+    })  # fmt: skip
+
+    def same(text: str) -> str:  # each context has its own id
+        return re.sub(r'id="ctx-[0-9a-f]+"', 'id="ctx"', text)
+
+    assert same(real["context_prompt"]) == same(prompt)
+    metrics = rpc.call("squirrel/memories/get", {"memory_id": mid})["metrics"]
+    assert metrics is None or (metrics["opportunities"], metrics["use_count"]) == (0, 0)
+    # readable at 390 px: nothing wider than the screen but the tables' own scrolling
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
