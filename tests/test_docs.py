@@ -28,6 +28,15 @@ def test_every_method_is_in_the_readme():
     assert not missing, f"methods missing from README: {missing}"
 
 
+def test_every_web_ui_page_is_in_the_readmes_ui_section():
+    from reos_memory.interfaces.web.app import NAV
+
+    start = README.index("* **The web UI** (`sqrl ui`)")
+    section = README[start : README.index("\n* **", start + 1)]
+    missing = [label for _, label in NAV if f"**{label}**" not in section]
+    assert not missing, f"web UI pages missing from the README's UI section: {missing}"
+
+
 def test_every_mcp_tool_is_in_the_readme():
     from reos_memory.interfaces.mcp import tool_definitions
 

@@ -110,3 +110,23 @@ def test_a_dry_run_context_counts_and_records_nothing(db_path):
         got = srv.call("squirrel/memories/get", {"memory_id": mid})
         assert [i["context_id"] for i in got["injections"]] == [real["context_id"]]
         assert got["metrics"]["use_count"] == 1
+
+
+def test_activity_counts_each_day_of_the_range(db_path):
+    with Server(db_path) as srv:
+        srv.wait_ready()
+        _add(srv, "Deploys go through the release branch")
+        _add(srv, "Never deploy on Fridays", kind="guard", polarity=-1)
+        srv.call("squirrel/get_task_context", {"project_id": PROJECT, "task": "deploy a release"})
+        out = srv.call("squirrel/activity", {"project_id": PROJECT, "days": 7})
+        assert out["project_id"] == PROJECT and len(out["days"]) == 7
+        days = [d["day"] for d in out["days"]]
+        assert days == sorted(days)  # oldest first, today last
+        today = out["days"][-1]
+        assert today["memories"] == {"invariant": 1, "guard": 1}
+        assert today["contexts"] == 1 and today["injections"] >= 1
+        assert all(d["memories"] == {} and d["contexts"] == 0 for d in out["days"][:-1])
+        assert out["live_by_kind"] == {"invariant": 1, "guard": 1}
+        other = srv.call("squirrel/activity", {"project_id": "proj-other", "days": 1})
+        assert other["days"][0]["memories"] == {} and other["live_by_kind"] == {}
+        assert srv.error("squirrel/activity", {"days": 0}).code == -32602

@@ -33,10 +33,10 @@ def chromium() -> str:
 class UIProcess:
     """`sqrl ui --no-browser` on a free port, and the address it printed."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [*SQRL, "--db", str(db), "ui", "--embedder", "hash", "--no-browser"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
         )  # fmt: skip
         assert self.proc.stdout is not None
         deadline = time.monotonic() + 60
@@ -187,3 +187,100 @@ def test_what_would_the_agent_get_shows_the_hooks_prompt_and_counts_nothing(rpc,
     assert metrics is None or (metrics["opportunities"], metrics["use_count"]) == (0, 0)
     # readable at 390 px: nothing wider than the screen but the tables' own scrolling
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def _wait_outcome(rpc: Server, want: str, timeout: float = 60.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        eps = rpc.call("squirrel/episodes/list", {"project_id": PROJECT})["episodes"]
+        if eps and eps[0]["outcome"] == want:
+            return eps[0]  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, eps
+        time.sleep(0.2)
+
+
+SESSION = [
+    {"role": "user", "kind": "message", "text": "run the tests"},
+    {"role": "assistant", "kind": "tool_call", "tool_name": "Bash", "command": "npm test",
+     "call_id": "a"},
+    {"role": "tool", "kind": "tool_result", "call_id": "a", "is_error": True, "exit_code": 1,
+     "text": "error: this repository uses pnpm"},
+    {"role": "user", "kind": "message", "text": "No, never use npm here. Always use pnpm."},
+    {"role": "assistant", "kind": "tool_call", "tool_name": "Bash", "command": "pnpm test",
+     "call_id": "b"},
+    {"role": "tool", "kind": "tool_result", "call_id": "b", "exit_code": 0, "text": "ok"},
+]  # fmt: skip
+
+
+def test_a_failed_episode_is_seen_and_retried_from_its_page(tmp_path, browser):
+    """The JSON-RPC server's Memory Writer is an LLM that cannot be reached: the episode fails.
+    Its page shows what happened and why; "run the writer on it now" (the UI's offline writer)
+    learns it, and the memories appear through JSON-RPC."""
+    unreachable = {
+        "REOS_MEMORY_WRITER": "llm", "REOS_MEMORY_LLM_PROVIDER": "openai",
+        "REOS_MEMORY_LLM_BASE_URL": "http://127.0.0.1:9/v1", "REOS_MEMORY_LLM_MODEL": "m",
+        "REOS_MEMORY_LLM_API_KEY_ENV": "TEST_LLM_KEY", "TEST_LLM_KEY": "sk-test",
+        "REOS_MEMORY_LLM_MAX_RETRIES": "0", "REOS_MEMORY_LLM_TIMEOUT_S": "1",
+    }  # fmt: skip
+    with Server(tmp_path / "m.db", env=unreachable) as rpc:
+        rpc.wait_ready()
+        rpc.call("squirrel/ingest", {"project_id": PROJECT, "session_id": "sess-1",
+                                     "events": SESSION, "session_end": True})  # fmt: skip
+        ep = _wait_outcome(rpc, "failed")
+        ui = UIProcess(tmp_path / "m.db", env={"REOS_MEMORY_WRITER": "rules"})
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(ui.url)
+            page.get_by_role("link", name="Episodes").click()
+            page.get_by_label("Outcome", exact=True).select_option("failed")
+            page.get_by_role("button", name="Filter").click()
+            page.get_by_role("link", name=ep["id"]).click()
+            main = page.locator("main").inner_text()
+            assert "failed" in main and "No, never use npm here" in main
+            assert "user correction" in main  # why the pre-filter sent it to the writer
+            page.get_by_role("button", name="Run the writer on it now").click()
+            page.wait_for_url(f"**/episodes/{ep['id']}?notice=retried*")
+            assert "written" in page.locator("main").inner_text()
+            written = page.locator("main ul li a")
+            assert written.count() >= 1
+            mid = written.first.inner_text()
+            got = rpc.call("squirrel/memories/get", {"memory_id": mid})["memory"]
+            assert "pnpm" in got["text"]
+            assert _wait_outcome(rpc, "written")["id"] == ep["id"]
+        finally:
+            ui.stop()
+
+
+def test_cr_memory_policy_and_activity_pages(tmp_path, browser):
+    """CR-Memory's dry run on the page, then "apply" (a policy that promotes after one use);
+    the effective policy and the files it came from; the day's activity."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[promotion.default]\nmin_opportunities = 1\nmin_regret_hits = 0\n")
+    env = {"REOS_MEMORY_POLICY_FILE": str(policy)}
+    with Server(tmp_path / "m.db", env=env) as rpc:
+        rpc.wait_ready()
+        mid = _add(rpc, "Payments webhooks must verify the Stripe signature")
+        rpc.call("squirrel/get_task_context",
+                 {"project_id": PROJECT, "task": "verify the Stripe webhook signature"})  # fmt: skip
+        ui = UIProcess(tmp_path / "m.db", env=env)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(ui.url)
+            page.get_by_role("link", name="CR-Memory").click()
+            row = page.locator("tbody tr", has_text=mid)
+            assert "promote" in row.inner_text() and "use ratio 1.00" in row.inner_text()
+            assert _get(rpc, mid)["status"] == "provisional", "the page is a dry run"
+            page.get_by_role("button", name="Apply: promote 1, deprecate 0").click()
+            page.wait_for_url("**/cr-memory?notice=applied*")
+            assert _get(rpc, mid)["status"] == "active"
+
+            page.get_by_role("link", name="Policy").click()
+            text = page.locator("main").inner_text()
+            assert str(policy) in text and "min_regret_hits = 0" in text
+
+            page.get_by_role("link", name="Activity").click()
+            today = page.locator("tbody tr").first.inner_text()
+            assert "1 invariant" in today  # learned today, contexts and injections counted
+            assert page.locator("svg.chart rect").count() >= 2
+        finally:
+            ui.stop()

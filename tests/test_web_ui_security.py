@@ -135,9 +135,11 @@ async def test_every_form_needs_its_csrf_token(ui):
         f"/memories/{mid}/deprecate": {},
         f"/memories/{mid}/forget": {"confirmed": "1"},
         "/memories/bulk": {"ids": mid, "action": "forget", "confirmed": "1"},
+        "/episodes/ep-none/retry": {},
+        "/cr-memory/apply": {},
     }
-    routes = {r.path.replace("{memory_id}", mid) for r in ui.asgi.app.routes
-              if "POST" in (getattr(r, "methods", None) or ())}  # fmt: skip
+    routes = {r.path.replace("{memory_id}", mid).replace("{episode_id}", "ep-none")
+              for r in ui.asgi.app.routes if "POST" in (getattr(r, "methods", None) or ())}  # fmt: skip
     assert routes == set(posts), "a new POST route needs its place in this test"
     async with ui.client() as c:
         for path, data in posts.items():
@@ -152,7 +154,17 @@ async def test_every_form_needs_its_csrf_token(ui):
 async def test_every_response_has_a_strict_policy_and_no_cors(ui):
     mid = _add(ui.app, "Headers on every page")
     async with ui.client() as c:
-        for path in ("/memories", f"/memories/{mid}", "/context", "/static/ui.js", "/nope"):
+        for path in (
+            "/memories",
+            f"/memories/{mid}",
+            "/context",
+            "/episodes",
+            "/cr-memory",
+            "/policy",
+            "/activity",
+            "/static/ui.js",
+            "/nope",
+        ):
             r = await c.get(path, headers={"origin": "http://evil.example"})
             csp = r.headers["content-security-policy"]
             assert "default-src 'none'" in csp and "script-src 'self'" in csp, path

@@ -422,6 +422,28 @@ class PolicyResult(Struct, kw_only=True):
     sources: list[str]
 
 
+class ActivityParams(ProjectParams, kw_only=True):
+    days: Annotated[int, Meta(ge=1, le=366)] = 30
+
+
+class ActivityDay(Struct, kw_only=True):
+    """One day (UTC) of a database's life: what was learned, given, and spent."""
+
+    day: str  # YYYY-MM-DD
+    memories: dict[str, int]  # memories created that day, by kind
+    contexts: int  # get_task_context calls recorded
+    injections: int  # memories given in them
+    writer_calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+class ActivityResult(Struct, kw_only=True):
+    project_id: str | None
+    days: list[ActivityDay]  # oldest first, every day of the range (zeros included)
+    live_by_kind: dict[str, int]  # the live memories now
+
+
 class StatusParams(Params):
     pass
 

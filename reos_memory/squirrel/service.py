@@ -752,6 +752,38 @@ class Squirrel:
         )
         return _typed(out, api.CrMemoryResult)
 
+    def activity(self, p: api.ActivityParams) -> api.ActivityResult:
+        """Day by day over the last `days` (UTC): memories learned by kind, contexts given and
+        memories injected (of a project, or all), Memory Writer calls and tokens."""
+        pid = (
+            self.project(p.project_id, p.project_root).id
+            if p.project_id is not None or p.project_root is not None
+            else None
+        )
+        today = datetime.now(UTC).date()
+        days = [(today - timedelta(days=n)).isoformat() for n in range(p.days - 1, -1, -1)]
+        got = self.db.read(lambda c: ssql.activity(c, days[0], pid))
+        by_day: dict[str, dict[str, int]] = {d: {} for d in days}
+        for day, kind, n in got["memories"]:
+            if day in by_day:
+                by_day[day][kind] = n
+        out = []
+        for d in days:
+            contexts, injections = got["contexts"].get(d, (0, 0))
+            calls, tin, tout = got["calls"].get(d, (0, 0, 0))
+            out.append(
+                api.ActivityDay(
+                    day=d,
+                    memories=by_day[d],
+                    contexts=contexts,
+                    injections=injections,
+                    writer_calls=calls,
+                    input_tokens=tin,
+                    output_tokens=tout,
+                )
+            )
+        return api.ActivityResult(project_id=pid, days=out, live_by_kind=got["live"])
+
     def policy_info(self, p: api.PolicyParams) -> api.PolicyResult:
         """The effective memory policy (default < user file < project file) and its sources."""
         root = project_for_root(p.project_root).root if p.project_root is not None else None

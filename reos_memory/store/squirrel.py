@@ -452,6 +452,47 @@ def record_call(conn: apsw.Connection, row: dict[str, Any]) -> None:
     )
 
 
+def activity(conn: apsw.Connection, since: str, project_id: str | None) -> dict[str, Any]:
+    """Per day from `since` (YYYY-MM-DD): memories created by kind, contexts and injections
+    recorded (of one project, or all), writer calls and tokens (every project: the budget is
+    the database's)."""
+    proj = "" if project_id is None else " AND project_id = ?"
+    args: tuple[Any, ...] = (since,) if project_id is None else (since, project_id)
+    mems = fetch(
+        conn,
+        "SELECT substr(created_at, 1, 10), kind, count(*) FROM memories WHERE created_at >= ?"
+        + proj
+        + " GROUP BY 1, 2",
+        args,
+    )
+    ctxs = fetch(
+        conn,
+        "SELECT substr(c.created_at, 1, 10), count(DISTINCT c.context_id), count(i.memory_id)"
+        " FROM context_requests c LEFT JOIN memory_injections i ON i.context_id = c.context_id"
+        " WHERE c.created_at >= ?" + proj.replace("project_id", "c.project_id") + " GROUP BY 1",
+        args,
+    )
+    calls = fetch(
+        conn,
+        "SELECT substr(started_at, 1, 10), count(*), sum(input_tokens), sum(output_tokens)"
+        " FROM writer_calls WHERE started_at >= ? GROUP BY 1",
+        (since,),
+    )
+    live = fetch(
+        conn,
+        "SELECT kind, count(*) FROM memories WHERE status IN ('provisional', 'active')"
+        + proj
+        + " GROUP BY 1",
+        () if project_id is None else (project_id,),
+    )
+    return {
+        "memories": [(r[0], r[1], int(r[2])) for r in mems],
+        "contexts": {r[0]: (int(r[1]), int(r[2])) for r in ctxs},
+        "calls": {r[0]: (int(r[1]), int(r[2] or 0), int(r[3] or 0)) for r in calls},
+        "live": {r[0]: int(r[1]) for r in live},
+    }
+
+
 def calls_by_day(conn: apsw.Connection, days: int = 7) -> list[dict[str, Any]]:
     rows = fetch(
         conn,

@@ -25,7 +25,17 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel.service import Squirrel
 
 HERE = Path(__file__).resolve().parent
+# the pages in the navigation bar (the README's UI section names each: tests/test_docs.py)
+NAV = [
+    ("/memories", "Memories"),
+    ("/episodes", "Episodes"),
+    ("/context", "What would the agent get?"),
+    ("/cr-memory", "CR-Memory"),
+    ("/policy", "Policy"),
+    ("/activity", "Activity"),
+]
 PAGE_SIZE = 50
+CR_SHOWN = 500  # decisions listed on the CR-Memory page (of each kind; "apply" applies all)
 KINDS = ["guard", "invariant", "preference", "pattern", "note"]
 TIERS = ["emergency", "long_term", "short_term"]
 STATUSES = ["provisional", "active", "deprecated"]
@@ -83,6 +93,7 @@ class Pages:
     def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
         html = self.env.get_template(name).render(
             title=self.title,
+            nav=NAV,
             csrf=self.guard.csrf,
             path=request.url.path,
             notice=request.query_params.get("notice"),
@@ -250,6 +261,85 @@ class Pages:
         past = "deprecated" if action == "deprecate" else "forgotten"
         return _back(back, f"{len(ids)} {past}")
 
+    # -- episodes -----------------------------------------------------------------------------
+
+    async def episodes(self, request: Request) -> Response:
+        q = request.query_params
+        raw = {
+            "project_id": q.get("project"),
+            "session_id": q.get("session"),
+            "outcome": q.get("outcome"),
+            "cursor": q.get("cursor"),
+            "limit": PAGE_SIZE,
+        }
+        out = await self.call(self.sq.list_episodes, _params(api.EpisodeListParams, raw))
+        filters = {k: q.get(k, "") for k in ("project", "session", "outcome")}
+        nxt = None
+        if out.next_cursor:
+            nxt = "/episodes?" + urlencode({**{k: v for k, v in filters.items() if v},
+                                            "cursor": out.next_cursor})  # fmt: skip
+        return self.render(
+            request, "episodes.html", episodes=out.episodes, filters=filters, next_link=nxt,
+            outcomes=OUTCOMES,
+        )  # fmt: skip
+
+    async def episode(self, request: Request) -> Response:
+        ep = (await self.call(self.sq.get_episode, request.path_params["episode_id"])).episode
+        ops = ep.ops or []
+        return self.render(
+            request, "episode.html", ep=ep, lines=[_line(e) for e in (ep.events or [])],
+            kept=[o for o in ops if o.get("action") != "rejected"],
+            rejected=[o for o in ops if o.get("action") == "rejected"],
+        )  # fmt: skip
+
+    async def episode_retry(self, request: Request) -> Response:
+        eid = request.path_params["episode_id"]
+        await self.form(request)
+        p = api.EpisodeRetryParams(episode_id=eid, wait=True)
+        done = (await self.call(self.sq.retry, p)).episodes
+        outcome = done[0].get("outcome", "done") if done else "done"
+        return _back(f"/episodes/{eid}", f"retried: {outcome}")
+
+    # -- CR-Memory, policy, activity ----------------------------------------------------------
+
+    async def cr_memory(self, request: Request) -> Response:
+        project = request.query_params.get("project") or None
+        p = _params(api.CrMemoryParams, {"project_id": project, "dry_run": True})
+        out = await self.call(self.sq.cr_memory, p)
+        changes = [d for d in out.decisions if d.get("action") != "keep"]
+        kept = [d for d in out.decisions if d.get("action") == "keep"]
+        return self.render(
+            request, "cr_memory.html", out=out, project=project or "", shown=CR_SHOWN,
+            changes=changes[:CR_SHOWN], changes_total=len(changes),
+            kept=kept[:CR_SHOWN], kept_total=len(kept),
+        )  # fmt: skip
+
+    async def cr_memory_apply(self, request: Request) -> Response:
+        f = await self.form(request)
+        project = f.get("project") or None
+        out = await self.call(
+            self.sq.cr_memory, _params(api.CrMemoryParams, {"project_id": project})
+        )
+        back = "/cr-memory" + (f"?{urlencode({'project': project})}" if project else "")
+        return _back(back, f"applied: {out.promoted} promoted, {out.deprecated} deprecated")
+
+    async def policy(self, request: Request) -> Response:
+        out = await self.call(self.sq.policy_info, api.PolicyParams())
+        return self.render(request, "policy.html", out=out, toml=_toml(out.policy))
+
+    async def activity(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            days = int(q.get("days") or 30)
+        except ValueError as exc:
+            raise InvalidInput("days", "a whole number of days") from exc
+        raw = {"project_id": q.get("project"), "days": days}
+        out = await self.call(self.sq.activity, _params(api.ActivityParams, raw))
+        return self.render(
+            request, "activity.html", out=out, project=q.get("project", ""),
+            charts=_charts(out),
+        )  # fmt: skip
+
     # -- what would the agent get --------------------------------------------------------------
 
     async def context(self, request: Request) -> Response:
@@ -273,6 +363,50 @@ class Pages:
 
 
 EXCERPT_EVENTS = 40  # events of an episode shown under a memory's evidence
+OUTCOMES = ["pending", "running", "written", "skipped", "failed"]
+KIND_COLOURS = {  # the charts' series, the same colour for a kind everywhere
+    "guard": "#b42318", "invariant": "#0b5cad", "preference": "#7a5af8", "pattern": "#067647",
+    "note": "#b54708",
+}  # fmt: skip
+
+
+def _toml(value: dict[str, Any], prefix: str = "") -> str:
+    """The effective policy as TOML text (sections for tables, values as TOML writes them)."""
+    flat = [(k, v) for k, v in value.items() if not isinstance(v, dict)]
+    lines = [f"{k} = {_toml_value(v)}" for k, v in flat]
+    for k, v in value.items():
+        if isinstance(v, dict):
+            name = f"{prefix}.{k}" if prefix else k
+            body = _toml(v, name)
+            lines += ["", f"[{name}]", body] if body.strip() else []
+    return "\n".join(lines).strip("\n")
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return msgspec.json.encode(v).decode()
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return str(v)
+
+
+def _charts(out: api.ActivityResult) -> dict[str, Any]:
+    """Bar charts as numbers an SVG template draws (no script: the page's policy allows none)."""
+    days = out.days
+    kinds = [k for k in KIND_COLOURS if any(d.memories.get(k) for d in days)]
+    stacked = [[(k, d.memories.get(k, 0)) for k in kinds] for d in days]
+    return {
+        "width": max(1, len(days)),
+        "kinds": [(k, KIND_COLOURS[k]) for k in kinds],
+        "memories": list(zip(days, stacked, strict=True)),
+        "memories_max": max([sum(n for _, n in s) for s in stacked] + [1]),
+        "injections_max": max([d.injections for d in days] + [1]),
+        "tokens_max": max([d.input_tokens + d.output_tokens for d in days] + [1]),
+        "calls": sum(d.writer_calls for d in days),
+        "tokens": sum(d.input_tokens + d.output_tokens for d in days),
+    }
 
 
 def _line(event: dict[str, Any]) -> dict[str, Any]:
@@ -312,6 +446,13 @@ def build(squirrel: Squirrel, guard: Guard, *, title: str = "reos-memory") -> An
         Route("/memories/{memory_id}/deprecate", w(pages.memory_deprecate), methods=["POST"]),
         Route("/memories/{memory_id}/forget", w(pages.memory_forget), methods=["POST"]),
         Route("/context", w(pages.context)),
+        Route("/episodes", w(pages.episodes)),
+        Route("/episodes/{episode_id}", w(pages.episode)),
+        Route("/episodes/{episode_id}/retry", w(pages.episode_retry), methods=["POST"]),
+        Route("/cr-memory", w(pages.cr_memory)),
+        Route("/cr-memory/apply", w(pages.cr_memory_apply), methods=["POST"]),
+        Route("/policy", w(pages.policy)),
+        Route("/activity", w(pages.activity)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return GuardMiddleware(Starlette(routes=routes), guard)

@@ -246,6 +246,12 @@ def policy_get(ctx: RequestContext, p: t.PolicyParams) -> t.PolicyResult:
     return ctx.app.squirrel.policy_info(p)
 
 
+@method("squirrel/activity", params=t.ActivityParams, result=t.ActivityResult)
+def activity(ctx: RequestContext, p: t.ActivityParams) -> t.ActivityResult:
+    """Day by day: memories learned by kind, contexts and injections, writer calls and tokens."""
+    return ctx.app.squirrel.activity(p)
+
+
 @method("squirrel/status", params=t.StatusParams, result=t.StatusResult)
 def status(ctx: RequestContext, p: t.StatusParams) -> t.StatusResult:
     """Memories by status, kind and tier; episodes by outcome; writer calls and tokens per day."""
