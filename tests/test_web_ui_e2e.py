@@ -284,3 +284,26 @@ def test_cr_memory_policy_and_activity_pages(tmp_path, browser):
             assert page.locator("svg.chart rect").count() >= 2
         finally:
             ui.stop()
+
+
+def test_the_block_graph_draws_under_the_pages_policy(rpc, ui, browser):
+    """The HTML export of a block's neighbourhood, served with a policy that allows exactly
+    its own inline script and style: it draws, and the browser reports no violation."""
+    from tests.conftest import link, make_block
+
+    a = make_block(rpc, "Payments service overview")
+    b = make_block(rpc, "Stripe <webhooks> & retries")
+    link(rpc, a, b)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text))
+    page.goto(ui.url)
+    page.get_by_role("link", name="Block graph").click()
+    page.get_by_label("Block id", exact=True).fill(a)
+    page.get_by_role("button", name="Draw").click()
+    assert "2 blocks, 1 relationship" in page.locator("main").inner_text()
+    page.get_by_role("link", name="Open the picture").click()
+    page.wait_for_selector("#graph circle, #graph rect")
+    assert page.locator("#graph text", has_text="Stripe <webhooks>").count() == 1
+    assert page.locator("#legend span").count() >= 1
+    assert not [m for m in console if "Content Security Policy" in m], console

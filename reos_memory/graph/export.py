@@ -213,7 +213,10 @@ _HTML = r"""<!doctype html>
  const W = svg.clientWidth || 1000, H = svg.clientHeight || 700, n = g.nodes.length;
  document.getElementById('summary').textContent = n + ' blocks, ' + g.edges.length + ' relationships' + (g.truncated ? ' (truncated)' : '');
  const types = {}; g.nodes.forEach(d => types[d.type] = d.color);
- document.getElementById('legend').innerHTML = Object.keys(types).sort().map(t => '<span><i style="background:' + types[t] + '"></i>' + t.replace(/&/g,'&amp;').replace(/</g,'&lt;') + '</span>').join('');
+ // the legend built as elements, its colours set through the DOM: no markup from data, and
+ // nothing a Content-Security-Policy without 'unsafe-inline' would block (the web UI serves it)
+ const legend = document.getElementById('legend');
+ Object.keys(types).sort().forEach(t => { const s = document.createElement('span'), i = document.createElement('i'); i.style.background = types[t]; s.append(i, t); legend.append(s); });
  // deterministic start on a circle, then Fruchterman-Reingold
  const idx = {}; g.nodes.forEach((d, i) => { idx[d.id] = i; d.x = W/2 + Math.cos(2*Math.PI*i/Math.max(n,1)) * W/3; d.y = H/2 + Math.sin(2*Math.PI*i/Math.max(n,1)) * H/3; });
  const E = g.edges.filter(e => e.source in idx && e.target in idx);

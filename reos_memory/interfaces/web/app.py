@@ -5,6 +5,9 @@ conveniences (select all, focus). Every change is a POST with the CSRF token (gu
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.graph.api import ExportParams, ExportResult
 from reos_memory.interfaces.web.guard import Guard, GuardMiddleware, Refused
 from reos_memory.squirrel import api
 from reos_memory.squirrel.service import Squirrel
@@ -33,6 +37,7 @@ NAV = [
     ("/cr-memory", "CR-Memory"),
     ("/policy", "Policy"),
     ("/activity", "Activity"),
+    ("/graph", "Block graph"),
 ]
 PAGE_SIZE = 50
 CR_SHOWN = 500  # decisions listed on the CR-Memory page (of each kind; "apply" applies all)
@@ -79,13 +84,19 @@ def _params(kind: type[T], raw: dict[str, Any]) -> T:
         raise InvalidInput("form", str(exc)) from exc
 
 
-class Pages:
-    """The routes of one UI server over one Squirrel service."""
+Graph = Callable[[ExportParams], ExportResult]
 
-    def __init__(self, squirrel: Squirrel, guard: Guard, *, title: str) -> None:
+
+class Pages:
+    """The routes of one UI server over one Squirrel service (and the block graph's export)."""
+
+    def __init__(
+        self, squirrel: Squirrel, guard: Guard, *, title: str, graph: Graph | None = None
+    ) -> None:
         self.sq = squirrel
         self.guard = guard
         self.title = title
+        self.graph = graph
         self.env = _templates()
 
     # -- rendering ----------------------------------------------------------------------------
@@ -340,6 +351,50 @@ class Pages:
             charts=_charts(out),
         )  # fmt: skip
 
+    # -- the block graph --------------------------------------------------------------------
+
+    def _export(self, q: Any) -> ExportParams:
+        if self.graph is None:
+            raise InvalidInput("block", "this server has no block graph")
+        try:
+            depth, most = int(q.get("depth") or 2), int(q.get("max_nodes") or 200)
+        except ValueError as exc:
+            raise InvalidInput("depth", "depth and max_nodes are whole numbers") from exc
+        raw = {"block_id": q.get("block"), "depth": depth, "max_nodes": most,
+               "formats": ["html"]}  # fmt: skip
+        return _params(ExportParams, raw)
+
+    async def graph_page(self, request: Request) -> Response:
+        q = request.query_params
+        form = {k: q.get(k, "") for k in ("block", "depth", "max_nodes")}
+        found = None
+        if q.get("block"):
+            found = await self.call(self._graph_or_raise, self._export(q))
+        view = "/graph/view?" + urlencode({k: v for k, v in form.items() if v})
+        return self.render(
+            request, "graph.html", form=form, found=found, view=view if found else None,
+            available=self.graph is not None,
+        )  # fmt: skip
+
+    async def graph_view(self, request: Request) -> Response:
+        out = await self.call(self._graph_or_raise, self._export(request.query_params))
+        page = out.html or ""
+        # the export is one self-contained file with an inline script and style: allowed by
+        # their hashes, nothing else
+        scripts = [_sha(x) for x in re.findall(r"<script>(.*?)</script>", page, re.S)]
+        styles = [_sha(x) for x in re.findall(r"<style>(.*?)</style>", page, re.S)]
+        csp = (
+            "default-src 'none'; script-src " + " ".join(scripts) + "; style-src "
+            + " ".join(styles) + "; img-src data:; frame-ancestors 'none'; base-uri 'none';"
+            " form-action 'none'"
+        )  # fmt: skip
+        return HTMLResponse(page, headers={"content-security-policy": csp})
+
+    def _graph_or_raise(self, p: ExportParams) -> ExportResult:
+        if self.graph is None:
+            raise InvalidInput("block", "this server has no block graph")
+        return self.graph(p)
+
     # -- what would the agent get --------------------------------------------------------------
 
     async def context(self, request: Request) -> Response:
@@ -423,15 +478,23 @@ def _line(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _sha(text: str) -> str:
+    """A CSP source allowing exactly this inline script or style."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
 def _back(path: str, notice: str) -> Response:
     """After a change: the page to show, with what happened (POST, then redirect, then GET)."""
     sep = "&" if "?" in path else "?"
     return RedirectResponse(f"{path}{sep}{urlencode({'notice': notice})}", status_code=303)
 
 
-def build(squirrel: Squirrel, guard: Guard, *, title: str = "reos-memory") -> Any:
-    """The UI as an ASGI app, every request through the guard."""
-    pages = Pages(squirrel, guard, title=title)
+def build(
+    squirrel: Squirrel, guard: Guard, *, title: str = "reos-memory", graph: Graph | None = None
+) -> Any:
+    """The UI as an ASGI app, every request through the guard; `graph` draws a block's
+    neighbourhood (graph/export), when the server has the block graph."""
+    pages = Pages(squirrel, guard, title=title, graph=graph)
     w = pages.wrap
 
     async def home(request: Request) -> Response:
@@ -453,6 +516,8 @@ def build(squirrel: Squirrel, guard: Guard, *, title: str = "reos-memory") -> An
         Route("/cr-memory/apply", w(pages.cr_memory_apply), methods=["POST"]),
         Route("/policy", w(pages.policy)),
         Route("/activity", w(pages.activity)),
+        Route("/graph", w(pages.graph_page)),
+        Route("/graph/view", w(pages.graph_view)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return GuardMiddleware(Starlette(routes=routes), guard)

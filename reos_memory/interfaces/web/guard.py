@@ -121,7 +121,13 @@ class GuardMiddleware:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *HEADERS]
+                # a page may narrow a header for itself (the graph picture's CSP names the
+                # hashes of its own inline script and style); the rest get the defaults
+                own = {bytes(k).lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *[(k, v) for k, v in HEADERS if k not in own],
+                ]
             await send(message)
 
         await self.app(scope, receive, with_headers)

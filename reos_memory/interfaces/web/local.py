@@ -24,7 +24,9 @@ def serve(app: Any, port: int | None, *, open_browser: bool, log_level: str = "w
 
     port = port or free_port()
     guard = Guard(port)
-    asgi = build(app.squirrel, guard, title="reos-memory")
+    from reos_memory.graph import export
+
+    asgi = build(app.squirrel, guard, title="reos-memory", graph=lambda p: export.export(app.db, p))
     config = uvicorn.Config(
         asgi, host="127.0.0.1", port=port, log_level=log_level, access_log=False, lifespan="off",
         server_header=False,
