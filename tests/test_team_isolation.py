@@ -184,6 +184,22 @@ def keys_stay_home(server: Server, w: World) -> None:
         not_found(server, key, "team/keys/revoke", {"key_id": w.backend_writer.key_id})
 
 
+def new_keys_stay_home(server: Server, w: World) -> None:
+    """Org B's admins make keys of org B only: A's team names are B's (or unknown) to them, and
+    a key made there reaches nothing of A; a team admin of A's web makes web keys only."""
+    for key in (w.b_admin, w.b_team_admin):
+        made = server.result(key, "team/keys/create", {"role": "reader", "team": "backend"})
+        me = server.result(made["key"], "team/whoami")
+        assert me["org_id"] == w.b and me["team_id"] != w.backend
+        assert w.mem not in json.dumps(server.result(made["key"], "squirrel/memories/list", {}))
+    err = server.error(w.web_admin, "team/keys/create", {"role": "admin", "team": "backend"})
+    assert err["code"] == -32602 and "own team" in err["message"]
+    err = server.error(w.web_admin, "team/keys/create", {"role": "admin", "team": w.backend})
+    assert err["code"] == -32602
+    web = server.result(w.web_admin, "team/keys/create", {"role": "writer"})
+    assert server.result(web["key"], "team/whoami")["team_id"] == w.web
+
+
 def members_stay_home(server: Server, w: World) -> None:
     """A's backend member: not listed, not removable and not joinable from org B or A's web
     team (a team admin reaches its own team's members only)."""
@@ -258,6 +274,7 @@ MATRIX: dict[str, list[Callable[[Server, World], None]]] = {
     "team/shares/reject": [by_id("team/shares/reject", "share_id", "share")],
     "team/keys/list": [keys_stay_home],
     "team/keys/revoke": [keys_stay_home],
+    "team/keys/create": [new_keys_stay_home],
     "team/audit/list": [audit_stays_home],
     "team/members/list": [members_stay_home],
     "team/members/add": [members_stay_home],
@@ -277,6 +294,7 @@ READER_WRITES = {
     "team/shares/approve": {"share_id": "x"},
     "team/shares/reject": {"share_id": "x"},
     "team/keys/revoke": {"key_id": "x"},
+    "team/keys/create": {"role": "reader"},
     "team/members/add": {"name": "x"},
     "team/members/remove": {"member_id": "x"},
 }  # fmt: skip

@@ -126,10 +126,11 @@ def create_key(
     name: str = "",
     expires_days: float | None = None,
     member: str | None = None,
+    method: str = "team/admin/create-key",
 ) -> tuple[keys.NewKey, KeyInfo]:
     """A new key of `org` (and `team`, a name or id of that org) with `role`, belonging to
     `member` (a live member of the org, name or id) when given; the NewKey holds the only copy
-    of the key."""
+    of the key. `method`: what the audit log records (the command line, or team/keys/create)."""
     if role not in keys.ROLES:
         raise InvalidInput("role", f"one of {', '.join(keys.ROLES)}")
     if expires_days is not None and expires_days <= 0:
@@ -153,7 +154,7 @@ def create_key(
             member_id=member_id,
         )
         ids = [new.key_id, *([member_id] if member_id else [])]
-        audit(conn, actor, o.id, "team/admin/create-key", *ids, team_id=team_id)
+        audit(conn, actor, o.id, method, *ids, team_id=team_id)
     return new, _info(row, row.created_at)
 
 

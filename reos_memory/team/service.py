@@ -15,11 +15,11 @@ import msgspec
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from reos_memory.errors import Forbidden, NotFound
+from reos_memory.errors import Forbidden, InvalidInput, NotFound
 from reos_memory.store.team import connection as pg
 from reos_memory.store.team import tenancy
 from reos_memory.team import keys, members
-from reos_memory.team.admin import Actor, KeyInfo, audit, key_info
+from reos_memory.team.admin import Actor, KeyInfo, audit, create_key, key_info
 from reos_memory.team.episodes import TeamEpisodes
 from reos_memory.team.learning import TeamLearning
 from reos_memory.team.memories import Embed, TeamMemories, Who
@@ -60,6 +60,14 @@ class WhoAmI(msgspec.Struct, frozen=True):
 
 class KeyList(msgspec.Struct, frozen=True):
     keys: list[KeyInfo]
+
+
+class CreatedKey(msgspec.Struct, frozen=True):
+    """A new key: `key` is its only copy, shown once."""
+
+    key_id: str
+    key: str
+    info: KeyInfo
 
 
 class RevokeResult(msgspec.Struct, frozen=True):
@@ -200,6 +208,34 @@ class TeamService:
         with self._tenant(caller) as conn:
             rows = tenancy.list_keys(conn, caller.key.org_id)
         return KeyList(keys=[key_info(r) for r in rows if _reaches(caller, r)])
+
+    def create_key(
+        self,
+        caller: Caller,
+        method: str,
+        *,
+        role: str,
+        team: str | None = None,
+        name: str = "",
+        expires_days: float | None = None,
+        member: str | None = None,
+    ) -> CreatedKey:
+        """A new key of the caller's org (admin): a team admin makes keys of its own team only
+        (an org-wide key or another team's is refused); the key is returned once."""
+        _require(caller, "admin", method)
+        own = caller.key.team_id
+        with self._tenant(caller) as conn:
+            if own is not None:
+                if team is None:
+                    team = own
+                found = tenancy.find_team(conn, caller.key.org_id, team)
+                if found is None or found.id != own:
+                    raise InvalidInput("team", "a team admin's key makes keys of its own team only")
+            new, info = create_key(
+                conn, _actor(caller), org=caller.key.org_id, role=role, team=team, name=name,
+                expires_days=expires_days, member=member, method=method,
+            )  # fmt: skip
+        return CreatedKey(key_id=new.key_id, key=new.key, info=info)
 
     def revoke_key(self, caller: Caller, method: str, key_id: str) -> RevokeResult:
         """Revoke a key of the caller's org (of its team for a team key) (admin); any other key is

@@ -3,17 +3,18 @@ Struct in, one TeamService call, result Struct out."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from reos_memory.errors import Conflict, DatabaseUnavailable, Forbidden, NotFound
+from reos_memory.errors import Conflict, DatabaseUnavailable, Forbidden, InvalidInput, NotFound
 from reos_memory.interfaces.team_http.registry import NoParams, registry
 from reos_memory.team.members import Member, MemberList, MemberRemoved
 from reos_memory.team.service import (
     AuditPage,
     AuditQuery,
     Caller,
+    CreatedKey,
     KeyList,
     RevokeResult,
     TeamService,
@@ -23,6 +24,14 @@ from reos_memory.team.service import (
 
 class RevokeParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     key_id: str  # the key's id, or its `rmk_<id>` prefix
+
+
+class CreateKeyParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    role: Literal["reader", "writer", "admin"]
+    team: str | None = None  # a team of the org (name or id); a team key: its own team only
+    name: Annotated[str, msgspec.Meta(max_length=200)] = ""
+    expires_days: Annotated[float, msgspec.Meta(gt=0, le=3650)] | None = None
+    member: str | None = None  # the live member (name or id) the key belongs to
 
 
 class AddMemberParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -47,6 +56,19 @@ def whoami(svc: TeamService, caller: Caller, p: NoParams) -> WhoAmI:
 def keys_list(svc: TeamService, caller: Caller, p: NoParams) -> KeyList:
     """The keys of the caller's org, never a secret or hash (admin)."""
     return svc.list_keys(caller, "team/keys/list")
+
+
+@registry.method(
+    "team/keys/create", params=CreateKeyParams, result=CreatedKey, kind="write",
+    errors=[Forbidden, NotFound, InvalidInput, DatabaseUnavailable],
+)  # fmt: skip
+def keys_create(svc: TeamService, caller: Caller, p: CreateKeyParams) -> CreatedKey:
+    """A new key of the caller's org, returned once: store it now (admin; a team admin's key
+    makes keys of its own team only)."""
+    return svc.create_key(
+        caller, "team/keys/create", role=p.role, team=p.team, name=p.name,
+        expires_days=p.expires_days, member=p.member,
+    )  # fmt: skip
 
 
 @registry.method(
