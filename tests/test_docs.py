@@ -37,6 +37,15 @@ def test_every_web_ui_page_is_in_the_readmes_ui_section():
     assert not missing, f"web UI pages missing from the README's UI section: {missing}"
 
 
+def test_every_team_ui_page_is_in_the_readme():
+    from reos_memory.interfaces.team_http.ui import ADMIN_NAV, NAV
+
+    start = README.index("### The team server's web UI")
+    section = README[start : README.index("\n### ", start + 1)]
+    missing = [label for _, label in NAV + ADMIN_NAV if f"**{label}**" not in section]
+    assert not missing, f"team UI pages missing from the README: {missing}"
+
+
 def test_every_mcp_tool_is_in_the_readme():
     from reos_memory.interfaces.mcp import tool_definitions
 

@@ -121,8 +121,9 @@ def test_imports_point_one_way():
     assert not bad, bad
 
 
-# What every interface may share; each other part of interfaces/ is one interface.
-SHARED_BY_INTERFACES = {"services", "registry", "openrpc", "stdio_process", "__init__"}
+# What every interface may share; each other part of interfaces/ is one interface. `web` renders
+# pages for two of them (`sqrl ui` and the team server's UI) and imports no interface itself.
+SHARED_BY_INTERFACES = {"services", "registry", "openrpc", "stdio_process", "web", "__init__"}
 
 
 def _interface(module: str) -> str | None:
@@ -130,6 +131,15 @@ def _interface(module: str) -> str | None:
     if len(parts) < 3 or parts[1] != "interfaces" or parts[2] in SHARED_BY_INTERFACES:
         return None
     return parts[2]
+
+
+def test_the_shared_web_pages_import_no_interface():
+    bad = [
+        f"{mod} imports {t}"
+        for mod, t in _package_imports()
+        if mod.startswith("reos_memory.interfaces.web") and _interface(t)
+    ]
+    assert not bad, bad
 
 
 def test_no_interface_calls_another():

@@ -31,6 +31,7 @@ from reos_memory.interfaces.registry import MethodSpec, convert_params
 from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
 from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
 from reos_memory.interfaces.team_http.registry import Handler, registry
+from reos_memory.interfaces.team_http.ui import TeamUI
 from reos_memory.team.keys import KeyRefused, VerifiedKey
 from reos_memory.team.service import Caller, TeamService
 
@@ -87,6 +88,8 @@ class TeamHttp:
                 Route("/health", self.health, methods=["GET"]),
                 Route("/rpc", self.rpc, methods=["POST"]),
                 Route("/mcp", self.mcp),  # an ASGI app: the SDK answers each HTTP method
+                # the web UI: sign in with a key, the pages its role allows
+                *TeamUI(svc).routes(),
             ],
             lifespan=lambda app: self.mcp.running(),
         )

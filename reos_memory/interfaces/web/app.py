@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode
@@ -87,25 +88,29 @@ def _params(kind: type[T], raw: dict[str, Any]) -> T:
 Graph = Callable[[ExportParams], ExportResult]
 
 
-class Pages:
-    """The routes of one UI server over one Squirrel service (and the block graph's export)."""
+class Renderer:
+    """What every UI server's pages share: templates, the page frame, forms, errors."""
 
-    def __init__(
-        self, squirrel: Squirrel, guard: Guard, *, title: str, graph: Graph | None = None
-    ) -> None:
-        self.sq = squirrel
-        self.guard = guard
+    def __init__(self, title: str) -> None:
         self.title = title
-        self.graph = graph
         self.env = _templates()
 
-    # -- rendering ----------------------------------------------------------------------------
+    def csrf(self, request: Request) -> str:
+        """The CSRF token the forms of this request's pages carry."""
+        raise NotImplementedError
+
+    def nav(self, request: Request) -> list[tuple[str, str]]:
+        return NAV
+
+    def check_form(self, request: Request, form: dict[str, Any]) -> None:
+        if not hmac.compare_digest(str(form.get("csrf", "")), self.csrf(request)):
+            raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
 
     def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
         html = self.env.get_template(name).render(
             title=self.title,
-            nav=NAV,
-            csrf=self.guard.csrf,
+            nav=self.nav(request),
+            csrf=self.csrf(request),
             path=request.url.path,
             notice=request.query_params.get("notice"),
             **values,
@@ -116,7 +121,7 @@ class Pages:
         return self.render(request, "error.html", status=status, message=message)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """A service method on a worker thread (it reads and writes SQLite)."""
+        """A service method on a worker thread (it reads and writes the database)."""
         return await run_in_threadpool(fn, *args)
 
     async def form(self, request: Request) -> dict[str, Any]:
@@ -126,7 +131,7 @@ class Pages:
         for key in data:
             values = [v for v in data.getlist(key) if isinstance(v, str)]
             out[key] = values if key == "ids" else (values[-1] if values else "")
-        self.guard.check_form(out)
+        self.check_form(request, out)
         return out
 
     def wrap(self, handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
@@ -138,10 +143,54 @@ class Pages:
             except Refused as exc:
                 return self.error(request, exc.status, exc.reason)
             except ReosError as exc:
-                status = 404 if exc.reason == "not_found" else 400
+                status = 404 if exc.reason == "not_found" else 403 if exc.code == -32003 else 400
                 return self.error(request, status, exc.message)
 
         return run
+
+    async def bulk(
+        self,
+        request: Request,
+        fetch: Callable[[str], Awaitable[Any]],
+        apply: Callable[[str, str], Awaitable[None]],
+    ) -> Response:
+        """Deprecate or forget the ticked memories: a confirmation page first (listing them,
+        changing nothing), then each one."""
+        f = await self.form(request)
+        action = f.get("action")
+        if action not in ("deprecate", "forget"):
+            raise InvalidInput("action", "deprecate or forget")
+        ids = [i for i in f.get("ids", []) if i]
+        if not ids:
+            raise InvalidInput("ids", "tick at least one memory")
+        back = f.get("back") or "/memories"
+        if not back.startswith("/memories"):
+            back = "/memories"
+        if f.get("confirmed") != "1":
+            mems = [await fetch(i) for i in ids]
+            return self.render(
+                request, "confirm.html", action=action, memories=mems, target="/memories/bulk",
+                back=back,
+            )  # fmt: skip
+        for i in ids:
+            await apply(action, i)
+        past = "deprecated" if action == "deprecate" else "forgotten"
+        return _back(back, f"{len(ids)} {past}")
+
+
+class Pages(Renderer):
+    """The routes of one UI server over one Squirrel service (and the block graph's export)."""
+
+    def __init__(
+        self, squirrel: Squirrel, guard: Guard, *, title: str, graph: Graph | None = None
+    ) -> None:
+        super().__init__(title)
+        self.sq = squirrel
+        self.guard = guard
+        self.graph = graph
+
+    def csrf(self, request: Request) -> str:
+        return self.guard.csrf
 
     # -- memories -----------------------------------------------------------------------------
 
@@ -209,15 +258,7 @@ class Pages:
         mid = request.path_params["memory_id"]
         f = await self.form(request)
         current = (await self.call(self.sq.get_memory, mid)).memory
-        raw: dict[str, Any] = {"memory_id": mid}
-        for name in ("text", "kind", "tier", "status"):
-            if f.get(name) and f[name] != getattr(current, name):
-                raw[name] = f[name]
-        key = (f.get("key") or "").strip()
-        if key and key != current.key:
-            raw["key"] = key
-        elif not key and current.key is not None:
-            raw["clear_key"] = True
+        raw = edits(mid, f, current)
         ttl = (f.get("ttl_days") or "").strip()
         if ttl:
             try:
@@ -250,27 +291,13 @@ class Pages:
         return _back("/memories", "forgotten")
 
     async def memories_bulk(self, request: Request) -> Response:
-        f = await self.form(request)
-        action = f.get("action")
-        if action not in ("deprecate", "forget"):
-            raise InvalidInput("action", "deprecate or forget")
-        ids = [i for i in f.get("ids", []) if i]
-        if not ids:
-            raise InvalidInput("ids", "tick at least one memory")
-        back = f.get("back") or "/memories"
-        if not back.startswith("/memories"):
-            back = "/memories"
-        if f.get("confirmed") != "1":
-            mems = [(await self.call(self.sq.get_memory, i)).memory for i in ids]
-            return self.render(
-                request, "confirm.html", action=action, memories=mems, target="/memories/bulk",
-                back=back,
-            )  # fmt: skip
-        fn = self.sq.deprecate if action == "deprecate" else self.sq.forget
-        for i in ids:
-            await self.call(fn, i)
-        past = "deprecated" if action == "deprecate" else "forgotten"
-        return _back(back, f"{len(ids)} {past}")
+        async def fetch(mid: str) -> Any:
+            return (await self.call(self.sq.get_memory, mid)).memory
+
+        async def apply(action: str, mid: str) -> None:
+            await self.call(self.sq.deprecate if action == "deprecate" else self.sq.forget, mid)
+
+        return await self.bulk(request, fetch, apply)
 
     # -- episodes -----------------------------------------------------------------------------
 
@@ -481,6 +508,21 @@ def _line(event: dict[str, Any]) -> dict[str, Any]:
 def _sha(text: str) -> str:
     """A CSP source allowing exactly this inline script or style."""
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def edits(memory_id: str, form: dict[str, Any], current: Any) -> dict[str, Any]:
+    """The update params of an edit form (`_edit.html`): only the fields it changes, a key
+    emptied as `clear_key`."""
+    raw: dict[str, Any] = {"memory_id": memory_id}
+    for name in ("text", "kind", "tier", "status"):
+        if form.get(name) and form[name] != getattr(current, name):
+            raw[name] = form[name]
+    key = (form.get("key") or "").strip()
+    if key and key != current.key:
+        raw["key"] = key
+    elif not key and current.key is not None:
+        raw["clear_key"] = True
+    return raw
 
 
 def _back(path: str, notice: str) -> Response:

@@ -73,12 +73,6 @@ class Guard:
     def valid_token(self, presented: str | None) -> bool:
         return presented is not None and hmac.compare_digest(presented, self.token)
 
-    def check_form(self, form: dict[str, str] | Any) -> None:
-        """A form that changes something must carry this server's CSRF token."""
-        got = form.get("csrf")
-        if not isinstance(got, str) or not hmac.compare_digest(got, self.csrf):
-            raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
-
 
 def _header(scope: Scope, name: bytes) -> str | None:
     for k, v in scope.get("headers", []):
@@ -96,6 +90,26 @@ def _cookie(scope: Scope, name: str) -> str | None:
         if k == name:
             return v
     return None
+
+
+class SecurityHeaders:
+    """Every response of `app` with the UI's security headers; a page may narrow one for itself
+    (the graph picture's CSP names the hashes of its own inline script and style)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                own = {bytes(k).lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *[(k, v) for k, v in HEADERS if k not in own],
+                ]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 class GuardMiddleware:
@@ -119,18 +133,7 @@ class GuardMiddleware:
             await _redirect_with_cookie(send, redirect, self.guard.token)
             return
 
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                # a page may narrow a header for itself (the graph picture's CSP names the
-                # hashes of its own inline script and style); the rest get the defaults
-                own = {bytes(k).lower() for k, _ in message.get("headers", [])}
-                message["headers"] = [
-                    *message.get("headers", []),
-                    *[(k, v) for k, v in HEADERS if k not in own],
-                ]
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
+        await SecurityHeaders(self.app)(scope, receive, send)
 
     def _admit(self, scope: Scope) -> str | None:
         """Refused, or None to serve, or the URL to send the browser to with its cookie set."""

@@ -1,0 +1,386 @@
+"""The web UI on the team server (issue 22): the same pages and templates, behind its API keys.
+
+A person signs in with an API key; the key is kept in a cookie (HttpOnly, SameSite=Strict,
+Secure when the request came over TLS) and checked again on every request, so a revoked or
+expired key is out at once and any number of server processes serve the same session. Every
+page calls the team server's registered methods (the same handlers as `/rpc`), so a page shows
+only what the key's org, team and role allow: another org's ids are not found, a reader cannot
+write, and the admin pages (members, API keys, audit log) need an admin key. A change needs the
+page's own origin and a CSRF token derived from the key."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from reos_memory.errors import InvalidInput
+from reos_memory.interfaces.registry import convert_params
+from reos_memory.interfaces.team_http.registry import registry
+from reos_memory.interfaces.web.app import (
+    HERE,
+    KINDS,
+    PAGE_SIZE,
+    SCOPES,
+    STATUS_CHOICES,
+    STATUSES,
+    TIERS,
+    Renderer,
+    _back,
+    edits,
+)
+from reos_memory.interfaces.web.guard import Refused, SecurityHeaders
+from reos_memory.team.keys import KeyRefused, VerifiedKey
+from reos_memory.team.service import Caller, TeamService
+
+COOKIE = "reos_team_ui"
+NAV = [("/memories", "Memories"), ("/context", "What would the agent get?"), ("/shares", "Shares")]
+ADMIN_NAV = [("/members", "Members"), ("/keys", "API keys"), ("/audit", "Audit log")]
+SIGNED_OUT = {"/signin"}
+
+
+class TeamUI(Renderer):
+    """The UI routes of one team server process."""
+
+    def __init__(self, svc: TeamService, *, title: str = "reos-memory team") -> None:
+        super().__init__(title)
+        self.svc = svc
+
+    # -- who is signed in ---------------------------------------------------------------------
+
+    def csrf(self, request: Request) -> str:
+        key = request.cookies.get(COOKIE, "")
+        return hmac.new(key.encode(), b"csrf", hashlib.sha256).hexdigest() if key else ""
+
+    def nav(self, request: Request) -> list[tuple[str, str]]:
+        key: VerifiedKey | None = getattr(request.state, "key", None)
+        if key is None:
+            return []
+        return NAV + (ADMIN_NAV if key.role == "admin" else [])
+
+    def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
+        signed = getattr(request.state, "key", None) is not None
+        return super().render(request, name, status, signout=signed, **values)
+
+    def check_form(self, request: Request, form: dict[str, Any]) -> None:
+        origin = request.headers.get("origin")
+        if origin != f"{request.url.scheme}://{request.url.netloc}":
+            raise Refused(403, "a change must come from a page of this server (Origin)")
+        if not self.csrf(request) or not hmac.compare_digest(
+            str(form.get("csrf", "")), self.csrf(request)
+        ):
+            raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
+
+    async def signed_in(self, request: Request) -> Caller:
+        """The caller of a page, from the key in its cookie; Refused 401 without a valid one."""
+        presented = request.cookies.get(COOKIE)
+        if not presented:
+            raise Refused(401, "sign in with an API key")
+        try:
+            key = await run_in_threadpool(self.svc.authenticate, presented)
+        except KeyRefused as exc:  # why (unknown, revoked, ...) is for the log, not the page
+            raise Refused(401, "the API key was refused: sign in again") from exc
+        request.state.key = key
+        return Caller(key=key, request_id=f"ui-{uuid.uuid4().hex[:16]}")
+
+    async def call(self, fn: Any, *args: Any) -> Any:  # type: ignore[override]
+        return await run_in_threadpool(fn, *args)
+
+    async def rpc(self, caller: Caller, method: str, params: dict[str, Any]) -> Any:
+        """A team server method, as /rpc runs it for this key (its role and reach checked)."""
+        spec = registry.methods[method]
+        p = convert_params(spec, {k: v for k, v in params.items() if v not in (None, "")})
+        return await run_in_threadpool(spec.handler, self.svc, caller, p)
+
+    def wrap(self, handler: Any) -> Any:
+        inner = super().wrap(handler)
+
+        async def run(request: Request) -> Response:
+            try:
+                if request.url.path not in SIGNED_OUT:
+                    await self.signed_in(request)
+            except Refused as exc:
+                if exc.status == 401:
+                    return RedirectResponse(
+                        "/signin?" + urlencode({"notice": exc.reason}), status_code=303
+                    )
+                return self.error(request, exc.status, exc.reason)
+            return await inner(request)  # type: ignore[no-any-return]
+
+        return run
+
+    # -- signing in ---------------------------------------------------------------------------
+
+    async def signin(self, request: Request) -> Response:
+        if request.method == "GET":
+            return self.render(request, "signin.html")
+        form = await request.form()
+        presented = str(form.get("key", "")).strip()
+        origin = request.headers.get("origin")
+        if origin != f"{request.url.scheme}://{request.url.netloc}":
+            raise Refused(403, "sign in from this server's own page (Origin)")
+        try:
+            await run_in_threadpool(self.svc.authenticate, presented)
+        except KeyRefused:
+            return self.render(request, "signin.html", status=401, failed=True)
+        out = RedirectResponse("/memories", status_code=303)
+        out.set_cookie(
+            COOKIE, presented, httponly=True, samesite="strict", path="/",
+            secure=_over_tls(request),
+        )  # fmt: skip
+        return out
+
+    async def signout(self, request: Request) -> Response:
+        await self.form(request)
+        out = RedirectResponse("/signin?" + urlencode({"notice": "signed out"}), status_code=303)
+        out.delete_cookie(COOKIE, path="/")
+        return out
+
+    # -- memories -----------------------------------------------------------------------------
+
+    async def memories(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        q = request.query_params
+        status = q.get("status") or "live"
+        if status not in STATUS_CHOICES:
+            raise InvalidInput("status", f"one of {', '.join(STATUS_CHOICES)}")
+        out = await self.rpc(caller, "squirrel/memories/list", {
+            "project_id": q.get("project"), "kinds": [q["kind"]] if q.get("kind") else None,
+            "tiers": [q["tier"]] if q.get("tier") else None, "statuses": STATUS_CHOICES[status],
+            "scope": q.get("scope"), "owner_type": q.get("owner"), "text": q.get("q"),
+            "cursor": q.get("cursor"), "limit": PAGE_SIZE,
+        })  # fmt: skip
+        filters = {k: q.get(k, "") for k in ("project", "kind", "tier", "scope", "owner", "q")}
+        filters["status"] = status
+        filters["sort"] = "updated"
+
+        def link(**change: str) -> str:
+            merged = {**filters, **change}
+            merged.pop("sort")
+            return "/memories?" + urlencode({k: v for k, v in merged.items() if v})
+
+        return self.render(
+            request, "memories.html", rows=list(zip(out.memories, out.metrics, strict=True)),
+            filters=filters, kinds=KINDS, tiers=TIERS, scopes=SCOPES,
+            sorts={"updated": "last changed"}, statuses=list(STATUS_CHOICES),
+            next_link=link(cursor=out.next_cursor) if out.next_cursor else None,
+            first_link=link() if q.get("cursor") else None, sort_link=None,
+            back=str(request.url.path) + ("?" + request.url.query if request.url.query else ""),
+            owners=["team", "org"],
+        )  # fmt: skip
+
+    async def memory(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        got = await self.rpc(
+            caller, "squirrel/memories/get", {"memory_id": request.path_params["memory_id"]}
+        )
+        return self.render(
+            request, "team_memory.html", m=got.memory, got=got, kinds=KINDS, tiers=TIERS,
+            statuses=STATUSES, can_write=caller.key.role in ("writer", "admin"),
+        )  # fmt: skip
+
+    async def memory_edit(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        mid = request.path_params["memory_id"]
+        f = await self.form(request)
+        cur = (await self.rpc(caller, "squirrel/memories/get", {"memory_id": mid})).memory
+        raw = edits(mid, f, cur)
+        if len(raw) > 1:
+            await self.rpc(caller, "squirrel/memories/update", raw)
+        return _back(f"/memories/{mid}", "saved" if len(raw) > 1 else "nothing changed")
+
+    async def memory_deprecate(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        mid = request.path_params["memory_id"]
+        await self.form(request)
+        await self.rpc(caller, "squirrel/memories/deprecate", {"memory_id": mid})
+        return _back(f"/memories/{mid}", "deprecated")
+
+    async def memory_forget(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        mid = request.path_params["memory_id"]
+        f = await self.form(request)
+        if f.get("confirmed") != "1":
+            got = await self.rpc(caller, "squirrel/memories/get", {"memory_id": mid})
+            return self.render(
+                request, "confirm.html", action="forget", memories=[got.memory],
+                target=f"/memories/{mid}/forget", back=f"/memories/{mid}",
+            )  # fmt: skip
+        await self.rpc(caller, "squirrel/memories/forget", {"memory_id": mid})
+        return _back("/memories", "forgotten")
+
+    async def memories_bulk(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+
+        async def fetch(mid: str) -> Any:
+            return (await self.rpc(caller, "squirrel/memories/get", {"memory_id": mid})).memory
+
+        async def apply(action: str, mid: str) -> None:
+            await self.rpc(caller, f"squirrel/memories/{action}", {"memory_id": mid})
+
+        return await self.bulk(request, fetch, apply)
+
+    async def context(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        q = request.query_params
+        form = {k: q.get(k, "") for k in ("project", "task", "path", "budget")}
+        result = None
+        if q.get("task"):
+            try:
+                budget = int(q.get("budget") or 400)
+            except ValueError as exc:
+                raise InvalidInput("budget", "a whole number of tokens") from exc
+            result = await self.rpc(caller, "squirrel/get_task_context", {
+                "project_id": q.get("project"), "task": q.get("task"), "path": q.get("path"),
+                "context_budget_tokens": budget, "dry_run": True,
+            })  # fmt: skip
+        return self.render(request, "context.html", form=form, result=result)
+
+    # -- shares -------------------------------------------------------------------------------
+
+    async def shares(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        status = request.query_params.get("status") or "pending"
+        out = await self.rpc(caller, "team/shares/list", {"status": status})
+        return self.render(
+            request, "shares.html", shares=out.shares, listing=status,
+            can_decide=caller.key.role in ("writer", "admin"),
+        )  # fmt: skip
+
+    async def share_decide(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        f = await self.form(request)
+        decision = request.path_params["decision"]
+        if decision not in ("approve", "reject"):
+            raise InvalidInput("decision", "approve or reject")
+        await self.rpc(caller, f"team/shares/{decision}", {
+            "share_id": request.path_params["share_id"], "reason": f.get("reason") or None,
+        })  # fmt: skip
+        return _back("/shares", "approved" if decision == "approve" else "rejected")
+
+    # -- admin --------------------------------------------------------------------------------
+
+    async def keys(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        out = await self.rpc(caller, "team/keys/list", {})
+        return self.render(request, "keys.html", keys=out.keys, me=caller.key.key_id)
+
+    async def key_create(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        f = await self.form(request)
+        raw: dict[str, Any] = {k: f.get(k) for k in ("role", "team", "name", "member")}
+        if f.get("expires_days"):
+            try:
+                raw["expires_days"] = float(f["expires_days"])
+            except ValueError as exc:
+                raise InvalidInput("expires_days", "a number of days") from exc
+        made = await self.rpc(caller, "team/keys/create", raw)
+        # shown once, in this response only (never in a URL or a log)
+        return self.render(request, "key_created.html", made=made)
+
+    async def key_revoke(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        await self.form(request)
+        kid = request.path_params["key_id"]
+        await self.rpc(caller, "team/keys/revoke", {"key_id": kid})
+        return _back("/keys", f"revoked {kid}")
+
+    async def members(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        out = await self.rpc(caller, "team/members/list", {})
+        return self.render(request, "members.html", members=out.members)
+
+    async def member_add(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        f = await self.form(request)
+        made = await self.rpc(caller, "team/members/add", {
+            "name": f.get("name"), "team": f.get("team"), "email": f.get("email"),
+        })  # fmt: skip
+        return _back("/members", f"added {made.name}")
+
+    async def member_remove(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        await self.form(request)
+        await self.rpc(
+            caller, "team/members/remove", {"member_id": request.path_params["member_id"]}
+        )
+        return _back("/members", "removed, and their keys revoked")
+
+    async def audit(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        q = request.query_params
+        filters = {k: q.get(k, "") for k in ("team_id", "method", "since", "until")}
+        raw: dict[str, Any] = {**filters, "limit": PAGE_SIZE}
+        if q.get("before_id"):
+            try:
+                raw["before_id"] = int(q["before_id"])
+            except ValueError as exc:
+                raise InvalidInput("before_id", "a whole number") from exc
+        out = await self.rpc(caller, "team/audit/list", raw)
+        nxt = None
+        if out.next_before_id is not None:
+            nxt = "/audit?" + urlencode({**{k: v for k, v in filters.items() if v},
+                                         "before_id": out.next_before_id})  # fmt: skip
+        return self.render(
+            request, "audit.html", entries=out.entries, filters=filters, next_link=nxt
+        )
+
+    # -- routes -------------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        w = self.wrap
+
+        async def home(request: Request) -> Response:
+            return RedirectResponse("/memories", status_code=303)
+
+        pages: list[tuple[str, Any, list[str]]] = [
+            ("/", home, ["GET"]),
+            ("/signin", self.signin, ["GET", "POST"]),
+            ("/signout", self.signout, ["POST"]),
+            ("/memories", self.memories, ["GET"]),
+            ("/memories/bulk", self.memories_bulk, ["POST"]),
+            ("/memories/{memory_id}", self.memory, ["GET"]),
+            ("/memories/{memory_id}/edit", self.memory_edit, ["POST"]),
+            ("/memories/{memory_id}/deprecate", self.memory_deprecate, ["POST"]),
+            ("/memories/{memory_id}/forget", self.memory_forget, ["POST"]),
+            ("/context", self.context, ["GET"]),
+            ("/shares", self.shares, ["GET"]),
+            ("/shares/{share_id}/{decision}", self.share_decide, ["POST"]),
+            ("/keys", self.keys, ["GET"]),
+            ("/keys/create", self.key_create, ["POST"]),
+            ("/keys/{key_id}/revoke", self.key_revoke, ["POST"]),
+            ("/members", self.members, ["GET"]),
+            ("/members/add", self.member_add, ["POST"]),
+            ("/members/{member_id}/remove", self.member_remove, ["POST"]),
+            ("/audit", self.audit, ["GET"]),
+        ]
+        out: list[BaseRoute] = [
+            Route(path, SecurityHeaders(_asgi(w(fn))), methods=methods)
+            for path, fn, methods in pages
+        ]
+        out.append(Mount("/static", SecurityHeaders(StaticFiles(directory=HERE / "static"))))
+        return out
+
+
+def _asgi(handler: Any) -> Any:
+    """A request handler as an ASGI app (a Route takes either; SecurityHeaders wraps apps)."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        response = await handler(Request(scope, receive))
+        await response(scope, receive, send)
+
+    return app
+
+
+def _over_tls(request: Request) -> bool:
+    """The request came over TLS (directly, or to the proxy in front: X-Forwarded-Proto)."""
+    proto = request.headers.get("x-forwarded-proto", request.url.scheme)
+    return proto.split(",")[0].strip() == "https"
