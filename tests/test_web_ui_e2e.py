@@ -307,3 +307,35 @@ def test_the_block_graph_draws_under_the_pages_policy(rpc, ui, browser):
     assert page.locator("#graph text", has_text="Stripe <webhooks>").count() == 1
     assert page.locator("#legend span").count() >= 1
     assert not [m for m in console if "Content Security Policy" in m], console
+
+
+def test_the_pages_work_from_the_keyboard(rpc, ui, browser):
+    """Tab first reaches "skip to content", which moves focus into the page; a memory opens
+    with Enter, and its form saves with the keyboard alone."""
+    mid = _add(rpc, "Keyboard users open memories too")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(ui.url)
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    for _ in range(40):  # through the filters to the memory's link
+        page.keyboard.press("Tab")
+        if (
+            page.evaluate("document.activeElement.textContent")
+            == "Keyboard users open memories too"
+        ):
+            break
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/memories/{mid}")
+    page.get_by_label("Text", exact=True).focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("Keyboard users edit memories too")
+    page.keyboard.press("Tab")  # the kind, then each field up to Save
+    for _ in range(10):
+        if page.evaluate("document.activeElement.textContent") == "Save":
+            break
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/memories/{mid}?notice=saved")
+    assert _get(rpc, mid)["text"] == "Keyboard users edit memories too"

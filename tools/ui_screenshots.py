@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,8 +111,58 @@ def main() -> None:
         proc.terminate()
         proc.wait(20)
         shutil.rmtree(work, ignore_errors=True)
-    time.sleep(0)
+    team_shots(out)
     print("\n".join(sorted(str(p) for p in out.glob("ui-*.png"))))
+
+
+def team_shots(out: Path) -> None:
+    """The team server's shares and API keys pages (an embedded PostgreSQL, a real server)."""
+    from playwright.sync_api import sync_playwright
+
+    from reos_memory.team import admin
+    from reos_memory.team.database import open_team_database
+    from tests.team_fixtures import start_server
+
+    work = Path(tempfile.mkdtemp(prefix="ui-team-shots-"))
+    data = work / "team-db"
+    db = open_team_database(None, data)
+    actor = admin.Actor("cli:screenshots", "shots")
+    try:
+        with db.connect() as conn:
+            admin.create_org(conn, actor, "acme")
+            admin.create_team(conn, actor, "acme", "backend")
+            key = admin.create_key(conn, actor, org="acme", role="admin", name="ops")[0].key
+            admin.create_key(conn, actor, org="acme", team="backend", role="writer",
+                             name="ada's laptop")  # fmt: skip
+            reader = admin.create_key(conn, actor, org="acme", team="backend", role="reader",
+                                      name="ci")[0].key  # fmt: skip
+        srv = start_server(data, env={"REOS_MEMORY_EMBEDDER": "hash"})
+        try:
+            for text in ("Feature flags live in flags.yaml, never in code",
+                         "The orders API paginates with cursors, not offsets"):  # fmt: skip
+                srv.result(reader, "team/shares/propose",
+                           {"project_id": PROJECT, "kind": "invariant", "text": text})  # fmt: skip
+            with sync_playwright() as p:
+                browser = p.chromium.launch(
+                    executable_path=shutil.which("chromium") or "chromium", args=["--no-sandbox"]
+                )
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.goto(f"{srv.base}/signin")
+                page.get_by_label("API key", exact=True).fill(key)
+                page.get_by_role("button", name="Sign in").click()
+                page.wait_for_url(f"{srv.base}/memories")
+                for name, path in (
+                    ("ui-team-shares.png", "/shares"),
+                    ("ui-team-keys.png", "/keys"),
+                ):
+                    page.goto(srv.base + path)
+                    page.screenshot(path=str(out / name), full_page=True)
+                browser.close()
+        finally:
+            srv.stop()
+    finally:
+        db.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

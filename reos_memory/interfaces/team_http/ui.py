@@ -35,14 +35,22 @@ from reos_memory.interfaces.web.app import (
     TIERS,
     Renderer,
     _back,
+    cr_values,
     edits,
+    toml_text,
 )
 from reos_memory.interfaces.web.guard import Refused, SecurityHeaders
 from reos_memory.team.keys import KeyRefused, VerifiedKey
 from reos_memory.team.service import Caller, TeamService
 
 COOKIE = "reos_team_ui"
-NAV = [("/memories", "Memories"), ("/context", "What would the agent get?"), ("/shares", "Shares")]
+NAV = [
+    ("/memories", "Memories"),
+    ("/context", "What would the agent get?"),
+    ("/shares", "Shares"),
+    ("/cr-memory", "CR-Memory"),
+    ("/policy", "Policy"),
+]
 ADMIN_NAV = [("/members", "Members"), ("/keys", "API keys"), ("/audit", "Audit log")]
 SIGNED_OUT = {"/signin"}
 
@@ -266,6 +274,29 @@ class TeamUI(Renderer):
         })  # fmt: skip
         return _back("/shares", "approved" if decision == "approve" else "rejected")
 
+    # -- CR-Memory and the policy -------------------------------------------------------------
+
+    async def cr_memory(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        project = request.query_params.get("project") or None
+        out = await self.rpc(
+            caller, "squirrel/cr_memory/run", {"project_id": project, "dry_run": True}
+        )
+        return self.render(request, "cr_memory.html", **cr_values(out, project))
+
+    async def cr_memory_apply(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        f = await self.form(request)
+        project = f.get("project") or None
+        out = await self.rpc(caller, "squirrel/cr_memory/run", {"project_id": project})
+        back = "/cr-memory" + (f"?{urlencode({'project': project})}" if project else "")
+        return _back(back, f"applied: {out.promoted} promoted, {out.deprecated} deprecated")
+
+    async def policy(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        out = await self.rpc(caller, "squirrel/policy/get", {})
+        return self.render(request, "policy.html", out=out, toml=toml_text(out.policy))
+
     # -- admin --------------------------------------------------------------------------------
 
     async def keys(self, request: Request) -> Response:
@@ -353,6 +384,9 @@ class TeamUI(Renderer):
             ("/memories/{memory_id}/forget", self.memory_forget, ["POST"]),
             ("/context", self.context, ["GET"]),
             ("/shares", self.shares, ["GET"]),
+            ("/cr-memory", self.cr_memory, ["GET"]),
+            ("/cr-memory/apply", self.cr_memory_apply, ["POST"]),
+            ("/policy", self.policy, ["GET"]),
             ("/shares/{share_id}/{decision}", self.share_decide, ["POST"]),
             ("/keys", self.keys, ["GET"]),
             ("/keys/create", self.key_create, ["POST"]),

@@ -344,13 +344,7 @@ class Pages(Renderer):
         project = request.query_params.get("project") or None
         p = _params(api.CrMemoryParams, {"project_id": project, "dry_run": True})
         out = await self.call(self.sq.cr_memory, p)
-        changes = [d for d in out.decisions if d.get("action") != "keep"]
-        kept = [d for d in out.decisions if d.get("action") == "keep"]
-        return self.render(
-            request, "cr_memory.html", out=out, project=project or "", shown=CR_SHOWN,
-            changes=changes[:CR_SHOWN], changes_total=len(changes),
-            kept=kept[:CR_SHOWN], kept_total=len(kept),
-        )  # fmt: skip
+        return self.render(request, "cr_memory.html", **cr_values(out, project))
 
     async def cr_memory_apply(self, request: Request) -> Response:
         f = await self.form(request)
@@ -363,7 +357,7 @@ class Pages(Renderer):
 
     async def policy(self, request: Request) -> Response:
         out = await self.call(self.sq.policy_info, api.PolicyParams())
-        return self.render(request, "policy.html", out=out, toml=_toml(out.policy))
+        return self.render(request, "policy.html", out=out, toml=toml_text(out.policy))
 
     async def activity(self, request: Request) -> Response:
         q = request.query_params
@@ -452,14 +446,14 @@ KIND_COLOURS = {  # the charts' series, the same colour for a kind everywhere
 }  # fmt: skip
 
 
-def _toml(value: dict[str, Any], prefix: str = "") -> str:
+def toml_text(value: dict[str, Any], prefix: str = "") -> str:
     """The effective policy as TOML text (sections for tables, values as TOML writes them)."""
     flat = [(k, v) for k, v in value.items() if not isinstance(v, dict)]
     lines = [f"{k} = {_toml_value(v)}" for k, v in flat]
     for k, v in value.items():
         if isinstance(v, dict):
             name = f"{prefix}.{k}" if prefix else k
-            body = _toml(v, name)
+            body = toml_text(v, name)
             lines += ["", f"[{name}]", body] if body.strip() else []
     return "\n".join(lines).strip("\n")
 
@@ -508,6 +502,18 @@ def _line(event: dict[str, Any]) -> dict[str, Any]:
 def _sha(text: str) -> str:
     """A CSP source allowing exactly this inline script or style."""
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def cr_values(out: api.CrMemoryResult, project: str | None) -> dict[str, Any]:
+    """What the CR-Memory page shows of a dry run: the changes and the memories kept, the first
+    CR_SHOWN of each ("apply" applies them all)."""
+    changes = [d for d in out.decisions if d.get("action") != "keep"]
+    kept = [d for d in out.decisions if d.get("action") == "keep"]
+    return {
+        "out": out, "project": project or "", "shown": CR_SHOWN,
+        "changes": changes[:CR_SHOWN], "changes_total": len(changes),
+        "kept": kept[:CR_SHOWN], "kept_total": len(kept),
+    }  # fmt: skip
 
 
 def edits(memory_id: str, form: dict[str, Any], current: Any) -> dict[str, Any]:
