@@ -273,3 +273,32 @@ def test_team_cr_memory_and_policy_pages(server, org, browser):
     assert got["status"] == "active" and got["version"] == 2
     page.get_by_role("link", name="Policy").click()
     assert "[promotion.default]" in page.locator("pre").inner_text()
+
+
+def test_team_memories_sort_by_use_paged_in_that_order(server, org):
+    """squirrel/memories/list on the team server: most used first, pages in that order."""
+    pid = "proj-ui-sort"
+    ids = [server.result(org.writer, "squirrel/memories/add", {
+        "project_id": pid, "kind": "note", "text": f"Sorted memory about {topic}"})["memory"]["id"]
+        for topic in ("caching", "logging", "tracing")]  # fmt: skip
+    server.result(org.reader, "squirrel/usage/report", {
+        "idempotency_key": "ui-sort-1",
+        "items": [{"memory_id": ids[1], "opportunities": 5, "uses": 5},
+                  {"memory_id": ids[2], "opportunities": 3, "uses": 2}],
+    })  # fmt: skip
+    seen, cursor = [], None
+    while True:
+        params = {"project_id": pid, "sort": "uses", "limit": 1}
+        page = server.result(org.reader, "squirrel/memories/list",
+                             {**params, **({"cursor": cursor} if cursor else {})})  # fmt: skip
+        seen += [m["id"] for m in page["memories"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [ids[1], ids[2], ids[0]]
+    newest = server.result(
+        org.reader, "squirrel/memories/list", {"project_id": pid, "sort": "newest"}
+    )
+    assert [m["id"] for m in newest["memories"]] == ids[::-1]
+    err = server.error(org.reader, "squirrel/memories/list", {"sort": "uses", "cursor": "zzz"})
+    assert err["code"] == -32602

@@ -540,13 +540,12 @@ class TeamMemories:
         )
 
     def list(self, who: Who, p: api.MemoryListParams) -> tapi.TeamMemoryListResult:
-        """Memories the key reaches, newest change first, paged by an opaque cursor."""
+        """Memories the key reaches, newest change first (or in `sort`), paged by an opaque
+        cursor."""
         no_root(p.project_root)
-        if p.sort not in (None, "updated"):
-            raise InvalidInput(
-                "sort", "the team server lists memories newest change first: updated"
-            )
-        after = _decode_cursor(p.cursor)
+        sort = p.sort or "updated"
+        after = _decode_cursor(p.cursor) if sort == "updated" else None
+        offset = _decode_offset(p.cursor) if sort != "updated" else 0
         with self.tenant(who) as conn:
             owner = self.owner_filter(conn, who, p.owner_type, p.owner_id)
             filters = msql.Filters(
@@ -560,14 +559,20 @@ class TeamMemories:
                 key_prefix=p.key_prefix,
                 text=p.text,
             )
-            rows = msql.list_page(conn, reach(who), filters, after, p.limit + 1)
+            if sort == "updated":
+                rows = msql.list_page(conn, reach(who), filters, after, p.limit + 1)
+            else:
+                rows = msql.list_sorted(conn, reach(who), filters, sort, offset, p.limit + 1)
             page = rows[: p.limit]
             metrics = msql.metrics_of(conn, who.org_id, [r["id"] for r in page])
         more = len(rows) > p.limit
+        nxt = None
+        if more and page:
+            nxt = _encode_cursor(page[-1]) if sort == "updated" else f"o:{offset + len(page)}"
         return tapi.TeamMemoryListResult(
             memories=[to_memory(r) for r in page],
             metrics=[to_metrics(metrics.get(r["id"]), r["id"]) for r in page],
-            next_cursor=_encode_cursor(page[-1]) if more and page else None,
+            next_cursor=nxt,
         )
 
     def pull(self, who: Who, p: tapi.PullParams) -> tapi.PullResult:
@@ -739,6 +744,16 @@ def _parse_time(text: str | None) -> datetime | None:
 
 def _encode_cursor(row: dict[str, Any]) -> str:
     return f"{row['updated_at'].timestamp():.6f}|{row['id']}"
+
+
+def _decode_offset(cursor: str | None) -> int:
+    """The place a cursor of a sorted list continues from (`o:N`)."""
+    if cursor is None:
+        return 0
+    tag, _, n = cursor.partition(":")
+    if tag != "o" or not n.isdigit():
+        raise InvalidInput("cursor", "a next_cursor returned by squirrel/memories/list")
+    return int(n)
 
 
 def _decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:

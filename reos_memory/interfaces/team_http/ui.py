@@ -30,6 +30,7 @@ from reos_memory.interfaces.web.app import (
     KINDS,
     PAGE_SIZE,
     SCOPES,
+    SORTS,
     STATUS_CHOICES,
     STATUSES,
     TIERS,
@@ -53,6 +54,7 @@ NAV = [
 ]
 ADMIN_NAV = [("/members", "Members"), ("/keys", "API keys"), ("/audit", "Audit log")]
 SIGNED_OUT = {"/signin"}
+TEAM_SORTS = {"updated": "last changed", **{k: v for k, v in SORTS.items() if k != "updated"}}
 
 
 class TeamUI(Renderer):
@@ -164,23 +166,24 @@ class TeamUI(Renderer):
             "project_id": q.get("project"), "kinds": [q["kind"]] if q.get("kind") else None,
             "tiers": [q["tier"]] if q.get("tier") else None, "statuses": STATUS_CHOICES[status],
             "scope": q.get("scope"), "owner_type": q.get("owner"), "text": q.get("q"),
-            "cursor": q.get("cursor"), "limit": PAGE_SIZE,
+            "sort": q.get("sort") or "updated", "cursor": q.get("cursor"), "limit": PAGE_SIZE,
         })  # fmt: skip
-        filters = {k: q.get(k, "") for k in ("project", "kind", "tier", "scope", "owner", "q")}
+        filters = {
+            k: q.get(k, "") for k in ("project", "kind", "tier", "scope", "owner", "q", "sort")
+        }
         filters["status"] = status
-        filters["sort"] = "updated"
+        filters["sort"] = filters["sort"] or "updated"
 
         def link(**change: str) -> str:
             merged = {**filters, **change}
-            merged.pop("sort")
             return "/memories?" + urlencode({k: v for k, v in merged.items() if v})
 
         return self.render(
             request, "memories.html", rows=list(zip(out.memories, out.metrics, strict=True)),
             filters=filters, kinds=KINDS, tiers=TIERS, scopes=SCOPES,
-            sorts={"updated": "last changed"}, statuses=list(STATUS_CHOICES),
+            sorts=TEAM_SORTS, statuses=list(STATUS_CHOICES),
             next_link=link(cursor=out.next_cursor) if out.next_cursor else None,
-            first_link=link() if q.get("cursor") else None, sort_link=None,
+            first_link=link() if q.get("cursor") else None, sort_link=lambda s: link(sort=s),
             back=str(request.url.path) + ("?" + request.url.query if request.url.query else ""),
             owners=["team", "org"],
         )  # fmt: skip

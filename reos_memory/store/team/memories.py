@@ -321,6 +321,16 @@ def changes_after(
     ], more
 
 
+# list orders other than the newest change first, most first (a memory never used counts 0)
+SORTS = {
+    "created": "m.created_at, m.id",
+    "newest": "m.created_at DESC, m.id DESC",
+    "uses": "coalesce(x.use_count, 0) DESC, m.id",
+    "opportunities": "coalesce(x.opportunities, 0) DESC, m.id",
+    "regret_saved": "coalesce(x.estimated_regret_saved, 0) DESC, m.id",
+}
+
+
 def list_page(
     conn: psycopg.Connection,
     reach: Reach,
@@ -328,7 +338,7 @@ def list_page(
     after: tuple[datetime, str] | None,
     limit: int,
 ) -> list[dict[str, Any]]:
-    """Memories newest first (updated_at, id), after the cursor."""
+    """Memories newest change first (updated_at, id), after the cursor."""
     sql, args = where(reach, filters)
     if after is not None:
         sql += " AND (updated_at, id) < (%s, %s)"
@@ -336,6 +346,21 @@ def list_page(
     cur = conn.cursor(row_factory=dict_row).execute(
         f"SELECT {COLUMNS} FROM memories WHERE {sql} ORDER BY updated_at DESC, id DESC LIMIT %s",
         [*args, limit],
+    )
+    return [r for r in cur.fetchall()]
+
+
+def list_sorted(
+    conn: psycopg.Connection, reach: Reach, filters: Filters, sort: str, offset: int, limit: int
+) -> list[dict[str, Any]]:
+    """Memories in one of SORTS, from the `offset`-th."""
+    sql, args = where(reach, filters, "m")
+    cols = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
+    cur = conn.cursor(row_factory=dict_row).execute(
+        f"SELECT {cols} FROM memories m LEFT JOIN memory_metrics x"
+        f" ON x.org_id = m.org_id AND x.memory_id = m.id WHERE {sql}"
+        f" ORDER BY {SORTS[sort]} LIMIT %s OFFSET %s",
+        [*args, limit, offset],
     )
     return [r for r in cur.fetchall()]
 
