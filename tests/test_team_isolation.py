@@ -69,6 +69,11 @@ class World:
             "project_id": "iso-proj", "task": f"deploy {SECRET_WORD}"})["memory_ids"]  # fmt: skip
         self.member = server.result(self.a_admin.key, "team/members/add", {
             "name": f"ada {SECRET_WORD}", "team": "backend"})["member_id"]  # fmt: skip
+        self.episode = server.result(w, "squirrel/ingest_episode", {
+            "project_id": "iso-proj", "episode_id": f"iso-{SECRET_WORD}",
+            "events": [{"role": "user", "kind": "message",
+                        "text": f"Never use npm here, always use pnpm {SECRET_WORD}."}],
+        })["episode_id"]  # fmt: skip
 
     @property
     def outsiders(self) -> list[str]:
@@ -104,7 +109,8 @@ def leaks(reply: Any, w: World) -> bool:
     if isinstance(reply, dict):  # a search echoes its query: that is the caller's own text
         reply = {k: v for k, v in reply.items() if k != "query"}
     text = json.dumps(reply)
-    return any(x in text for x in (w.mem, w.org_mem, w.share, w.context, SECRET_WORD, w.a))
+    secrets = (w.mem, w.org_mem, w.share, w.context, w.episode, SECRET_WORD, w.a)
+    return any(x in text for x in secrets)
 
 
 def by_id(method: str, field: str, attr: str, **extra: Any) -> Callable[[Server, World], None]:
@@ -182,6 +188,27 @@ def keys_stay_home(server: Server, w: World) -> None:
         listed = server.result(key, "team/keys/list")
         assert w.backend_writer.key_id not in json.dumps(listed)
         not_found(server, key, "team/keys/revoke", {"key_id": w.backend_writer.key_id})
+
+
+def episodes_stay_home(server: Server, w: World) -> None:
+    for key in w.outsiders:
+        listed = server.result(key, "squirrel/episodes/list", {"limit": 500})
+        assert w.episode not in json.dumps(listed) and SECRET_WORD not in json.dumps(listed)
+        not_found(server, key, "squirrel/episodes/get", {"episode_id": w.episode})
+    mine = server.result(w.backend_writer.key, "squirrel/episodes/get", {"episode_id": w.episode})
+    assert SECRET_WORD in json.dumps(mine["episode"]["events"])
+
+
+def activity_stays_home(server: Server, w: World) -> None:
+    """Each key's activity counts only the memories it reaches."""
+    for key in (w.b_admin, w.web_admin, w.a_admin.key):
+        act = server.result(key, "squirrel/activity", {"days": 1})
+        listed = server.result(key, "squirrel/memories/list", {
+            "statuses": ["provisional", "active", "deprecated"], "limit": 1000,
+        })["memories"]  # fmt: skip
+        today = act["days"][-1]["day"]
+        made = [m for m in listed if m["created_at"].startswith(today)]
+        assert sum(act["days"][-1]["memories"].values()) == len(made), key
 
 
 def new_keys_stay_home(server: Server, w: World) -> None:
@@ -275,6 +302,9 @@ MATRIX: dict[str, list[Callable[[Server, World], None]]] = {
     "team/keys/list": [keys_stay_home],
     "team/keys/revoke": [keys_stay_home],
     "team/keys/create": [new_keys_stay_home],
+    "squirrel/episodes/list": [episodes_stay_home],
+    "squirrel/episodes/get": [episodes_stay_home],
+    "squirrel/activity": [activity_stays_home],
     "team/audit/list": [audit_stays_home],
     "team/members/list": [members_stay_home],
     "team/members/add": [members_stay_home],

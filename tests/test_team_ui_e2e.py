@@ -302,3 +302,27 @@ def test_team_memories_sort_by_use_paged_in_that_order(server, org):
     assert [m["id"] for m in newest["memories"]] == ids[::-1]
     err = server.error(org.reader, "squirrel/memories/list", {"sort": "uses", "cursor": "zzz"})
     assert err["code"] == -32602
+
+
+def test_team_episodes_and_activity_pages(server, org, browser):
+    sent = server.result(org.writer, "squirrel/ingest_episode", {
+        "project_id": "proj-ui-ep", "episode_id": "ui-ep-1", "session_id": "sess-ui",
+        "events": [
+            {"role": "user", "kind": "message", "text": "run the tests"},
+            {"role": "assistant", "kind": "tool_call", "tool_name": "Bash",
+             "command": "npm test", "call_id": "a"},
+            {"role": "tool", "kind": "tool_result", "call_id": "a", "is_error": True,
+             "exit_code": 1, "text": "error: use pnpm"},
+            {"role": "user", "kind": "message", "text": "No, never use npm here. Use pnpm."},
+        ],
+    })  # fmt: skip
+    page = _signin(browser, server, org.reader)
+    page.get_by_role("link", name="Episodes").click()
+    page.get_by_role("link", name=sent["episode_id"]).click()
+    main = page.locator("main").inner_text()
+    assert "No, never use npm here" in main and "sess-ui" in main
+    assert sent["outcome"] in main
+    assert page.get_by_role("button", name="Run the writer on it now").count() == 0
+    page.get_by_role("link", name="Activity").click()
+    today = page.locator("tbody tr").first.inner_text()
+    assert today.split()[0] == page.evaluate("new Date().toISOString().slice(0, 10)")

@@ -23,7 +23,7 @@ from reos_memory.models import (
     now_iso,
     page,
 )
-from reos_memory.squirrel import api
+from reos_memory.squirrel import activity, api
 from reos_memory.squirrel.memory import context as ctxmod
 from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.policy import Policy, load_policy
@@ -760,29 +760,8 @@ class Squirrel:
             if p.project_id is not None or p.project_root is not None
             else None
         )
-        today = datetime.now(UTC).date()
-        days = [(today - timedelta(days=n)).isoformat() for n in range(p.days - 1, -1, -1)]
-        got = self.db.read(lambda c: ssql.activity(c, days[0], pid))
-        by_day: dict[str, dict[str, int]] = {d: {} for d in days}
-        for day, kind, n in got["memories"]:
-            if day in by_day:
-                by_day[day][kind] = n
-        out = []
-        for d in days:
-            contexts, injections = got["contexts"].get(d, (0, 0))
-            calls, tin, tout = got["calls"].get(d, (0, 0, 0))
-            out.append(
-                api.ActivityDay(
-                    day=d,
-                    memories=by_day[d],
-                    contexts=contexts,
-                    injections=injections,
-                    writer_calls=calls,
-                    input_tokens=tin,
-                    output_tokens=tout,
-                )
-            )
-        return api.ActivityResult(project_id=pid, days=out, live_by_kind=got["live"])
+        days = activity.day_range(p.days)
+        return activity.assemble(pid, days, self.db.read(lambda c: ssql.activity(c, days[0], pid)))
 
     def policy_info(self, p: api.PolicyParams) -> api.PolicyResult:
         """The effective memory policy (default < user file < project file) and its sources."""

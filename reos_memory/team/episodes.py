@@ -14,20 +14,54 @@ from typing import Any, Literal
 import msgspec
 import psycopg
 
-from reos_memory.errors import InvalidInput
-from reos_memory.models import Memory, now_iso
+from reos_memory.errors import InvalidInput, NotFound
+from reos_memory.models import Episode, EpisodeStats, Memory, iso, now_iso
+from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.squirrel.ingest.episodes import Limits, compress_episode, prefilter
 from reos_memory.squirrel.writer import rules
 from reos_memory.squirrel.writer.schema import WriterOp
 from reos_memory.store.team import memories as msql
-from reos_memory.team.memories import TeamMemories, Who, reach, require, to_memory
+from reos_memory.team.memories import (
+    TeamMemories,
+    Who,
+    _decode_cursor,
+    _encode_cursor,
+    no_root,
+    reach,
+    require,
+    to_memory,
+)
 
 
 class TeamEpisodes:
     def __init__(self, memories: TeamMemories, limits: Limits | None = None) -> None:
         self.memories = memories
         self.limits = limits or Limits()
+
+    def list_episodes(self, who: Who, p: api.EpisodeListParams) -> api.EpisodeListResult:
+        """The episodes members sent that the key reaches, newest first, without their events."""
+        no_root(p.project_root)
+        with self.memories.tenant(who) as conn:
+            rows = msql.episodes_page(
+                conn, reach(who), project_id=p.project_id, session_id=p.session_id,
+                outcome=p.outcome, before=_decode_cursor(p.cursor), limit=p.limit + 1,
+            )  # fmt: skip
+        page = rows[: p.limit]
+        more = len(rows) > p.limit
+        return api.EpisodeListResult(
+            episodes=[_episode(who, r) for r in page],
+            next_cursor=_encode_cursor(page[-1], "created_at") if more and page else None,
+        )
+
+    def get_episode(self, who: Who, episode_id: str) -> api.EpisodeGetResult:
+        """One episode the key reaches, with its events and the writer's ops; another org's or
+        team's is not found."""
+        with self.memories.tenant(who) as conn:
+            row = msql.episode(conn, reach(who), episode_id)
+        if row is None:
+            raise NotFound("episode", episode_id, field="episode_id")
+        return api.EpisodeGetResult(episode=_episode(who, row))
 
     def ingest(
         self, who: Who, method: str, p: tapi.IngestEpisodeParams
@@ -132,3 +166,20 @@ class TeamEpisodes:
             "deduplicated" if made.deduplicated_into else "updated" if made.replaced else "added"
         )
         return {**out, "action": action, "memory_id": made.memory.id, "text": made.memory.text}
+
+
+def _episode(who: Who, row: dict[str, Any]) -> Episode:
+    """A stored team episode as the local service shows one (the same Episode)."""
+    meta = row["meta"] or {}
+    stats = msgspec.convert(meta.get("stats") or {}, EpisodeStats)
+    done = row["processed_at"] or row["created_at"]
+    return Episode(
+        id=row["id"], project_id=row["project_id"], session_id=meta.get("session_id"),
+        owner_type="team" if row["team_id"] else "org", owner_id=row["team_id"] or who.org_id,
+        start_ts=iso(row["created_at"]), end_ts=iso(done),
+        processed=0 if row["outcome"] == "pending" else 1,
+        cut_reason=meta.get("cut_reason") or "flush", outcome=row["outcome"],
+        outcome_reason=row["reason"], attempts=1, prefilter=meta.get("prefilter"), stats=stats,
+        event_count=int(row["event_count"]), created_at=iso(row["created_at"]),
+        events=row.get("events"), ops=row.get("ops"),
+    )  # fmt: skip

@@ -27,7 +27,7 @@ from psycopg.errors import UniqueViolation
 
 from reos_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from reos_memory.models import MemoryMetrics, iso
-from reos_memory.squirrel import api
+from reos_memory.squirrel import activity, api
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.squirrel.memory.policy import load_policy
 from reos_memory.squirrel.projects import normalize_prefix
@@ -575,6 +575,16 @@ class TeamMemories:
             next_cursor=nxt,
         )
 
+    def activity(self, who: Who, p: api.ActivityParams) -> api.ActivityResult:
+        """squirrel/activity over what the key reaches: memories learned by kind, contexts given
+        and memories in them, episodes sent to the team's writer (the offline writer: no
+        tokens), day by day."""
+        no_root(p.project_root)
+        days = activity.day_range(p.days)
+        with self.tenant(who) as conn:
+            counted = msql.activity(conn, reach(who), days[0], p.project_id)
+        return activity.assemble(p.project_id, days, counted)
+
     def pull(self, who: Who, p: tapi.PullParams) -> tapi.PullResult:
         """The changes after the machine's cursor that the key reaches, in order."""
         with self.tenant(who) as conn:
@@ -742,8 +752,9 @@ def _parse_time(text: str | None) -> datetime | None:
         raise InvalidInput("last_used_at", "an ISO 8601 time") from None
 
 
-def _encode_cursor(row: dict[str, Any]) -> str:
-    return f"{row['updated_at'].timestamp():.6f}|{row['id']}"
+def _encode_cursor(row: dict[str, Any], field: str = "updated_at") -> str:
+    """A keyset cursor after `row` in (`field`, id) order."""
+    return f"{row[field].timestamp():.6f}|{row['id']}"
 
 
 def _decode_offset(cursor: str | None) -> int:

@@ -140,6 +140,32 @@ def ingest_episode(
     return svc.episodes.ingest(who(caller), "squirrel/ingest_episode", p)
 
 
+@registry.method(
+    "squirrel/episodes/list", params=api.EpisodeListParams, result=api.EpisodeListResult
+)
+def episodes_list(
+    svc: TeamService, caller: Caller, p: api.EpisodeListParams
+) -> api.EpisodeListResult:
+    """The episodes members sent that the key reaches, newest first, without their events."""
+    return svc.episodes.list_episodes(who(caller), p)
+
+
+@registry.method(
+    "squirrel/episodes/get", params=api.EpisodeIdParams, result=api.EpisodeGetResult,
+    errors=[NotFound],
+)  # fmt: skip
+def episodes_get(svc: TeamService, caller: Caller, p: api.EpisodeIdParams) -> api.EpisodeGetResult:
+    """One episode with its events and the writer's ops; another org's or team's is not found."""
+    return svc.episodes.get_episode(who(caller), p.episode_id)
+
+
+@registry.method("squirrel/activity", params=api.ActivityParams, result=api.ActivityResult)
+def activity(svc: TeamService, caller: Caller, p: api.ActivityParams) -> api.ActivityResult:
+    """Day by day over what the key reaches: memories learned by kind, contexts and the
+    memories in them, episodes sent to the team's writer."""
+    return svc.memories.activity(who(caller), p)
+
+
 @registry.method("squirrel/status", params=api.StatusParams, result=tapi.TeamStatusResult)
 def status(svc: TeamService, caller: Caller, p: api.StatusParams) -> tapi.TeamStatusResult:
     """What the key reaches: memories by status, kind and tier, episodes, pending shares."""

@@ -36,8 +36,11 @@ from reos_memory.interfaces.web.app import (
     TIERS,
     Renderer,
     _back,
+    charts,
     cr_values,
     edits,
+    episode_values,
+    episodes_values,
     toml_text,
 )
 from reos_memory.interfaces.web.guard import Refused, SecurityHeaders
@@ -49,8 +52,10 @@ NAV = [
     ("/memories", "Memories"),
     ("/context", "What would the agent get?"),
     ("/shares", "Shares"),
+    ("/episodes", "Episodes"),
     ("/cr-memory", "CR-Memory"),
     ("/policy", "Policy"),
+    ("/activity", "Activity"),
 ]
 ADMIN_NAV = [("/members", "Members"), ("/keys", "API keys"), ("/audit", "Audit log")]
 SIGNED_OUT = {"/signin"}
@@ -277,6 +282,38 @@ class TeamUI(Renderer):
         })  # fmt: skip
         return _back("/shares", "approved" if decision == "approve" else "rejected")
 
+    # -- episodes and activity ----------------------------------------------------------------
+
+    async def episodes(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        q = request.query_params
+        out = await self.rpc(caller, "squirrel/episodes/list", {
+            "project_id": q.get("project"), "session_id": q.get("session"),
+            "outcome": q.get("outcome"), "cursor": q.get("cursor"), "limit": PAGE_SIZE,
+        })  # fmt: skip
+        return self.render(request, "episodes.html", **episodes_values(q, out))
+
+    async def episode(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        got = await self.rpc(
+            caller, "squirrel/episodes/get", {"episode_id": request.path_params["episode_id"]}
+        )
+        return self.render(request, "episode.html", **episode_values(got.episode))
+
+    async def activity(self, request: Request) -> Response:
+        caller = await self.signed_in(request)
+        q = request.query_params
+        try:
+            days = int(q.get("days") or 30)
+        except ValueError as exc:
+            raise InvalidInput("days", "a whole number of days") from exc
+        out = await self.rpc(
+            caller, "squirrel/activity", {"project_id": q.get("project"), "days": days}
+        )
+        return self.render(
+            request, "activity.html", out=out, project=q.get("project", ""), charts=charts(out)
+        )
+
     # -- CR-Memory and the policy -------------------------------------------------------------
 
     async def cr_memory(self, request: Request) -> Response:
@@ -387,6 +424,9 @@ class TeamUI(Renderer):
             ("/memories/{memory_id}/forget", self.memory_forget, ["POST"]),
             ("/context", self.context, ["GET"]),
             ("/shares", self.shares, ["GET"]),
+            ("/episodes", self.episodes, ["GET"]),
+            ("/episodes/{episode_id}", self.episode, ["GET"]),
+            ("/activity", self.activity, ["GET"]),
             ("/cr-memory", self.cr_memory, ["GET"]),
             ("/cr-memory/apply", self.cr_memory_apply, ["POST"]),
             ("/policy", self.policy, ["GET"]),

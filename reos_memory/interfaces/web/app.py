@@ -311,24 +311,11 @@ class Pages(Renderer):
             "limit": PAGE_SIZE,
         }
         out = await self.call(self.sq.list_episodes, _params(api.EpisodeListParams, raw))
-        filters = {k: q.get(k, "") for k in ("project", "session", "outcome")}
-        nxt = None
-        if out.next_cursor:
-            nxt = "/episodes?" + urlencode({**{k: v for k, v in filters.items() if v},
-                                            "cursor": out.next_cursor})  # fmt: skip
-        return self.render(
-            request, "episodes.html", episodes=out.episodes, filters=filters, next_link=nxt,
-            outcomes=OUTCOMES,
-        )  # fmt: skip
+        return self.render(request, "episodes.html", **episodes_values(q, out))
 
     async def episode(self, request: Request) -> Response:
         ep = (await self.call(self.sq.get_episode, request.path_params["episode_id"])).episode
-        ops = ep.ops or []
-        return self.render(
-            request, "episode.html", ep=ep, lines=[_line(e) for e in (ep.events or [])],
-            kept=[o for o in ops if o.get("action") != "rejected"],
-            rejected=[o for o in ops if o.get("action") == "rejected"],
-        )  # fmt: skip
+        return self.render(request, "episode.html", **episode_values(ep))
 
     async def episode_retry(self, request: Request) -> Response:
         eid = request.path_params["episode_id"]
@@ -369,7 +356,7 @@ class Pages(Renderer):
         out = await self.call(self.sq.activity, _params(api.ActivityParams, raw))
         return self.render(
             request, "activity.html", out=out, project=q.get("project", ""),
-            charts=_charts(out),
+            charts=charts(out),
         )  # fmt: skip
 
     # -- the block graph --------------------------------------------------------------------
@@ -468,7 +455,7 @@ def _toml_value(v: Any) -> str:
     return str(v)
 
 
-def _charts(out: api.ActivityResult) -> dict[str, Any]:
+def charts(out: api.ActivityResult) -> dict[str, Any]:
     """Bar charts as numbers an SVG template draws (no script: the page's policy allows none)."""
     days = out.days
     kinds = [k for k in KIND_COLOURS if any(d.memories.get(k) for d in days)]
@@ -502,6 +489,27 @@ def _line(event: dict[str, Any]) -> dict[str, Any]:
 def _sha(text: str) -> str:
     """A CSP source allowing exactly this inline script or style."""
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def episodes_values(q: Any, out: api.EpisodeListResult) -> dict[str, Any]:
+    """What the episodes page shows of a page of episodes and its filters."""
+    filters = {k: q.get(k, "") for k in ("project", "session", "outcome")}
+    nxt = None
+    if out.next_cursor:
+        kept = {k: v for k, v in filters.items() if v}
+        nxt = "/episodes?" + urlencode({**kept, "cursor": out.next_cursor})
+    return {"episodes": out.episodes, "filters": filters, "next_link": nxt, "outcomes": OUTCOMES}
+
+
+def episode_values(ep: Any) -> dict[str, Any]:
+    """What an episode's page shows: its events as lines, the writer's ops kept and rejected."""
+    ops = ep.ops or []
+    return {
+        "ep": ep,
+        "lines": [_line(e) for e in (ep.events or [])],
+        "kept": [o for o in ops if o.get("action") != "rejected"],
+        "rejected": [o for o in ops if o.get("action") == "rejected"],
+    }
 
 
 def cr_values(out: api.CrMemoryResult, project: str | None) -> dict[str, Any]:

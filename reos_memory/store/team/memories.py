@@ -753,6 +753,93 @@ def insert_episode(conn: psycopg.Connection, row: dict[str, Any]) -> None:
     )  # fmt: skip
 
 
+EPISODE_COLUMNS = (
+    "id, team_id, project_id, episode - 'events' AS meta,"
+    " jsonb_array_length(coalesce(episode->'events', '[]'::jsonb)) AS event_count, outcome,"
+    " reason, created_at, processed_at"
+)
+
+
+def episodes_page(
+    conn: psycopg.Connection,
+    reach: Reach,
+    *,
+    project_id: str | None,
+    session_id: str | None,
+    outcome: str | None,
+    before: tuple[datetime, str] | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Episodes members sent (without their events), newest first, before the cursor."""
+    sql, args = reach.sql()
+    for cond, value in (
+        ("project_id = %s", project_id),
+        ("episode->>'session_id' = %s", session_id),
+        ("outcome = %s", outcome),
+    ):
+        if value is not None:
+            sql += f" AND {cond}"
+            args.append(value)
+    if before is not None:
+        sql += " AND (created_at, id) < (%s, %s)"
+        args += list(before)
+    cur = conn.cursor(row_factory=dict_row).execute(
+        f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE {sql}"
+        " ORDER BY created_at DESC, id DESC LIMIT %s",
+        [*args, limit],
+    )
+    return cur.fetchall()
+
+
+def episode(conn: psycopg.Connection, reach: Reach, episode_id: str) -> dict[str, Any] | None:
+    """One episode of the reach with its events and ops."""
+    sql, args = reach.sql()
+    cur = conn.cursor(row_factory=dict_row).execute(
+        f"SELECT {EPISODE_COLUMNS}, episode->'events' AS events, ops FROM episodes"
+        f" WHERE {sql} AND id = %s",
+        [*args, episode_id],
+    )
+    return cur.fetchone()
+
+
+def activity(
+    conn: psycopg.Connection, reach: Reach, since: str, project_id: str | None
+) -> dict[str, Any]:
+    """What squirrel/activity counts, per UTC day from `since`, for the reach (and project):
+    memories created by kind, contexts given and memories in them, episodes sent to the writer
+    (the offline writer: no tokens), and the live memories by kind."""
+    day = "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+    sql, args = reach.sql()
+    if project_id is not None:
+        sql += " AND project_id = %s"
+        args.append(project_id)
+    since_sql, since_args = f"{sql} AND created_at >= %s::date", [*args, since]
+    mems = conn.execute(
+        f"SELECT {day}, kind, count(*) FROM memories WHERE {since_sql} GROUP BY 1, 2",
+        since_args,
+    ).fetchall()
+    ctxs = conn.execute(
+        f"SELECT {day}, count(*), coalesce(sum(cardinality(memory_ids)), 0)"
+        f" FROM context_requests WHERE {since_sql} GROUP BY 1",
+        since_args,
+    ).fetchall()
+    calls = conn.execute(
+        f"SELECT {day}, count(*) FROM episodes WHERE {since_sql}"
+        " AND coalesce((episode->'prefilter'->>'call_writer')::boolean, false) GROUP BY 1",
+        since_args,
+    ).fetchall()
+    live = conn.execute(
+        f"SELECT kind, count(*) FROM memories WHERE {sql} AND status <> 'deprecated' GROUP BY 1",
+        args,
+    ).fetchall()
+    return {
+        "memories": [(r[0], r[1], int(r[2])) for r in mems],
+        "contexts": {r[0]: (int(r[1]), int(r[2])) for r in ctxs},
+        "calls": {r[0]: (int(r[1]), 0, 0) for r in calls},
+        "live": {r[0]: int(r[1]) for r in live},
+    }
+
+
 def live_total(conn: psycopg.Connection, reach: Reach) -> int:
     """How many live memories the reach holds."""
     sql, args = where(reach, Filters())
