@@ -326,3 +326,33 @@ def test_team_episodes_and_activity_pages(server, org, browser):
     page.get_by_role("link", name="Activity").click()
     today = page.locator("tbody tr").first.inner_text()
     assert today.split()[0] == page.evaluate("new Date().toISOString().slice(0, 10)")
+
+
+def test_a_team_memory_shows_its_episode_and_the_contexts_it_was_given_in(server, org, browser):
+    sent = server.result(org.writer, "squirrel/ingest_episode", {
+        "project_id": "proj-ui-from", "episode_id": "ui-ep-from",
+        "events": [{"role": "user", "kind": "message",
+                    "text": "No, never use yarn here. Always use pnpm for this repository."}],
+    })  # fmt: skip
+    mid = sent["memory_ids"][0]
+    ctx = server.result(org.reader, "squirrel/get_task_context",
+                        {"project_id": "proj-ui-from", "task": "install the packages with pnpm"})  # fmt: skip
+    assert mid in ctx["memory_ids"]
+    server.result(org.reader, "squirrel/feedback",
+                  {"context_id": ctx["context_id"], "errors": 1, "retries": 0})  # fmt: skip
+    got = server.result(org.reader, "squirrel/memories/get", {"memory_id": mid})
+    assert [e["episode_id"] for e in got["episodes"]] == [sent["episode_id"]]
+    assert [i["context_id"] for i in got["injections"]] == [ctx["context_id"]]
+    assert got["injections"][0]["rank"] == ctx["memory_ids"].index(mid) + 1
+    # another org's key: not found; the memory's contexts are nobody else's business
+    assert server.error(org.b_admin, "squirrel/memories/get", {"memory_id": mid})["code"] == -32004
+    page = _signin(browser, server, org.writer)
+    page.goto(f"{server.base}/memories/{mid}")
+    main = page.locator("main").inner_text()
+    assert sent["episode_id"] in main and "install the packages with pnpm" in main
+    assert "1 error(s)" in main
+    page.get_by_label("TTL (days from now)", exact=True).fill("30")
+    page.get_by_role("button", name="Save as version 2").click()
+    page.wait_for_url(f"**/memories/{mid}?notice=saved")
+    assert server.result(org.reader, "squirrel/memories/get",
+                         {"memory_id": mid})["memory"]["expires_at"] is not None  # fmt: skip

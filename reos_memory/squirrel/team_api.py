@@ -74,10 +74,32 @@ class TeamMemoryResult(Struct, kw_only=True, omit_defaults=True):
     replaced: list[str] | None = None
 
 
+class TeamEpisodeRef(Struct, kw_only=True):
+    """An episode the team's writer wrote (or changed) a memory from."""
+
+    episode_id: str
+    at: str
+    project_id: str
+    outcome: str
+
+
+class TeamInjection(Struct, kw_only=True):
+    """A context a team memory was given in (on the server, or reported by a member's call)."""
+
+    context_id: str
+    created_at: str
+    session_id: str | None
+    task: str
+    rank: int  # its place among the memories given, from 1
+    feedback: dict[str, Any] | None  # the outcome, once squirrel/feedback reported it
+
+
 class TeamMemoryGetResult(Struct, kw_only=True):
     memory: TeamMemory
     metrics: MemoryMetrics | None
     history: list[MemoryVersion]
+    episodes: list[TeamEpisodeRef] = field(default_factory=list)  # newest first
+    injections: list[TeamInjection] = field(default_factory=list)  # newest first, 50
 
 
 class TeamMemoryListResult(Struct, kw_only=True):

@@ -524,7 +524,29 @@ class TeamMemories:
                 raise NotFound("memory", p.memory_id, field="memory_id")
             metrics = msql.metrics_of(conn, who.org_id, [row["id"]]).get(row["id"])
             hist = msql.history(conn, who.org_id, row["id"])
+            eps = msql.episodes_of(conn, reach(who), row["id"])
+            ctxs = msql.contexts_of(conn, reach(who), row["id"])
         return tapi.TeamMemoryGetResult(
+            episodes=[
+                tapi.TeamEpisodeRef(
+                    episode_id=e["id"],
+                    at=iso(e["created_at"]),
+                    project_id=e["project_id"],
+                    outcome=e["outcome"],
+                )
+                for e in eps
+            ],
+            injections=[
+                tapi.TeamInjection(
+                    context_id=c["id"],
+                    created_at=iso(c["created_at"]),
+                    session_id=c["session_id"],
+                    task=c["task"],
+                    rank=int(c["rank"] or 0),
+                    feedback=c["feedback"],
+                )
+                for c in ctxs
+            ],
             memory=to_memory(row),
             metrics=to_metrics(metrics, row["id"]),
             history=[

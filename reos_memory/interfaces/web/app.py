@@ -259,14 +259,6 @@ class Pages(Renderer):
         f = await self.form(request)
         current = (await self.call(self.sq.get_memory, mid)).memory
         raw = edits(mid, f, current)
-        ttl = (f.get("ttl_days") or "").strip()
-        if ttl:
-            try:
-                raw["ttl_days"] = int(ttl)
-            except ValueError as exc:
-                raise InvalidInput("ttl_days", "a whole number of days") from exc
-        elif f.get("clear_ttl") == "1":
-            raw["clear_ttl"] = True
         p = _params(api.MemoryUpdateParams, raw)
         if len(raw) > 1:
             await self.call(self.sq.update_memory, p)
@@ -526,7 +518,7 @@ def cr_values(out: api.CrMemoryResult, project: str | None) -> dict[str, Any]:
 
 def edits(memory_id: str, form: dict[str, Any], current: Any) -> dict[str, Any]:
     """The update params of an edit form (`_edit.html`): only the fields it changes, a key
-    emptied as `clear_key`."""
+    emptied as `clear_key`, a TTL in days from now or none (`clear_ttl`)."""
     raw: dict[str, Any] = {"memory_id": memory_id}
     for name in ("text", "kind", "tier", "status"):
         if form.get(name) and form[name] != getattr(current, name):
@@ -536,6 +528,14 @@ def edits(memory_id: str, form: dict[str, Any], current: Any) -> dict[str, Any]:
         raw["key"] = key
     elif not key and current.key is not None:
         raw["clear_key"] = True
+    ttl = (form.get("ttl_days") or "").strip()
+    if ttl:
+        try:
+            raw["ttl_days"] = int(ttl)
+        except ValueError as exc:
+            raise InvalidInput("ttl_days", "a whole number of days") from exc
+    elif form.get("clear_ttl") == "1" and current.expires_at is not None:
+        raw["clear_ttl"] = True
     return raw
 
 

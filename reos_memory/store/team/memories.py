@@ -840,6 +840,34 @@ def activity(
     }
 
 
+def episodes_of(
+    conn: psycopg.Connection, reach: Reach, memory_id: str, limit: int = 10
+) -> list[dict[str, Any]]:
+    """The episodes of the reach whose writer ops name the memory, newest first."""
+    sql, args = reach.sql()
+    cur = conn.cursor(row_factory=dict_row).execute(
+        f"SELECT id, created_at, project_id, outcome FROM episodes WHERE {sql}"
+        " AND ops @> %s ORDER BY created_at DESC, id DESC LIMIT %s",
+        [*args, Jsonb([{"memory_id": memory_id}]), limit],
+    )
+    return cur.fetchall()
+
+
+def contexts_of(
+    conn: psycopg.Connection, reach: Reach, memory_id: str, limit: int = 50
+) -> list[dict[str, Any]]:
+    """The contexts of the reach the memory was given in, newest first (another team's
+    contexts stay out even for an org memory)."""
+    sql, args = reach.sql()
+    cur = conn.cursor(row_factory=dict_row).execute(
+        "SELECT id, created_at, session_id, task, array_position(memory_ids, %s) AS rank,"
+        f" feedback FROM context_requests WHERE {sql} AND memory_ids @> ARRAY[%s]"
+        " ORDER BY created_at DESC, id DESC LIMIT %s",
+        [memory_id, *args, memory_id, limit],
+    )
+    return cur.fetchall()
+
+
 def live_total(conn: psycopg.Connection, reach: Reach) -> int:
     """How many live memories the reach holds."""
     sql, args = where(reach, Filters())
