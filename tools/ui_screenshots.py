@@ -121,7 +121,7 @@ def team_shots(out: Path) -> None:
 
     from reos_memory.team import admin
     from reos_memory.team.database import open_team_database
-    from tests.team_fixtures import start_server
+    from tools.bench_team import Client, start_server
 
     work = Path(tempfile.mkdtemp(prefix="ui-team-shots-"))
     data = work / "team-db"
@@ -136,30 +136,33 @@ def team_shots(out: Path) -> None:
                              name="ada's laptop")  # fmt: skip
             reader = admin.create_key(conn, actor, org="acme", team="backend", role="reader",
                                       name="ci")[0].key  # fmt: skip
-        srv = start_server(data, env={"REOS_MEMORY_EMBEDDER": "hash"})
+        proc, port = start_server(data, "hash", work / "team-server.log")
+        base = f"http://127.0.0.1:{port}"
         try:
             for text in ("Feature flags live in flags.yaml, never in code",
                          "The orders API paginates with cursors, not offsets"):  # fmt: skip
-                srv.result(reader, "team/shares/propose",
-                           {"project_id": PROJECT, "kind": "invariant", "text": text})  # fmt: skip
+                Client(port, reader).call("team/shares/propose",
+                                          {"project_id": PROJECT, "kind": "invariant",
+                                           "text": text})  # fmt: skip
             with sync_playwright() as p:
                 browser = p.chromium.launch(
                     executable_path=shutil.which("chromium") or "chromium", args=["--no-sandbox"]
                 )
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
-                page.goto(f"{srv.base}/signin")
+                page.goto(f"{base}/signin")
                 page.get_by_label("API key", exact=True).fill(key)
                 page.get_by_role("button", name="Sign in").click()
-                page.wait_for_url(f"{srv.base}/memories")
+                page.wait_for_url(f"{base}/memories")
                 for name, path in (
                     ("ui-team-shares.png", "/shares"),
                     ("ui-team-keys.png", "/keys"),
                 ):
-                    page.goto(srv.base + path)
+                    page.goto(base + path)
                     page.screenshot(path=str(out / name), full_page=True)
                 browser.close()
         finally:
-            srv.stop()
+            proc.terminate()  # SIGTERM: the embedded database stops with its last user
+            proc.wait(30)
     finally:
         db.close()
         shutil.rmtree(work, ignore_errors=True)
