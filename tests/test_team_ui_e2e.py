@@ -356,3 +356,30 @@ def test_a_team_memory_shows_its_episode_and_the_contexts_it_was_given_in(server
     page.wait_for_url(f"**/memories/{mid}?notice=saved")
     assert server.result(org.reader, "squirrel/memories/get",
                          {"memory_id": mid})["memory"]["expires_at"] is not None  # fmt: skip
+
+
+def test_team_bulk_deprecate_and_hostile_text(server, org, browser):
+    """Bulk deprecation after its confirmation page, and memory text with HTML in it shown as
+    text, on the team server's pages."""
+    hostile = "<img src=x onerror=alert(1)><script>alert(2)</script> <b>team</b> text"
+    ids = [server.result(org.writer, "squirrel/memories/add", {
+        "project_id": "proj-ui-bulk", "kind": "note", "text": text})["memory"]["id"]
+        for text in (hostile, "Bulk: the second one")]  # fmt: skip
+    page = _signin(browser, server, org.writer)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{server.base}/memories?project=proj-ui-bulk")
+    assert page.locator("main img, main b, main script").count() == 0
+    assert hostile in page.locator("tbody").inner_text()
+    for mid in ids:
+        page.get_by_label(f"select {mid}").check()
+    page.get_by_role("button", name="Deprecate selected…").click()
+    assert "Deprecate 2 memories?" in page.locator("h1").inner_text()
+    page.get_by_role("button", name="Yes, deprecate").click()
+    page.wait_for_url("**/memories?*notice=2+deprecated*")
+    for mid in ids:
+        got = server.result(org.writer, "squirrel/memories/get", {"memory_id": mid})["memory"]
+        assert got["status"] == "deprecated" and got["version"] == 2
+    page.goto(f"{server.base}/memories/{ids[0]}")
+    assert page.locator(".memory-text").inner_text() == hostile
+    assert dialogs == []
