@@ -37,6 +37,8 @@ def test_list_by_words_tier_and_sort_paged_in_that_order(db_path):
         assert _ids(srv, text="5_0 with 100%") == [c]  # LIKE's wildcards are literal
         assert _ids(srv, text="5x0") == [] and _ids(srv, text="100 %") == []
         assert _ids(srv, tiers=["long_term"]) == [b]
+        assert sorted(_ids(srv, owner_type="user")) == sorted([a, b, c])
+        assert _ids(srv, owner_type="team") == []
         # b given twice, c once: most used first, then paged one by one in that order
         for task in ("who owns the payments ledger", "the payments ledger service"):
             srv.call("squirrel/get_task_context", {"project_id": PROJECT, "task": task})

@@ -7,6 +7,7 @@ CSRF token nothing changes."""
 from __future__ import annotations
 
 import shutil
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -76,7 +77,7 @@ def test_a_writer_approves_a_share_and_edits_a_team_memory(server, org, browser)
     page.get_by_role("link", name="Shares").click()
     assert text in page.locator("main").inner_text()
     page.get_by_role("button", name=f"approve {share['id']}").click()
-    page.wait_for_url("**/shares?notice=approved")
+    page.wait_for_url("**/shares?notice=approved*")
     decided = server.result(org.writer, "team/shares/list", {"status": "approved"})["shares"]
     mid = next(s["memory_id"] for s in decided if s["id"] == share["id"])
     got = server.result(org.admin, "squirrel/memories/get", {"memory_id": mid})["memory"]
@@ -86,7 +87,7 @@ def test_a_writer_approves_a_share_and_edits_a_team_memory(server, org, browser)
     page.get_by_role("link", name=text).click()
     page.get_by_label("Text", exact=True).fill(text + " (newest first)")
     page.get_by_role("button", name="Save as version 2").click()
-    page.wait_for_url(f"**/memories/{mid}?notice=saved")
+    page.wait_for_url(f"**/memories/{mid}?notice=saved*")
     got = server.result(org.admin, "squirrel/memories/get", {"memory_id": mid})
     assert got["memory"]["version"] == 2 and got["memory"]["text"].endswith("(newest first)")
     assert got["history"][0]["text"] == text
@@ -223,7 +224,7 @@ def test_an_admin_manages_members_and_a_writer_rejects_forgets_and_previews(serv
     page.get_by_role("link", name="Shares").click()
     page.get_by_label(f"reason for rejecting {share['id']}").fill("we use spaces")
     page.get_by_role("button", name=f"reject {share['id']}").click()
-    page.wait_for_url("**/shares?notice=rejected")
+    page.wait_for_url("**/shares?notice=rejected*")
     rejected = server.result(org.writer, "team/shares/list", {"status": "rejected"})["shares"]
     assert [s["reason"] for s in rejected if s["id"] == share["id"]] == ["we use spaces"]
 
@@ -239,11 +240,11 @@ def test_an_admin_manages_members_and_a_writer_rejects_forgets_and_previews(serv
     page.get_by_role("button", name="Forget…").click()
     assert "Forget 1 memory?" in page.locator("h1").inner_text()
     page.get_by_role("button", name="Yes, forget").click()
-    page.wait_for_url("**/memories?notice=forgotten")
+    page.wait_for_url("**/memories?notice=forgotten*")
     assert server.error(org.writer, "squirrel/memories/get",
                         {"memory_id": mem["id"]})["code"] == -32004  # fmt: skip
     page.get_by_role("button", name="Sign out").click()
-    page.wait_for_url("**/signin?notice=signed+out")
+    page.wait_for_url("**/signin?notice=signed+out*")
     page.goto(f"{server.base}/memories")
     assert page.url.startswith(f"{server.base}/signin"), "signed out: the cookie is gone"
 
@@ -353,7 +354,7 @@ def test_a_team_memory_shows_its_episode_and_the_contexts_it_was_given_in(server
     assert "1 error(s)" in main
     page.get_by_label("TTL (days from now)", exact=True).fill("30")
     page.get_by_role("button", name="Save as version 2").click()
-    page.wait_for_url(f"**/memories/{mid}?notice=saved")
+    page.wait_for_url(f"**/memories/{mid}?notice=saved*")
     assert server.result(org.reader, "squirrel/memories/get",
                          {"memory_id": mid})["memory"]["expires_at"] is not None  # fmt: skip
 
@@ -383,3 +384,30 @@ def test_team_bulk_deprecate_and_hostile_text(server, org, browser):
     page.goto(f"{server.base}/memories/{ids[0]}")
     assert page.locator(".memory-text").inner_text() == hostile
     assert dialogs == []
+
+
+def test_sign_in_is_limited_and_bounded_and_a_stale_edit_is_a_conflict(server, org):
+    """Failed sign-ins take the same per-address budget as /rpc's (429 once it is spent, and
+    the key is not even looked at); a sign-in body bigger than a form is refused unread; an
+    edit made on a page older than the memory is refused, not applied over the newer one."""
+    bogus = "rmk_0123456789abcdef_" + "x" * 43
+    statuses = [_post(server, "/signin", {"key": bogus}, {"Origin": server.base})
+                for _ in range(150)]  # fmt: skip
+    assert set(statuses) <= {401, 429} and statuses[-1] == 429, statuses[-5:]
+    assert _post(server, "/signin", {"key": "k" * 100_000}, {"Origin": server.base}) == 413
+    time.sleep(3)  # the address's budget refills (it is /rpc's too: the same address)
+    mid = server.result(org.writer, "squirrel/memories/add",
+                        {"project_id": PROJECT, "kind": "note", "text": "Version one"})[
+        "memory"]["id"]  # fmt: skip
+    server.result(org.admin, "squirrel/memories/update", {"memory_id": mid, "text": "Version two"})
+    import hashlib
+    import hmac
+
+    csrf = hmac.new(org.writer.encode(), b"csrf", hashlib.sha256).hexdigest()
+    form = {"csrf": csrf, "version": "1", "text": "Stale edit", "kind": "note",
+            "tier": "short_term", "status": "provisional"}  # fmt: skip
+    status = _post(server, f"/memories/{mid}/edit", form,
+                   {"Cookie": f"reos_team_ui={org.writer}", "Origin": server.base})  # fmt: skip
+    assert status == 409
+    got = server.result(org.writer, "squirrel/memories/get", {"memory_id": mid})["memory"]
+    assert (got["text"], got["version"]) == ("Version two", 2)

@@ -123,7 +123,7 @@ def test_filter_open_edit_deprecate_and_forget_from_the_browser(rpc, ui, browser
     page.get_by_label("Tier", exact=True).select_option("long_term")
     page.get_by_label("Key", exact=True).fill("project.test_command")
     page.get_by_role("button", name="Save").click()
-    page.wait_for_url(f"**/memories/{pytest_}?notice=saved")
+    page.wait_for_url(f"**/memories/{pytest_}?notice=saved*")
     got = _get(rpc, pytest_)
     assert (got["text"], got["tier"], got["key"]) == (
         "Run pytest -x -q before pushing", "long_term", "project.test_command",
@@ -146,7 +146,7 @@ def test_filter_open_edit_deprecate_and_forget_from_the_browser(rpc, ui, browser
     page.goto(f"{ui.base}/memories/{old}")
     page.get_by_role("button", name="Forget…").click()
     page.get_by_role("button", name="Yes, forget").click()
-    page.wait_for_url("**/memories?notice=forgotten")
+    page.wait_for_url("**/memories?notice=forgotten*")
     with pytest.raises(RpcError) as gone:
         _get(rpc, old)
     assert gone.value.code == -32004
@@ -337,5 +337,5 @@ def test_the_pages_work_from_the_keyboard(rpc, ui, browser):
             break
         page.keyboard.press("Tab")
     page.keyboard.press("Enter")
-    page.wait_for_url(f"**/memories/{mid}?notice=saved")
+    page.wait_for_url(f"**/memories/{mid}?notice=saved*")
     assert _get(rpc, mid)["text"] == "Keyboard users edit memories too"

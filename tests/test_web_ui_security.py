@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from reos_memory.interfaces.web.app import build
-from reos_memory.interfaces.web.guard import COOKIE, Guard
+from reos_memory.interfaces.web.guard import Guard
 from reos_memory.squirrel import api
 
 PORT = 18_765  # only ever in Host headers and origins: nothing listens
@@ -62,7 +62,7 @@ class UI:
 
     def client(self, *, signed_in: bool = True, host: str | None = None) -> httpx.AsyncClient:
         headers = {} if host is None else {"host": host}
-        cookies = {COOKIE: self.guard.token} if signed_in else {}
+        cookies = {self.guard.cookie: self.guard.token} if signed_in else {}
         return httpx.AsyncClient(
             transport=httpx.ASGITransport(app=self.asgi), base_url=BASE, headers=headers,
             cookies=cookies, follow_redirects=False,
@@ -93,13 +93,21 @@ async def test_the_token_is_exchanged_for_a_strict_cookie_and_leaves_the_url(ui)
         r = await c.get(ui.guard.url("/memories").removeprefix(BASE) + "&q=deploy")
         assert r.status_code == 303 and r.headers["location"] == "/memories?q=deploy"
         cookie = r.headers["set-cookie"]
-        assert f"{COOKIE}={ui.guard.token}" in cookie
+        assert f"{ui.guard.cookie}={ui.guard.token}" in cookie
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         r = await c.get("/memories")
         assert r.status_code == 200 and "Memories" in r.text
-        # a path of two slashes is never sent on as another host
+        # a path of two slashes or a backslash is never sent on as another host; any path is
+        # sent on as ASCII
         r = await c.get(BASE + "//evil.example/x", params={"token": ui.guard.token})
         assert r.headers["location"] == "/evil.example/x"
+        r = await c.get(BASE + "/%5Cevil.example/x", params={"token": ui.guard.token})
+        assert r.headers["location"] == "/evil.example/x"
+        r = await c.get(BASE + "/m%E2%82%ACm", params={"token": ui.guard.token})
+        assert r.status_code == 303 and r.headers["location"] == "/m%E2%82%ACm"
+        # a token or cookie of any characters is refused, never an error
+        r = await c.get("/memories", params={"token": "t\u20acken"})
+        assert r.status_code == 403
 
 
 @pytest.mark.parametrize(
@@ -195,6 +203,7 @@ async def test_a_signed_in_form_from_the_page_changes_the_memory(ui):
     async with ui.client() as c:
         r = await c.post(f"/memories/{mid}/edit", headers={"origin": BASE}, data={
             "csrf": ui.guard.csrf, "text": "Edited through the page, then saved",
+            "seen": ui.app.squirrel.get_memory(mid).memory.updated_at,
             "kind": "invariant", "tier": "long_term", "status": "active",
         })  # fmt: skip
         assert r.status_code == 303 and r.headers["location"].startswith(f"/memories/{mid}")
@@ -202,3 +211,25 @@ async def test_a_signed_in_form_from_the_page_changes_the_memory(ui):
     assert (got.text, got.tier, got.status) == (
         "Edited through the page, then saved", "long_term", "active",
     )  # fmt: skip
+
+
+async def test_notices_are_the_servers_and_forms_are_bounded(ui):
+    """A link cannot put words on a real page (notices are signed), a form bigger than a page
+    ever posts is refused before it is read, and a stale edit form changes nothing."""
+    mid = _add(ui.app, "Edits race with the writer")
+    async with ui.client() as c:
+        r = await c.get("/memories", params={"notice": "Your key expired: paste it at evil"})
+        assert "paste it at evil" not in r.text
+        big = {"csrf": ui.guard.csrf, "text": "x" * 70_000, "kind": "note"}
+        r = await c.post(f"/memories/{mid}/edit", data=big, headers={"origin": BASE})
+        assert r.status_code == 413
+        page = (await c.get(f"/memories/{mid}")).text
+        seen = re.search(r'name="seen" value="([^"]+)"', page)
+        assert seen is not None
+        ui.app.squirrel.update_memory(api.MemoryUpdateParams(memory_id=mid, tier="long_term"))
+        form = {"csrf": ui.guard.csrf, "seen": seen.group(1), "text": "stale edit",
+                "kind": "invariant", "tier": "short_term", "status": "provisional"}  # fmt: skip
+        r = await c.post(f"/memories/{mid}/edit", data=form, headers={"origin": BASE})
+        assert r.status_code == 409
+    got = ui.app.squirrel.get_memory(mid).memory
+    assert (got.text, got.tier) == ("Edits race with the writer", "long_term")

@@ -506,7 +506,7 @@ class Squirrel:
             if include_global:
                 pids.append(None)
         after = decode_cursor(p.cursor, "squirrel/memories/list")
-        owner = (owner_type or "user", owner_id) if owner_id else None
+        owner = (owner_type or "user", owner_id or "") if owner_id or owner_type else None
         rows = self.db.read(
             lambda c: msql.list_memories(
                 c,

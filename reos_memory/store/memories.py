@@ -288,9 +288,12 @@ def list_memories(
     if scope is not None:
         where.append("m.scope = ?")
         args.append(scope)
-    if owner is not None:
+    if owner is not None and owner[1]:
         where.append("m.owner_type = ? AND m.owner_id = ?")
         args.extend(owner)
+    elif owner is not None:  # every owner of that type (the team's and the org's cached ones)
+        where.append("m.owner_type = ?")
+        args.append(owner[0])
     if key_prefix is not None:
         where.append("m.key >= ? AND m.key < ?")
         args.extend([key_prefix, key_prefix + "\uffff"])

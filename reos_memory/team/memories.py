@@ -797,5 +797,5 @@ def _decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
         if not sep or not mid:
             raise ValueError
         return datetime.fromtimestamp(float(ts), UTC), mid
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # not a number, or not a time
         raise InvalidInput("cursor", "a next_cursor returned by squirrel/memories/list") from None

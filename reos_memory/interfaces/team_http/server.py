@@ -89,7 +89,7 @@ class TeamHttp:
                 Route("/rpc", self.rpc, methods=["POST"]),
                 Route("/mcp", self.mcp),  # an ASGI app: the SDK answers each HTTP method
                 # the web UI: sign in with a key, the pages its role allows
-                *TeamUI(svc).routes(),
+                *TeamUI(svc, self.verify, self._limit).routes(),
             ],
             lifespan=lambda app: self.mcp.running(),
         )
@@ -137,13 +137,18 @@ class TeamHttp:
         """The verified key of a request, else its 401, 429 or 503. Each failed attempt takes a
         token of the client address's bucket; an address with none left is refused before its
         key is looked at, so a flood of bad keys never reaches the database."""
+        auth = request.headers.get("authorization", "")
+        scheme, _, presented = auth.partition(" ")
+        return await self.verify(request, presented if scheme.lower() == "bearer" else "")
+
+    async def verify(self, request: Request, presented: str) -> VerifiedKey | Response:
+        """A presented key (from the Authorization header, or the web UI's cookie or sign-in
+        form) checked under the same failed-authentication limit; else its 401, 429 or 503."""
         address = request.client.host if request.client else "unknown"
         if self.failed_auth is not None and (wait := self.failed_auth.wait(address)):
             self.log.info("failed_authentications_limited", address=address)
             return _rate_limited(wait, "too many failed authentications from this address")
-        auth = request.headers.get("authorization", "")
-        scheme, _, presented = auth.partition(" ")
-        if scheme.lower() != "bearer" or not presented.strip():
+        if not presented.strip():
             return self._refused(address, "an API key is required: Authorization: Bearer <key>")
         try:
             return await run_in_threadpool(self.svc.authenticate, presented.strip())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -41,10 +42,11 @@ from reos_memory.interfaces.web.app import (
     edits,
     episode_values,
     episodes_values,
+    same_secret,
     toml_text,
 )
 from reos_memory.interfaces.web.guard import Refused, SecurityHeaders
-from reos_memory.team.keys import KeyRefused, VerifiedKey
+from reos_memory.team.keys import VerifiedKey
 from reos_memory.team.service import Caller, TeamService
 
 COOKIE = "reos_team_ui"
@@ -62,17 +64,27 @@ SIGNED_OUT = {"/signin"}
 TEAM_SORTS = {"updated": "last changed", **{k: v for k, v in SORTS.items() if k != "updated"}}
 
 
-class TeamUI(Renderer):
-    """The UI routes of one team server process."""
+Verify = Callable[[Request, str], Awaitable["VerifiedKey | Response"]]
+Limit = Callable[[VerifiedKey, int], "Response | None"]
 
-    def __init__(self, svc: TeamService, *, title: str = "reos-memory team") -> None:
+
+class TeamUI(Renderer):
+    """The UI routes of one team server process. `verify` checks a presented key as /rpc does
+    (the same limit on failed attempts per address: a flood of bad keys never reaches the
+    database); `limit` spends one request of the key's rate per page."""
+
+    def __init__(
+        self, svc: TeamService, verify: Verify, limit: Limit, *, title: str = "reos-memory team"
+    ) -> None:
         super().__init__(title)
         self.svc = svc
+        self.verify = verify
+        self.limit = limit
 
     # -- who is signed in ---------------------------------------------------------------------
 
     def csrf(self, request: Request) -> str:
-        key = request.cookies.get(COOKIE, "")
+        key = request.cookies.get(cookie_name(request), "")
         return hmac.new(key.encode(), b"csrf", hashlib.sha256).hexdigest() if key else ""
 
     def nav(self, request: Request) -> list[tuple[str, str]]:
@@ -85,25 +97,32 @@ class TeamUI(Renderer):
         signed = getattr(request.state, "key", None) is not None
         return super().render(request, name, status, signout=signed, **values)
 
-    def check_form(self, request: Request, form: dict[str, Any]) -> None:
-        origin = request.headers.get("origin")
-        if origin != f"{request.url.scheme}://{request.url.netloc}":
+    def check_origin(self, request: Request) -> None:
+        """A change, or a sign-in, comes from a page of this server (checked before the body is
+        read)."""
+        if request.headers.get("origin") != f"{request.url.scheme}://{request.url.netloc}":
             raise Refused(403, "a change must come from a page of this server (Origin)")
-        if not self.csrf(request) or not hmac.compare_digest(
-            str(form.get("csrf", "")), self.csrf(request)
-        ):
+
+    def check_form(self, request: Request, form: dict[str, Any]) -> None:
+        if not self.csrf(request) or not same_secret(str(form.get("csrf", "")), self.csrf(request)):
             raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
 
     async def signed_in(self, request: Request) -> Caller:
-        """The caller of a page, from the key in its cookie; Refused 401 without a valid one."""
-        presented = request.cookies.get(COOKIE)
-        if not presented:
-            raise Refused(401, "sign in with an API key")
-        try:
-            key = await run_in_threadpool(self.svc.authenticate, presented)
-        except KeyRefused as exc:  # why (unknown, revoked, ...) is for the log, not the page
-            raise Refused(401, "the API key was refused: sign in again") from exc
-        request.state.key = key
+        """The caller of a page, from the key in its cookie (checked once per request, and one
+        request of the key's rate); Refused 401 without a valid one, 429 over a limit."""
+        key: VerifiedKey | None = getattr(request.state, "key", None)
+        if key is None:
+            presented = request.cookies.get(cookie_name(request))
+            if not presented:
+                raise Refused(401, "sign in with an API key")
+            got = await self.verify(request, presented)
+            if isinstance(got, Response):
+                if got.status_code == 401:
+                    raise Refused(401, "the API key was refused: sign in again")
+                raise Refused(got.status_code, "too many requests or the database is busy: retry")
+            if (over := self.limit(got, 1)) is not None:
+                raise Refused(over.status_code, "this API key is over its rate limit: retry")
+            request.state.key = key = got
         return Caller(key=key, request_id=f"ui-{uuid.uuid4().hex[:16]}")
 
     async def call(self, fn: Any, *args: Any) -> Any:  # type: ignore[override]
@@ -137,26 +156,24 @@ class TeamUI(Renderer):
     async def signin(self, request: Request) -> Response:
         if request.method == "GET":
             return self.render(request, "signin.html")
-        form = await request.form()
-        presented = str(form.get("key", "")).strip()
-        origin = request.headers.get("origin")
-        if origin != f"{request.url.scheme}://{request.url.netloc}":
-            raise Refused(403, "sign in from this server's own page (Origin)")
-        try:
-            await run_in_threadpool(self.svc.authenticate, presented)
-        except KeyRefused:
-            return self.render(request, "signin.html", status=401, failed=True)
+        self.check_origin(request)
+        form = await self.read_form(request)
+        got = await self.verify(request, str(form.get("key", "")).strip())
+        if isinstance(got, Response):
+            if got.status_code == 401:
+                return self.render(request, "signin.html", status=401, failed=True)
+            raise Refused(got.status_code, "too many failed sign-ins from this address: wait")
         out = RedirectResponse("/memories", status_code=303)
         out.set_cookie(
-            COOKIE, presented, httponly=True, samesite="strict", path="/",
-            secure=_over_tls(request),
+            cookie_name(request), str(form.get("key", "")).strip(), httponly=True,
+            samesite="strict", path="/", secure=_over_tls(request),
         )  # fmt: skip
         return out
 
     async def signout(self, request: Request) -> Response:
         await self.form(request)
-        out = RedirectResponse("/signin?" + urlencode({"notice": "signed out"}), status_code=303)
-        out.delete_cookie(COOKIE, path="/")
+        out = _back("/signin", "signed out")
+        out.delete_cookie(cookie_name(request), path="/", secure=_over_tls(request))
         return out
 
     # -- memories -----------------------------------------------------------------------------
@@ -190,7 +207,8 @@ class TeamUI(Renderer):
             next_link=link(cursor=out.next_cursor) if out.next_cursor else None,
             first_link=link() if q.get("cursor") else None, sort_link=lambda s: link(sort=s),
             back=str(request.url.path) + ("?" + request.url.query if request.url.query else ""),
-            owners=["team", "org"],
+            # an org key names a team to filter by it: "team" alone is for a team key
+            owners=["team", "org"] if caller.key.team_id else ["org"],
         )  # fmt: skip
 
     async def memory(self, request: Request) -> Response:
@@ -210,6 +228,8 @@ class TeamUI(Renderer):
         cur = (await self.rpc(caller, "squirrel/memories/get", {"memory_id": mid})).memory
         raw = edits(mid, f, cur)
         if len(raw) > 1:
+            # the version the form showed: a change made meanwhile is a conflict, not undone
+            raw["expected_version"] = _int(f.get("version"), "version")
             await self.rpc(caller, "squirrel/memories/update", raw)
         return _back(f"/memories/{mid}", "saved" if len(raw) > 1 else "nothing changed")
 
@@ -455,6 +475,19 @@ def _asgi(handler: Any) -> Any:
         await response(scope, receive, send)
 
     return app
+
+
+def cookie_name(request: Request) -> str:
+    """Over TLS, the `__Host-` cookie (Secure, this host only, no Domain a sibling could set);
+    over plain HTTP (a loopback or development server) the plain name."""
+    return f"__Host-{COOKIE}" if _over_tls(request) else COOKIE
+
+
+def _int(value: Any, field: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(field, "a whole number (reload the page)") from exc
 
 
 def _over_tls(request: Request) -> bool:

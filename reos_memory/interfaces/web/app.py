@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import re
+import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +42,14 @@ NAV = [
     ("/graph", "Block graph"),
 ]
 PAGE_SIZE = 50
+FORM_BYTES = 64 * 1024  # the largest form a page posts (a memory's text is at most 4,000)
+FORM_FIELDS = 200  # a page of ticked memories and a few more
+# the HTTP status of a service error shown as a page
+ERROR_STATUS = {
+    "not_found": 404, "forbidden": 403, "conflict": 409, "database_unavailable": 503,
+}  # fmt: skip
+# the notices pages show after a change are signed, so a link cannot put words on a real page
+NOTICE_KEY = secrets.token_bytes(32)
 CR_SHOWN = 500  # decisions listed on the CR-Memory page (of each kind; "apply" applies all)
 KINDS = ["guard", "invariant", "preference", "pattern", "note"]
 TIERS = ["emergency", "long_term", "short_term"]
@@ -102,8 +111,12 @@ class Renderer:
     def nav(self, request: Request) -> list[tuple[str, str]]:
         return NAV
 
+    def check_origin(self, request: Request) -> None:
+        """Where a change may come from, checked before its body is read (the local guard
+        checks it for every request already)."""
+
     def check_form(self, request: Request, form: dict[str, Any]) -> None:
-        if not hmac.compare_digest(str(form.get("csrf", "")), self.csrf(request)):
+        if not same_secret(str(form.get("csrf", "")), self.csrf(request)):
             raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
 
     def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
@@ -112,7 +125,7 @@ class Renderer:
             nav=self.nav(request),
             csrf=self.csrf(request),
             path=request.url.path,
-            notice=request.query_params.get("notice"),
+            notice=notice_of(request),
             **values,
         )
         return HTMLResponse(html, status_code=status)
@@ -124,13 +137,23 @@ class Renderer:
         """A service method on a worker thread (it reads and writes the database)."""
         return await run_in_threadpool(fn, *args)
 
-    async def form(self, request: Request) -> dict[str, Any]:
-        """A POSTed form, its CSRF token checked; repeated fields (`ids`) as lists."""
-        data = await request.form()
+    async def read_form(self, request: Request) -> dict[str, Any]:
+        """A POSTed form of at most FORM_BYTES (a page's forms are small: a bigger body is
+        refused before it is read); repeated fields (`ids`) as lists."""
+        length = request.headers.get("content-length")
+        if length is None or not length.isdigit() or int(length) > FORM_BYTES:
+            raise Refused(413, f"a form of at most {FORM_BYTES} bytes, with its length")
+        data = await request.form(max_fields=FORM_FIELDS, max_part_size=FORM_BYTES)
         out: dict[str, Any] = {}
         for key in data:
             values = [v for v in data.getlist(key) if isinstance(v, str)]
             out[key] = values if key == "ids" else (values[-1] if values else "")
+        return out
+
+    async def form(self, request: Request) -> dict[str, Any]:
+        """A POSTed form of a change: its origin, size and CSRF token checked."""
+        self.check_origin(request)
+        out = await self.read_form(request)
         self.check_form(request, out)
         return out
 
@@ -143,8 +166,7 @@ class Renderer:
             except Refused as exc:
                 return self.error(request, exc.status, exc.reason)
             except ReosError as exc:
-                status = 404 if exc.reason == "not_found" else 403 if exc.code == -32003 else 400
-                return self.error(request, status, exc.message)
+                return self.error(request, ERROR_STATUS.get(exc.reason, 400), exc.message)
 
         return run
 
@@ -258,6 +280,8 @@ class Pages(Renderer):
         mid = request.path_params["memory_id"]
         f = await self.form(request)
         current = (await self.call(self.sq.get_memory, mid)).memory
+        if f.get("seen") != current.updated_at:  # changed since the page showed it
+            raise Refused(409, "the memory changed since this page was loaded: reload it")
         raw = edits(mid, f, current)
         p = _params(api.MemoryUpdateParams, raw)
         if len(raw) > 1:
@@ -539,10 +563,27 @@ def edits(memory_id: str, form: dict[str, Any], current: Any) -> dict[str, Any]:
     return raw
 
 
+def _notice_tag(notice: str) -> str:
+    return hmac.new(NOTICE_KEY, notice.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def notice_of(request: Request) -> str | None:
+    """The notice of a page: only one this process wrote (see `_back`)."""
+    notice = request.query_params.get("notice")
+    tag = request.query_params.get("n", "")
+    return notice if notice and same_secret(tag, _notice_tag(notice)) else None
+
+
+def same_secret(a: str, b: str) -> bool:
+    """Constant-time equality of two secrets as text (any characters)."""
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
 def _back(path: str, notice: str) -> Response:
     """After a change: the page to show, with what happened (POST, then redirect, then GET)."""
     sep = "&" if "?" in path else "?"
-    return RedirectResponse(f"{path}{sep}{urlencode({'notice': notice})}", status_code=303)
+    query = urlencode({"notice": notice, "n": _notice_tag(notice)})
+    return RedirectResponse(f"{path}{sep}{query}", status_code=303)
 
 
 def build(

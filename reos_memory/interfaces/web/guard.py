@@ -20,7 +20,7 @@ import hmac
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -62,6 +62,8 @@ class Guard:
         self.port = port
         self.token = token or secrets.token_urlsafe(32)
         self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        # cookies are per host, not per port: each UI server has its own name
+        self.cookie = f"{COOKIE}_{port}"
         self.origins = {f"http://{h}" for h in self.hosts}
         # the forms' token: derived, so it never needs storing, and not the access token itself
         self.csrf = hmac.new(self.token.encode(), b"csrf", hashlib.sha256).hexdigest()
@@ -71,7 +73,9 @@ class Guard:
         return f"http://127.0.0.1:{self.port}{path}?{urlencode({'token': self.token})}"
 
     def valid_token(self, presented: str | None) -> bool:
-        return presented is not None and hmac.compare_digest(presented, self.token)
+        return presented is not None and hmac.compare_digest(
+            presented.encode(), self.token.encode()
+        )
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -130,7 +134,7 @@ class GuardMiddleware:
             await _plain(send, exc.status, exc.reason)
             return
         if redirect is not None:
-            await _redirect_with_cookie(send, redirect, self.guard.token)
+            await _redirect_with_cookie(send, redirect, self.guard.cookie, self.guard.token)
             return
 
         await SecurityHeaders(self.app)(scope, receive, send)
@@ -145,9 +149,10 @@ class GuardMiddleware:
             if not g.valid_token(query["token"]):
                 raise Refused(403, "wrong token: open the address sqrl ui printed")
             rest = {k: v for k, v in query.items() if k != "token"}
-            path = "/" + str(scope["path"]).lstrip("/")  # never "//host": another site
+            # never "//host" or "/\\host" (another site), and always plain ASCII
+            path = "/" + quote(str(scope["path"]).lstrip("/\\"))
             return path + (f"?{urlencode(rest)}" if rest else "")
-        if not g.valid_token(_cookie(scope, COOKIE)):
+        if not g.valid_token(_cookie(scope, g.cookie)):
             raise Refused(403, "no access token: open the address sqrl ui printed")
         if scope["method"] not in SAFE_METHODS and _header(scope, b"origin") not in g.origins:
             raise Refused(403, "a change must come from a page of this server (Origin)")
@@ -161,8 +166,8 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect_with_cookie(send: Send, location: str, token: str) -> None:
-    cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+async def _redirect_with_cookie(send: Send, location: str, name: str, token: str) -> None:
+    cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
     headers = [
         (b"location", location.encode("latin-1")),
         (b"set-cookie", cookie.encode("latin-1")),

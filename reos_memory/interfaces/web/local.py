@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import html
+import os
 import socket
 import sys
+import tempfile
+import threading
+import time
 import webbrowser
+from pathlib import Path
 from typing import Any
 
 from reos_memory.interfaces.web.app import build
@@ -36,6 +42,23 @@ def serve(app: Any, port: int | None, *, open_browser: bool, log_level: str = "w
     sys.stdout.write(f"reos-memory UI: {url}\n(only this address works: it holds the token)\n")
     sys.stdout.flush()
     if open_browser:
-        webbrowser.open(url)
+        threading.Thread(target=_open_when_up, args=(server, url), daemon=True).start()
     server.run()
     return 0
+
+
+def _open_when_up(server: Any, url: str) -> None:
+    """Open the UI in the browser once the server listens, through a private file that
+    redirects to it: a browser started with the address itself would show the token to every
+    user of the machine in its command line (as Jupyter does, for the same reason)."""
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    fd, path = tempfile.mkstemp(prefix="reos-ui-", suffix=".html")  # mode 0600
+    with os.fdopen(fd, "w") as f:
+        f.write(
+            '<!doctype html><meta charset="utf-8">'
+            f'<meta http-equiv="refresh" content="0;url={html.escape(url)}">'
+            f'<a href="{html.escape(url)}">reos-memory UI</a>'
+        )
+    webbrowser.open(Path(path).as_uri())
