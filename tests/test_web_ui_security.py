@@ -233,3 +233,38 @@ async def test_notices_are_the_servers_and_forms_are_bounded(ui):
         assert r.status_code == 409
     got = ui.app.squirrel.get_memory(mid).memory
     assert (got.text, got.tier) == ("Edits race with the writer", "long_term")
+
+
+def test_the_browser_is_opened_through_a_private_file_once_the_server_listens(monkeypatch):
+    """`sqrl ui` never puts the token on a command line: the browser gets a file:// address
+    of a 0600 file that redirects to the token's address, only once the server listens."""
+    import os
+    import stat
+    import threading
+    import time as _time
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    from reos_memory.interfaces.web import local
+
+    opened: list[str] = []
+    monkeypatch.setattr(local.webbrowser, "open", lambda uri: opened.append(uri))
+
+    class Server:
+        started = False
+
+    srv = Server()
+    url = Guard(PORT).url("/memories")
+    t = threading.Thread(target=local._open_when_up, args=(srv, url))
+    t.start()
+    _time.sleep(0.3)
+    assert opened == [], "nothing is opened before the server listens"
+    srv.started = True
+    t.join(5)
+    assert len(opened) == 1 and opened[0].startswith("file://") and "token" not in opened[0]
+    path = Path(unquote(urlparse(opened[0]).path))
+    try:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert url.replace("&", "&amp;") in path.read_text() or url in path.read_text()
+    finally:
+        path.unlink()
