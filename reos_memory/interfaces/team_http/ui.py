@@ -30,20 +30,22 @@ from reos_memory.interfaces.web.app import (
     HERE,
     KINDS,
     PAGE_SIZE,
-    SCOPES,
     SORTS,
-    STATUS_CHOICES,
     STATUSES,
     TIERS,
     Renderer,
     _back,
     charts,
+    context_query,
     cr_values,
     edits,
     episode_values,
     episodes_values,
+    list_query,
+    memories_values,
     same_secret,
     toml_text,
+    whole,
 )
 from reos_memory.interfaces.web.guard import Refused, SecurityHeaders
 from reos_memory.team.keys import VerifiedKey
@@ -180,33 +182,11 @@ class TeamUI(Renderer):
 
     async def memories(self, request: Request) -> Response:
         caller = await self.signed_in(request)
-        q = request.query_params
-        status = q.get("status") or "live"
-        if status not in STATUS_CHOICES:
-            raise InvalidInput("status", f"one of {', '.join(STATUS_CHOICES)}")
-        out = await self.rpc(caller, "squirrel/memories/list", {
-            "project_id": q.get("project"), "kinds": [q["kind"]] if q.get("kind") else None,
-            "tiers": [q["tier"]] if q.get("tier") else None, "statuses": STATUS_CHOICES[status],
-            "scope": q.get("scope"), "owner_type": q.get("owner"), "text": q.get("q"),
-            "sort": q.get("sort") or "updated", "cursor": q.get("cursor"), "limit": PAGE_SIZE,
-        })  # fmt: skip
-        filters = {
-            k: q.get(k, "") for k in ("project", "kind", "tier", "scope", "owner", "q", "sort")
-        }
-        filters["status"] = status
-        filters["sort"] = filters["sort"] or "updated"
-
-        def link(**change: str) -> str:
-            merged = {**filters, **change}
-            return "/memories?" + urlencode({k: v for k, v in merged.items() if v})
-
+        status, raw = list_query(request.query_params, "updated")
+        out = await self.rpc(caller, "squirrel/memories/list", raw)
         return self.render(
-            request, "memories.html", rows=list(zip(out.memories, out.metrics, strict=True)),
-            filters=filters, kinds=KINDS, tiers=TIERS, scopes=SCOPES,
-            sorts=TEAM_SORTS, statuses=list(STATUS_CHOICES),
-            next_link=link(cursor=out.next_cursor) if out.next_cursor else None,
-            first_link=link() if q.get("cursor") else None, sort_link=lambda s: link(sort=s),
-            back=str(request.url.path) + ("?" + request.url.query if request.url.query else ""),
+            request, "memories.html",
+            **memories_values(request, out, status, "updated", TEAM_SORTS),
             # an org key names a team to filter by it: "team" alone is for a team key
             owners=["team", "org"] if caller.key.team_id else ["org"],
         )  # fmt: skip
@@ -229,7 +209,7 @@ class TeamUI(Renderer):
         raw = edits(mid, f, cur)
         if len(raw) > 1:
             # the version the form showed: a change made meanwhile is a conflict, not undone
-            raw["expected_version"] = _int(f.get("version"), "version")
+            raw["expected_version"] = whole(f.get("version"), "version")
             await self.rpc(caller, "squirrel/memories/update", raw)
         return _back(f"/memories/{mid}", "saved" if len(raw) > 1 else "nothing changed")
 
@@ -266,18 +246,10 @@ class TeamUI(Renderer):
 
     async def context(self, request: Request) -> Response:
         caller = await self.signed_in(request)
-        q = request.query_params
-        form = {k: q.get(k, "") for k in ("project", "task", "path", "budget")}
+        form, raw = context_query(request.query_params)
         result = None
-        if q.get("task"):
-            try:
-                budget = int(q.get("budget") or 400)
-            except ValueError as exc:
-                raise InvalidInput("budget", "a whole number of tokens") from exc
-            result = await self.rpc(caller, "squirrel/get_task_context", {
-                "project_id": q.get("project"), "task": q.get("task"), "path": q.get("path"),
-                "context_budget_tokens": budget, "dry_run": True,
-            })  # fmt: skip
+        if raw is not None:
+            result = await self.rpc(caller, "squirrel/get_task_context", raw)
         return self.render(request, "context.html", form=form, result=result)
 
     # -- shares -------------------------------------------------------------------------------
@@ -323,13 +295,9 @@ class TeamUI(Renderer):
     async def activity(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         q = request.query_params
-        try:
-            days = int(q.get("days") or 30)
-        except ValueError as exc:
-            raise InvalidInput("days", "a whole number of days") from exc
-        out = await self.rpc(
-            caller, "squirrel/activity", {"project_id": q.get("project"), "days": days}
-        )
+        out = await self.rpc(caller, "squirrel/activity", {
+            "project_id": q.get("project"), "days": whole(q.get("days"), "days", 30),
+        })  # fmt: skip
         return self.render(
             request, "activity.html", out=out, project=q.get("project", ""), charts=charts(out)
         )
@@ -411,10 +379,7 @@ class TeamUI(Renderer):
         filters = {k: q.get(k, "") for k in ("team_id", "method", "since", "until")}
         raw: dict[str, Any] = {**filters, "limit": PAGE_SIZE}
         if q.get("before_id"):
-            try:
-                raw["before_id"] = int(q["before_id"])
-            except ValueError as exc:
-                raise InvalidInput("before_id", "a whole number") from exc
+            raw["before_id"] = whole(q["before_id"], "before_id")
         out = await self.rpc(caller, "team/audit/list", raw)
         nxt = None
         if out.next_before_id is not None:
@@ -481,13 +446,6 @@ def cookie_name(request: Request) -> str:
     """Over TLS, the `__Host-` cookie (Secure, this host only, no Domain a sibling could set);
     over plain HTTP (a loopback or development server) the plain name."""
     return f"__Host-{COOKIE}" if _over_tls(request) else COOKIE
-
-
-def _int(value: Any, field: str) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(field, "a whole number (reload the page)") from exc
 
 
 def _over_tls(request: Request) -> bool:

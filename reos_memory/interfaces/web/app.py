@@ -217,48 +217,10 @@ class Pages(Renderer):
     # -- memories -----------------------------------------------------------------------------
 
     async def memories(self, request: Request) -> Response:
-        q = request.query_params
-        status = q.get("status") or "live"
-        if status not in STATUS_CHOICES:
-            raise InvalidInput("status", f"one of {', '.join(STATUS_CHOICES)}")
-        raw: dict[str, Any] = {
-            "project_id": q.get("project"),
-            "kinds": [q["kind"]] if q.get("kind") else None,
-            "tiers": [q["tier"]] if q.get("tier") else None,
-            "statuses": STATUS_CHOICES[status],
-            "scope": q.get("scope"),
-            "owner_type": q.get("owner"),
-            "text": q.get("q"),
-            "sort": q.get("sort") or "newest",
-            "cursor": q.get("cursor"),
-            "limit": PAGE_SIZE,
-        }
-        p = _params(api.MemoryListParams, raw)
-        out = await self.call(self.sq.list_memories, p)
-        filters = {
-            k: q.get(k, "") for k in ("project", "kind", "tier", "scope", "owner", "q", "sort")
-        }
-        filters["status"] = status
-
-        def link(**change: str) -> str:
-            merged = {**filters, **change}
-            return "/memories?" + urlencode({k: v for k, v in merged.items() if v})
-
-        rows = list(zip(out.memories, out.metrics, strict=True))
+        status, raw = list_query(request.query_params, "newest")
+        out = await self.call(self.sq.list_memories, _params(api.MemoryListParams, raw))
         return self.render(
-            request,
-            "memories.html",
-            rows=rows,
-            filters=filters,
-            kinds=KINDS,
-            tiers=TIERS,
-            scopes=SCOPES,
-            sorts=SORTS,
-            statuses=list(STATUS_CHOICES),
-            next_link=link(cursor=out.next_cursor) if out.next_cursor else None,
-            first_link=link() if q.get("cursor") else None,
-            sort_link=lambda s: link(sort=s),
-            back=str(request.url.path) + ("?" + request.url.query if request.url.query else ""),
+            request, "memories.html", **memories_values(request, out, status, "newest", SORTS)
         )
 
     async def memory(self, request: Request) -> Response:
@@ -364,11 +326,7 @@ class Pages(Renderer):
 
     async def activity(self, request: Request) -> Response:
         q = request.query_params
-        try:
-            days = int(q.get("days") or 30)
-        except ValueError as exc:
-            raise InvalidInput("days", "a whole number of days") from exc
-        raw = {"project_id": q.get("project"), "days": days}
+        raw = {"project_id": q.get("project"), "days": whole(q.get("days"), "days", 30)}
         out = await self.call(self.sq.activity, _params(api.ActivityParams, raw))
         return self.render(
             request, "activity.html", out=out, project=q.get("project", ""),
@@ -380,11 +338,8 @@ class Pages(Renderer):
     def _export(self, q: Any) -> ExportParams:
         if self.graph is None:
             raise InvalidInput("block", "this server has no block graph")
-        try:
-            depth, most = int(q.get("depth") or 2), int(q.get("max_nodes") or 200)
-        except ValueError as exc:
-            raise InvalidInput("depth", "depth and max_nodes are whole numbers") from exc
-        raw = {"block_id": q.get("block"), "depth": depth, "max_nodes": most,
+        raw = {"block_id": q.get("block"), "depth": whole(q.get("depth"), "depth", 2),
+               "max_nodes": whole(q.get("max_nodes"), "max_nodes", 200),
                "formats": ["html"]}  # fmt: skip
         return _params(ExportParams, raw)
 
@@ -422,21 +377,9 @@ class Pages(Renderer):
     # -- what would the agent get --------------------------------------------------------------
 
     async def context(self, request: Request) -> Response:
-        q = request.query_params
-        form = {k: q.get(k, "") for k in ("project", "task", "path", "budget")}
+        form, raw = context_query(request.query_params)
         result = None
-        if q.get("task"):
-            try:
-                budget = int(q.get("budget") or 400)
-            except ValueError as exc:
-                raise InvalidInput("budget", "a whole number of tokens") from exc
-            raw = {
-                "project_id": q.get("project"),
-                "task": q.get("task"),
-                "path": q.get("path"),
-                "context_budget_tokens": budget,
-                "dry_run": True,
-            }
+        if raw is not None:
             result = await self.call(self.sq.get_task_context, _params(api.ContextParams, raw))
         return self.render(request, "context.html", form=form, result=result)
 
@@ -540,6 +483,75 @@ def cr_values(out: api.CrMemoryResult, project: str | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def whole(value: Any, field: str, default: int | None = None) -> int:
+    """A whole number from a query or form field (empty: `default`); else InvalidInput."""
+    if value in (None, "") and default is not None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(field, "a whole number") from exc
+
+
+def list_query(q: Any, default_sort: str) -> tuple[str, dict[str, Any]]:
+    """The memories page's query as squirrel/memories/list params (both UIs), with its status
+    choice."""
+    status = q.get("status") or "live"
+    if status not in STATUS_CHOICES:
+        raise InvalidInput("status", f"one of {', '.join(STATUS_CHOICES)}")
+    return status, {
+        "project_id": q.get("project"),
+        "kinds": [q["kind"]] if q.get("kind") else None,
+        "tiers": [q["tier"]] if q.get("tier") else None,
+        "statuses": STATUS_CHOICES[status],
+        "scope": q.get("scope"),
+        "owner_type": q.get("owner"),
+        "text": q.get("q"),
+        "sort": q.get("sort") or default_sort,
+        "cursor": q.get("cursor"),
+        "limit": PAGE_SIZE,
+    }
+
+
+def memories_values(
+    request: Request, out: Any, status: str, default_sort: str, sorts: dict[str, str]
+) -> dict[str, Any]:
+    """What the memories page shows of a page of memories: rows, filters, links that keep
+    them (next page, first page, each sort)."""
+    q = request.query_params
+    filters = {k: q.get(k, "") for k in ("project", "kind", "tier", "scope", "owner", "q")}
+    filters.update(status=status, sort=q.get("sort") or default_sort)
+
+    def link(**change: str) -> str:
+        merged = {**filters, **change}
+        return "/memories?" + urlencode({k: v for k, v in merged.items() if v})
+
+    return {
+        "rows": list(zip(out.memories, out.metrics, strict=True)),
+        "filters": filters, "kinds": KINDS, "tiers": TIERS, "scopes": SCOPES, "sorts": sorts,
+        "statuses": list(STATUS_CHOICES),
+        "next_link": link(cursor=out.next_cursor) if out.next_cursor else None,
+        "first_link": link() if q.get("cursor") else None,
+        "sort_link": lambda s: link(sort=s),
+        "back": str(request.url.path) + ("?" + request.url.query if request.url.query else ""),
+    }  # fmt: skip
+
+
+def context_query(q: Any) -> tuple[dict[str, str], dict[str, Any] | None]:
+    """The preview page's form, and its get_task_context params (a dry run) once a task is
+    given (both UIs)."""
+    form = {k: q.get(k, "") for k in ("project", "task", "path", "budget")}
+    if not q.get("task"):
+        return form, None
+    return form, {
+        "project_id": q.get("project"),
+        "task": q.get("task"),
+        "path": q.get("path"),
+        "context_budget_tokens": whole(q.get("budget"), "budget", 400),
+        "dry_run": True,
+    }
+
+
 def edits(memory_id: str, form: dict[str, Any], current: Any) -> dict[str, Any]:
     """The update params of an edit form (`_edit.html`): only the fields it changes, a key
     emptied as `clear_key`, a TTL in days from now or none (`clear_ttl`)."""
@@ -554,10 +566,7 @@ def edits(memory_id: str, form: dict[str, Any], current: Any) -> dict[str, Any]:
         raw["clear_key"] = True
     ttl = (form.get("ttl_days") or "").strip()
     if ttl:
-        try:
-            raw["ttl_days"] = int(ttl)
-        except ValueError as exc:
-            raise InvalidInput("ttl_days", "a whole number of days") from exc
+        raw["ttl_days"] = whole(ttl, "ttl_days")
     elif form.get("clear_ttl") == "1" and current.expires_at is not None:
         raw["clear_ttl"] = True
     return raw
