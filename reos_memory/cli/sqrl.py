@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from reos_memory import __version__
 from reos_memory.config import Config, ConfigError
 from reos_memory.errors import ReosError
+from reos_memory.squirrel.ingest import AGENT_NAMES
 
 if TYPE_CHECKING:
     from reos_memory.cli.hooks_settings import Result, Status
@@ -378,11 +379,11 @@ def team(config: Config, args: argparse.Namespace) -> int:
 
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="FILE|DIR")
-    p.add_argument("--agent", choices=["auto", "claude-code", "codex"], default="auto")
+    p.add_argument("--agent", choices=AGENT_NAMES, default="auto")
     p.add_argument("--end", action="store_true", help="end the sessions now (default: when idle)")
 
 
-@command("ingest", "learn from Claude Code / Codex session logs", _ingest_args)
+@command("ingest", "learn from coding agents' session logs", _ingest_args)
 def ingest(config: Config, args: argparse.Namespace) -> int:
     """Read the given logs (or the new part of them) and learn from their ended episodes."""
     helper = None

@@ -89,7 +89,18 @@ class IngestResult(Struct, kw_only=True):
 
 class IngestTranscriptParams(Params, kw_only=True):
     path: PathText
-    agent: Literal["auto", "claude-code", "codex"] = "auto"
+    agent: Literal[
+        "auto",
+        "claude-code",
+        "codex",
+        "gemini",
+        "cursor",
+        "copilot",
+        "windsurf",
+        "opencode",
+        "aider",
+        "cline",
+    ] = "auto"
     session_end: bool | None = None
 
 

@@ -142,6 +142,16 @@ def open_sessions(conn: apsw.Connection) -> list[tuple[str, str, str | None]]:
     ]
 
 
+def with_live_sessions(conn: apsw.Connection) -> list[str]:
+    """Paths of logs that hold sessions besides their own still open (a database of many)."""
+    return [
+        r[0]
+        for r in fetch(
+            conn, 'SELECT path FROM transcript_cursors WHERE state_json LIKE \'%"live":{"%\''
+        )
+    ]
+
+
 def mark_ended(conn: apsw.Connection, session_id: str, now: str) -> None:
     conn.execute(
         "UPDATE transcript_cursors SET ended = 1, updated_at = ? WHERE session_id = ?",

@@ -1,19 +1,29 @@
 """The interface every agent adapter implements, and what they share.
 
-An adapter reads one parsed JSON record at a time and returns the Squirrel events it stands
-for. Everything it must remember between records (the session, its working directory, which
-call ids belong to which tool) lives in `ParseState`, which is plain JSON and is stored with the
+An adapter reads one record at a time and returns the Squirrel events it stands for. Everything
+it must remember between records (the session, its working directory, which call ids belong to
+which tool, a half-read block) lives in `ParseState`, which is plain JSON and is stored with the
 file's cursor, so that parsing resumes after a restart exactly where it stopped.
+
+Where the records come from is the adapter's too (`Adapter.records`): by default the lines of a
+JSONL log, each one JSON record, the cursor a byte offset. A log of another shape (Aider's
+Markdown, a JSON document rewritten whole, a SQLite database holding many sessions) yields its
+own records with its own positions: any whole number that grows as the log does and that the
+adapter can resume from.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar
+
+import msgspec
 
 from reos_memory.models import EventIn
+from reos_memory.squirrel.ingest import reader
 
 # characters of one message or tool output handed on: its head and its tail, where commands print
 # what went wrong and test runners their summary (what is stored is much shorter still)
@@ -32,6 +42,13 @@ class ParseState:
     cwd: str | None = None
     calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
     counts: dict[str, int] = field(default_factory=dict)
+    # the adapter's own (plain JSON): a block still being read, a replayed document's state...
+    extra: dict[str, Any] = field(default_factory=dict)
+    # sessions other than `session_id` that this log holds (a database, a history file of many
+    # runs), with the time of their latest event: each ends once idle like a file would
+    live: dict[str, str] = field(default_factory=dict)
+    # sessions the log itself says are over (a new run started after them): ended once stored
+    finished: list[str] = field(default_factory=list)
 
     def count(self, what: str, n: int = 1) -> None:
         self.counts[what] = self.counts.get(what, 0) + n
@@ -49,6 +66,9 @@ class ParseState:
                 "cwd": self.cwd,
                 "calls": self.calls,
                 "counts": self.counts,
+                **({"extra": self.extra} if self.extra else {}),
+                **({"live": self.live} if self.live else {}),
+                **({"finished": self.finished} if self.finished else {}),
             },
             separators=(",", ":"),
         )
@@ -61,30 +81,97 @@ class ParseState:
             cwd=d.get("cwd"),
             calls=dict(d.get("calls") or {}),
             counts=dict(d.get("counts") or {}),
+            extra=dict(d.get("extra") or {}),
+            live=dict(d.get("live") or {}),
+            finished=list(d.get("finished") or []),
         )
 
 
 @dataclass
 class Parsed:
-    """The events of one record, for the session they belong to."""
+    """The events of one record, for the session they belong to (and that session's working
+    directory, when a log holds sessions of several projects)."""
 
     session_id: str
     event: EventIn
+    cwd: str | None = None
 
 
-class Adapter(Protocol):
-    """One agent's session-log format."""
+@dataclass(slots=True)
+class Record:
+    """One record of a log as read: where the next one starts, and its content (None for a
+    line that holds nothing to parse; `malformed` when that is because it could not be read)."""
 
-    name: str
+    end: int
+    data: dict[str, Any] | None
+    malformed: bool = False
+
+
+_decode = msgspec.json.Decoder().decode
+
+
+def json_record(data: bytes | None) -> dict[str, Any] | None:
+    """A JSON object from one line; None for anything else (never an error)."""
+    if not data or not data.strip():
+        return None
+    try:
+        rec = _decode(data)
+    except Exception:  # not JSON, bad UTF-8, nested too deep: a malformed line, never fatal
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+class Adapter:
+    """One agent's session-log format. The defaults read a JSONL log: one JSON record a line,
+    the cursor a byte offset; formats of another shape override `records` (and say how a log of
+    theirs is recognised by its name in `claims`)."""
+
+    name: ClassVar[str]
+    # whether a log that got shorter was rewritten (true of append-only logs; a database or a
+    # document rewritten whole shrinks as it is compacted or edited)
+    shrink_means_rewritten: ClassVar[bool] = True
 
     def sniff(self, record: dict[str, Any]) -> bool:
-        """Whether the first record of a file is in this format."""
-        ...
+        """Whether the first records of a JSONL file are in this format."""
+        return False
+
+    def claims(self, path: str) -> bool:
+        """Whether a file that is not a `.jsonl` log is one of this format's, by its name and
+        place (cheap: called for every file under the directories searched)."""
+        return False
+
+    def begin(self, path: str, state: ParseState) -> None:
+        """Called once before a log's first record (also after it was rewritten)."""
+
+    def records(self, path: str, position: int, max_bytes: int) -> Iterator[Record]:
+        """The records from `position` on, about `max_bytes` of them (at least one)."""
+        for line in reader.lines(path, position, max_bytes):
+            if line.data is None:
+                yield Record(line.end, None, True)
+            elif not line.data.strip() or self.bookkeeping(line.data):
+                yield Record(line.end, None)
+            else:
+                rec = json_record(line.data)
+                yield Record(line.end, rec, rec is None)
+
+    def bookkeeping(self, line: bytes) -> bool:
+        """A line known to hold nothing to learn from, recognised without parsing it."""
+        return False
+
+    def identity(self, path: str, size: int = reader.HEAD_BYTES) -> reader.Head:
+        """What tells this log from another put under the same name: the hash of its first
+        `size` bytes (a young log's identity grows with it up to HEAD_BYTES)."""
+        return reader.head(path, size)
 
     def parse(self, record: dict[str, Any], state: ParseState) -> list[Parsed]:
         """The events a record stands for (none for bookkeeping records); unknown record types
         are counted in `state.counts['skipped']`, never an error."""
-        ...
+        raise NotImplementedError
+
+    def finish(self, state: ParseState) -> list[Parsed]:
+        """Events held back until the session ends (a block whose end is the next block's
+        start); called when the session is ended."""
+        return []
 
 
 def cut(text: str | None, limit: int = MAX_TEXT) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest.base import (
     SUMMARY_TEXT,
+    Adapter,
     Parsed,
     ParseState,
     as_text,
@@ -77,8 +78,16 @@ _FILE_KEYS = ("file_path", "notebook_path", "path")
 _SAID = "the user said:"
 
 
-class ClaudeCode:
+# Claude Code 2.x writes most of its lines as progress records (about 70%): recognised by their
+# type near the start of the line, they are skipped without being parsed.
+_SKIP_HEAD = re.compile(rb'"type": ?"(?:progress|queue-operation)"')
+
+
+class ClaudeCode(Adapter):
     name = "claude-code"
+
+    def bookkeeping(self, line: bytes) -> bool:
+        return _SKIP_HEAD.search(line, 0, 600) is not None and b'"message"' not in line[:600]
 
     def sniff(self, record: dict[str, Any]) -> bool:
         return "payload" not in record and record.get("type") in ENVELOPE
@@ -334,3 +343,4 @@ def _rejection_reason(result: EventIn) -> str | None:
     if not said or said.startswith("The user "):
         return None  # the tool's own words (AskUserQuestion: "The user wants to clarify ...")
     return cut(said)
+ADAPTER = ClaudeCode()

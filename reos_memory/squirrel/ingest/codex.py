@@ -20,6 +20,7 @@ from typing import Any
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest.base import (
     SUMMARY_TEXT,
+    Adapter,
     Parsed,
     ParseState,
     as_text,
@@ -60,7 +61,7 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
 _SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish"})
 
 
-class Codex:
+class Codex(Adapter):
     name = "codex"
 
     def sniff(self, record: dict[str, Any]) -> bool:
@@ -275,3 +276,4 @@ def _output(output: Any) -> tuple[str, int | None]:
                 return as_text(d.get("output")), code if isinstance(code, int) else None
         return output, None
     return as_text(output), None
+ADAPTER = Codex()

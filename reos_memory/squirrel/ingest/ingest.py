@@ -9,26 +9,26 @@ caller says so (the SessionEnd hook) or when its file has been idle past `idle_s
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import importlib
+import importlib.util
 import os
-import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
-import msgspec
 
 from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.models import EventIn, now_iso
-from reos_memory.squirrel.ingest import episodes, reader
-from reos_memory.squirrel.ingest.base import Adapter, ParseState
-from reos_memory.squirrel.ingest.claude_code import ClaudeCode
-from reos_memory.squirrel.ingest.codex import Codex
+from reos_memory.squirrel.ingest import AGENT_NAMES, episodes, reader
+from reos_memory.squirrel.ingest.base import Adapter, Parsed, ParseState, Record
 from reos_memory.squirrel.markers import is_writer_run_dir
 from reos_memory.squirrel.projects import Project, safe_session_id
 from reos_memory.squirrel.writer.runner import CatchUp
@@ -43,7 +43,21 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-ADAPTERS: dict[str, Adapter] = {"claude-code": ClaudeCode(), "codex": Codex()}
+def _adapters() -> dict[str, Adapter]:
+    """Every agent's adapter by its name: the `ADAPTER` of each module named in `_MODULES`."""
+    out: dict[str, Adapter] = {}
+    for module in _MODULES:
+        if importlib.util.find_spec(f"{__package__}.{module}") is None:
+            continue
+        adapter = importlib.import_module(f"{__package__}.{module}").ADAPTER
+        out[adapter.name] = adapter
+    return out
+
+
+# a module per agent, named after it (claude_code and codex first: their JSONL is told apart by
+# its first records)
+_MODULES = tuple(name.replace("-", "_") for name in AGENT_NAMES if name != "auto")
+ADAPTERS: dict[str, Adapter] = _adapters()
 AGENTS = ("auto", *ADAPTERS)
 BATCH_BYTES = 4 << 20
 BATCH_EVENTS = 1000
@@ -92,37 +106,29 @@ class FileReport:
 
 
 def detect(path: str) -> str | None:
-    """Which agent wrote a file: from its first records (the name is only a hint)."""
-    for line in reader.lines(path, 0, 1 << 20):
-        rec = _record(line.data)
-        if rec is None:
+    """Which agent wrote a file: a log of another shape by its name and place, a JSONL log by
+    its first records (its name is only a hint)."""
+    for name, adapter in ADAPTERS.items():
+        if adapter.claims(path):
+            return name
+    jsonl = ADAPTERS["claude-code"]  # reads any JSONL log's records
+    for rec in jsonl.records(path, 0, 1 << 20):
+        if rec.data is None:
             continue
         for name, adapter in ADAPTERS.items():
-            if adapter.sniff(rec):
+            if adapter.sniff(rec.data):
                 return name
     return None
 
 
-_decode = msgspec.json.Decoder().decode
+def claimed(path: str) -> bool:
+    """Whether a file that is not a JSONL log is one of an agent's logs."""
+    return any(a.claims(path) for a in ADAPTERS.values())
 
 
-def _record(data: bytes | None) -> dict[str, Any] | None:
-    if not data or not data.strip():
-        return None
-    try:
-        rec = _decode(data)
-    except Exception:  # not JSON, bad UTF-8, nested too deep: a malformed line, never fatal
-        return None
-    return rec if isinstance(rec, dict) else None
-
-
-# Claude Code 2.x writes most of its lines as progress records (about 70%): recognised by their
-# type near the start of the line, they are skipped without being parsed.
-_SKIP_HEAD = re.compile(rb'"type": ?"(?:progress|queue-operation)"')
-
-
-def _bookkeeping(data: bytes) -> bool:
-    return _SKIP_HEAD.search(data, 0, 600) is not None and b'"message"' not in data[:600]
+def find(paths: Iterable[str]) -> list[str]:
+    """Every agent's session logs under the given files and directories, oldest first."""
+    return reader.find(paths, claimed)
 
 
 class _Stale(Exception):
@@ -156,25 +162,26 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
     if cur is None:
         cur = _moved_here(sq, path)  # the same log under a new name (Codex compresses old ones)
     expected = None if cur is None else (cur.offset, cur.head_sha256, cur.rewrites)
-    if cur is not None and (
-        size < cur.size_seen
-        or not reader.same_head(path, reader.Head(cur.head_sha256, cur.head_bytes))
-    ):
-        rep.rewritten = True  # truncated or replaced: what it holds now is new to us
-        cur.offset, cur.state_json, cur.ended = 0, "{}", False
-        cur.rewrites += 1
-        h = reader.head(path)
-        cur.head_sha256, cur.head_bytes = h.sha256, h.size
     agent = cur.agent if cur is not None else None
     if agent is None:
         agent = detect(path) if opts.agent == "auto" else opts.agent
-    if agent is None:
-        rep.skipped_reason = "not a Claude Code or Codex session log"
+    if agent is None or agent not in ADAPTERS:
+        rep.skipped_reason = "not a session log of a known agent (" + ", ".join(ADAPTERS) + ")"
         return rep
     rep.agent = agent
     adapter = ADAPTERS[agent]
+    fresh = cur is None
+    if cur is not None and (
+        (adapter.shrink_means_rewritten and size < cur.size_seen)
+        or adapter.identity(path, cur.head_bytes) != reader.Head(cur.head_sha256, cur.head_bytes)
+    ):
+        rep.rewritten = fresh = True  # truncated or replaced: what it holds now is new to us
+        cur.offset, cur.state_json, cur.ended = 0, "{}", False
+        cur.rewrites += 1
+        h = adapter.identity(path)
+        cur.head_sha256, cur.head_bytes = h.sha256, h.size
     if cur is None:
-        h = reader.head(path)
+        h = adapter.identity(path)
         now = now_iso()
         cur = tsql.Cursor(
             path,
@@ -195,12 +202,15 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
             now,
         )
     state = ParseState.from_json(cur.state_json)
+    if fresh:
+        adapter.begin(path, state)
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
     learn = opts.learn or (lambda ep: sq.writer.after_cut(ep, True))
     while True:
         expected = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
         if expected is None:
             break
+    _end_finished(sq, path, state, rep, opts)
     rep.session_id, rep.project_id = cur.session_id, cur.project_id
     rep.counts = dict(state.counts)
     if is_writer_run_dir(state.cwd):
@@ -208,9 +218,37 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
     idle = time.time() - os.stat(path).st_mtime >= opts.idle_seconds
     end = opts.session_end if opts.session_end is not None else idle
     if end and cur.session_id is not None and not cur.ended:
+        expected = _finish(sq, path, cur, adapter, state, rep, expected, size, learn)
         rep.episodes.extend(end_session(sq, cur.session_id, opts.learn))
         rep.ended = True
+    if state.live and opts.session_end is not False:
+        # the other sessions this log holds end once idle by their own latest event
+        ended = end_live_sessions(sq, path, opts.idle_seconds, bool(opts.session_end), opts.learn)
+        for eps in ended.values():
+            rep.episodes.extend(eps)
     return rep
+
+
+def _end_finished(
+    sq: Squirrel, path: str, state: ParseState, rep: FileReport, opts: Options
+) -> None:
+    """End the sessions the log said are over (a later run of the agent began in it)."""
+    if not state.finished:
+        return
+    for sid in state.finished:
+        rep.episodes.extend(end_session(sq, _safe(sid), opts.learn))
+
+    def tx(conn: apsw.Connection) -> None:
+        stored = tsql.get(conn, path)
+        if stored is None:
+            return
+        st = ParseState.from_json(stored.state_json)
+        st.finished = [s for s in st.finished if s not in state.finished]
+        stored.state_json = st.to_json()
+        tsql.put(conn, stored)
+
+    sq.db.write(tx)
+    state.finished = []
 
 
 def _moved_here(sq: Squirrel, path: str) -> tsql.Cursor | None:
@@ -227,9 +265,11 @@ def _moved_here(sq: Squirrel, path: str) -> tsql.Cursor | None:
 
 @dataclass(slots=True)
 class _Read:
-    """One batch of lines as read: its events by session, the counts, the offset reached."""
+    """One batch of records as read: its events by session (and each session's working
+    directory when the log names one per session), the counts, the position reached."""
 
     events: dict[str, list[EventIn]]
+    cwds: dict[str, str]
     n_events: int
     lines: int
     malformed: int
@@ -259,19 +299,55 @@ def _batch(
     size: int,
     learn: Callable[[dict[str, Any]], Any],
 ) -> tuple[int, str, int] | None:
-    """Read, parse and commit one batch of lines; returns what the cursor now holds, None when
-    there was nothing new. Raises _Stale when another process moved the cursor meanwhile."""
+    """Read, parse and commit one batch of records; returns what the cursor now holds, None
+    when there was nothing new. Raises _Stale when another process moved the cursor
+    meanwhile."""
     read = _read_batch(path, cur.offset, adapter, state, max_events)
     if read.lines == 0:
         return None
+    # a young file's identity grows with it (read here, not inside the write transaction)
+    grown = adapter.identity(path) if cur.head_bytes < reader.HEAD_BYTES else None
+    return _commit(sq, path, cur, state, rep, read, expected, size, learn, grown)
+
+
+def _finish(
+    sq: Squirrel,
+    path: str,
+    cur: tsql.Cursor,
+    adapter: Adapter,
+    state: ParseState,
+    rep: FileReport,
+    expected: tuple[int, str, int] | None,
+    size: int,
+    learn: Callable[[dict[str, Any]], Any],
+) -> tuple[int, str, int] | None:
+    """Store the events the adapter held back for the session's end (none for most)."""
+    read = _Read({}, {}, 0, 0, 0, cur.offset)
+    _collect(read, adapter.finish(state), state)
+    if not read.n_events:
+        return expected
+    return _commit(sq, path, cur, state, rep, read, expected, size, learn, None)
+
+
+def _commit(
+    sq: Squirrel,
+    path: str,
+    cur: tsql.Cursor,
+    state: ParseState,
+    rep: FileReport,
+    read: _Read,
+    expected: tuple[int, str, int] | None,
+    size: int,
+    learn: Callable[[dict[str, Any]], Any],
+    grown: reader.Head | None,
+) -> tuple[int, str, int]:
+    """One write transaction: the batch's events and the cursor's new position and state."""
     if read.events and is_writer_run_dir(state.cwd):
         # a Memory Writer run of ours (`claude -p`, `codex exec` in its scratch directory): its
         # log is read past, never learned from
         state.count("writer_runs_skipped", read.n_events)
         read.events = {}
-    plan = _plan(sq, read.events, state.cwd)
-    # a young file's identity grows with it (read here, not inside the write transaction)
-    grown = reader.head(path) if cur.head_bytes < reader.HEAD_BYTES else None
+    plan = _plan(sq, read.events, read.cwds, state.cwd)
 
     def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
         stored = tsql.get(conn, path)
@@ -281,7 +357,7 @@ def _batch(
             raise _Stale()
         new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
         cut, lost = _ingest_sessions(sq, conn, new, read.events, plan)
-        new.session_id = new.session_id or safe_session_id(state.session_id)
+        new.session_id = safe_session_id(state.session_id) or new.session_id
         new.offset = read.end
         new.size_seen = size  # as stat'ed before reading
         new.state_json = state.to_json()
@@ -308,38 +384,51 @@ def _batch(
 def _read_batch(
     path: str, offset: int, adapter: Adapter, state: ParseState, max_events: int
 ) -> _Read:
-    """Lines from `offset` (at most BATCH_BYTES, stopping once max_events events are parsed),
-    parsed into events by session; blank, bookkeeping and malformed lines are read past."""
-    events: dict[str, list[EventIn]] = {}
-    n_events = lines = malformed = 0
-    end = offset
-    for line in reader.lines(path, offset, BATCH_BYTES):
-        lines += 1
-        end = line.end
-        if line.data is not None and (not line.data.strip() or _bookkeeping(line.data)):
-            continue
-        rec = _record(line.data)
-        if rec is None:
-            malformed += 1
+    """Records from `offset` (about BATCH_BYTES of them, stopping once max_events events are
+    parsed), parsed into events by session; empty, bookkeeping and malformed records are read
+    past."""
+    read = _Read({}, {}, 0, 0, 0, offset)
+    for rec in _records(adapter, path, offset):
+        read.lines += 1
+        read.end = rec.end
+        if rec.data is None:
+            read.malformed += rec.malformed
             continue
         try:
-            parsed = adapter.parse(rec, state)
+            parsed = adapter.parse(rec.data, state)
         except Exception:
-            malformed += 1  # a record of a shape no version wrote: skipped, never fatal
+            read.malformed += 1  # a record of a shape no version wrote: skipped, never fatal
             continue
-        for p in parsed:
-            events.setdefault(_safe(p.session_id), []).append(p.event)
-            n_events += 1
-        if n_events >= max_events:
+        _collect(read, parsed, state)
+        if read.n_events >= max_events:
             break
-    return _Read(events, n_events, lines, malformed, end)
+    return read
 
 
-def _plan(sq: Squirrel, events: dict[str, list[EventIn]], cwd: str | None) -> _Plan:
+def _records(adapter: Adapter, path: str, offset: int) -> Iterator[Record]:
+    try:
+        yield from adapter.records(path, offset, BATCH_BYTES)
+    except (OSError, ValueError) as exc:
+        # a database locked by its agent, a document caught half-written: read again next time
+        raise InvalidInput("path", f"cannot read {path} now: {exc}") from None
+
+
+def _collect(read: _Read, parsed: list[Parsed], state: ParseState) -> None:
+    for p in parsed:
+        sid = _safe(p.session_id)
+        read.events.setdefault(sid, []).append(p.event)
+        if p.cwd:
+            read.cwds[sid] = p.cwd
+        read.n_events += 1
+
+
+def _plan(
+    sq: Squirrel, events: dict[str, list[EventIn]], cwds: dict[str, str], cwd: str | None
+) -> _Plan:
     """Each session's project and policy, and its events prepared: the costly part (redaction,
     signals, cutting) before the write lock is taken, so other processes on the database wait
     only for the writes."""
-    projects = {sid: _project(sq, sid, cwd) for sid in events}
+    projects = {sid: _project(sq, sid, cwds.get(sid) or cwd) for sid in events}
     owner = sq.owner(None, None)
     pols = {sid: sq.policy(p.root) for sid, p in projects.items() if p is not None}
     limits = sq.limits()
@@ -447,7 +536,7 @@ def end_idle_sessions(
 ) -> dict[str, list[Any]]:
     """End the open sessions (of `only`, when given) all of whose files have been idle past
     `idle_seconds` (every one of them, with `force`); returns the episodes each ended session
-    was cut into."""
+    was cut into. Sessions of a log that holds many end by their own latest event."""
     rows = sq.db.read(tsql.open_sessions)
     by_session: dict[str, list[str]] = {}
     for path, sid, _pid in rows:
@@ -461,8 +550,82 @@ def end_idle_sessions(
         except OSError:
             idle = True  # a deleted log will not grow any more
         if force or idle:
+            for p in paths:
+                _finish_held_back(sq, p, learn)
             ended[sid] = end_session(sq, sid, learn)
+    for path in sq.db.read(tsql.with_live_sessions):
+        for sid, eps in end_live_sessions(sq, path, idle_seconds, force, learn, only).items():
+            ended.setdefault(sid, []).extend(eps)
     return ended
+
+
+def _finish_held_back(
+    sq: Squirrel, path: str, learn: Callable[[dict[str, Any]], Any] | None
+) -> None:
+    """Store what a log's adapter held back for the session's end (its last block)."""
+    cur = sq.db.read(lambda c: tsql.get(c, path))
+    adapter = ADAPTERS.get(cur.agent) if cur is not None else None
+    if cur is None or adapter is None or type(adapter).finish is Adapter.finish:
+        return
+    state = ParseState.from_json(cur.state_json)
+    expected = (cur.offset, cur.head_sha256, cur.rewrites)
+    with contextlib.suppress(_Stale):  # its reader stored it meanwhile
+        _finish(
+            sq,
+            path,
+            cur,
+            adapter,
+            state,
+            FileReport(path),
+            expected,
+            cur.size_seen,
+            learn or (lambda ep: sq.writer.after_cut(ep, True)),
+        )
+
+
+def end_live_sessions(
+    sq: Squirrel,
+    path: str,
+    idle_seconds: float,
+    force: bool = False,
+    learn: Callable[[dict[str, Any]], Any] | None = None,
+    only: set[str] | None = None,
+) -> dict[str, list[Any]]:
+    """End the sessions a log of many holds (a database) whose latest event is older than
+    `idle_seconds` (all of them with `force`), and forget them in its cursor."""
+    cur = sq.db.read(lambda c: tsql.get(c, path))
+    if cur is None:
+        return {}
+    live = ParseState.from_json(cur.state_json).live
+    now = time.time()
+    due = [
+        sid
+        for sid, ts in live.items()
+        if (only is None or _safe(sid) in only) and (force or now - _epoch(ts, now) >= idle_seconds)
+    ]
+    if not due:
+        return {}
+    ended = {_safe(sid): end_session(sq, _safe(sid), learn) for sid in due}
+
+    def tx(conn: apsw.Connection) -> None:
+        stored = tsql.get(conn, path)
+        if stored is None:
+            return
+        st = ParseState.from_json(stored.state_json)
+        for sid in due:
+            st.live.pop(sid, None)
+        stored.state_json = st.to_json()
+        tsql.put(conn, stored)
+
+    sq.db.write(tx)
+    return ended
+
+
+def _epoch(ts: str, default: float) -> float:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return default
 
 
 def _log_group(path: str) -> str:
@@ -496,7 +659,7 @@ def ingest_paths(
     learning = CatchUp(sq.writer, helper)
     try:
         each = Options(opts.agent, False, opts.idle_seconds, learning.learn)
-        files = reader.find(paths)
+        files = find(paths)
         left = Counter(_log_group(f) for f in files)
         group_sessions: dict[str, set[str]] = {}
         out = []

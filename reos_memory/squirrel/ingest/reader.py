@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
@@ -127,15 +127,16 @@ def is_transcript(name: str) -> bool:
     return name.endswith(SUFFIXES) and not name.startswith("agent-acompact-")
 
 
-def find(paths: Iterable[str]) -> list[str]:
-    """Session logs under the given files and directories, oldest first."""
+def find(paths: Iterable[str], also: Callable[[str], bool] | None = None) -> list[str]:
+    """Session logs under the given files and directories, oldest first: JSONL logs, and the
+    files `also` recognises (logs of other shapes, by their name and place)."""
     found: list[tuple[float, str]] = []
     for p in paths:
         if os.path.isdir(p):
             for root, dirs, files in os.walk(p):
                 dirs.sort()
                 for name in files:
-                    if is_transcript(name):
+                    if is_transcript(name) or (also is not None and also(os.path.join(root, name))):
                         full = os.path.join(root, name)
                         try:
                             found.append((os.stat(full).st_mtime, full))

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from reos_memory.squirrel.ingest import ingest as tin
-from reos_memory.squirrel.ingest import reader
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
@@ -102,7 +101,7 @@ class Watcher:
             self._prime()
         out: list[tuple[int, str]] = []
         live = set()
-        for path in reader.find([r for r in self.roots if os.path.isdir(r)]):
+        for path in tin.find([r for r in self.roots if os.path.isdir(r)]):
             path = os.path.realpath(path)
             live.add(path)
             try:

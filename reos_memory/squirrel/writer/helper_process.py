@@ -23,8 +23,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reos_memory.squirrel.ingest import reader
-
 if TYPE_CHECKING:
     from reos_memory.squirrel.service import Squirrel
 
@@ -57,7 +55,9 @@ def wanted(config: Any, paths: Iterable[str]) -> bool:
         return False
     need = config.ingest_helper_min_mb * 1e6
     total = 0
-    for path in reader.find(paths):
+    from reos_memory.squirrel.ingest.ingest import find
+
+    for path in find(paths):
         try:
             total += os.stat(path).st_size
         except OSError:
