@@ -378,7 +378,12 @@ def team(config: Config, args: argparse.Namespace) -> int:
 
 
 def _ingest_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="FILE|DIR",
+        help="logs or directories of logs (default: every agent's own log locations)",
+    )
     p.add_argument("--agent", choices=AGENT_NAMES, default="auto")
     p.add_argument("--end", action="store_true", help="end the sessions now (default: when idle)")
 
@@ -386,6 +391,11 @@ def _ingest_args(p: argparse.ArgumentParser) -> None:
 @command("ingest", "learn from coding agents' session logs", _ingest_args)
 def ingest(config: Config, args: argparse.Namespace) -> int:
     """Read the given logs (or the new part of them) and learn from their ended episodes."""
+    if not args.paths:
+        args.paths = [p for p in _default_roots(config) if os.path.exists(p)]
+        if not args.paths:
+            sys.stderr.write("sqrl: no agent's session logs were found in their usual places\n")
+            return 1
     helper = None
     from reos_memory.squirrel.writer import helper_process as ingest_helper
 
@@ -404,7 +414,7 @@ def _watch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--root",
         action="append",
-        help="directory to follow (repeatable; default: the Claude Code and Codex roots)",
+        help="directory to follow (repeatable; default: every agent's own log locations)",
     )
     p.add_argument("--idle-minutes", type=float, help="a session idle this long has ended")
 
@@ -477,6 +487,15 @@ def _on_logs(config: Config, args: Any, helper: Any, work: Callable[[Any], int])
         app.close_when_written()
 
 
+def _default_roots(config: Config) -> list[str]:
+    """The configured Claude Code and Codex directories, then every other agent's default log
+    locations on this OS that exist."""
+    from reos_memory.squirrel.ingest import ingest as tin
+
+    configured = [config.claude_projects_dir, config.codex_sessions_dir]
+    return configured + [r for r in tin.default_roots() if r not in configured]
+
+
 def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
     from reos_memory.squirrel.ingest import ingest as tin
     from reos_memory.squirrel.ingest.watch import Progress
@@ -523,7 +542,7 @@ def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
 def _watch(config: Config, app: Any, args: Any) -> int:
     from reos_memory.squirrel.ingest.watch import AlreadyWatching, Progress, WatchLock
 
-    roots = args.root or [config.claude_projects_dir, config.codex_sessions_dir]
+    roots = args.root or _default_roots(config)
     interval = args.interval if args.interval is not None else config.watch_interval_s
     idle = (args.idle_minutes or config.session_idle_minutes) * 60.0
     try:

@@ -15,8 +15,10 @@ adapter can resume from.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -97,6 +99,47 @@ class Parsed:
     cwd: str | None = None
 
 
+@dataclass(frozen=True)
+class Place:
+    """The machine's conventions an agent's default locations follow: the OS (`sys.platform`:
+    linux, darwin, win32), the home directory and the environment (XDG_*, APPDATA, LOCALAPPDATA,
+    the agents' own *_HOME variables)."""
+
+    platform: str
+    home: str
+    env: Mapping[str, str]
+
+    @classmethod
+    def here(cls) -> Place:
+        return cls(sys.platform, os.path.expanduser("~"), dict(os.environ))
+
+    def var(self, name: str) -> str | None:
+        value = self.env.get(name)
+        return value if value else None
+
+    def config_dir(self) -> str:
+        """Where desktop apps keep their settings: `~/.config` (XDG_CONFIG_HOME) on Linux,
+        `~/Library/Application Support` on macOS, `%APPDATA%` on Windows."""
+        if self.platform == "darwin":
+            return os.path.join(self.home, "Library", "Application Support")
+        if self.platform == "win32":
+            return self.var("APPDATA") or os.path.join(self.home, "AppData", "Roaming")
+        return self.var("XDG_CONFIG_HOME") or os.path.join(self.home, ".config")
+
+    def data_dir(self) -> str:
+        """Where apps keep their data: `~/.local/share` (XDG_DATA_HOME) on Linux, `~/Library/
+        Application Support` on macOS, `%LOCALAPPDATA%` on Windows."""
+        if self.platform == "darwin":
+            return os.path.join(self.home, "Library", "Application Support")
+        if self.platform == "win32":
+            return self.var("LOCALAPPDATA") or os.path.join(self.home, "AppData", "Local")
+        return self.var("XDG_DATA_HOME") or os.path.join(self.home, ".local", "share")
+
+    def vscode_user_dirs(self, apps: tuple[str, ...] = ("Code", "Code - Insiders")) -> list[str]:
+        """The `User` settings directories of VS Code-like editors (`Cursor`, `Windsurf` ...)."""
+        return [os.path.join(self.config_dir(), app, "User") for app in apps]
+
+
 @dataclass(slots=True)
 class Record:
     """One record of a log as read: where the next one starts, and its content (None for a
@@ -139,6 +182,11 @@ class Adapter:
         """Whether a file that is not a `.jsonl` log is one of this format's, by its name and
         place (cheap: called for every file under the directories searched)."""
         return False
+
+    def roots(self, place: Place) -> list[str]:
+        """Where this agent keeps its logs on this machine by default (files or directories;
+        ones that do not exist are left out by the caller)."""
+        return []
 
     def begin(self, path: str, state: ParseState) -> None:
         """Called once before a log's first record (also after it was rewritten)."""

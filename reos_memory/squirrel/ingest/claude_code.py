@@ -28,6 +28,7 @@ from reos_memory.squirrel.ingest.base import (
     Adapter,
     Parsed,
     ParseState,
+    Place,
     as_text,
     call_event,
     cut,
@@ -85,6 +86,11 @@ _SKIP_HEAD = re.compile(rb'"type": ?"(?:progress|queue-operation)"')
 
 class ClaudeCode(Adapter):
     name = "claude-code"
+
+    def roots(self, place: Place) -> list[str]:
+        # `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects` (every OS)
+        home = place.var("CLAUDE_CONFIG_DIR") or os.path.join(place.home, ".claude")
+        return [os.path.join(home, "projects")]
 
     def bookkeeping(self, line: bytes) -> bool:
         return _SKIP_HEAD.search(line, 0, 600) is not None and b'"message"' not in line[:600]
@@ -343,4 +349,6 @@ def _rejection_reason(result: EventIn) -> str | None:
     if not said or said.startswith("The user "):
         return None  # the tool's own words (AskUserQuestion: "The user wants to clarify ...")
     return cut(said)
+
+
 ADAPTER = ClaudeCode()

@@ -23,6 +23,7 @@ from reos_memory.squirrel.ingest.base import (
     Adapter,
     Parsed,
     ParseState,
+    Place,
     as_text,
     call_event,
     cut,
@@ -63,6 +64,11 @@ _SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish"})
 
 class Codex(Adapter):
     name = "codex"
+
+    def roots(self, place: Place) -> list[str]:
+        # `$CODEX_HOME/sessions`, else `~/.codex/sessions` (every OS)
+        home = place.var("CODEX_HOME") or os.path.join(place.home, ".codex")
+        return [os.path.join(home, "sessions")]
 
     def sniff(self, record: dict[str, Any]) -> bool:
         return record.get("type") in LINE_TYPES and isinstance(record.get("payload"), dict)
@@ -276,4 +282,6 @@ def _output(output: Any) -> tuple[str, int | None]:
                 return as_text(d.get("output")), code if isinstance(code, int) else None
         return output, None
     return as_text(output), None
+
+
 ADAPTER = Codex()

@@ -28,7 +28,7 @@ import apsw
 from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.models import EventIn, now_iso
 from reos_memory.squirrel.ingest import AGENT_NAMES, episodes, reader
-from reos_memory.squirrel.ingest.base import Adapter, Parsed, ParseState, Record
+from reos_memory.squirrel.ingest.base import Adapter, Parsed, ParseState, Place, Record
 from reos_memory.squirrel.markers import is_writer_run_dir
 from reos_memory.squirrel.projects import Project, safe_session_id
 from reos_memory.squirrel.writer.runner import CatchUp
@@ -119,6 +119,17 @@ def detect(path: str) -> str | None:
             if adapter.sniff(rec.data):
                 return name
     return None
+
+
+def default_roots(place: Place | None = None, extra: Iterable[str] = ()) -> list[str]:
+    """Every agent's default log locations on this machine that exist (and `extra`, the
+    configured Claude Code and Codex directories), each once."""
+    place = place or Place.here()
+    found: list[str] = []
+    for root in [*extra, *(r for a in ADAPTERS.values() for r in a.roots(place))]:
+        if root not in found and os.path.exists(root):
+            found.append(root)
+    return found
 
 
 def claimed(path: str) -> bool:
