@@ -206,8 +206,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for r in rows:
         g, w = r["generated_parse"], r["generated_sqrl_ingest"]
-        real = r.get("real_sample_parse")
-        real_text = f"{real['megabytes']} MB at {real['mb_per_s']} MB/s" if real else "none"
+        sample = r.get("real_sample_parse")
+        real_text = f"{sample['megabytes']} MB at {sample['mb_per_s']} MB/s" if sample else "none"
         print(
             f"| {r['agent']} | {w['megabytes']} | {w['mb_per_s']} | {g['mb_per_s']} | {real_text} |"
         )
