@@ -10,15 +10,29 @@ from pathlib import Path
 
 from harness.rpc_client import ROOT, SQRL
 
+# where agents keep their logs and settings, when not under HOME
+_AGENT_PLACES = frozenset(
+    {
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "REOS_MEMORY_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "APPDATA",
+        "LOCALAPPDATA",
+        "GEMINI_CLI_HOME",
+        "OPENCODE_DATA_DIR",
+        "CURSOR_CONFIG_DIR",
+    }
+)
+
 
 def agent_env(home: Path, db: Path, **extra: str) -> dict[str, str]:
     """This process's environment with HOME, the database, the hash embedder and owner `dev`;
-    none of the caller's agent homes, and this checkout first on PYTHONPATH."""
-    outer = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "REOS_MEMORY_HOME")
-    }
+    none of the caller's agent homes or desktop directories (every agent's logs are then looked
+    for under the fake HOME), and this checkout first on PYTHONPATH."""
+    outer = {k: v for k, v in os.environ.items() if k not in _AGENT_PLACES}
     return {
         **outer,
         "HOME": str(home),

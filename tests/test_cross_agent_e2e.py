@@ -1,0 +1,83 @@
+"""Memories follow the user across agents: a session in any agent and one in Claude Code on the
+same repository feed the same project's memories, and each agent reads what the other taught."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from harness import agent_logs
+from harness.commands import agent_env, run_module, sqrl
+from reos_memory.squirrel.ingest import AGENT_NAMES
+from tests.test_agents_e2e import _mcp_context
+from tests.test_squirrel_e2e import SSL_ERROR
+
+pytestmark = pytest.mark.e2e
+
+OLD = timedelta(hours=3)
+OTHERS = [a for a in AGENT_NAMES if a not in ("auto", "claude-code")]
+
+
+def _ssl_lesson(s: agent_logs.Session) -> None:
+    """requests fails certificate checks three times; httpx works: a lesson to keep."""
+    s.user("Fetch the exchange rates over HTTP in rates.py and print them")
+    for i in range(3):
+        s.run("python rates.py", SSL_ERROR, 1)
+        if i == 1:
+            s.user("ugh, still the same SSL error")
+    s.user("WTF this is the third time!!! stop retrying the same thing")
+    s.edit("rates.py", "import requests", "import httpx")
+    s.run("python rates.py", "USD/EUR 0.92", 0)
+    s.say("Switched to httpx; the rates print now.")
+
+
+def _pnpm_rule(s: agent_logs.Session) -> None:
+    """The user's standing rule about the package manager."""
+    s.user("Add the lodash dependency to the dashboard")
+    s.run("npm install lodash", "npm ERR! code ERESOLVE", 1)
+    s.user("no, use pnpm add lodash instead. From now on use pnpm, never npm.")
+    s.run("pnpm add lodash", "+ lodash 4.17.21", 0)
+    s.say("Understood: pnpm from now on.")
+
+
+@pytest.mark.parametrize("agent", OTHERS)
+def test_a_session_in_another_agent_and_one_in_claude_code_share_the_project(
+    tmp_path: Path, agent: str
+) -> None:
+    home, repo = tmp_path / "home", tmp_path / "work" / "rates"
+    (repo / ".git").mkdir(parents=True)
+    db = tmp_path / "memory.db"
+    env = agent_env(home, db)
+    start = datetime.now(UTC) - timedelta(hours=5)
+
+    other = agent_logs.session(agent, repo, start)
+    _ssl_lesson(other)
+    claude = agent_logs.session("claude-code", repo, start + timedelta(hours=1))
+    _pnpm_rule(claude)
+    files = [str(other.write(home, OLD)), str(claude.write(home, OLD))]
+
+    r = sqrl(env, "ingest", "--end", "--json", *files)
+    assert r.returncode == 0, r.stderr
+    reps = json.loads(r.stdout)
+    assert {x["agent"] for x in reps} == {agent, "claude-code"}
+    assert all(x["malformed"] == 0 and not x["skipped_reason"] for x in reps), reps
+    assert len({x["project_id"] for x in reps}) == 1  # one repository, one project
+
+    # Claude Code's hook gives the lesson learned in the other agent's session ...
+    hook_in = {
+        "hook_event_name": "SessionStart",
+        "session_id": "a-new-claude-session",
+        "source": "startup",
+        "cwd": str(repo),
+        "transcript_path": str(tmp_path / "none.jsonl"),
+    }
+    out = run_module(env, "reos_memory", "hook", "claude-code", stdin=json.dumps(hook_in))
+    assert out.returncode == 0, out.stderr
+    extra = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "httpx" in extra, extra
+    # ... and an MCP client in the same repository gets both agents' lessons
+    ctx = _mcp_context(env, repo, "call the HTTP API for the rates and add a dependency")
+    assert "httpx" in ctx["context_prompt"] and "pnpm" in ctx["context_prompt"], ctx
