@@ -44,11 +44,11 @@ def ingest(ctx: RequestContext, p: t.IngestParams) -> t.IngestResult:
     errors=[Conflict, PolicyError],
 )
 def ingest_transcript(ctx: RequestContext, p: t.IngestTranscriptParams) -> t.TranscriptResult:
-    """Ingest a Claude Code or Codex session log from where it was last read.
+    """Ingest a coding agent's session log from where it was last read.
 
-    `agent` auto-detects the format from the first records. A per-file cursor (offset, parse
-    state and the hash of the file's first bytes) makes it idempotent: a line is never ingested
-    twice or skipped, appended lines are read next time, a truncated or replaced file is read
+    `agent` auto-detects the format from the file's name and first records. A per-file cursor
+    (position, parse state and the log's identity) makes it idempotent: a record is never
+    ingested twice or skipped, appended lines are read next time, a truncated or replaced file is read
     again from the start (`rewritten`). Malformed lines and unknown record types are counted and
     skipped. Episodes are cut as in `squirrel/ingest`. The session ends (its open episode is cut)
     when `session_end` is true, or, when it is omitted, once the file has been idle for
