@@ -545,7 +545,7 @@ class _Toml:
         table's header, or the end)."""
         names = [_toml_key_pattern(k) for k in (*entry.path, entry.key)]
         dotted = r"[ \t]*\.[ \t]*".join(names)
-        header = re.compile(r"^[ \t]*\[[ \t]*" + dotted + r"[ \t]*\][ \t]*(?:#.*)?$", re.M)
+        header = re.compile(r"^[ \t]*\[[ \t]*" + dotted + r"[ \t]*\][ \t]*(?:#.*)?\r?$", re.M)
         m = header.search(self.text)
         if not m:
             return None
@@ -575,11 +575,18 @@ class _Toml:
         if have is None:
             text, nl = self.text, self.newline
             if not text.strip():
-                self.edit(self.render(entry))
+                new = self.render(entry)
             elif text.endswith("\n"):
-                self.edit(text + nl + self.render(entry))
+                new = text + nl + self.render(entry)
             else:  # no line break at the end: ours has none either, so removal finds the end
-                self.edit(text + nl + nl + self.render(entry)[: -len(nl)])
+                new = text + nl + nl + self.render(entry)[: -len(nl)]
+            try:
+                self.edit(new)
+            except ConfigError:
+                where = ".".join(entry.path)
+                raise ConfigError(
+                    self.spec.path, f"`{where}` is written so that a [table] cannot be added to it"
+                ) from None
             return "added"
         span = self.block(entry)
         if span is None:
@@ -727,7 +734,7 @@ def apply(spec: ConfigFile, *, remove: bool = False) -> FileResult:
     if not (added or updated or removed):
         return FileResult(spec.path, changed=False)
     _check(spec, before, engine, remove)
-    if remove and engine.text == engine.empty:
+    if remove and engine.text == engine.empty and not spec.path.is_symlink():
         _delete_file(target, spec.stop_at)
         return FileResult(spec.path, changed=True, deleted=True, removed=tuple(removed))
     saved = backup(target, raw) if raw is not None else None
