@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from harness.commands import sqrl
+from reos_memory.cli import connect as cn
 from reos_memory.store import Database
 from reos_memory.store import transcripts as tstore
 from reos_memory.store.migrations import migrate
@@ -70,16 +71,7 @@ def test_doctor_names_installed_connected_tools_and_their_last_session(tmp_path:
     assert report["database"] == str(db) and report["database_state"] == "ok"
     assert report["hook_log"]["recent_errors"] == 1
     tools = {t["tool"]: t for t in report["tools"]}
-    assert list(tools) == [
-        "claude-code",
-        "codex",
-        "cursor",
-        "gemini",
-        "vscode",
-        "windsurf",
-        "opencode",
-        "cline",
-    ]
+    assert list(tools) == list(cn.TOOLS)
     cursor, gemini = tools["cursor"], tools["gemini"]
     assert cursor["installed"] == str(home / ".cursor")
     assert cursor["user"]["hooks"]["connected"] == "yes"

@@ -168,10 +168,20 @@ def _opencode_file(folder: Path) -> Path:
     )
 
 
+# Files at the same place under the home directory and under the project.
+_MIRRORED: Final[Mapping[str, Mapping[Kind, str]]] = {
+    "cursor": {"hooks": ".cursor/hooks.json", "mcp": ".cursor/mcp.json"},
+    "gemini": {"hooks": ".gemini/settings.json", "mcp": ".gemini/settings.json"},
+}
+
+
 def files(tool: str, scope: Scope, project: Path, env: Mapping[str, str]) -> dict[Kind, Path]:
     """The hook file and the MCP file `tool` reads in `scope` (a kind the tool lacks is absent;
     for a kind it reads from the user file only, that file)."""
     home = home_dir(env)
+    base = home if scope == "user" else project
+    if tool in _MIRRORED:
+        return {kind: base / rel for kind, rel in _MIRRORED[tool].items()}
     cline = vscode_user_dir(env) / "globalStorage" / "saoudrizwan.claude-dev" / "settings"
     user: dict[str, dict[Kind, Path]] = {
         "claude-code": {
@@ -179,11 +189,6 @@ def files(tool: str, scope: Scope, project: Path, env: Mapping[str, str]) -> dic
             "mcp": _env_dir(env, "CLAUDE_CONFIG_DIR", home) / ".claude.json",
         },
         "codex": {"mcp": _env_dir(env, "CODEX_HOME", home / ".codex") / "config.toml"},
-        "cursor": {"hooks": home / ".cursor" / "hooks.json", "mcp": home / ".cursor" / "mcp.json"},
-        "gemini": {
-            "hooks": home / ".gemini" / "settings.json",
-            "mcp": home / ".gemini" / "settings.json",
-        },
         "vscode": {
             "hooks": home / ".copilot" / "hooks" / "reos-memory.json",
             "mcp": vscode_user_dir(env) / "mcp.json",
@@ -201,11 +206,6 @@ def files(tool: str, scope: Scope, project: Path, env: Mapping[str, str]) -> dic
     own: dict[str, dict[Kind, Path]] = {
         "claude-code": {"hooks": p / ".claude" / "settings.json", "mcp": p / ".mcp.json"},
         "codex": {"mcp": p / ".codex" / "config.toml"},
-        "cursor": {"hooks": p / ".cursor" / "hooks.json", "mcp": p / ".cursor" / "mcp.json"},
-        "gemini": {
-            "hooks": p / ".gemini" / "settings.json",
-            "mcp": p / ".gemini" / "settings.json",
-        },
         "vscode": {
             "hooks": p / ".github" / "hooks" / "reos-memory.json",
             "mcp": p / ".vscode" / "mcp.json",
@@ -214,11 +214,7 @@ def files(tool: str, scope: Scope, project: Path, env: Mapping[str, str]) -> dic
         "opencode": {"mcp": _opencode_file(p)},
         "cline": {},
     }
-    out = dict(own[tool])
-    for kind, path in user[tool].items():
-        if kind not in out:
-            out[kind] = path
-    return out
+    return {**user[tool], **own[tool]}
 
 
 def project_root(cwd: Path | None = None) -> Path:
