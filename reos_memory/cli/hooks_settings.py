@@ -35,15 +35,14 @@ Rules, all predictable:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal, TypedDict
+
+from reos_memory.cli.config_edit import ConfigError, backup, target_of, write_atomic
 
 __all__ = [
     "DEFAULT_TIMEOUTS",
@@ -56,6 +55,7 @@ __all__ = [
     "Status",
     "hook_command",
     "install",
+    "is_our_command",
     "is_our_hook",
     "settings_path",
     "status",
@@ -87,13 +87,8 @@ _PROGRAM_NAMES: Final = ("reos-memory", "reos_memory")
 _INDENT: Final = 2
 
 
-class SettingsError(Exception):
-    """A settings file this module refuses to change (or cannot read); it was left as it was."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"{path}: {problem}; the file was not changed")
-        self.path = path
-        self.problem = problem
+# The one error of config files, under the name this module has always given it.
+SettingsError = ConfigError
 
 
 @dataclass(frozen=True)
@@ -168,11 +163,16 @@ def is_our_hook(entry: object) -> bool:
     """Whether one entry of a matcher group's `hooks` list is ours."""
     if not isinstance(entry, dict) or entry.get("type") != "command":
         return False
-    command = entry.get("command")
+    return is_our_command(entry.get("command"))
+
+
+def is_our_command(command: object, tool: str = "claude-code") -> bool:
+    """Whether a hook command is Squirrel's for `tool`: it ends with ` hook <tool>` and names
+    reos-memory (every agent's hook file recognises our entries this way)."""
     if not isinstance(command, str):
         return False
     command = command.strip()
-    return command.endswith(HOOK_SUFFIX) and any(name in command for name in _PROGRAM_NAMES)
+    return command.endswith(f" hook {tool}") and any(name in command for name in _PROGRAM_NAMES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,9 +377,10 @@ def _timeout(value: object) -> int | float | None:
 # Reading and writing
 
 
-def _target(path: Path) -> Path:
-    """The file to read and write: a symlink's final target, so the link itself survives."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+# The file handling every config file of an agent shares (config_edit); named here as before.
+_target = target_of
+_backup = backup
+_write_atomic = write_atomic
 
 
 def _kind(value: object) -> str:
@@ -444,81 +445,13 @@ def _finish(
     after = _dump(data)
     if after == before:
         return Result(changed=False, path=path, backup=None)
-    backup = _backup(target, raw) if raw is not None else None
+    saved = _backup(target, raw) if raw is not None else None
     _write_atomic(target, after.encode("utf-8"), expected=raw)
     return Result(
         changed=True,
         path=path,
-        backup=backup,
+        backup=saved,
         added=tuple(added or ()),
         updated=tuple(updated or ()),
         removed=tuple(removed or ()),
     )
-
-
-def _mode_for(target: Path) -> int:
-    try:
-        return target.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def _backup(target: Path, raw: bytes) -> Path:
-    """Copy the previous bytes to `<name>.bak-<UTC timestamp>` (never over an existing file)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    mode = _mode_for(target)
-    for n in range(1000):
-        name = f"{target.name}.bak-{stamp}" + (f"-{n}" if n else "")
-        candidate = target.with_name(name)
-        try:
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise SettingsError(target, f"backup {candidate} failed ({exc})") from None
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return candidate
-    raise SettingsError(target, "no free backup name")
-
-
-def _write_atomic(target: Path, content: bytes, *, expected: bytes | None) -> None:
-    """Temp file in the same directory, same mode, fsync, then `os.replace`.
-
-    `expected` is what the file held when it was read; if it changed meanwhile (Claude Code or
-    an editor wrote it) the write is abandoned rather than overwriting their change.
-    """
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SettingsError(target, f"its directory cannot be created ({exc})") from None
-    mode = _mode_for(target)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-        try:
-            current: bytes | None = target.read_bytes()
-        except FileNotFoundError:
-            current = None
-        if current != expected:
-            raise SettingsError(target, "changed while it was being edited; run again")
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    with contextlib.suppress(OSError):  # make the rename durable where directories can be fsynced
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)

@@ -8,7 +8,6 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -580,13 +579,9 @@ def _watch(config: Config, app: Any, args: Any) -> int:
 
 def hook_executable() -> str:
     """The command that runs `reos-memory` from this installation, for the agent to call."""
-    beside = Path(sys.executable).parent / "reos-memory"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return shlex.quote(str(beside))
-    found = shutil.which("reos-memory")
-    if found:
-        return shlex.quote(os.path.realpath(found))
-    return f"{shlex.quote(sys.executable)} -m reos_memory"
+    from reos_memory.cli.connect import reos_memory_argv
+
+    return shlex.join(reos_memory_argv())
 
 
 def _hooks_args(hk: argparse.ArgumentParser) -> None:
@@ -725,3 +720,137 @@ def _writer_choice(config: Config, args: Any) -> dict[str, Any] | None:
                 return {"refused": True}
     out["config_file"] = str(ws.switch_on(args.config, choice))
     return out
+
+
+# -- the other agents: their hook and MCP files ----------------------------------------------------
+
+
+def _connect_args(p: argparse.ArgumentParser) -> None:
+    from reos_memory.cli.connect import TOOLS
+
+    _sqrl_global(p, before=False)
+    p.add_argument("tool", choices=TOOLS, metavar="TOOL", help=", ".join(TOOLS))
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--project",
+        action="store_true",
+        help="this checkout's files (default; a tool with user files only gets those)",
+    )
+    where.add_argument("--user", action="store_true", help="your home directory's files")
+    p.add_argument("--remove", action="store_true", help="take out exactly what connect added")
+
+
+@command("connect", "give an agent Squirrel's hooks and MCP server", _connect_args, common=False)
+def connect(config: Config, args: Any) -> int:
+    """Write (or with --remove take out) `args.tool`'s hook and MCP entries."""
+    from reos_memory.cli import connect as cn
+
+    scope: cn.Scope = "project"
+    if args.user or (args.tool == "cline" and not args.project):
+        scope = "user"
+    argv = [*cn.reos_memory_argv(), "mcp"]
+    if args.db or os.environ.get("REOS_MEMORY_DB"):
+        argv += ["--db", config.db]
+    config_file = args.config or os.environ.get("REOS_MEMORY_CONFIG")
+    if config_file:
+        argv += ["--config", os.path.abspath(config_file)]
+    project = cn.project_root()
+    try:
+        planned = cn.plan(
+            args.tool,
+            scope,
+            project,
+            os.environ,
+            mcp_argv=argv,
+            hook_base=_hook_command(config, args, None),
+        )
+        results = cn.connect(planned, remove=args.remove)
+    except cn.ConfigError as exc:
+        sys.stderr.write(f"sqrl: {exc}\n")
+        return 1
+    files: list[dict[str, Any]] = [
+        {
+            "path": str(r.path),
+            "kinds": list(p.kinds),
+            "scope": p.scope,
+            "note": p.note,
+            "changed": r.changed,
+            "created": r.created,
+            "deleted": r.deleted,
+            "backup": str(r.backup) if r.backup else None,
+            "added": list(r.added),
+            "updated": list(r.updated),
+            "removed": list(r.removed),
+        }
+        for p, r in zip(planned, results, strict=True)
+    ]
+    if args.json:
+        out = {"tool": args.tool, "scope": scope, "project_root": str(project), "files": files}
+        sys.stdout.write(json.dumps(out) + "\n")
+        return 0
+    where = f"project {project}" if scope == "project" else "user"
+    sys.stdout.write(f"{args.tool} ({where}):\n")
+    for f in files:
+        done = "; ".join(
+            f"{what} {', '.join(f[what])}" for what in ("added", "updated", "removed") if f[what]
+        )
+        extra = [w for w in ("created", "deleted") if f[w]]
+        extra += [f"backup: {f['backup']}"] if f["backup"] else []
+        tail = f" ({', '.join(extra)})" if extra else ""
+        sys.stdout.write(f"  {f['path']} [{'+'.join(f['kinds'])}]: {done or 'unchanged'}{tail}\n")
+        if f["note"]:
+            sys.stdout.write(f"    {f['note']}\n")
+    return 0
+
+
+def _doctor_args(p: argparse.ArgumentParser) -> None:
+    _sqrl_global(p, before=False)
+
+
+@command(
+    "doctor",
+    "which agents are installed, connected, and last learned from",
+    _doctor_args,
+    common=False,
+)
+def doctor(config: Config, args: Any) -> int:
+    """Show, per agent: installed?, connected (user / project files)?, its last session read."""
+    from reos_memory.cli import connect as cn
+
+    report = cn.doctor(config.db, cn.project_root(), os.environ)
+    if args.json:
+        sys.stdout.write(json.dumps(report) + "\n")
+        return 0
+    state = report["database_state"]
+    log = report["hook_log"]
+    sys.stdout.write(f"database: {report['database']}{'' if state == 'ok' else f' ({state})'}\n")
+    errors = log["recent_errors"]
+    sys.stdout.write(
+        f"hook log: {log['path']}: "
+        + (
+            f"{errors} problem(s) in the last 24 h; last: {log.get('last_error')}"
+            if errors
+            else ("no problems in the last 24 h" if log["exists"] else "none yet")
+        )
+        + "\n"
+    )
+
+    def shown(conn: dict[str, Any] | None) -> str:
+        if conn is None:
+            return "n/a"
+        parts = []
+        for kind, c in conn.items():
+            if "error" in c:
+                parts.append(f"{kind}: unreadable")
+            elif c["connected"] != "no":
+                parts.append(kind if c["connected"] == "yes" else f"{kind} (partly)")
+        return "+".join(parts) or "-"
+
+    sys.stdout.write(f"{'tool':<12} {'installed':<9} {'user':<12} {'project':<12} last session\n")
+    for t in report["tools"]:
+        last = f"{t['last_session_at']} ({t['logs']} log(s))" if t["logs"] else "never"
+        sys.stdout.write(
+            f"{t['tool']:<12} {'yes' if t['installed'] else 'no':<9} {shown(t['user']):<12}"
+            f" {shown(t['project']):<12} {last}\n"
+        )
+    return 0
