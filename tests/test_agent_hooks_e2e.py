@@ -9,7 +9,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -20,10 +19,9 @@ import jsonschema
 import pytest
 
 from harness.agent_homes import ClaudeSession
-from harness.commands import agent_env, sqrl
+from harness.commands import agent_env, run_module, sqrl
 from harness.hook_payloads import EVENTS, payload
 from harness.processes import hook_pids
-from harness.rpc_client import ROOT
 from reos_memory.cli.reos import HOOK_TOOLS
 from reos_memory.config import load_config
 from reos_memory.interfaces.agent_hooks import queue
@@ -106,16 +104,9 @@ class Project:
     def hook(self, tool: str, stdin: str | dict[str, Any]) -> str:
         """One hook process as the tool runs it: exit 0 always, stdout returned."""
         text = stdin if isinstance(stdin, str) else json.dumps(stdin)
-        r = subprocess.run(
-            [sys.executable, "-m", "reos_memory", "hook", tool, "--db", str(self.db)],
-            input=text.encode(),
-            env=self.env,
-            cwd=ROOT,
-            capture_output=True,
-            timeout=60,
-        )
+        r = run_module(self.env, "reos_memory", "hook", tool, "--db", str(self.db), stdin=text)
         assert r.returncode == 0, r.stderr
-        return r.stdout.decode()
+        return r.stdout
 
     def call(self, tool: str, kind: str, session: str, **kw: Any) -> str:
         return self.hook(tool, payload(tool, kind, session, str(self.repo), **kw))
