@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -316,6 +317,22 @@ def _hook_call(env: dict, payload: dict, tool: str = "claude-code") -> tuple[flo
     return time.perf_counter() - t0, bool(r.stdout.strip())
 
 
+def _timed_calls(env: dict, tool: str, payloads: Iterable[dict]) -> dict:
+    """p50/p95 of whole hook processes of `tool`, one per payload, and how many printed
+    context."""
+    times, hits = [], 0
+    for p in payloads:
+        t, hit = _hook_call(env, p, tool)
+        times.append(t)
+        hits += hit
+    return {
+        "p50_s": round(pct(times, 0.5), 3),
+        "p95_s": round(pct(times, 0.95), 3),
+        "runs": len(times),
+        "answered_with_context": hits,
+    }
+
+
 def _wait_gone(db: Path, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and any(hook_processes(db).values()):
@@ -360,17 +377,8 @@ def bench_hook(
         }
 
     def timed(name: str, env: dict, event: str) -> None:
-        times, hits = [], 0
-        for i in range(runs):
-            t, hit = _hook_call(env, payload(event, f"{name}-{i}", i))
-            times.append(t)
-            hits += hit
-        out[f"{event} {name}"] = {
-            "p50_s": round(pct(times, 0.5), 3),
-            "p95_s": round(pct(times, 0.95), 3),
-            "runs": runs,
-            "answered_with_context": hits,
-        }
+        calls = (payload(event, f"{name}-{i}", i) for i in range(runs))
+        out[f"{event} {name}"] = _timed_calls(env, "claude-code", calls)
 
     _wait_gone(db, idle_s + 30)  # no service left from an earlier run
     for event in ("SessionStart", "UserPromptSubmit"):
@@ -420,23 +428,16 @@ def bench_hook_tools(
     ask = "fix the SSL error of requests in api/client.py"
     _wait_gone(db, idle_s + 30)
     _hook_call(env, payload("claude-code", "prompt", f"cold-{token}", str(project), prompt=ask))
-    out: dict = {"memories": memories, "runs": runs}
+    out: dict = {"memories": memories}
     for tool, events in EVENTS.items():
         for kind in ("session_start", "prompt"):
             if events[kind] is None:
                 continue
-            times, hits = [], 0
-            for i in range(runs):
-                sid = f"bench-{tool}-{kind}-{token}-{i}"
-                call = payload(tool, kind, sid, str(project), prompt=f"{ask} ({i})")
-                t, hit = _hook_call(env, call, tool)
-                times.append(t)
-                hits += hit
-            out[f"{tool} {kind}"] = {
-                "p50_s": round(pct(times, 0.5), 3),
-                "p95_s": round(pct(times, 0.95), 3),
-                "answered_with_context": hits,
-            }
+            calls = (
+                payload(tool, kind, f"bench-{tool}-{kind}-{token}-{i}", str(project), prompt=ask)
+                for i in range(runs)
+            )
+            out[f"{tool} {kind}"] = _timed_calls(env, tool, calls)
     time.sleep(idle_s + 2)
     out["processes_after_idle_timeout"] = hook_processes(db)
     return out
@@ -450,7 +451,7 @@ def tools_table(figures: dict) -> str:
             tool, kind = name.split(" ", 1)
             rows.append(
                 f"| {tool} | {kind} | {f['p50_s']:.3f} | {f['p95_s']:.3f} "
-                f"| {f['answered_with_context']}/{figures['runs']} |"
+                f"| {f['answered_with_context']}/{f['runs']} |"
             )
     return "\n".join(rows)
 
