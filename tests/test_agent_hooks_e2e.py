@@ -229,3 +229,40 @@ def test_a_request_names_the_tools_adapter_and_the_worker_its_tool(
     monkeypatch.setattr(subprocess, "Popen", lambda cmd, **kw: started.append(cmd))
     queue.spawn_worker(config, "gemini")
     assert started[0][3:6] == ["hook", "gemini", "--worker"]
+
+
+def test_dialects_read_each_tools_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process: where each tool keeps the project, the session and the transcript."""
+    repo = "/home/dev/work/shop"
+    # the Cursor CLI sends a null transcript_path on stop: the file is found where Cursor keeps
+    # it, flat or nested under ~/.cursor/projects/<slug>/agent-transcripts/
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = tmp_path / ".cursor" / "projects" / "home-dev-work-shop" / "agent-transcripts"
+    nested = folder / "c1" / "c1.jsonl"
+    nested.parent.mkdir(parents=True)
+    nested.write_text("{}\n")
+    got = DIALECTS["cursor"].read(payload("cursor", "ingest", "c1", repo))
+    assert got is not None and (got.cwd, got.session, got.transcript) == (repo, "c1", str(nested))
+    gone = DIALECTS["cursor"].read(payload("cursor", "end", "c2", repo))
+    assert gone is not None and gone.kind == "end" and gone.transcript is None
+    assert DIALECTS["cursor"].read(payload("cursor", "prompt", "c1", repo, prompt=ASK)) is None
+    # Windsurf: the transcript inside tool_info, the trajectory as the session, no project
+    ws = DIALECTS["windsurf"].read(payload("windsurf", "ingest", "t1", repo, transcript="/t.jsonl"))
+    assert ws is not None and (ws.kind, ws.session, ws.transcript, ws.cwd) == (
+        "ingest",
+        "t1",
+        "/t.jsonl",
+        None,
+    )
+    # Copilot: the documented camelCase fields, and the snake_case ones some builds send
+    camel = payload("copilot", "prompt", "v1", repo, prompt=ASK)
+    snake = {
+        "session_id": "v1",
+        "hook_event_name": "UserPromptSubmit",
+        "cwd": repo,
+        "prompt": ASK,
+    }
+    assert DIALECTS["copilot"].read(camel) == DIALECTS["copilot"].read(snake)
+    assert DIALECTS["copilot"].read(snake) == Call(
+        "copilot", "prompt", "UserPromptSubmit", "v1", None, repo, ASK
+    )

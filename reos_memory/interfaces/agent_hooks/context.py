@@ -73,17 +73,16 @@ def answer(app: Services, req: Ask) -> str | None:
 
     if req.task is not None:
         app.embeddings.wait_ready(120)
-    prompt = req.prompt
     p = api.ContextParams(
         project_root=req.cwd,
         task=req.task or "",
         session_id=req.session,
         context_budget_tokens=req.budget,
-        exclude_injected=prompt,
+        exclude_injected=req.prompt,
     )
     sq = app.squirrel
     out = (
-        sq.get_task_context(p, relevant_only=prompt)
+        sq.get_task_context(p, relevant_only=req.prompt)
         if req.task is not None
         else sq.session_start_context(p)
     )

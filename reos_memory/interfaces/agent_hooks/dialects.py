@@ -3,11 +3,14 @@ with context is written back in the JSON that agent accepts.
 
 | tool | session start | prompt | transcript in | session end |
 | --- | --- | --- | --- | --- |
-| `claude-code` | `SessionStart` -> `hookSpecificOutput.additionalContext` | `UserPromptSubmit` -> the same | `Stop`, `SubagentStop`, `PreCompact` | `SessionEnd` |
-| `cursor` | `sessionStart` -> `additional_context` | none (1) | `stop`, `subagentStop`, `preCompact` | `sessionEnd` |
-| `gemini` | `SessionStart` -> `hookSpecificOutput.additionalContext` | `BeforeAgent` -> the same | `AfterAgent`, `PreCompress` | `SessionEnd` |
-| `windsurf` | none (2) | none (2) | `post_cascade_response_with_transcript` | none (3) |
-| `copilot` | `SessionStart` -> `hookSpecificOutput.additionalContext` | `UserPromptSubmit` -> the same | `Stop`, `SubagentStop`, `PreCompact` | none (3) |
+| claude-code | SessionStart H | UserPromptSubmit H | Stop, SubagentStop, PreCompact | SessionEnd |
+| cursor | sessionStart A | none (1) | stop, subagentStop, preCompact | sessionEnd |
+| gemini | SessionStart H | BeforeAgent H | AfterAgent, PreCompress | SessionEnd |
+| windsurf | none (2) | none (2) | post_cascade_response_with_transcript | none (3) |
+| copilot | SessionStart H | UserPromptSubmit H | Stop, SubagentStop, PreCompact | none (3) |
+
+H: the context goes back as `{"hookSpecificOutput": {"hookEventName": <the event>,
+"additionalContext": <context>}}`; A: as `{"additional_context": <context>}`.
 
 1. Cursor's `beforeSubmitPrompt` can only let a prompt through or block it (`continue`,
    `user_message`); `sessionStart`'s `additional_context` is its one way into the model's

@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from reos_memory.config import Config
 from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
@@ -175,15 +175,12 @@ def work(config: Config, open_app: Opener) -> int:
 def ingest(config: Config, sq: Squirrel, transcript: str, end: bool, agent: str) -> None:
     """Ingest a session's transcript and its subagents' files from their cursors with the
     agent's adapter (found by its records while Squirrel has none of that name); end it."""
-    from typing import cast
-
     from reos_memory.squirrel import api
     from reos_memory.squirrel.ingest.ingest import ADAPTERS
 
     # the name goes to the ingester, which checks it against ADAPTERS (the params' Literal
     # lists the adapters of this release)
     known = cast(Any, agent if agent in ADAPTERS else "auto")
-
     files = [transcript]
     sub = Path(transcript).with_suffix("") / "subagents"
     if sub.is_dir():

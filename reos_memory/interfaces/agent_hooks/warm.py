@@ -1,5 +1,6 @@
 """The warm service: one process per database that answers every agent's session-start and
-prompt calls with the App (database, model, Squirrel service) already open, reached over a Unix socket.
+prompt calls with the App (database, model, Squirrel service) already open, reached over a
+Unix socket.
 
 * Started on demand by the first hook call that finds no service listening; exactly one per
   database: whoever takes `<db>.hook-service.lock` (flock) starts it and hands it the locked
@@ -11,10 +12,10 @@ prompt calls with the App (database, model, Squirrel service) already open, reac
   else `/tmp/reos-<uid>/<hash>.sock` when that path is too long for AF_UNIX.
 * Wire: the client sends one JSON header line, `{"op": "hook", "config": <fingerprint>}` (or
   `{"op": "status"}`), then the call its dialect read from the hook's stdin (`dialects.Call`
-  as a JSON object), and shuts its side; the service answers with a
-  JSON header line (`{"ok": true}`, or `{"ok": false, "why": ...}`) and the bytes the hook
-  prints. Any failure on the way (no service in time, a refused or dropped connection, an
-  answer that is not ok) makes the hook answer in its own process instead.
+  as a JSON object), and shuts its side; the service answers with a JSON header line
+  (`{"ok": true}`, or `{"ok": false, "why": ...}`) and the bytes the hook prints (written by
+  the call's dialect). Any failure on the way (no service in time, a refused or dropped
+  connection, an answer that is not ok) makes the hook answer in its own process instead.
 """
 
 from __future__ import annotations
