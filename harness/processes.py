@@ -19,3 +19,10 @@ def live() -> Iterator[tuple[int, list[bytes], Path]]:
             continue
         if state != "Z":
             yield int(proc.name), args, proc
+
+
+def hook_pids(db: Path, flag: str) -> list[int]:
+    """Pids of live `reos-memory hook` processes of this database with this flag (`--serve`:
+    warm services, `--worker`: queue workers)."""
+    me, want = str(db).encode(), flag.encode()
+    return [pid for pid, args, _ in live() if want in args and me in args and b"hook" in args]

@@ -25,7 +25,7 @@ from harness.commands import agent_env as _env
 from harness.commands import sqrl
 from harness.rpc_client import ROOT
 from reos_memory.config import load_config
-from reos_memory.interfaces.claude_hook import warm
+from reos_memory.interfaces.agent_hooks import warm
 
 pytestmark = pytest.mark.e2e
 

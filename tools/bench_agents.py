@@ -1,8 +1,9 @@
 """Benchmarks of the agent connections: print figures, assert nothing.
 
     python tools/bench_agents.py [--mb 50] [--memories 10000] [--runs 20] [--rss-lines 20000]
-                                 [--embedder onnx] [--workdir DIR] [--only ingest|hook|watch]
-                                 [--ingest-runs 3] [--hook-idle 10] [--hook-calls 1000]
+                                 [--embedder onnx] [--workdir DIR]
+                                 [--only ingest|hook|tools|watch] [--ingest-runs 3]
+                                 [--hook-idle 10] [--hook-calls 1000]
 
 * transcript ingestion: a generated set of Claude Code 2.1.x sessions (with their progress,
   snapshot and subagent records) and Codex rollouts of about --mb MB, ingested from scratch by
@@ -13,6 +14,9 @@
   warm service: model load included), the cold first call that starts the warm service, warm
   calls; then --hook-calls calls from 8 sessions at once, and the hook processes left after
   them and after the service's idle timeout (--hook-idle s);
+* every agent's hook (`reos-memory hook <tool>`: claude-code, cursor, gemini, windsurf, copilot)
+  as a whole process on the warm service, session start and prompt, each call with that tool's
+  own stdin: p50/p95 over --runs calls, printed as a table too;
 * `sqrl watch` RSS: a running watcher while --rss-lines lines (an hour of several busy agents)
   are appended to live session files in bursts; RSS at the start and the end, and its slope.
 """
@@ -30,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -39,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import processes  # noqa: E402
 from harness.agent_homes import ClaudeSession, CodexSession  # noqa: E402
+from harness.hook_payloads import EVENTS, payload  # noqa: E402
 from harness.rpc_client import SQRL  # noqa: E402
 from tools.bench import pct, proc_status_kb, slope  # noqa: E402
 
@@ -286,7 +292,7 @@ def hook_processes(db: Path) -> dict[str, int]:
     out = {"service": 0, "worker": 0, "call": 0}
     me = str(db).encode()
     for _, args, proc in processes.live():
-        if b"claude-code" not in args or b"hook" not in args:
+        if b"reos_memory" not in args or b"hook" not in args:
             continue
         try:
             mine = me in args or b"REOS_MEMORY_DB=" + me in (proc / "environ").read_bytes()
@@ -298,10 +304,10 @@ def hook_processes(db: Path) -> dict[str, int]:
     return out
 
 
-def _hook_call(env: dict, payload: dict) -> tuple[float, bool]:
+def _hook_call(env: dict, payload: dict, tool: str = "claude-code") -> tuple[float, bool]:
     t0 = time.perf_counter()
     r = subprocess.run(
-        [sys.executable, "-m", "reos_memory", "hook", "claude-code"],
+        [sys.executable, "-m", "reos_memory", "hook", tool],
         input=json.dumps(payload),
         env=env,
         capture_output=True,
@@ -311,10 +317,38 @@ def _hook_call(env: dict, payload: dict) -> tuple[float, bool]:
     return time.perf_counter() - t0, bool(r.stdout.strip())
 
 
+def _timed_calls(env: dict, tool: str, payloads: Iterable[dict]) -> dict:
+    """p50/p95 of whole hook processes of `tool`, one per payload, and how many printed
+    context."""
+    times, hits = [], 0
+    for p in payloads:
+        t, hit = _hook_call(env, p, tool)
+        times.append(t)
+        hits += hit
+    return {
+        "p50_s": round(pct(times, 0.5), 3),
+        "p95_s": round(pct(times, 0.95), 3),
+        "runs": len(times),
+        "answered_with_context": hits,
+    }
+
+
 def _wait_gone(db: Path, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and any(hook_processes(db).values()):
         time.sleep(0.2)
+
+
+def _hook_db(work: Path, memories: int, embedder: str, reuse: bool) -> tuple[Path, Path]:
+    """The hook benches' database, `memories` memories in one project (kept with `reuse`)."""
+    db = work / "hook.db"
+    project = work / "hook-repo"
+    (project / ".git").mkdir(parents=True, exist_ok=True)
+    if not (reuse and db.exists()):
+        for s in ("", "-wal", "-shm"):
+            Path(str(db) + s).unlink(missing_ok=True)
+        fill(db, project, memories, embedder)
+    return db, project
 
 
 def bench_hook(
@@ -323,13 +357,7 @@ def bench_hook(
     """The hook as Claude Code runs it: in-process (no warm service), the cold first call that
     starts the service, warm calls, then `calls` calls from 8 sessions at once and the
     processes left after them and after the idle timeout."""
-    db = work / "hook.db"
-    project = work / "hook-repo"
-    (project / ".git").mkdir(parents=True, exist_ok=True)
-    if not (reuse and db.exists()):
-        for s in ("", "-wal", "-shm"):
-            Path(str(db) + s).unlink(missing_ok=True)
-        fill(db, project, memories, embedder)
+    db, project = _hook_db(work, memories, embedder, reuse)
     base = {"REOS_MEMORY_DB": str(db), "REOS_MEMORY_OWNER_ID": "bench"}
     warm_env = {**os.environ, **base, "REOS_MEMORY_HOOK_SERVICE_IDLE_S": str(idle_s)}
     alone_env = {**os.environ, **base, "REOS_MEMORY_HOOK_SERVICE_IDLE_S": "0"}
@@ -349,17 +377,8 @@ def bench_hook(
         }
 
     def timed(name: str, env: dict, event: str) -> None:
-        times, hits = [], 0
-        for i in range(runs):
-            t, hit = _hook_call(env, payload(event, f"{name}-{i}", i))
-            times.append(t)
-            hits += hit
-        out[f"{event} {name}"] = {
-            "p50_s": round(pct(times, 0.5), 3),
-            "p95_s": round(pct(times, 0.95), 3),
-            "runs": runs,
-            "answered_with_context": hits,
-        }
+        calls = (payload(event, f"{name}-{i}", i) for i in range(runs))
+        out[f"{event} {name}"] = _timed_calls(env, "claude-code", calls)
 
     _wait_gone(db, idle_s + 30)  # no service left from an earlier run
     for event in ("SessionStart", "UserPromptSubmit"):
@@ -390,6 +409,51 @@ def bench_hook(
     time.sleep(idle_s + 2)
     out["processes_after_idle_timeout"] = hook_processes(db)
     return out
+
+
+def bench_hook_tools(
+    work: Path, memories: int, runs: int, embedder: str, reuse: bool, idle_s: float
+) -> dict:
+    """Every agent's hook on the warm service: session start and prompt, each a new session,
+    p50/p95 of the whole process over `runs` calls (the first call, which starts the service,
+    is not counted)."""
+    db, project = _hook_db(work, memories, embedder, reuse)
+    env = {
+        **os.environ,
+        "REOS_MEMORY_DB": str(db),
+        "REOS_MEMORY_OWNER_ID": "bench",
+        "REOS_MEMORY_HOOK_SERVICE_IDLE_S": str(idle_s),
+    }
+    token = f"{os.getpid()}-{time.time_ns()}"
+    ask = "fix the SSL error of requests in api/client.py"
+    _wait_gone(db, idle_s + 30)
+    _hook_call(env, payload("claude-code", "prompt", f"cold-{token}", str(project), prompt=ask))
+    out: dict = {"memories": memories}
+    for tool, events in EVENTS.items():
+        for kind in ("session_start", "prompt"):
+            if events[kind] is None:
+                continue
+            calls = (
+                payload(tool, kind, f"bench-{tool}-{kind}-{token}-{i}", str(project), prompt=ask)
+                for i in range(runs)
+            )
+            out[f"{tool} {kind}"] = _timed_calls(env, tool, calls)
+    time.sleep(idle_s + 2)
+    out["processes_after_idle_timeout"] = hook_processes(db)
+    return out
+
+
+def tools_table(figures: dict) -> str:
+    """The per-tool figures as a Markdown table."""
+    rows = ["| tool | call | p50 s | p95 s | with context |", "| --- | --- | --- | --- | --- |"]
+    for name, f in figures.items():
+        if isinstance(f, dict) and "p50_s" in f:
+            tool, kind = name.split(" ", 1)
+            rows.append(
+                f"| {tool} | {kind} | {f['p50_s']:.3f} | {f['p95_s']:.3f} "
+                f"| {f['answered_with_context']}/{f['runs']} |"
+            )
+    return "\n".join(rows)
 
 
 def bench_watch(work: Path, total_lines: int, embedder: str) -> dict:
@@ -472,13 +536,13 @@ def main() -> None:
     ap.add_argument("--embedder", default="onnx")
     ap.add_argument("--workdir")
     ap.add_argument("--reuse", action="store_true", help="keep the hook database of an earlier run")
-    ap.add_argument("--only", choices=["ingest", "hook", "watch"], action="append")
+    ap.add_argument("--only", choices=["ingest", "hook", "tools", "watch"], action="append")
     ap.add_argument("--hook-idle", type=float, default=10, help="the warm service's idle timeout")
     ap.add_argument("--hook-calls", type=int, default=1000, help="calls from 8 sessions at once")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-agents-"))
     work.mkdir(parents=True, exist_ok=True)
-    only = set(args.only or ["ingest", "hook", "watch"])
+    only = set(args.only or ["ingest", "hook", "tools", "watch"])
     report: dict = {"embedder": args.embedder}
     if "ingest" in only:
         report["ingest"] = bench_ingest(work, args.mb, args.embedder, args.ingest_runs)
@@ -492,6 +556,12 @@ def main() -> None:
             args.hook_idle,
             args.hook_calls,
         )
+    if "tools" in only:
+        reuse = args.reuse or "hook" in only  # the database the hook bench just filled
+        report["hook_tools"] = bench_hook_tools(
+            work, args.memories, args.runs, args.embedder, reuse, args.hook_idle
+        )
+        print(tools_table(report["hook_tools"]))
     if "watch" in only:
         report["watch_rss"] = bench_watch(work, args.rss_lines, args.embedder)
     print(json.dumps(report, indent=2))

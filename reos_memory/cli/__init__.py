@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _hook(args: argparse.Namespace, config: Config) -> int:
-    """`reos-memory hook claude-code`: a hook call, or (hidden) the queue worker or the warm
+    """`reos-memory hook <tool>`: a hook call, or (hidden) the queue worker or the warm
     service it starts. Only the hook's own modules load before it has its answer."""
-    from reos_memory.interfaces import claude_hook as hook
+    from reos_memory.interfaces import agent_hooks as hook
 
     # the worker and the service it starts open this same database and config file, whatever
     # their working directory
@@ -63,7 +63,7 @@ def _hook(args: argparse.Namespace, config: Config) -> int:
         return hook.work(config, _open_app)
     if args.serve:
         return hook.serve(config, args.lock_fd, _open_app)
-    return hook.run(config, sys.stdin.buffer.read(hook.MAX_INPUT + 1), _open_app)
+    return hook.run(args.agent, config, sys.stdin.buffer.read(hook.MAX_INPUT + 1), _open_app)
 
 
 def _open_app(config: Config, **how: Any) -> Any:

@@ -445,8 +445,13 @@ def where(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+# the agents `reos-memory hook` speaks to (`interfaces.agent_hooks.dialects.TOOLS`; spelled
+# out here so that parsing the hook's arguments imports nothing more)
+HOOK_TOOLS = ("claude-code", "cursor", "gemini", "windsurf", "copilot")
+
+
 def _hook_args(hook: argparse.ArgumentParser) -> None:
-    hook.add_argument("agent", choices=["claude-code"])
+    hook.add_argument("agent", choices=HOOK_TOOLS)
     _common(hook)
     hook.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     hook.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)

@@ -15,7 +15,7 @@ An episode, once cut and stored (`squirrel/ingest/episodes.py`), is learned in o
 4. **The ingest helper process** (`squirrel/writer/helper_process.py`): a catch-up of many
    megabytes learns in a second process on the other core; `CatchUp` routes to it and takes its
    work back at its first failure.
-5. **The Claude Code hook's queue worker** (`interfaces/claude_hook.py`): a detached process that
+5. **The agent hooks' queue worker** (`interfaces/agent_hooks/`): a detached process that
    ingests the transcripts the hooks queued, learning inline as in 1.
 
 Whichever it is, `Runner.process_episode` does the work under a **claim**: a row-level mark on the

@@ -1,8 +1,8 @@
-"""SessionStart and UserPromptSubmit: the context the hook puts in front of the model.
+"""Session start and prompt: the context the hook puts in front of the model.
 
 Worked out the same way in the warm service and in a one-shot hook process (the fallback), so
-both print the same bytes for the same input: `ask` says what a payload asks for, `answer`
-works it out on an open App through the Squirrel service, `render` is what goes to stdout."""
+both print the same bytes for the same call: `ask` says what a call asks for, `answer` works it
+out on an open App through the Squirrel service, and the call's dialect writes it out."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reos_memory.config import Config
-from reos_memory.interfaces.claude_hook.common import Opener
+from reos_memory.interfaces.agent_hooks.common import Opener
+from reos_memory.interfaces.agent_hooks.dialects import CONTEXT_KINDS, DIALECTS, Call
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
 
 MAX_INPUT = 4 << 20
-EVENTS = ("SessionStart", "UserPromptSubmit")
 
 
 class Ask(NamedTuple):
     """What one hook call asks for: the project (cwd), the task, the budget."""
 
-    event: str
+    prompt: bool  # a prompt's context (only memories new to the session and similar to it)
     cwd: str
     session: str | None
     task: str | None
@@ -40,21 +40,22 @@ def parse(stdin: bytes) -> dict[str, Any]:
     return payload
 
 
-def ask(config: Config, payload: dict[str, Any]) -> Ask | None:
-    """The context a SessionStart or UserPromptSubmit call asks for; None when there is none
-    to give (another event, no project directory, an empty prompt)."""
-    event = payload.get("hook_event_name")
-    cwd = payload.get("cwd")
-    if event not in EVENTS or not isinstance(cwd, str) or not cwd:
+def wanted(call: Call) -> bool:
+    """Whether a call asks for context at all: a session start or a non-empty prompt, with a
+    project directory, from an agent that takes context (cheap: nothing else is asked)."""
+    if call.kind not in CONTEXT_KINDS or not call.cwd or DIALECTS[call.tool].answer is None:
+        return False
+    return call.kind == "session_start" or bool(call.prompt and call.prompt.strip())
+
+
+def ask(config: Config, call: Call) -> Ask | None:
+    """The context a call asks for; None when it asks for none (see `wanted`)."""
+    if not wanted(call) or call.cwd is None:
         return None
-    sid = payload.get("session_id")
-    session = sid if isinstance(sid, str) else None
-    if event == "SessionStart":
-        return Ask(event, cwd, session, _first_prompt(payload), config.hook_context_budget)
-    prompt = payload.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        return None
-    return Ask(event, cwd, session, prompt, config.hook_prompt_budget)
+    if call.kind == "session_start":
+        task = _first_prompt(call.transcript, DIALECTS[call.tool].agent)
+        return Ask(False, call.cwd, call.session, task, config.hook_context_budget)
+    return Ask(True, call.cwd, call.session, call.prompt, config.hook_prompt_budget)
 
 
 def app_config(config: Config) -> Config:
@@ -65,37 +66,30 @@ def app_config(config: Config) -> Config:
     return msgspec.structs.replace(config, vector_search="sqlite")
 
 
-def answer(app: Services, req: Ask) -> dict[str, Any] | None:
-    """The hook's output for a request, from the Squirrel service of an open App."""
+def answer(app: Services, req: Ask) -> str | None:
+    """The context for a request (None: nothing to give), from the Squirrel service of an
+    open App."""
     from reos_memory.squirrel import api
 
     if req.task is not None:
         app.embeddings.wait_ready(120)
-    prompt = req.event == "UserPromptSubmit"
     p = api.ContextParams(
         project_root=req.cwd,
         task=req.task or "",
         session_id=req.session,
         context_budget_tokens=req.budget,
-        exclude_injected=prompt,
+        exclude_injected=req.prompt,
     )
     sq = app.squirrel
     out = (
-        sq.get_task_context(p, relevant_only=prompt)
+        sq.get_task_context(p, relevant_only=req.prompt)
         if req.task is not None
         else sq.session_start_context(p)
     )
-    if not out.memory_ids:
-        return None
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": req.event,
-            "additionalContext": out.context_prompt,
-        }
-    }
+    return out.context_prompt if out.memory_ids else None
 
 
-def answer_once(config: Config, req: Ask, open_app: Opener) -> dict[str, Any] | None:
+def answer_once(config: Config, req: Ask, open_app: Opener) -> str | None:
     """`answer` in this process: the App opened for this one call (the model, when the task
     needs it, starts loading on a thread before the rest is imported)."""
     model = _start_model(config) if req.task is not None else None
@@ -108,19 +102,10 @@ def answer_once(config: Config, req: Ask, open_app: Opener) -> dict[str, Any] | 
         app.close()
 
 
-def reply(
-    config: Config, payload: dict[str, Any], answer_with: Callable[[Ask], dict[str, Any] | None]
-) -> bytes:
-    """What the hook prints for a SessionStart or UserPromptSubmit payload."""
-    req = ask(config, payload)
-    return b"" if req is None else render(answer_with(req))
-
-
-def render(out: dict[str, Any] | None) -> bytes:
-    """What the hook prints: the JSON answer, or nothing."""
-    if not out:
-        return b""
-    return json.dumps(out, ensure_ascii=False).encode("utf-8", "surrogateescape")
+def reply(config: Config, call: Call, answer_with: Callable[[Ask], str | None]) -> bytes:
+    """What the hook prints for a call: its agent's answer holding the context, or nothing."""
+    req = ask(config, call)
+    return b"" if req is None else DIALECTS[call.tool].render(call, answer_with(req))
 
 
 def _start_model(config: Config) -> dict[str, Any]:
@@ -153,17 +138,18 @@ def _start_model(config: Config) -> dict[str, Any]:
     return {"onnx": get}
 
 
-def _first_prompt(payload: dict[str, Any]) -> str | None:
+def _first_prompt(path: str | None, agent: str) -> str | None:
     """The first thing the user asked in this session, when the transcript already has it (a
-    resumed, cleared or compacted session)."""
-    path = payload.get("transcript_path")
-    if not isinstance(path, str) or not os.path.isfile(path):
+    resumed, cleared or compacted session) and Squirrel reads that agent's transcripts."""
+    if not path or not os.path.isfile(path):
         return None
     from reos_memory.squirrel.ingest import reader
     from reos_memory.squirrel.ingest.base import ParseState
-    from reos_memory.squirrel.ingest.claude_code import ClaudeCode
+    from reos_memory.squirrel.ingest.ingest import ADAPTERS
 
-    adapter, state = ClaudeCode(), ParseState()
+    adapter, state = ADAPTERS.get(agent), ParseState()
+    if adapter is None:
+        return None
     for line in reader.lines(path, 0, 4 << 20):
         try:
             rec = json.loads(line.data or b"")

@@ -1,8 +1,9 @@
-"""Stop, SubagentStop, PreCompact, SessionEnd: the transcript goes to a detached worker.
+"""A stop, compaction or session end: the transcript goes to a detached worker.
 
 Requests are files in `<db>.hook-queue/`, one per session (a later one for the same session
 replaces it, an end request stays one); at most one worker runs per database (an exclusive
-lock), drains the queue and exits."""
+lock), drains the queue and exits. A request names the ingest adapter of the agent that wrote
+the transcript, so one worker serves every agent's hook."""
 
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from reos_memory.config import Config
-from reos_memory.interfaces.claude_hook.common import Opener, beside_db, log_line
+from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
+from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call
 
 if TYPE_CHECKING:
     from reos_memory.squirrel.service import Squirrel
 
-INGEST_EVENTS = ("Stop", "SubagentStop", "PreCompact", "SessionEnd")
 MAX_ROUNDS = 1000  # a worker that keeps finding work this long leaves the rest to the next
 
 Request = tuple[Path, dict[str, Any] | None]
@@ -33,26 +34,29 @@ def queue_dir(config: Config) -> Path:
     return beside_db(config, ".hook-queue")
 
 
-def enqueue(config: Config, session_id: Any, transcript: str, end: bool) -> Path:
-    """Ask the worker to ingest a transcript (one request per session; an end request stays)."""
+def enqueue(config: Config, call: Call, end: bool) -> Path:
+    """Ask the worker to ingest a call's transcript (one request per session; an end request
+    stays)."""
+    assert call.transcript is not None
     q = queue_dir(config)
     q.mkdir(mode=0o700, parents=True, exist_ok=True)
-    key = session_id if isinstance(session_id, str) and session_id else transcript
+    key = f"{call.tool}:{call.session}" if call.session else call.transcript
     name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".json"
     path = q / name
     with contextlib.suppress(OSError, ValueError):
         end = end or bool(json.loads(path.read_text()).get("end"))
     tmp = q / (name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"transcript": transcript, "end": end}))
+    agent = DIALECTS[call.tool].agent
+    tmp.write_text(json.dumps({"transcript": call.transcript, "end": end, "agent": agent}))
     os.replace(tmp, path)
     return path
 
 
-def spawn_worker(config: Config) -> None:
+def spawn_worker(config: Config, tool: str) -> None:
     """Start the worker detached (own session, no terminal, no pipes back to the agent)."""
     import subprocess
 
-    cmd = [sys.executable, "-m", "reos_memory", "hook", "claude-code", "--worker"]
+    cmd = [sys.executable, "-m", "reos_memory", "hook", tool, "--worker"]
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     subprocess.Popen(
@@ -115,7 +119,13 @@ class _Worker:
         """One request, done or logged; its file is gone afterwards either way."""
         try:
             if req is not None:
-                ingest(self.config, self.squirrel(), req["transcript"], bool(req.get("end")))
+                ingest(
+                    self.config,
+                    self.squirrel(),
+                    req["transcript"],
+                    bool(req.get("end")),
+                    str(req.get("agent") or "auto"),
+                )
         except Exception:
             log_line(self.config, "hook worker: " + traceback.format_exc())
         finally:
@@ -162,10 +172,15 @@ def work(config: Config, open_app: Opener) -> int:
             worker.app.close_when_written()
 
 
-def ingest(config: Config, sq: Squirrel, transcript: str, end: bool) -> None:
-    """Ingest a session's transcript and its subagents' files from their cursors; end it."""
+def ingest(config: Config, sq: Squirrel, transcript: str, end: bool, agent: str) -> None:
+    """Ingest a session's transcript and its subagents' files from their cursors with the
+    agent's adapter (found by its records while Squirrel has none of that name); end it."""
     from reos_memory.squirrel import api
+    from reos_memory.squirrel.ingest.ingest import ADAPTERS
 
+    # the name goes to the ingester, which checks it against ADAPTERS (the params' Literal
+    # lists the adapters of this release)
+    known = cast(Any, agent if agent in ADAPTERS else "auto")
     files = [transcript]
     sub = Path(transcript).with_suffix("") / "subagents"
     if sub.is_dir():
@@ -174,7 +189,9 @@ def ingest(config: Config, sq: Squirrel, transcript: str, end: bool) -> None:
     for f in files:
         try:
             # the session ends below, once every file of it is in
-            rep = sq.ingest_transcript(api.IngestTranscriptParams(path=f, session_end=False))
+            rep = sq.ingest_transcript(
+                api.IngestTranscriptParams(path=f, agent=known, session_end=False)
+            )
             session = session or rep.session_id
         except Exception:
             log_line(config, f"ingest {f} failed: " + traceback.format_exc())

@@ -1,5 +1,6 @@
-"""The warm service: one process per database that answers SessionStart and UserPromptSubmit
-with the App (database, model, Squirrel service) already open, reached over a Unix socket.
+"""The warm service: one process per database that answers every agent's session-start and
+prompt calls with the App (database, model, Squirrel service) already open, reached over a
+Unix socket.
 
 * Started on demand by the first hook call that finds no service listening; exactly one per
   database: whoever takes `<db>.hook-service.lock` (flock) starts it and hands it the locked
@@ -10,10 +11,11 @@ with the App (database, model, Squirrel service) already open, reached over a Un
 * The socket is `<db>.hook.sock` (mode 0600), or `$XDG_RUNTIME_DIR/reos-memory/<hash>.sock`,
   else `/tmp/reos-<uid>/<hash>.sock` when that path is too long for AF_UNIX.
 * Wire: the client sends one JSON header line, `{"op": "hook", "config": <fingerprint>}` (or
-  `{"op": "status"}`), then the hook's stdin, and shuts its side; the service answers with a
-  JSON header line (`{"ok": true}`, or `{"ok": false, "why": ...}`) and the bytes the hook
-  prints. Any failure on the way (no service in time, a refused or dropped connection, an
-  answer that is not ok) makes the hook answer in its own process instead.
+  `{"op": "status"}`), then the call its dialect read from the hook's stdin (`dialects.Call`
+  as a JSON object), and shuts its side; the service answers with a JSON header line
+  (`{"ok": true}`, or `{"ok": false, "why": ...}`) and the bytes the hook prints (written by
+  the call's dialect). Any failure on the way (no service in time, a refused or dropped
+  connection, an answer that is not ok) makes the hook answer in its own process instead.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from reos_memory.config import Config
-from reos_memory.interfaces.claude_hook import context
-from reos_memory.interfaces.claude_hook.common import Opener, beside_db, log_line
+from reos_memory.interfaces.agent_hooks import context
+from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
+from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call
 
 SUN_PATH_MAX = 107  # bytes of an AF_UNIX path (108 with its NUL) on Linux
 START_WAIT_S = (
@@ -94,12 +97,14 @@ def _file_id(path: str | Path) -> tuple[int, int] | None:
 # -- the hook's side -------------------------------------------------------------------------
 
 
-def ask(config: Config, stdin: bytes) -> bytes | None:
+def ask(config: Config, hook_call: Call) -> bytes | None:
     """What the warm service says the hook prints; None: answer in this process instead."""
     if config.hook_service_idle_s <= 0:
         return None
+    mine = {"op": "hook", "config": fingerprint(config)}
+    body = json.dumps(hook_call._asdict()).encode("utf-8", "surrogateescape")
     try:
-        head, out = call(config, {"op": "hook", "config": fingerprint(config)}, stdin)
+        head, out = call(config, mine, body, start=hook_call.tool)
     except (OSError, ValueError) as exc:
         log_line(config, f"hook service not used ({type(exc).__name__}: {exc}); answered here")
         return None
@@ -111,14 +116,15 @@ def ask(config: Config, stdin: bytes) -> bytes | None:
 
 def status(config: Config) -> dict[str, Any]:
     """The running service's own account (pid, calls served); OSError when none runs."""
-    head, _ = call(config, {"op": "status"}, b"", start=False)
+    head, _ = call(config, {"op": "status"}, b"")
     return head
 
 
 def call(
-    config: Config, head: dict[str, Any], body: bytes, *, start: bool = True
+    config: Config, head: dict[str, Any], body: bytes, *, start: str | None = None
 ) -> tuple[dict[str, Any], bytes]:
-    """One exchange with the service, starting it first when none listens (`start`)."""
+    """One exchange with the service; when none listens, started first by the hook command of
+    the tool `start` names (None: not started)."""
     path = socket_path(config)
     deadline = time.monotonic() + START_WAIT_S
     started = False
@@ -130,7 +136,7 @@ def call(
             except (FileNotFoundError, ConnectionRefusedError):
                 if not start or time.monotonic() >= deadline:
                     raise
-                started = started or _start(config)
+                started = started or _start(config, start)
                 time.sleep(0.02)
                 continue
             s.sendall(json.dumps(head).encode() + b"\n" + body)
@@ -142,7 +148,7 @@ def call(
             return got, rest
 
 
-def _start(config: Config) -> bool:
+def _start(config: Config, tool: str) -> bool:
     """Start the service when no one holds its lock: the child inherits the locked file, so
     no second one can start while it runs. False when the lock is taken (one is starting)."""
     fd = os.open(lock_path(config), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -153,7 +159,7 @@ def _start(config: Config) -> bool:
             return False
         import subprocess
 
-        cmd = [sys.executable, "-m", "reos_memory", "hook", "claude-code", "--serve"]
+        cmd = [sys.executable, "-m", "reos_memory", "hook", tool, "--serve"]
         subprocess.Popen(
             [*cmd, "--lock-fd", str(fd), "--db", config.db],
             stdin=subprocess.DEVNULL,
@@ -340,10 +346,19 @@ class _Service:
             self.stop("a call came with other settings")
             return {"ok": False, "why": "other settings than this service's"}, b""
         try:
-            return {"ok": True}, context.reply(self.config, context.parse(body), self._answer)
+            return {"ok": True}, context.reply(self.config, _call_of(body), self._answer)
         except Exception:
             log_line(self.config, "hook failed: " + traceback.format_exc())
             return {"ok": True}, b""
 
-    def _answer(self, req: context.Ask) -> dict[str, Any] | None:
+    def _answer(self, req: context.Ask) -> str | None:
         return context.answer(self.app, req)
+
+
+def _call_of(body: bytes) -> Call:
+    """The call a client sent (ValueError or TypeError when it is not one)."""
+    fields = context.parse(body)
+    got = Call(**fields)
+    if got.tool not in DIALECTS:
+        raise ValueError(f"no hook dialect {got.tool!r}")
+    return got
