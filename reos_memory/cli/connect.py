@@ -81,12 +81,13 @@ HOOKS: Final[Mapping[str, Hooks]] = {
     # claude-code: hooks_settings.EVENTS (SessionStart, UserPromptSubmit, Stop, PreCompact,
     # SessionEnd), the same entries `sqrl hooks install` writes.
     "claude-code": Hooks("claude-code", True, hs.DEFAULT_TIMEOUTS, {}),
-    # cursor/NOTES.md: sessionStart may return additional_context; stop, preCompact and
-    # sessionEnd carry transcript_path; beforeSubmitPrompt carries the prompt.
+    # cursor/NOTES.md: sessionStart may return additional_context; stop, subagentStop,
+    # preCompact and sessionEnd carry transcript_path. beforeSubmitPrompt can only allow or
+    # block a prompt (no context), so it is not hooked: prompt context comes through MCP.
     "cursor": Hooks(
         "cursor",
         False,
-        {"sessionStart": 10, "beforeSubmitPrompt": 5, "stop": 5, "preCompact": 5, "sessionEnd": 5},
+        {"sessionStart": 10, "stop": 5, "subagentStop": 5, "preCompact": 5, "sessionEnd": 5},
         {},
     ),
     # gemini-cli/NOTES.md: SessionStart and BeforeAgent take hookSpecificOutput.additionalContext;
@@ -111,12 +112,13 @@ HOOKS: Final[Mapping[str, Hooks]] = {
         {"SessionStart": 10, "UserPromptSubmit": 5, "Stop": 5, "PreCompact": 5},
         {},
     ),
-    # windsurf/NOTES.md: no context injection is documented; pre_user_prompt sees the prompt,
-    # post_cascade_response_with_transcript hands over transcript_path.
+    # windsurf/NOTES.md: no context injection is documented (hook output goes to the UI, not
+    # the model), so pre_user_prompt is not hooked; post_cascade_response_with_transcript
+    # hands over transcript_path. Context comes through MCP.
     "windsurf": Hooks(
         "windsurf",
         False,
-        {"pre_user_prompt": None, "post_cascade_response_with_transcript": None},
+        {"post_cascade_response_with_transcript": None},
         {"show_output": False},
     ),
 }
@@ -431,17 +433,18 @@ def last_sessions(db: str) -> dict[str, dict[str, Any]] | str:
         conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
     except apsw.Error as exc:
         return f"cannot open: {exc}"
+    from reos_memory.store import transcripts as tsql
+
     try:
-        rows = list(
-            conn.execute(
-                "SELECT agent, count(*), max(updated_at) FROM transcript_cursors GROUP BY agent"
-            )
-        )
+        agents = tsql.summary(conn)
     except apsw.Error as exc:
         return f"cannot read: {exc}"
     finally:
         conn.close()
-    return {str(r[0]): {"logs": int(r[1]), "last_session_at": r[2]} for r in rows}
+    return {
+        str(a): {"logs": int(s["files"]), "last_session_at": s["last_read_at"]}
+        for a, s in agents.items()
+    }
 
 
 _ERROR = re.compile(r"failed|Traceback|Error|not used")
