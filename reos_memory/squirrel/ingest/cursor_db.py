@@ -29,11 +29,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import unquote, urlparse
 
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest.base import (
@@ -46,6 +45,7 @@ from reos_memory.squirrel.ingest.base import (
     result_event,
     string,
 )
+from reos_memory.store import cursor_vscdb as vscdb
 
 CHAT_KEY = "workbench.panel.aichat.view.aichat.chatdata"
 COMPOSER_KEY = "composer.composerData"
@@ -65,64 +65,32 @@ _FILE_ARGS = ("target_file", "relative_workspace_path", "file_path", "path", "ta
 # -- reading the database ----------------------------------------------------------------------
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    """A read-only connection that writes nothing beside the database."""
-    with open(path, "rb") as f:
-        header = f.read(20)
-    wal = len(header) == 20 and header[18] == 2
-    flags = "mode=ro"
-    if wal and not os.path.exists(path + "-wal"):
-        flags += "&immutable=1"  # nobody has it open in WAL mode: nothing to create for reading
-    conn = sqlite3.connect(f"file:{quote(path)}?{flags}", uri=True, timeout=0.5)
-    conn.text_factory = bytes
-    return conn
-
-
 def _json(value: Any) -> Any:
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     return json.loads(value) if isinstance(value, str) else None
 
 
-def has_table(conn: sqlite3.Connection, name: str) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,))
-    return row.fetchone() is not None
-
-
-def _kv_mode(conn: sqlite3.Connection) -> bool:
-    """Whether the database holds composers in `cursorDiskKV` (generation 2)."""
-    if not has_table(conn, "cursorDiskKV"):
-        return False
-    row = conn.execute(
-        "SELECT 1 FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;' LIMIT 1"
-    ).fetchone()
-    return row is not None
-
-
 def records(path: str, position: int, home: str) -> Iterator[Record]:
     """The records written since `position` (a rowid); nothing while the database is locked."""
     try:
-        conn = _connect(path)
-    except (OSError, sqlite3.Error):
+        conn = vscdb.connect(path)
+    except (OSError, vscdb.Error):
         return
     try:
-        if _kv_mode(conn):
+        if vscdb.has_composers(conn):
             yield from _kv_records(conn, path, position, home)
-        elif has_table(conn, "ItemTable"):
+        elif vscdb.has_table(conn, "ItemTable"):
             yield from _item_records(conn, path, position)
-    except sqlite3.Error:
+    except vscdb.Error:
         return  # locked or being written: read again next time, from the same position
     finally:
         conn.close()
 
 
-def _item_records(conn: sqlite3.Connection, path: str, position: int) -> Iterator[Record]:
-    top = conn.execute("SELECT max(rowid) FROM ItemTable").fetchone()[0] or 0
-    rows = conn.execute(
-        "SELECT rowid, key, value FROM ItemTable WHERE rowid > ? AND rowid <= ?"
-        " AND key IN (?, ?, ?) ORDER BY rowid",
-        (position, top, *ITEM_KEYS),
-    ).fetchall()
+def _item_records(conn: vscdb.Conn, path: str, position: int) -> Iterator[Record]:
+    top = vscdb.item_top(conn)
+    rows = vscdb.item_rows(conn, position, top, ITEM_KEYS)
     cwd = workspace_folder(os.path.dirname(path))
     for i, (_rowid, key, value) in enumerate(rows):
         end = top if i == len(rows) - 1 else position
@@ -131,27 +99,18 @@ def _item_records(conn: sqlite3.Connection, path: str, position: int) -> Iterato
         except ValueError:
             yield Record(end, None, True)
             continue
-        key = key.decode() if isinstance(key, bytes) else key
         yield Record(end, {"_cursor": "item", "key": key, "value": data, "_cwd": cwd})
     if not rows and top > position:
         yield Record(top, None)  # other keys changed: nothing of ours, read past them
 
 
-def _kv_records(conn: sqlite3.Connection, path: str, position: int, home: str) -> Iterator[Record]:
-    top = conn.execute("SELECT max(rowid) FROM cursorDiskKV").fetchone()[0] or 0
+def _kv_records(conn: vscdb.Conn, path: str, position: int, home: str) -> Iterator[Record]:
+    top = vscdb.kv_top(conn)
     if top <= position:
         return
-    touched: dict[str, None] = {}
-    for (key,) in conn.execute(
-        "SELECT key FROM cursorDiskKV WHERE rowid > ? AND rowid <= ?"
-        " AND (key GLOB 'composerData:*' OR key GLOB 'bubbleId:*') ORDER BY rowid",
-        (position, top),
-    ):
-        key = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
-        touched[key.split(":")[1]] = None
-    folders = composer_folders(path) if touched else {}
-    transcripts = transcript_ids(home) if touched else set()
-    ids = list(touched)
+    ids = vscdb.kv_touched_composers(conn, position, top)
+    folders = composer_folders(path) if ids else {}
+    transcripts = transcript_ids(home) if ids else set()
     for i, cid in enumerate(ids):
         end = top if i == len(ids) - 1 else position
         if cid in transcripts:
@@ -166,26 +125,17 @@ def _kv_records(conn: sqlite3.Connection, path: str, position: int, home: str) -
         yield Record(top, None)
 
 
-def _composer(conn: sqlite3.Connection, cid: str, position: int, cwd: str | None) -> dict[str, Any]:
-    row = conn.execute("SELECT value FROM cursorDiskKV WHERE key = ?", (f"composerData:{cid}",))
-    found = row.fetchone()
-    composer = _json(found[0]) if found else None
+def _composer(conn: vscdb.Conn, cid: str, position: int, cwd: str | None) -> dict[str, Any]:
+    """A composer's data and its bubbles written since `position` (and its last ones, which
+    may have been held back while they were being written)."""
+    composer = _json(vscdb.kv_value(conn, f"composerData:{cid}"))
     heads = composer.get("fullConversationHeadersOnly") if isinstance(composer, dict) else None
-    tail = {
-        h.get("bubbleId") for h in (heads or [])[-TAIL:] if isinstance(h, dict)
-    }  # held back while generating: read again
-    keys = conn.execute(
-        "SELECT rowid, key FROM cursorDiskKV WHERE key > ? AND key < ?",
-        (f"bubbleId:{cid}:", f"bubbleId:{cid};"),
-    ).fetchall()
+    tail = {h.get("bubbleId") for h in (heads or [])[-TAIL:] if isinstance(h, dict)}
     bubbles: dict[str, Any] = {}
-    for rowid, key in keys:
-        bid = (key.decode("utf-8", "replace") if isinstance(key, bytes) else key).split(":", 2)[2]
+    for rowid, bid in vscdb.kv_bubble_rows(conn, cid):
         if rowid > position or bid in tail:
-            value = conn.execute("SELECT value FROM cursorDiskKV WHERE rowid = ?", (rowid,))
-            got = value.fetchone()
             try:
-                bubbles[bid] = _json(got[0]) if got else None
+                bubbles[bid] = _json(vscdb.kv_value_at(conn, rowid))
             except ValueError:
                 bubbles[bid] = {"_malformed": True}
     return {"_cursor": "composer", "id": cid, "composer": composer, "bubbles": bubbles, "_cwd": cwd}
@@ -236,15 +186,12 @@ def composer_folders(global_db: str) -> dict[str, str]:
         if folder is None or not os.path.isfile(db):
             continue
         try:
-            conn = _connect(db)
-        except (OSError, sqlite3.Error):
+            conn = vscdb.connect(db)
+        except (OSError, vscdb.Error):
             continue
         try:
-            row = conn.execute(
-                "SELECT value FROM ItemTable WHERE key = ?", (COMPOSER_KEY,)
-            ).fetchone()
-            data = _json(row[0]) if row else None
-        except (sqlite3.Error, ValueError):
+            data = _json(vscdb.item_value(conn, COMPOSER_KEY))
+        except (vscdb.Error, ValueError):
             data = None
         finally:
             conn.close()
