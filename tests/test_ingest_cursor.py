@@ -11,11 +11,9 @@ import shutil
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 from harness.commands import agent_env, sqrl
@@ -23,6 +21,8 @@ from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import Parsed, ParseState, Place
 from reos_memory.squirrel.ingest.cursor import ADAPTER, slug_folder
+from tests import test_transcripts
+from tests.test_squirrel_e2e import SSL_ERROR
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ROOT.parent / "shared" / "formats"
@@ -36,24 +36,11 @@ CODEX = (
     / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
 )
 
+app = test_transcripts.app  # the in-process app fixture (hash embedder)
+
 needs_sample = pytest.mark.skipif(
     not SAMPLE.is_file(), reason="../shared/formats/cursor (the real Cursor database) is missing"
 )
-
-
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[Any]:
-    from reos_memory.app import App
-    from reos_memory.config import load_config
-    from reos_memory.logs import setup_logging
-
-    cfg = load_config(None, {"db": str(tmp_path / "m.db"), "embedder": "hash"})
-    cfg = msgspec.structs.replace(cfg, catch_up_indexing=False, owner_id="tester")
-    a = App(cfg, setup_logging("warning"))
-    a.start()
-    a.embeddings.wait_ready(30)
-    yield a
-    a.close()
 
 
 # -- building Cursor's places in a fake home -------------------------------------------------
@@ -510,15 +497,6 @@ def test_roots_per_os_and_find_in_a_fake_home(tmp_path) -> None:
 
 # -- 5. end to end: a Cursor log in, a memory out through the MCP server --------------------------
 
-SSL = (
-    "Traceback (most recent call last):\n"
-    '  File "rates.py", line 3, in <module>\n'
-    "    r = requests.get(URL)\n"
-    "requests.exceptions.SSLError: HTTPSConnectionPool(host='api.rates.example', port=443):"
-    " Max retries exceeded with url: /v1/latest (Caused by SSLError(SSLCertVerificationError(1,"
-    " '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed')))"
-)
-
 
 def _line(role: str, *blocks: dict[str, Any]) -> bytes:
     return json.dumps({"role": role, "message": {"content": list(blocks)}}).encode() + b"\n"
@@ -545,8 +523,8 @@ def _rates_session() -> list[bytes]:
             "Fetch the exchange rates over HTTP in rates.py and print them", "2026-03-01T09:00:00Z"
         )
     ]
-    out += _shell("python rates.py", SSL)
-    out += _shell("python rates.py", SSL)
+    out += _shell("python rates.py", SSL_ERROR)
+    out += _shell("python rates.py", SSL_ERROR)
     out.append(_ask("ugh, still the same SSL error", "2026-03-01T09:02:00Z"))
     out.append(
         _line(
@@ -645,3 +623,17 @@ def test_cursor_logs_to_memories_to_mcp_context(tmp_path) -> None:
     assert "httpx" in http["context_prompt"], http
     assert re.search(r"requests|SSL", http["context_prompt"]), http
     assert "pnpm" in deps["context_prompt"], (texts, deps["context_prompt"])
+
+
+def test_a_global_database_before_its_first_composer(tmp_path, monkeypatch) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    db = user_dir(home) / "globalStorage" / "state.vscdb"
+    write_db(db, "ItemTable", {f"setting.{i}": i for i in range(50)})
+    write_db(db, "cursorDiskKV", {})
+    parsed, state, pos = parse_all(db)
+    assert parsed == [] and pos == 0  # ItemTable's rowids are no position in cursorDiskKV
+    spec = json.loads((FIXTURES / "global_kv.json").read_text())["cursorDiskKV"]
+    write_db(db, "cursorDiskKV", {k: v for k, v in spec.items() if ":kv-1" in k})
+    more, state, _ = parse_all(db, state, pos)
+    assert {p.session_id for p in more} == {"kv-1"} and len(more) == 10

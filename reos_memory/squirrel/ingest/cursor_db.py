@@ -78,8 +78,11 @@ def records(path: str, position: int, home: str) -> Iterator[Record]:
     except (OSError, vscdb.Error):
         return
     try:
-        if vscdb.has_composers(conn):
-            yield from _kv_records(conn, path, position, home)
+        # the global database is read by its composers' rows from the start, even before its
+        # first composer (its ItemTable's rowids would be no position in cursorDiskKV)
+        if os.path.basename(os.path.dirname(path)) == "globalStorage" or vscdb.has_composers(conn):
+            if vscdb.has_table(conn, "cursorDiskKV"):
+                yield from _kv_records(conn, path, position, home)
         elif vscdb.has_table(conn, "ItemTable"):
             yield from _item_records(conn, path, position)
     except vscdb.Error:
@@ -209,7 +212,7 @@ def transcript_ids(home: str) -> set[str]:
         for slug in os.listdir(root):
             with contextlib.suppress(OSError):
                 for name in os.listdir(os.path.join(root, slug, "agent-transcripts")):
-                    out.add(name.removesuffix(".jsonl"))
+                    out.add(name.removesuffix(".jsonl").removesuffix(".txt"))
     return out
 
 
