@@ -637,3 +637,18 @@ def test_a_global_database_before_its_first_composer(tmp_path, monkeypatch) -> N
     write_db(db, "cursorDiskKV", {k: v for k, v in spec.items() if ":kv-1" in k})
     more, state, _ = parse_all(db, state, pos)
     assert {p.session_id for p in more} == {"kv-1"} and len(more) == 10
+
+
+def test_squirrels_injected_context_is_not_learned_back(tmp_path) -> None:
+    from reos_memory.squirrel.events import compress
+
+    block = '<squirrel-context id="ctx-1">\n- Use yarn for every install.\n</squirrel-context>'
+    folder = project(tmp_path)
+    lines = [
+        _line("user", {"type": "text", "text": f"{block}\n<user_query>add lodash</user_query>"}),
+        _line("user", {"type": "text", "text": f"{block}\nadd dayjs too"}),
+    ]
+    parsed, _, _ = parse_all(transcript(tmp_path / "home", folder, "conv-ctx", lines))
+    stored = [compress(p.event, i, None) for i, p in enumerate(parsed)]
+    assert [s["text"] for s in stored] == ["add lodash", "add dayjs too"]
+    assert "yarn" not in json.dumps(stored)
