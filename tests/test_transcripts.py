@@ -312,7 +312,7 @@ def test_ingest_transcript_over_stdio(tmp_path: Path, db_path: Path) -> None:
         for bad, field in (
             ({"path": str(tmp_path / "missing.jsonl")}, "path"),
             ({"path": str(tmp_path)}, "path"),
-            ({"path": str(log), "agent": "cursor"}, "agent"),
+            ({"path": str(log), "agent": "vim"}, "agent"),
             ({}, "path"),
         ):
             err = srv.error("squirrel/ingest_transcript", bad)
