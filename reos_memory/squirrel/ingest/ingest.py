@@ -640,13 +640,16 @@ def _epoch(ts: str, default: float) -> float:
 
 
 def _log_group(path: str) -> str:
-    """The session log a file belongs with by its place: a Claude Code subagent's
-    `<session>/subagents/agent-*.jsonl` with `<session>.jsonl`, a compressed rollout with its
-    uncompressed name, any other log with itself."""
+    """The session log a file belongs with by its place: a subagent's
+    `<session>/subagents/*.jsonl` with `<session>.jsonl` beside that folder (Claude Code) or
+    inside it (Cursor's `<id>/<id>.jsonl`), a compressed rollout with its uncompressed name, any
+    other log with itself."""
     path = os.path.realpath(path).removesuffix(".zst")
     parent = os.path.dirname(path)
     if os.path.basename(parent) == "subagents":
-        return os.path.dirname(parent) + ".jsonl"
+        session = os.path.dirname(parent)
+        inside = os.path.join(session, os.path.basename(session) + ".jsonl")
+        return inside if os.path.exists(inside) else session + ".jsonl"
     return path
 
 
