@@ -650,6 +650,14 @@ def _log_group(path: str) -> str:
     return path
 
 
+def _live_sessions(sq: Squirrel, path: str) -> set[str]:
+    """The sessions other than its own that a log of many holds open (as stored)."""
+    cur = sq.db.read(lambda c: tsql.get(c, path))
+    if cur is None:
+        return set()
+    return {_safe(sid) for sid in ParseState.from_json(cur.state_json).live}
+
+
 def ingest_paths(
     sq: Squirrel,
     paths: Iterable[str],
@@ -675,6 +683,7 @@ def ingest_paths(
         group_sessions: dict[str, set[str]] = {}
         out = []
         ended: dict[str, list[Any]] = {}
+        live: dict[str, set[str]] = {}
 
         def end(sessions: set[str]) -> None:
             # a short transaction here, the episodes it cuts learned like the others
@@ -695,6 +704,10 @@ def ingest_paths(
             group = _log_group(f)
             if rep.session_id is not None:
                 group_sessions.setdefault(group, set()).add(rep.session_id)
+            if ending and rep.agent is not None:
+                # a log of many sessions (a database): its other sessions end with it
+                live[rep.path] = _live_sessions(sq, rep.path)
+                group_sessions.setdefault(group, set()).update(live[rep.path])
             left[group] -= 1
             if ending and left[group] == 0 and group in group_sessions:
                 # the last file of a session is in: its last episode goes to the writer now,
@@ -710,9 +723,11 @@ def ingest_paths(
             for r in out:  # the session's last episode is reported with its first file
                 if r.session_id in ended:
                     r.ended = True
-                    if r.session_id not in reported:
-                        reported.add(r.session_id)
-                        r.episodes.extend(ended[r.session_id])
+                mine = {r.session_id} if r.session_id is not None else set()
+                for sid in sorted((mine | live.get(r.path, set())) - reported):
+                    if sid in ended:
+                        reported.add(sid)
+                        r.episodes.extend(ended[sid])
         for r in out:  # every writer call has finished: the results replace their futures
             r.episodes = [e.result() if isinstance(e, Future) else e for e in r.episodes]
     finally:
