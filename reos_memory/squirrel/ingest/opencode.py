@@ -29,12 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest import reader
@@ -51,6 +49,7 @@ from reos_memory.squirrel.ingest.base import (
     result_event,
     string,
 )
+from reos_memory.store import agent_databases
 
 _SHIFT = 20  # the position's low bits: rows already read of those updated at the same time
 _BATCH_ROWS = 500
@@ -67,24 +66,6 @@ _QUIET_PARTS = frozenset(
     {"step-start", "step-finish", "reasoning", "snapshot", "patch", "file", "agent"}
 )
 _FILE_KEYS = ("filePath", "file_path", "path")
-
-_SELECT = """
-SELECT src, id, session_id, parent_id, directory, t_created, t_updated, data, message FROM (
-  SELECT 0 AS src, m.id AS id, m.session_id AS session_id, s.parent_id AS parent_id,
-         s.directory AS directory, m.time_created AS t_created, m.time_updated AS t_updated,
-         m.data AS data, NULL AS message
-    FROM message m LEFT JOIN session s ON s.id = m.session_id
-   WHERE m.time_updated >= :t AND m.time_updated <= :until
-  UNION ALL
-  SELECT 1, p.id, p.session_id, s.parent_id, s.directory, p.time_created, p.time_updated,
-         p.data, m.data
-    FROM part p LEFT JOIN message m ON m.id = p.message_id LEFT JOIN session s
-      ON s.id = p.session_id
-   WHERE p.time_updated >= :t AND p.time_updated <= :until
-)
-ORDER BY t_updated, src, id
-LIMIT :n OFFSET :skip
-"""
 
 
 class OpenCode(Adapter):
@@ -379,21 +360,11 @@ def _iso(ms: Any) -> str | None:
 
 
 def _db_records(path: str, position: int) -> Iterator[Record]:
-    """Rows updated since the watermark, oldest first, whole groups of the same time (read
-    from a read-only connection; none while the database is locked)."""
+    """Rows updated since the watermark, oldest first, each with the position after it (none
+    while the database is locked)."""
     t0, skip = position >> _SHIFT, position & ((1 << _SHIFT) - 1)
     until = int(time.time() * 1000) - SETTLE_MS
-    try:
-        conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=1)
-    except sqlite3.Error:
-        return
-    try:
-        rows = conn.execute(_SELECT, {"t": t0, "until": until, "n": _BATCH_ROWS, "skip": skip})
-        batch = rows.fetchall()
-    except sqlite3.Error:
-        return  # locked, or not (yet) opencode's schema: read next time
-    finally:
-        conn.close()
+    batch = agent_databases.opencode_rows(path, t0, skip, until, _BATCH_ROWS)
     t, j = t0, skip
     for src, rid, sid, parent, directory, created, updated, data, message in batch:
         if not isinstance(updated, int):
