@@ -45,6 +45,7 @@ from reos_memory.squirrel.ingest.base import (
     call_event,
     cut,
     first_line,
+    iso_ms,
     json_record,
     result_event,
     string,
@@ -279,7 +280,7 @@ class Copilot(Adapter):
             done.append(rid)
             del done[:-_DONE_KEPT]
         state.count("requests")
-        ts = _iso(req.get("timestamp"))
+        ts = iso_ms(req.get("timestamp"))
         out: list[EventIn] = []
         msg = req.get("message")
         text = msg if isinstance(msg, str) else (msg or {}).get("text")
@@ -654,18 +655,6 @@ def _path(uri: Any) -> str | None:
     if re.match(r"^/[A-Za-z]:", p):
         p = p[1:]  # file:///c%3A/Users/... on Windows
     return p or None
-
-
-def _iso(ms: Any) -> str | None:
-    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms <= 0:
-        return None
-    from datetime import UTC, datetime
-
-    try:
-        t = datetime.fromtimestamp(ms / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 # -- where a file lies ---------------------------------------------------------------------

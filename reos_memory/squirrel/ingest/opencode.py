@@ -31,7 +31,6 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from reos_memory.models import EventIn
@@ -46,6 +45,7 @@ from reos_memory.squirrel.ingest.base import (
     call_event,
     cut,
     first_line,
+    iso_ms,
     result_event,
     string,
 )
@@ -126,7 +126,7 @@ class OpenCode(Adapter):
             state.session_id = state.session_id or sid
             state.cwd = state.cwd or cwd
         else:
-            latest = events[-1].ts or _iso(record.get("t_updated"))
+            latest = events[-1].ts or iso_ms(record.get("t_updated"))
             if latest:
                 state.live[sid] = max(latest, state.live.get(sid, latest))
         return [Parsed(sid, e, cwd) for e in events]
@@ -161,7 +161,9 @@ def _message(record: dict[str, Any], data: dict[str, Any], state: ParseState) ->
     if not isinstance(error, dict) or not _first(state, "m:" + str(record.get("id"))):
         return []
     t = data.get("time")
-    ts = _iso(t.get("completed") if isinstance(t, dict) else None) or _iso(record.get("t_updated"))
+    ts = iso_ms(t.get("completed") if isinstance(t, dict) else None) or iso_ms(
+        record.get("t_updated")
+    )
     if error.get("name") == _ABORTED:
         state.count("interrupts")
         return [
@@ -234,7 +236,7 @@ def _text(
         final = _ms(record.get("t_created"))
     if final < wm - GRACE_MS or not _first(state, str(record.get("id"))):
         return []
-    ts = _iso(final) or _iso(record.get("t_updated"))
+    ts = iso_ms(final) or iso_ms(record.get("t_updated"))
     if role == "user":
         if child:
             return []  # a subagent's prompt, written by the agent that started it
@@ -280,7 +282,7 @@ def _tool(data: dict[str, Any], wm: int, pid: str, state: ParseState) -> list[Ev
     start = times.get("start")
     call = call_event(
         state,
-        _iso(start) or _iso(end),
+        iso_ms(start) or iso_ms(end),
         name,
         call_id,
         command=command,
@@ -288,7 +290,7 @@ def _tool(data: dict[str, Any], wm: int, pid: str, state: ParseState) -> list[Ev
         summary=first_line(summary) if summary else None,
         detail=detail,
     )
-    ts = _iso(end)
+    ts = iso_ms(end)
     meta = _dict(st.get("metadata"))
     if st.get("status") == "completed":
         code = meta.get("exit") if isinstance(meta.get("exit"), int) else None
@@ -344,16 +346,6 @@ def _first(state: ParseState, key: str) -> bool:
     seen.append(key)
     del seen[:-_EMITTED_KEPT]
     return True
-
-
-def _iso(ms: Any) -> str | None:
-    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms <= 0:
-        return None
-    try:
-        t = datetime.fromtimestamp(ms / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 # -- the database --------------------------------------------------------------------------
