@@ -9,7 +9,6 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from harness.rpc_client import Server
@@ -18,6 +17,7 @@ from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import ParseState
 from reos_memory.squirrel.ingest.claude_code import ClaudeCode
 from reos_memory.store import squirrel as ssql
+from tests.agent_fixtures import open_app
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ROOT.parent / "shared" / "formats"
@@ -47,17 +47,7 @@ needs_formats = pytest.mark.skipif(
 
 @pytest.fixture
 def app(tmp_path: Path) -> Iterator[object]:
-    from reos_memory.app import App
-    from reos_memory.config import load_config
-    from reos_memory.logs import setup_logging
-
-    cfg = load_config(None, {"db": str(tmp_path / "m.db"), "embedder": "hash"})
-    cfg = msgspec.structs.replace(cfg, catch_up_indexing=False, owner_id="tester")
-    a = App(cfg, setup_logging("warning"))
-    a.start()
-    a.embeddings.wait_ready(30)
-    yield a
-    a.close()
+    yield from open_app(tmp_path)
 
 
 def counts(rep: tin.FileReport) -> dict[str, int]:

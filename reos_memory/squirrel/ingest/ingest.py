@@ -218,9 +218,10 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
     learn = opts.learn or (lambda ep: sq.writer.after_cut(ep, True))
     while True:
-        expected = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
-        if expected is None:
-            break
+        moved = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
+        if moved is None:
+            break  # (the cursor is still where `expected` says: the held-back events go on it)
+        expected = moved
     _end_finished(sq, path, state, rep, opts)
     rep.session_id, rep.project_id = cur.session_id, cur.project_id
     rep.counts = dict(state.counts)
@@ -653,6 +654,14 @@ def _log_group(path: str) -> str:
     return path
 
 
+def _live_sessions(sq: Squirrel, path: str) -> set[str]:
+    """The sessions other than its own that a log of many holds open (as stored)."""
+    cur = sq.db.read(lambda c: tsql.get(c, path))
+    if cur is None:
+        return set()
+    return {_safe(sid) for sid in ParseState.from_json(cur.state_json).live}
+
+
 def ingest_paths(
     sq: Squirrel,
     paths: Iterable[str],
@@ -678,6 +687,7 @@ def ingest_paths(
         group_sessions: dict[str, set[str]] = {}
         out = []
         ended: dict[str, list[Any]] = {}
+        live: dict[str, set[str]] = {}
 
         def end(sessions: set[str]) -> None:
             # a short transaction here, the episodes it cuts learned like the others
@@ -698,6 +708,10 @@ def ingest_paths(
             group = _log_group(f)
             if rep.session_id is not None:
                 group_sessions.setdefault(group, set()).add(rep.session_id)
+            if ending and rep.agent is not None:
+                # a log of many sessions (a database): its other sessions end with it
+                live[rep.path] = _live_sessions(sq, rep.path)
+                group_sessions.setdefault(group, set()).update(live[rep.path])
             left[group] -= 1
             if ending and left[group] == 0 and group in group_sessions:
                 # the last file of a session is in: its last episode goes to the writer now,
@@ -713,9 +727,11 @@ def ingest_paths(
             for r in out:  # the session's last episode is reported with its first file
                 if r.session_id in ended:
                     r.ended = True
-                    if r.session_id not in reported:
-                        reported.add(r.session_id)
-                        r.episodes.extend(ended[r.session_id])
+                mine = {r.session_id} if r.session_id is not None else set()
+                for sid in sorted((mine | live.get(r.path, set())) - reported):
+                    if sid in ended:
+                        reported.add(sid)
+                        r.episodes.extend(ended[sid])
         for r in out:  # every writer call has finished: the results replace their futures
             r.episodes = [e.result() if isinstance(e, Future) else e for e in r.episodes]
     finally:

@@ -1,0 +1,179 @@
+"""Session logs of the agents without shared samples, laid out as the tools lay them out, from
+the fixtures in tests/fixtures/agents/ (built from the documented types in
+../shared/formats/<tool>/NOTES.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
+OPENCODE = FIXTURES / "opencode"
+COPILOT = FIXTURES / "copilot"
+COPILOT_SESSION = "6f1c2d3e-0000-4000-8000-00000000c0a1"
+COPILOT_OLD_SESSION = "0b7e2c11-0000-4000-8000-00000000d0c5"
+COPILOT_HOOK_SESSION = "a4c1e2f0-0000-4000-8000-0000000047a1"
+
+
+def _fill(text: str, places: dict[str, Path]) -> str:
+    for key, path in places.items():
+        text = text.replace("{" + key + "}", json.dumps(str(path))[1:-1])
+    return text
+
+
+def opencode_rows(places: dict[str, Path]) -> dict[str, Any]:
+    """rows.json with the projects' directories put in ({A1}, {C1})."""
+    return json.loads(_fill((OPENCODE / "rows.json").read_text(), places))
+
+
+def opencode_db(
+    path: Path,
+    places: dict[str, Path],
+    *,
+    shift_ms: int = 0,
+    only: set[str] | None = None,
+    skip: set[str] | None = None,
+) -> dict[str, Any]:
+    """An opencode.db with the tables opencode creates (schema.sql) holding the fixture's rows
+    (those of `only` ids, or all but `skip`); every time moved by `shift_ms`."""
+    rows = opencode_rows(places)
+    base = rows["base_ms"] + shift_ms
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = not path.exists()
+    conn = sqlite3.connect(path)
+    if fresh:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.executescript((OPENCODE / "schema.sql").read_text())
+
+    def wanted(rid: str) -> bool:
+        return (only is None or rid in only) and (skip is None or rid not in skip)
+
+    def ms(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: ms(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [ms(v) for v in value]
+        if isinstance(value, int) and not isinstance(value, bool) and value > 10**12:
+            return value + shift_ms
+        return value
+
+    with conn:
+        for s in rows["sessions"]:
+            conn.execute(
+                "INSERT OR IGNORE INTO project (id, worktree, time_created, time_updated)"
+                " VALUES (?, ?, ?, ?)",
+                (s["project_id"], s["directory"], base, base),
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO session (id, project_id, parent_id, slug, directory, title,"
+                " version, time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    s["id"],
+                    s["project_id"],
+                    s["parent_id"],
+                    s["slug"],
+                    s["directory"],
+                    s["title"],
+                    s["version"],
+                    base + s["t0"] * 1000,
+                    base + s["t1"] * 1000,
+                ),
+            )
+        for m in rows["messages"]:
+            if wanted(m["id"]):
+                data = ms(m["data"])
+                conn.execute(
+                    "INSERT INTO message (id, session_id, time_created, time_updated, data)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                    " time_updated = excluded.time_updated, data = excluded.data",
+                    (
+                        m["id"],
+                        m["session_id"],
+                        data["time"]["created"],
+                        base + m["t"] * 1000,
+                        json.dumps(data),
+                    ),
+                )
+        for p in rows["parts"]:
+            if wanted(p["id"]):
+                conn.execute(
+                    "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                    " time_updated = excluded.time_updated, data = excluded.data",
+                    (
+                        p["id"],
+                        p["message_id"],
+                        p["session_id"],
+                        base + p["t"] * 1000,
+                        base + p["t"] * 1000,
+                        json.dumps(ms(p["data"])),
+                    ),
+                )
+    conn.close()
+    return rows
+
+
+def opencode_legacy(storage: Path, places: dict[str, Path]) -> Path:
+    """The legacy JSON tree under `storage`; returns its session file."""
+    for src in (OPENCODE / "storage").rglob("*.json"):
+        dst = storage / src.relative_to(OPENCODE / "storage")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(_fill(src.read_text(), places))
+    return next((storage / "session").rglob("ses_*.json"))
+
+
+def copilot_workspace(user_dir: Path, project: Path, ws_id: str = "5d1e0c4b9a8f") -> Path:
+    """`<Code User>/workspaceStorage/<id>/` of `project` holding the fixture's chat session log,
+    an older `.json` session and the extension's hook transcript of a third session."""
+    ws = user_dir / "workspaceStorage" / ws_id
+    (ws / "chatSessions").mkdir(parents=True, exist_ok=True)
+    (ws / "workspace.json").write_text(json.dumps({"folder": project.as_uri()}))
+    shutil.copyfile(
+        COPILOT / "chat-session.jsonl", ws / "chatSessions" / f"{COPILOT_SESSION}.jsonl"
+    )
+    shutil.copyfile(
+        COPILOT / "chat-session-old.json", ws / "chatSessions" / f"{COPILOT_OLD_SESSION}.json"
+    )
+    tr = ws / "GitHub.copilot-chat" / "transcripts"
+    tr.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(COPILOT / "hook-transcript.jsonl", tr / f"{COPILOT_HOOK_SESSION}.jsonl")
+    return ws
+
+
+def open_app(tmp_path: Path) -> Iterator[Any]:
+    """An App on a database in `tmp_path`, the hash embedder, owner `tester` (in process)."""
+    import msgspec
+
+    from reos_memory.app import App
+    from reos_memory.config import load_config
+    from reos_memory.logs import setup_logging
+
+    cfg = load_config(None, {"db": str(tmp_path / "m.db"), "embedder": "hash"})
+    cfg = msgspec.structs.replace(cfg, catch_up_indexing=False, owner_id="tester")
+    a = App(cfg, setup_logging("warning"))
+    a.start()
+    a.embeddings.wait_ready(30)
+    yield a
+    a.close()
+
+
+def events_of(parsed: list[Any]) -> list[tuple[Any, ...]]:
+    """(role, kind, tool, text or summary, command, exit code, error, rejected, origin)."""
+    return [
+        (
+            p.event.role,
+            p.event.kind,
+            p.event.tool_name,
+            p.event.text or p.event.summary,
+            p.event.command,
+            p.event.exit_code,
+            p.event.is_error,
+            p.event.rejected,
+            p.event.origin,
+        )
+        for p in parsed
+    ]
