@@ -12,18 +12,19 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from harness.commands import agent_env, sqrl
 from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import ingest as tin
-from reos_memory.squirrel.ingest.base import Parsed, ParseState, Place
+from reos_memory.squirrel.ingest.base import Place
 from reos_memory.squirrel.ingest.gemini import ADAPTER as GEMINI
+from tests.agent_logs import app, copy_home, open_app, parse_all
 from tests.test_agents_e2e import _mcp_context
+
+__all__ = ["app"]  # a fixture, used by its name
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "agents" / "gemini" / "home"
@@ -48,12 +49,7 @@ def lay_out(tmp: Path) -> dict[str, Path]:
     home, rates, shop = tmp / "home", tmp / "work" / "rates", tmp / "work" / "shop"
     for p in (rates, shop):
         (p / ".git").mkdir(parents=True)
-    for src in FIXTURES.rglob("*"):
-        if src.is_file():
-            dst = home / src.relative_to(FIXTURES)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            text = src.read_text().replace("@PROJECT@", str(rates)).replace("@SHOP@", str(shop))
-            dst.write_text(text)
+    copy_home(FIXTURES, home, {"@PROJECT@": str(rates), "@SHOP@": str(shop)})
     gem = home / ".gemini"
     (gem / "tmp" / "rates" / ".project_root").write_text(str(rates))
     (gem / "projects.json").write_text(json.dumps({"projects": {str(shop): "shop"}}))
@@ -68,40 +64,6 @@ def lay_out(tmp: Path) -> dict[str, Path]:
     }
 
 
-def open_app(db: Path) -> object:
-    from reos_memory.app import App
-    from reos_memory.config import load_config
-    from reos_memory.logs import setup_logging
-
-    cfg = load_config(None, {"db": str(db), "embedder": "hash"})
-    cfg = msgspec.structs.replace(cfg, catch_up_indexing=False, owner_id="tester")
-    a = App(cfg, setup_logging("warning"))
-    a.start()
-    a.embeddings.wait_ready(30)
-    return a
-
-
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[object]:
-    a = open_app(tmp_path / "m.db")
-    yield a
-    a.close()  # type: ignore[attr-defined]
-
-
-def parse_all(path: Path, *, finish: bool = True) -> tuple[list[Parsed], ParseState, int]:
-    """Every event of a log through the adapter alone, its state and its malformed records."""
-    state, out, bad = ParseState(), [], 0
-    GEMINI.begin(str(path), state)
-    for rec in GEMINI.records(str(path), 0, 1 << 30):
-        if rec.data is None:
-            bad += rec.malformed
-            continue
-        out += GEMINI.parse(rec.data, state)
-    if finish:
-        out += GEMINI.finish(state)
-    return out, state, bad
-
-
 # -- 1. real samples -------------------------------------------------------------------------
 
 
@@ -113,7 +75,7 @@ def test_real_samples_if_any_parse_cleanly() -> None:
     if not samples:
         pytest.skip("no real Gemini CLI session under a permissive licence (NOTES.md)")
     for p in samples:  # pragma: no cover - none yet
-        events, state, bad = parse_all(p)
+        events, state, bad = parse_all(GEMINI, p)
         assert bad == 0 and events and state.session_id, p
 
 
@@ -122,7 +84,7 @@ def test_real_samples_if_any_parse_cleanly() -> None:
 
 def test_every_record_kind_becomes_the_right_event(tmp_path: Path) -> None:
     h = lay_out(tmp_path)
-    parsed, state, bad = parse_all(h["session"])
+    parsed, state, bad = parse_all(GEMINI, h["session"])
     assert bad == 0
     assert state.session_id == SID and state.cwd == str(h["rates"])  # from .project_root
     assert {p.session_id for p in parsed} == {SID}
@@ -169,7 +131,7 @@ def test_every_record_kind_becomes_the_right_event(tmp_path: Path) -> None:
 
 def test_a_subagent_counts_for_its_parent_and_its_prompt_is_not_the_users(tmp_path: Path) -> None:
     h = lay_out(tmp_path)
-    parsed, state, bad = parse_all(h["subagent"])
+    parsed, state, bad = parse_all(GEMINI, h["subagent"])
     assert bad == 0 and {p.session_id for p in parsed} == {SID}
     assert state.cwd == str(h["rates"]) and state.counts["subagent_prompts"] == 1
     assert [p.event.kind for p in parsed] == ["tool_call", "tool_result"]
@@ -226,7 +188,7 @@ def test_identity_of_a_document_is_its_session(tmp_path: Path) -> None:
 def test_cursor_unknown_records_partial_lines_and_a_restart(tmp_path: Path) -> None:
     h = lay_out(tmp_path)
     lines = h["session"].read_bytes().splitlines(keepends=True)
-    whole_events = len(parse_all(h["session"], finish=False)[0])
+    whole_events = len(parse_all(GEMINI, h["session"], finish=False)[0])
     log = tmp_path / "logs" / "chats" / h["session"].name
     log.parent.mkdir(parents=True)
     unknown = [
@@ -367,5 +329,5 @@ def test_sha_of_a_path_names_an_old_hash_directory(tmp_path: Path) -> None:
     doc["projectHash"] = digest
     (old / h["legacy"].name).write_text(json.dumps(doc))
     shutil.rmtree(h["legacy"].parent.parent)
-    _, state, _ = parse_all(old / h["legacy"].name)
+    _, state, _ = parse_all(GEMINI, old / h["legacy"].name)
     assert state.cwd == str(h["shop"])
