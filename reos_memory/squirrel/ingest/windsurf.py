@@ -45,7 +45,7 @@ from reos_memory.squirrel.ingest.base import (
 )
 
 DOCUMENTED = frozenset({"user_input", "planner_response", "code_action"})
-MAX_HELD = 200  # events kept while the project is not known yet
+MAX_HELD = 50  # events kept while the project is not known yet (a few prompts, at most)
 _FAILED = ("error", "fail")  # a step status that reads as failed
 
 
