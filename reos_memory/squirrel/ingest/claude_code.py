@@ -17,20 +17,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
 
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest.base import (
-    SUMMARY_TEXT,
     Adapter,
     Parsed,
     ParseState,
     Place,
+    args_call_event,
     as_text,
-    call_event,
+    compaction_event,
     cut,
     exit_code_in,
     first_line,
@@ -149,16 +148,7 @@ class ClaudeCode(Adapter):
             summary = as_text(message.get("content"))
             if not summary.strip():
                 return []
-            return [
-                EventIn(
-                    role="system",
-                    kind="message",
-                    ts=ts,
-                    origin="compaction",
-                    summary="compaction summary",
-                    text=cut(summary, SUMMARY_TEXT),
-                )
-            ]
+            return [compaction_event(ts, summary)]
         if record.get("isVisibleInTranscriptOnly"):
             return []
         content = message.get("content")
@@ -260,25 +250,8 @@ def _call(block: dict[str, Any], ts: str | None, state: ParseState) -> EventIn:
     inp = inp if isinstance(inp, dict) else {}
     command = string(inp.get("command")) if name in ("Bash", "BashOutput") else None
     file = next((inp[k] for k in _FILE_KEYS if isinstance(inp.get(k), str) and inp[k]), None)
-    summary = string(inp.get("description")) or string(inp.get("pattern"))
-    detail = None
-    written = _written(inp)
-    if written is not None:
-        # what an edit put in the file (not what it took out): the writer compares it with the
-        # failing attempts to see what changed ("requests" failed, the edit brought "httpx")
-        summary = f"{name} {os.path.basename(file)}" if file else name
-        detail = written[:2000]
-    elif command is None:
-        detail = json.dumps(inp, ensure_ascii=False)[:2000]
-    return call_event(
-        state,
-        ts,
-        name,
-        call_id,
-        command=command,
-        file=file,
-        summary=first_line(summary) if summary else None,
-        detail=detail,
+    return args_call_event(
+        state, ts, name, call_id, inp, command=command, file=file, written=_written(inp)
     )
 
 

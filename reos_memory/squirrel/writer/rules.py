@@ -37,6 +37,8 @@ from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, Writer
 EDIT_TOOLS = frozenset(
     ["edit", "write", "multiedit", "apply_patch", "notebookedit", "str_replace_editor"]
 )
+# Gemini CLI's file tools (`write_file`, `replace`) and Windsurf's `code_action` edit files too
+EDIT_TOOLS |= {"write_file", "replace", "code_action"}
 LABELS = {"http_client": "HTTP client", "orm": "ORM", "python_env": "Python environment tool"}
 GUARD_TTL_DAYS = 14
 PATTERN_TTL_DAYS = 90
