@@ -1,9 +1,14 @@
-"""Session logs of the agents without shared samples, laid out as the tools lay them out, from
-the fixtures in tests/fixtures/agents/ (built from the documented types in
-../shared/formats/<tool>/NOTES.md)."""
+"""What the tests of the agent adapters share: session logs of the agents without shared
+samples, laid out as the tools lay them out from the fixtures in tests/fixtures/agents/ (built
+from the documented types in ../shared/formats/<tool>/NOTES.md), an app on a temporary database
+(`open_app`, the `app` fixture), and a log read through an adapter alone (`parse_all`).
+
+(Sessions scripted step by step and written in every agent's format are another thing:
+`harness.agent_logs`.)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -11,12 +16,28 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from reos_memory.squirrel.ingest.base import Adapter, Parsed, ParseState
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
 OPENCODE = FIXTURES / "opencode"
 COPILOT = FIXTURES / "copilot"
 COPILOT_SESSION = "6f1c2d3e-0000-4000-8000-00000000c0a1"
 COPILOT_OLD_SESSION = "0b7e2c11-0000-4000-8000-00000000d0c5"
 COPILOT_HOOK_SESSION = "a4c1e2f0-0000-4000-8000-0000000047a1"
+
+
+def copy_home(fixture: Path, home: Path, fill: dict[str, str]) -> None:
+    """The fixture's files under `home`, each placeholder (`@PROJECT@`) filled in."""
+    for src in fixture.rglob("*"):
+        if src.is_file():
+            dst = home / src.relative_to(fixture)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            text = src.read_text()
+            for mark, value in fill.items():
+                text = text.replace(mark, value)
+            dst.write_text(text)
 
 
 def _fill(text: str, places: dict[str, Path]) -> str:
@@ -159,6 +180,32 @@ def open_app(tmp_path: Path) -> Iterator[Any]:
     a.embeddings.wait_ready(30)
     yield a
     a.close()
+
+
+running_app = contextlib.contextmanager(open_app)
+"""`with running_app(tmp_path) as app:` - the same app, closed at the block's end (to open the
+database again, as a restart does)."""
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[Any]:
+    yield from open_app(tmp_path)
+
+
+def parse_all(
+    adapter: Adapter, path: Path, *, finish: bool = True
+) -> tuple[list[Parsed], ParseState, int]:
+    """Every event of a log through the adapter alone, its state, its malformed records."""
+    state, out, bad = ParseState(), [], 0
+    adapter.begin(str(path), state)
+    for rec in adapter.records(str(path), 0, 1 << 30):
+        if rec.data is None:
+            bad += rec.malformed
+            continue
+        out += adapter.parse(rec.data, state)
+    if finish:
+        out += adapter.finish(state)
+    return out, state, bad
 
 
 def events_of(parsed: list[Any]) -> list[tuple[Any, ...]]:

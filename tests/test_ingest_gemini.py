@@ -21,7 +21,7 @@ from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import Place
 from reos_memory.squirrel.ingest.gemini import ADAPTER as GEMINI
-from tests.agent_logs import app, copy_home, open_app, parse_all
+from tests.agent_fixtures import app, copy_home, parse_all, running_app
 from tests.test_agents_e2e import _mcp_context
 
 __all__ = ["app"]  # a fixture, used by its name
@@ -139,7 +139,7 @@ def test_a_subagent_counts_for_its_parent_and_its_prompt_is_not_the_users(tmp_pa
 
 def test_legacy_document_and_its_held_back_last_message(app, tmp_path: Path) -> None:
     h = lay_out(tmp_path)
-    sq = app.squirrel  # type: ignore[attr-defined]
+    sq = app.squirrel
     doc = h["legacy"]
     assert tin.detect(str(doc)) == "gemini"
     rep = tin.ingest_file(sq, str(doc), tin.Options(session_end=False))
@@ -198,21 +198,16 @@ def test_cursor_unknown_records_partial_lines_and_a_restart(tmp_path: Path) -> N
     ]
     # written up to the pending tool call (its result comes later), the next line cut
     log.write_bytes(b"".join(lines[:1] + unknown + lines[1:4]) + lines[4][:50])
-    db = tmp_path / "m.db"
-    app = open_app(db)
-    try:
-        sq = app.squirrel  # type: ignore[attr-defined]
+    with running_app(tmp_path) as app:
+        sq = app.squirrel
         rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
         assert rep.agent == "gemini" and rep.lines == 7 and rep.malformed == 1
         assert rep.counts["skipped"] == 2 and rep.counts["pending_results"] == 1
         first = rep.events
         assert tin.ingest_file(sq, str(log), tin.Options(session_end=False)).lines == 0
-    finally:
-        app.close()  # type: ignore[attr-defined]
     # the database opened again (a restart): the rest is read from the stored cursor and state
-    app = open_app(db)
-    try:
-        sq = app.squirrel  # type: ignore[attr-defined]
+    with running_app(tmp_path) as app:
+        sq = app.squirrel
         with open(log, "ab") as f:
             f.write(lines[4][50:] + b"".join(lines[5:]))
         rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
@@ -229,8 +224,6 @@ def test_cursor_unknown_records_partial_lines_and_a_restart(tmp_path: Path) -> N
             f.write(json.dumps(appended) + "\n")
         rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
         assert (rep.lines, rep.events) == (1, 1)
-    finally:
-        app.close()  # type: ignore[attr-defined]
 
 
 # -- 3. detection ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import ParseState, Place
 from reos_memory.squirrel.ingest.windsurf import ADAPTER as WINDSURF
-from tests.agent_logs import app, copy_home, open_app, parse_all
+from tests.agent_fixtures import app, copy_home, parse_all, running_app
 from tests.test_agents_e2e import _mcp_context
 
 __all__ = ["app"]  # a fixture, used by its name
@@ -144,25 +144,20 @@ def test_step_cursor_snapshots_partial_lines_and_a_restart(tmp_path: Path) -> No
     log = tmp_path / "transcripts" / f"{TRAJECTORY}.jsonl"
     log.parent.mkdir()
     log.write_text("".join(lines[:4]) + lines[4][:30])  # the last step cut mid-line
-    db = tmp_path / "m.db"
-    app = open_app(db)
-    try:
-        sq = app.squirrel  # type: ignore[attr-defined]
+    with running_app(tmp_path) as app:
+        sq = app.squirrel
         rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
         assert rep.agent == "windsurf" and (rep.lines, rep.events) == (4, 4)
         assert rep.session_id == TRAJECTORY and rep.project_id is not None
         assert rep.project_id.startswith("dashboard-")
         assert tin.ingest_file(sq, str(log), tin.Options(session_end=False)).lines == 0
-    finally:
-        app.close()  # type: ignore[attr-defined]
     # after a restart, the next snapshot: written whole again, an earlier step's status
     # rewritten in place (its bytes shift), two more steps
     first = json.loads(lines[1])
     first["status"] = "completed after a long wait"
     log.write_text(lines[0] + json.dumps(first) + "\n" + "".join(lines[2:6]))
-    app = open_app(db)
-    try:
-        sq = app.squirrel  # type: ignore[attr-defined]
+    with running_app(tmp_path) as app:
+        sq = app.squirrel
         rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
         assert not rep.rewritten and (rep.lines, rep.events) == (2, 2)
         with open(log, "a") as f:
@@ -173,8 +168,6 @@ def test_step_cursor_snapshots_partial_lines_and_a_restart(tmp_path: Path) -> No
         log.write_text(json.dumps(step("user_input", user_response="a new conversation")) + "\n")
         rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
         assert rep.rewritten and rep.lines == 1
-    finally:
-        app.close()  # type: ignore[attr-defined]
 
 
 # -- 3. detection ----------------------------------------------------------------------------
