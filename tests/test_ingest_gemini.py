@@ -12,14 +12,16 @@ import hashlib
 import json
 import os
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from harness import agent_logs
 from harness.commands import agent_env, sqrl
 from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import ingest as tin
-from reos_memory.squirrel.ingest.base import Place
+from reos_memory.squirrel.ingest.base import ParseState, Place
 from reos_memory.squirrel.ingest.gemini import ADAPTER as GEMINI
 from tests.agent_fixtures import app, copy_home, parse_all, running_app
 from tests.test_agents_e2e import _mcp_context
@@ -111,6 +113,9 @@ def test_every_record_kind_becomes_the_right_event(tmp_path: Path) -> None:
     runs = [e for e in ev if e.kind == "tool_result" and e.command == "python rates.py"]
     assert [(r.exit_code, r.is_error) for r in runs] == [(1, True), (1, True), (0, False)]
     assert "SSLError" in (runs[0].text or "")
+    # what the command printed, out of the frame the CLI puts around it for the model
+    assert (runs[0].text or "").startswith("Traceback") and "Exit Code" not in (runs[0].text or "")
+    assert runs[2].text == "USD/EUR 0.92"
     (declined,) = [e for e in ev if e.kind == "tool_result" and e.rejected]
     assert declined.command == "npm install lodash" and declined.is_error
     edit = next(e for e in ev if e.kind == "tool_call" and e.tool_name == "replace")
@@ -127,6 +132,73 @@ def test_every_record_kind_becomes_the_right_event(tmp_path: Path) -> None:
     assert not any(e.text == "Got it. Thanks for the additional context!" for e in ev)
     passed = next(e for e in ev if e.kind == "tool_result" and e.command == "pytest -q")
     assert passed.exit_code == 0
+
+
+def test_a_shell_runs_frame_of_any_version_is_taken_off_its_output(tmp_path: Path) -> None:
+    """`shell.ts` has framed the output differently over time; the frame's `Error: (none)` was
+    once taken for the error the run showed (and its lesson was lost)."""
+
+    def result_of(output: str, status: str = "success") -> tuple[str | None, int | None]:
+        state = ParseState()
+        GEMINI.parse({"sessionId": "s", "projectHash": "h", "directories": ["/w"]}, state)
+        call = {
+            "id": "c",
+            "name": "run_shell_command",
+            "args": {"command": "python rates.py"},
+            "status": status,
+            "result": [{"functionResponse": {"id": "c", "response": {"output": output}}}],
+        }
+        msg = {"id": "g", "timestamp": "2026-05-02T10:00:00Z", "type": "gemini", "content": ""}
+        (_, res) = [p.event for p in GEMINI.parse({**msg, "toolCalls": [call]}, state)]
+        return res.text, res.exit_code
+
+    old = (
+        "Command: python rates.py\nDirectory: (root)\nOutput: Traceback\nSSLError: no"
+        "\nError: (none)\nExit Code: 1\nSignal: (none)\nBackground PIDs: (none)"
+        "\nProcess Group PGID: 7"
+    )
+    assert result_of(old) == ("Traceback\nSSLError: no", 1)
+    assert result_of("Output: (empty)\nProcess Group PGID: 8") == ("", 0)
+    failed = "Output: (empty)\nError: spawn /bin/bash ENOENT\nExit Code: 127"
+    assert result_of(failed, "error") == ("Error: spawn /bin/bash ENOENT", 127)
+    assert result_of("Command moved to background (PID: 9).") == (
+        "Command moved to background (PID: 9).",
+        None,
+    )
+
+
+def test_the_harness_session_reads_back_as_scripted(tmp_path: Path) -> None:
+    """harness.agent_logs.gemini (the cross-agent tests and tools/bench_formats.py) writes
+    what this adapter reads, where Gemini CLI keeps it, the project findable."""
+    repo = tmp_path / "work" / "Rates App"
+    (repo / ".git").mkdir(parents=True)
+    home = tmp_path / "home"
+    start = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    s = agent_logs.session("gemini", repo, start)
+    s.user("fetch the rates").run("python rates.py", "SSLError", 1)
+    s.edit("rates.py", "import requests", "import httpx").run("python rates.py", "0.92").say("ok")
+    path = s.write(home, timedelta(hours=2))
+    other = agent_logs.session("gemini", tmp_path / "elsewhere" / "rates app", start)
+    other_path = other.user("hello").write(home)
+    assert path.parent.parent.name == "rates-app" and other_path.parent.parent.name == "rates-app-1"
+    place = Place("linux", str(home), {})
+    assert sorted(tin.find(tin.default_roots(place))) == sorted([str(path), str(other_path)])
+    assert tin.detect(str(path)) == "gemini"
+    parsed, state, bad = parse_all(GEMINI, path)
+    assert bad == 0 and state.cwd == str(repo)
+    assert [(p.event.kind, p.event.exit_code, p.event.text) for p in parsed] == [
+        ("message", None, "fetch the rates"),
+        ("tool_call", None, None),
+        ("tool_result", 1, "SSLError"),
+        ("tool_call", None, None),
+        ("tool_result", None, f"Successfully modified file: {repo / 'rates.py'} (1 replacements)."),
+        ("tool_call", None, None),
+        ("tool_result", 0, "0.92"),
+        ("message", None, "ok"),
+    ]
+    assert parsed[0].event.ts == "2026-05-04T09:00:06.000Z"
+    (path.parent.parent / ".project_root").unlink()  # the registry alone names it too
+    assert parse_all(GEMINI, path)[1].cwd == str(repo)
 
 
 def test_a_subagent_counts_for_its_parent_and_its_prompt_is_not_the_users(tmp_path: Path) -> None:

@@ -5,16 +5,19 @@ No real transcript is available (../shared/formats/windsurf/NOTES.md): the fixtu
 tests/fixtures/agents/windsurf is built from the three step types Windsurf documents
 (`user_input`, `planner_response`, `code_action`) with our own content; `@PROJECT@` stands for
 the project's directory, filled in when laid out. Step status values are not documented
-("done" and "error" are ours)."""
+("done" and "error" are ours), nor is a command run: its step (`run_command`) is the shape the
+adapter assumes, see reos_memory/squirrel/ingest/windsurf.py."""
 
 from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from harness import agent_logs
 from harness.commands import agent_env, sqrl
 from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import ingest as tin
@@ -114,18 +117,20 @@ def test_every_step_kind_becomes_the_right_event(tmp_path: Path) -> None:
 def test_undocumented_steps_are_opaque_and_other_records_skipped(tmp_path: Path) -> None:
     log = tmp_path / "t.jsonl"
     lines = [
-        step("user_input", user_response="run the tests"),
-        step("run_command", command_line="pnpm test", cwd=str(tmp_path)),  # not documented
+        step("user_input", user_response="find where lodash is used"),
+        step("grep_search", query="lodash", cwd=str(tmp_path)),  # not documented
+        step("run_command", cwd=str(tmp_path)),  # no command: not the assumed shape either
         {"type": "hologram"},  # no step body: nothing to read
         {"note": "not a step"},
     ]
     log.write_text("".join(json.dumps(x) + "\n" for x in lines) + "{half a step")
     parsed, state, bad = parse_all(WINDSURF, log)
     assert bad == 0  # the cut last line is not read at all (it may still be being written)
-    assert state.counts["opaque_steps"] == 1 and state.counts["skipped"] == 2
-    (call,) = [p.event for p in parsed if p.event.kind == "tool_call"]
-    assert call.tool_name == "run_command" and call.command is None  # nothing guessed
-    assert json.loads(call.raw_snippet or "")["command_line"] == "pnpm test"
+    assert state.counts["opaque_steps"] == 2 and state.counts["skipped"] == 2
+    calls = [p.event for p in parsed if p.event.kind == "tool_call"]
+    assert [c.tool_name for c in calls] == ["grep_search", "run_command"]
+    assert all(c.command is None for c in calls)  # nothing guessed
+    assert json.loads(calls[0].raw_snippet or "")["query"] == "lodash"
     assert state.cwd == str(tmp_path)  # a step naming its directory
 
     # a trajectory that never names a path: its events wait, and go with the session's end
@@ -136,6 +141,75 @@ def test_undocumented_steps_are_opaque_and_other_records_skipped(tmp_path: Path)
     (rec,) = list(WINDSURF.records(str(lone), 0, 1 << 20))
     assert rec.data is not None and WINDSURF.parse(rec.data, state) == []
     assert [p.event.text for p in WINDSURF.finish(state)] == ["hello"]
+
+
+def test_command_runs_in_the_assumed_shape_are_calls_with_results(tmp_path: Path) -> None:
+    """Not documented (NOTES.md): `run_command` with `command_line`, `cwd`, `exit_code` and
+    `combined_output.full`, the RUN_COMMAND step of Cascade's language server in the snake case
+    the documented steps use; its camel-case names and stdout/stderr are taken too."""
+    log = tmp_path / "t.jsonl"
+    when = "2026-05-04T09:00:00.000Z"
+    lines = [
+        step("user_input", user_response="run the tests"),
+        {
+            "type": "run_command",
+            "status": "done",
+            "metadata": {"created_at": when},
+            "run_command": {
+                "command_line": "pnpm test",
+                "cwd": str(tmp_path),
+                "exit_code": 1,
+                "combined_output": {"full": "FAIL src/sum.test.ts\nTests: 1 failed"},
+            },
+        },
+        step("run_command", commandLine="pnpm lint", exitCode=0, stdout="no problems"),
+        step("run_command", "error", command_line="pnpm build", stderr="pnpm: not found"),
+    ]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    parsed, state, bad = parse_all(WINDSURF, log)
+    assert bad == 0 and state.cwd == str(tmp_path)
+    got = [
+        (e.kind, e.command, e.exit_code, e.is_error, e.text)
+        for e in (p.event for p in parsed)
+        if e.kind != "message"
+    ]
+    assert got == [
+        ("tool_call", "pnpm test", None, None, None),
+        ("tool_result", "pnpm test", 1, True, "FAIL src/sum.test.ts\nTests: 1 failed"),
+        ("tool_call", "pnpm lint", None, None, None),
+        ("tool_result", "pnpm lint", 0, False, "no problems"),
+        ("tool_call", "pnpm build", None, None, None),
+        ("tool_result", "pnpm build", None, True, "pnpm: not found"),  # its status failed
+    ]
+    assert parsed[1].event.ts == when and parsed[0].event.ts is None
+    assert state.counts["tool:run_command"] == 3 and state.counts["errors"] == 2
+
+
+def test_the_harness_session_reads_back_as_scripted(tmp_path: Path) -> None:
+    """harness.agent_logs.windsurf (the cross-agent tests and tools/bench_formats.py) writes
+    what this adapter reads, where Windsurf keeps it."""
+    repo = tmp_path / "work" / "rates"
+    (repo / ".git").mkdir(parents=True)
+    start = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    s = agent_logs.session("windsurf", repo, start)
+    s.user("fetch the rates").run("python rates.py", "SSLError", 1)
+    s.edit("rates.py", "import requests", "import httpx").run("python rates.py", "0.92").say("ok")
+    path = s.write(tmp_path / "home", timedelta(hours=2))
+    place = Place("linux", str(tmp_path / "home"), {})
+    assert tin.find(tin.default_roots(place)) == [str(path)]
+    assert tin.detect(str(path)) == "windsurf"
+    parsed, state, bad = parse_all(WINDSURF, path)
+    assert bad == 0 and state.cwd == str(repo)
+    assert [(p.event.kind, p.event.exit_code, p.event.file) for p in parsed] == [
+        ("message", None, None),
+        ("tool_call", None, None),
+        ("tool_result", 1, None),
+        ("tool_call", None, str(repo / "rates.py")),
+        ("tool_call", None, None),
+        ("tool_result", 0, None),
+        ("message", None, None),
+    ]
+    assert parsed[0].event.ts == "2026-05-04T09:00:06.000Z"
 
 
 def test_step_cursor_snapshots_partial_lines_and_a_restart(tmp_path: Path) -> None:

@@ -58,6 +58,9 @@ _SHELL = "run_shell_command"
 _EDITS = {"write_file": "content", "replace": "new_string"}
 _FILE_KEYS = ("file_path", "absolute_path", "path", "dir_path")
 _EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+_TRAILER = re.compile(r"^(?:Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
+_LEADER = re.compile(r"^(?:Command|Directory): ")
+_BODY = re.compile(r"^(?:Output|Stdout): ?")
 _HOOK_CONTEXT = re.compile(r"<hook_context>.*?(?:</hook_context>|\Z)", re.S)
 _REFERENCED = "\n--- Content from referenced files ---"  # @file inclusions the CLI appended
 _SNAPSHOT = "<state_snapshot>"  # history compression's summary, sent as a user turn
@@ -323,6 +326,7 @@ class Gemini(Adapter):
                 code = int(found.group(1))
             elif status == "success" and not text.lstrip().startswith(_NOT_RUN):
                 code = 0
+            text = _shell_output(text)
         failed = status == "error" or code not in (None, 0)
         return [
             *out,
@@ -357,6 +361,27 @@ def _result_text(call: dict[str, Any]) -> str:
         return "\n".join(texts)
     shown = call.get("resultDisplay")
     return shown if isinstance(shown, str) else ""
+
+
+def _shell_output(text: str) -> str:
+    """What a shell run printed, out of the frame `shell.ts` puts around it for the model
+    (`Command:`/`Directory:` before, `Output: ...`, then `Error:`, `Exit Code:`, `Signal:`,
+    `Background PIDs:`, `Process Group PGID:` lines; older versions wrote each, "(none)" when
+    empty): the frame's own lines would be taken for the error the output shows."""
+    lines = text.splitlines()
+    trailer: list[str] = []
+    while lines and _TRAILER.match(lines[-1]):
+        trailer.append(lines.pop())
+    while lines and _LEADER.match(lines[0]):
+        lines.pop(0)
+    if not lines or not _BODY.match(lines[0]):
+        return text  # not the frame: as it is
+    lines[0] = _BODY.sub("", lines[0], count=1)
+    if lines == ["(empty)"]:
+        lines = []
+    # an error the run itself reported (it could not start, it was killed) stays
+    errors = [x for x in reversed(trailer) if x.startswith("Error: ") and x != "Error: (none)"]
+    return "\n".join(lines + errors).strip()
 
 
 def _said(content: Any) -> str:

@@ -7,7 +7,15 @@ them; Windsurf is closed source and no real transcript was available).
   (`user_response`: the user's message), `planner_response` (`response`: the assistant's text),
   `code_action` (`path`, `new_content`: a file written). Other step kinds exist (commands, reads,
   searches, MCP calls) with undocumented fields: each is kept as an opaque tool call named
-  after its kind, its fields as detail, nothing guessed from them.
+  after its kind, its fields as detail, nothing guessed from them - except one.
+* A command run is not documented in the transcript, but it is what a session learns most
+  from, so one shape is assumed: `run_command` with `command_line` and `cwd` (the fields the
+  documented `*_run_command` hooks carry), `exit_code` and the output as `combined_output.full`
+  (or `stdout`/`stderr`): the names Cascade's step type RUN_COMMAND has in its language
+  server's JSON (`runCommand.commandLine`, `exitCode`, `combinedOutput.full`, as third-party
+  readers of that JSON use them), in the snake case the documented steps are written in. It
+  becomes a call and its result; a step without them stays opaque. Likewise a step's time is
+  read from `metadata.created_at` (`metadata.createdAt` there) when present.
 * The transcript is a snapshot of the whole trajectory, written again after each response: the
   cursor is the number of steps read (not a byte offset), so a snapshot that rewrites earlier
   lines in place does not shift it, and a step is read once.
@@ -41,6 +49,7 @@ from reos_memory.squirrel.ingest.base import (
     call_event,
     cut,
     json_record,
+    result_event,
     string,
 )
 
@@ -105,7 +114,7 @@ class Windsurf(Adapter):
             return []
         status = string(record.get("status"))
         failed = status is not None and any(w in status.lower() for w in _FAILED)
-        ts = string(record.get("timestamp")) or string(body.get("timestamp"))
+        ts = _created(record) or string(body.get("timestamp"))
         events: list[EventIn] = []
         if kind == "user_input":
             text = string(body.get("user_response"))
@@ -132,6 +141,8 @@ class Windsurf(Adapter):
                 detail=content[:2000] if isinstance(content, str) else None,
             )
             events.append(_failed(ev, state) if failed else ev)
+        elif kind == "run_command" and _command(body):
+            events += self._run(body, ts, failed, state)
         else:
             # an undocumented step: an opaque call of its kind, its fields as they are
             state.count("opaque_steps")
@@ -146,6 +157,27 @@ class Windsurf(Adapter):
             )
             events.append(_failed(ev, state) if failed else ev)
         return self._emit(events, state)
+
+    def _run(
+        self, body: dict[str, Any], ts: str | None, failed: bool, state: ParseState
+    ) -> list[EventIn]:
+        """A command run (an assumed shape, see above): the call and its result."""
+        command = _command(body)
+        self._found(string(body.get("cwd")), state, directory=True)
+        call = call_event(state, ts, "run_command", None, command=command)
+        code = body.get("exit_code", body.get("exitCode"))
+        code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        res = result_event(
+            state,
+            ts,
+            "run_command",
+            None,
+            _output(body),
+            exit_code=code,
+            is_error=failed or code not in (None, 0),
+            command=command,
+        )
+        return [call, res]
 
     def finish(self, state: ParseState) -> list[Parsed]:
         """Events still waiting for the project at the session's end (it never became known:
@@ -174,6 +206,37 @@ class Windsurf(Adapter):
         waiting = state.extra.pop("held", [])
         out = [msgspec.convert(e, EventIn) for e in waiting] + events
         return [Parsed(sid, e) for e in out]
+
+
+def _created(record: dict[str, Any]) -> str | None:
+    """A step's time: `metadata.created_at` (assumed, see above), or a `timestamp` field."""
+    meta = record.get("metadata")
+    if isinstance(meta, dict):
+        ts = string(meta.get("created_at")) or string(meta.get("createdAt"))
+        if ts:
+            return ts
+    return string(record.get("timestamp"))
+
+
+def _command(body: dict[str, Any]) -> str | None:
+    for key in ("command_line", "commandLine", "command"):
+        value = string(body.get(key))
+        if value and value.strip():
+            return value.strip()
+    return None
+
+
+def _output(body: dict[str, Any]) -> str:
+    """What the command printed: its combined output (in full, or as the UI rendered it), else
+    its stdout and stderr."""
+    for key in ("combined_output", "combinedOutput", "rendered_output", "renderedOutput"):
+        value = body.get(key)
+        if isinstance(value, dict):
+            value = value.get("full")
+        if isinstance(value, str) and value:
+            return value
+    parts = [body.get(k) for k in ("stdout", "stderr")]
+    return "\n".join(p for p in parts if isinstance(p, str) and p)
 
 
 def _failed(ev: EventIn, state: ParseState) -> EventIn:
