@@ -21,7 +21,7 @@ OLD = timedelta(hours=3)
 OTHERS = [a for a in AGENT_NAMES if a not in ("auto", "claude-code")]
 
 
-def _ssl_lesson(s: agent_logs.Session) -> None:
+def ssl_lesson(s: agent_logs.Session) -> None:
     """requests fails certificate checks three times; httpx works: a lesson to keep."""
     s.user("Fetch the exchange rates over HTTP in rates.py and print them")
     for i in range(3):
@@ -34,7 +34,7 @@ def _ssl_lesson(s: agent_logs.Session) -> None:
     s.say("Switched to httpx; the rates print now.")
 
 
-def _pnpm_rule(s: agent_logs.Session) -> None:
+def pnpm_rule(s: agent_logs.Session) -> None:
     """The user's standing rule about the package manager."""
     s.user("Add the lodash dependency to the dashboard")
     s.run("npm install lodash", "npm ERR! code ERESOLVE", 1)
@@ -54,9 +54,9 @@ def test_a_session_in_another_agent_and_one_in_claude_code_share_the_project(
     start = datetime.now(UTC) - timedelta(hours=5)
 
     other = agent_logs.session(agent, repo, start)
-    _ssl_lesson(other)
+    ssl_lesson(other)
     claude = agent_logs.session("claude-code", repo, start + timedelta(hours=1))
-    _pnpm_rule(claude)
+    pnpm_rule(claude)
     files = [str(other.write(home, OLD)), str(claude.write(home, OLD))]
 
     r = sqrl(env, "ingest", "--end", "--json", *files)
