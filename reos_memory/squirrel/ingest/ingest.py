@@ -218,9 +218,10 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
     learn = opts.learn or (lambda ep: sq.writer.after_cut(ep, True))
     while True:
-        expected = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
-        if expected is None:
-            break
+        moved = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
+        if moved is None:
+            break  # what the cursor holds stays expected (the held-back events commit on it)
+        expected = moved
     _end_finished(sq, path, state, rep, opts)
     rep.session_id, rep.project_id = cur.session_id, cur.project_id
     rep.counts = dict(state.counts)
