@@ -337,8 +337,13 @@ class Aider(Adapter):
         """The result of the user's `/run` or `/test`, once its output is all in."""
         run = state.extra.pop("run", None)
         state.extra.pop("ok", None)
-        if not run or "out" not in run:
+        return self._run_result(run, state)
+
+    def _run_result(self, run: dict[str, Any] | None, state: ParseState) -> list[EventIn]:
+        """A run's result, once (what aider echoes after it is still the run's)."""
+        if not run or "out" not in run or run.get("sent"):
             return []
+        run["sent"] = True
         code = run.get("code")
         return [
             result_event(
@@ -367,7 +372,8 @@ class Aider(Adapter):
             x["int"] = True
             state.count("interrupts")
             return [
-                EventIn(role="system", kind="message", ts=ts, summary="the user interrupted aider")
+                *self._run_result(x.get("run"), state),
+                EventIn(role="system", kind="message", ts=ts, summary="the user interrupted aider"),
             ]
         x["int"] = False
         run = x.get("run")
@@ -376,7 +382,8 @@ class Aider(Adapter):
             return []
         answered = _question(msg)
         if answered is not None:
-            return self._answer(*answered, state)
+            done = self._run_result(run, state) if msg.startswith(_ADD_OUTPUT) else []
+            return done + self._answer(*answered, state)
         ran = _EXITED.match(msg)
         if ran:
             code = int(ran.group(2))
