@@ -55,6 +55,7 @@ from reos_memory.squirrel.ingest.base import (
     cut,
     first_line,
     result_event,
+    system_event,
 )
 
 LOG_NAME = ".aider.chat.history.md"
@@ -373,7 +374,7 @@ class Aider(Adapter):
             state.count("interrupts")
             return [
                 *self._run_result(x.get("run"), state),
-                EventIn(role="system", kind="message", ts=ts, summary="the user interrupted aider"),
+                system_event(ts, "the user interrupted aider"),
             ]
         x["int"] = False
         run = x.get("run")
@@ -438,14 +439,7 @@ class Aider(Adapter):
             state.count("commits")
         elif _API_ERROR.match(msg):
             state.count("api_errors")
-            return [
-                EventIn(
-                    role="system",
-                    kind="message",
-                    ts=ts,
-                    summary=f"aider's model call failed: {first_line(msg)}",
-                )
-            ]
+            return [system_event(ts, f"aider's model call failed: {first_line(msg)}")]
         else:
             state.count("status")
         x["shown"] = msg

@@ -263,6 +263,20 @@ def exit_code_in(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def iso_ms(ms: Any) -> str | None:
+    """An ISO-8601 UTC time (milliseconds, `Z`) from epoch milliseconds, as the agents that
+    keep times as numbers (VS Code, opencode) write them; None for anything else."""
+    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms <= 0:
+        return None
+    from datetime import UTC, datetime
+
+    try:
+        t = datetime.fromtimestamp(ms / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
 def first_line(text: str, limit: int = 200) -> str:
     line = text.strip().split("\n", 1)[0]
     return line[:limit]
@@ -329,4 +343,21 @@ def result_event(
         exit_code=exit_code,
         is_error=is_error,
         rejected=rejected,
+    )
+
+
+def system_event(ts: str | None, summary: str) -> EventIn:
+    """Something that happened to the session, said by no one (an interrupt, an API failure)."""
+    return EventIn(role="system", kind="message", ts=ts, summary=summary)
+
+
+def compaction_event(ts: str | None, summary: str) -> EventIn:
+    """The agent's own summary of the session so far: evidence, never a request."""
+    return EventIn(
+        role="system",
+        kind="message",
+        ts=ts,
+        origin="compaction",
+        summary="compaction summary",
+        text=cut(summary, SUMMARY_TEXT),
     )

@@ -34,7 +34,6 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
@@ -42,17 +41,19 @@ import msgspec
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest import reader
 from reos_memory.squirrel.ingest.base import (
-    SUMMARY_TEXT,
     Adapter,
     Parsed,
     ParseState,
     Place,
     Record,
     call_event,
+    compaction_event,
     cut,
     first_line,
+    iso_ms,
     result_event,
     string,
+    system_event,
 )
 
 LOG_NAMES = ("ui_messages.json", "ui_messages.jsonl")
@@ -211,7 +212,7 @@ class Cline(Adapter):
     # -- messages ----------------------------------------------------------------------------
 
     def _message(self, kind: str, what: str, m: dict[str, Any], state: ParseState) -> list[EventIn]:
-        ts = _iso(m.get("ts"))
+        ts = iso_ms(m.get("ts"))
         text = string(m.get("text")) or ""
         x = state.extra
         if what in ("command", "tool", "use_mcp_server") and not (kind == "ask" and not text):
@@ -260,9 +261,7 @@ class Cline(Adapter):
                 text = f"The edit of {text or 'the file'} did not apply (diff_error)."
             if x.get("calls"):
                 return self._resolve(state, None, failed=text, ts=ts)
-            return [
-                EventIn(role="system", kind="message", ts=ts, summary=f"Cline: {first_line(text)}")
-            ]
+            return [system_event(ts, f"Cline: {first_line(text)}")]
         if what in ("condense_context", "compaction"):
             cc = m.get("contextCondense")
             summary = string(cc.get("summary")) if isinstance(cc, dict) else None
@@ -283,14 +282,7 @@ class Cline(Adapter):
             return [EventIn(role="assistant", kind="message", ts=ts, text=cut(said))]
         if what == "api_req_failed":
             state.count("api_errors")
-            return [
-                EventIn(
-                    role="system",
-                    kind="message",
-                    ts=ts,
-                    summary=f"Cline's model call failed: {first_line(text)}",
-                )
-            ]
+            return [system_event(ts, f"Cline's model call failed: {first_line(text)}")]
         if what in ("resume_task", "resume_completed_task"):
             state.count("resumes")
             if what == "resume_completed_task" or x.pop("cancelled", None):
@@ -299,12 +291,7 @@ class Cline(Adapter):
             out = self._resolve(state, None, ts=ts)
             return [
                 *out,
-                EventIn(
-                    role="system",
-                    kind="message",
-                    ts=ts,
-                    summary="the task was interrupted (resumed later)",
-                ),
+                system_event(ts, "the task was interrupted (resumed later)"),
             ]
         if what == "condense":
             return self._compaction(text, ts, state)
@@ -317,16 +304,7 @@ class Cline(Adapter):
         state.count("compactions")
         if not summary or not summary.strip():
             return []
-        return [
-            EventIn(
-                role="system",
-                kind="message",
-                ts=ts,
-                origin="compaction",
-                summary="compaction summary",
-                text=cut(summary, SUMMARY_TEXT),
-            )
-        ]
+        return [compaction_event(ts, summary)]
 
     def _call(
         self, kind: str, what: str, text: str, ts: str | None, m: dict[str, Any], state: ParseState
@@ -377,20 +355,11 @@ class Cline(Adapter):
         if reason == "user_cancelled":
             state.count("interrupts")
             state.extra["cancelled"] = True
-            out.append(
-                EventIn(role="system", kind="message", ts=ts, summary="the user cancelled Cline")
-            )
+            out.append(system_event(ts, "the user cancelled Cline"))
         elif reason == "streaming_failed" or info.get("streamingFailedMessage"):
             state.count("api_errors")
-            out.append(
-                EventIn(
-                    role="system",
-                    kind="message",
-                    ts=ts,
-                    summary="Cline's model call failed: "
-                    + first_line(str(info.get("streamingFailedMessage") or reason)),
-                )
-            )
+            failure = first_line(str(info.get("streamingFailedMessage") or reason))
+            out.append(system_event(ts, f"Cline's model call failed: {failure}"))
         return out
 
     def _resolve(
@@ -506,15 +475,6 @@ def _cwd_from_api_history(task_dir: str) -> str | None:
         if found:
             return found.group(1).replace("\\\\", "\\").strip()
     return None
-
-
-def _iso(ms: Any) -> str | None:
-    if not isinstance(ms, int | float) or isinstance(ms, bool):
-        return None
-    try:
-        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 ADAPTER = Cline()

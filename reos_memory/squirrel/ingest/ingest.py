@@ -220,7 +220,7 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
     while True:
         moved = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
         if moved is None:
-            break  # what the cursor holds stays expected (the held-back events commit on it)
+            break  # (the cursor is still where `expected` says: the held-back events go on it)
         expected = moved
     _end_finished(sq, path, state, rep, opts)
     rep.session_id, rep.project_id = cur.session_id, cur.project_id
