@@ -85,15 +85,16 @@ def test_every_message_kind_becomes_the_right_event() -> None:
     calls = [(e.tool_name, e.command or e.file) for e in ev if e.kind == "tool_call"]
     assert calls == [
         ("readFile", "notes/cli.py"),
-        ("editedExistingFile", "notes/cli.py"),
+        ("edit", "notes/cli.py"),
         ("execute_command", "python -m pytest -q tests/test_cli.py"),
-        ("editedExistingFile", "notes/cli.py"),
+        ("edit", "notes/cli.py"),
         ("execute_command", "python -m pytest -q tests/test_cli.py"),
         ("execute_command", "git push --force origin main"),
-        ("editedExistingFile", "README.md"),
+        ("edit", "README.md"),
         ("mcp:github:create_issue", None),
     ]
-    edit = next(e for e in ev if e.kind == "tool_call" and e.tool_name == "editedExistingFile")
+    edit = next(e for e in ev if e.kind == "tool_call" and e.tool_name == "edit")
+    assert edit.summary == "editedExistingFile cli.py"
     assert "as_json" in (edit.raw_snippet or "") and "SEARCH" not in (edit.raw_snippet or "")
     res = [e for e in ev if e.kind == "tool_result"]
     assert [r.call_id for r in res] == [c.call_id for c in ev if c.kind == "tool_call"]

@@ -13,8 +13,8 @@ are read line by line.
   for refusing a tool when it answers one that waited for approval); `say: text`,
   `completion_result` and `ask: followup` are the agent's words.
 * `ask`/`say` `command` is a shell command, `command_output` its output; `ask`/`say` `tool`
-  (JSON `ClineSayTool`: `tool`, `path`, `diff`, `content`) a file tool, `use_mcp_server` an MCP
-  call. A call's result comes with the next `api_req_started`, whose `request` holds what the
+  (JSON `ClineSayTool`: `tool`, `path`, `diff`, `content`) a file tool (the ones that change a
+  file named `edit` and `write`, as other agents name them), `use_mcp_server` an MCP call. A call's result comes with the next `api_req_started`, whose `request` holds what the
   model was told: `[execute_command for 'npm test'] Result:` then `Command failed with exit
   code N.`, `Command executed successfully (exit code 0).` (Roo: `Exit code: N`), `The user
   denied this operation.` or `The tool execution failed ...`; `error` and `diff_error` fail it
@@ -110,9 +110,14 @@ _QUIET_SAYS = frozenset(
 _QUIET_ASKS = frozenset(
     {"new_task", "report_bug", "auto_approval_max_req_reached", "mistake_limit_reached"}
 )
-_EDIT_TOOLS = frozenset(
-    {"editedExistingFile", "newFileCreated", "appliedDiff", "insertContent", "searchAndReplace"}
-)
+# Cline's and Roo's file-changing tools, by the name every adapter gives an edit and a write
+_EDIT_TOOLS = {
+    "editedExistingFile": "edit",
+    "appliedDiff": "edit",
+    "insertContent": "edit",
+    "searchAndReplace": "edit",
+    "newFileCreated": "write",
+}
 
 
 class Cline(Adapter):
@@ -321,13 +326,14 @@ class Cline(Adapter):
                 name = f"mcp:{info.get('serverName') or '?'}:{info.get('toolName') or '?'}"
                 detail = string(info.get("arguments"))
             else:
-                name = string(info.get("tool")) or "tool"
+                tool = string(info.get("tool")) or "tool"
+                name = _EDIT_TOOLS.get(tool, tool)
                 file = string(info.get("path"))
                 new = string(info.get("diff")) or string(info.get("content"))
-                if name in _EDIT_TOOLS and new:
+                if tool in _EDIT_TOOLS and new:
                     detail = _written(new)[:2000]
                 if file:
-                    summary = f"{name} {os.path.basename(file)}"
+                    summary = f"{tool} {os.path.basename(file)}"
         x = state.extra
         x.setdefault("calls", []).append(
             {"id": call_id, "name": name, "command": command, "file": file}
