@@ -315,6 +315,18 @@ def call_event(
     )
 
 
+def compaction_event(ts: str | None, summary: str) -> EventIn:
+    """The agent's own summary of the session so far: evidence, never a request."""
+    return EventIn(
+        role="system",
+        kind="message",
+        ts=ts,
+        origin="compaction",
+        summary="compaction summary",
+        text=cut(summary, SUMMARY_TEXT),
+    )
+
+
 def result_event(
     state: ParseState,
     ts: str | None,
@@ -349,15 +361,3 @@ def result_event(
 def system_event(ts: str | None, summary: str) -> EventIn:
     """Something that happened to the session, said by no one (an interrupt, an API failure)."""
     return EventIn(role="system", kind="message", ts=ts, summary=summary)
-
-
-def compaction_event(ts: str | None, summary: str) -> EventIn:
-    """The agent's own summary of the session so far: evidence, never a request."""
-    return EventIn(
-        role="system",
-        kind="message",
-        ts=ts,
-        origin="compaction",
-        summary="compaction summary",
-        text=cut(summary, SUMMARY_TEXT),
-    )

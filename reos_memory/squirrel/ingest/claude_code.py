@@ -24,13 +24,13 @@ from typing import Any
 
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest.base import (
+    SUMMARY_TEXT,
     Adapter,
     Parsed,
     ParseState,
     Place,
     as_text,
     call_event,
-    compaction_event,
     cut,
     exit_code_in,
     first_line,
@@ -149,7 +149,16 @@ class ClaudeCode(Adapter):
             summary = as_text(message.get("content"))
             if not summary.strip():
                 return []
-            return [compaction_event(ts, summary)]
+            return [
+                EventIn(
+                    role="system",
+                    kind="message",
+                    ts=ts,
+                    origin="compaction",
+                    summary="compaction summary",
+                    text=cut(summary, SUMMARY_TEXT),
+                )
+            ]
         if record.get("isVisibleInTranscriptOnly"):
             return []
         content = message.get("content")

@@ -19,13 +19,13 @@ from typing import Any
 
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest.base import (
+    SUMMARY_TEXT,
     Adapter,
     Parsed,
     ParseState,
     Place,
     as_text,
     call_event,
-    compaction_event,
     cut,
     result_event,
     string,
@@ -93,7 +93,15 @@ class Codex(Adapter):
             summary = string(p.get("message"))
             if not summary or state.session_id is None:
                 return []
-            return [Parsed(state.session_id, compaction_event(ts, summary))]
+            event = EventIn(
+                role="system",
+                kind="message",
+                ts=ts,
+                origin="compaction",
+                summary="compaction summary",
+                text=cut(summary, SUMMARY_TEXT),
+            )
+            return [Parsed(state.session_id, event)]
         if state.session_id is None:
             state.count("skipped")  # records before the session's first line: nobody's
             return []
