@@ -327,6 +327,39 @@ def compaction_event(ts: str | None, summary: str) -> EventIn:
     )
 
 
+def args_call_event(
+    state: ParseState,
+    ts: str | None,
+    name: str,
+    call_id: str | None,
+    args: dict[str, Any],
+    *,
+    command: str | None = None,
+    file: str | None = None,
+    written: str | None = None,
+) -> EventIn:
+    """A tool call told by its arguments: an edit by what it put in the file (`written`, not
+    what it took out: the writer compares it with the failing attempts to see what changed),
+    a command by itself, any other call by its arguments as JSON."""
+    summary = string(args.get("description")) or string(args.get("pattern"))
+    detail = None
+    if written is not None:
+        summary = f"{name} {os.path.basename(file)}" if file else name
+        detail = written[:2000]
+    elif command is None:
+        detail = json.dumps(args, ensure_ascii=False)[:2000]
+    return call_event(
+        state,
+        ts,
+        name,
+        call_id,
+        command=command,
+        file=file,
+        summary=first_line(summary) if summary else None,
+        detail=detail,
+    )
+
+
 def result_event(
     state: ParseState,
     ts: str | None,
