@@ -389,3 +389,8 @@ def result_event(
         is_error=is_error,
         rejected=rejected,
     )
+
+
+def system_event(ts: str | None, summary: str) -> EventIn:
+    """Something that happened to the session, said by no one (an interrupt, an API failure)."""
+    return EventIn(role="system", kind="message", ts=ts, summary=summary)
