@@ -105,6 +105,9 @@ class Aider(Adapter):
         named = place.var("AIDER_CHAT_HISTORY_FILE")
         return [named] if named and os.path.isabs(named) else []
 
+    def in_project(self, root: str) -> list[str]:
+        return [os.path.join(root, LOG_NAME)]
+
     def claims(self, path: str) -> bool:
         name = os.path.basename(path)
         if name.endswith(LOG_NAME):
