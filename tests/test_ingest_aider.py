@@ -338,3 +338,31 @@ def test_a_history_is_learned_and_given_back_through_sqrl_rpc_and_mcp(tmp_path: 
     # embedder needs a task close in words)
     data = _mcp_context(env, billing, "sum the money amounts of an invoice without float")
     assert "float for money" in data["context_prompt"], (data["dropped"], data["considered"])
+
+
+def test_context_run_into_the_chat_is_never_learned_back(app: Any, tmp_path: Path) -> None:
+    """The way Aider takes memories (`/run sqrl context ...`, output added to the chat) writes
+    Squirrel's own block into the history as `> ` lines: it is stripped, never learned."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    log = repo / ".aider.chat.history.md"
+    log.write_text(
+        "\n# aider chat started at 2026-11-20 10:00:00\n\n"
+        '#### /run sqrl context "fetch rates"  \n\n'
+        '> <squirrel-context id="ctx_abc">\n'
+        "> Memories for this task:\n"
+        "> - Use zeep-client-17, never requests: requests fails SSL here.\n"
+        "> </squirrel-context>\n"
+        "> Add the output to the chat? (y/n/instructions): y\n\n"
+        "#### fix the rates fetcher  \n\n"
+        "Sure, I will.\n\n"
+    )
+    rep = tin.ingest_file(app.squirrel, str(log), tin.Options(session_end=True))
+    assert rep.events == 4 and rep.ended
+    stored = app.squirrel.db.read(
+        lambda c: (
+            [r[0] for r in c.execute("SELECT events_json FROM episodes")]
+            + [r[0] for r in c.execute("SELECT event_json FROM squirrel_events")]
+        )
+    )
+    assert stored and not any("zeep-client-17" in s for s in stored), stored
