@@ -498,6 +498,12 @@ def test_detect_names_cursor_for_its_logs_only(tmp_path) -> None:
     vs = home / ".config" / "Code" / "User" / "workspaceStorage" / "abc" / "state.vscdb"
     write_db(vs, "ItemTable", {"interactive.sessions": []})
     assert not ADAPTER.claims(str(vs)) and tin.detect(str(vs)) is None
+    # a copy lying elsewhere is Cursor's when it holds Cursor's chats
+    copy, other = tmp_path / "copy" / "state.vscdb", tmp_path / "other" / "state.vscdb"
+    write_db(copy, "ItemTable", _legacy_rows())
+    write_db(other, "ItemTable", {"interactive.sessions": []})
+    assert tin.detect(str(copy)) == "cursor" and tin.detect(str(other)) is None
+    assert sorted(os.listdir(copy.parent)) == ["state.vscdb"]  # peeking leaves nothing behind
     if CLAUDE.is_file() and CODEX.is_file():
         assert tin.detect(str(CLAUDE)) == "claude-code"
         assert tin.detect(str(CODEX)) == "codex"

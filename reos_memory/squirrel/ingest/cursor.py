@@ -164,7 +164,8 @@ def _parts(path: str) -> list[str]:
 
 def is_database(path: str) -> bool:
     """A `state.vscdb` of Cursor's user dir (VS Code and its other forks write the same name):
-    `<...>/Cursor*/User/{globalStorage,workspaceStorage/<id>}/state.vscdb`."""
+    `<...>/Cursor*/User/{globalStorage,workspaceStorage/<id>}/state.vscdb`; one lying elsewhere
+    (a copy) when it holds Cursor's chat keys."""
     if os.path.basename(path) != "state.vscdb":
         return False
     parts = _parts(path)
@@ -173,7 +174,7 @@ def is_database(path: str) -> bool:
     elif len(parts) >= 5 and parts[-3] == "workspaceStorage":
         user = len(parts) - 4
     else:
-        return False
+        return cursor_db.holds_chats(path)
     return parts[user] == "User" and user > 0 and parts[user - 1].startswith("Cursor")
 
 
