@@ -210,7 +210,19 @@ def slug_folder(path: str) -> str | None:
     except ValueError:
         return None
     slug = parts[at - 1] if at >= 1 else ""
-    return _resolve("/", slug, 0) if slug else None
+    if not slug:
+        return None
+    found = _FOUND.get(slug)
+    if found is None or not os.path.isdir(found):
+        found = _resolve("/", slug, 0)
+        if found is not None:
+            if len(_FOUND) >= 256:
+                _FOUND.clear()
+            _FOUND[slug] = found
+    return found
+
+
+_FOUND: dict[str, str] = {}  # slug -> the folder found for it (the walk costs ms per file)
 
 
 def _norm(name: str) -> str:
