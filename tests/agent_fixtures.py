@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.agent_logs import copilot
+from harness.agent_logs import opencode as oc
 from reos_memory.squirrel.ingest.base import Adapter, Parsed, ParseState
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
@@ -59,16 +60,10 @@ def opencode_db(
     only: set[str] | None = None,
     skip: set[str] | None = None,
 ) -> dict[str, Any]:
-    """An opencode.db with the tables opencode creates (schema.sql) holding the fixture's rows
+    """An opencode.db (made by harness.agent_logs.opencode, with opencode's tables) holding the fixture's rows
     (those of `only` ids, or all but `skip`); every time moved by `shift_ms`."""
     rows = opencode_rows(places)
     base = rows["base_ms"] + shift_ms
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fresh = not path.exists()
-    conn = sqlite3.connect(path)
-    if fresh:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.executescript((OPENCODE / "schema.sql").read_text())
 
     def wanted(rid: str) -> bool:
         return (only is None or rid in only) and (skip is None or rid not in skip)
@@ -82,58 +77,31 @@ def opencode_db(
             return value + shift_ms
         return value
 
+    conn = oc.database(path)
     with conn:
         for s in rows["sessions"]:
-            conn.execute(
-                "INSERT OR IGNORE INTO project (id, worktree, time_created, time_updated)"
-                " VALUES (?, ?, ?, ?)",
-                (s["project_id"], s["directory"], base, base),
-            )
-            conn.execute(
-                "INSERT OR REPLACE INTO session (id, project_id, parent_id, slug, directory, title,"
-                " version, time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    s["id"],
-                    s["project_id"],
-                    s["parent_id"],
-                    s["slug"],
-                    s["directory"],
-                    s["title"],
-                    s["version"],
-                    base + s["t0"] * 1000,
-                    base + s["t1"] * 1000,
-                ),
+            oc.put_session(
+                conn,
+                s["id"],
+                s["project_id"],
+                s["directory"],
+                base + s["t0"] * 1000,
+                base + s["t1"] * 1000,
+                parent_id=s["parent_id"],
+                slug=s["slug"],
+                title=s["title"],
+                version=s["version"],
             )
         for m in rows["messages"]:
             if wanted(m["id"]):
                 data = ms(m["data"])
-                conn.execute(
-                    "INSERT INTO message (id, session_id, time_created, time_updated, data)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-                    " time_updated = excluded.time_updated, data = excluded.data",
-                    (
-                        m["id"],
-                        m["session_id"],
-                        data["time"]["created"],
-                        base + m["t"] * 1000,
-                        json.dumps(data),
-                    ),
-                )
+                created, updated = data["time"]["created"], base + m["t"] * 1000
+                oc.put_message(conn, m["id"], m["session_id"], created, updated, data)
         for p in rows["parts"]:
             if wanted(p["id"]):
-                conn.execute(
-                    "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
-                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-                    " time_updated = excluded.time_updated, data = excluded.data",
-                    (
-                        p["id"],
-                        p["message_id"],
-                        p["session_id"],
-                        base + p["t"] * 1000,
-                        base + p["t"] * 1000,
-                        json.dumps(ms(p["data"])),
-                    ),
-                )
+                at = base + p["t"] * 1000
+                data = ms(p["data"])
+                oc.put_part(conn, p["id"], p["message_id"], p["session_id"], at, at, data)
     conn.close()
     return rows
 
@@ -150,9 +118,8 @@ def opencode_legacy(storage: Path, places: dict[str, Path]) -> Path:
 def copilot_workspace(user_dir: Path, project: Path, ws_id: str = "5d1e0c4b9a8f") -> Path:
     """`<Code User>/workspaceStorage/<id>/` of `project` holding the fixture's chat session log,
     an older `.json` session and the extension's hook transcript of a third session."""
-    ws = user_dir / "workspaceStorage" / ws_id
+    ws = copilot.workspace_dir(user_dir, project, ws_id)
     (ws / "chatSessions").mkdir(parents=True, exist_ok=True)
-    (ws / "workspace.json").write_text(json.dumps({"folder": project.as_uri()}))
     shutil.copyfile(
         COPILOT / "chat-session.jsonl", ws / "chatSessions" / f"{COPILOT_SESSION}.jsonl"
     )

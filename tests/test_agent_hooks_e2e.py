@@ -11,14 +11,14 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from harness.agent_homes import ClaudeSession
+from harness import agent_logs
 from harness.commands import agent_env, run_module, sqrl
 from harness.hook_payloads import EVENTS, payload
 from harness.processes import hook_pids
@@ -26,6 +26,8 @@ from reos_memory.cli.reos import HOOK_TOOLS
 from reos_memory.config import load_config
 from reos_memory.interfaces.agent_hooks import queue
 from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, TOOLS, Call
+from tests.test_agents_e2e import _mcp_context
+from tests.test_cross_agent_e2e import ssl_lesson
 
 pytestmark = pytest.mark.e2e
 
@@ -190,30 +192,46 @@ def _cursor_of(db: Path, path: Path) -> tuple[str, int, int] | None:
     return None if row is None else (row[0], row[1], row[2])
 
 
-@pytest.mark.parametrize("tool", NEW_TOOLS)
-def test_a_stop_queues_the_transcript_for_the_worker(project: Project, tool: str) -> None:
-    # A Claude Code transcript, which ingestion reads today: the tools' own adapters are not
-    # merged yet, so the worker ingests with agent "auto" (it finds the format by its records).
-    # The per-tool e2e with each tool's own transcript format comes with those adapters.
-    s = ClaudeSession(project.repo, datetime.now(UTC))
-    s.user(f"Add the release notes for {tool}").say("Done: CHANGELOG.md has them.")
-    transcript = s.write(project.tmp / "home" / ".claude").resolve()
+def _drained(project: Project) -> None:
+    """Wait for the queue to empty and its worker to exit."""
     q = Path(str(project.db) + ".hook-queue")
-    kinds = ["ingest"] + (["end"] if EVENTS[tool]["end"] is not None else [])
-    for kind in kinds:
-        assert project.call(tool, kind, s.id, transcript=str(transcript)) == ""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline and (
         any(q.glob("*.json")) or any(q.glob("*.taken")) or hook_pids(project.db, "--worker")
     ):
         time.sleep(0.1)
     assert not list(q.glob("*.json")) and not list(q.glob("*.taken")), "work left in the queue"
     assert hook_pids(project.db, "--worker") == [], "the worker outlived its work"
+
+
+@pytest.mark.parametrize("tool", NEW_TOOLS)
+def test_a_session_in_the_tools_own_log_is_learned_through_its_hook_and_given_back(
+    tmp_path: Path, tool: str
+) -> None:
+    """The tool's own log, handed over by its hook, goes through the worker into episodes and
+    memories, and the tool's next session gets them back: through its session-start hook where
+    it takes context, else through the MCP server."""
+    project = Project(tmp_path)
+    s = agent_logs.session(tool, project.repo, datetime.now(UTC) - timedelta(hours=5))
+    ssl_lesson(s)
+    transcript = s.write(project.tmp / "home", timedelta(hours=3)).resolve()
+    kinds = ["ingest"] + (["end"] if EVENTS[tool]["end"] is not None else [])
+    for kind in kinds:
+        assert project.call(tool, kind, f"{tool}-done", transcript=str(transcript)) == ""
+    _drained(project)
     got = _cursor_of(project.db, transcript)
     assert got is not None, project.log()
-    agent, offset, ended = got
-    assert agent == "claude-code" and offset == transcript.stat().st_size
-    assert ended == (EVENTS[tool]["end"] is not None)  # the others end when idle
+    agent, _, ended = got
+    # read by the tool's own adapter; ended by the end hook, or (a tool without one) by the
+    # worker once the log has been idle past session_idle_minutes, as this one has
+    assert (agent, ended) == (tool, 1), project.log()
+    if tool in START_CONTEXT:
+        text = _context(tool, "session_start", project.call(tool, "session_start", "next"))
+    else:
+        text = _mcp_context(project.env, project.repo, "fetch the rates over HTTP")[
+            "context_prompt"
+        ]
+    assert "httpx" in text, text
 
 
 def test_a_request_names_the_tools_adapter_and_the_worker_its_tool(

@@ -11,6 +11,7 @@ import pytest
 
 from harness import agent_logs
 from harness.commands import agent_env, run_module, sqrl
+from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import AGENT_NAMES
 from tests.test_agents_e2e import _mcp_context
 from tests.test_squirrel_e2e import SSL_ERROR
@@ -21,7 +22,7 @@ OLD = timedelta(hours=3)
 OTHERS = [a for a in AGENT_NAMES if a not in ("auto", "claude-code")]
 
 
-def _ssl_lesson(s: agent_logs.Session) -> None:
+def ssl_lesson(s: agent_logs.Session) -> None:
     """requests fails certificate checks three times; httpx works: a lesson to keep."""
     s.user("Fetch the exchange rates over HTTP in rates.py and print them")
     for i in range(3):
@@ -34,7 +35,7 @@ def _ssl_lesson(s: agent_logs.Session) -> None:
     s.say("Switched to httpx; the rates print now.")
 
 
-def _pnpm_rule(s: agent_logs.Session) -> None:
+def pnpm_rule(s: agent_logs.Session) -> None:
     """The user's standing rule about the package manager."""
     s.user("Add the lodash dependency to the dashboard")
     s.run("npm install lodash", "npm ERR! code ERESOLVE", 1)
@@ -54,9 +55,9 @@ def test_a_session_in_another_agent_and_one_in_claude_code_share_the_project(
     start = datetime.now(UTC) - timedelta(hours=5)
 
     other = agent_logs.session(agent, repo, start)
-    _ssl_lesson(other)
+    ssl_lesson(other)
     claude = agent_logs.session("claude-code", repo, start + timedelta(hours=1))
-    _pnpm_rule(claude)
+    pnpm_rule(claude)
     files = [str(other.write(home, OLD)), str(claude.write(home, OLD))]
 
     r = sqrl(env, "ingest", "--end", "--json", *files)
@@ -81,3 +82,32 @@ def test_a_session_in_another_agent_and_one_in_claude_code_share_the_project(
     # ... and an MCP client in the same repository gets both agents' lessons
     ctx = _mcp_context(env, repo, "call the HTTP API for the rates and add a dependency")
     assert "httpx" in ctx["context_prompt"] and "pnpm" in ctx["context_prompt"], ctx
+
+
+def test_sqrl_ingest_and_watch_find_every_agents_logs_where_the_agent_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """No path given: each agent's logs are found in its own places under HOME (and Aider's in
+    the repositories the database knows), every one read by its own adapter."""
+    home, repo = tmp_path / "home", tmp_path / "work" / "rates"
+    (repo / ".git").mkdir(parents=True)
+    env = agent_env(home, tmp_path / "memory.db")
+    start = datetime.now(UTC) - timedelta(hours=6)
+    agents = [a for a in AGENT_NAMES if a != "auto"]
+    for i, agent in enumerate(agents):
+        s = agent_logs.session(agent, repo, start + timedelta(minutes=20 * i))
+        s.user(f"Say hello from {agent}").say(f"Hello from {agent}.")
+        s.write(home, OLD)
+
+    r = sqrl(env, "ingest", "--end", "--json")
+    assert r.returncode == 0, r.stderr
+    first = {x["agent"] for x in json.loads(r.stdout) if x["events"]}
+    # the repository became known through the others' sessions; Aider's history lies in it
+    assert first == set(agents) - {"aider"}, r.stdout
+    r = sqrl(env, "watch", "--once", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["files_read"] >= 1
+    with Server(tmp_path / "memory.db", env={"REOS_MEMORY_OWNER_ID": "dev"}) as srv:
+        srv.wait_ready()
+        seen = srv.call("squirrel/status")["transcripts"]
+    assert set(seen) == set(agents), seen

@@ -140,7 +140,7 @@ CHAT_EVENTS = [
         False,
         None,
     ),
-    ("assistant", "tool_call", "textEdit", "edit parser.py", None, None, None, False, None),
+    ("assistant", "tool_call", "edit", "edit parser.py", None, None, None, False, None),
     (
         "assistant",
         "tool_call",
@@ -286,7 +286,7 @@ def test_every_kind_of_the_chat_session_log(ws: dict[str, Path]) -> None:
         "tool_calls": 6,
         "tool:run_in_terminal": 4,
         "tool:copilot_replaceString": 1,
-        "tool:textEdit": 1,
+        "tool:edit": 1,
         "errors": 2,
         "rejections": 1,
         "warnings": 1,
@@ -294,7 +294,7 @@ def test_every_kind_of_the_chat_session_log(ws: dict[str, Path]) -> None:
         "request_errors": 1,
         "skipped": 2,  # a response part kind and a log entry kind no build wrote
     }
-    edit = next(p.event for p in parsed if p.event.tool_name == "textEdit")
+    edit = next(p.event for p in parsed if p.event.tool_name == "edit")
     assert edit.file == "/PROJECT/parser.py"
     assert edit.raw_snippet == "    return date.fromisocalendar(year, week, day)"
     # the state kept between batches stays small: read requests are ids, not content
@@ -563,3 +563,99 @@ def test_sqrl_ingest_rpc_and_mcp_learn_from_copilot(ws: dict[str, Path], tmp_pat
 
     data = _mcp_context(env, ws["project"], "install the dayjs package")
     assert "pnpm" in data["context_prompt"]
+
+
+def test_a_scripted_session_written_as_vscode_writes_it(tmp_path: Path) -> None:
+    """harness.agent_logs.copilot: prompts pushed, a command pushed running then set completed,
+    an edit with its textEditGroup, the request sealed at the next prompt and at the end."""
+    from datetime import UTC, datetime, timedelta
+
+    from harness import agent_logs
+
+    project, home = tmp_path / "work" / "rates", tmp_path / "home"
+    start = datetime.now(UTC) - timedelta(hours=2)
+    s = agent_logs.session("copilot", project, start)
+    s.user("Fetch the rates").run("python rates.py", "SSLError", 1).user("still failing")
+    s.edit("rates.py", "import requests", "import httpx").run("python rates.py", "0.92")
+    s.say("Switched to httpx.")
+    path = s.write(home, timedelta(hours=1))
+    other = agent_logs.session("copilot", project, start).user("again").write(home)
+    assert path.parent == other.parent  # one workspace, one storage folder
+    assert tin.detect(str(path)) == "copilot"
+    assert path.stat().st_mtime < datetime.now(UTC).timestamp() - 3000
+    parsed, state, _ = read_all(path)
+    assert state.cwd == str(project) and state.counts["requests"] == 2
+    got = [(e[0], e[2], e[3], e[4], e[5], e[6]) for e in events_of(parsed)]
+    edited = (project / "rates.py").as_uri()
+    assert got == [
+        ("user", None, "Fetch the rates", None, None, None),
+        ("assistant", "run_in_terminal", "Ran `python rates.py`", "python rates.py", None, None),
+        ("tool", "run_in_terminal", "SSLError", "python rates.py", 1, True),
+        ("user", None, "still failing", None, None, None),
+        ("assistant", "copilot_replaceString", "copilot_replaceString rates.py", None, None, None),
+        ("tool", "copilot_replaceString", f"Edited []({edited})", None, None, False),
+        ("assistant", "edit", "edit rates.py", None, None, None),
+        ("assistant", "run_in_terminal", "Ran `python rates.py`", "python rates.py", None, None),
+        ("tool", "run_in_terminal", "0.92", "python rates.py", 0, False),
+        ("assistant", None, "Switched to httpx.", None, None, None),
+    ]
+    # an edit's event carries what it wrote, not the text it took out
+    assert {p.event.raw_snippet for p in parsed if p.event.file} == {"import httpx", None}
+
+
+def test_the_hook_worker_reads_the_chat_store_beside_the_hook_transcript(tmp_path: Path) -> None:
+    """Copilot's hooks hand over the extension's hook transcript; the worker ingests VS Code's
+    chat session store of the same session in that workspace storage (it has the exit codes)."""
+    import sqlite3
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    from harness import agent_logs
+    from harness.commands import run_module
+    from harness.hook_payloads import payload
+    from harness.processes import hook_pids
+    from reos_memory.interfaces.agent_hooks.dialects import DIALECTS
+
+    project, home, db = tmp_path / "work" / "rates", tmp_path / "home", tmp_path / "memory.db"
+    (project / ".git").mkdir(parents=True)
+    s = agent_logs.session("copilot", project, datetime.now(UTC) - timedelta(minutes=10))
+    s.user("Fetch the rates").run("python rates.py", "SSLError", 1).say("It fails on SSL.")
+    store = s.write(home)
+    sid = store.stem
+    hook_dir = store.parent.parent / "GitHub.copilot-chat" / "transcripts"
+    hook_dir.mkdir(parents=True)
+    transcript = hook_dir / f"{sid}.jsonl"
+    text = (ROOT / "tests/fixtures/agents/copilot/hook-transcript.jsonl").read_text()
+    transcript.write_text(text.replace(COPILOT_HOOK_SESSION, sid))
+
+    # in process: the dialect hands the store on; a transcript without one stays as given
+    def given(path: Path) -> str | None:
+        got = DIALECTS["copilot"].read(payload("copilot", "ingest", sid, str(project), str(path)))
+        assert got is not None
+        return got.transcript
+
+    assert given(transcript) == str(store)
+    lone = tmp_path / "w2" / "GitHub.copilot-chat" / "transcripts" / f"{sid}.jsonl"
+    assert given(lone) == str(lone)
+    assert given(tmp_path / "t.jsonl") == str(tmp_path / "t.jsonl")
+
+    # the hook as Copilot runs it on Stop, then its detached worker
+    stop = payload("copilot", "ingest", sid, str(project), str(transcript))
+    env = agent_env(home, db)
+    r = run_module(env, "reos_memory", "hook", "copilot", "--db", str(db), stdin=json.dumps(stop))
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    queue = Path(str(db) + ".hook-queue")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+        any(queue.glob("*.json")) or any(queue.glob("*.taken")) or hook_pids(db, "--worker")
+    ):
+        time.sleep(0.1)
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        cursors = dict(con.execute("SELECT path, agent FROM transcript_cursors").fetchall())
+        n = con.execute("SELECT count(*) FROM squirrel_sessions WHERE session_id = ?", (sid,))
+        sessions = n.fetchone()[0]
+    finally:
+        con.close()
+    assert cursors == {str(store): "copilot"}, cursors
+    assert sessions == 1

@@ -11,16 +11,19 @@ import shutil
 import sqlite3
 import sys
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.agent_logs import cursor as cursor_log
 from harness.commands import agent_env, sqrl
 from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import Parsed, ParseState, Place
 from reos_memory.squirrel.ingest.cursor import ADAPTER, slug_folder
+from reos_memory.squirrel.ingest.cursor import _iso as cursor_iso
 from tests import test_transcripts
 from tests.test_squirrel_e2e import SSL_ERROR
 
@@ -35,6 +38,8 @@ CODEX = (
     / "codemie-code"
     / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
 )
+
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 app = test_transcripts.app  # the in-process app fixture (hash embedder)
 
@@ -52,16 +57,11 @@ def project(tmp: Path, name: str = "quote-service") -> Path:
     return p
 
 
-def slug(folder: Path) -> str:
-    return str(folder).lstrip("/").replace("/", "-")
-
-
 def transcript(
     home: Path, folder: Path, conv: str, lines: list[bytes], nested: bool = True
 ) -> Path:
     """An agent transcript where Cursor writes it (the IDE's nested layout, or the CLI's flat)."""
-    base = home / ".cursor" / "projects" / slug(folder) / "agent-transcripts"
-    path = base / conv / f"{conv}.jsonl" if nested else base / f"{conv}.jsonl"
+    path = cursor_log.transcript_path(home, folder, conv, nested)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(lines))
     return path
@@ -206,6 +206,63 @@ def test_transcript_kinds_become_the_right_events(tmp_path) -> None:
     )
     assert state.counts["interrupts"] == 1 and state.counts["turns"] == 2
     assert state.counts["skipped"] == 1  # the unknown role, counted, never fatal
+
+
+def test_a_transcript_as_cursor_writes_it_without_tool_results(tmp_path) -> None:
+    """Real transcripts (third-party readers, 2026): prompts dated by a human-readable
+    <timestamp>, `[REDACTED]` where the thinking was, calls named as Cursor names its tools and no
+    tool results; `turn_ended` lines with a status."""
+    folder = project(tmp_path)
+    s = cursor_log.Session(folder, START, conversation="conv-real", results=False)
+    s.user("Make the build pass").run("npm run build", "error TS2322", 2)
+    s.edit("src/app.ts", "let n: string", "let n: number").say("Fixed the type.")
+    s.lines.append(
+        cursor_log.line(
+            "assistant",
+            {
+                "type": "tool_use",
+                "name": "ApplyPatch",
+                "input": "*** Begin Patch\n*** Update File: src/util.ts\n@@\n-a\n+b\n*** End Patch",
+            },
+        )
+    )
+    s.lines.append({"type": "turn_ended", "status": "error", "error": "User aborted request."})
+    s.user("try again").lines.append({"type": "turn_ended", "status": "error", "error": "boom"})
+    s.lines.append(cursor_log.prompt("an older build's prompt", None))
+    parsed, state, _ = parse_all(s.write(tmp_path / "home"))
+    ev = [p.event for p in parsed]
+    assert kinds(parsed) == {
+        "user:message": 3,
+        "assistant:tool_call": 3,
+        "assistant:message": 1,  # "[REDACTED]" alone is no message
+        "system:message": 2,  # the aborted turn, the failed one
+    }
+    assert ev[0].ts == "2026-03-01T09:00:00.000Z"  # "Sunday, Mar 1, 2026, 9:00 AM (UTC+0)"
+    said = next(e for e in ev if e.role == "assistant" and e.kind == "message")
+    assert said.text == "Fixed the type."
+    shell, edit, patch = [e for e in ev if e.kind == "tool_call"]
+    assert shell.command == "npm run build" and shell.tool_name == "Shell"
+    assert edit.file == str(folder / "src/app.ts") and edit.raw_snippet == "let n: number"
+    assert patch.file == "src/util.ts" and patch.tool_name == "ApplyPatch"
+    assert state.counts["interrupts"] == 1 and state.counts["errors"] == 1
+    assert "boom" in (ev[-2].summary or "") and ev[-1].ts == ev[-3].ts  # undated: the last time
+
+
+@pytest.mark.parametrize(
+    ("spoken", "iso"),
+    [
+        ("Friday, Jul 31, 2026, 5:10 PM (UTC-5)", "2026-07-31T22:10:00.000Z"),
+        ("Tuesday, Jul 21, 2026, 1:11 PM (UTC+3)", "2026-07-21T10:11:00.000Z"),
+        ("Monday, March 2, 2026, 12:05 AM (UTC+5:30)", "2026-03-01T18:35:00.000Z"),
+        ("2026-03-02T10:00:00Z", "2026-03-02T10:00:00.000Z"),
+        ("soon", None),
+    ],
+)
+def test_the_envelope_times_cursor_writes(spoken: str, iso: str | None) -> None:
+    assert cursor_iso(spoken) == iso
+    if iso and "UTC" in spoken:  # and the harness writes them that way
+        t = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+        assert cursor_iso(cursor_log.envelope_time(t)) == iso
 
 
 def test_a_subagent_transcript_counts_for_its_parent(tmp_path) -> None:
@@ -441,6 +498,12 @@ def test_detect_names_cursor_for_its_logs_only(tmp_path) -> None:
     vs = home / ".config" / "Code" / "User" / "workspaceStorage" / "abc" / "state.vscdb"
     write_db(vs, "ItemTable", {"interactive.sessions": []})
     assert not ADAPTER.claims(str(vs)) and tin.detect(str(vs)) is None
+    # a copy lying elsewhere is Cursor's when it holds Cursor's chats
+    copy, other = tmp_path / "copy" / "state.vscdb", tmp_path / "other" / "state.vscdb"
+    write_db(copy, "ItemTable", _legacy_rows())
+    write_db(other, "ItemTable", {"interactive.sessions": []})
+    assert tin.detect(str(copy)) == "cursor" and tin.detect(str(other)) is None
+    assert sorted(os.listdir(copy.parent)) == ["state.vscdb"]  # peeking leaves nothing behind
     if CLAUDE.is_file() and CODEX.is_file():
         assert tin.detect(str(CLAUDE)) == "claude-code"
         assert tin.detect(str(CODEX)) == "codex"
@@ -469,6 +532,8 @@ def test_roots_per_os_and_find_in_a_fake_home(tmp_path) -> None:
         f"{mac}/globalStorage",
         "/Users/u/.cursor/projects",
     ]
+    moved = ADAPTER.roots(Place("linux", "/h", {"CURSOR_CONFIG_DIR": "/c"}))
+    assert moved[-1] == "/c/projects"  # the CLI's CURSOR_CONFIG_DIR moves ~/.cursor
     win = ADAPTER.roots(Place("win32", "C:/Users/u", {"APPDATA": "C:/Users/u/AppData/Roaming"}))
     assert [r.replace("\\", "/") for r in win] == [
         "C:/Users/u/AppData/Roaming/Cursor/User/workspaceStorage",
@@ -484,8 +549,10 @@ def test_roots_per_os_and_find_in_a_fake_home(tmp_path) -> None:
     # what else lies there: backups, workspace.json, other editors' databases, extension files
     (ws.parent / "state.vscdb.backup").write_bytes(ws.read_bytes())
     (glob.parent / "storage.json").write_text("{}")
-    (home / ".cursor" / "projects" / slug(folder) / "terminals").mkdir()
-    (home / ".cursor" / "projects" / slug(folder) / "terminals" / "1.txt").write_text("$ ls")
+    (home / ".cursor" / "projects" / cursor_log.slug(folder) / "terminals").mkdir()
+    (home / ".cursor" / "projects" / cursor_log.slug(folder) / "terminals" / "1.txt").write_text(
+        "$ ls"
+    )
     write_db(home / ".config" / "Code" / "User" / "globalStorage" / "state.vscdb", "ItemTable", {})
     roots = [r for r in ADAPTER.roots(Place("linux", str(home), {})) if os.path.exists(r)]
     assert len(roots) == 3
@@ -499,60 +566,27 @@ def test_roots_per_os_and_find_in_a_fake_home(tmp_path) -> None:
 
 
 def _line(role: str, *blocks: dict[str, Any]) -> bytes:
-    return json.dumps({"role": role, "message": {"content": list(blocks)}}).encode() + b"\n"
+    return json.dumps(cursor_log.line(role, *blocks)).encode() + b"\n"
 
 
-def _ask(text: str, at: str) -> bytes:
-    return _line(
-        "user",
-        {"type": "text", "text": f"<timestamp>{at}</timestamp>\n<user_query>{text}</user_query>"},
-    )
-
-
-def _shell(command: str, output: str) -> list[bytes]:
-    return [
-        _line("assistant", {"type": "tool_use", "name": "Shell", "input": {"command": command}}),
-        _line("user", {"type": "tool_result", "content": output}),
-    ]
-
-
-def _rates_session() -> list[bytes]:
+def _rates_session(folder: Path) -> cursor_log.Session:
     """requests fails on SSL twice, the user complains, httpx works."""
-    out = [
-        _ask(
-            "Fetch the exchange rates over HTTP in rates.py and print them", "2026-03-01T09:00:00Z"
-        )
-    ]
-    out += _shell("python rates.py", SSL_ERROR)
-    out += _shell("python rates.py", SSL_ERROR)
-    out.append(_ask("ugh, still the same SSL error", "2026-03-01T09:02:00Z"))
-    out.append(
-        _line(
-            "assistant",
-            {
-                "type": "tool_use",
-                "name": "Edit",
-                "input": {
-                    "file_path": "rates.py",
-                    "old_string": "import requests",
-                    "new_string": "import httpx",
-                },
-            },
-        )
-    )
-    out.append(_line("user", {"type": "tool_result", "content": "Edited rates.py"}))
-    out += _shell("python rates.py", "USD/EUR 0.92")
-    out.append(_line("assistant", {"type": "text", "text": "rates.py uses httpx now."}))
-    return out
+    s = cursor_log.Session(folder, START, conversation="conv-rates", nested=True)
+    s.user("Fetch the exchange rates over HTTP in rates.py and print them")
+    s.run("python rates.py", SSL_ERROR, 1).run("python rates.py", SSL_ERROR, 1)
+    s.user("ugh, still the same SSL error")
+    s.edit("rates.py", "import requests", "import httpx")
+    s.run("python rates.py", "USD/EUR 0.92")
+    return s.say("rates.py uses httpx now.")
 
 
-def _package_session() -> list[bytes]:
+def _package_session(folder: Path) -> cursor_log.Session:
     """The user corrects the agent's package manager."""
-    out = [_ask("Add the lodash dependency to the dashboard", "2026-03-01T10:00:00Z")]
-    out += _shell("npm install lodash", "added 1 package")
-    out.append(_ask("no, use pnpm add lodash instead of npm", "2026-03-01T10:01:00Z"))
-    out += _shell("pnpm add lodash", "+ lodash 4.17.21")
-    return out
+    s = cursor_log.Session(folder, START + timedelta(hours=1), conversation="conv-pkg")
+    s.user("Add the lodash dependency to the dashboard")
+    s.run("npm install lodash", "added 1 package")
+    s.user("no, use pnpm add lodash instead of npm")
+    return s.run("pnpm add lodash", "+ lodash 4.17.21")
 
 
 def _mcp_context(env: dict[str, str], folder: Path, tasks: list[str]) -> list[dict[str, Any]]:
@@ -583,8 +617,8 @@ def test_cursor_logs_to_memories_to_mcp_context(tmp_path) -> None:
     folder = project(tmp_path, "rates")
     db = tmp_path / "data" / "memory.db"
     env = agent_env(home, db)
-    first = transcript(home, folder, "conv-rates", _rates_session())
-    second = transcript(home, folder, "conv-pkg", _package_session(), nested=False)
+    first = _rates_session(folder).write(home)
+    second = _package_session(folder).write(home)
 
     # the sqrl command over a Cursor transcript, the session ended now
     r = sqrl(env, "ingest", str(first), "--end", "--json")

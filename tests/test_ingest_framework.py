@@ -180,7 +180,13 @@ def test_sessions_of_many_projects_in_one_log_end_by_their_own_latest_event(
 
 
 def test_every_agent_has_an_adapter_and_default_locations() -> None:
+    from typing import get_args, get_type_hints
+
+    from reos_memory.squirrel import api
+
     assert tuple(tin.AGENTS) == AGENT_NAMES
+    # the protocol's `agent` (a Literal, spelled out for msgspec) names the same agents
+    assert get_args(get_type_hints(api.IngestTranscriptParams)["agent"]) == AGENT_NAMES
     assert set(tin.ADAPTERS) == set(AGENT_NAMES) - {"auto"}
     for adapter in tin.ADAPTERS.values():
         for platform in ("linux", "darwin", "win32"):

@@ -9,7 +9,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -504,3 +504,37 @@ def test_sqrl_ingest_rpc_and_mcp_learn_from_opencode(home: dict[str, Path], tmp_
     assert "pnpm" in data["context_prompt"]
     other = _mcp_context(env, home["C1"], "install the dayjs package")
     assert "lodash" not in other["context_prompt"]
+
+
+def test_a_scripted_session_added_to_the_database(home: dict[str, Path]) -> None:
+    """harness.agent_logs.opencode: a session added to the database that is there (the one of
+    the fixture), its rows final, and with `age` old enough to be read and idle."""
+    from datetime import UTC, datetime, timedelta
+
+    from harness import agent_logs
+
+    start = datetime.now(UTC) - timedelta(minutes=5)  # rows this new are moved back by `age`
+    s = agent_logs.session("opencode", home["A1"], start)
+    s.user("Fetch the rates").run("python rates.py", "SSLError", 1)
+    s.edit("rates.py", "import requests", "import httpx").run("python rates.py", "0.92")
+    s.say("Switched to httpx.")
+    assert s.write(home["home"], timedelta(hours=1)) == home["db"]
+    before, _, _ = read_all(home["db"])
+    with sqlite3.connect(home["db"]) as conn:
+        newest = conn.execute("SELECT max(time_updated) FROM part").fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM session").fetchone()[0] == 4
+    conn.close()
+    assert newest <= (time.time() - 3600) * 1000
+    parsed = [p for p in before if p.session_id == cast(Any, s).id]
+    assert {p.cwd for p in parsed} == {str(home["A1"])}
+    got = [(e[0], e[2], e[3], e[4], e[5], e[6]) for e in events_of(parsed)]
+    assert got == [
+        ("user", None, "Fetch the rates", None, None, None),
+        ("assistant", "bash", "Run python rates.py", "python rates.py", None, None),
+        ("tool", "bash", "SSLError", "python rates.py", 1, True),
+        ("assistant", "edit", "edit rates.py", None, None, None),
+        ("tool", "edit", None, None, None, False),
+        ("assistant", "bash", "Run python rates.py", "python rates.py", None, None),
+        ("tool", "bash", "0.92", "python rates.py", 0, False),
+        ("assistant", None, "Switched to httpx.", None, None, None),
+    ]

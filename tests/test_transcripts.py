@@ -61,8 +61,10 @@ def counts(rep: tin.FileReport) -> dict[str, int]:
 def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     sq = app.squirrel  # type: ignore[attr-defined]
     reps = {Path(r.path).name: r for r in tin.ingest_paths(sq, [str(FORMATS)])}
-    assert len(reps) == 6
+    assert len(reps) == 7
     assert all(r.skipped_reason is None and r.malformed == 0 for r in reps.values())
+    # Cursor's workspace database, a copy outside Cursor's folders, known by its chat keys
+    assert reps["state.vscdb"].agent == "cursor"
 
     cc = reps[SPOTTER.name]  # Claude Code 2.1.39
     assert cc.agent == "claude-code"

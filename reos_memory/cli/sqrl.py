@@ -488,11 +488,34 @@ def _on_logs(config: Config, args: Any, helper: Any, work: Callable[[Any], int])
 
 def _default_roots(config: Config) -> list[str]:
     """The configured Claude Code and Codex directories, then every other agent's default log
-    locations on this OS that exist."""
+    locations on this OS that exist, and the logs kept inside the projects this database
+    knows (Aider's history in each repository)."""
     from reos_memory.squirrel.ingest import ingest as tin
 
     configured = [config.claude_projects_dir, config.codex_sessions_dir]
-    return configured + [r for r in tin.default_roots() if r not in configured]
+    found = tin.default_roots(projects=_known_project_roots(config))
+    return configured + [r for r in found if r not in configured]
+
+
+def _known_project_roots(config: Config) -> list[str]:
+    """The project directories the database knows (read-only; none when there is none yet)."""
+    if config.db == ":memory:" or not os.path.exists(config.db):
+        return []
+    import apsw
+
+    from reos_memory.store import squirrel as ssql
+
+    try:
+        conn = apsw.Connection(config.db, flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return []
+    try:
+        conn.set_busy_timeout(5000)
+        return ssql.project_roots(conn)
+    except apsw.Error:
+        return []
+    finally:
+        conn.close()
 
 
 def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
@@ -549,7 +572,8 @@ def _watch(config: Config, app: Any, args: Any) -> int:
     except AlreadyWatching as exc:
         sys.stderr.write(f"sqrl: {exc}\n")
         return 3
-    watcher = app.squirrel.watcher(roots, idle_seconds=idle, progress=Progress())
+    refresh = None if args.root else (lambda: _default_roots(config))
+    watcher = app.squirrel.watcher(roots, idle_seconds=idle, progress=Progress(), refresh=refresh)
 
     def stop(signum: int, frame: Any) -> None:
         watcher.stop.set()

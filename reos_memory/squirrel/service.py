@@ -283,11 +283,13 @@ class Squirrel:
         *,
         idle_seconds: float,
         progress: Callable[[int, int, tin.FileReport], None] | None = None,
+        refresh: Callable[[], list[str]] | None = None,
     ) -> Watcher:
-        """A watch over the agents' log directories (`sqrl watch`), run by its `run`."""
+        """A watch over the agents' log directories (`sqrl watch`), run by its `run`; with
+        `refresh`, the roots are looked for again every minute."""
         from reos_memory.squirrel.ingest.watch import Watcher
 
-        return Watcher(self, roots, idle_seconds=idle_seconds, progress=progress)
+        return Watcher(self, roots, idle_seconds=idle_seconds, progress=progress, refresh=refresh)
 
     def end_session(self, session_id: str) -> list[Any]:
         """Cut a session's open episode as ended (the SessionEnd hook) and learn from it."""

@@ -50,6 +50,13 @@ def has_composers(conn: Conn) -> bool:
     return row is not None
 
 
+def has_item_keys(conn: Conn, keys: tuple[str, ...]) -> bool:
+    """Whether `ItemTable` holds any of `keys`."""
+    marks = ",".join("?" * len(keys))
+    row = conn.execute(f"SELECT 1 FROM ItemTable WHERE key IN ({marks}) LIMIT 1", keys)
+    return row.fetchone() is not None
+
+
 def item_top(conn: Conn) -> int:
     return int(conn.execute("SELECT max(rowid) FROM ItemTable").fetchone()[0] or 0)
 

@@ -47,6 +47,12 @@ def project_ids(conn: apsw.Connection) -> list[str]:
     return [r[0] for r in fetch(conn, sql)]
 
 
+def project_roots(conn: apsw.Connection) -> list[str]:
+    """The directories of the live projects that have one."""
+    sql = "SELECT root FROM projects WHERE merged_into IS NULL AND root IS NOT NULL ORDER BY root"
+    return [r[0] for r in fetch(conn, sql)]
+
+
 # -- open sessions ----------------------------------------------------------------------------
 
 

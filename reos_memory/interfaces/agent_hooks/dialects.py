@@ -143,6 +143,21 @@ def _windsurf_transcript(payload: dict[str, Any], cwd: str | None) -> str | None
     )
 
 
+def _copilot_transcript(payload: dict[str, Any], cwd: str | None) -> str | None:
+    """`transcript_path`: the Copilot extension's hook transcript
+    (`<workspaceStorage>/<id>/GitHub.copilot-chat/transcripts/<session>.jsonl`). When VS Code's
+    chat session store of the same session lies in that workspace storage
+    (`chatSessions/<session>.jsonl`), that is read instead: it has the commands' exit codes
+    and the user's denials, the transcript only a tool's success (and the adapter takes
+    nothing from a transcript whose store is beside it)."""
+    given = _text(payload, "transcript_path")
+    if not given or os.path.basename(os.path.dirname(given)) != "transcripts":
+        return given
+    from reos_memory.squirrel.ingest.copilot import chat_store_of
+
+    return chat_store_of(given) or given
+
+
 _CLAUDE_STYLE: dict[str, Kind] = {
     "SessionStart": "session_start",
     "UserPromptSubmit": "prompt",
@@ -209,6 +224,7 @@ DIALECTS: dict[str, Dialect] = {
             ("hookEventName", "hook_event_name"),
             ("sessionId", "session_id"),
             _hook_specific,
+            transcript_of=_copilot_transcript,
         ),
     )
 }

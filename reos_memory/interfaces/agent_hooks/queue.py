@@ -133,13 +133,24 @@ class _Worker:
                 path.unlink()
 
     def drain(self, q: Path) -> None:
-        """Claim and do requests until a round finds none."""
+        """Claim and do requests until a round finds none; then end the sessions idle past
+        `session_idle_minutes` (a tool without a session-end hook, or a session that crashed,
+        ends at the next hook call of any session, without `sqrl watch`)."""
+        did = False
         for _ in range(MAX_ROUNDS):
             taken = _claim(q)
             if not taken:
-                return
+                break
             for path, req in taken:
                 self.do(path, req)
+                did = True
+        if did:
+            try:
+                from reos_memory.squirrel.ingest.ingest import end_idle_sessions
+
+                end_idle_sessions(self.squirrel(), self.config.session_idle_minutes * 60.0)
+            except Exception:
+                log_line(self.config, "hook worker: " + traceback.format_exc())
 
 
 def _locked(lock: IO[str]) -> bool:

@@ -188,6 +188,11 @@ class Adapter:
         ones that do not exist are left out by the caller)."""
         return []
 
+    def in_project(self, root: str) -> list[str]:
+        """Logs this agent keeps inside a project's directory rather than in a home of its own
+        (found for the projects the database knows)."""
+        return []
+
     def begin(self, path: str, state: ParseState) -> None:
         """Called once before a log's first record (also after it was rewritten)."""
 
@@ -389,3 +394,8 @@ def result_event(
         is_error=is_error,
         rejected=rejected,
     )
+
+
+def system_event(ts: str | None, summary: str) -> EventIn:
+    """Something that happened to the session, said by no one (an interrupt, an API failure)."""
+    return EventIn(role="system", kind="message", ts=ts, summary=summary)

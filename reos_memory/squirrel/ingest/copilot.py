@@ -15,11 +15,14 @@ Three shapes, all under `<Code User>/workspaceStorage/<workspace id>/`:
 * `GitHub.copilot-chat/transcripts/<session>.jsonl`, the Copilot extension's hook transcript
   (`sessionTranscriptService.ts`; what the agent hooks hand over as `transcript_path`):
   `{type, data, id, timestamp, parentId}` entries. It tells failures only by `success`, so
-  when the chat session store of the same session lies beside it, the store is read instead.
+  when the chat session store of the same session lies beside it, the store is read instead
+  (and the hook worker is handed the store: `chat_store_of`).
 
 Tool calls are `toolInvocationSerialized` parts; a command's exit code is in
 `toolSpecificData.terminalCommandState.exitCode`, a denied confirmation (`isConfirmed` false or
-`{type: 0}`) is the user rejecting the call. The project is the workspace's folder
+`{type: 0}`) is the user rejecting the call. An edit tool's call carries the text it wrote (its
+arguments' `newString`...); the `textEditGroup` VS Code records for the file becomes an `edit`
+call, the name the offline writer knows edits by. The project is the workspace's folder
 (`workspace.json`).
 """
 
@@ -144,7 +147,7 @@ class Copilot(Adapter):
         if shape in ("store", "document"):
             state.session_id = sid
         state.cwd = workspace_folder(_workspace_dir(path))
-        if shape == "transcript" and _store_beside(path, sid):
+        if shape == "transcript" and chat_store_of(path):
             state.extra["beside_store"] = True
 
     def records(self, path: str, position: int, max_bytes: int) -> Iterator[Record]:
@@ -376,15 +379,21 @@ class Copilot(Adapter):
                 code = st["exitCode"]
             out = tsd.get("terminalCommandOutput")
             output = string(out.get("text")) if isinstance(out, dict) else None
-        elif tsd.get("kind") == "input":
-            raw = tsd.get("rawInput")
-            if isinstance(raw, dict):
-                file = next((_path(raw[k]) for k in _FILE_KEYS if string(raw.get(k))), None)
-                detail = json.dumps(raw, ensure_ascii=False)[:2000]
+        raw = tsd.get("rawInput") if tsd.get("kind") == "input" else None
+        written = None
+        if isinstance(raw, dict):
+            file = next((_path(raw[k]) for k in _FILE_KEYS if string(raw.get(k))), None)
+            detail = json.dumps(raw, ensure_ascii=False)[:2000]
+            written = _written(raw)
         said = _markdown(part.get("pastTenseMessage")) or _markdown(part.get("invocationMessage"))
         if file is None:
             m = _FILE_URI.search(said)
             file = _path(m.group(0)) if m else None
+        summary = first_line(said) if said else None
+        if written is not None:
+            # what the edit put in the file, not its arguments with the text it took out
+            detail = written[:2000]
+            summary = f"{name} {os.path.basename(file)}" if file else name
         out_events = [
             call_event(
                 state,
@@ -393,7 +402,7 @@ class Copilot(Adapter):
                 call_id,
                 command=command,
                 file=file,
-                summary=first_line(said) if said else None,
+                summary=summary,
                 detail=detail,
             )
         ]
@@ -606,7 +615,10 @@ def _flush_said(said: list[str], ts: str | None) -> list[EventIn]:
 
 
 def _edit(part: dict[str, Any], ts: str | None, state: ParseState) -> list[EventIn]:
-    """The edits the agent made to a file: what it wrote there, for the writer to compare."""
+    """The edits the agent made to a file: what it wrote there, for the writer to compare with
+    the failing attempts ("requests" failed, the edit brought "httpx"). VS Code records them
+    whichever tool made them; the event is named `edit`, as the offline writer knows edits
+    (`rules.EDIT_TOOLS`), not by Copilot's tool names."""
     file = _path(part.get("uri"))
     written: list[str] = []
     groups = part.get("edits")
@@ -621,13 +633,27 @@ def _edit(part: dict[str, Any], ts: str | None, state: ParseState) -> list[Event
         call_event(
             state,
             ts,
-            "textEdit",
+            "edit",
             None,
             file=file,
             summary=f"edit {name}".strip(),
             detail="\n".join(written)[:2000],
         )
     ]
+
+
+def _written(raw: dict[str, Any]) -> str | None:
+    """The new text of an edit tool's arguments (`copilot_replaceString`'s `newString`,
+    `copilot_multiReplaceString`'s `replacements`, `copilot_createFile`'s `content`,
+    `copilot_insertEdit`'s `code`)."""
+    for key in ("newString", "content", "code"):
+        if isinstance(raw.get(key), str):
+            return str(raw[key])
+    reps = raw.get("replacements")
+    if isinstance(reps, list):
+        texts = [r["newString"] for r in reps if isinstance(r, dict) and string(r.get("newString"))]
+        return "\n".join(texts) if texts else None
+    return None
 
 
 def _details_text(details: Any) -> str | None:
@@ -685,9 +711,15 @@ def _workspace_dir(path: str) -> str:
     return up
 
 
-def _store_beside(path: str, sid: str) -> bool:
-    store = os.path.join(_workspace_dir(path), STORE_DIR, sid)
-    return os.path.exists(store + ".jsonl") or os.path.exists(store + ".json")
+def chat_store_of(transcript: str) -> str | None:
+    """The chat session store's log of the session a hook transcript is of
+    (`<workspace>/chatSessions/<session>.jsonl`, or an older `.json`), when it lies in the
+    same workspace storage as the transcript (`<workspace>/GitHub.copilot-chat/transcripts/`)."""
+    if _shape(transcript) != "transcript":
+        return None
+    sid = os.path.basename(transcript)[: -len(".jsonl")]
+    store = os.path.join(_workspace_dir(transcript), STORE_DIR, sid)
+    return next((store + x for x in (".jsonl", ".json") if os.path.isfile(store + x)), None)
 
 
 def workspace_folder(ws_dir: str) -> str | None:

@@ -25,7 +25,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from reos_memory.models import EventIn
@@ -48,6 +48,9 @@ from reos_memory.squirrel.ingest.base import (
 _TS = re.compile(r"<timestamp>\s*(.*?)\s*</timestamp>", re.S)
 _QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
 _TAGGED = re.compile(r"^\s*<([a-z_]+)>.*?</\1>\s*", re.S)
+# hidden thinking: an assistant text block is, or ends with, this marker
+_REDACTED = re.compile(r"\s*\[REDACTED\]\s*$")
+_PATCHED = re.compile(r"(?m)^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$")
 _EXIT = re.compile(r"(?im)^\s*exit code:?\s*(-?\d+)\b")
 _FILE_KEYS = ("file_path", "path", "target_file", "targetFile", "relative_workspace_path")
 _SHELL_TOOLS = frozenset({"Shell", "run_terminal_cmd", "Bash", "shell", "terminal"})
@@ -67,7 +70,9 @@ class Cursor(Adapter):
         out = []
         for user in place.vscode_user_dirs(("Cursor",)):
             out += [os.path.join(user, "workspaceStorage"), os.path.join(user, "globalStorage")]
-        out.append(os.path.join(place.home, ".cursor", "projects"))
+        # the CLI's CURSOR_CONFIG_DIR moves `~/.cursor` (third-party readers of the CLI)
+        dot = place.var("CURSOR_CONFIG_DIR") or os.path.join(place.home, ".cursor")
+        out.append(os.path.join(dot, "projects"))
         return out
 
     def claims(self, path: str) -> bool:
@@ -138,10 +143,8 @@ class Cursor(Adapter):
                 if role == "user":
                     out.extend(_user_text(block["text"], state))
                     ts = string(state.extra.get("ts"))
-                elif block["text"].strip():
-                    out.append(
-                        EventIn(role="assistant", kind="message", ts=ts, text=cut(block["text"]))
-                    )
+                elif said := _REDACTED.sub("", block["text"]).strip():
+                    out.append(EventIn(role="assistant", kind="message", ts=ts, text=cut(said)))
             elif btype == "tool_use":
                 out.append(_call(block, ts, state))
             elif btype == "tool_result":
@@ -161,7 +164,8 @@ def _parts(path: str) -> list[str]:
 
 def is_database(path: str) -> bool:
     """A `state.vscdb` of Cursor's user dir (VS Code and its other forks write the same name):
-    `<...>/Cursor*/User/{globalStorage,workspaceStorage/<id>}/state.vscdb`."""
+    `<...>/Cursor*/User/{globalStorage,workspaceStorage/<id>}/state.vscdb`; one lying elsewhere
+    (a copy) when it holds Cursor's chat keys."""
     if os.path.basename(path) != "state.vscdb":
         return False
     parts = _parts(path)
@@ -170,12 +174,13 @@ def is_database(path: str) -> bool:
     elif len(parts) >= 5 and parts[-3] == "workspaceStorage":
         user = len(parts) - 4
     else:
-        return False
+        return cursor_db.holds_chats(path)
     return parts[user] == "User" and user > 0 and parts[user - 1].startswith("Cursor")
 
 
 def is_transcript(path: str) -> bool:
-    """A JSONL log under `.cursor/projects/<slug>/agent-transcripts/`."""
+    """A JSONL log under `.cursor/projects/<slug>/agent-transcripts/` (`.cursor` may be
+    elsewhere under another name: CURSOR_CONFIG_DIR)."""
     if not _jsonl(path):
         return False
     parts = _parts(path)
@@ -183,7 +188,7 @@ def is_transcript(path: str) -> bool:
         at = len(parts) - 1 - parts[::-1].index("agent-transcripts")
     except ValueError:
         return False
-    return at >= 3 and parts[at - 2] == "projects" and parts[at - 3] == ".cursor"
+    return at >= 3 and parts[at - 2] == "projects"
 
 
 def transcript_session(path: str) -> tuple[str, bool]:
@@ -205,7 +210,19 @@ def slug_folder(path: str) -> str | None:
     except ValueError:
         return None
     slug = parts[at - 1] if at >= 1 else ""
-    return _resolve("/", slug, 0) if slug else None
+    if not slug:
+        return None
+    found = _FOUND.get(slug)
+    if found is None or not os.path.isdir(found):
+        found = _resolve("/", slug, 0)
+        if found is not None:
+            if len(_FOUND) >= 256:
+                _FOUND.clear()
+            _FOUND[slug] = found
+    return found
+
+
+_FOUND: dict[str, str] = {}  # slug -> the folder found for it (the walk costs ms per file)
 
 
 def _norm(name: str) -> str:
@@ -237,14 +254,57 @@ def _resolve(folder: str, rest: str, depth: int) -> str | None:
 
 
 def _iso(text: str) -> str | None:
+    """An ISO time, or the envelope's human-readable one ("Friday, Jul 31, 2026, 5:10 PM
+    (UTC-5)"), as UTC ISO with milliseconds."""
+    dt: datetime | None
     try:
         dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
+        dt = _spoken_time(text)
+    if dt is None:
         return None
     if dt.tzinfo is None:
         dt = dt.astimezone()
     dt = dt.astimezone(UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+_SPOKEN = re.compile(
+    r"(?i)(?:[a-z]+,\s*)?([a-z]{3})[a-z]*\.?\s+(\d{1,2}),?\s+(\d{4}),?\s+(?:at\s+)?"
+    r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([ap]\.?m\.?)?"
+    r"(?:\s*\(?\s*(?:utc|gmt)\s*(?:([+-])\s*(\d{1,2})(?::?(\d{2}))?)?\s*\)?)?"
+)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _spoken_time(text: str) -> datetime | None:
+    """Cursor's envelope time, e.g. "Tuesday, Jul 21, 2026, 1:11 PM (UTC+3)" (third-party
+    readers of real transcripts; no zone: the machine's)."""
+    m = _SPOKEN.search(text)
+    if m is None or m.group(1).lower() not in _MONTHS:
+        return None
+    mon, day, year, hour, minute, sec, half, sign, oh, om = m.groups()
+    h = int(hour)
+    if half:
+        h = h % 12 + (12 if half.lower().startswith("p") else 0)
+    zone = None
+    if sign:
+        off = timedelta(hours=int(oh), minutes=int(om or 0))
+        zone = timezone(-off if sign == "-" else off)
+    elif re.search(r"(?i)\b(?:utc|gmt)\b", m.group(0)):
+        zone = UTC
+    try:
+        return datetime(
+            int(year),
+            _MONTHS.index(mon.lower()) + 1,
+            int(day),
+            h,
+            int(minute),
+            int(sec or 0),
+            tzinfo=zone,
+        )
+    except ValueError:
+        return None
 
 
 def _user_text(text: str, state: ParseState) -> list[EventIn]:
@@ -277,6 +337,9 @@ def _open_calls(state: ParseState) -> list[list[Any]]:
 def _call(block: dict[str, Any], ts: str | None, state: ParseState) -> EventIn:
     name = string(block.get("name")) or "tool"
     inp = block.get("input")
+    if isinstance(inp, str):  # ApplyPatch: the patch itself
+        files = _PATCHED.findall(inp)
+        inp = {"path": files[0], "patch": inp} if files else {"patch": inp}
     inp = inp if isinstance(inp, dict) else {}
     n = int(state.extra.get("n", 0)) + 1
     state.extra["n"] = n
@@ -284,7 +347,7 @@ def _call(block: dict[str, Any], ts: str | None, state: ParseState) -> EventIn:
     command = string(inp.get("command")) if name in _SHELL_TOOLS or "command" in inp else None
     file = next((inp[k] for k in _FILE_KEYS if string(inp.get(k))), None)
     written = string(inp.get("new_string")) or string(inp.get("contents"))
-    written = written or string(inp.get("content"))
+    written = written or string(inp.get("content")) or string(inp.get("patch"))
     summary = string(inp.get("description")) or string(inp.get("explanation"))
     detail: str | None
     if written and file:
@@ -338,10 +401,16 @@ def _result(block: dict[str, Any], ts: str | None, state: ParseState) -> EventIn
 def _turn_ended(record: dict[str, Any], state: ParseState) -> list[Parsed]:
     state.count("turns")
     how = " ".join(
-        str(record.get(k, "")) for k in ("status", "reason", "turn_ended") if record.get(k)
+        str(record.get(k, "")) for k in ("status", "reason", "error", "turn_ended") if record.get(k)
     )
-    if state.session_id and re.search(r"abort|interrupt|cancel", how, re.I):
-        return [Parsed(state.session_id, _interrupt(string(state.extra.get("ts")), state))]
+    sid, ts = state.session_id, string(state.extra.get("ts"))
+    if sid and re.search(r"abort|interrupt|cancel", how, re.I):
+        return [Parsed(sid, _interrupt(ts, state))]
+    if sid and record.get("status") == "error":  # {"status": "error", "error": "..."}
+        state.count("errors")
+        why = string(record.get("error"))
+        text = f"the agent's turn failed: {first_line(why)}" if why else "the agent's turn failed"
+        return [Parsed(sid, EventIn(role="system", kind="message", ts=ts, summary=text))]
     return []
 
 

@@ -91,6 +91,22 @@ def records(path: str, position: int, home: str) -> Iterator[Record]:
         conn.close()
 
 
+def holds_chats(path: str) -> bool:
+    """Whether a database holds Cursor's chats: the 2024 keys or the 2025 composers."""
+    try:
+        conn = vscdb.connect(path)
+    except (OSError, vscdb.Error):
+        return False
+    try:
+        return vscdb.has_composers(conn) or (
+            vscdb.has_table(conn, "ItemTable") and vscdb.has_item_keys(conn, ITEM_KEYS)
+        )
+    except vscdb.Error:
+        return False
+    finally:
+        conn.close()
+
+
 def _item_records(conn: vscdb.Conn, path: str, position: int) -> Iterator[Record]:
     top = vscdb.item_top(conn)
     rows = vscdb.item_rows(conn, position, top, ITEM_KEYS)

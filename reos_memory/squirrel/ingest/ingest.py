@@ -121,12 +121,21 @@ def detect(path: str) -> str | None:
     return None
 
 
-def default_roots(place: Place | None = None, extra: Iterable[str] = ()) -> list[str]:
-    """Every agent's default log locations on this machine that exist (and `extra`, the
-    configured Claude Code and Codex directories), each once."""
+def default_roots(
+    place: Place | None = None, extra: Iterable[str] = (), projects: Iterable[str] = ()
+) -> list[str]:
+    """Every agent's default log locations on this machine that exist (after `extra`, the
+    configured Claude Code and Codex directories), and the logs agents keep inside the
+    `projects` directories (Aider's history), each once."""
     place = place or Place.here()
+    adapters = list(ADAPTERS.values())
     found: list[str] = []
-    for root in [*extra, *(r for a in ADAPTERS.values() for r in a.roots(place))]:
+    candidates = [
+        *extra,
+        *(r for a in adapters for r in a.roots(place)),
+        *(f for root in projects for a in adapters for f in a.in_project(root)),
+    ]
+    for root in candidates:
         if root not in found and os.path.exists(root):
             found.append(root)
     return found

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from reos_memory.squirrel.service import Squirrel
 
 
+ROOTS_REFRESH_S = 60.0
+
+
 class AlreadyWatching(Exception):
     pass
 
@@ -80,9 +83,12 @@ class Watcher:
         *,
         idle_seconds: float,
         progress: Callable[[int, int, tin.FileReport], None] | None = None,
+        refresh: Callable[[], list[str]] | None = None,
     ) -> None:
         self.sq = sq
         self.roots = roots
+        self.refresh = refresh  # the roots looked for again now and then (the defaults)
+        self._refreshed = time.monotonic()
         self.idle_seconds = idle_seconds
         self.progress = progress
         self.stop = threading.Event()
@@ -101,7 +107,10 @@ class Watcher:
             self._prime()
         out: list[tuple[int, str]] = []
         live = set()
-        for path in tin.find([r for r in self.roots if os.path.isdir(r)]):
+        if self.refresh is not None and time.monotonic() - self._refreshed >= ROOTS_REFRESH_S:
+            self.roots = self.refresh()  # an agent installed, a project begun, since the start
+            self._refreshed = time.monotonic()
+        for path in tin.find([r for r in self.roots if os.path.exists(r)]):
             path = os.path.realpath(path)
             live.add(path)
             try:

@@ -35,7 +35,11 @@ from reos_memory.squirrel.tokens import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 
 EDIT_TOOLS = frozenset(
-    ["edit", "write", "multiedit", "apply_patch", "notebookedit", "str_replace_editor"]
+    [
+        *("edit", "write", "multiedit", "apply_patch", "notebookedit", "str_replace_editor"),
+        # Cursor's agent tools: StrReplace {path, old_string, new_string}, ApplyPatch, EditNotebook
+        *("strreplace", "applypatch", "editnotebook"),
+    ]
 )
 # Gemini CLI's file tools (`write_file`, `replace`) and Windsurf's `code_action` edit files too
 EDIT_TOOLS |= {"write_file", "replace", "code_action"}
