@@ -23,12 +23,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from harness.agent_homes import _dump, _ts
+
 _TOKENS = {"input": 5120, "output": 96, "cached": 0, "thoughts": 32, "tool": 0, "total": 5248}
 _MODEL = "gemini-2.5-pro"
-
-
-def _ts(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 class Session:
@@ -149,9 +147,7 @@ class Session:
         name = f"session-{self.start.astimezone(UTC):%Y-%m-%dT%H-%M}-{self.id[:8]}.jsonl"
         path = project / "chats" / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            for line in self.lines:
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        _dump(path, self.lines)
         if age is not None:
             old = (datetime.now(UTC) - age).timestamp()
             os.utime(path, (old, old))

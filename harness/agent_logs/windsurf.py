@@ -14,16 +14,13 @@ file).
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-
-def _ts(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+from harness.agent_homes import _dump, _ts
 
 
 class Session:
@@ -68,9 +65,7 @@ class Session:
     def write(self, home: Path, age: timedelta | None = None) -> Path:
         path = home / ".windsurf" / "transcripts" / f"{self.id}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            for step in self.steps:
-                f.write(json.dumps(step, ensure_ascii=False) + "\n")
+        _dump(path, self.steps)
         if age is not None:
             old = (datetime.now(UTC) - age).timestamp()
             os.utime(path, (old, old))
