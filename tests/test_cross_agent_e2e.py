@@ -13,10 +13,13 @@ from harness import agent_logs
 from harness.commands import agent_env, run_module, sqrl
 from harness.rpc_client import Server
 from reos_memory.squirrel.ingest import AGENT_NAMES
+from reos_memory.squirrel.ingest import ingest as tin
+from tests.agent_fixtures import app
 from tests.test_agents_e2e import _mcp_context
 from tests.test_squirrel_e2e import SSL_ERROR
 
 pytestmark = pytest.mark.e2e
+__all__ = ["app"]  # a fixture, used by its name
 
 OLD = timedelta(hours=3)
 OTHERS = [a for a in AGENT_NAMES if a not in ("auto", "claude-code")]
@@ -116,3 +119,32 @@ def test_sqrl_ingest_and_watch_find_every_agents_logs_where_the_agent_keeps_them
         srv.wait_ready()
         seen = srv.call("squirrel/status")["transcripts"]
     assert set(seen) == set(agents), seen
+
+
+@pytest.mark.parametrize("agent", [a for a in AGENT_NAMES if a != "auto"])
+def test_no_agent_relearns_the_context_it_was_given(app, tmp_path: Path, agent: str) -> None:
+    """Context an agent was given shows up in its own log (an MCP `get_task_context` result, a
+    command's output): whatever the format, Squirrel's block is stripped before anything of
+    the event is stored."""
+    home, repo = tmp_path / "home", tmp_path / "work" / "rates"
+    (repo / ".git").mkdir(parents=True)
+    s = agent_logs.session(agent, repo, datetime.now(UTC) - timedelta(hours=5))
+    block = (
+        '<squirrel-context id="ctx_0123456789">\n'
+        "Memories for this task:\n"
+        "- Use zeepclient17 for the rates API; requests fails SSL here.\n"
+        "</squirrel-context>"
+    )
+    s.user("Fetch the exchange rates over HTTP in rates.py")
+    s.run("reos-memory context 'fetch the rates'", block, 0)
+    s.say("I will use what the memories say.")
+    log = s.write(home, OLD)
+    rep = tin.ingest_file(app.squirrel, str(log), tin.Options(session_end=True))
+    assert rep.agent == agent and rep.malformed == 0
+    stored = app.squirrel.db.read(
+        lambda c: (
+            [r[0] for r in c.execute("SELECT events_json FROM episodes")]
+            + [r[0] for r in c.execute("SELECT event_json FROM squirrel_events")]
+        )
+    )
+    assert not any("zeepclient17" in s for s in stored), stored
