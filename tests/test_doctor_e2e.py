@@ -71,7 +71,8 @@ def test_doctor_names_installed_connected_tools_and_their_last_session(tmp_path:
     assert report["database"] == str(db) and report["database_state"] == "ok"
     assert report["hook_log"]["recent_errors"] == 1
     tools = {t["tool"]: t for t in report["tools"]}
-    assert list(tools) == list(cn.TOOLS)
+    assert list(tools) == [*cn.TOOLS, "aider"]  # aider: learned from, nothing to connect
+    assert tools["aider"]["user"] is None and not tools["aider"]["installed"]
     cursor, gemini = tools["cursor"], tools["gemini"]
     assert cursor["installed"] == str(home / ".cursor")
     assert cursor["user"]["hooks"]["connected"] == "yes"
@@ -90,4 +91,5 @@ def test_doctor_names_installed_connected_tools_and_their_last_session(tmp_path:
     assert "hooks+mcp" in lines["cursor"] and when in lines["cursor"] and "1 log" in lines["cursor"]
     assert "hooks+mcp" in lines["gemini"] and "never" in lines["gemini"]
     assert lines["codex"].split()[1] == "no"
+    assert lines["aider"].split()[1:4] == ["no", "n/a", "n/a"]
     assert "1 problem(s)" in text.stdout and str(db) in text.stdout

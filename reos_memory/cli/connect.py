@@ -500,6 +500,20 @@ def doctor(db: str, project: Path, env: Mapping[str, str]) -> dict[str, Any]:
                 "last_session_at": seen["last_session_at"] if seen else None,
             }
         )
+    # Aider has no settings to connect: it is learned from the history it keeps in each
+    # repository, found there by `sqrl ingest` / `sqrl watch`
+    seen = sessions.get("aider") if isinstance(sessions, dict) else None
+    tools.append(
+        {
+            "tool": "aider",
+            "installed": shutil.which("aider", path=env.get("PATH", os.defpath)),
+            "user": None,
+            "project": None,
+            "agent": "aider",
+            "logs": seen["logs"] if seen else 0,
+            "last_session_at": seen["last_session_at"] if seen else None,
+        }
+    )
     return {
         "database": db,
         "database_state": sessions if isinstance(sessions, str) else "ok",
