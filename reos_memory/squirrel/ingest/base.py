@@ -193,6 +193,10 @@ class Adapter:
         (found for the projects the database knows)."""
         return []
 
+    def use_db(self, db: str) -> None:
+        """The database the records go to, told before a log is read (an adapter that reads a
+        companion log of ours kept beside it; the others ignore it)."""
+
     def begin(self, path: str, state: ParseState) -> None:
         """Called once before a log's first record (also after it was rewritten)."""
 
