@@ -39,13 +39,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reos_memory.squirrel.ingest.cutting import MAX_TEXT, cut
+
 FOLDER = "cursor"  # under `<db>.hook-tools/`
 SUFFIX = ".hook-tools"
 EVENTS = frozenset({"postToolUse", "postToolUseFailure", "afterShellExecution"})
 MAX_FILE = 8 << 20  # a conversation's log stops growing here
 MAX_AGE = 7 * 86400.0  # seconds a log is kept after its last line
 MAX_FIELD = 2000  # characters of a command, a path, an error message
-MAX_OUTPUT = 8000  # characters of an output kept (its head and tail)
+MAX_OUTPUT = MAX_TEXT  # characters of an output kept (its head and tail), as adapters hand on
 MAX_TAKEN = 256  # entries taken past the offset, remembered per transcript
 MAX_BEHIND = 64  # entries passed over by later calls before they are given up
 TWIN_SECONDS = 10.0
@@ -87,7 +89,6 @@ def _output(value: Any) -> str | None:
     """The output, redacted, cut to its head and tail. Cut to twice the size first (the
     redaction of megabytes would cost the agent time), then redacted, then cut again: the
     first cut's seam, where a secret may be split, is in the part the second cut drops."""
-    from reos_memory.squirrel.ingest.base import cut
     from reos_memory.squirrel.redaction import redact
 
     if value is None or value == "":
