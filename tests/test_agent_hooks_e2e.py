@@ -27,6 +27,7 @@ from reos_memory.cli.reos import HOOK_TOOLS
 from reos_memory.config import load_config
 from reos_memory.interfaces.agent_hooks import queue
 from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, TOOLS, Call
+from reos_memory.squirrel.ingest import cursor_sidecar
 from tests.test_agents_e2e import _mcp_context
 from tests.test_cross_agent_e2e import ssl_lesson
 
@@ -357,3 +358,20 @@ def test_cursor_post_tool_garbage_is_ignored(project: Project) -> None:
     kept = Path(f"{project.db}.hook-tools")
     assert not kept.exists() or not any(kept.rglob("*.jsonl")), list(kept.rglob("*"))
     assert hook_pids(project.db, "--worker") == []
+
+
+def test_the_cursor_tool_logs_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process: a conversation's log stops growing at its cap, and the queue worker removes
+    the logs idle for a week (before it opens anything)."""
+    config = load_config(None, {"db": str(tmp_path / "memory.db")})
+    root = Path(f"{config.db}.hook-tools")
+    run = {"name": "Shell", "input": {"command": "ls"}, "output": "x" * 3000}
+    post = cursor_tool_runs("c-big", str(tmp_path), [run])[0]
+    monkeypatch.setattr(cursor_sidecar, "MAX_FILE", 5000)
+    assert cursor_sidecar.record(root, post) and not cursor_sidecar.record(root, post)
+    old, new = root / "cursor" / "c-old.jsonl", root / "cursor" / "c-big.jsonl"
+    old.write_text("{}\n")
+    week = time.time() - 8 * 86400
+    os.utime(old, (week, week))
+    assert queue.work(config, lambda *a, **k: pytest.fail("nothing to open")) == 0
+    assert not old.exists() and new.exists()

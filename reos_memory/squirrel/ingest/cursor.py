@@ -495,7 +495,9 @@ def _hooked_result(
     got = cursor_sidecar.take(hooked, name or "tool", command, file)
     if got is None:
         owed = hooked.setdefault("owed", [])
-        owed.append(call)
+        cap = cursor_sidecar.MAX_FIELD  # as much as the log keeps of a command or path
+        short = [t.strip()[:cap] if t else None for t in (command, file)]
+        owed.append([name, call_id, *short])
         del owed[:-MAX_OWED]
         return []
     state.count("results_from_hooks")
