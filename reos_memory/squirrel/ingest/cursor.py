@@ -533,7 +533,7 @@ def _settled(
 
 
 def _owed_results(state: ParseState, folder: str | None, prompt: bool) -> list[EventIn]:
-    """The results come since of calls read without one (before anything else of the
+    """Results that came since for the calls read without one (before anything else of the
     transcript, so a later call of the same command cannot take them); at a prompt, the ones
     still missing are given up (a new generation: their hooks did not run)."""
     hooked = state.extra.get("hooked")
