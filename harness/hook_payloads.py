@@ -114,3 +114,62 @@ def payload(
     else:
         out["reason"] = "exit" if tool == "gemini" else "prompt_input_exit"
     return out
+
+
+def cursor_tool_runs(
+    conversation: str,
+    cwd: str,
+    runs: list[dict[str, Any]],
+    transcript: str | None = None,
+) -> list[dict[str, Any]]:
+    """What Cursor hands its post-tool hooks for each tool run (cursor.com/docs/agent/hooks):
+    `postToolUse` {tool_name, tool_input, tool_output, tool_use_id, cwd, duration}, or
+    `postToolUseFailure` {error_message, failure_type, is_interrupt} for a run with a
+    `failure`; a shell command's run is also told by `afterShellExecution` {command, output,
+    duration}. `runs`: {name, input, output, failure?, error?} (`Session.runs` of
+    harness.agent_logs.cursor)."""
+    out: list[dict[str, Any]] = []
+    for i, run in enumerate(runs):
+        common = {
+            **payload("cursor", "ingest", conversation, cwd, transcript=transcript),
+            "generation_id": f"{conversation}-g",
+        }
+        for k in ("status", "loop_count"):
+            common.pop(k)
+        tool = {"tool_name": run["name"], "tool_input": run["input"], "tool_use_id": f"tu-{i}"}
+        if run.get("failure"):
+            out.append(
+                {
+                    **common,
+                    **tool,
+                    "hook_event_name": "postToolUseFailure",
+                    "cwd": cwd,
+                    "error_message": run.get("error") or "the tool failed",
+                    "failure_type": run["failure"],
+                    "duration": 800,
+                    "is_interrupt": False,
+                }
+            )
+        else:
+            out.append(
+                {
+                    **common,
+                    **tool,
+                    "hook_event_name": "postToolUse",
+                    "cwd": cwd,
+                    "tool_output": run["output"],
+                    "duration": 1200,
+                }
+            )
+        command = run["input"].get("command")
+        if run["name"] == "Shell" and isinstance(command, str) and not run.get("failure"):
+            out.append(
+                {
+                    **common,
+                    "hook_event_name": "afterShellExecution",
+                    "command": command,
+                    "output": run["output"],
+                    "duration": 1100,
+                }
+            )
+    return out

@@ -19,13 +19,15 @@ import jsonschema
 import pytest
 
 from harness import agent_logs
+from harness.agent_logs import cursor as cursor_log
 from harness.commands import agent_env, run_module, sqrl
-from harness.hook_payloads import EVENTS, payload
+from harness.hook_payloads import EVENTS, cursor_tool_runs, payload
 from harness.processes import hook_pids
 from reos_memory.cli.reos import HOOK_TOOLS
 from reos_memory.config import load_config
 from reos_memory.interfaces.agent_hooks import queue
 from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, TOOLS, Call
+from reos_memory.squirrel.ingest import cursor_sidecar
 from tests.test_agents_e2e import _mcp_context
 from tests.test_cross_agent_e2e import ssl_lesson
 
@@ -181,15 +183,17 @@ def test_garbage_never_breaks_the_agent(project: Project, tool: str) -> None:
     assert hook_pids(project.db, "--worker") == []
 
 
-def _cursor_of(db: Path, path: Path) -> tuple[str, int, int] | None:
+def _cursor_of(db: Path, path: Path) -> tuple[str, int, int, str] | None:
+    """The transcript's cursor: agent, offset, ended, parse state."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         row = con.execute(
-            "SELECT agent, offset, ended FROM transcript_cursors WHERE path = ?", (str(path),)
+            "SELECT agent, offset, ended, state_json FROM transcript_cursors WHERE path = ?",
+            (str(path),),
         ).fetchone()
     finally:
         con.close()
-    return None if row is None else (row[0], row[1], row[2])
+    return None if row is None else (row[0], row[1], row[2], row[3])
 
 
 def _drained(project: Project) -> None:
@@ -221,7 +225,7 @@ def test_a_session_in_the_tools_own_log_is_learned_through_its_hook_and_given_ba
     _drained(project)
     got = _cursor_of(project.db, transcript)
     assert got is not None, project.log()
-    agent, _, ended = got
+    agent, _, ended, _ = got
     # read by the tool's own adapter; ended by the end hook, or (a tool without one) by the
     # worker once the log has been idle past session_idle_minutes, as this one has
     assert (agent, ended) == (tool, 1), project.log()
@@ -284,3 +288,90 @@ def test_dialects_read_each_tools_fields(tmp_path: Path, monkeypatch: pytest.Mon
     assert DIALECTS["copilot"].read(snake) == Call(
         "copilot", "prompt", "UserPromptSubmit", "v1", None, repo, ASK
     )
+
+
+SECRET = "sk-proj-" + "Q7f2Lx9Vb4Nc8Rt1Wm6Zp3Hs5Jd0Gk2Ya8Ue4Io7Pl1Kq9Xw"
+
+
+def _files_hold(paths: list[Path], text: str) -> bool:
+    return any(text.encode() in p.read_bytes() for p in paths if p.is_file())
+
+
+def test_cursor_tool_results_from_its_hooks_teach_the_lesson_its_transcript_cannot(
+    tmp_path: Path,
+) -> None:
+    """A real-shape Cursor transcript (calls, no results) and the post-tool hook calls Cursor
+    makes as the tools run: the results are kept by the hook (redacted, private), the worker
+    pairs them with the transcript's calls at stop and session end, and the next session
+    starts with the lesson (httpx over requests) that only the results tell."""
+    project = Project(tmp_path)
+    home = project.tmp / "home"
+    s = cursor_log.Session(
+        project.repo, datetime.now(UTC) - timedelta(hours=5), conversation="c-ssl", results=False
+    )
+    ssl_lesson(s)
+    s.run("printenv OPENAI_API_KEY", f"OPENAI_API_KEY={SECRET}", 0)
+    transcript = s.write(home, timedelta(hours=3)).resolve()
+    for p in cursor_tool_runs(s.id, str(project.repo), s.runs, str(transcript)):
+        assert project.hook("cursor", p) == ""  # one hook process per call, as Cursor runs it
+    log = Path(f"{project.db}.hook-tools") / "cursor" / f"{s.id}.jsonl"
+    assert (log.stat().st_mode & 0o777, log.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    assert log.parent.parent.stat().st_mode & 0o777 == 0o700
+    assert "CERTIFICATE_VERIFY_FAILED" in log.read_text()
+    assert SECRET not in log.read_text() and "[REDACTED" in log.read_text()
+    assert not list(transcript.parent.glob("*.hook*"))  # nothing of ours in Cursor's folders
+
+    for kind in ("ingest", "end"):
+        assert project.call("cursor", kind, s.id, transcript=str(transcript)) == ""
+    _drained(project)
+    got = _cursor_of(project.db, transcript)
+    assert got is not None and got[:3] == ("cursor", transcript.stat().st_size, 1), project.log()
+    counts = json.loads(got[3])["counts"]
+    # each run's result once (a shell run is told twice: postToolUse and afterShellExecution)
+    assert counts["results_from_hooks"] == len(s.runs) == counts["tool_calls"], counts
+    text = _context("cursor", "session_start", project.call("cursor", "session_start", "next"))
+    assert "httpx" in text, text
+    db_files = [project.db, Path(f"{project.db}-wal")]
+    assert not _files_hold(db_files, SECRET), "the secret reached the database"
+    assert project.log() == "" or "Traceback" not in project.log(), project.log()
+
+
+def test_cursor_post_tool_garbage_is_ignored(project: Project) -> None:
+    """Bad post-tool payloads: exit 0, nothing printed, nothing kept."""
+    good = cursor_tool_runs(
+        "g-ok", str(project.repo), [{"name": "Shell", "input": {"command": "ls"}, "output": "a"}]
+    )[0]
+    bad: list[dict[str, Any] | str] = []
+    for event in ("postToolUse", "postToolUseFailure", "afterShellExecution"):
+        bad += [
+            {"hook_event_name": event},
+            {"hook_event_name": event, "conversation_id": 7, "tool_name": "Shell"},
+            {"hook_event_name": event, "conversation_id": "../../etc/x", "tool_name": "Shell"},
+            {"hook_event_name": event, "conversation_id": ".hidden", "command": "ls"},
+            {"hook_event_name": event, "conversation_id": "g1", "tool_name": ["Shell"]},
+            {**good, "hook_event_name": event, "conversation_id": None},
+            {**good, "hook_event_name": event, "tool_name": 3, "command": {"x": 1}},
+        ]
+    bad += ["{not json", "[]", json.dumps({**good, "padding": "x" * (5 << 20)})]
+    for stdin in bad:
+        assert project.hook("cursor", stdin) == "", stdin
+    kept = Path(f"{project.db}.hook-tools")
+    assert not kept.exists() or not any(kept.rglob("*.jsonl")), list(kept.rglob("*"))
+    assert hook_pids(project.db, "--worker") == []
+
+
+def test_the_cursor_tool_logs_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process: a conversation's log stops growing at its cap, and the queue worker removes
+    the logs idle for a week (before it opens anything)."""
+    config = load_config(None, {"db": str(tmp_path / "memory.db")})
+    root = Path(f"{config.db}.hook-tools")
+    run = {"name": "Shell", "input": {"command": "ls"}, "output": "x" * 3000}
+    post = cursor_tool_runs("c-big", str(tmp_path), [run])[0]
+    monkeypatch.setattr(cursor_sidecar, "MAX_FILE", 5000)
+    assert cursor_sidecar.record(root, post) and not cursor_sidecar.record(root, post)
+    old, new = root / "cursor" / "c-old.jsonl", root / "cursor" / "c-big.jsonl"
+    old.write_text("{}\n")
+    week = time.time() - 8 * 86400
+    os.utime(old, (week, week))
+    assert queue.work(config, lambda *a, **k: pytest.fail("nothing to open")) == 0
+    assert not old.exists() and new.exists()

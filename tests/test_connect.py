@@ -430,6 +430,9 @@ def test_a_changed_command_is_updated_in_place(fake: dict[str, Any]) -> None:
     data = load("cursor", path)
     assert data["hooks"]["stop"][0] == {"command": "./audit.sh"}
     assert data["hooks"]["stop"][1]["command"] == "/new/reos-memory hook cursor"
+    # the post-tool events keep the tool results Cursor's transcripts lack: a short timeout
+    for event in ("postToolUse", "postToolUseFailure", "afterShellExecution"):
+        assert data["hooks"][event] == [{"command": "/new/reos-memory hook cursor", "timeout": 2}]
     cn.connect(plan(fake, "cursor", "project"), remove=True)
     assert path.read_text() == original
     assert mcp.read_text() == ORIGINALS[("cursor", ("mcp",))]

@@ -19,7 +19,9 @@ import pytest
 
 from harness.agent_logs import cursor as cursor_log
 from harness.commands import agent_env, sqrl
+from harness.hook_payloads import cursor_tool_runs
 from harness.rpc_client import Server
+from reos_memory.squirrel.ingest import cursor_sidecar
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import Parsed, ParseState, Place
 from reos_memory.squirrel.ingest.cursor import ADAPTER, slug_folder
@@ -686,3 +688,115 @@ def test_squirrels_injected_context_is_not_learned_back(tmp_path) -> None:
     stored = [compress(p.event, i, None) for i, p in enumerate(parsed)]
     assert [s["text"] for s in stored] == ["add lodash", "add dayjs too"]
     assert "yarn" not in json.dumps(stored)
+
+
+# -- 6. tool results kept by the hook, paired with a transcript's calls ---------------------------
+
+
+def _hook_log(sq: Any, s: cursor_log.Session, runs: list[dict[str, Any]]) -> Path:
+    """The lines `reos-memory hook cursor` keeps for these tool runs of the session."""
+    folder = cursor_sidecar.folder_of(sq.db.path)
+    assert folder is not None
+    for p in cursor_tool_runs(s.id, str(s.cwd), runs, str(s.path(Path("/nowhere")))):
+        cursor_sidecar.record(folder.parent, p)
+    return folder / f"{s.id}.jsonl"
+
+
+def test_tool_results_kept_by_the_hook_follow_their_calls(app, tmp_path) -> None:
+    """A real-shape transcript (no results) and the hook's log of its tool runs: each call is
+    followed by its own result (by command or file, in order; a run told twice by postToolUse
+    and afterShellExecution is one result), a denial is a rejection, a call with no result in
+    the log yet has none, and a second ingest adds nothing."""
+    sq = app.squirrel
+    home, folder = tmp_path / "home", project(tmp_path)
+    s = cursor_log.Session(folder, START, conversation="conv-hooked", results=False)
+    s.user("Fetch the exchange rates in rates.py").run("python rates.py", SSL_ERROR, 1)
+    s.run("ls", "rates.py\nREADME.md")
+    s.run("python rates.py", "", 1)
+    s.edit("rates.py", "import requests", "import httpx")
+    s.run("python rates.py", "USD/EUR 0.92")
+    s.run("pytest -q", "1 passed")
+    runs = [dict(r) for r in s.runs]
+    runs[2].update(failure="permission_denied", error="The user rejected the command")
+    # the hook saw `ls` finish first (the calls ran side by side), and not yet the tests
+    log = _hook_log(sq, s, [runs[1], runs[0], *runs[2:5]])
+    assert len(log.read_text().splitlines()) == 2 + 2 + 1 + 1 + 2  # shell runs told twice
+    path = s.write(home)
+
+    ADAPTER.use_db(sq.db.path)
+    parsed, state, _ = parse_all(path)
+    ev = [p.event for p in parsed if p.event.kind in ("tool_call", "tool_result")]
+    shape = [(e.kind, e.command or os.path.basename(e.file or "")) for e in ev]
+    assert shape == [
+        ("tool_call", "python rates.py"),
+        ("tool_result", "python rates.py"),
+        ("tool_call", "ls"),
+        ("tool_result", "ls"),
+        ("tool_call", "python rates.py"),
+        ("tool_result", "python rates.py"),
+        ("tool_call", "rates.py"),
+        ("tool_result", "rates.py"),
+        ("tool_call", "python rates.py"),
+        ("tool_result", "python rates.py"),
+        ("tool_call", "pytest -q"),  # its result is not in the log: none
+    ]
+    calls, results = ev[0::2], ev[1::2]
+    assert [r.call_id for r in results] == [c.call_id for c in calls[:5]]
+    assert [r.tool_name for r in results] == ["Shell", "Shell", "Shell", "StrReplace", "Shell"]
+    assert "CERTIFICATE_VERIFY_FAILED" in (results[0].text or "")
+    assert results[1].text == "rates.py\nREADME.md" and not results[1].is_error
+    assert results[2].rejected and results[2].is_error
+    assert "rejected the command" in (results[2].text or "")
+    assert results[4].text == "USD/EUR 0.92"
+    assert state.counts["results_from_hooks"] == 5 and state.counts["rejections"] == 1
+    assert len(state.to_json()) < 2000  # what is kept of the log stays small
+
+    # stored: the same, once; nothing again on a second ingest
+    rep = tin.ingest_file(sq, str(path), tin.Options(session_end=False))
+    assert rep.counts["results_from_hooks"] == 5 and rep.events == len(parsed)
+    assert tin.ingest_file(sq, str(path), tin.Options(session_end=False)).events == 0
+    # the tests' result comes late, with the next run of the same command: each to its call
+    more = [{**runs[5], "output": "2 passed"}]
+    _hook_log(sq, s, [runs[5], *more])
+    s.run("pytest -q", "2 passed")
+    with path.open("a") as f:  # Cursor appends
+        f.write(json.dumps(s.lines[-1]) + "\n")
+    late = tin.ingest_file(sq, str(path), tin.Options(session_end=False))
+    assert late.events == 3 and late.counts["results_from_hooks"] == 7
+    stored = sq.db.read(
+        lambda c: [
+            json.loads(r[0])
+            for r in c.execute(
+                "SELECT event_json FROM squirrel_events WHERE session_id = ? ORDER BY seq",
+                ("conv-hooked",),
+            )
+        ]
+    )
+    tests = [e for e in stored if e.get("command") == "pytest -q"]
+    assert [(e["kind"], e["call_id"]) for e in tests] == [
+        ("tool_call", "conv-hooked:6"),
+        ("tool_result", "conv-hooked:6"),
+        ("tool_call", "conv-hooked:7"),
+        ("tool_result", "conv-hooked:7"),
+    ]
+    assert "1 passed" in json.dumps(tests[1]) and "2 passed" in json.dumps(tests[3])
+
+
+def test_a_transcript_with_results_and_a_hook_log_gives_each_result_once(app, tmp_path) -> None:
+    """An older transcript that holds the results as well: each call's result once."""
+    sq = app.squirrel
+    folder = project(tmp_path)
+    s = cursor_log.Session(folder, START, conversation="conv-both", results=True)
+    s.user("Make the build pass").run("npm run build", "error TS2322", 2)
+    s.run("npm run build", "built in 2.1s")
+    _hook_log(sq, s, s.runs)
+    ADAPTER.use_db(sq.db.path)
+    parsed, state, _ = parse_all(s.write(tmp_path / "home"))
+    assert kinds(parsed)["tool:tool_result"] == 2
+    assert state.counts["results_from_hooks_repeated"] == 2
+    # a subagent's transcript takes nothing from its conversation's log
+    sub = s.path(tmp_path / "home").with_suffix("") / "subagents" / "child.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_text(s.path(tmp_path / "home").read_text())
+    parsed, state, _ = parse_all(sub)
+    assert "results_from_hooks" not in state.counts

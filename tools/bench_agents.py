@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import processes  # noqa: E402
 from harness.agent_homes import ClaudeSession, CodexSession  # noqa: E402
-from harness.hook_payloads import EVENTS, payload  # noqa: E402
+from harness.hook_payloads import EVENTS, cursor_tool_runs, payload  # noqa: E402
 from harness.rpc_client import SQRL  # noqa: E402
 from tools.bench import pct, proc_status_kb, slope  # noqa: E402
 
@@ -438,9 +438,24 @@ def bench_hook_tools(
                 for i in range(runs)
             )
             out[f"{tool} {kind}"] = _timed_calls(env, tool, calls)
+    out.update(_cursor_tool_results(env, str(project), runs, token))
     time.sleep(idle_s + 2)
     out["processes_after_idle_timeout"] = hook_processes(db)
     return out
+
+
+def _cursor_tool_results(env: dict, project: str, runs: int, token: str) -> dict:
+    """Cursor's post-tool hooks, which keep the tool results its transcripts lack (a redacted
+    line per call in `<db>.hook-tools/`): one postToolUse of a shell command with 20 KB of
+    output, its afterShellExecution, and an event the hook ignores (the process alone)."""
+    output = "\n".join(f"line {i}: collecting tests ... ok" for i in range(600))
+    run = {"name": "Shell", "input": {"command": "pytest -q"}, "output": output}
+    post, shell = cursor_tool_runs(f"bench-{token}", project, [run])
+    ignored = {**post, "hook_event_name": "beforeReadFile"}
+    return {
+        f"cursor {p['hook_event_name']}": _timed_calls(env, "cursor", [p] * runs)
+        for p in (post, shell, ignored)
+    }
 
 
 def tools_table(figures: dict) -> str:

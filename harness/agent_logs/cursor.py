@@ -16,7 +16,9 @@ With `results=True` (the default) each call is followed by a user line holding i
 `tool_result` (the output as the command printed it; Cursor gives no exit code), the
 Anthropic-style block the notes list. Third-party readers of real transcripts (2026) report that
 Cursor leaves tool results out of them (its older `.txt` transcripts write empty `[Tool result]`
-markers); `results=False` writes that shape: the calls without their outcome.
+markers); `results=False` writes that shape: the calls without their outcome. Each call's run
+(`runs`: tool, input, output) is kept for what Cursor hands its post-tool hooks
+(`harness.hook_payloads.cursor_tool_runs`).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class Session:
         self.results = results
         self.nested = nested  # the IDE's `<id>/<id>.jsonl`; the CLI's flat `<id>.jsonl`
         self.lines: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []  # each tool call: name, input, output
 
     def _tick(self) -> datetime:
         self.t += timedelta(seconds=7)
@@ -101,6 +104,7 @@ class Session:
 
     def tool(self, name: str, inp: dict[str, Any], output: str) -> Session:
         self._tick()
+        self.runs.append({"name": name, "input": inp, "output": output})
         self.lines.append(
             line(
                 "assistant",

@@ -84,10 +84,21 @@ HOOKS: Final[Mapping[str, Hooks]] = {
     # cursor/NOTES.md: sessionStart may return additional_context; stop, subagentStop,
     # preCompact and sessionEnd carry transcript_path. beforeSubmitPrompt can only allow or
     # block a prompt (no context), so it is not hooked: prompt context comes through MCP.
+    # postToolUse, postToolUseFailure and afterShellExecution carry the tool results the
+    # transcripts lack (kept beside the database; a line appended, so a short timeout).
     "cursor": Hooks(
         "cursor",
         False,
-        {"sessionStart": 10, "stop": 5, "subagentStop": 5, "preCompact": 5, "sessionEnd": 5},
+        {
+            "sessionStart": 10,
+            "stop": 5,
+            "subagentStop": 5,
+            "preCompact": 5,
+            "sessionEnd": 5,
+            "postToolUse": 2,
+            "postToolUseFailure": 2,
+            "afterShellExecution": 2,
+        },
         {},
     ),
     # gemini-cli/NOTES.md: SessionStart and BeforeAgent take hookSpecificOutput.additionalContext;

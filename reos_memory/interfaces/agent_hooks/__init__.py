@@ -13,6 +13,10 @@ Code Copilot). One code path for all of them; each agent's stdin JSON and answer
 * a stop, compaction or session end: the transcript is ingested from its cursor (by the
   agent's ingest adapter), and at a session end the session is ended, by a detached worker
   (`queue.py`): the hook itself returns at once.
+* a tool's result (Cursor's `postToolUse`, `postToolUseFailure`, `afterShellExecution`; its
+  transcripts lack them): one redacted line appended to `<db>.hook-tools/cursor/
+  <conversation_id>.jsonl`, for the transcript's adapter (`squirrel/ingest/cursor_sidecar.py`),
+  in this process: nothing else is loaded, nothing printed.
 
 The hook never breaks the agent: whatever fails, it prints nothing to stdout and exits 0 (the
 reason goes to `<db>.hook.log`).
@@ -29,7 +33,7 @@ from typing import BinaryIO
 
 from reos_memory.config import Config
 from reos_memory.interfaces.agent_hooks import context, queue, warm
-from reos_memory.interfaces.agent_hooks.common import Opener, log_line
+from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
 from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, INGEST_KINDS, TOOLS
 from reos_memory.squirrel.markers import WRITER_RUN_ENV
 
@@ -60,8 +64,14 @@ def run(tool: str, config: Config, stdin: bytes, open_app: Opener) -> int:
 
 
 def _respond(tool: str, config: Config, stdin: bytes, open_app: Opener) -> bytes:
-    call = DIALECTS[tool].read(context.parse(stdin))
+    payload = context.parse(stdin)
+    call = DIALECTS[tool].read(payload)
     if call is None:
+        return b""
+    if call.kind == "tool_result":
+        from reos_memory.squirrel.ingest import cursor_sidecar
+
+        cursor_sidecar.record(beside_db(config, cursor_sidecar.SUFFIX), payload)
         return b""
     if context.wanted(call):
         got = warm.ask(config, call)

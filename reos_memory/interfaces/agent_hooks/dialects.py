@@ -4,7 +4,7 @@ with context is written back in the JSON that agent accepts.
 | tool | session start | prompt | transcript in | session end |
 | --- | --- | --- | --- | --- |
 | claude-code | SessionStart H | UserPromptSubmit H | Stop, SubagentStop, PreCompact | SessionEnd |
-| cursor | sessionStart A | none (1) | stop, subagentStop, preCompact | sessionEnd |
+| cursor | sessionStart A | none (1) | stop, subagentStop, preCompact (4) | sessionEnd |
 | gemini | SessionStart H | BeforeAgent H | AfterAgent, PreCompress | SessionEnd |
 | windsurf | none (2) | none (2) | post_cascade_response_with_transcript | none (3) |
 | copilot | SessionStart H | UserPromptSubmit H | Stop, SubagentStop, PreCompact | none (3) |
@@ -21,6 +21,9 @@ H: the context goes back as `{"hookSpecificOutput": {"hookEventName": <the event
    comes through the MCP server.
 3. No session-end event: the session ends once its transcript has been idle past
    `session_idle_minutes`, as for `sqrl watch`.
+4. Cursor's transcripts hold no tool results: `postToolUse`, `postToolUseFailure` and
+   `afterShellExecution` (kind `tool_result`) append each result to a log of ours beside the
+   database, which the transcript's adapter pairs with the calls (`cursor_sidecar`).
 
 Sources of the others: Gemini CLI `docs/hooks/reference.md` (SessionStart, BeforeAgent:
 `hookSpecificOutput.additionalContext`); VS Code's Copilot Chat `chatHookService.ts`
@@ -38,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-Kind = Literal["session_start", "prompt", "ingest", "end"]
+Kind = Literal["session_start", "prompt", "ingest", "end", "tool_result"]
 CONTEXT_KINDS = ("session_start", "prompt")
 INGEST_KINDS = ("ingest", "end")
 
@@ -186,6 +189,11 @@ DIALECTS: dict[str, Dialect] = {
                 "subagentStop": "ingest",
                 "preCompact": "ingest",
                 "sessionEnd": "end",
+                # a tool's result, which Cursor's transcripts lack: kept beside the database
+                # for the transcript's adapter (squirrel/ingest/cursor_sidecar.py)
+                "postToolUse": "tool_result",
+                "postToolUseFailure": "tool_result",
+                "afterShellExecution": "tool_result",
             },
             ("hook_event_name",),
             ("conversation_id", "session_id"),

@@ -167,6 +167,9 @@ def work(config: Config, open_app: Opener) -> int:
     q = queue_dir(config)
     q.mkdir(mode=0o700, parents=True, exist_ok=True)
     _tidy(q)
+    from reos_memory.squirrel.ingest import cursor_sidecar
+
+    cursor_sidecar.prune(beside_db(config, cursor_sidecar.SUFFIX) / cursor_sidecar.FOLDER)
     worker = _Worker(config, open_app)
     try:
         for _ in range(MAX_ROUNDS):

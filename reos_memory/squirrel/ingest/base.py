@@ -27,9 +27,10 @@ import msgspec
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest import reader
 
-# characters of one message or tool output handed on: its head and its tail, where commands print
-# what went wrong and test runners their summary (what is stored is much shorter still)
-MAX_TEXT = 8_000
+# (in a module of their own: the Cursor hook cuts outputs without loading this one)
+from reos_memory.squirrel.ingest.cutting import MAX_TEXT as MAX_TEXT
+from reos_memory.squirrel.ingest.cutting import cut as cut
+
 # an agent's summary of its session is read whole (Claude Code's "Errors and fixes" sit midway)
 SUMMARY_TEXT = 60_000
 MAX_CALLS = 512  # call ids remembered for pairing results with their calls (inline sidechains
@@ -193,6 +194,10 @@ class Adapter:
         (found for the projects the database knows)."""
         return []
 
+    def use_db(self, db: str) -> None:
+        """The database the records go to, told before a log is read (an adapter that reads a
+        companion log of ours kept beside it; the others ignore it)."""
+
     def begin(self, path: str, state: ParseState) -> None:
         """Called once before a log's first record (also after it was rewritten)."""
 
@@ -225,16 +230,6 @@ class Adapter:
         """Events held back until the session ends (a block whose end is the next block's
         start); called when the session is ended."""
         return []
-
-
-def cut(text: str | None, limit: int = MAX_TEXT) -> str | None:
-    """Long text reduced to its head and tail (the end of a log holds the verdict)."""
-    if text is None:
-        return None
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return text[:half] + "\n[...]\n" + text[-half:]
 
 
 def as_text(content: Any) -> str:

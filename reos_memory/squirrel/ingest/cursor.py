@@ -15,7 +15,14 @@
 * The SQLite databases (`state.vscdb`) of 2024 (`ItemTable`) and 2025 (`cursorDiskKV`):
   `cursor_db`.
 
-No exit codes anywhere: a command's outcome is read from its output downstream.
+No exit codes anywhere: a command's outcome is read from its output downstream (or from an
+"exit code: N" line in it).
+
+Real transcripts hold no tool results. Our Cursor hook keeps them, from `postToolUse`,
+`postToolUseFailure` and `afterShellExecution`, in a log of ours beside the database
+(`cursor_sidecar`); a transcript's call is followed by its result from there, paired in order
+by tool and command or file (see that module). A transcript that has a call's result as well
+gives it once (the one from the hook log, which came first).
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ import os
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from reos_memory.models import EventIn
-from reos_memory.squirrel.ingest import cursor_db, reader
+from reos_memory.squirrel.ingest import cursor_db, cursor_sidecar, reader
 from reos_memory.squirrel.ingest.base import (
     Adapter,
     Parsed,
@@ -62,6 +70,13 @@ class Cursor(Adapter):
     name = "cursor"
     # a database shrinks when it is vacuumed; a transcript's start tells a replaced one
     shrink_means_rewritten = False
+    # where our hook keeps the tool results of Cursor's conversations (`cursor_sidecar`), for
+    # the database being ingested into
+    results: str | None = None
+
+    def use_db(self, db: str) -> None:
+        folder = cursor_sidecar.folder_of(db)
+        self.results = str(folder) if folder is not None else None
 
     def roots(self, place: Place) -> list[str]:
         # NOTES "Where the files live": the VS Code-style user dir (`%APPDATA%\Cursor\User`,
@@ -133,8 +148,11 @@ class Cursor(Adapter):
         if sid is None or not isinstance(content, list):
             state.count("skipped")
             return []
+        prompt = role == "user" and any(
+            isinstance(b, dict) and b.get("type") == "text" for b in content
+        )
+        out: list[EventIn] = _owed_results(state, self.results, prompt)
         ts = string(state.extra.get("ts"))
-        out: list[EventIn] = []
         for block in content:
             if not isinstance(block, dict):
                 continue
@@ -146,9 +164,11 @@ class Cursor(Adapter):
                 elif said := _REDACTED.sub("", block["text"]).strip():
                     out.append(EventIn(role="assistant", kind="message", ts=ts, text=cut(said)))
             elif btype == "tool_use":
-                out.append(_call(block, ts, state))
+                out.append(call := _call(block, ts, state))
+                called = [call.tool_name, call.call_id, call.command, call.file]
+                out.extend(_hooked_result(called, ts, state, self.results))
             elif btype == "tool_result":
-                out.append(_result(block, ts, state))
+                out.extend(_result(block, ts, state))
             elif btype not in ("thinking", "redacted_thinking", "image"):
                 state.count("skipped")
         return [Parsed(sid, e) for e in out]
@@ -369,33 +389,164 @@ def _call(block: dict[str, Any], ts: str | None, state: ParseState) -> EventIn:
     )
 
 
-def _result(block: dict[str, Any], ts: str | None, state: ParseState) -> EventIn:
-    """A tool's result: paired with its call by id, else with the oldest call still open."""
+def _result(block: dict[str, Any], ts: str | None, state: ParseState) -> list[EventIn]:
+    """A tool's result: paired with its call by id, else with the oldest call still open;
+    none when the call was given its result from the hook log already."""
     opened = _open_calls(state)
     want = string(block.get("tool_use_id"))
     at = next((i for i, c in enumerate(opened) if c[0] == want), None) if want else None
     if at is None and opened and not want:
         at = 0
-    call_id, name, command, file = opened.pop(at) if at is not None else [want, None, None, None]
-    body = as_text(block.get("content"))
-    m = _EXIT.search(body[:500]) if body else None
-    code = exit_code_in(body) if body else None
-    if code is None and m:
-        code = int(m.group(1))
-    is_error = True if block.get("is_error") is True else None
-    if code is not None:
-        is_error = is_error or code != 0
-    return result_event(
+    call_id, name, command, file, *given = (
+        opened.pop(at) if at is not None else [want, None, None, None]
+    )
+    if given and given[0]:
+        state.count("results_from_hooks_repeated")
+        return []
+    _settled(state, call_id, name, command, file)
+    return _outcome(
         state,
         ts,
-        name,
-        call_id,
-        body,
-        exit_code=code,
-        is_error=is_error,
-        command=command,
-        file=file,
+        (name, call_id, command, file),
+        as_text(block.get("content")),
+        error=block.get("is_error") is True,
     )
+
+
+def _exit_code(body: str) -> int | None:
+    """The exit code an output announces ("Exit code 2" first, or an "exit code: 2" line)."""
+    if not body:
+        return None
+    code = exit_code_in(body)
+    if code is None and (m := _EXIT.search(body[:500])):
+        code = int(m.group(1))
+    return code
+
+
+def _outcome(
+    state: ParseState,
+    ts: str | None,
+    call: tuple[str | None, str | None, str | None, str | None],
+    body: str,
+    *,
+    error: bool = False,
+    failure: str | None = None,
+    interrupt: bool = False,
+) -> list[EventIn]:
+    """A call's result: its output (an exit code in it counts), or its failure (`failure`:
+    Cursor's failure_type; permission_denied is the user's rejection), and an interrupt."""
+    name, call_id, command, file = call
+    code = None if failure else _exit_code(body)
+    is_error = True if error or failure else None
+    if code is not None:
+        is_error = is_error or code != 0
+    rejected = failure == "permission_denied"
+    if rejected:
+        state.count("rejections")
+    out = [
+        result_event(
+            state,
+            ts,
+            name,
+            call_id,
+            body or (f"the tool call failed ({failure})" if failure else ""),
+            exit_code=code,
+            is_error=is_error,
+            command=command,
+            file=file,
+            rejected=rejected,
+        )
+    ]
+    if interrupt:
+        out.append(_interrupt(ts, state))
+    return out
+
+
+MAX_OWED = 16  # calls read before their result was in the hook log, still waited for
+
+
+def _hooked_log(state: ParseState, folder: str | None) -> dict[str, Any] | None:
+    """What this transcript took from our hook's log of its conversation (None: no log to
+    look in; a subagent's calls are left alone, their conversation's log is the parent's)."""
+    hooked = state.extra.get("hooked")
+    if isinstance(hooked, dict):
+        return hooked
+    sid = state.session_id
+    path = cursor_sidecar.log_path(Path(folder), sid) if folder and sid else None
+    if path is None or state.extra.get("sub"):
+        return None
+    hooked = state.extra["hooked"] = {"path": str(path)}
+    return hooked
+
+
+Called = list[Any]  # [name, call_id, command, file]: a call as its result names it
+
+
+def _hooked_result(
+    call: Called, ts: str | None, state: ParseState, folder: str | None
+) -> list[EventIn]:
+    """The result of a transcript's call, from our hook's log; none when it is not there yet
+    (the call is then waited for until the next prompt: a transcript read while the agent
+    works has calls whose results come later)."""
+    hooked = _hooked_log(state, folder)
+    if hooked is None:
+        return []
+    name, call_id, command, file = call
+    got = cursor_sidecar.take(hooked, name or "tool", command, file)
+    if got is None:
+        owed = hooked.setdefault("owed", [])
+        cap = cursor_sidecar.MAX_FIELD  # as much as the log keeps of a command or path
+        short = [t.strip()[:cap] if t else None for t in (command, file)]
+        owed.append([name, call_id, *short])
+        del owed[:-MAX_OWED]
+        return []
+    state.count("results_from_hooks")
+    for c in _open_calls(state):
+        if c[0] == call_id:
+            c[4:] = [True]  # a result of it in the transcript is not given again
+    failure = string(got.get("failure_type"))
+    body = string(got.get("output")) or ""
+    if failure:
+        body = "\n".join(t for t in (string(got.get("error_message")), body) if t)
+    return _outcome(
+        state,
+        ts,
+        (name, call_id, command, file),
+        body,
+        failure=failure,
+        interrupt=got.get("is_interrupt") is True,
+    )
+
+
+def _settled(
+    state: ParseState, call_id: str | None, name: str | None, command: str | None, file: str | None
+) -> None:
+    """A call waited for got its result in the transcript: its entry in the hook log, when it
+    comes, is not another call's."""
+    hooked = state.extra.get("hooked")
+    owed = hooked.get("owed") if isinstance(hooked, dict) else None
+    if not owed or not any(c[1] == call_id for c in owed):
+        return
+    assert isinstance(hooked, dict)
+    hooked["owed"] = [c for c in owed if c[1] != call_id]
+    cursor_sidecar.take(hooked, name or "tool", command, file)
+
+
+def _owed_results(state: ParseState, folder: str | None, prompt: bool) -> list[EventIn]:
+    """Results that came since for the calls read without one (before anything else of the
+    transcript, so a later call of the same command cannot take them); at a prompt, the ones
+    still missing are given up (a new generation: their hooks did not run)."""
+    hooked = state.extra.get("hooked")
+    owed = hooked.pop("owed", None) if isinstance(hooked, dict) else None
+    if not owed:
+        return []
+    ts = string(state.extra.get("ts"))
+    out: list[EventIn] = []
+    for call in owed:
+        out.extend(_hooked_result(call, ts, state, folder))
+    if prompt and isinstance(hooked, dict):
+        hooked.pop("owed", None)
+    return out
 
 
 def _turn_ended(record: dict[str, Any], state: ParseState) -> list[Parsed]:
@@ -523,28 +674,15 @@ def _hook_result(event: str, p: dict[str, Any], ts: str | None, state: ParseStat
     if event == "postToolUse":
         out = p.get("tool_output")
         body = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
-        return [result_event(state, ts, name, call_id, body, command=command, file=file)]
-    failure = string(p.get("failure_type")) or "error"
-    events = []
-    rejected = failure == "permission_denied"
-    if rejected:
-        state.count("rejections")
-    events.append(
-        result_event(
-            state,
-            ts,
-            name,
-            call_id,
-            string(p.get("error_message")) or f"the tool call failed ({failure})",
-            is_error=True,
-            command=command,
-            file=file,
-            rejected=rejected,
-        )
+        return _outcome(state, ts, (name, call_id, command, file), body)
+    return _outcome(
+        state,
+        ts,
+        (name, call_id, command, file),
+        string(p.get("error_message")) or "",
+        failure=string(p.get("failure_type")) or "error",
+        interrupt=p.get("is_interrupt") is True,
     )
-    if p.get("is_interrupt") is True:
-        events.append(_interrupt(ts, state))
-    return events
 
 
 def _hook_pair(event: str, p: dict[str, Any], ts: str | None, state: ParseState) -> list[EventIn]:
@@ -563,7 +701,7 @@ def _hook_pair(event: str, p: dict[str, Any], ts: str | None, state: ParseState)
         block = {"name": "Edit", "input": {"file_path": p.get("file_path"), "new_string": text}}
         body = ""
     call = _call(block, ts, state)
-    return [call, _result({"content": body, "tool_use_id": call.call_id}, ts, state)]
+    return [call, *_result({"content": body, "tool_use_id": call.call_id}, ts, state)]
 
 
 ADAPTER = Cursor()

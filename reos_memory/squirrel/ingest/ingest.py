@@ -190,6 +190,7 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
         return rep
     rep.agent = agent
     adapter = ADAPTERS[agent]
+    adapter.use_db(sq.db.path)
     fresh = cur is None
     if cur is not None and (
         (adapter.shrink_means_rewritten and size < cur.size_seen)
