@@ -102,9 +102,10 @@ def workspace(home: Path, wid: str, folder: Path, rows: dict[str, Any]) -> Path:
 
 
 def parse_all(
-    path: Path, state: ParseState | None = None, start: int = 0
+    path: Path, state: ParseState | None = None, start: int = 0, db: str | None = None
 ) -> tuple[list[Parsed], ParseState, int]:
     state = state or ParseState()
+    state.db = db or state.db  # as the ingester tells it: where our hook's results are
     ADAPTER.begin(str(path), state)
     out: list[Parsed] = []
     pos = start
@@ -723,8 +724,7 @@ def test_tool_results_kept_by_the_hook_follow_their_calls(app, tmp_path) -> None
     assert len(log.read_text().splitlines()) == 2 + 2 + 1 + 1 + 2  # shell runs told twice
     path = s.write(home)
 
-    ADAPTER.use_db(sq.db.path)
-    parsed, state, _ = parse_all(path)
+    parsed, state, _ = parse_all(path, db=sq.db.path)
     ev = [p.event for p in parsed if p.event.kind in ("tool_call", "tool_result")]
     shape = [(e.kind, e.command or os.path.basename(e.file or "")) for e in ev]
     assert shape == [
@@ -790,8 +790,7 @@ def test_a_transcript_with_results_and_a_hook_log_gives_each_result_once(app, tm
     s.user("Make the build pass").run("npm run build", "error TS2322", 2)
     s.run("npm run build", "built in 2.1s")
     _hook_log(sq, s, s.runs)
-    ADAPTER.use_db(sq.db.path)
-    parsed, state, _ = parse_all(s.write(tmp_path / "home"))
+    parsed, state, _ = parse_all(s.write(tmp_path / "home"), db=sq.db.path)
     assert kinds(parsed)["tool:tool_result"] == 2
     assert state.counts["results_from_hooks_repeated"] == 2
     # a subagent's transcript takes nothing from its conversation's log

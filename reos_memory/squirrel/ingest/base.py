@@ -52,6 +52,9 @@ class ParseState:
     live: dict[str, str] = field(default_factory=dict)
     # sessions the log itself says are over (a new run started after them): ended once stored
     finished: list[str] = field(default_factory=list)
+    # the database the records go to, set by the ingester for this read (never stored): an
+    # adapter that reads a companion log of ours kept beside it finds it there
+    db: str | None = None
 
     def count(self, what: str, n: int = 1) -> None:
         self.counts[what] = self.counts.get(what, 0) + n
@@ -193,10 +196,6 @@ class Adapter:
         """Logs this agent keeps inside a project's directory rather than in a home of its own
         (found for the projects the database knows)."""
         return []
-
-    def use_db(self, db: str) -> None:
-        """The database the records go to, told before a log is read (an adapter that reads a
-        companion log of ours kept beside it; the others ignore it)."""
 
     def begin(self, path: str, state: ParseState) -> None:
         """Called once before a log's first record (also after it was rewritten)."""

@@ -70,13 +70,6 @@ class Cursor(Adapter):
     name = "cursor"
     # a database shrinks when it is vacuumed; a transcript's start tells a replaced one
     shrink_means_rewritten = False
-    # where our hook keeps the tool results of Cursor's conversations (`cursor_sidecar`), for
-    # the database being ingested into
-    results: str | None = None
-
-    def use_db(self, db: str) -> None:
-        folder = cursor_sidecar.folder_of(db)
-        self.results = str(folder) if folder is not None else None
 
     def roots(self, place: Place) -> list[str]:
         # NOTES "Where the files live": the VS Code-style user dir (`%APPDATA%\Cursor\User`,
@@ -151,7 +144,7 @@ class Cursor(Adapter):
         prompt = role == "user" and any(
             isinstance(b, dict) and b.get("type") == "text" for b in content
         )
-        out: list[EventIn] = _owed_results(state, self.results, prompt)
+        out: list[EventIn] = _owed_results(state, _results(state), prompt)
         ts = string(state.extra.get("ts"))
         for block in content:
             if not isinstance(block, dict):
@@ -166,7 +159,7 @@ class Cursor(Adapter):
             elif btype == "tool_use":
                 out.append(call := _call(block, ts, state))
                 called = [call.tool_name, call.call_id, call.command, call.file]
-                out.extend(_hooked_result(called, ts, state, self.results))
+                out.extend(_hooked_result(called, ts, state, _results(state)))
             elif btype == "tool_result":
                 out.extend(_result(block, ts, state))
             elif btype not in ("thinking", "redacted_thinking", "image"):
@@ -705,3 +698,12 @@ def _hook_pair(event: str, p: dict[str, Any], ts: str | None, state: ParseState)
 
 
 ADAPTER = Cursor()
+
+
+def _results(state: ParseState) -> str | None:
+    """Where our hook keeps the tool results of Cursor's conversations (`cursor_sidecar`), for
+    the database being ingested into."""
+    if state.db is None:
+        return None
+    folder = cursor_sidecar.folder_of(state.db)
+    return str(folder) if folder is not None else None

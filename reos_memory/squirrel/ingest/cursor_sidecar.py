@@ -18,9 +18,9 @@ transcript's cursor), its result is emitted once. What was taken is kept in the 
 parse state (an offset into the log and the few entries taken past it, bounded). A call whose
 result is not in the log yet (a transcript read while the agent still works) goes without one.
 
-Where the log is: the adapter has no configuration, so the ingester tells the Cursor adapter
-its database when it ingests a file (`Adapter.use_db`); the transcript's parse state keeps the
-log's path from its first call on.
+Where the log is: the adapter has no configuration, so the ingester puts the database's path
+in the parse state of each read (`ParseState.db`, never stored); the transcript's parse state
+keeps the log's path from its first call on.
 
 A shell command can be reported twice, by `postToolUse` (tool `Shell`) and by
 `afterShellExecution`: two entries of the other kind for the same command in the same

@@ -190,7 +190,6 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
         return rep
     rep.agent = agent
     adapter = ADAPTERS[agent]
-    adapter.use_db(sq.db.path)
     fresh = cur is None
     if cur is not None and (
         (adapter.shrink_means_rewritten and size < cur.size_seen)
@@ -223,6 +222,7 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
             now,
         )
     state = ParseState.from_json(cur.state_json)
+    state.db = sq.db.path
     if fresh:
         adapter.begin(path, state)
     batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
@@ -590,6 +590,7 @@ def _finish_held_back(
     if cur is None or adapter is None or type(adapter).finish is Adapter.finish:
         return
     state = ParseState.from_json(cur.state_json)
+    state.db = sq.db.path
     expected = (cur.offset, cur.head_sha256, cur.rewrites)
     with contextlib.suppress(_Stale):  # its reader stored it meanwhile
         _finish(
