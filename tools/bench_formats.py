@@ -102,14 +102,15 @@ def _bytes(path: Path) -> int:
     return path.stat().st_size
 
 
-def parse_only(agent: str, paths: list[Path]) -> dict[str, Any]:
-    """The adapter alone: records read and parsed, nothing stored."""
+def parse_only(agent: str, paths: list[Path], named: bool = False) -> dict[str, Any]:
+    """The adapter alone: records read and parsed, nothing stored. The logs under `paths`
+    that are `agent`'s (all the files named, with `named`: a real sample under another name)."""
     from reos_memory.squirrel.ingest import ingest as tin
     from reos_memory.squirrel.ingest.base import ParseState
 
     adapter = tin.ADAPTERS[agent]
     files = [Path(f) for f in tin.find([str(p) for p in paths])]
-    files = [f for f in files if tin.detect(str(f)) == agent]
+    files = [f for f in files if (named and f in paths) or tin.detect(str(f)) == agent]
     size = sum(f.stat().st_size for f in files)
     events = records = malformed = 0
     t0 = time.perf_counter()
@@ -164,10 +165,13 @@ def whole(agent: str, files: list[Path], work: Path, embedder: str, runs: int) -
         reps = json.loads(r.stdout)
     size = _size(files)
     secs = statistics.median(times)
+    events = sum(x["events"] for x in reps)
     return {
         "megabytes": round(size / 1e6, 2),
         "files": len(files),
-        "events": sum(x["events"] for x in reps),
+        "sessions": len({x["session_id"] for x in reps if x["session_id"]}),
+        "events": events,
+        "events_per_s": round(events / secs),
         "malformed": sum(x["malformed"] for x in reps),
         "episodes": sum(len(x["episodes"]) for x in reps),
         "seconds_each_run": [round(t, 2) for t in times],
@@ -198,18 +202,22 @@ def main() -> None:
         }
         real = [FORMATS / p for p in REAL.get(agent, []) if (FORMATS / p).exists()]
         if real:
-            row["real_sample_parse"] = parse_only(agent, real)
+            row["real_sample_parse"] = parse_only(agent, real, named=True)
         rows.append(row)
         print(json.dumps(row), flush=True)
     print()
-    print("| agent | generated MB | `sqrl ingest` MB/s | adapter alone MB/s | real sample |")
-    print("|---|---|---|---|---|")
+    print(
+        "| agent | generated MB (files) | `sqrl ingest` MB/s | events/s | adapter alone MB/s"
+        " | real sample, adapter alone |"
+    )
+    print("|---|---|---|---|---|---|")
     for r in rows:
         g, w = r["generated_parse"], r["generated_sqrl_ingest"]
         sample = r.get("real_sample_parse")
         real_text = f"{sample['megabytes']} MB at {sample['mb_per_s']} MB/s" if sample else "none"
         print(
-            f"| {r['agent']} | {w['megabytes']} | {w['mb_per_s']} | {g['mb_per_s']} | {real_text} |"
+            f"| {r['agent']} | {w['megabytes']} ({w['files']}) | {w['mb_per_s']}"
+            f" | {w['events_per_s']} | {g['mb_per_s']} | {real_text} |"
         )
 
 
