@@ -202,3 +202,21 @@ def test_default_roots_are_the_existing_ones_each_once(tmp_path: Path) -> None:
     place = Place("linux", str(tmp_path), {})
     roots = tin.default_roots(place, [str(tmp_path / ".claude" / "projects")])
     assert roots == [str(tmp_path / ".claude" / "projects")]
+
+
+def test_every_commit_changes_what_other_ingesters_compare(app, tmp_path: Path) -> None:
+    """A commit that does not move the position (held-back events stored at the session's
+    end) still changes the cursor's mark, so an ingester holding an older copy starts again
+    instead of committing the same events on top."""
+    (a,) = _projects(tmp_path, "a")
+    log = tmp_path / "held.toy"
+    log.write_text(f"S h1 {a}\nU a question\nB an answer held back\n")
+    tin.ingest_file(app.squirrel, str(log), tin.Options(session_end=False))
+
+    def mark() -> Any:
+        return tin._mark(app.squirrel.db.read(lambda c: tin.tsql.get(c, str(log))))
+
+    before = mark()
+    assert "h1" in tin.end_idle_sessions(app.squirrel, 3600, force=True)
+    after = mark()
+    assert after[0] == before[0] and after != before  # same position, not the same cursor

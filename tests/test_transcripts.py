@@ -387,6 +387,25 @@ def test_codex_compressing_a_rollout_does_not_read_it_again(app, tmp_path: Path)
     assert _events_stored(app) == 7  # every event once (the session's 7)
 
 
+def test_a_rollout_compressed_with_lines_not_yet_read_goes_on_from_its_cursor(
+    app, tmp_path: Path
+) -> None:
+    import zstandard
+
+    sq = app.squirrel  # type: ignore[attr-defined]
+    lines = _lines(CODEX_OLD)
+    plain = tmp_path / CODEX_OLD.name
+    plain.write_bytes(b"".join(lines[:20]))
+    assert tin.ingest_file(sq, str(plain), tin.Options(session_end=False)).lines == 20
+    # more lines came, and Codex compressed the rollout before anyone read them
+    packed = tmp_path / (CODEX_OLD.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(b"".join(lines)))
+    plain.unlink()
+    rep = tin.ingest_file(sq, str(packed), tin.Options(session_end=False))
+    assert rep.lines == len(lines) - 20 and not rep.rewritten
+    assert _events_stored(app) == 7
+
+
 def test_hostile_files_spoil_only_themselves(app, tmp_path: Path) -> None:
     sq = app.squirrel  # type: ignore[attr-defined]
     root = tmp_path / "sessions"

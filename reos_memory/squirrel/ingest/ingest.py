@@ -151,6 +151,16 @@ def find(paths: Iterable[str]) -> list[str]:
     return reader.find(paths, claimed)
 
 
+# What a cursor holds, as far as another ingester's commit changes it: every commit moves the
+# position or stores events (or at least counts the records it read), so a reader holding an
+# older copy of the cursor finds it moved and starts again from it.
+Mark = tuple[int, str, int, int, int]
+
+
+def _mark(c: tsql.Cursor) -> Mark:
+    return (c.offset, c.head_sha256, c.rewrites, c.lines, c.events)
+
+
 class _Stale(Exception):
     """Another process moved this file's cursor while we were reading: start again from it."""
 
@@ -179,9 +189,10 @@ def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileRep
 def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> FileReport:
     size = os.stat(path).st_size  # before reading: lines appended meanwhile are read next time
     cur = sq.db.read(lambda c: tsql.get(c, path))
+    # what this path's cursor holds now (none yet, for a log carried over from its old name)
+    expected = None if cur is None else _mark(cur)
     if cur is None:
         cur = _moved_here(sq, path)  # the same log under a new name (Codex compresses old ones)
-    expected = None if cur is None else (cur.offset, cur.head_sha256, cur.rewrites)
     agent = cur.agent if cur is not None else None
     if agent is None:
         agent = detect(path) if opts.agent == "auto" else opts.agent
@@ -317,10 +328,10 @@ def _batch(
     state: ParseState,
     rep: FileReport,
     max_events: int,
-    expected: tuple[int, str, int] | None,
+    expected: Mark | None,
     size: int,
     learn: Callable[[dict[str, Any]], Any],
-) -> tuple[int, str, int] | None:
+) -> Mark | None:
     """Read, parse and commit one batch of records; returns what the cursor now holds, None
     when there was nothing new. Raises _Stale when another process moved the cursor
     meanwhile."""
@@ -339,10 +350,10 @@ def _finish(
     adapter: Adapter,
     state: ParseState,
     rep: FileReport,
-    expected: tuple[int, str, int] | None,
+    expected: Mark | None,
     size: int,
     learn: Callable[[dict[str, Any]], Any],
-) -> tuple[int, str, int] | None:
+) -> Mark | None:
     """Store the events the adapter held back for the session's end (none for most)."""
     read = _Read({}, {}, 0, 0, 0, cur.offset)
     _collect(read, adapter.finish(state), state)
@@ -358,11 +369,11 @@ def _commit(
     state: ParseState,
     rep: FileReport,
     read: _Read,
-    expected: tuple[int, str, int] | None,
+    expected: Mark | None,
     size: int,
     learn: Callable[[dict[str, Any]], Any],
     grown: reader.Head | None,
-) -> tuple[int, str, int]:
+) -> Mark:
     """One write transaction: the batch's events and the cursor's new position and state."""
     if read.events and is_writer_run_dir(state.cwd):
         # a Memory Writer run of ours (`claude -p`, `codex exec` in its scratch directory): its
@@ -373,9 +384,7 @@ def _commit(
 
     def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
         stored = tsql.get(conn, path)
-        if (None if stored is None else (stored.offset, stored.head_sha256, stored.rewrites)) != (
-            expected
-        ):
+        if (None if stored is None else _mark(stored)) != expected:
             raise _Stale()
         new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
         cut, lost = _ingest_sessions(sq, conn, new, read.events, plan)
@@ -400,7 +409,7 @@ def _commit(
     rep.events += read.n_events
     rep.malformed += read.malformed
     rep.episodes.extend(learn(ep) for ep in cut)
-    return (cur.offset, cur.head_sha256, cur.rewrites)
+    return _mark(cur)
 
 
 def _read_batch(
@@ -591,7 +600,7 @@ def _finish_held_back(
         return
     state = ParseState.from_json(cur.state_json)
     state.db = sq.db.path
-    expected = (cur.offset, cur.head_sha256, cur.rewrites)
+    expected = _mark(cur)
     with contextlib.suppress(_Stale):  # its reader stored it meanwhile
         _finish(
             sq,
