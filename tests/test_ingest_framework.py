@@ -220,3 +220,30 @@ def test_every_commit_changes_what_other_ingesters_compare(app, tmp_path: Path) 
     assert "h1" in tin.end_idle_sessions(app.squirrel, 3600, force=True)
     after = mark()
     assert after[0] == before[0] and after != before  # same position, not the same cursor
+
+
+def test_a_database_counts_as_written_when_only_its_write_ahead_log_grew(tmp_path: Path) -> None:
+    """opencode (and Cursor) keep their databases in WAL mode: a commit may touch only
+    `<db>-wal`, which the watcher and the idle test must see."""
+    import sqlite3
+
+    from reos_memory.squirrel.ingest import reader
+
+    db = tmp_path / "agent.db"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("CREATE TABLE t(x)")
+    con.commit()
+    main_before = os.stat(db)
+    before = reader.signature(str(db))
+    for i in range(50):
+        con.execute("INSERT INTO t VALUES (?)", (i,))
+        con.commit()
+    after_main = os.stat(db)
+    assert (after_main.st_size, after_main.st_mtime_ns) == (
+        main_before.st_size,
+        main_before.st_mtime_ns,
+    )  # the main file did not change ...
+    assert reader.signature(str(db)) != before  # ... the log as a whole did
+    assert reader.last_write(str(db)) >= after_main.st_mtime_ns / 1e9
+    con.close()

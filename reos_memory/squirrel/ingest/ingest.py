@@ -248,7 +248,7 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
     rep.counts = dict(state.counts)
     if is_writer_run_dir(state.cwd):
         rep.skipped_reason = "a Memory Writer run of reos-memory (never learned from)"
-    idle = time.time() - os.stat(path).st_mtime >= opts.idle_seconds
+    idle = time.time() - reader.last_write(path) >= opts.idle_seconds
     end = opts.session_end if opts.session_end is not None else idle
     if end and cur.session_id is not None and not cur.ended:
         expected = _finish(sq, path, cur, adapter, state, rep, expected, size, learn)
@@ -577,7 +577,7 @@ def end_idle_sessions(
     ended: dict[str, list[Any]] = {}
     for sid, paths in by_session.items():
         try:
-            idle = all(now - os.stat(p).st_mtime >= idle_seconds for p in paths)
+            idle = all(now - reader.last_write(p) >= idle_seconds for p in paths)
         except OSError:
             idle = True  # a deleted log will not grow any more
         if force or idle:

@@ -115,6 +115,30 @@ def _whole_json(data: bytes) -> bool:
     return True
 
 
+# a database's commits go to its write-ahead log first (`<db>-wal`): the main file's size and
+# time change only at a checkpoint
+_DATABASES = (".db", ".vscdb", ".sqlite")
+
+
+def signature(path: str) -> tuple[int, int]:
+    """(size, mtime_ns) of a log as it changes when written: a SQLite database's with its
+    write-ahead log's (a commit may touch only that). Raises OSError when the log is gone."""
+    st = os.stat(path)
+    size, mtime = st.st_size, st.st_mtime_ns
+    if path.endswith(_DATABASES):
+        try:
+            wal = os.stat(path + "-wal")
+        except OSError:
+            return size, mtime
+        size, mtime = size + wal.st_size, max(mtime, wal.st_mtime_ns)
+    return size, mtime
+
+
+def last_write(path: str) -> float:
+    """When a log was last written (its write-ahead log counts for a database), in seconds."""
+    return signature(path)[1] / 1e9
+
+
 def size_on_disk(path: str) -> int:
     return os.stat(path).st_size
 

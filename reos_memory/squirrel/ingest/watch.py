@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from reos_memory.squirrel.ingest import ingest as tin
+from reos_memory.squirrel.ingest import reader
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
@@ -114,13 +115,13 @@ class Watcher:
             path = os.path.realpath(path)
             live.add(path)
             try:
-                st = os.stat(path)
+                size, mtime = reader.signature(path)
             except OSError:
                 continue
             seen = self._seen.get(path)
-            if seen is not None and seen[0] == st.st_size and seen[1] in (-1, st.st_mtime_ns):
+            if seen is not None and seen[0] == size and seen[1] in (-1, mtime):
                 continue
-            out.append((st.st_mtime_ns, path))
+            out.append((mtime, path))
         for gone in set(self._seen) - live:  # deleted files: forget them (memory stays flat)
             del self._seen[gone]
         return [p for _, p in sorted(out)]
@@ -133,7 +134,7 @@ class Watcher:
             if self.stop.is_set():
                 break
             try:
-                st = os.stat(path)
+                sig = reader.signature(path)
             except OSError:
                 continue  # gone since the scan
             try:
@@ -143,7 +144,7 @@ class Watcher:
                 fr = tin.FileReport(path, skipped_reason=str(exc))
             # looked at as it was: read again only once it changes (a bad file is not retried
             # on every pass)
-            self._seen[path] = (st.st_size, st.st_mtime_ns)
+            self._seen[path] = sig
             rep.files_read += 1
             rep.lines += fr.lines
             rep.events += fr.events
