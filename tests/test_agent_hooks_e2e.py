@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -375,3 +376,24 @@ def test_the_cursor_tool_logs_are_bounded(tmp_path: Path, monkeypatch: pytest.Mo
     os.utime(old, (week, week))
     assert queue.work(config, lambda *a, **k: pytest.fail("nothing to open")) == 0
     assert not old.exists() and new.exists()
+
+
+def test_an_input_past_the_cap_is_read_to_its_end(tmp_path: Path) -> None:
+    """A payload bigger than the hook reads (a huge tool output) is refused, but the agent's
+    write of it never fails with a broken pipe."""
+    env = agent_env(tmp_path / "home", tmp_path / "memory.db")
+    big = json.dumps(
+        {"hook_event_name": "postToolUse", "conversation_id": "c", "tool_output": "x" * (9 << 20)}
+    ).encode()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reos_memory", "hook", "cursor"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(big)  # raises BrokenPipeError when the hook stopped reading
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stdout is not None and proc.stdout.read() == b""

@@ -63,7 +63,20 @@ def _hook(args: argparse.Namespace, config: Config) -> int:
         return hook.work(config, _open_app)
     if args.serve:
         return hook.serve(config, args.lock_fd, _open_app)
-    return hook.run(args.agent, config, sys.stdin.buffer.read(hook.MAX_INPUT + 1), _open_app)
+    stdin = sys.stdin.buffer.read(hook.MAX_INPUT + 1)
+    if len(stdin) > hook.MAX_INPUT:
+        _drain(sys.stdin.buffer)  # refused as too big, but read: the agent's write must not fail
+    return hook.run(args.agent, config, stdin, _open_app)
+
+
+def _drain(stream: Any, limit: int = 256 << 20) -> None:
+    """Read and drop what is left of a stream (at most `limit` bytes)."""
+    left = limit
+    while left > 0:
+        chunk = stream.read(min(1 << 20, left))
+        if not chunk:
+            return
+        left -= len(chunk)
 
 
 def _open_app(config: Config, **how: Any) -> Any:
