@@ -360,6 +360,63 @@ def test_rows_are_read_once_as_they_become_final(home: dict[str, Path], tmp_path
     assert again == [] and pos >> 20 == rows["base_ms"] + 3_600_000
 
 
+def _text_db(path: Path) -> sqlite3.Connection:
+    """An empty opencode database (WAL, opencode's tables) with one session and its assistant
+    message; the connection stays open (its commits in the `-wal`)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.executescript(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, directory TEXT);"
+        "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INT,"
+        " time_updated INT, data TEXT);"
+        "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT,"
+        " time_created INT, time_updated INT, data TEXT);"
+    )
+    conn.execute("INSERT INTO session VALUES ('s1', NULL, ?)", (str(path.parent),))
+    conn.execute(
+        "INSERT INTO message VALUES ('m0', 's1', 1, 1, ?)", (json.dumps({"role": "assistant"}),)
+    )
+    return conn
+
+
+def _put_text(conn: sqlite3.Connection, pid: str, t: int, text: str, final: bool = True) -> None:
+    times = {"start": t, "end": t} if final else {"start": t}
+    data = json.dumps({"type": "text", "text": text, "time": times})
+    conn.execute(
+        "INSERT INTO part VALUES (?, 'm0', 's1', ?, ?, ?) ON CONFLICT(id) DO UPDATE"
+        " SET time_updated = excluded.time_updated, data = excluded.data",
+        (pid, t, t, data),
+    )
+
+
+def _texts(parsed: list[Parsed]) -> list[str | None]:
+    return [p.event.text for p in parsed]
+
+
+def test_reading_leaves_nothing_beside_the_database_and_reads_its_wal(tmp_path: Path) -> None:
+    """opencode's database is in WAL mode: read while opencode is closed (no `-wal`) it is
+    opened immutable, so no `-wal`/`-shm` appears beside it; while opencode has it open, the
+    commits still in its `-wal` are read."""
+    db = tmp_path / "opencode.db"
+    conn = _text_db(db)
+    t = int(time.time() * 1000) - 60_000
+    _put_text(conn, "p1", t, "checkpointed")
+    conn.close()  # the last connection: the -wal checkpointed and removed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["opencode.db"]
+    got, state, pos = read_all(db)
+    assert _texts(got) == ["checkpointed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["opencode.db"]
+    # opencode running: its commit only in the -wal
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    _put_text(conn, "p2", t + 1000, "only in the wal")
+    assert (tmp_path / "opencode.db-wal").stat().st_size > 0
+    assert _texts(read_all(db, state, pos)[0]) == ["only in the wal"]
+    conn.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["opencode.db"]
+
+
 def test_rows_being_written_and_a_locked_database_wait(home: dict[str, Path]) -> None:
     # a row written this instant may belong to a transaction still open: read next time
     _, state, pos = read_all(home["db"])

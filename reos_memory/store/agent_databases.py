@@ -1,13 +1,13 @@
 """SQL read from other tools' own databases (opencode's `opencode.db`), never written: opened
-read-only, and a database that is locked or not (yet) of the expected schema reads as nothing
+read-only without creating anything beside them (`readonly_sqlite`), and a database that is locked or not (yet) of the expected schema reads as nothing
 new (the caller reads it again next time)."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from typing import Any
-from urllib.parse import quote
+
+from reos_memory.store import readonly_sqlite
 
 # opencode's `message` and `part` rows (with their session's directory and parent, and a
 # part's message) updated in [t, until], oldest first, by kind and id within the same time
@@ -35,8 +35,8 @@ def opencode_rows(path: str, t: int, skip: int, until: int, n: int) -> list[tupl
     those updated at `t` left out) to `until`: (src 0 = message / 1 = part, id, session id,
     parent session id, directory, time created, time updated, data JSON, message data JSON)."""
     try:
-        conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=1)
-    except sqlite3.Error:
+        conn = readonly_sqlite.connect(path, timeout=1)
+    except (OSError, sqlite3.Error):
         return []
     try:
         args = {"t": t, "until": until, "n": n, "skip": skip}
