@@ -394,6 +394,63 @@ def _texts(parsed: list[Parsed]) -> list[str | None]:
     return [p.event.text for p in parsed]
 
 
+def test_a_row_read_and_updated_again_skips_no_other_row(tmp_path: Path) -> None:
+    """A row read at time t and updated again (streamed text ending) moves to a later time;
+    the rows read after it at t stay read and none is skipped in its place (the watermark was
+    an OFFSET over the rows updated from t on)."""
+    db = tmp_path / "opencode.db"
+    conn = _text_db(db)
+    t = int(time.time() * 1000) - 60_000
+    _put_text(conn, "p1", t, "partial", final=False)
+    got, state, pos = read_all(db)
+    assert got == []
+    _put_text(conn, "p1", t + 5000, "FINAL ANSWER: use httpx")  # the part ends
+    more, state, pos = read_all(db, ParseState.from_json(state.to_json()), pos)
+    assert _texts(more) == ["FINAL ANSWER: use httpx"]
+    _put_text(conn, "p2", t + 9000, "next thing")
+    more, state, pos = read_all(db, state, pos)
+    assert _texts(more) == ["next thing"]
+    assert read_all(db, state, pos)[0] == []
+
+    # a batch that ended among the rows of one time (the ingester stops after so many
+    # events): the rows of that time are read again, those up to the last one read passed over
+    same = t + 20_000
+    for i in range(1, 6):
+        _put_text(conn, f"r{i}", same, f"r{i}", final=i != 1)
+    seen_before = list(state.extra.get("seen", []))
+    recs = list(ADAPTER.records(str(db), pos, 1 << 20))[:2]  # r1 (streaming) and r2 read
+    first = [p for r in recs for p in ADAPTER.parse(cast(Any, r.data), state)]
+    assert _texts(first) == ["r2"]
+    state = ParseState.from_json(state.to_json())
+    _put_text(conn, "r1", same + 3000, "r1 ended")  # r1 moves on
+    rest, state, _ = read_all(db, state, recs[-1].end)
+    assert _texts(rest) == ["r3", "r4", "r5", "r1 ended"]
+    assert len(state.extra["seen"]) == len(seen_before) + 5
+    conn.close()
+
+
+def test_a_time_with_more_rows_than_a_batch_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reos_memory.squirrel.ingest import opencode
+
+    monkeypatch.setattr(opencode, "_BATCH_ROWS", 3)
+    db = tmp_path / "opencode.db"
+    conn = _text_db(db)
+    t = int(time.time() * 1000) - 60_000
+    for i in range(5):
+        _put_text(conn, f"p{i}", t, f"at t {i}")
+    _put_text(conn, "p5", t + 1, "after")
+    _put_text(conn, "p6", t + 2, "later")
+    recs = list(ADAPTER.records(str(db), 0, 1 << 20))
+    ends = [r.end for r in recs]
+    assert [r.data["id"] for r in recs if r.data] == ["m0", "p0", "p1", "p2", "p3", "p4"]
+    assert ends == sorted(ends) and ends[-1] == (t << 20) | ((1 << 20) - 1)
+    got, _, _ = read_all(db)
+    assert _texts(got) == [f"at t {i}" for i in range(5)] + ["after", "later"]
+    conn.close()
+
+
 def test_reading_leaves_nothing_beside_the_database_and_reads_its_wal(tmp_path: Path) -> None:
     """opencode's database is in WAL mode: read while opencode is closed (no `-wal`) it is
     opened immutable, so no `-wal`/`-shm` appears beside it; while opencode has it open, the
