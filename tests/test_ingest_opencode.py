@@ -360,6 +360,120 @@ def test_rows_are_read_once_as_they_become_final(home: dict[str, Path], tmp_path
     assert again == [] and pos >> 20 == rows["base_ms"] + 3_600_000
 
 
+def _text_db(path: Path) -> sqlite3.Connection:
+    """An empty opencode database (WAL, opencode's tables) with one session and its assistant
+    message; the connection stays open (its commits in the `-wal`)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.executescript(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, directory TEXT);"
+        "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INT,"
+        " time_updated INT, data TEXT);"
+        "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT,"
+        " time_created INT, time_updated INT, data TEXT);"
+    )
+    conn.execute("INSERT INTO session VALUES ('s1', NULL, ?)", (str(path.parent),))
+    conn.execute(
+        "INSERT INTO message VALUES ('m0', 's1', 1, 1, ?)", (json.dumps({"role": "assistant"}),)
+    )
+    return conn
+
+
+def _put_text(conn: sqlite3.Connection, pid: str, t: int, text: str, final: bool = True) -> None:
+    times = {"start": t, "end": t} if final else {"start": t}
+    data = json.dumps({"type": "text", "text": text, "time": times})
+    conn.execute(
+        "INSERT INTO part VALUES (?, 'm0', 's1', ?, ?, ?) ON CONFLICT(id) DO UPDATE"
+        " SET time_updated = excluded.time_updated, data = excluded.data",
+        (pid, t, t, data),
+    )
+
+
+def _texts(parsed: list[Parsed]) -> list[str | None]:
+    return [p.event.text for p in parsed]
+
+
+def test_a_row_read_and_updated_again_skips_no_other_row(tmp_path: Path) -> None:
+    """A row read at time t and updated again (streamed text ending) moves to a later time;
+    the rows read after it at t stay read and none is skipped in its place (the watermark was
+    an OFFSET over the rows updated from t on)."""
+    db = tmp_path / "opencode.db"
+    conn = _text_db(db)
+    t = int(time.time() * 1000) - 60_000
+    _put_text(conn, "p1", t, "partial", final=False)
+    got, state, pos = read_all(db)
+    assert got == []
+    _put_text(conn, "p1", t + 5000, "FINAL ANSWER: use httpx")  # the part ends
+    more, state, pos = read_all(db, ParseState.from_json(state.to_json()), pos)
+    assert _texts(more) == ["FINAL ANSWER: use httpx"]
+    _put_text(conn, "p2", t + 9000, "next thing")
+    more, state, pos = read_all(db, state, pos)
+    assert _texts(more) == ["next thing"]
+    assert read_all(db, state, pos)[0] == []
+
+    # a batch that ended among the rows of one time (the ingester stops after so many
+    # events): the rows of that time are read again, those up to the last one read passed over
+    same = t + 20_000
+    for i in range(1, 6):
+        _put_text(conn, f"r{i}", same, f"r{i}", final=i != 1)
+    seen_before = list(state.extra.get("seen", []))
+    recs = list(ADAPTER.records(str(db), pos, 1 << 20))[:2]  # r1 (streaming) and r2 read
+    first = [p for r in recs for p in ADAPTER.parse(cast(Any, r.data), state)]
+    assert _texts(first) == ["r2"]
+    state = ParseState.from_json(state.to_json())
+    _put_text(conn, "r1", same + 3000, "r1 ended")  # r1 moves on
+    rest, state, _ = read_all(db, state, recs[-1].end)
+    assert _texts(rest) == ["r3", "r4", "r5", "r1 ended"]
+    assert len(state.extra["seen"]) == len(seen_before) + 5
+    conn.close()
+
+
+def test_a_time_with_more_rows_than_a_batch_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reos_memory.squirrel.ingest import opencode
+
+    monkeypatch.setattr(opencode, "_BATCH_ROWS", 3)
+    db = tmp_path / "opencode.db"
+    conn = _text_db(db)
+    t = int(time.time() * 1000) - 60_000
+    for i in range(5):
+        _put_text(conn, f"p{i}", t, f"at t {i}")
+    _put_text(conn, "p5", t + 1, "after")
+    _put_text(conn, "p6", t + 2, "later")
+    recs = list(ADAPTER.records(str(db), 0, 1 << 20))
+    ends = [r.end for r in recs]
+    assert [r.data["id"] for r in recs if r.data] == ["m0", "p0", "p1", "p2", "p3", "p4"]
+    assert ends == sorted(ends) and ends[-1] == (t << 20) | ((1 << 20) - 1)
+    got, _, _ = read_all(db)
+    assert _texts(got) == [f"at t {i}" for i in range(5)] + ["after", "later"]
+    conn.close()
+
+
+def test_reading_leaves_nothing_beside_the_database_and_reads_its_wal(tmp_path: Path) -> None:
+    """opencode's database is in WAL mode: read while opencode is closed (no `-wal`) it is
+    opened immutable, so no `-wal`/`-shm` appears beside it; while opencode has it open, the
+    commits still in its `-wal` are read."""
+    db = tmp_path / "opencode.db"
+    conn = _text_db(db)
+    t = int(time.time() * 1000) - 60_000
+    _put_text(conn, "p1", t, "checkpointed")
+    conn.close()  # the last connection: the -wal checkpointed and removed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["opencode.db"]
+    got, state, pos = read_all(db)
+    assert _texts(got) == ["checkpointed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["opencode.db"]
+    # opencode running: its commit only in the -wal
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    _put_text(conn, "p2", t + 1000, "only in the wal")
+    assert (tmp_path / "opencode.db-wal").stat().st_size > 0
+    assert _texts(read_all(db, state, pos)[0]) == ["only in the wal"]
+    conn.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["opencode.db"]
+
+
 def test_rows_being_written_and_a_locked_database_wait(home: dict[str, Path]) -> None:
     # a row written this instant may belong to a transaction still open: read next time
     _, state, pos = read_all(home["db"])

@@ -6,10 +6,14 @@
   its ids. One database holds every session of every project. It is opened read-only and never
   written; a locked database yields nothing now and is read next time.
   Rows are updated in place (streamed text, a tool part going pending -> running -> completed),
-  so the cursor is a watermark over `time_updated`: `(t << 20) | j` = every row updated before
-  `t` and the first `j` rows (by kind and id) updated at `t` were read. A row is read again
-  when it changes again; what it stands for is handed on once, when it is final (a tool part
-  completed or failed, a text part ended), and parts already handed on are remembered by id.
+  so the cursor is a watermark over `time_updated`: `(t << 20) | 0xFFFFF` = every row updated
+  up to `t` was read (a batch holds all the rows of a time), `(t << 20) | j` = the first `j`
+  rows (by kind and id) updated at `t` too, the last of them remembered by its key
+  `(time_updated, kind, id)` (the rows at `t` are read again from the database and those up to
+  the key passed over: a row read at `t` and updated since is no longer among them, so no row
+  is skipped in its place). A row is read again when it changes again; what it stands for is
+  handed on once, when it is final (a tool part completed or failed, a text part ended), and
+  parts already handed on are remembered by id.
 * The legacy JSON tree (before v1.2): `storage/session/<project>/<session>.json`, its messages
   `storage/message/<session>/<message>.json` and their parts `storage/part/<message>/<part>.json`;
   the session file is the log, its records are the messages and parts in order (the cursor
@@ -52,6 +56,7 @@ from reos_memory.squirrel.ingest.base import (
 from reos_memory.store import agent_databases
 
 _SHIFT = 20  # the position's low bits: rows already read of those updated at the same time
+_DONE = (1 << _SHIFT) - 1  # ... all of them
 _BATCH_ROWS = 500
 # a row written this recently may belong to a transaction not yet committed: read next time
 SETTLE_MS = 1500
@@ -108,6 +113,8 @@ class OpenCode(Adapter):
             yield from _db_records(path, position)
 
     def parse(self, record: dict[str, Any], state: ParseState) -> list[Parsed]:
+        if _read_before(record, state):
+            return []
         sid = string(record.get("parent_id")) or string(record.get("session_id"))
         data = record.get("data")
         if sid is None or not isinstance(data, dict):
@@ -148,6 +155,22 @@ def _directory(
         for k in list(dirs)[:-256]:
             del dirs[k]
     return cwd or dirs.get(sid)
+
+
+def _read_before(record: dict[str, Any], state: ParseState) -> bool:
+    """Whether a database row is one read before and unchanged since (a time's rows are read
+    again after a batch that ended among them); the row's key is remembered otherwise."""
+    key = record.get("key")
+    if not isinstance(key, list):
+        return False  # the legacy tree
+    last = state.extra.get("key")
+    try:
+        if isinstance(last, list) and tuple(key) <= tuple(last):
+            return True
+    except TypeError:
+        pass  # a key of another shape: read
+    state.extra["key"] = key
+    return False
 
 
 # -- what a row stands for -----------------------------------------------------------------
@@ -354,17 +377,17 @@ def _first(state: ParseState, key: str) -> bool:
 def _db_records(path: str, position: int) -> Iterator[Record]:
     """Rows updated since the watermark, oldest first, each with the position after it (none
     while the database is locked)."""
-    t0, skip = position >> _SHIFT, position & ((1 << _SHIFT) - 1)
+    t0, j0 = position >> _SHIFT, position & _DONE
     until = int(time.time() * 1000) - SETTLE_MS
-    batch = agent_databases.opencode_rows(path, t0, skip, until, _BATCH_ROWS)
-    t, j = t0, skip
-    for src, rid, sid, parent, directory, created, updated, data, message in batch:
-        if not isinstance(updated, int):
-            continue
-        if updated == t:
-            j += 1
-        else:
-            t, j = updated, 1
+    # in the middle of a time's rows: that time's rows again (those read before are known by
+    # their key, `ParseState.extra["key"]`); otherwise the rows updated after it
+    batch = agent_databases.opencode_rows(path, t0, j0 != _DONE, until, _BATCH_ROWS)
+    batch = [r for r in batch if isinstance(r[6], int)]
+    n = 0
+    for i, (src, rid, sid, parent, directory, created, updated, data, message) in enumerate(batch):
+        n = n + 1 if i and batch[i - 1][6] == updated else 1  # the row's place in its time's
+        last = i + 1 == len(batch) or batch[i + 1][6] != updated
+        j = _DONE if last else min(n, _DONE - 1)  # (the batch holds all the rows of a time)
         rec = {
             "src": src,
             "id": rid,
@@ -373,11 +396,12 @@ def _db_records(path: str, position: int) -> Iterator[Record]:
             "directory": directory,
             "t_created": created,
             "t_updated": updated,
+            "key": [updated, src, rid],
             "wm": t0,
             "data": _json(data),
             "message": _json(message),
         }
-        yield Record((t << _SHIFT) | min(j, (1 << _SHIFT) - 1), rec)
+        yield Record((updated << _SHIFT) | j, rec)
 
 
 def _json(text: Any) -> Any:
