@@ -152,6 +152,22 @@ def test_events_wait_for_the_task_directory(tmp_path: Path) -> None:
     assert state.cwd == CWD and [p.event.role for p in got] == ["user"]
 
 
+def test_events_held_for_the_task_directory_are_capped() -> None:
+    # the directory never comes: what waits is stored with the cursor every batch, so it is
+    # bounded (the task's request kept, the oldest after it dropped and counted)
+    from reos_memory.squirrel.ingest.cline import MAX_HELD
+
+    state = ParseState(session_id="cline-1")
+    task = {"ts": 1, "type": "say", "say": "task", "text": "fix the tests"}
+    ADAPTER.parse(task, state)
+    for i in range(2, 300):
+        ADAPTER.parse({"ts": i, "type": "say", "say": "text", "text": f"reply {i}"}, state)
+    held = state.extra["held"]
+    assert len(held) == MAX_HELD and held[0]["text"] == "fix the tests"
+    assert held[-1]["text"] == "reply 299"
+    assert state.counts["dropped_before_project"] == 299 - MAX_HELD
+
+
 # -- the document cursor -----------------------------------------------------------------------
 
 

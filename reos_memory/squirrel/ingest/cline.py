@@ -67,6 +67,7 @@ _FAILED = re.compile(r"Command failed with exit code (-?\d+)")
 _EXIT = re.compile(r"(?:Exit code: |\(exit code )(-?\d+)")
 _DENIED = "The user denied this operation"
 _TOOL_FAILED = ("The tool execution failed", "<error>")
+MAX_HELD = 50  # events kept while the task's directory is not known yet (it comes early)
 _REQ_APP = "REQ_APP"  # Cline appends it to a command that waits for approval
 _APPROVALS = frozenset({"command", "tool", "use_mcp_server", "browser_action_launch"})
 # messages of the UI that say nothing to learn from
@@ -201,6 +202,10 @@ class Cline(Adapter):
         if state.cwd is None:
             held = state.extra.setdefault("held", [])
             held.extend(msgspec.to_builtins(e) for e in events)
+            if len(held) > MAX_HELD:  # (stored with the cursor every batch: never unbounded)
+                # the first (the task's request) is kept, the oldest after it dropped
+                state.count("dropped_before_project", len(held) - MAX_HELD)
+                del held[1 : 1 + len(held) - MAX_HELD]
             return []
         held = state.extra.pop("held", None) or []
         out = [msgspec.convert(e, EventIn) for e in held] + events
