@@ -39,7 +39,7 @@ from typing import Any, Literal
 import msgspec
 
 from reos_memory.models import EventIn
-from reos_memory.squirrel.ingest import reader
+from reos_memory.squirrel.ingest import reader, rewound
 from reos_memory.squirrel.ingest.base import (
     Adapter,
     Parsed,
@@ -175,14 +175,17 @@ class Cline(Adapter):
             return  # caught mid-write (or gone): read again next time
         if not isinstance(doc, list):
             return
-        for i in range(position, len(doc)):
+
+        def make(i: int) -> Record | None:
             m = doc[i]
             if not isinstance(m, dict):
-                yield Record(i + 1, None, True)
-                continue
+                return Record(0, None, True)
             if _streaming(m):
-                return  # still being written: this message and the ones after it wait
-            yield Record(i + 1, m)
+                return None  # still being written: this message and the ones after it wait
+            return Record(0, m)
+
+        # cut back (a checkpoint restored, a message edited) and grown again: see `rewound`
+        yield from rewound.replay([_key(m) for m in doc], position, make)
 
     def begin(self, path: str, state: ParseState) -> None:
         task = os.path.dirname(os.path.realpath(path))
@@ -191,6 +194,9 @@ class Cline(Adapter):
         state.cwd = _cwd_from_api_history(task)
 
     def parse(self, record: dict[str, Any], state: ParseState) -> list[Parsed]:
+        if rewound.answer(record, state):
+            return []
+        rewound.remember(state, _key(record))
         kind = record.get("type")
         what = record.get("say") if kind == "say" else record.get("ask")
         if kind not in ("ask", "say") or not isinstance(what, str):
@@ -421,6 +427,14 @@ class Cline(Adapter):
                 )
             )
         return out
+
+
+def _key(m: Any) -> str:
+    """What names a message while it is rewritten (its text changes: a request's cost is added
+    once it is done): its time, which Cline uses as its id."""
+    if isinstance(m, dict) and isinstance(m.get("ts"), int | float):
+        return f"{m['ts']}:{m.get('type')}"
+    return json.dumps(m, sort_keys=True, default=str)
 
 
 def _streaming(m: dict[str, Any]) -> bool:
