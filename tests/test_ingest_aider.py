@@ -210,6 +210,24 @@ def test_a_line_still_being_written_waits(tmp_path: Path) -> None:
     assert more[-1].end == log.stat().st_size
 
 
+def test_a_message_whose_end_never_comes_is_kept_bounded() -> None:
+    # a `> ` message of many lines waits for its closing line in the stored state: its head and
+    # tail are kept, not every line
+    from reos_memory.squirrel.ingest.base import MAX_TEXT
+
+    state = ParseState()
+    ADAPTER.parse({"line": _h()}, state)
+    ADAPTER.parse({"line": "> Running the tests"}, state)
+    for i in range(20_000):
+        ADAPTER.parse({"line": f"output line {i}"}, state)
+        assert sum(len(s) for s in state.extra["open"]) <= 3 * MAX_TEXT
+    assert state.counts["open_message_cut"] > 0
+    kept = "\n".join(state.extra["open"])
+    assert kept.startswith("Running the tests") and kept.endswith("output line 19999")
+    ADAPTER.parse({"line": "all passed  "}, state)  # its closing line
+    assert "open" not in state.extra
+
+
 def _h() -> str:
     return "# aider chat started at 2025-01-02 03:04:05"
 

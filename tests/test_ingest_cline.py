@@ -152,6 +152,22 @@ def test_events_wait_for_the_task_directory(tmp_path: Path) -> None:
     assert state.cwd == CWD and [p.event.role for p in got] == ["user"]
 
 
+def test_events_held_for_the_task_directory_are_capped() -> None:
+    # the directory never comes: what waits is stored with the cursor every batch, so it is
+    # bounded (the task's request kept, the oldest after it dropped and counted)
+    from reos_memory.squirrel.ingest.cline import MAX_HELD
+
+    state = ParseState(session_id="cline-1")
+    task = {"ts": 1, "type": "say", "say": "task", "text": "fix the tests"}
+    ADAPTER.parse(task, state)
+    for i in range(2, 300):
+        ADAPTER.parse({"ts": i, "type": "say", "say": "text", "text": f"reply {i}"}, state)
+    held = state.extra["held"]
+    assert len(held) == MAX_HELD and held[0]["text"] == "fix the tests"
+    assert held[-1]["text"] == "reply 299"
+    assert state.counts["dropped_before_project"] == 299 - MAX_HELD
+
+
 # -- the document cursor -----------------------------------------------------------------------
 
 
@@ -193,6 +209,48 @@ def test_half_written_documents_streaming_messages_appends_and_restarts(
 
 
 # -- detection and locations -----------------------------------------------------------------
+
+
+def test_a_task_cut_back_and_grown_again_gives_only_the_new_messages(tmp_path: Path) -> None:
+    # a checkpoint restored (or a message edited): the document is written again shorter, then
+    # grows; the messages below the old count are new and read, the ones kept are not again
+    log = tmp_path / "tasks" / "1700000000000" / "ui_messages.json"
+    log.parent.mkdir(parents=True)
+
+    def msg(i: int, text: str, say: str = "text") -> dict[str, Any]:
+        return {"ts": 1700000000000 + i, "type": "say", "say": say, "text": text}
+
+    msgs = [msg(0, "fix the tests", "task")] + [msg(i, f"reply {i}") for i in range(1, 10)]
+    log.write_text(json.dumps(msgs))
+    state = ParseState(cwd="/tmp")
+    ADAPTER.begin(str(log), state)
+    state.cwd = "/tmp"
+
+    def read(pos: int) -> tuple[list[str | None], int]:
+        r = tin._read_batch(str(log), pos, ADAPTER, state, 1000)
+        return [e.text for es in r.events.values() for e in es], r.end
+
+    texts, pos = read(0)
+    assert len(texts) == 10
+    assert read(pos) == ([], pos)  # unchanged: nothing
+    # restored to message 4, then 5 new messages (as many as the old count, or more)
+    for grown in (6, 9):
+        msgs = msgs[:4] + [msg(100 * grown + i, f"after {grown}.{i}") for i in range(grown)]
+        log.write_text(json.dumps(msgs))
+        texts, pos = read(pos)
+        assert texts == [f"after {grown}.{i}" for i in range(grown)]
+        assert read(pos) == ([], pos)
+    # a request's details filled in later (its cost) is the same message: nothing is re-read
+    msgs[-1]["text"] = "after 9.8 (edited in place)"
+    log.write_text(json.dumps(msgs))
+    assert read(pos) == ([], pos)
+    # cut back with nothing new: nothing, and what comes next is read
+    log.write_text(json.dumps(msgs[:3]))
+    texts, pos = read(pos)
+    assert texts == []
+    log.write_text(json.dumps([*msgs[:3], msg(999, "last")]))
+    assert read(pos)[0] == ["last"]
+    assert state.counts["cut_back"] == 3
 
 
 def test_detect_names_cline_only_for_its_tasks(tmp_path: Path) -> None:

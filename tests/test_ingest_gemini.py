@@ -241,6 +241,26 @@ def test_legacy_document_and_its_held_back_last_message(app, tmp_path: Path) -> 
     assert list(GEMINI.records(str(doc), 0, 1 << 20)) == []
 
 
+def test_a_resumed_legacy_document_gives_only_its_new_messages(app, tmp_path: Path) -> None:
+    # resuming a `.json` session, the CLI writes it again whole as `.jsonl` beside it: a new
+    # cursor, the same session; what the `.json` held was learned from it already
+    h = lay_out(tmp_path)
+    sq = app.squirrel
+    doc = h["legacy"]
+    rep = tin.ingest_file(sq, str(doc), tin.Options(session_end=True))
+    assert rep.events == 14 and rep.ended
+    data = json.loads(doc.read_text())
+    new = {"id": "n1", "timestamp": "2026-03-02T10:00:00.000Z", "type": "user", "content": "more"}
+    meta = {k: v for k, v in data.items() if k != "messages"}
+    lines = [meta, *data["messages"], new]
+    Path(str(doc) + "l").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rep = tin.ingest_file(sq, str(doc) + "l", tin.Options(session_end=False))
+    assert rep.session_id == data["sessionId"] and rep.events == 1
+    assert rep.counts["read_in_legacy_document"] == len(data["messages"])
+    parsed, state, _ = parse_all(GEMINI, Path(str(doc) + "l"), finish=False)
+    assert [p.event.text for p in parsed] == ["more"] and "legacy" not in state.extra
+
+
 def test_identity_of_a_document_is_its_session(tmp_path: Path) -> None:
     h = lay_out(tmp_path)
     doc = h["legacy"]

@@ -247,6 +247,41 @@ def test_step_cursor_snapshots_partial_lines_and_a_restart(tmp_path: Path) -> No
 # -- 3. detection ----------------------------------------------------------------------------
 
 
+def test_a_snapshot_reverted_and_grown_again_gives_only_the_new_steps(tmp_path: Path) -> None:
+    # the user reverts to step 2 and goes on: the snapshot is written again shorter, then as
+    # long as before (or longer); the steps below the old count are new
+    log = tmp_path / "traj1.jsonl"
+    steps = [
+        step("user_input", user_response="add retries"),
+        step("code_action", path="/w/app.py", new_content="x"),
+        step("planner_response", response="added retries"),
+        step("planner_response", response="also bumped the timeout"),
+    ]
+
+    def write(rows: list[dict[str, object]]) -> None:
+        log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    write(steps)
+    state = ParseState()
+    WINDSURF.begin(str(log), state)
+    r = tin._read_batch(str(log), 0, WINDSURF, state, 1000)
+    pos = r.end
+    assert r.n_events == 4 and tin._read_batch(str(log), pos, WINDSURF, state, 1000).lines == 0
+    steps[1]["status"] = "accepted"  # a step's status moving on is not a revert
+    write(steps)
+    assert tin._read_batch(str(log), pos, WINDSURF, state, 1000).lines == 0
+    steps = [
+        *steps[:2],
+        step("planner_response", response="switched to httpx"),
+        step("user_input", user_response="good"),
+    ]
+    write(steps)
+    r = tin._read_batch(str(log), pos, WINDSURF, state, 1000)
+    texts = [e.text for es in r.events.values() for e in es]
+    assert texts == ["switched to httpx", "good"] and state.counts["cut_back"] == 1
+    assert tin._read_batch(str(log), r.end, WINDSURF, state, 1000).lines == 0
+
+
 def test_detect_names_windsurf_for_its_transcripts_only(tmp_path: Path) -> None:
     h = lay_out(tmp_path)
     assert tin.detect(str(h["log"])) == "windsurf"

@@ -155,6 +155,10 @@ class Aider(Adapter):
             if _ENDED.search(line):
                 msg = "\n".join(x.pop("open"))
                 return self._wrap(self._message(msg[:-2], state), state)
+            if sum(len(s) + 1 for s in x["open"]) > 2 * MAX_TEXT:
+                # stored with the cursor every batch: its head and tail are kept, as `cut` would
+                state.count("open_message_cut")
+                x["open"] = [cut("\n".join(x["open"]))]
             return []
         if _user_line(line):
             out = self._close_open(state)

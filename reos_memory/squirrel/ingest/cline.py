@@ -39,7 +39,7 @@ from typing import Any, Literal
 import msgspec
 
 from reos_memory.models import EventIn
-from reos_memory.squirrel.ingest import reader
+from reos_memory.squirrel.ingest import reader, rewound
 from reos_memory.squirrel.ingest.base import (
     Adapter,
     Parsed,
@@ -67,6 +67,7 @@ _FAILED = re.compile(r"Command failed with exit code (-?\d+)")
 _EXIT = re.compile(r"(?:Exit code: |\(exit code )(-?\d+)")
 _DENIED = "The user denied this operation"
 _TOOL_FAILED = ("The tool execution failed", "<error>")
+MAX_HELD = 50  # events kept while the task's directory is not known yet (it comes early)
 _REQ_APP = "REQ_APP"  # Cline appends it to a command that waits for approval
 _APPROVALS = frozenset({"command", "tool", "use_mcp_server", "browser_action_launch"})
 # messages of the UI that say nothing to learn from
@@ -174,14 +175,17 @@ class Cline(Adapter):
             return  # caught mid-write (or gone): read again next time
         if not isinstance(doc, list):
             return
-        for i in range(position, len(doc)):
+
+        def make(i: int) -> Record | None:
             m = doc[i]
             if not isinstance(m, dict):
-                yield Record(i + 1, None, True)
-                continue
+                return Record(0, None, True)
             if _streaming(m):
-                return  # still being written: this message and the ones after it wait
-            yield Record(i + 1, m)
+                return None  # still being written: this message and the ones after it wait
+            return Record(0, m)
+
+        # cut back (a checkpoint restored, a message edited) and grown again: see `rewound`
+        yield from rewound.replay([_key(m) for m in doc], position, make)
 
     def begin(self, path: str, state: ParseState) -> None:
         task = os.path.dirname(os.path.realpath(path))
@@ -190,6 +194,9 @@ class Cline(Adapter):
         state.cwd = _cwd_from_api_history(task)
 
     def parse(self, record: dict[str, Any], state: ParseState) -> list[Parsed]:
+        if rewound.answer(record, state):
+            return []
+        rewound.remember(state, _key(record))
         kind = record.get("type")
         what = record.get("say") if kind == "say" else record.get("ask")
         if kind not in ("ask", "say") or not isinstance(what, str):
@@ -201,6 +208,10 @@ class Cline(Adapter):
         if state.cwd is None:
             held = state.extra.setdefault("held", [])
             held.extend(msgspec.to_builtins(e) for e in events)
+            if len(held) > MAX_HELD:  # (stored with the cursor every batch: never unbounded)
+                # the first (the task's request) is kept, the oldest after it dropped
+                state.count("dropped_before_project", len(held) - MAX_HELD)
+                del held[1 : 1 + len(held) - MAX_HELD]
             return []
         held = state.extra.pop("held", None) or []
         out = [msgspec.convert(e, EventIn) for e in held] + events
@@ -416,6 +427,14 @@ class Cline(Adapter):
                 )
             )
         return out
+
+
+def _key(m: Any) -> str:
+    """What names a message while it is rewritten (its text changes: a request's cost is added
+    once it is done): its time, which Cline uses as its id."""
+    if isinstance(m, dict) and isinstance(m.get("ts"), int | float):
+        return f"{m['ts']}:{m.get('type')}"
+    return json.dumps(m, sort_keys=True, default=str)
 
 
 def _streaming(m: dict[str, Any]) -> bool:

@@ -54,6 +54,7 @@ from reos_memory.squirrel.ingest.base import (
 
 FINAL = frozenset({"success", "error", "cancelled"})
 MAX_IDS = 512  # message and call ids remembered for taking each once
+MAX_LEGACY = 4096  # ids of a resumed legacy document's messages (kept until a new one comes)
 _SHELL = "run_shell_command"
 _EDITS = {"write_file": "content", "replace": "new_string"}
 _FILE_KEYS = ("file_path", "absolute_path", "path", "dir_path")
@@ -104,6 +105,12 @@ class Gemini(Adapter):
                 state.extra["parent"] = os.path.basename(parent)
         if path.endswith(".json"):
             state.extra["document"] = path
+        elif path.endswith(".jsonl"):
+            # a legacy session resumed: the CLI writes it again whole as `.jsonl` beside the
+            # `.json` already read; the messages that one holds are not new
+            old = _legacy_ids(path[:-1])
+            if old:
+                state.extra["legacy"] = old
 
     # -- reading: JSONL lines, or the messages of a legacy document ----------------------------
 
@@ -223,6 +230,12 @@ class Gemini(Adapter):
         return self._wrap([event], state)
 
     def _message(self, m: dict[str, Any], state: ParseState) -> list[EventIn]:
+        legacy = state.extra.get("legacy")
+        if legacy:
+            if m["id"] in legacy:
+                state.count("read_in_legacy_document")
+                return []
+            del state.extra["legacy"]  # past the resumed history: only new messages follow
         kind = m.get("type")
         ts = string(m.get("timestamp"))
         first = m["id"] not in _ids(state, "seen")
@@ -412,6 +425,22 @@ def _remember(state: ParseState, key: str, value: str) -> None:
     ids.append(value)
     del ids[: max(0, len(ids) - MAX_IDS)]
     state.extra[key] = ids
+
+
+def _legacy_ids(path: str) -> list[str]:
+    """The message ids of a legacy `.json` session document (at most MAX_LEGACY, the last)."""
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read())
+    except (OSError, ValueError):
+        return []
+    messages = doc.get("messages") if isinstance(doc, dict) else None
+    ids = [
+        m["id"]
+        for m in (messages if isinstance(messages, list) else [])
+        if isinstance(m, dict) and isinstance(m.get("id"), str)
+    ]
+    return ids[-MAX_LEGACY:]
 
 
 def _chats_dir(path: str) -> str | None:

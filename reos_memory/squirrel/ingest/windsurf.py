@@ -39,7 +39,7 @@ from typing import Any
 import msgspec
 
 from reos_memory.models import EventIn
-from reos_memory.squirrel.ingest import reader
+from reos_memory.squirrel.ingest import reader, rewound
 from reos_memory.squirrel.ingest.base import (
     Adapter,
     Parsed,
@@ -76,23 +76,25 @@ class Windsurf(Adapter):
         state.session_id = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
 
     def records(self, path: str, position: int, max_bytes: int) -> Iterator[Record]:
-        """The steps after the first `position` ones (the cursor is a step count)."""
-        n = start = taken = 0
-        for line in reader.lines(path, 0, sys.maxsize):
-            n += 1
-            size, start = line.end - start, line.end
-            if n <= position:
-                continue
-            if line.data is None:
-                yield Record(n, None, True)
-            elif not line.data.strip():
-                yield Record(n, None)
-            else:
-                rec = json_record(line.data)
-                yield Record(n, rec, rec is None)
-            taken += size
+        """The steps after the ones read (the cursor counts steps; a snapshot reverted and
+        grown again is placed by `rewound`)."""
+        lines = list(reader.lines(path, 0, sys.maxsize))
+        taken = 0
+
+        def make(i: int) -> Record | None:
+            nonlocal taken
             if taken >= max_bytes:
-                return
+                return None
+            line = lines[i]
+            taken += line.end - (lines[i - 1].end if i else 0)
+            if line.data is None:
+                return Record(0, None, True)
+            if not line.data.strip():
+                return Record(0, None)
+            rec = json_record(line.data)
+            return Record(0, rec, rec is None)
+
+        yield from rewound.replay([_key(ln.data) for ln in lines], position, make)
 
     def identity(self, path: str, size: int = reader.HEAD_BYTES) -> reader.Head:
         """The trajectory's first step (its opening prompt): the same in every snapshot, even
@@ -107,6 +109,9 @@ class Windsurf(Adapter):
         return reader.Head(hashlib.sha256(b"windsurf:" + key).hexdigest(), reader.HEAD_BYTES)
 
     def parse(self, record: dict[str, Any], state: ParseState) -> list[Parsed]:
+        if rewound.answer(record, state):
+            return []
+        rewound.remember(state, _step_key(record))
         kind = record.get("type")
         body = record.get(kind) if isinstance(kind, str) else None
         if not isinstance(body, dict) or state.session_id is None:
@@ -206,6 +211,20 @@ class Windsurf(Adapter):
         waiting = state.extra.pop("held", [])
         out = [msgspec.convert(e, EventIn) for e in waiting] + events
         return [Parsed(sid, e) for e in out]
+
+
+def _step_key(rec: dict[str, Any]) -> str:
+    """What names a step while its snapshot is written again (its status moves on)."""
+    kind = rec.get("type")
+    body = rec.get(kind) if isinstance(kind, str) else None
+    return json.dumps([kind, body, _created(rec)], sort_keys=True, default=str)
+
+
+def _key(data: bytes | None) -> str:
+    rec = json_record(data)
+    if rec is None:
+        return (data or b"").decode("utf-8", "replace")
+    return _step_key(rec)
 
 
 def _created(record: dict[str, Any]) -> str | None:
