@@ -8,6 +8,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -364,45 +365,42 @@ def test_two_ingesters_on_one_file_read_each_line_once(app, tmp_path: Path) -> N
     assert _events_stored(app) == 461
 
 
-@needs_formats
-def test_codex_compressing_a_rollout_does_not_read_it_again(app, tmp_path: Path) -> None:
+def _read_then_compressed(app: Any, tmp_path: Path, upto: int | None) -> tuple[Any, Path]:
+    """The first 20 lines of a rollout read plain; then Codex compresses it (with its lines up
+    to `upto`) and deletes the plain file. The report of reading the compressed one."""
     import zstandard
 
-    sq = app.squirrel  # type: ignore[attr-defined]
+    sq = app.squirrel
     lines = _lines(CODEX_OLD)
     plain = tmp_path / CODEX_OLD.name
     plain.write_bytes(b"".join(lines[:20]))
     assert tin.ingest_file(sq, str(plain), tin.Options(session_end=False)).lines == 20
-    # Codex compresses the idle rollout and deletes the plain file
     packed = tmp_path / (CODEX_OLD.name + ".zst")
-    packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    packed.write_bytes(zstandard.ZstdCompressor().compress(b"".join(lines[:upto])))
     plain.unlink()
-    rep = tin.ingest_file(sq, str(packed), tin.Options(session_end=False))
+    return tin.ingest_file(sq, str(packed), tin.Options(session_end=False)), packed
+
+
+@needs_formats
+def test_codex_compressing_a_rollout_does_not_read_it_again(app, tmp_path: Path) -> None:
+    lines = _lines(CODEX_OLD)
+    rep, packed = _read_then_compressed(app, tmp_path, 20)
     assert rep.lines == 0 and not rep.rewritten
     # ... then resumes the session: decompressed, appended to, compressed again
     packed.unlink()
+    plain = tmp_path / CODEX_OLD.name
     plain.write_bytes(b"".join(lines))
-    rep = tin.ingest_file(sq, str(plain), tin.Options(session_end=False))
+    rep = tin.ingest_file(app.squirrel, str(plain), tin.Options(session_end=False))
     assert rep.lines == len(lines) - 20 and not rep.rewritten
     assert _events_stored(app) == 7  # every event once (the session's 7)
 
 
+@needs_formats
 def test_a_rollout_compressed_with_lines_not_yet_read_goes_on_from_its_cursor(
     app, tmp_path: Path
 ) -> None:
-    import zstandard
-
-    sq = app.squirrel  # type: ignore[attr-defined]
-    lines = _lines(CODEX_OLD)
-    plain = tmp_path / CODEX_OLD.name
-    plain.write_bytes(b"".join(lines[:20]))
-    assert tin.ingest_file(sq, str(plain), tin.Options(session_end=False)).lines == 20
-    # more lines came, and Codex compressed the rollout before anyone read them
-    packed = tmp_path / (CODEX_OLD.name + ".zst")
-    packed.write_bytes(zstandard.ZstdCompressor().compress(b"".join(lines)))
-    plain.unlink()
-    rep = tin.ingest_file(sq, str(packed), tin.Options(session_end=False))
-    assert rep.lines == len(lines) - 20 and not rep.rewritten
+    rep, _ = _read_then_compressed(app, tmp_path, None)  # more lines came before it was read
+    assert rep.lines == len(_lines(CODEX_OLD)) - 20 and not rep.rewritten
     assert _events_stored(app) == 7
 
 
