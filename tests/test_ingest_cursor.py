@@ -913,3 +913,60 @@ def test_a_transcript_with_results_and_a_hook_log_gives_each_result_once(app, tm
     sub.write_text(s.path(tmp_path / "home").read_text())
     parsed, state, _ = parse_all(sub)
     assert "results_from_hooks" not in state.counts
+
+
+def test_a_secret_split_where_a_long_output_was_first_cut_leaves_no_piece(tmp_path) -> None:
+    # the half after the first cut shrinks by its redaction (private keys): what lay next to the
+    # seam came into what was kept, the rest of a token split there with it
+    pem = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(
+        "".join(chr(65 + (i * 7 + j * 13) % 26) + str((i + j) % 10) for j in range(32))
+        for i in range(50)
+    )
+    tok = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    tail = tok[12:] + "\n" + pem + "\n-----END RSA PRIVATE KEY-----\n"
+    tail = (tail * 3)[: 8000 - 1] + "z"
+    out = "y" * 20000 + "export GITHUB_TOKEN=" + tok[:12] + tail
+    e = cursor_sidecar.entry(
+        {
+            "hook_event_name": "postToolUse",
+            "conversation_id": "c1",
+            "tool_name": "Shell",
+            "tool_input": {"command": "cat secrets"},
+            "tool_output": out,
+        }
+    )
+    assert e is not None
+    kept = e["output"]
+    assert len(kept) <= cursor_sidecar.MAX_OUTPUT + 20 and kept.startswith("y" * 1000)
+    assert tok[12:] not in kept and tok[:12] not in kept
+    assert "[...]" in kept
+
+
+def test_a_hook_log_removed_as_idle_and_written_again_is_read_from_its_start(tmp_path) -> None:
+    root = tmp_path / "m.db.hook-tools"
+
+    def run(cmd: str, out: str) -> None:
+        payload = {
+            "hook_event_name": "afterShellExecution",
+            "conversation_id": "conv1",
+            "generation_id": "g",
+            "command": cmd,
+            "output": out,
+        }
+        assert cursor_sidecar.record(root, payload)
+
+    for i in range(20):
+        run(f"echo {i}", "x" * 200)
+    log = root / "cursor" / "conv1.jsonl"
+    st: dict[str, Any] = {"path": str(log)}
+    for i in range(20):
+        assert cursor_sidecar.take(st, "Shell", f"echo {i}", None) is not None
+    assert st["off"] > 0
+    os.utime(log, (0, 0))  # a week idle: removed
+    assert cursor_sidecar.prune(root / "cursor") == 1
+    run("pytest", "1 failed")  # the conversation resumed: a new log, shorter than the offset
+    got = cursor_sidecar.take(st, "Shell", "pytest", None)
+    assert got is not None and got["output"] == "1 failed"
+    for i in range(30):  # grown past the old offset, read by the same process
+        run(f"make {i}", "y" * 300)
+    assert all(cursor_sidecar.take(st, "Shell", f"make {i}", None) for i in range(30))
