@@ -970,3 +970,33 @@ def test_a_hook_log_removed_as_idle_and_written_again_is_read_from_its_start(tmp
     for i in range(30):  # grown past the old offset, read by the same process
         run(f"make {i}", "y" * 300)
     assert all(cursor_sidecar.take(st, "Shell", f"make {i}", None) for i in range(30))
+
+
+def test_cursor_config_dir_moves_the_transcripts_for_every_reader(tmp_path, monkeypatch) -> None:
+    # the CLI's CURSOR_CONFIG_DIR: the roots honoured it, the database's reader (a composer with
+    # a transcript read twice) and the hook (a null transcript_path looked for) did not
+    from reos_memory.interfaces.agent_hooks.dialects import DIALECTS
+
+    home, dot = tmp_path / "home", tmp_path / "cursor-config"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CURSOR_CONFIG_DIR", str(dot))
+    folder = project(tmp_path, "csv")
+    db = _kv_fixture(home, folder)
+    moved = cursor_log.transcript_path(dot.parent, folder, "kv-3", True)
+    moved = dot / moved.relative_to(dot.parent / ".cursor")
+    moved.parent.mkdir(parents=True)
+    moved.write_bytes(b"".join(fixture_lines("transcript.jsonl")[:1]))
+    assert os.path.join(str(dot), "projects") in ADAPTER.roots(Place.here())
+    parsed, state, _ = parse_all(db)
+    assert state.counts["composers_in_transcripts"] == 1
+    assert not any(p.session_id == "kv-3" for p in parsed)
+    stop = {
+        "hook_event_name": "stop",
+        "conversation_id": "kv-3",
+        "generation_id": "g1",
+        "transcript_path": None,
+        "workspace_roots": [str(folder)],
+        "cwd": str(folder),
+    }
+    got = DIALECTS["cursor"].read(stop)
+    assert got is not None and got.transcript == str(moved)

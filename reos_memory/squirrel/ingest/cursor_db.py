@@ -77,8 +77,9 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else None
 
 
-def records(path: str, position: int, home: str) -> Iterator[Record]:
-    """The records written since `position`; nothing while the database is locked."""
+def records(path: str, position: int, dot: str) -> Iterator[Record]:
+    """The records written since `position`; nothing while the database is locked. (`dot`:
+    `~/.cursor`, where the agent transcripts are, `cursor_sidecar.dot_dir`.)"""
     try:
         conn = vscdb.connect(path)
     except (OSError, vscdb.Error):
@@ -88,7 +89,7 @@ def records(path: str, position: int, home: str) -> Iterator[Record]:
         # first composer (its ItemTable's rowids would be no position in cursorDiskKV)
         if os.path.basename(os.path.dirname(path)) == "globalStorage" or vscdb.has_composers(conn):
             if vscdb.has_table(conn, "cursorDiskKV"):
-                yield from _kv_records(conn, path, position, home)
+                yield from _kv_records(conn, path, position, dot)
         elif vscdb.has_table(conn, "ItemTable"):
             yield from _item_records(conn, path, position)
     except vscdb.Error:
@@ -160,7 +161,7 @@ def _item_records(conn: vscdb.Conn, path: str, position: int) -> Iterator[Record
         yield Record(end, None)  # other keys changed: nothing of ours, read past them
 
 
-def _kv_records(conn: vscdb.Conn, path: str, position: int, home: str) -> Iterator[Record]:
+def _kv_records(conn: vscdb.Conn, path: str, position: int, dot: str) -> Iterator[Record]:
     top = vscdb.kv_top(conn)
     start = _start(conn, "cursorDiskKV", position, top)
     ids = vscdb.kv_touched_composers(conn, start, top) if top > start else []
@@ -169,7 +170,7 @@ def _kv_records(conn: vscdb.Conn, path: str, position: int, home: str) -> Iterat
             yield Record(end, None)  # other keys changed (or a position to forget)
         return
     folders = composer_folders(path)
-    transcripts = transcript_ids(home)
+    transcripts = transcript_ids(dot)
     # the composers of this read, whose progress is never forgotten while it lasts
     window = frozenset(cid for cid, _ in ids)
     for i, (cid, _first) in enumerate(ids):
@@ -295,10 +296,11 @@ def _workspace_composers(wdir: str) -> dict[str, str]:
     return out
 
 
-def transcript_ids(home: str) -> set[str]:
-    """The conversations that have an agent transcript under `~/.cursor/projects`."""
+def transcript_ids(dot: str) -> set[str]:
+    """The conversations that have an agent transcript under `~/.cursor/projects` (`dot`:
+    `~/.cursor`, or where CURSOR_CONFIG_DIR moves it)."""
     out: set[str] = set()
-    root = os.path.join(home, ".cursor", "projects")
+    root = os.path.join(dot, "projects")
     with contextlib.suppress(OSError):
         for slug in os.listdir(root):
             with contextlib.suppress(OSError):

@@ -38,6 +38,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,12 @@ TWIN_SECONDS = 10.0
 SHELL_TOOLS = frozenset({"Shell", "run_terminal_cmd", "Bash", "shell", "terminal"})
 FILE_KEYS = ("file_path", "path", "target_file", "targetFile", "relative_workspace_path")
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+
+
+def dot_dir(home: str, env: Mapping[str, str]) -> str:
+    """Where Cursor keeps `projects/<slug>/agent-transcripts`: `~/.cursor`, or CURSOR_CONFIG_DIR
+    (the CLI's, which moves it); here since the hook reads it too, loading no more than this."""
+    return env.get("CURSOR_CONFIG_DIR") or os.path.join(home, ".cursor")
 
 
 def folder_of(db: str) -> Path | None:
