@@ -21,7 +21,7 @@ from harness.agent_logs import cursor as cursor_log
 from harness.commands import agent_env, sqrl
 from harness.hook_payloads import cursor_tool_runs
 from harness.rpc_client import Server
-from reos_memory.squirrel.ingest import cursor_sidecar
+from reos_memory.squirrel.ingest import cursor_db, cursor_sidecar
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import Parsed, ParseState, Place
 from reos_memory.squirrel.ingest.cursor import ADAPTER, slug_folder
@@ -433,6 +433,120 @@ def test_global_database_kinds_held_back_bubbles_and_transcripts(tmp_path, monke
     assert sorted(os.listdir(db.parent)) == ["state.vscdb"]
 
 
+def _composers(db: Path, names: list[str], bubbles: int) -> None:
+    """Composers written one after another into a global database, `bubbles` user messages
+    each."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)"
+    )
+    for cid in names:
+        heads = []
+        for j in range(bubbles):
+            text = json.dumps({"type": 1, "text": f"{cid} message {j}"})
+            conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:{cid}:b{j}", text))
+            heads.append({"bubbleId": f"b{j}"})
+        data = json.dumps({"composerId": cid, "fullConversationHeadersOnly": heads})
+        conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"composerData:{cid}", data))
+    conn.commit()
+    conn.close()
+
+
+def _batches(db: Path, state: ParseState, pos: int, max_events: int) -> tuple[list[str], int]:
+    """Every event text read in batches of `max_events`, the state stored between them."""
+    texts: list[str] = []
+    for _ in range(1000):
+        read = tin._read_batch(str(db), pos, ADAPTER, state, max_events)
+        if read.lines == 0:
+            return texts, pos
+        state.__dict__.update(vars(ParseState.from_json(state.to_json())))
+        pos = read.end
+        texts += [e.text or "" for evs in read.events.values() for e in evs]
+    raise AssertionError("the reads never end")
+
+
+def test_batches_cut_short_go_on_past_more_composers_than_remembered(tmp_path, monkeypatch) -> None:
+    # more composers than the progress kept, read in batches cut short: the reads went back to
+    # the start and stored the same events again and again, never ending
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(cursor_db, "MAX_SESSIONS", 5)
+    db = user_dir(home) / "globalStorage" / "state.vscdb"
+    _composers(db, [f"c{i:02d}" for i in range(12)], 4)
+    state = ParseState()
+    texts, pos = _batches(db, state, 0, 3)
+    assert len(texts) == 48 and len(set(texts)) == 48
+    assert len(state.extra["kv"]) <= 12
+    # more later, the same way; composers written again give only what is new
+    _composers(db, [f"d{i:02d}" for i in range(9)], 3)
+    conn = sqlite3.connect(db)
+    heads = [{"bubbleId": f"b{j}"} for j in range(5)]
+    conn.execute(
+        "INSERT INTO cursorDiskKV VALUES (?, ?)",
+        ("bubbleId:c11:b4", json.dumps({"type": 1, "text": "c11 message 4"})),
+    )
+    conn.execute(
+        "INSERT INTO cursorDiskKV VALUES (?, ?)",
+        ("composerData:c11", json.dumps({"fullConversationHeadersOnly": heads})),
+    )
+    conn.commit()
+    conn.close()
+    more, _ = _batches(db, state, pos, 2)
+    assert sorted(more) == sorted(
+        [f"d{i:02d} message {j}" for i in range(9) for j in range(3)] + ["c11 message 4"]
+    )
+
+
+def test_rowids_given_again_or_renumbered_are_read_again(tmp_path, monkeypatch) -> None:
+    # the newest chat deleted and another written: its rowids came again, below the position
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    db = user_dir(home) / "globalStorage" / "state.vscdb"
+    _composers(db, ["old", "scratch"], 5)
+    state = ParseState()
+    texts, pos = _batches(db, state, 0, 1000)
+    assert len(texts) == 10
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM cursorDiskKV WHERE key LIKE '%scratch%'")
+    conn.commit()
+    conn.close()
+    _composers(db, ["new"], 4)  # rowids 7.. again: the table's highest is below the position
+    texts, pos = _batches(db, state, pos, 1000)
+    assert sorted(texts) == [f"new message {j}" for j in range(4)]
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM cursorDiskKV WHERE key LIKE '%new%'")
+    conn.commit()
+    conn.close()
+    _composers(db, ["newer"], 8)  # past the position again, the rows at it not those read
+    texts, pos = _batches(db, state, pos, 1000)
+    assert sorted(texts) == [f"newer message {j}" for j in range(8)]
+    # VACUUM renumbers the rows (the deleted ones left gaps): nothing is said twice, a chat
+    # written after it is read
+    conn = sqlite3.connect(db)
+    conn.execute("VACUUM")
+    conn.close()
+    _composers(db, ["after"], 2)
+    texts, pos = _batches(db, state, pos, 1000)
+    assert sorted(texts) == ["after message 0", "after message 1"]
+    assert _batches(db, state, pos, 1000)[0] == []
+
+
+def test_workspace_composers_are_read_again_only_once_changed(tmp_path, monkeypatch) -> None:
+    home = tmp_path / "home"
+    ws = workspace(home, "w1", project(tmp_path), {"composer.composerData": {"allComposers": []}})
+    glob = str(user_dir(home) / "globalStorage" / "state.vscdb")
+    calls = []
+    real = cursor_db.vscdb.connect
+    monkeypatch.setattr(cursor_db.vscdb, "connect", lambda p: calls.append(p) or real(p))
+    assert cursor_db.composer_folders(glob) == {}
+    assert cursor_db.composer_folders(glob) == {} and len(calls) == 1
+    write_db(ws, "ItemTable", {"composer.composerData": {"allComposers": [{"composerId": "x"}]}})
+    os.utime(ws, ns=(1, 1))  # another stamp, whatever the clock's resolution
+    assert cursor_db.composer_folders(glob) == {"x": str(project(tmp_path))}
+    assert len(calls) == 2
+
+
 def test_a_locked_database_is_read_later_and_bad_values_are_malformed(
     tmp_path, monkeypatch
 ) -> None:
@@ -799,3 +913,90 @@ def test_a_transcript_with_results_and_a_hook_log_gives_each_result_once(app, tm
     sub.write_text(s.path(tmp_path / "home").read_text())
     parsed, state, _ = parse_all(sub)
     assert "results_from_hooks" not in state.counts
+
+
+def test_a_secret_split_where_a_long_output_was_first_cut_leaves_no_piece(tmp_path) -> None:
+    # the half after the first cut shrinks by its redaction (private keys): what lay next to the
+    # seam came into what was kept, the rest of a token split there with it
+    pem = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(
+        "".join(chr(65 + (i * 7 + j * 13) % 26) + str((i + j) % 10) for j in range(32))
+        for i in range(50)
+    )
+    tok = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    tail = tok[12:] + "\n" + pem + "\n-----END RSA PRIVATE KEY-----\n"
+    tail = (tail * 3)[: 8000 - 1] + "z"
+    out = "y" * 20000 + "export GITHUB_TOKEN=" + tok[:12] + tail
+    e = cursor_sidecar.entry(
+        {
+            "hook_event_name": "postToolUse",
+            "conversation_id": "c1",
+            "tool_name": "Shell",
+            "tool_input": {"command": "cat secrets"},
+            "tool_output": out,
+        }
+    )
+    assert e is not None
+    kept = e["output"]
+    assert len(kept) <= cursor_sidecar.MAX_OUTPUT + 20 and kept.startswith("y" * 1000)
+    assert tok[12:] not in kept and tok[:12] not in kept
+    assert "[...]" in kept
+
+
+def test_a_hook_log_removed_as_idle_and_written_again_is_read_from_its_start(tmp_path) -> None:
+    root = tmp_path / "m.db.hook-tools"
+
+    def run(cmd: str, out: str) -> None:
+        payload = {
+            "hook_event_name": "afterShellExecution",
+            "conversation_id": "conv1",
+            "generation_id": "g",
+            "command": cmd,
+            "output": out,
+        }
+        assert cursor_sidecar.record(root, payload)
+
+    for i in range(20):
+        run(f"echo {i}", "x" * 200)
+    log = root / "cursor" / "conv1.jsonl"
+    st: dict[str, Any] = {"path": str(log)}
+    for i in range(20):
+        assert cursor_sidecar.take(st, "Shell", f"echo {i}", None) is not None
+    assert st["off"] > 0
+    os.utime(log, (0, 0))  # a week idle: removed
+    assert cursor_sidecar.prune(root / "cursor") == 1
+    run("pytest", "1 failed")  # the conversation resumed: a new log, shorter than the offset
+    got = cursor_sidecar.take(st, "Shell", "pytest", None)
+    assert got is not None and got["output"] == "1 failed"
+    for i in range(30):  # grown past the old offset, read by the same process
+        run(f"make {i}", "y" * 300)
+    assert all(cursor_sidecar.take(st, "Shell", f"make {i}", None) for i in range(30))
+
+
+def test_cursor_config_dir_moves_the_transcripts_for_every_reader(tmp_path, monkeypatch) -> None:
+    # the CLI's CURSOR_CONFIG_DIR: the roots honoured it, the database's reader (a composer with
+    # a transcript read twice) and the hook (a null transcript_path looked for) did not
+    from reos_memory.interfaces.agent_hooks.dialects import DIALECTS
+
+    home, dot = tmp_path / "home", tmp_path / "cursor-config"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CURSOR_CONFIG_DIR", str(dot))
+    folder = project(tmp_path, "csv")
+    db = _kv_fixture(home, folder)
+    moved = cursor_log.transcript_path(dot.parent, folder, "kv-3", True)
+    moved = dot / moved.relative_to(dot.parent / ".cursor")
+    moved.parent.mkdir(parents=True)
+    moved.write_bytes(b"".join(fixture_lines("transcript.jsonl")[:1]))
+    assert os.path.join(str(dot), "projects") in ADAPTER.roots(Place.here())
+    parsed, state, _ = parse_all(db)
+    assert state.counts["composers_in_transcripts"] == 1
+    assert not any(p.session_id == "kv-3" for p in parsed)
+    stop = {
+        "hook_event_name": "stop",
+        "conversation_id": "kv-3",
+        "generation_id": "g1",
+        "transcript_path": None,
+        "workspace_roots": [str(folder)],
+        "cwd": str(folder),
+    }
+    got = DIALECTS["cursor"].read(stop)
+    assert got is not None and got.transcript == str(moved)

@@ -83,18 +83,27 @@ def kv_top(conn: Conn) -> int:
     return int(conn.execute("SELECT max(rowid) FROM cursorDiskKV").fetchone()[0] or 0)
 
 
-def kv_touched_composers(conn: Conn, after: int, upto: int) -> list[str]:
-    """The composers whose data or bubbles were written after rowid `after`, in that order."""
-    seen: dict[str, None] = {}
-    for (key,) in conn.execute(
-        "SELECT key FROM cursorDiskKV WHERE rowid > ? AND rowid <= ?"
+def kv_touched_composers(conn: Conn, after: int, upto: int) -> list[tuple[str, int]]:
+    """The composers whose data or bubbles were written after rowid `after` (up to `upto`),
+    each with the rowid of its first such row, in that order."""
+    seen: dict[str, int] = {}
+    for rowid, key in conn.execute(
+        "SELECT rowid, key FROM cursorDiskKV WHERE rowid > ? AND rowid <= ?"
         " AND (key GLOB 'composerData:*' OR key GLOB 'bubbleId:*') ORDER BY rowid",
         (after, upto),
     ):
         parts = _text(key).split(":")
         if len(parts) >= 2 and parts[1]:
-            seen[parts[1]] = None
-    return list(seen)
+            seen.setdefault(parts[1], int(rowid))
+    return list(seen.items())
+
+
+def key_at(conn: Conn, table: str, rowid: int) -> str | None:
+    """The key of the row `rowid` of `table` (ItemTable or cursorDiskKV); None when there is
+    none."""
+    assert table in ("ItemTable", "cursorDiskKV")
+    row = conn.execute(f"SELECT key FROM {table} WHERE rowid = ?", (rowid,)).fetchone()
+    return _text(row[0]) if row else None
 
 
 def kv_value(conn: Conn, key: str) -> bytes | None:

@@ -124,15 +124,18 @@ def _cursor_cwd(payload: dict[str, Any]) -> str | None:
 
 def _cursor_transcript(payload: dict[str, Any], cwd: str | None) -> str | None:
     """`transcript_path`; the Cursor CLI sends null on stop and sessionEnd, so the file is then
-    looked for where Cursor keeps it: `~/.cursor/projects/<slug>/agent-transcripts/`, flat
+    looked for where Cursor keeps it: `~/.cursor/projects/<slug>/agent-transcripts/` (`~/.cursor`
+    moved by CURSOR_CONFIG_DIR), flat
     (`<id>.jsonl`) or nested (`<id>/<id>.jsonl`), `<slug>` the workspace path without its
     leading `/` and with each `/` turned into `-`."""
     given = _text(payload, "transcript_path")
     conversation = _text(payload, "conversation_id", "session_id")
     if given or not cwd or not conversation or "/" in conversation or conversation[0] == ".":
         return given
+    from reos_memory.squirrel.ingest.cursor_sidecar import dot_dir
+
     slug = cwd.strip("/").replace("/", "-")
-    folder = Path.home() / ".cursor" / "projects" / slug / "agent-transcripts"
+    folder = Path(dot_dir(str(Path.home()), os.environ)) / "projects" / slug / "agent-transcripts"
     for p in (folder / conversation / f"{conversation}.jsonl", folder / f"{conversation}.jsonl"):
         if p.is_file():
             return str(p)

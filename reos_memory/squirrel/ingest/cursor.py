@@ -79,8 +79,7 @@ class Cursor(Adapter):
         for user in place.vscode_user_dirs(("Cursor",)):
             out += [os.path.join(user, "workspaceStorage"), os.path.join(user, "globalStorage")]
         # the CLI's CURSOR_CONFIG_DIR moves `~/.cursor` (third-party readers of the CLI)
-        dot = place.var("CURSOR_CONFIG_DIR") or os.path.join(place.home, ".cursor")
-        out.append(os.path.join(dot, "projects"))
+        out.append(os.path.join(cursor_sidecar.dot_dir(place.home, place.env), "projects"))
         return out
 
     def claims(self, path: str) -> bool:
@@ -102,7 +101,10 @@ class Cursor(Adapter):
         if _jsonl(path):
             yield from super().records(path, position, max_bytes)
         else:
-            yield from cursor_db.records(path, position, Place.here().home)
+            here = Place.here()
+            yield from cursor_db.records(
+                path, position, cursor_sidecar.dot_dir(here.home, here.env)
+            )
 
     def identity(self, path: str, size: int = reader.HEAD_BYTES) -> reader.Head:
         if _jsonl(path):

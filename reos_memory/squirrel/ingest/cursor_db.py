@@ -13,11 +13,14 @@
   folder is that of the workspace whose `composer.composerData` lists it.
 
 Both tables declare `key UNIQUE ON CONFLICT REPLACE`: a value written again is a new row with a
-higher rowid. The position in such a database is the highest rowid read of its table, so what a
-later read takes is exactly the rows written since. Every record of a read but its last keeps the
-read's starting position (a batch cut short reads them again; what each session has already
-given is in the parse state, so nothing is said twice). Each session's progress is kept bounded
-in `ParseState.extra`.
+higher rowid. The position in such a database is the highest rowid read of its table (with, in
+its low bits, a check of the key of the row there), so what a later read takes is exactly the
+rows written since. A rowid may be given again (the newest rows deleted, then new ones written)
+or renumbered (VACUUM): the check no longer matches and everything is read again. The composers
+of a read come in the order of their first row written since; a batch cut short goes on after
+the last composer it read (rows written since of the composers before are read again). What
+each session has already given is in the parse state (`ParseState.extra`, bounded, but never
+forgetting a composer of the read under way), so nothing is said twice.
 
 The database belongs to Cursor, which may hold it open: it is opened read-only (a WAL database
 without its `-wal` file as immutable, so that no `-wal`/`-shm` is left behind); when it is locked
@@ -29,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -52,6 +56,8 @@ COMPOSER_KEY = "composer.composerData"
 PROMPTS_KEY = "aiService.prompts"
 ITEM_KEYS = (CHAT_KEY, COMPOSER_KEY, PROMPTS_KEY)
 MAX_SESSIONS = 2000  # sessions whose progress is remembered (the oldest are forgotten first)
+CHECK_BITS = 20  # a position is a rowid and, below it, a check of the row it was read up to
+_CHECK_MASK = (1 << CHECK_BITS) - 1
 MAX_PENDING = 64  # proposed code blocks of one composer still awaiting the user's decision
 TAIL = 64  # a changed composer's last bubbles are read again (ones held back while generating)
 # what a code block's status or the user's response says of a proposed edit
@@ -71,8 +77,9 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else None
 
 
-def records(path: str, position: int, home: str) -> Iterator[Record]:
-    """The records written since `position` (a rowid); nothing while the database is locked."""
+def records(path: str, position: int, dot: str) -> Iterator[Record]:
+    """The records written since `position`; nothing while the database is locked. (`dot`:
+    `~/.cursor`, where the agent transcripts are, `cursor_sidecar.dot_dir`.)"""
     try:
         conn = vscdb.connect(path)
     except (OSError, vscdb.Error):
@@ -82,7 +89,7 @@ def records(path: str, position: int, home: str) -> Iterator[Record]:
         # first composer (its ItemTable's rowids would be no position in cursorDiskKV)
         if os.path.basename(os.path.dirname(path)) == "globalStorage" or vscdb.has_composers(conn):
             if vscdb.has_table(conn, "cursorDiskKV"):
-                yield from _kv_records(conn, path, position, home)
+                yield from _kv_records(conn, path, position, dot)
         elif vscdb.has_table(conn, "ItemTable"):
             yield from _item_records(conn, path, position)
     except vscdb.Error:
@@ -107,41 +114,82 @@ def holds_chats(path: str) -> bool:
         conn.close()
 
 
+def _check(key: str | None) -> int:
+    return zlib.crc32((key or "").encode()) & _CHECK_MASK
+
+
+def _position(conn: vscdb.Conn, table: str, rowid: int) -> int:
+    """The position after rowid `rowid`: the rowid, with a check of the key of the row there
+    (or of none) in the low bits."""
+    if rowid <= 0:
+        return 0
+    return (rowid << CHECK_BITS) | _check(vscdb.key_at(conn, table, rowid))
+
+
+def _start(conn: vscdb.Conn, table: str, position: int, top: int) -> int:
+    """The rowid a read from `position` starts after. A new row takes the rowid after the
+    highest, so rows read are followed by new ones only above them, unless the newest were
+    deleted: then the highest rowid is below the position, or a row at the position's rowid is
+    no longer the one read (or there was none), or a VACUUM renumbered the rows. Everything is
+    then read again from the start (also after a position of an older version): what each
+    session already gave is in the parse state, so nothing is said twice. (A row read and
+    deleted since, or written again under a higher rowid, leaves none at its rowid.)"""
+    rowid = position >> CHECK_BITS
+    if rowid <= 0 or top < rowid:
+        return 0
+    key = vscdb.key_at(conn, table, rowid)
+    if key is not None and _check(key) != position & _CHECK_MASK:
+        return 0
+    return rowid
+
+
 def _item_records(conn: vscdb.Conn, path: str, position: int) -> Iterator[Record]:
     top = vscdb.item_top(conn)
-    rows = vscdb.item_rows(conn, position, top, ITEM_KEYS)
+    start = _start(conn, "ItemTable", position, top)
+    rows = vscdb.item_rows(conn, start, top, ITEM_KEYS)
     cwd = workspace_folder(os.path.dirname(path))
-    for i, (_rowid, key, value) in enumerate(rows):
-        end = top if i == len(rows) - 1 else position
+    for i, (rowid, key, value) in enumerate(rows):
+        # each row is a whole document: a batch cut short goes on after it
+        end = _position(conn, "ItemTable", top if i == len(rows) - 1 else rowid)
         try:
             data = _json(value)
         except ValueError:
             yield Record(end, None, True)
             continue
         yield Record(end, {"_cursor": "item", "key": key, "value": data, "_cwd": cwd})
-    if not rows and top > position:
-        yield Record(top, None)  # other keys changed: nothing of ours, read past them
+    if not rows and (end := _position(conn, "ItemTable", top)) != position:
+        yield Record(end, None)  # other keys changed: nothing of ours, read past them
 
 
-def _kv_records(conn: vscdb.Conn, path: str, position: int, home: str) -> Iterator[Record]:
+def _kv_records(conn: vscdb.Conn, path: str, position: int, dot: str) -> Iterator[Record]:
     top = vscdb.kv_top(conn)
-    if top <= position:
+    start = _start(conn, "cursorDiskKV", position, top)
+    ids = vscdb.kv_touched_composers(conn, start, top) if top > start else []
+    if not ids:
+        if (end := _position(conn, "cursorDiskKV", top)) != position:
+            yield Record(end, None)  # other keys changed (or a position to forget)
         return
-    ids = vscdb.kv_touched_composers(conn, position, top)
-    folders = composer_folders(path) if ids else {}
-    transcripts = transcript_ids(home) if ids else set()
-    for i, cid in enumerate(ids):
-        end = top if i == len(ids) - 1 else position
+    folders = composer_folders(path)
+    transcripts = transcript_ids(dot)
+    # the composers of this read, whose progress is never forgotten while it lasts
+    window = frozenset(cid for cid, _ in ids)
+    for i, (cid, _first) in enumerate(ids):
+        # a batch cut short goes on after this composer: every row before the next composer's
+        # first is of composers already read (the ones written again since are read again,
+        # their progress in the parse state says what they have already given)
+        last = i == len(ids) - 1
+        end = _position(conn, "cursorDiskKV", top if last else ids[i + 1][1] - 1)
         if cid in transcripts:
             # its agent transcript (JSONL) is read instead: the same conversation, fuller
             yield Record(end, {"_cursor": "composer", "id": cid, "in_transcript": True})
             continue
         try:
-            yield Record(end, _composer(conn, cid, position, folders.get(cid)))
+            rec = _composer(conn, cid, start, folders.get(cid))
         except ValueError:
             yield Record(end, None, True)
-    if not ids:
-        yield Record(top, None)
+            continue
+        rec["_window"] = window
+        yield Record(end, rec)
 
 
 def _composer(conn: vscdb.Conn, cid: str, position: int, cwd: str | None) -> dict[str, Any]:
@@ -191,7 +239,7 @@ def uri_path(uri: str) -> str | None:
 
 def composer_folders(global_db: str) -> dict[str, str]:
     """Composer id -> workspace folder, from every workspace database beside the global one
-    (each lists its composers' ids in `composer.composerData`)."""
+    (each lists its composers' ids in `composer.composerData`; read again only once changed)."""
     user = os.path.dirname(os.path.dirname(global_db))
     root = os.path.join(user, "workspaceStorage")
     out: dict[str, str] = {}
@@ -200,30 +248,59 @@ def composer_folders(global_db: str) -> dict[str, str]:
     except OSError:
         return out
     for name in names:
-        folder = workspace_folder(os.path.join(root, name))
-        db = os.path.join(root, name, "state.vscdb")
-        if folder is None or not os.path.isfile(db):
-            continue
-        try:
-            conn = vscdb.connect(db)
-        except (OSError, vscdb.Error):
-            continue
-        try:
-            data = _json(vscdb.item_value(conn, COMPOSER_KEY))
-        except (vscdb.Error, ValueError):
-            data = None
-        finally:
-            conn.close()
-        for c in (data or {}).get("allComposers") or [] if isinstance(data, dict) else []:
-            if isinstance(c, dict) and isinstance(c.get("composerId"), str):
-                out[c["composerId"]] = folder
+        for cid, folder in _workspace_composers(os.path.join(root, name)).items():
+            out[cid] = folder
     return out
 
 
-def transcript_ids(home: str) -> set[str]:
-    """The conversations that have an agent transcript under `~/.cursor/projects`."""
+# workspace directory -> (its files' stat, its composers' folders)
+_WORKSPACES: dict[str, tuple[tuple[Any, ...], dict[str, str]]] = {}
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _workspace_composers(wdir: str) -> dict[str, str]:
+    """The composers a workspace database lists, each with the workspace's folder."""
+    db = os.path.join(wdir, "state.vscdb")
+    stamp = tuple(_stamp(p) for p in (os.path.join(wdir, "workspace.json"), db, db + "-wal"))
+    cached = _WORKSPACES.get(wdir)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    out: dict[str, str] = {}
+    folder = workspace_folder(wdir)
+    if folder is None or stamp[1] is None:
+        _WORKSPACES[wdir] = (stamp, out)
+        return out
+    try:
+        conn = vscdb.connect(db)
+    except (OSError, vscdb.Error):
+        return out  # read again next time
+    try:
+        data = _json(vscdb.item_value(conn, COMPOSER_KEY))
+    except vscdb.Error:
+        return out  # locked: read again next time
+    except ValueError:
+        data = None
+    finally:
+        conn.close()
+    for c in (data or {}).get("allComposers") or [] if isinstance(data, dict) else []:
+        if isinstance(c, dict) and isinstance(c.get("composerId"), str):
+            out[c["composerId"]] = folder
+    _WORKSPACES[wdir] = (stamp, out)
+    return out
+
+
+def transcript_ids(dot: str) -> set[str]:
+    """The conversations that have an agent transcript under `~/.cursor/projects` (`dot`:
+    `~/.cursor`, or where CURSOR_CONFIG_DIR moves it)."""
     out: set[str] = set()
-    root = os.path.join(home, ".cursor", "projects")
+    root = os.path.join(dot, "projects")
     with contextlib.suppress(OSError):
         for slug in os.listdir(root):
             with contextlib.suppress(OSError):
@@ -245,13 +322,19 @@ def iso_ms(ms: Any) -> str | None:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
-def _progress(state: ParseState, table: str, sid: str) -> dict[str, Any]:
-    """A session's progress (moved to the newest end; the oldest forgotten past the bound)."""
+def _progress(
+    state: ParseState, table: str, sid: str, keep: frozenset[str] | None = None
+) -> dict[str, Any]:
+    """A session's progress (moved to the newest end; the oldest forgotten past the bound, but
+    never one of `keep`: the sessions of the read under way, which it may come to again)."""
     sessions = state.extra.setdefault(table, {})
     entry = sessions.pop(sid, None) or {"n": 0}
     sessions[sid] = entry
-    while len(sessions) > MAX_SESSIONS:
-        del sessions[next(iter(sessions))]
+    excess = len(sessions) - MAX_SESSIONS
+    if excess > 0:
+        for old in [s for s in sessions if not keep or s not in keep][:excess]:
+            if old != sid:
+                del sessions[old]
     return entry
 
 
@@ -495,7 +578,8 @@ def _kv_composer(record: dict[str, Any], cwd: str | None, state: ParseState) -> 
         bubbles = {
             b["bubbleId"]: b for b in heads if isinstance(b, dict) and string(b.get("bubbleId"))
         } | bubbles
-    prog = _progress(state, "kv", sid)
+    window = record.get("_window")
+    prog = _progress(state, "kv", sid, window if isinstance(window, frozenset) else None)
     if prog["n"] == 0 and heads:
         state.count("composers")
     if prog["n"] > len(heads):

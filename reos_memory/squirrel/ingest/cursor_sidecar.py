@@ -15,7 +15,9 @@ conversation, it takes the next entry of that conversation's log not taken yet t
 call (the same tool, and the same command or file), and emits its result right after the call:
 one session's events stay in the transcript's order, and since a call is read once (the
 transcript's cursor), its result is emitted once. What was taken is kept in the transcript's
-parse state (an offset into the log and the few entries taken past it, bounded). A call whose
+parse state (an offset into the log and the few entries taken past it, bounded, with the
+log's identity: a log removed as idle and written again when its conversation is resumed is
+read from its start). A call whose
 result is not in the log yet (a transcript read while the agent still works) goes without one.
 
 Where the log is: the adapter has no configuration, so the ingester puts the database's path
@@ -31,10 +33,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import hashlib
 import json
 import os
 import re
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,12 +52,19 @@ MAX_FILE = 8 << 20  # a conversation's log stops growing here
 MAX_AGE = 7 * 86400.0  # seconds a log is kept after its last line
 MAX_FIELD = 2000  # characters of a command, a path, an error message
 MAX_OUTPUT = MAX_TEXT  # characters of an output kept (its head and tail), as adapters hand on
+SEAM_MARGIN = 200  # characters dropped on both sides of where a long output was first cut
 MAX_TAKEN = 256  # entries taken past the offset, remembered per transcript
 MAX_BEHIND = 64  # entries passed over by later calls before they are given up
 TWIN_SECONDS = 10.0
 SHELL_TOOLS = frozenset({"Shell", "run_terminal_cmd", "Bash", "shell", "terminal"})
 FILE_KEYS = ("file_path", "path", "target_file", "targetFile", "relative_workspace_path")
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+
+
+def dot_dir(home: str, env: Mapping[str, str]) -> str:
+    """Where Cursor keeps `projects/<slug>/agent-transcripts`: `~/.cursor`, or CURSOR_CONFIG_DIR
+    (the CLI's, which moves it); here since the hook reads it too, loading no more than this."""
+    return env.get("CURSOR_CONFIG_DIR") or os.path.join(home, ".cursor")
 
 
 def folder_of(db: str) -> Path | None:
@@ -87,14 +98,25 @@ def _field(value: Any) -> str | None:
 
 def _output(value: Any) -> str | None:
     """The output, redacted, cut to its head and tail. Cut to twice the size first (the
-    redaction of megabytes would cost the agent time), then redacted, then cut again: the
-    first cut's seam, where a secret may be split, is in the part the second cut drops."""
+    redaction of megabytes would cost the agent time), each half redacted, then cut again. A
+    secret split by the first cut is in pieces too short to be known for one: SEAM_MARGIN
+    characters on both sides of that seam (and the rest of the lines there) are dropped, since
+    a half shrunk by its redaction brings them into what the second cut keeps."""
     from reos_memory.squirrel.redaction import redact
 
     if value is None or value == "":
         return None
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return cut(redact(cut(text, 2 * MAX_OUTPUT) or ""), MAX_OUTPUT)
+    if len(text) <= 2 * MAX_OUTPUT:
+        return cut(redact(text), MAX_OUTPUT)
+    head, tail = redact(text[:MAX_OUTPUT]), redact(text[-MAX_OUTPUT:])
+    head = head[: max(0, len(head) - SEAM_MARGIN)]
+    nl = head.rfind("\n", max(0, len(head) - MAX_FIELD))
+    head = head[: nl + 1] if nl >= 0 else head
+    tail = tail[SEAM_MARGIN:]
+    nl = tail.find("\n", 0, MAX_FIELD)
+    tail = tail[nl + 1 :] if nl >= 0 else tail
+    return cut(head + "\n[...]\n" + tail, MAX_OUTPUT)
 
 
 def entry(payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -184,15 +206,33 @@ def prune(folder: Path, max_age: float = MAX_AGE) -> int:
 
 # path -> (identity of what was read, end offset, [(start, end, entry)]): a log read once per
 # process, then only what was appended
-_READ: dict[str, tuple[tuple[int, int], int, list[tuple[int, int, dict[str, Any]]]]] = {}
+_READ: dict[
+    str, tuple[tuple[int, int, str | None], int, list[tuple[int, int, dict[str, Any]]]]
+] = {}
+_HEAD_LINE = 1 << 16  # bytes of a log's first line that tell it from another of the same name
 
 
-def _entries(path: str) -> list[tuple[int, int, dict[str, Any]]]:
+def _head(path: str) -> str | None:
+    """What tells a log from another put under the same name later (one removed as idle, its
+    conversation resumed since): a hash of its first line; None before it has one."""
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(_HEAD_LINE)
+    except OSError:
+        return None
+    if not line.endswith(b"\n") and len(line) < _HEAD_LINE:
+        return None
+    return hashlib.sha256(line).hexdigest()[:32]
+
+
+def _entries(path: str) -> tuple[str | None, list[tuple[int, int, dict[str, Any]]]]:
+    """A log's identity (`_head`) and its entries."""
     try:
         st = os.stat(path)
     except OSError:
-        return []
-    ident = (st.st_dev, st.st_ino)
+        return None, []
+    head = _head(path)
+    ident = (st.st_dev, st.st_ino, head)
     got = _READ.get(path)
     if got is None or got[0] != ident or got[1] > st.st_size:
         got = (ident, 0, [])
@@ -214,7 +254,7 @@ def _entries(path: str) -> list[tuple[int, int, dict[str, Any]]]:
     if len(_READ) >= 16 and path not in _READ:
         _READ.clear()
     _READ[path] = (ident, end, entries)
-    return entries
+    return head, entries
 
 
 def _same_path(a: str | None, b: str | None) -> bool:
@@ -272,7 +312,13 @@ def take(
 
     off = int(state.get("off", 0))
     taken = set(state.get("taken") or [])
-    entries = _entries(str(state["path"]))
+    head, entries = _entries(str(state["path"]))
+    known = state.get("head", head)  # (none kept by an older version: its log, if it is long)
+    if (off or taken) and (head != known or off > (entries[-1][1] if entries else 0)):
+        # another log under the name (the one read removed as idle, the conversation resumed
+        # since): what was taken of the old one says nothing of it
+        off, taken = 0, set()
+    state["head"] = head
     ahead = entries[bisect.bisect_left(entries, off, key=lambda p: p[0]) :]
     pending = [p for p in ahead if p[0] not in taken]
     key = redact(command.strip()[:MAX_FIELD]) if command else None
