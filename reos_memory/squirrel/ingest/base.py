@@ -393,3 +393,9 @@ def result_event(
 def system_event(ts: str | None, summary: str) -> EventIn:
     """Something that happened to the session, said by no one (an interrupt, an API failure)."""
     return EventIn(role="system", kind="message", ts=ts, summary=summary)
+
+
+def interrupt_event(state: ParseState, ts: str | None) -> EventIn:
+    """The user stopping the assistant mid-turn, counted in `interrupts`."""
+    state.count("interrupts")
+    return system_event(ts, "the user interrupted the assistant")

@@ -33,6 +33,7 @@ from reos_memory.squirrel.ingest.base import (
     cut,
     exit_code_in,
     first_line,
+    interrupt_event,
     result_event,
     string,
 )
@@ -178,15 +179,7 @@ class ClaudeCode(Adapter):
                 if not isinstance(text, str):
                     continue
                 if text.startswith(_INTERRUPT):
-                    state.count("interrupts")
-                    out.append(
-                        EventIn(
-                            role="system",
-                            kind="message",
-                            ts=ts,
-                            summary="the user interrupted the assistant",
-                        )
-                    )
+                    out.append(interrupt_event(state, ts))
                     continue
                 if text.lstrip().startswith(_HOOK_BLOCKED):
                     out.append(_hook_blocked(text, ts, state))

@@ -27,6 +27,7 @@ from reos_memory.squirrel.ingest.base import (
     call_event,
     compaction_event,
     cut,
+    interrupt_event,
     result_event,
     string,
 )
@@ -154,15 +155,7 @@ class Codex(Adapter):
                 )
             ]
         if etype == "turn_aborted":
-            state.count("interrupts")
-            return [
-                EventIn(
-                    role="system",
-                    kind="message",
-                    ts=ts,
-                    summary="the user interrupted the assistant",
-                )
-            ]
+            return [interrupt_event(state, ts)]
         if etype not in _SKIPPED_EVENTS:
             state.count("skipped")
         return []

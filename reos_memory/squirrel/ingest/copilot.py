@@ -48,6 +48,7 @@ from reos_memory.squirrel.ingest.base import (
     call_event,
     cut,
     first_line,
+    interrupt_event,
     iso_ms,
     json_record,
     result_event,
@@ -323,15 +324,7 @@ class Copilot(Adapter):
         result = _dict(req.get("result"))
         error = result.get("errorDetails") if isinstance(result, dict) else None
         if value == _CANCELLED or req.get("isCanceled") is True:
-            state.count("interrupts")
-            out.append(
-                EventIn(
-                    role="system",
-                    kind="message",
-                    ts=ts,
-                    summary="the user interrupted the assistant",
-                )
-            )
+            out.append(interrupt_event(state, ts))
         elif value == _FAILED or isinstance(error, dict):
             state.count("request_errors")
             why = string((error or {}).get("message")) if isinstance(error, dict) else None

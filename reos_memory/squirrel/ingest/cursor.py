@@ -49,6 +49,8 @@ from reos_memory.squirrel.ingest.base import (
     cut,
     exit_code_in,
     first_line,
+    interrupt_event,
+    iso_ms,
     result_event,
     string,
 )
@@ -453,7 +455,7 @@ def _outcome(
         )
     ]
     if interrupt:
-        out.append(_interrupt(ts, state))
+        out.append(interrupt_event(state, ts))
     return out
 
 
@@ -551,20 +553,13 @@ def _turn_ended(record: dict[str, Any], state: ParseState) -> list[Parsed]:
     )
     sid, ts = state.session_id, string(state.extra.get("ts"))
     if sid and re.search(r"abort|interrupt|cancel", how, re.I):
-        return [Parsed(sid, _interrupt(ts, state))]
+        return [Parsed(sid, interrupt_event(state, ts))]
     if sid and record.get("status") == "error":  # {"status": "error", "error": "..."}
         state.count("errors")
         why = string(record.get("error"))
         text = f"the agent's turn failed: {first_line(why)}" if why else "the agent's turn failed"
         return [Parsed(sid, EventIn(role="system", kind="message", ts=ts, summary=text))]
     return []
-
-
-def _interrupt(ts: str | None, state: ParseState) -> EventIn:
-    state.count("interrupts")
-    return EventIn(
-        role="system", kind="message", ts=ts, summary="the user interrupted the assistant"
-    )
 
 
 # -- hook payloads ------------------------------------------------------------------------------
@@ -612,7 +607,7 @@ def _hook_ts(p: dict[str, Any]) -> str | None:
     if isinstance(t, str):
         return _iso(t)
     if isinstance(t, int | float):
-        return cursor_db.iso_ms(t if t > 1e11 else t * 1000)
+        return iso_ms(t if t > 1e11 else t * 1000)
     return None
 
 
@@ -640,7 +635,7 @@ def _hook_events(event: str, p: dict[str, Any], ts: str | None, state: ParseStat
     if event == "stop":
         status = string(p.get("status"))
         if status == "aborted":
-            return [_interrupt(ts, state)]
+            return [interrupt_event(state, ts)]
         if status == "error":
             state.count("errors")
             return [

@@ -46,6 +46,7 @@ from reos_memory.squirrel.ingest.base import (
     call_event,
     cut,
     first_line,
+    iso_ms,
     result_event,
     string,
 )
@@ -310,16 +311,6 @@ def transcript_ids(dot: str) -> set[str]:
 
 
 # -- parsing ------------------------------------------------------------------------------------
-
-
-def iso_ms(ms: Any) -> str | None:
-    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms <= 0:
-        return None
-    try:
-        dt = datetime.fromtimestamp(ms / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def _progress(

@@ -48,6 +48,7 @@ from reos_memory.squirrel.ingest.base import (
     compaction_event,
     cut,
     first_line,
+    interrupt_event,
     result_event,
     string,
 )
@@ -327,11 +328,7 @@ class Gemini(Adapter):
             if declined:
                 state.count("rejections")
                 return [*out, res]
-            state.count("interrupts")
-            stop = EventIn(
-                role="system", kind="message", ts=ts, summary="the user interrupted the assistant"
-            )
-            return [*out, res, stop]
+            return [*out, res, interrupt_event(state, ts)]
         code = None
         if name == _SHELL:
             found = _EXIT.search(text)

@@ -40,15 +40,16 @@ from typing import Any
 from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest import reader
 from reos_memory.squirrel.ingest.base import (
-    SUMMARY_TEXT,
     Adapter,
     Parsed,
     ParseState,
     Place,
     Record,
     call_event,
+    compaction_event,
     cut,
     first_line,
+    interrupt_event,
     iso_ms,
     result_event,
     string,
@@ -188,12 +189,7 @@ def _message(record: dict[str, Any], data: dict[str, Any], state: ParseState) ->
         record.get("t_updated")
     )
     if error.get("name") == _ABORTED:
-        state.count("interrupts")
-        return [
-            EventIn(
-                role="system", kind="message", ts=ts, summary="the user interrupted the assistant"
-            )
-        ]
+        return [interrupt_event(state, ts)]
     state.count("message_errors")
     inner = error.get("data")
     why = string(inner.get("message")) if isinstance(inner, dict) else None
@@ -269,16 +265,7 @@ def _text(
         return []
     if msg.get("summary") is True:
         state.count("compact_summaries")
-        return [
-            EventIn(
-                role="system",
-                kind="message",
-                ts=ts,
-                origin="compaction",
-                summary="compaction summary",
-                text=cut(text, SUMMARY_TEXT),
-            )
-        ]
+        return [compaction_event(ts, text)]
     return [EventIn(role="assistant", kind="message", ts=ts, text=cut(text))]
 
 
