@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from reos_memory.errors import ReosError
-from reos_memory.interfaces.registry import Registry
+from reos_memory.interfaces.registry import Registry, clean_descriptions
 
 _REF = "#/components/schemas/{name}"
 # Types whose short name is taken twice are published by their qualified name; those names were
@@ -59,8 +59,10 @@ def build_document(
         types.append(s.params)
         types.append(s.result if s.result is not None else type(None))
     schemas, components = msgspec.json.schema_components(types, ref_template=_REF)
-    schemas = _published_refs(schemas)
-    components = {_published(k): _published_refs(v) for k, v in components.items()}
+    schemas = clean_descriptions(_published_refs(schemas))
+    components = {
+        _published(k): clean_descriptions(_published_refs(v)) for k, v in components.items()
+    }
     methods = []
     for i, s in enumerate(specs):
         pschema = components[s.params.__name__]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ class Registry:
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             if name in self.methods:
                 raise ValueError(f"method {name!r} is registered twice")
-            doc = (fn.__doc__ or "").strip()
+            doc = inspect.cleandoc(fn.__doc__ or "")
             summary, _, rest = doc.partition("\n")
             self.methods[name] = MethodSpec(
                 name=name,
@@ -80,6 +81,7 @@ def input_schemas(specs: list[MethodSpec]) -> dict[str, dict[str, Any]]:
     _, components = msgspec.json.schema_components(
         [s.params for s in specs], ref_template="#/$defs/{name}"
     )
+    components = clean_descriptions(components)
     out = {}
     for s in specs:
         schema = _simplify(components[s.params.__name__])
@@ -91,6 +93,23 @@ def input_schemas(specs: list[MethodSpec]) -> dict[str, dict[str, Any]]:
             }
         out[s.name] = schema
     return out
+
+
+def clean_descriptions(node: Any) -> Any:
+    """The schema with every `description` cleaned as `inspect.cleandoc` does. A description
+    taken from a docstring otherwise depends on the interpreter (3.13 strips the indentation of
+    docstrings when it compiles them, 3.11 keeps it) and on msgspec's version (0.23 dedents it,
+    older ones did not), and so would the documents committed under rpc_schema/."""
+    if isinstance(node, dict):
+        return {
+            k: inspect.cleandoc(v)
+            if k == "description" and isinstance(v, str)
+            else (clean_descriptions(v))
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [clean_descriptions(v) for v in node]
+    return node
 
 
 def _simplify(node: Any) -> Any:
