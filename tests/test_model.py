@@ -38,7 +38,16 @@ def test_manifest_records_verification(onnx_dir):
     assert manifest["min_cosine"] >= 0.999
 
 
+def _reference_backend():
+    """sentence-transformers on torch, which `./dev setup` installs only where a CPU build of torch
+    is at hand (CPython 3.11 here); elsewhere prepare verifies against the recorded vectors."""
+    return pytest.importorskip(
+        "sentence_transformers", reason="the reference backend (torch) is not installed"
+    )
+
+
 def test_onnx_matches_reference_and_sts(onnx_dir):
+    _reference_backend()
     from reos_memory.embeddings.locate import locate_model
     from reos_memory.embeddings.onnx import OnnxEmbedder
     from reos_memory.embeddings.prepare import FIXED_SENTENCES, sts_spearman
@@ -75,9 +84,55 @@ def test_semantic_search_with_the_real_model(tmp_path, onnx_dir):
         assert stats["total_embeddings"] == 3
 
 
+def test_recorded_reference_is_what_sentence_transformers_gives():
+    """The vectors prepare checks against without torch are the reference's own, for the current
+    fixed sentences (change FIXED_SENTENCES and this fails until tools/record_model_reference.py)."""
+    _reference_backend()
+    from reos_memory.embeddings.locate import locate_model
+    from reos_memory.embeddings.prepare import FIXED_SENTENCES, recorded_reference
+    from reos_memory.embeddings.sentence_transformers import SentenceTransformerEmbedder
+
+    live = SentenceTransformerEmbedder(locate_model()).embed(FIXED_SENTENCES)
+    assert float((live * recorded_reference()).sum(axis=1).min()) >= 0.99999
+
+
+def test_prepare_without_torch_exports_and_verifies(tmp_path, monkeypatch):
+    """Without sentence-transformers (any interpreter without a CPU torch), prepare still builds
+    the graph from the weights and verifies it against the recorded reference; an export that
+    disagrees with the reference is refused and leaves no verified model behind."""
+    from reos_memory.embeddings import prepare as prep
+    from reos_memory.embeddings import sentence_transformers as st
+    from reos_memory.embeddings.base import EmbedderUnavailableError
+    from reos_memory.embeddings.locate import locate_model
+    from reos_memory.embeddings.onnx import OnnxEmbedder
+
+    def no_torch(*args, **kwargs):
+        raise EmbedderUnavailableError("the sentence-transformers backend needs torch")
+
+    monkeypatch.setattr(st, "SentenceTransformerEmbedder", no_torch)
+    src = locate_model()
+    target = tmp_path / "onnx"
+    lines: list[str] = []
+    manifest = prep.prepare(src, target, log=lines.append)
+    assert manifest["verified"] is True and manifest["min_cosine"] >= 0.999
+    assert manifest["reference"] == "the recorded sentence-transformers embeddings"
+    assert any("recorded" in line for line in lines)
+    vecs = OnnxEmbedder(target).embed(["The cat sits on the mat.", "A cat is on a mat."])
+    assert float(vecs[0] @ vecs[1]) > 0.8
+    assert prep.prepared_ok(target, src)
+
+    flipped = prep.recorded_reference()[:, ::-1].copy()
+    monkeypatch.setattr(prep, "recorded_reference", lambda: flipped)
+    with pytest.raises(RuntimeError, match="failed verification"):
+        prep.prepare(src, tmp_path / "bad", log=lines.append)
+    assert not (tmp_path / "bad").exists()
+    assert prep.prepared_ok(target, src)  # the good one is untouched
+
+
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_reference_backend_shares_the_model_identity(tmp_path, onnx_dir):
+    _reference_backend()
     db = tmp_path / "m.db"
     with Server(db, embedder="onnx") as srv:
         make_block(srv, "Kafka consumers commit offsets after processing.", id="k")

