@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from harness.rpc_client import ROOT, Server
 
-SCHEMA = json.loads((ROOT / "rpc_schema" / "openrpc.json").read_text())
+SCHEMA = json.loads((ROOT / "rpc_schema" / "openrpc.json").read_text(encoding="utf-8"))
 METHODS = {m["name"]: m for m in SCHEMA["methods"]}
 INTERNAL_ERROR = -32603
 

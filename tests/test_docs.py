@@ -20,7 +20,7 @@ from reos_memory.interfaces.jsonrpc.methods import load_all
 from tools.gen_openrpc import BEGIN, END
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_method_is_in_the_readme():
@@ -131,7 +131,7 @@ def test_every_error_class_has_its_own_code_and_reason():
 
 
 def test_openrpc_errors_are_the_table():
-    doc = json.loads((ROOT / "rpc_schema" / "openrpc.json").read_text())
+    doc = json.loads((ROOT / "rpc_schema" / "openrpc.json").read_text(encoding="utf-8"))
     table = {e["code"]: e for e in codes.ERROR_TABLE}
     seen = 0
     for m in doc["methods"]:
@@ -150,7 +150,7 @@ def test_no_error_class_outside_errors_py_gives_itself_a_code():
     for path in (ROOT / "reos_memory").rglob("*.py"):
         if path.name == "errors.py" and path.parent.name == "reos_memory":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(path.read_bytes())):
             if not isinstance(node, ast.ClassDef):
                 continue
             for stmt in node.body:

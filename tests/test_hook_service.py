@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -231,8 +233,9 @@ def test_other_settings_are_answered_alone_and_retire_the_service(tmp_path: Path
 def test_a_socket_path_too_long_for_af_unix_goes_to_a_short_private_dir(tmp_path: Path) -> None:
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
+    # a runtime dir of a short path, as the system's is (tmp_path is longer under pytest-xdist)
+    run = Path(tempfile.mkdtemp(prefix="run-", dir="/tmp"))
+    run.chmod(0o700)
     p = Project(tmp_path, db=deep / "memory.db", XDG_RUNTIME_DIR=str(run))
     os.environ["XDG_RUNTIME_DIR"], old = str(run), os.environ.get("XDG_RUNTIME_DIR")
     try:
@@ -249,3 +252,4 @@ def test_a_socket_path_too_long_for_af_unix_goes_to_a_short_private_dir(tmp_path
             del os.environ["XDG_RUNTIME_DIR"]
         else:
             os.environ["XDG_RUNTIME_DIR"] = old
+        shutil.rmtree(run, ignore_errors=True)

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_committed_openrpc_is_current():
-    committed = (ROOT / "rpc_schema" / "openrpc.json").read_text()
+    committed = (ROOT / "rpc_schema" / "openrpc.json").read_text(encoding="utf-8")
     assert committed == render(load_all()), "run: python tools/gen_openrpc.py"
-    team = (ROOT / "rpc_schema" / "team-openrpc.json").read_text()
+    team = (ROOT / "rpc_schema" / "team-openrpc.json").read_text(encoding="utf-8")
     assert team == team_document(), "run: python tools/gen_openrpc.py"
 
 
@@ -29,7 +29,7 @@ def test_committed_openrpc_is_current():
 def test_rpc_discover_returns_the_committed_document(db_path):
     with Server(db_path) as srv:
         doc = srv.call("rpc.discover")
-    assert doc == json.loads((ROOT / "rpc_schema" / "openrpc.json").read_text())
+    assert doc == json.loads((ROOT / "rpc_schema" / "openrpc.json").read_text(encoding="utf-8"))
     names = {m["name"] for m in doc["methods"]}
     assert {
         "memory/related",
@@ -78,7 +78,7 @@ def _package_imports() -> list[tuple[str, str]]:
     pkg = ROOT / "reos_memory"
     for path in pkg.rglob("*.py"):
         mod = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(path.read_bytes())):
             if isinstance(node, ast.ImportFrom) and node.module == "reos_memory":
                 # `from reos_memory import x`: x is a module or package (a layer), or a name of
                 # the package itself (`__version__`: the root)
@@ -168,7 +168,7 @@ def test_the_layer_checks_see_a_violation(monkeypatch):
 
 def test_tools_never_import_from_tests():
     for path in sorted((ROOT / "tools").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(path.read_bytes())):
             names = (
                 [a.name for a in node.names]
                 if isinstance(node, ast.Import)
@@ -227,7 +227,7 @@ def test_sql_lives_only_in_store():
         f"{path.relative_to(ROOT)} {what}"
         for path in sorted((ROOT / "reos_memory").rglob("*.py"))
         if store not in path.parents
-        for what in _sql_in(path.read_text())
+        for what in _sql_in(path.read_text(encoding="utf-8"))
     ]
     assert not bad, "move these into a function under reos_memory/store/:\n" + "\n".join(bad)
 

@@ -922,7 +922,7 @@ IMPURE_CALLS = {"open", "print", "input", "exec", "eval", "__import__"}
 def test_rule_files_are_pure(path: Path):
     """Every rule file (statements and the modules it is built from, the signals, prose ...)
     imports only the standard library's text tools and its sibling rule files, and does no I/O."""
-    tree = ast.parse(path.read_text())
+    tree = ast.parse(path.read_bytes())
     imported = {
         alias.name
         for node in ast.walk(tree)

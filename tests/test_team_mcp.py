@@ -144,7 +144,7 @@ def test_initialize_and_list_tools_with_schemas_from_the_params(server, keys):
 
 
 def test_every_tool_is_in_the_readme_with_its_twin():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("**Team memory over MCP.**") :]
     missing = [t for t in sorted(TOOLS) if f"`{t}(" not in section]
     assert not missing, f"team MCP tools missing from README: {missing}"

@@ -42,17 +42,21 @@ def team_document() -> str:
 def main() -> int:
     text = render(load_all())
     team = team_document()
-    readme = README.read_text()
+    readme = README.read_text(encoding="utf-8")
     fresh_readme = readme_with_error_table(readme)
     wanted = [(TARGET, text), (TEAM_TARGET, team), (README, fresh_readme)]
     if "--check" in sys.argv:
-        stale = [str(p) for p, want in wanted if (p.read_text() if p.exists() else "") != want]
+        stale = [
+            str(p)
+            for p, want in wanted
+            if (p.read_text(encoding="utf-8") if p.exists() else "") != want
+        ]
         if stale:
             print(f"stale: {', '.join(stale)}; run python tools/gen_openrpc.py", file=sys.stderr)
             return 1
         return 0
     for path, want in wanted:
-        path.write_text(want)
+        path.write_text(want, encoding="utf-8")
     print(
         f"wrote {TARGET} ({len(load_all().methods)} methods), {TEAM_TARGET} and the error table"
         f" of {README}"
