@@ -1,7 +1,8 @@
 """What Squirrel learns from real sessions, against gold memories (the agent-sessions format).
 
     python tools/eval_memories.py DATASET [--embedder onnx] [--writer rules|claude-code|codex|...]
-                                          [--only ID[,ID...]] [--show all|junk|none] [--json FILE]
+                                          [--part N] [--only ID[,ID...]] [--show all|junk|none]
+                                          [--json FILE]
                                           [--env NAME=VALUE ...] [--workdir DIR]
 
 DATASET is a folder with `gold.json` (see ../shared/datasets/agent-sessions/README.md: sessions
@@ -219,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server")
     ap.add_argument("--only", default="", help="session ids, comma-separated")
+    ap.add_argument(
+        "--part",
+        type=int,
+        help="only the sessions of this `part` of gold.json (1: where failure modes are looked"
+        " for; 2: a check whose sessions and gold are not read, so --show none)",
+    )
     ap.add_argument("--show", choices=["all", "junk", "none"], default="all")
     ap.add_argument("--json", type=Path, help="write the whole result here")
     ap.add_argument("--workdir", type=Path, help="keep the databases here")
@@ -226,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
 
     spec = json.loads((args.dataset / "gold.json").read_text())
     sessions = spec["sessions"]
+    if args.part is not None:
+        sessions = [s for s in sessions if s.get("part") == args.part]
     if args.only:
         wanted = set(args.only.split(","))
         sessions = [s for s in sessions if s["id"] in wanted]

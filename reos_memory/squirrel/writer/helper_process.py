@@ -94,18 +94,21 @@ class Helper:
         return self._pool.submit(_learn, episode)
 
     def stop(self) -> None:
-        """End the process now (after a failure): what it had not finished fails or is
-        cancelled, and the claims it held die with it."""
+        """End the process now (after a failure): what it had not finished fails (the pool,
+        broken, fails it) and the claims it held die with it. Often called from a callback of
+        one of its futures, on the pool's own thread, so it never shuts the pool down: Python
+        3.13 holds the pool's shutdown lock while it runs those callbacks (a shutdown there
+        deadlocked), and a shutdown without waiting could leave that thread replacing the dead
+        process (CPython gh-132969). `close`, called by the owner, shuts it down."""
         try:
             # its first task: until it is back no other has begun (the pool may have handed the
             # process the next ones already, so it must end, not just stop taking tasks)
-            pid = self.ready.result(30)["pid"]
-        except Exception:  # it died starting: nothing of ours runs there
-            pid = None
-        if pid is not None:
+            pids = [self.ready.result(30)["pid"]]
+        except Exception:  # it died starting (nothing of ours runs there), or is stuck starting
+            pids = list(getattr(self._pool, "_processes", None) or {})
+        for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Let the process exit and wait for it. Tasks not begun yet are dropped: a caller that
