@@ -295,15 +295,24 @@ def _full_line(body: str, line: str) -> str:
     return body[at : end if end >= 0 else len(body)]
 
 
+def _unwrapped(detail: str) -> str:
+    """An exception's message without the brackets and quotes that close around it, keeping
+    a quote that closes one inside it (`No module named 'app'`)."""
+    detail = detail.rstrip(" )")
+    while detail[-1:] in ("'", '"') and detail.count(detail[-1]) % 2 == 1:
+        detail = detail[:-1].rstrip(" )")
+    return detail
+
+
 def brief_error(line: str) -> str:
     """An error line cut to what a reader needs: the exception and its innermost reason."""
     line = " ".join(line.split())
     m = _EXCEPTION.match(line)
     if not m:
         return cap(line, 160)
-    exc, detail = m.group(1), m.group(2).rstrip(" )'\"")
+    exc, detail = m.group(1), _unwrapped(m.group(2))
     if "] " in detail:  # e.g. "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"
-        detail = detail.rsplit("] ", 1)[1]
+        detail = _unwrapped(detail.rsplit("] ", 1)[1])
     elif len(detail) > 80:
         detail = "…" + detail[-79:].lstrip()
     return f"{exc}: {detail}" if detail else exc

@@ -27,6 +27,7 @@ from reos_memory.models import Evidence, Memory, new_id, now_iso
 from reos_memory.squirrel.memory.dedup import same_meaning
 from reos_memory.squirrel.projects import normalize_prefix
 from reos_memory.squirrel.redaction import redact
+from reos_memory.squirrel.text import paths
 from reos_memory.squirrel.writer.schema import WriterOp
 from reos_memory.store import Database
 from reos_memory.store import memories as msql
@@ -70,6 +71,9 @@ class CommitContext:
     after: Any = None  # called with the connection inside the commit transaction
     # the values the episode's session showed as secrets, redacted from memory text as well
     known_secrets: Callable[[str], str] | None = None
+    # a writer's memories name files relative to this checkout and no one's home directory
+    project_root: str | None = None
+    portable_paths: bool = False
 
     def source_of(self, index: int) -> str | None:
         return (self.op_sources or {}).get(index, self.source)
@@ -125,6 +129,8 @@ def _prepare(i: int, op: WriterOp, ctx: CommitContext) -> _Prepared:
             p.text = redact(_SPACE.sub(" ", op.text.strip()))
             if ctx.known_secrets is not None:
                 p.text = ctx.known_secrets(p.text)
+            if ctx.portable_paths:
+                p.text = paths.portable(p.text, ctx.project_root)
     if op.op in ("UPDATE", "DEPRECATE") and op.memory_id is None and op.key is None:
         p.problem = f"{op.op} needs memory_id or key"
     if op.scope == "repo_path":

@@ -60,9 +60,13 @@ _STOP = frozenset(
 )
 
 
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
 def _specific(text: str) -> frozenset[str]:
-    """Tokens whose change changes the meaning: numbers, versions, paths, file names, code."""
-    out = set()
+    """Tokens whose change changes the meaning: numbers, versions, paths, file names, code
+    (a span in backticks as a whole: `PYTHONPATH=. pytest` is not `pytest`)."""
+    out = {" ".join(c.lower().split()) for c in _CODE.findall(text)}
     for w in _WORD.findall(text.replace("`", " ")):
         w = w.rstrip(".:,")
         if any(c.isdigit() for c in w) or (any(c in w for c in "/._-:#@+") and len(w) > 1):

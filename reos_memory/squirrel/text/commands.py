@@ -67,6 +67,12 @@ _NOISE_FLAGS = re.compile(
     r"\s(?:-v|-count=\d+|-race|-x|-q|--verbose|-vv|--no-cache|-p\s\d+|-timeout[=\s]\S+)(?=\s|$)"
 )
 _ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
+# environment that only changes how output looks: dropped from the general form, while the rest
+# (PYTHONPATH=., GOFLAGS=-mod=mod) is part of how the check runs in this project
+_COSMETIC_ENV = re.compile(
+    r"^(?:CI|NO_COLOR|FORCE_COLOR|CLICOLOR(?:_FORCE)?|TERM|COLUMNS|LINES|PAGER|GIT_PAGER"
+    r"|PYTHONUNBUFFERED|PYTHONDONTWRITEBYTECODE|PY_COLORS|npm_config_loglevel)=\S*$"
+)
 _GENERAL_GO = re.compile(r"^go (test|build|vet)(?: \./\.\.\.)?$")
 
 
@@ -85,7 +91,12 @@ def split(command: str) -> list[str]:
 
 def classify(command: str) -> tuple[str, str] | None:
     """(purpose, the command in its general form), or None when it is not a project check."""
-    c = _ENV.sub("", command.strip())
+    c = command.strip()
+    env = _ENV.match(c)
+    kept = ""
+    if env:
+        kept = " ".join(v for v in env.group(0).split() if not _COSMETIC_ENV.match(v))
+        c = c[env.end() :]
     c = (
         c.split(" -- ", 1)[0]
         if re.match(r"^(?:mise run|npm run|pnpm|yarn|bun run|just|make)\b", c)
@@ -97,17 +108,24 @@ def classify(command: str) -> tuple[str, str] | None:
         target = m.group(1)
         for pat, purpose in _NAMED:
             if pat.search(target.replace(":", " ").replace("-", " ")):
-                return purpose, c
+                return purpose, f"{kept} {c}".strip()
         return None
     for pat, purpose in _FIXED:
         if pat.match(c):
-            if _SELECTOR.search(f" {c} ".replace(" ./... ", " ")):
+            args = re.sub(r"^python3? -m ", "", c)  # (`-m` here names a module, not markers)
+            if _SELECTOR.search(f" {args} ".replace(" ./... ", " ")):
                 return None
             g = _GENERAL_GO.match(c)
             if c.startswith("go ") and not g:
                 return None
-            return purpose, c
+            return purpose, f"{kept} {c}".strip()
     return None
+
+
+def bare(command: str) -> str:
+    """A command without the environment assignments it opens with: `PYTHONPATH=. pytest` and
+    `pytest` are variants of one command."""
+    return _ENV.sub("", command.strip())
 
 
 def text_of(found: dict[str, list[str]]) -> str:

@@ -68,6 +68,12 @@ _NEGATIVE = re.compile(
     r"\b(?:never|don'?t|do not|shouldn'?t|should not|must not|mustn'?t|no need to|not you|let'?s not"
     r"|stop|avoid|did not say|didn'?t say|did not ask|didn'?t ask|we don'?t|we do not)\b"
 )
+# what a task is done by, not a rule: "make sure the tests pass", "ensure it still builds"
+_ACCEPTANCE = re.compile(
+    r"\b(?:make sure|ensure|check|verify)(?: that)? (?:the |all (?:the )?|our )?(?:tests?|specs?|build"
+    r"|lint(?:er)?|ci|checks?|it|everything|nothing|the code)(?: \w+)? (?:still )?(?:pass(?:es)?"
+    r"|work(?:s)?|succeeds?|compiles?|builds?|breaks?|(?:is|are|stays?) green|runs?)\b"
+)
 _DURABLE = re.compile(r"\b(?:always|never|from now on|going forward|everywhere|make sure|ensure)\b")
 # the next sentence explains the one before ("... since that is the stable link")
 _EXPLAINS = re.compile(
@@ -152,7 +158,8 @@ def _cue(low: str, situation: str) -> str | None:
         # a question tells only when it proposes a way ("why not ...?", "can't we ...?")
         return "proposal" if _PROPOSE.match(low) else None
     if _NORM.search(low):
-        return "norm"
+        # in a task's request, "make sure the tests pass" is how this task is done, not a rule
+        return None if situation == "request" and _ACCEPTANCE.search(low) else "norm"
     if situation == "request" and len(low.split()) > SHORT_REQUEST:
         return None  # a task's own details are not rules
     if _DISAGREE.search(low):

@@ -264,31 +264,42 @@ _NAMED_COMMAND = re.compile(r"`([^`\n]{4,80})`")
 def _commands(events: list[dict[str, Any]], draft: _Draft) -> None:
     found: dict[str, list[str]] = {}
 
-    def note(cmd: str) -> None:
+    def note(cmd: str, into: dict[str, list[str]]) -> None:
         for part in commands.split(cmd):
             hit = commands.classify(part)
-            if hit and hit[1] not in found.setdefault(hit[0], []):
-                found[hit[0]].append(hit[1])
+            if hit and hit[1] not in into.setdefault(hit[0], []):
+                into[hit[0]].append(hit[1])
 
+    failures: dict[str, list[str]] = {}
     for e in events:
-        if e["kind"] == "tool_result" and e.get("command") and not e.get("error"):
-            note(e["command"])
+        if e["kind"] == "tool_result" and e.get("command"):
+            note(e["command"], failures if e.get("error") else found)
         elif e["role"] == "user" and e["kind"] == "message":
             for cmd in _NAMED_COMMAND.findall(e.get("text", "")):
-                note(cmd)
+                note(cmd, found)
+    # a form that only failed here while a variant of it passed (`pytest` failing, then
+    # `PYTHONPATH=. pytest` passing) is not how this project's check runs
+    worked = {commands.bare(c) for cmds in found.values() for c in cmds}
+    failed = {
+        c
+        for cmds in failures.values()
+        for c in cmds
+        if commands.bare(c) in worked and c not in {x for v in found.values() for x in v}
+    }
     if not found:
         return
     held = draft.held.get(COMMANDS_KEY)
     if held is not None:
         # what is stored keeps its order; a command not seen before is added after it, and
         # nothing is written when every command is already there (no churn, no duplicates)
-        before = commands.parse_text(held.text)
+        stored = commands.parse_text(held.text)
+        before = {p: [c for c in cs if c not in failed] for p, cs in stored.items()}
         merged = {
             p: before.get(p, []) + [c for c in found.get(p, []) if c not in before.get(p, [])]
             for p in commands.PURPOSES
             if found.get(p) or before.get(p)
         }
-        if merged == before:
+        if merged == stored:
             return
         found = merged
     draft.add(
@@ -320,10 +331,10 @@ def _failure_then_fix(events: list[dict[str, Any]], frustration: str, draft: _Dr
     the agent's diagnosis, or a fix elsewhere than the failing file, or a tool switch. Returns
     the diagnosis notes it used."""
     used: set[str] = set()
-    # (the call's key, its error's signature) -> indexes of its failures
+    # (the call's variant key, its error's signature) -> indexes of its failures
     open_errors: dict[tuple[str, str], list[int]] = {}
     for i, e in enumerate(events):
-        key = e.get("key")
+        key = _variant_key(e)
         if e["kind"] != "tool_result" or not key or e.get("rejected"):
             continue
         if e.get("error"):
@@ -335,6 +346,16 @@ def _failure_then_fix(events: list[dict[str, Any]], frustration: str, draft: _Dr
             for op in _pattern(events, failed_at, i, frustration, draft, used):
                 draft.add(op, "failure_then_success")
     return used
+
+
+def _variant_key(e: dict[str, Any]) -> str | None:
+    """The call's key, with a command's leading environment dropped: `PYTHONPATH=. pytest`
+    passing after `pytest` failed is the same check made to work."""
+    key = e.get("key")
+    if not key or not e.get("command"):
+        return key
+    tool, _, command = key.partition(":")
+    return f"{tool}:{commands.bare(command)}"
 
 
 def _pattern(
@@ -352,10 +373,18 @@ def _pattern(
     edited = _edited_files(events, failed_at, between, cmd)
     reason = _first_note(between, used)
     switch = _tool_switch(events, failed_at, fixed_at)
-    if reason is None and switch is None and not (edited and len(failed_at) >= 2):
+    variant = _env_variant(str(cmd), events[fixed_at].get("command"))
+    if (
+        reason is None
+        and switch is None
+        and variant is None
+        and not (edited and len(failed_at) >= 2)
+    ):
         return []  # an ordinary fail-edit-pass loop: nothing learned worth keeping
     ops: list[WriterOp] = []
     fix = []
+    if variant is not None:
+        fix.append(f"`{shorten(variant, 100)}` works")
     if reason:
         used.add(reason)
         fix.append(reason.rstrip("."))
@@ -405,6 +434,17 @@ def _edited_files(
             if name and name not in failing_files and name not in edited:
                 edited.append(name)
     return edited
+
+
+def _env_variant(failed: str, working: str | None) -> str | None:
+    """The command that worked when it is the failing one run with other environment
+    (`PYTHONPATH=. pytest` after `pytest`), else None (output piped elsewhere is no lesson)."""
+    if not working:
+        return None
+    f, w = commands.split(failed), commands.split(working)
+    if not f or not w or f[-1] == w[-1] or commands.bare(f[-1]) != commands.bare(w[-1]):
+        return None
+    return w[-1]
 
 
 def _first_note(between: list[dict[str, Any]], used: set[str]) -> str | None:

@@ -405,6 +405,11 @@ class Runner:
                 raise _LostClaim(ep.id)
             done["ops"] = ops
 
+        root = (
+            self.db.read(lambda c: ssql.project_root(c, ep.project_id))
+            if ep.project_id is not None
+            else None
+        )
         try:
             commit(
                 self.db,
@@ -421,6 +426,8 @@ class Runner:
                     protected_kinds=tuple(self.policy_for(ep.project_id).protected_kinds),
                     after=finish,
                     known_secrets=_known_secrets(ep.project_id, ep.session_id),
+                    project_root=root,
+                    portable_paths=True,
                 ),
                 dedup_threshold=self.settings.dedup_threshold,
             )

@@ -1,0 +1,91 @@
+"""The offline writer writes lessons, not chat (issue 31): sessions invented here, one per kind
+of junk and miss found on real ones, in Claude Code's record format, in over real stdio with
+the real model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_offline_writer import CWD, bash, learn, result, say, user, write_log
+
+pytestmark = [pytest.mark.e2e, pytest.mark.model]
+
+NO_APP = (
+    f"ImportError while loading conftest '{CWD}/tests/conftest.py'.\n"
+    "tests/conftest.py:3: in <module>\n    from app.models import Cart\n"
+    "E   ModuleNotFoundError: No module named 'app'"
+)
+
+
+def test_the_command_that_worked_is_remembered_not_the_one_that_failed(tmp_path: Path) -> None:
+    """`pytest` fails three times on an import, `PYTHONPATH=. pytest` passes: the lesson names
+    the variant that works, and the project's checks record it, not the failing form."""
+    recs = [user("add a discount field to the cart and make sure the tests pass")]
+    for i in range(3):
+        recs += [bash(f"c{i}", "pytest"), result(f"c{i}", NO_APP, True)]
+    recs += [
+        bash("c9", "PYTHONPATH=. pytest"),
+        result("c9", "============ 14 passed in 0.41s ============"),
+        say("The tests pass when the repository root is on PYTHONPATH."),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    lesson = [t for t in texts if "ModuleNotFoundError" in t]
+    assert len(lesson) == 1 and "`PYTHONPATH=. pytest` works" in lesson[0], texts
+    assert "No module named 'app'" in lesson[0]  # the quote that closes it is kept
+    (checks,) = [m for m in mems if m["key"] == "project.commands.checks"]
+    assert checks["text"] == "Project checks: run the tests with `PYTHONPATH=. pytest`."
+    # "make sure the tests pass" is how this task is done, not a rule
+    assert not [t for t in texts if "discount" in t.lower()], texts
+
+
+def test_a_checks_memory_drops_a_form_that_failed_where_a_variant_passed(tmp_path: Path) -> None:
+    """A later session in which the stored `pytest` fails and `PYTHONPATH=. pytest` passes
+    replaces the stored form; one where `pytest` passes keeps it."""
+    db = tmp_path / "m.db"
+    first = [user("run the tests"), bash("a1", "pytest"), result("a1", "3 passed in 0.1s")]
+    mems, _ = learn(db, write_log(tmp_path / "a.jsonl", first), "onnx")
+    (checks,) = [m for m in mems if m["key"] == "project.commands.checks"]
+    assert checks["text"] == "Project checks: run the tests with `pytest`."
+    second = [
+        user("rebase on main and check the tests"),
+        bash("b1", "pytest"),
+        result("b1", NO_APP, True),
+        bash("b2", "PYTHONPATH=. pytest"),
+        result("b2", "14 passed in 0.4s"),
+    ]
+    mems, _ = learn(db, write_log(tmp_path / "b.jsonl", second), "onnx")
+    live = [
+        m for m in mems if m["key"] == "project.commands.checks" and m["status"] != "deprecated"
+    ]
+    assert [m["text"] for m in live] == [
+        "Project checks: run the tests with `PYTHONPATH=. pytest`."
+    ]
+
+
+def test_no_memory_names_a_home_directory(tmp_path: Path) -> None:
+    """A memory is read by other checkouts and, shared, by a team: the checkout's paths become
+    project-relative and any other home path `~`, whichever rule found them (an agent's
+    diagnosis, a user's rule)."""
+    home_cfg = "/home/dev/.config/shop/settings.toml"
+    found = [
+        user("the price rounding is off"),
+        bash("r1", "pytest"),
+        result("r1", "E   KeyError: 'currency'", True),
+        say(
+            f"Found it: the currency is read from {home_cfg} instead of the project's"
+            f" {CWD}/config/currency.toml, so a machine without that file fails."
+        ),
+        bash("r2", "pytest"),
+        result("r2", "14 passed in 0.4s"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "a.jsonl", found), "onnx")
+    (diagnosis,) = [m["text"] for m in mems if "currency" in m["text"]]
+    assert "~/.config/shop/settings.toml" in diagnosis and " config/currency.toml" in diagnosis
+    told = [user(f"never read settings from {home_cfg}, only from {CWD}/config")]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "b.jsonl", told), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if "/home/" in t], texts
+    assert any(t.startswith("Never read settings from ~/.config/shop/settings.toml") for t in texts)
