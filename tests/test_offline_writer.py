@@ -270,7 +270,8 @@ def test_a_session_teaches_what_a_developer_would_write_down(tmp_path: Path) -> 
     )
     mems, eps = learn(tmp_path / "m.db", log)
     texts = {m["text"]: m for m in mems}
-    assert any(t.startswith("Why not adding .cache/.gitignore instead?") for t in texts), texts
+    # the reason typed on rejecting the edit decides, and is written as the rule it proposes
+    assert any(t.startswith("Add .cache/.gitignore instead.") for t in texts), texts
     assert any("we don't gitignore generated folders" in t for t in texts)
     (pattern,) = [t for t in texts if t.startswith("`pytest tests/test_payment.py` failed")]
     assert "missing the `timeout` key" in pattern and "settings.py" in pattern

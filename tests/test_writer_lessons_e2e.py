@@ -89,3 +89,57 @@ def test_no_memory_names_a_home_directory(tmp_path: Path) -> None:
     texts = [m["text"] for m in mems]
     assert not [t for t in texts if "/home/" in t], texts
     assert any(t.startswith("Never read settings from ~/.config/shop/settings.toml") for t in texts)
+
+
+def test_a_proposal_is_written_as_what_was_decided(tmp_path: Path) -> None:
+    """A proposal asked as a question becomes the rule when the agent takes it; one the agent
+    argues against and the user drops is not written (it would be the reverse of what was
+    decided), and is kept on the episode as a rejected candidate with the reason."""
+    recs = [
+        user("the login page is slow, find out why"),
+        bash("a1", "npm run bench:login"),
+        result("a1", "login p50 840ms"),
+        say("The config is parsed on every request in `load_config()`."),
+        user("Could we just cache the token inside `load_config()`?"),
+        say(
+            "Caching the token there would break the refresh: it expires hourly and"
+            " `load_config()` lives for the whole process. I'd keep the token per request and"
+            " cache only the parsed config."
+        ),
+        user("ok, fair, do that"),
+        bash("a2", "npm run bench:login"),
+        result("a2", "login p50 120ms"),
+        user("can we use our logging framework for the timing lines? should be DEBUG"),
+        say("Good idea, I'll use the project's logger at DEBUG level."),
+        bash("a3", "npm test"),
+        result("a3", "42 passed"),
+    ]
+    mems, eps = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if "?" in t], texts
+    assert not [t for t in texts if "cache the token" in t.lower()], texts
+    assert any(t.startswith("Use the project's logging framework") for t in texts), texts
+    rejected = [r for e in eps for r in e["episode"]["ops"] or [] if r.get("action") == "rejected"]
+    assert any(
+        "cache the token" in r["text"] and r["reason"] == "a proposal the agent argued against"
+        for r in rejected
+    ), rejected
+
+
+def test_chat_openers_and_the_moments_plans_are_not_memories(tmp_path: Path) -> None:
+    """What the user says in passing is written without its opener, and "let's pause" or a bare
+    request for the task is no memory at all."""
+    recs = [
+        user("add retries to the upload client"),
+        bash("b1", "npm test"),
+        result("b1", "12 passed"),
+        user("Sure, but the client should never retry a 4xx response, only 5xx and timeouts."),
+        say("Understood - only 5xx and timeouts are retried now."),
+        user("Let's pause here, I want to look at the diff first."),
+        say("Sure."),
+        user("We need to update the changelog."),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert any(t.startswith("The client should never retry a 4xx response") for t in texts), texts
+    assert not [t for t in texts if t.lower().startswith(("sure", "let's", "we need"))], texts

@@ -74,6 +74,18 @@ _ACCEPTANCE = re.compile(
     r"|lint(?:er)?|ci|checks?|it|everything|nothing|the code)(?: \w+)? (?:still )?(?:pass(?:es)?"
     r"|work(?:s)?|succeeds?|compiles?|builds?|breaks?|(?:is|are|stays?) green|runs?)\b"
 )
+# work asked for now: "we need to update the changelog", "you have to rerun it"
+_TODO = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|also|now|then|next)\W+)*(?:we|you|i) (?:(?:still|also|first|then) )?"
+    r"(?:need to|have to|gotta|should|must|want to|will need to)\s+(?!not\b|never\b|always\b)\w+"
+)
+_CONTRAST = re.compile(r"\b(?:instead|rather than|not|never|only|no longer|don'?t|without)\b")
+# a norm meant to outlast the task it is said in
+_LASTING = re.compile(
+    r"\b(?:always|never|from now on|going forward|everywhere|by default|in general|whenever"
+    r"|in (?:this|our|the) (?:repo|repository|project|codebase|team)|(?:each|every) (?:commit|change"
+    r"|pr|pull request|time|step|file|test|function|module))\b"
+)
 _DURABLE = re.compile(r"\b(?:always|never|from now on|going forward|everywhere|make sure|ensure)\b")
 # the next sentence explains the one before ("... since that is the stable link")
 _EXPLAINS = re.compile(
@@ -162,6 +174,8 @@ def _cue(low: str, situation: str) -> str | None:
         return None if situation == "request" and _ACCEPTANCE.search(low) else "norm"
     if situation == "request" and len(low.split()) > SHORT_REQUEST:
         return None  # a task's own details are not rules
+    if _TODO.match(low) and not (_LASTING.search(low) or _CONTRAST.search(low)):
+        return None  # "we need to update the changelog": work asked for now, not a rule
     if _DISAGREE.search(low):
         return "disagreement"
     if _PROPOSE.match(low) or (

@@ -29,8 +29,17 @@ import os
 import re
 from typing import Any, NamedTuple
 
+import msgspec
+
 from reos_memory.models import Memory
-from reos_memory.squirrel.text import commands, instructions, junk, statements, tool_switches
+from reos_memory.squirrel.text import (
+    commands,
+    instructions,
+    junk,
+    lesson_form,
+    statements,
+    tool_switches,
+)
 from reos_memory.squirrel.tokens import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 
@@ -67,10 +76,28 @@ class _Draft:
         self.ops: list[tuple[WriterOp, str]] = []
         self.rejected: list[dict[str, str]] = []
 
-    def add(self, op: WriterOp, source: str, judge: str | None = None) -> bool:
+    def add(
+        self,
+        op: WriterOp,
+        source: str,
+        judge: str | None = None,
+        answer: Answer | None = None,
+    ) -> bool:
         """Add `op` unless the gate turns it away; `judge`: the text the gate reads, when the
-        op's text carries more than the candidate (what a rejected call was)."""
+        op's text carries more than the candidate (what a rejected call was); `answer`: for the
+        user's words, the agent's answer to them and the user's reply to that."""
         text = op.text or ""
+        if not op.key:
+            lesson, problem = _as_lesson(text, answer)
+            if lesson is None:
+                self.rejected.append(
+                    {"text": shorten(text, 200), "source": source, "reason": problem}
+                )
+                return False
+            if lesson != text:
+                op = msgspec.structs.replace(op, text=lesson)
+                judge = lesson_form.plain(judge) if judge is not None else None
+                text = lesson
         if any(o.text == text for o, _ in self.ops):
             return False
         if op.key:  # one op per slot: the latest word on it wins
@@ -82,6 +109,50 @@ class _Draft:
                 return False
         self.ops.append((op, source))
         return True
+
+
+def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
+    """The candidate written as a lesson, or None and why it is none: the opener of
+    conversation dropped, "let's" made an order (or dropped when it is the moment's plan), a
+    proposal asked as a question made the rule it proposes when the session shows it taken."""
+    lesson = lesson_form.from_lets(lesson_form.plain(text))
+    if lesson is None:
+        return None, "a plan for the moment, not a rule"
+    if not lesson_form.is_question(lesson):
+        return lesson, ""
+    if answer is None:
+        fate = "unknown"
+    else:
+        fate = "taken" if answer.decided else lesson_form.outcome(*answer[:3])
+    if fate == "argued":
+        return None, "a proposal the agent argued against"
+    rule = lesson_form.proposed_rule(lesson) if fate == "taken" else None
+    if rule is None:
+        return None, "a question, not a rule the session shows taken"
+    return rule, ""
+
+
+class Answer(NamedTuple):
+    said: str | None  # the agent's messages before the user's next turn
+    reply: str | None  # that next turn
+    acted: bool  # the agent went on working (tool calls) before it
+    decided: bool  # the user's words decide by themselves (the reason of a rejection)
+
+
+def _answer(events: list[dict[str, Any]], i: int, *, decided: bool) -> Answer:
+    """What followed the user's message at event `i`, up to and with the user's next one."""
+    said: list[str] = []
+    acted = False
+    reply = None
+    for e in events[i + 1 :]:
+        if e["role"] == "user" and e["kind"] == "message":
+            reply = e.get("text") or e.get("summary")
+            break
+        if e["role"] == "assistant" and e["kind"] == "message":
+            said.append(e.get("text") or e.get("summary") or "")
+        elif e["kind"] == "tool_call":
+            acted = True
+    return Answer("\n".join(said) or None, reply, acted, decided)
 
 
 def write(
@@ -120,7 +191,7 @@ def write(
 def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
     last_rejected: dict[str, Any] | None = None
     first = True  # the episode's first message is its task
-    for e in events:
+    for i, e in enumerate(events):
         if e["kind"] == "tool_result" and e.get("rejected"):
             last_rejected = e
             continue
@@ -131,6 +202,9 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
         text = e.get("text", "")
         origin = e.get("origin")
         serious = e.get("frustration") in ("moderate", "severe")
+        # a reason typed on rejecting a call decides: the call does not run, what it proposes
+        # instead is what the user chose
+        answer = _answer(events, i, decided=last_rejected is not None or origin == "rejection")
         said = []
         found = statements.explicit_statements(text)
         if serious:
@@ -159,6 +233,7 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                     confidence=confidence,
                 ),
                 st.source,
+                answer=answer,
             )
         if not serious:
             situation = origin or (
@@ -181,6 +256,7 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                     ),
                     "user_correction" if situation != "request" else "explicit_statement",
                     judge=ins.text,
+                    answer=answer,
                 )
         last_rejected = None
         first = False

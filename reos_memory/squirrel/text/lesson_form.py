@@ -1,0 +1,191 @@
+"""A memory is addressed to a future session: a rule or a fact, never a line of chat.
+
+People correct and propose in conversation ("Sure, but the cli should handle that", "Let's not
+mock the database", "can we use our logging framework?"). The words stay on the episode as the
+memory's evidence; the memory itself is written as a lesson:
+
+* the conversational opener goes ("Uh oh!", "Sure, but", "OK so", "Basically", "Found it:");
+* "let's not X" is "Do not X", "let's use X" is "Use X"; a "let's" about the moment ("let's
+  pause", "let's see") is no lesson at all;
+* a proposal asked as a question becomes the rule it proposes only when the session shows it
+  was taken ("Can we use X?" answered "Good idea" is "Use X."); a question whose outcome the
+  session does not show, or that the agent argued against, is not written (`outcome`).
+"""
+
+from __future__ import annotations
+
+import re
+
+# words that open a turn of conversation without saying anything
+_OPENER = re.compile(
+    r"^(?:(?:uh[- ]?oh|oh(?: no| wow)?|hmm+|huh|ah+|aha|well|ok(?:ay)?(?: so)?|alright|all right"
+    r"|sure|yes|yeah|yep|no|nope|nah|so|and|but|also|like|basically|actually|honestly|btw"
+    r"|question|note|anyway|right|great|good|cool|nice|thanks|wait|now|then)\b[,:;!.?—-]*\s+)+",
+    re.IGNORECASE,
+)
+# what an agent says before the finding itself
+_LEAD_IN = re.compile(
+    r"^(?:(?:i(?:'ve)? )?found (?:it|(?:the|an?) (?:bug|issue|problem|cause|culprit))[!:.,]*\s+"
+    r"|(?:looking at|after (?:reading|checking)|having (?:read|checked)) (?:the|this) \w+(?: \w+)?,\s+"
+    r"|(?:interesting|got it|i see|i understand)[!:.,]+\s+)+",
+    re.IGNORECASE,
+)
+_LETS = re.compile(r"^let'?s\s+", re.IGNORECASE)
+# "let's" + a step of the moment ("let's pause", "let's see what fails"): no rule
+_LETS_MOMENT = re.compile(
+    r"^(?:pause|wait|see|check|look|think|try|first|start|begin|go ahead|continue|move on|stop"
+    r"|discuss|talk|take a|step back|revisit|figure|find out|investigate|debug|run|test it|do (?:it|this|that)"
+    r"|get|call it|wrap|finish|commit|push|merge|ship|release|focus|now|also|then|maybe|perhaps)\b",
+    re.IGNORECASE,
+)
+
+# proposals asked as questions, and the rule each proposes when it is taken
+_PROPOSAL = re.compile(
+    r"^(?:(?:can(?:'t|not)?|could(?:n'?t)?|should(?:n'?t)?|shall) (?:we|you|it|i)|why (?:not|don'?t we|are we not"
+    r"|aren'?t we|do we not|not just)|how about|what about|would it be better to)\s+(?:just\s+)?"
+    r"(?P<rest>.+?)\s*\?+$",
+    re.IGNORECASE,
+)
+_THERE_IS = re.compile(
+    r"^is there (?:no|not an?|any|an?) (?P<rest>(?:library|package|module|crate|gem|tool|helper"
+    r"|function|command|builtin|api|way|option|flag|setting)\b.+?)\s*\?+$",
+    re.IGNORECASE,
+)
+_GERUNDS = {
+    "adding": "add",
+    "using": "use",
+    "making": "make",
+    "having": "have",
+    "moving": "move",
+    "writing": "write",
+    "creating": "create",
+    "keeping": "keep",
+    "putting": "put",
+    "running": "run",
+    "removing": "remove",
+    "storing": "store",
+    "changing": "change",
+    "updating": "update",
+    "reusing": "reuse",
+    "passing": "pass",
+    "returning": "return",
+    "calling": "call",
+    "splitting": "split",
+    "checking": "check",
+    "setting": "set",
+    "caching": "cache",
+    "sharing": "share",
+    "providing": "provide",
+}
+_FIRST_PERSON = (
+    (re.compile(r"\bour\b", re.IGNORECASE), "the project's"),
+    (re.compile(r"\bwe\b", re.IGNORECASE), "the project"),
+)
+
+# how an agent takes a proposal, or argues against it (the first sentence of its answer)
+_TAKEN = re.compile(
+    r"^(?:(?:good|great|excellent|fair|valid) (?:idea|point|call|catch|suggestion|question)"
+    r"|you'?re (?:right|correct|absolutely right)|yes\b|yeah\b|sure\b|agreed|absolutely|of course"
+    r"|that(?:'s| is| would be) (?:a )?(?:better|cleaner|simpler|good|great|right)"
+    r"|makes sense|(?:let me|i'?ll) (?:do|use|switch|change|update|add|move|make|refactor|rework"
+    r"|go with|implement))",
+    re.IGNORECASE,
+)
+_PUSHBACK = re.compile(
+    r"\b(?:however|but (?:that|this|it)|i'?d (?:recommend|suggest) (?:against|not|keeping)"
+    r"|(?:would|could) (?:break|cause|lead to|introduce)|not (?:a good|ideal|recommended)"
+    r"|won'?t work|wouldn'?t work|the (?:problem|issue|downside|risk) (?:with|is)"
+    r"|i'?d keep|better to keep|unfortunately|rather not|i'?d avoid)\b",
+    re.IGNORECASE,
+)
+# a user dropping their proposal after the answer ("ok, fair", "makes sense, keep it")
+_DROPPED = re.compile(
+    r"^(?:ok(?:ay)?|fair(?: enough)?|makes sense|agreed|right|got it|true|good point|i see)\b",
+    re.IGNORECASE,
+)
+
+
+def plain(text: str) -> str:
+    """The text without the openers of conversation, capitalised; unchanged when nothing would
+    remain."""
+    out, before = text.strip(), ""
+    while out != before:
+        before = out
+        out = _LEAD_IN.sub("", _OPENER.sub("", out))
+    if len(out.split()) < 3:
+        return text.strip()
+    return out[:1].upper() + out[1:]
+
+
+def from_lets(text: str) -> str | None:
+    """ "let's not X" -> "Do not X", "let's use X" -> "Use X"; None when the "let's" is about the
+    moment ("let's pause", "let's see what fails"); the text unchanged when it has no "let's"."""
+    m = _LETS.match(text)
+    if not m:
+        return text
+    rest = text[m.end() :]
+    if _LETS_MOMENT.match(rest) or len(rest.split()) < 3:
+        return None
+    if re.match(r"not\b", rest, re.IGNORECASE):
+        rest = "do " + rest
+    return rest[:1].upper() + rest[1:]
+
+
+def proposed_rule(question: str) -> str | None:
+    """The rule a proposal asked as a question proposes ("Can we use our logger?" -> "Use the
+    project's logger."), or None when it is not such a question."""
+    text = question.strip()
+    tail = ""
+    paren = re.search(r"\s*(\([^()]*\))\s*$", text)
+    if paren:  # the writer's own note, "(on rejecting Edit x.go)", stays at the end
+        text, tail = text[: paren.start()], " " + paren.group(1)
+    asked, mark, after = text.partition("?")
+    if after.strip(" ?"):  # "Can we use our logger? should be WARN": the rest explains it
+        rest = after.strip(" ?")
+        if is_question(rest):
+            return None
+        tail = " " + rest[:1].upper() + rest[1:].rstrip(".") + "." + tail
+    text = asked + mark
+    there = _THERE_IS.match(text)
+    if there:  # "is there no library to validate UUIDs?" -> "Use a library to validate UUIDs."
+        rest = there.group("rest").strip().rstrip(" ?.")
+        article = "an" if rest[:1].lower() in "aeiou" else "a"
+        return f"Use {article} {rest}." + tail if len(rest.split()) >= 2 else None
+    m = _PROPOSAL.match(text)
+    if not m:
+        return None
+    rest = m.group("rest").strip()
+    first, _, more = rest.partition(" ")
+    if first.lower() in _GERUNDS:
+        rest = f"{_GERUNDS[first.lower()]} {more}".strip()
+    elif first.lower().endswith("ing"):
+        return None  # a form this cannot turn into an order with confidence
+    for pat, repl in _FIRST_PERSON:
+        rest = pat.sub(repl, rest)
+    rest = rest.rstrip(" ?.")
+    if len(rest.split()) < 2:
+        return None
+    return rest[:1].upper() + rest[1:] + "." + tail
+
+
+def outcome(answer: str | None, reply: str | None, acted: bool = False) -> str:
+    """What became of a proposal, from the agent's messages before the user's next turn
+    (`answer`), whether it went on working then (`acted`) and that next turn (`reply`):
+    `argued` when the agent's answer opens against it (or the user then drops it), `taken` when
+    the answer takes it or the agent went on to work without a word against it, `unknown` when
+    the session ends there."""
+    said = re.split(r"(?<=[.!?])\s+|\n+", (answer or "").strip())
+    dropped = reply is not None and _DROPPED.match(reply.strip()) is not None
+    # an answer against it says so first ("However, ...", "That would break ..."); further on,
+    # "would cause" is as likely a check the agent makes before it follows the proposal
+    if _PUSHBACK.search(said[0]) or (dropped and answer and _PUSHBACK.search(answer)):
+        return "argued"
+    if any(_TAKEN.match(s.strip()) for s in said if s.strip()):
+        return "taken"
+    return "taken" if acted else "unknown"
+
+
+def is_question(text: str) -> bool:
+    """Whether a memory text holds a question."""
+    core = re.sub(r"\s*\([^()]*\)", "", text.strip())  # (its notes in brackets aside)
+    return bool(re.search(r"\?(?:\s|$)", core))

@@ -1,0 +1,100 @@
+"""A memory is written as a lesson, not as a line of chat (`squirrel/text/lesson_form.py`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reos_memory.squirrel.text.lesson_form import (
+    from_lets,
+    is_question,
+    outcome,
+    plain,
+    proposed_rule,
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "lesson"),
+    [
+        (
+            "Uh oh! Both hooks fired - they MERGE, not override!",
+            "Both hooks fired - they MERGE, not override!",
+        ),
+        (
+            "Sure, but the cli should create the folder itself.",
+            "The cli should create the folder itself.",
+        ),
+        ("OK so the config is read twice at start.", "The config is read twice at start."),
+        ("Found it: the cache key leaves out the locale.", "The cache key leaves out the locale."),
+        (
+            "Looking at the code, I found an issue. The loader drops unknown keys.",
+            "The loader drops unknown keys.",
+        ),
+        ("Yes, but we don't need to commit.", "We don't need to commit."),
+        ("No", "No"),  # nothing would remain: unchanged (the junk gate judges it)
+    ],
+)
+def test_openers_of_conversation_go(said: str, lesson: str) -> None:
+    assert plain(said) == lesson
+
+
+def test_lets_is_an_order_or_the_moments_plan() -> None:
+    assert (
+        from_lets("Let's not mock the database in these tests")
+        == "Do not mock the database in these tests"
+    )
+    assert from_lets("let's use pnpm in every package") == "Use pnpm in every package"
+    assert from_lets("Let's pause, if the settings overwrite all hooks we can change it") is None
+    assert from_lets("let's see what fails first") is None
+    assert from_lets("Keep the cache per request.") == "Keep the cache per request."
+
+
+@pytest.mark.parametrize(
+    ("question", "rule"),
+    [
+        (
+            "Can we use our logging framework? should be WARN",
+            "Use the project's logging framework. Should be WARN.",
+        ),
+        ("why not adding .entire/.gitignore?", "Add .entire/.gitignore."),
+        (
+            "why are we not just using the `entire enable` command?",
+            "Use the `entire enable` command.",
+        ),
+        (
+            "Can't we make parsing strict? (on rejecting Edit settings.go)",
+            "Make parsing strict. (on rejecting Edit settings.go)",
+        ),
+        ("is there no library to do UUID validation??", "Use a library to do UUID validation."),
+        ("what does upper bound mean here?", None),
+        ("Do we need this at all?", None),
+        ("why not wondering about it?", None),
+    ],
+)
+def test_a_proposal_asked_as_a_question_has_a_rule(question: str, rule: str | None) -> None:
+    assert proposed_rule(question) == rule
+
+
+def test_what_became_of_a_proposal() -> None:
+    assert outcome("Good idea - I'll switch to it.", None) == "taken"
+    assert (
+        outcome("It's already there. Let me check for import cycles.\nSafe. Let me use it.", None)
+        == "taken"
+    )
+    assert outcome(None, "thanks", acted=True) == "taken"  # it went on and did it
+    assert (
+        outcome("Caching it there would break the refresh: the token expires.", "ok, fair")
+        == "argued"
+    )
+    assert (
+        outcome("However, the token expires hourly, so a cache would serve stale ones.", None)
+        == "argued"
+    )
+    assert outcome(None, None) == "unknown"  # the session ends there
+    assert outcome("Let me look at the file.", None) == "unknown"
+
+
+def test_questions_are_recognised() -> None:
+    assert is_question("Can we use X? should be WARN")
+    assert is_question("Why not Y?? (on rejecting Edit a.go)")
+    assert not is_question("Use X (why? it is faster).") and not is_question("Use a?b syntax.")
