@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -55,10 +56,22 @@ class Keys:
 class Server:
     """A team server subprocess and a JSON-RPC client for it."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], port: int, started_s: float) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        port: int,
+        started_s: float,
+        log: Path | None = None,
+    ) -> None:
         self.proc = proc
         self.base = f"http://127.0.0.1:{port}"
         self.started_s = started_s
+        self.log = log  # where its stderr goes (None: a pipe)
+
+    def logged(self) -> bytes:
+        """What it has logged (its stderr) so far."""
+        assert self.log is not None
+        return self.log.read_bytes()
 
     def post_raw(self, body: bytes, key: str | None) -> tuple[int, Message, Any]:
         """(HTTP status, headers (names in any case), parsed body) of a POST /rpc."""
@@ -100,8 +113,9 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         _, err = self.proc.communicate(timeout=15)
-        assert self.proc.returncode == 0, err.decode()
-        return err.decode()
+        err = self.logged() if self.log is not None else err
+        assert self.proc.returncode == 0, err.decode(errors="replace")
+        return err.decode(errors="replace")
 
 
 def free_port() -> int:
@@ -114,23 +128,27 @@ def start_server(
     data_dir: Path, *extra: str, env: dict[str, str] | None = None, log: Path | None = None
 ) -> Server:
     """`reos-memory team-server` on a free port (with `env` added to the environment), once its
-    /health answers 200. With `log` its stderr goes to that file (a long-lived server logging
-    much would otherwise fill the pipe nobody reads, and block)."""
+    /health answers 200. Its stderr goes to `log`, else to a file of its own (a server logging
+    much into a pipe nobody reads blocks once the pipe is full: a burst of failed sign-ins did
+    that, and a request then hung); `Server.stop` returns what it logged."""
+    if log is None:
+        fd, name = tempfile.mkstemp(prefix="team-server-", suffix=".log")
+        os.close(fd)
+        log = Path(name)
     port = free_port()
     t0 = time.monotonic()
     with contextlib.ExitStack() as files:
         proc = subprocess.Popen(
             [sys.executable, "-m", "reos_memory", "team-server", "--data-dir", str(data_dir),
              "--port", str(port), *extra],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if log is None else files.enter_context(log.open("ab")),
+            stdout=subprocess.PIPE,  # (it writes nothing there: a test checks)
+            stderr=files.enter_context(log.open("ab")),
             env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         )  # fmt: skip
-    srv = Server(proc, port, 0.0)
+    srv = Server(proc, port, 0.0, log)
     while True:
         if proc.poll() is not None:
-            err = proc.communicate()[1] if log is None else log.read_bytes()
-            raise AssertionError(err.decode(errors="replace"))
+            raise AssertionError(log.read_bytes().decode(errors="replace"))
         try:
             with urllib.request.urlopen(f"{srv.base}/health", timeout=2) as resp:
                 if resp.status == 200:

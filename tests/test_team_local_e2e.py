@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -66,15 +67,18 @@ def _team_server(team_db: TeamDatabase, port: int | None = None) -> TeamServer:
     """The team server on `port` (default: a free one), once its /health answers."""
     port = port or _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "REOS_MEMORY_EMBEDDER": "hash"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reos_memory", "team-server", "--port", str(port),
-         "--data-dir", str(team_db.data_dir)],  # type: ignore[attr-defined]
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-    )  # fmt: skip
-    srv = TeamServer(proc, port, 0.0)
+    # its log goes to a file: a pipe nobody reads blocks the server once it is full
+    log = Path(tempfile.mkstemp(prefix="team-server-", suffix=".log")[1])
+    with log.open("ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reos_memory", "team-server", "--port", str(port),
+             "--data-dir", str(team_db.data_dir)],  # type: ignore[attr-defined]
+            stdout=subprocess.DEVNULL, stderr=err, env=env,
+        )  # fmt: skip
+    srv = TeamServer(proc, port, 0.0, log)
     deadline = time.monotonic() + 60
     while True:
-        assert proc.poll() is None, proc.communicate()[1].decode()
+        assert proc.poll() is None, log.read_text(errors="replace")
         with (
             contextlib.suppress(OSError),
             urllib.request.urlopen(f"{srv.base}/health", timeout=2) as resp,

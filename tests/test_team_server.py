@@ -219,7 +219,8 @@ def test_health_is_503_when_the_database_is_gone(db, tmp_path):
         assert status == 503 and reply["error"] == "unavailable" and len(reply["incident"]) == 12
     finally:
         srv.proc.send_signal(signal.SIGTERM)
-        _, err_text = srv.proc.communicate(timeout=15)
+        srv.proc.communicate(timeout=15)
+        err_text = srv.logged()
     assert srv.proc.returncode == 0
     assert b'"event": "authentication_failed"' in err_text
     assert not (tmp_path / "unused").exists(), "a --database-url server starts no embedded one"
@@ -227,7 +228,8 @@ def test_health_is_503_when_the_database_is_gone(db, tmp_path):
 
 def test_sigterm_stops_the_server_cleanly(server):
     server.proc.send_signal(signal.SIGTERM)
-    out, err = server.proc.communicate(timeout=15)
+    out, _ = server.proc.communicate(timeout=15)
+    err = server.logged()
     assert server.proc.returncode == 0, err.decode()
     assert out == b""
     events = [json.loads(line)["event"] for line in err.decode().splitlines()]

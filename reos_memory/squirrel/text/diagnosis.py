@@ -14,7 +14,8 @@ MAX_PER_MESSAGE = 2
 
 # strong: the agent says it found the cause
 _FOUND = re.compile(
-    r"\b(?:found (?:the|it|a|an)(?: \w+)?(?: \w+)? (?:bug|issue|problem|cause|culprit)|found it\b"
+    r"\b(?:found (?:the|it|a|an)(?: \w+)?(?: \w+)? (?:bug|issue|problem|cause|culprit)"
+    r"|found it\b(?! (?:in|at|on|under|inside|here|there)\b)"  # (where it is: no cause)
     r"|root cause|the (?:real|actual|underlying) (?:issue|problem|bug|cause)"
     r"|(?:the|this) (?:issue|problem|bug|failure|error|crash) (?:is|was) (?:that|because|caused)"
     r"|(?:is|was) caused by|that'?s why|this is why|which is why|that explains"

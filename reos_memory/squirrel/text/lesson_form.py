@@ -105,6 +105,11 @@ _DROPPED = re.compile(
 )
 
 
+def opens_with_chat(text: str) -> bool:
+    """Whether the text opens with an opener of conversation or an agent's lead-in."""
+    return bool(_OPENER.match(text.strip()) or _LEAD_IN.match(text.strip()))
+
+
 def plain(text: str) -> str:
     """The text without the openers of conversation, capitalised; unchanged when nothing would
     remain."""
