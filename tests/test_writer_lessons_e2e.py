@@ -143,3 +143,32 @@ def test_chat_openers_and_the_moments_plans_are_not_memories(tmp_path: Path) -> 
     texts = [m["text"] for m in mems]
     assert any(t.startswith("The client should never retry a 4xx response") for t in texts), texts
     assert not [t for t in texts if t.lower().startswith(("sure", "let's", "we need"))], texts
+
+
+def test_a_fix_of_an_error_that_says_nothing_is_no_lesson(tmp_path: Path) -> None:
+    """`npm run lint` fails twice with "2 errors", api.ts is edited, it passes: a reader of
+    "failed with 2 errors: fixed by changing api.ts" learns nothing, so no pattern is written;
+    the same loop with the error itself is one."""
+    from tests.test_offline_writer import edit
+
+    def loop(error: str) -> list[dict[str, object]]:
+        return [
+            user("tidy up the api module"),
+            bash("l1", "npm run lint"),
+            result("l1", f"src/api.ts:12:5 {error}", True),
+            edit("e1", f"{CWD}/src/api.ts", "const a = 1"),
+            bash("l2", "npm run lint"),
+            result("l2", f"src/api.ts:12:5 {error}", True),
+            edit("e2", f"{CWD}/src/util.ts", "export const b = 2"),
+            bash("l3", "npm run lint"),
+            result("l3", "no problems"),
+        ]
+
+    mems, _ = learn(
+        tmp_path / "a.db", write_log(tmp_path / "a.jsonl", loop("✖ 2 problems")), "onnx"
+    )
+    assert not [m for m in mems if m["kind"] == "pattern"], [m["text"] for m in mems]
+    specific = "error  'b' is not exported from './util'  import/named"
+    mems, _ = learn(tmp_path / "b.db", write_log(tmp_path / "b.jsonl", loop(specific)), "onnx")
+    (pattern,) = [m["text"] for m in mems if m["kind"] == "pattern"]
+    assert "is not exported" in pattern and "util.ts" in pattern

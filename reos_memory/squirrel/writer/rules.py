@@ -456,9 +456,11 @@ def _pattern(
         reason is None
         and switch is None
         and variant is None
-        and not (edited and len(failed_at) >= 2)
+        and not (edited and len(failed_at) >= 2 and not _says_nothing(error))
     ):
-        return []  # an ordinary fail-edit-pass loop: nothing learned worth keeping
+        # an ordinary fail-edit-pass loop, or one whose error says only that something failed
+        # ("2 errors", "[build failed]", "--- FAIL: TestX"): nothing a reader could reuse
+        return []
     ops: list[WriterOp] = []
     fix = []
     if variant is not None:
@@ -512,6 +514,22 @@ def _edited_files(
             if name and name not in failing_files and name not in edited:
                 edited.append(name)
     return edited
+
+
+# an error line that says that something failed, not what
+_SAYS_NOTHING = re.compile(
+    r"^(?:(?:error|fail(?:ed|ure)?|ko)\b[\s:]*)?(?:.*(?:(?<![:.\w])\d+ (?:errors?|problems?|failures?"
+    r"|issues?|failed)|build failed|task failed|tests? failed|exit (?:status|code) \d+"
+    r"|command failed|process completed with exit code \d+)\b.*"
+    r"|-+ fail: [\w/.-]+ \([\d.]+s\)|fail\s+[\w./-]+(?:\s+\[[^\]]*\])?(?:\s+[\d.]+s)?"
+    r"|\[[\w:-]+\] error[: ].*task .* failed.*"
+    r"|[\w./\\-]+\.\w+(?::\d+){0,2})$",  # (a file's name alone)
+    re.IGNORECASE,
+)
+
+
+def _says_nothing(error: str) -> bool:
+    return _SAYS_NOTHING.match(error.strip()) is not None
 
 
 def _env_variant(failed: str, working: str | None) -> str | None:
