@@ -201,7 +201,9 @@ def answers(srv: Server, shop: Path, memory_ids: list[str]) -> dict:
         for e in episodes["episodes"]
     }
     stats = srv.call("memory/stats")
-    out["stats"] = {k: v for k, v in stats.items() if k not in ("embedder", "database", "requests")}
+    # (what this process holds or runs now, not what is stored: left out of the comparison)
+    process = ("embedder", "database", "requests", "inflight_requests", "keyword_index")
+    out["stats"] = {k: v for k, v in stats.items() if k not in process}
     status = srv.call("squirrel/status")
     out["status"] = {k: status[k] for k in ("memories", "episodes", "pending_events", "projects")}
     out["status"]["calls"] = status["writer_calls_by_day"]
