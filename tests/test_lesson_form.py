@@ -6,6 +6,7 @@ import pytest
 
 from reos_memory.squirrel.text.lesson_form import (
     from_lets,
+    impersonal,
     is_question,
     outcome,
     plain,
@@ -98,3 +99,28 @@ def test_questions_are_recognised() -> None:
     assert is_question("Can we use X? should be WARN")
     assert is_question("Why not Y?? (on rejecting Edit a.go)")
     assert not is_question("Use X (why? it is faster).") and not is_question("Use a?b syntax.")
+
+
+@pytest.mark.parametrize(
+    ("said", "rule"),
+    [
+        ("I think we should separate the hook types.", "Separate the hook types."),
+        ("We should never log tokens.", "Never log tokens."),
+        ("you must not push to main", "Do not push to main"),
+        (
+            "We don't want call-site branching on the agent if we can help it",
+            "Avoid call-site branching on the agent where possible",
+        ),
+        (
+            "I want the formula to be called tap-cli (on rejecting the plan)",
+            "The formula should be called tap-cli (on rejecting the plan)",
+        ),
+        (
+            "I did not say commit anything (on rejecting `git add x`)",
+            "Do not commit anything unless asked (on rejecting `git add x`)",
+        ),
+        ("The cache is per request.", "The cache is per request."),
+    ],
+)
+def test_the_people_leave_the_rule(said: str, rule: str) -> None:
+    assert impersonal(said) == rule

@@ -110,6 +110,59 @@ def opens_with_chat(text: str) -> bool:
     return bool(_OPENER.match(text.strip()) or _LEAD_IN.match(text.strip()))
 
 
+_HEDGE = re.compile(
+    r"^(?:i (?:think|believe|guess|feel)|imo|in my opinion)(?: that)?,?\s+", re.IGNORECASE
+)
+# person-addressed forms and their impersonal rule
+_IMPERSONAL = (
+    # "we should not X" / "you must X" / "we need to X" -> an order
+    (
+        re.compile(
+            r"^(?:we|you) (?:should|must|have to|need to|ought to)(?P<neg> not| never)? (?P<rest>\w.*)$",
+            re.IGNORECASE,
+        ),
+        lambda m: ("Do not " if m["neg"] == " not" else "Never " if m["neg"] else "") + m["rest"],
+    ),
+    # "we don't want X" -> "Avoid X"
+    (
+        re.compile(r"^(?:we|i) (?:don'?t|do not) want (?:to have )?(?P<rest>\w.*)$", re.IGNORECASE),
+        lambda m: "Avoid " + m["rest"],
+    ),
+    # "I want the formula to be called X" -> "The formula should be called X"
+    (
+        re.compile(
+            r"^i (?:want|would like|'d like) (?P<what>(?:the|this|that|our|each|every)\b[^.]*?) to be (?P<rest>.+)$",
+            re.IGNORECASE,
+        ),
+        lambda m: f"{m['what']} should be {m['rest']}",
+    ),
+    # "I did not say commit anything" -> "Do not commit anything unless asked"
+    (
+        re.compile(
+            r"^i (?:did not|didn'?t) (?:say|ask(?: you)?(?: to)?) (?P<rest>\w[^(]*?)(?P<tail>\s*\(.*)?$",
+            re.IGNORECASE,
+        ),
+        lambda m: (
+            f"Do not {m['rest'].rstrip(' .')} unless asked{'.' if not m['tail'] else ''}{m['tail'] or ''}"
+        ),
+    ),
+)
+
+
+def impersonal(text: str) -> str:
+    """The rule without the people in it: "I think we should X" -> "X", "we don't want X" ->
+    "Avoid X", "I want the X to be Y" -> "The X should be Y"; the text unchanged when none of
+    these applies."""
+    out = _HEDGE.sub("", text.strip())
+    for pat, rule in _IMPERSONAL:
+        m = pat.match(out)
+        if m:
+            out = rule(m)
+            break
+    out = re.sub(r"\s+if we can help it\b", " where possible", out)
+    return out[:1].upper() + out[1:] if out != text.strip() else text
+
+
 def plain(text: str) -> str:
     """The text without the openers of conversation, capitalised; unchanged when nothing would
     remain."""

@@ -118,6 +118,7 @@ def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
     lesson = lesson_form.from_lets(lesson_form.plain(text))
     if lesson is None:
         return None, "a plan for the moment, not a rule"
+    lesson = lesson_form.impersonal(lesson)
     if lesson_form.opens_with_chat(lesson):
         return None, "nothing but an opener of conversation and a fragment"
     if not lesson_form.is_question(lesson):
