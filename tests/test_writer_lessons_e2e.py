@@ -172,3 +172,67 @@ def test_a_fix_of_an_error_that_says_nothing_is_no_lesson(tmp_path: Path) -> Non
     mems, _ = learn(tmp_path / "b.db", write_log(tmp_path / "b.jsonl", loop(specific)), "onnx")
     (pattern,) = [m["text"] for m in mems if m["kind"] == "pattern"]
     assert "is not exported" in pattern and "util.ts" in pattern
+
+
+def test_a_cause_the_user_reports_is_kept_when_the_agent_acts_on_it(tmp_path: Path) -> None:
+    """A pasted report or review comment names the cause ("X breaks because Y"): kept, without
+    its report label, when the agent goes on to work from it; not when the agent argues it away,
+    and never the user repeating the agent's own words to dispute them."""
+    from tests.test_offline_writer import edit
+
+    acted = [
+        user(
+            "a reviewer left this on the PR:\n"
+            "Checked the export job - The nightly export fails because `write_csv()` opens the"
+            " file in text mode, so Windows line endings are doubled.\n"
+            "please fix it"
+        ),
+        edit("e1", f"{CWD}/export/job.py", "open(path, 'w', newline='')"),
+        bash("t1", "pytest tests/test_export.py"),
+        result("t1", "6 passed in 0.2s"),
+    ]
+    mems, _ = learn(tmp_path / "a.db", write_log(tmp_path / "a.jsonl", acted), "onnx")
+    texts = [m["text"] for m in mems]
+    assert any(
+        t.startswith("The nightly export fails because `write_csv()` opens the file in text mode")
+        for t in texts
+    ), texts
+    argued = [
+        user(
+            "You also said above: the upload fails because `s3.put()` times out on large files."
+            "\nThe nightly export fails because `write_csv()` is missing the header row."
+        ),
+        say(
+            "However, that is not what happens: the header row is written by `open_writer()`;"
+            " the failure is the expired credentials in the job's environment."
+        ),
+        user("ok, fair"),
+    ]
+    mems, _ = learn(tmp_path / "b.db", write_log(tmp_path / "b.jsonl", argued), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if "header row" in t or "s3.put" in t], texts
+
+
+def test_the_cause_under_a_write_ups_heading_is_kept(tmp_path: Path) -> None:
+    """An agent's closing write-up puts the cause under a heading ("## Root cause") in words
+    no cue phrase marks: the first sentence under it is the diagnosis; what a heading only
+    announces ("the error was:") is not."""
+    recs = [
+        user("the staging deploy keeps timing out, look into it"),
+        bash("d1", "make deploy-staging"),
+        result("d1", "Error: timed out waiting for the condition", True),
+        bash("d2", "make deploy-staging"),
+        result("d2", "deployment ready"),
+        say(
+            "Deployed.\n\n## Root cause\n\nThe readiness probe in `chart/values.yaml` pointed at"
+            " `/healthz` on port 8080 while the app listens on 8000, so no pod ever became ready."
+            "\n\n## What was wrong\nThe error was:\n\n```\ntimed out\n```\n\n## Fix\nPort 8000."
+        ),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert any(
+        t.startswith("The readiness probe in `chart/values.yaml` pointed at `/healthz`")
+        for t in texts
+    ), texts
+    assert not [t for t in texts if t.rstrip(".").endswith(":")], texts

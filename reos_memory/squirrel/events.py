@@ -187,6 +187,12 @@ def _add_user_message(
         out["correction"] = True
     if success.success_cue(said):
         out["success"] = True
+    # a cause or a constraint in the user's words: a pasted report, a review comment, a finding
+    # ("The tests failed because the environment has commit.gpgsign=true"); the writer keeps it
+    # when the agent acted on it
+    notes = diagnosis.find_in_users_words(said)
+    if notes:
+        out["notes"] = notes
 
 
 def _add_tool_result(

@@ -66,14 +66,64 @@ _HEDGE = re.compile(
 )
 
 
+# the user repeating what the agent said, to argue with it ("You also said above: 2. X")
+_QUOTING = re.compile(
+    r"^\W*(?:\w+,?\s+)?(?:you|the agent|claude)(?: also| just)? (?:said|mentioned|wrote|claimed"
+    r"|suggested|stated|told)\b",
+    re.IGNORECASE,
+)
+
+
+def find_in_users_words(text: str) -> list[str]:
+    """The diagnosis sentences of a user's message (a pasted report, a review comment, a
+    finding), without those that repeat the agent's words to argue with them."""
+    return [s for s in find(text) if not _QUOTING.match(s)]
+
+
+# a heading over the cause in an agent's write-up: "## Root Cause", "**The problem:**",
+# "### What Was the Problem?", "**Why it failed**"
+_CAUSE_HEADING = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]+|\*\*)(?:\d+[.)][ \t]*)?(?:the[ \t]+)?(?:root[ \t]+cause|cause"
+    r"|(?:actual|real|underlying)[ \t]+(?:problem|issue|cause)|problem|issue|bug|diagnosis"
+    r"|what[ \t]+(?:was[ \t]+)?(?:went[ \t]+)?wrong|what[ \t]+was[ \t]+the[ \t]+(?:problem|issue|bug)"
+    r"|why[ \t]+(?:it|this|the[ \t]+\w+)[ \t]+(?:failed|happened|broke))"
+    r"[ \t]*[:?]?[ \t]*(?:\*\*)?[ \t]*[:?]?[ \t]*(?P<rest>[^\n]*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_HEADING = re.compile(r"^[ \t]*(?:#{1,6}[ \t]|\*\*[^*\n]+\*\*:?[ \t]*$)", re.MULTILINE)
+
+
+def _under_cause_headings(text: str) -> list[str]:
+    """The first sentence under each heading that names the cause (or after it on its line)."""
+    found = []
+    for m in _CAUSE_HEADING.finditer(text):
+        body = m["rest"] + "\n" + text[m.end() :]
+        nxt = _HEADING.search(body, len(m["rest"]) + 1)
+        first = sentences(body[: nxt.start() if nxt else len(body)])[:1]
+        if first:
+            found.append(first[0])
+    return found
+
+
 def find(text: str) -> list[str]:
     """The diagnosis sentences of one agent message, strongest first."""
     low = text.lower()
-    if not any(w in low for w in _ANCHORS) or not (_FOUND.search(low) or _CONSTRAINT.search(low)):
+    headed = _under_cause_headings(text) if ("#" in text or "**" in text) else []
+    if not headed and (
+        not any(w in low for w in _ANCHORS) or not (_FOUND.search(low) or _CONSTRAINT.search(low))
+    ):
         return []  # most messages: one pass over the text, no sentence splitting
     sents = sentences(text)
     scored: list[tuple[int, int, str]] = []
+    for s in headed:
+        n = len(words(s))
+        if s.rstrip().endswith(":") or re.match(r"\[[^\]]*\]\([^)]*\)\W*$", s):
+            continue  # the list it announces, or a link: not the cause itself
+        if 6 <= n <= 70 and not _HEDGE.search(s.lower()) and _SPECIFIC.search(s):
+            scored.append((-3, -1, clip(s, MAX_CHARS)))
     for i, s in enumerate(sents):
+        if any(h in s for h in headed):
+            continue  # read under its heading already
         low = s.lower()
         n = len(words(s))
         if n < 6 or n > 70 or _HEDGE.search(low):

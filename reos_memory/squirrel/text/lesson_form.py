@@ -27,7 +27,9 @@ _OPENER = re.compile(
 _LEAD_IN = re.compile(
     r"^(?:(?:i(?:'ve)? )?found (?:it|(?:the|an?) (?:bug|issue|problem|cause|culprit))[!:.,]*\s+"
     r"|(?:looking at|after (?:reading|checking)|having (?:read|checked)) (?:the|this) \w+(?: \w+)?,\s+"
-    r"|(?:interesting|got it|i see|i understand)[!:.,]+\s+)+",
+    r"|(?:interesting|got it|i see|i understand)[!:.,]+\s+"
+    # a report's label: "Diagnosed the issue - ", "Fixed the tests: "
+    r"|[a-z]+ed (?:the |an? )?\w+(?: \w+)?\s+[-\u2013\u2014:]\s+)+",
     re.IGNORECASE,
 )
 _LETS = re.compile(r"^let'?s\s+", re.IGNORECASE)

@@ -15,7 +15,10 @@ _PASTED = re.compile(
 )
 _MARKUP = re.compile(r"\*\*|__|^#{1,6}\s+|^\s*[-*+•]\s+|^\s*\d+[.)]\s+", re.M)
 _END = re.compile(
-    r"(?<=[.!?])\s+(?=[\"'(`]?[A-Z0-9@])|(?<=[.!?])\s*\n+|\n\s*\n+|\n(?=\s*(?:[-*+•]|\d+[.)])\s)"
+    r"(?<=[.!?])\s+(?=[\"'(`]?[A-Z0-9@])|(?<=[.!?:])\s*\n+|\n\s*\n+|\n(?=\s*(?:[-*+•]|\d+[.)])\s)"
+    # a line that opens with a capitalised word after one without a full stop: a report's
+    # lines ("Ran tests - 2 failing\nDiagnosed the issue - ..."), not a wrapped sentence
+    r"|\n(?=[A-Z][a-z]+\s)"
 )
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf)\.$", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]+")

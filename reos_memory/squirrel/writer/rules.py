@@ -293,11 +293,21 @@ def _diagnoses(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> N
     for i, e in enumerate(events):
         if e.get("error") or e.get("correction") or e.get("origin") == "rejection":
             trouble = True
-        if e["role"] != "assistant" or e["kind"] != "message":
+        if e["kind"] != "message" or not e.get("notes"):
             continue
-        for note in e.get("notes") or []:
+        if e["role"] == "user":
+            # a cause the user reports (a pasted review comment or finding) is what the work
+            # went on from when the agent acted on it without arguing
+            if lesson_form.outcome(*_answer(events, i, decided=False)[:3]) != "taken":
+                continue
+            rank = 0
+        elif e["role"] == "assistant":
+            rank = 0 if trouble else 1
+        else:
+            continue
+        for note in e["notes"]:
             if note not in used:
-                ranked.append((0 if trouble else 1, i, note))
+                ranked.append((rank, i, note))
     ranked.sort()
     n = 0
     for _, _, note in ranked:
