@@ -236,3 +236,27 @@ def test_the_cause_under_a_write_ups_heading_is_kept(tmp_path: Path) -> None:
         for t in texts
     ), texts
     assert not [t for t in texts if t.rstrip(".").endswith(":")], texts
+
+
+def test_a_short_reply_is_written_with_the_call_it_revised(tmp_path: Path) -> None:
+    """"remember to use pagination" names its subject only with the call it answers: the
+    agent's last command, run again with an argument added. The memory says both."""
+    recs = [
+        user("which review comments on PR 7 are still open?"),
+        bash("g1", "gh api repos/acme/shop/pulls/7/comments 2>&1"),
+        result("g1", '[{"id": 1, "body": "rename this"}]'),
+        user("and remember to use pagination"),
+        bash("g2", "gh api repos/acme/shop/pulls/7/comments --paginate 2>&1 | jq length"),
+        result("g2", "143"),
+        say("There are 143 comments; 12 are still open."),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert (
+        "Use pagination: `--paginate` (`gh api repos/acme/shop/pulls/7/comments --paginate`)."
+        in texts
+    ), texts
+    # the same reply before an unrelated command says nothing a later session could use
+    other = [*recs[:4], bash("g3", "git status"), result("g3", "clean")]
+    mems, _ = learn(tmp_path / "n.db", write_log(tmp_path / "t.jsonl", other), "onnx")
+    assert not [m for m in mems if "pagination" in m["text"]], [m["text"] for m in mems]

@@ -28,6 +28,7 @@ _LEAD_IN = re.compile(
     r"^(?:(?:i(?:'ve)? )?found (?:it|(?:the|an?) (?:bug|issue|problem|cause|culprit))[!:.,]*\s+"
     r"|(?:looking at|after (?:reading|checking)|having (?:read|checked)) (?:the|this) \w+(?: \w+)?,\s+"
     r"|(?:interesting|got it|i see|i understand)[!:.,]+\s+"
+    r"|(?:please )?(?:remember|don'?t forget|do not forget) to\s+(?=\w)"
     # a report's label: "Diagnosed the issue - ", "Fixed the tests: "
     r"|[a-z]+ed (?:the |an? )?\w+(?: \w+)?\s+[-\u2013\u2014:]\s+)+",
     re.IGNORECASE,

@@ -58,6 +58,7 @@ PATTERN_TTL_DAYS = 90
 COMMANDS_KEY = "project.commands.checks"
 MAX_DIAGNOSES = 3  # standalone diagnosis memories per episode
 MAX_SUMMARY_NOTES = 4
+SHORT_REPLY_WORDS = 8  # a reply this short names its subject only with what it answers
 
 
 class Written(NamedTuple):
@@ -244,10 +245,18 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
             )
             about = _about(last_rejected) if last_rejected is not None else None
             covered = [st.text for st, _ in said]
+            revised = _revised_call(events, i) if about is None else None
             for ins in instructions.find(text, situation):
                 if covered and junk.reason(ins.text, covered, []):
                     continue  # the slot rules read this sentence already
-                words = ins.text if about is None else f"{ins.text} (on rejecting {about})"
+                judge = ins.text  # (not the rejected call it names)
+                if about is not None:
+                    words = f"{ins.text} (on rejecting {about})"
+                elif revised is not None and len(ins.text.split()) < SHORT_REPLY_WORDS:
+                    # "remember to use pagination" says what only with the call it revised
+                    words = judge = f"{ins.text.rstrip('.')}: {revised}"
+                else:
+                    words = ins.text
                 draft.add(
                     WriterOp(
                         op="ADD",
@@ -258,11 +267,39 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                         confidence=0.75 if ins.cue in ("norm", "rejection") else 0.65,
                     ),
                     "user_correction" if situation != "request" else "explicit_statement",
-                    judge=ins.text,
+                    judge=judge,
                     answer=answer,
                 )
         last_rejected = None
         first = False
+
+
+def _revised_call(events: list[dict[str, Any]], i: int) -> str | None:
+    """When the agent's first command after the user's message at `i` is its last command
+    before it with arguments added (`gh api .../comments` -> `gh api .../comments --paginate`):
+    what was added, in the command that has it. Else None."""
+    before = next(
+        (e for e in reversed(events[:i]) if e["kind"] == "tool_call" and e.get("command")), None
+    )
+    after = None
+    for e in events[i + 1 :]:
+        if e["role"] == "user" and e["kind"] == "message":
+            break
+        if e["kind"] == "tool_call" and e.get("command"):
+            after = e
+            break
+    if before is None or after is None:
+        return None
+    old, new = commands.split(before["command"]), commands.split(after["command"])
+    if not old or not new:
+        return None
+    was, now = old[-1].split(), new[-1].split()
+    if len(was) < 2 or was[:2] != now[:2]:
+        return None  # another program or subcommand: not the same call revised
+    added = [w for w in now if w not in was]
+    if not added or len(added) > 3 or any(w not in now for w in was):
+        return None
+    return f"`{' '.join(added)}` (`{shorten(new[-1], 100)}`)."
 
 
 def _about(rejected: dict[str, Any]) -> str:
