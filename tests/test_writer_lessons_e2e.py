@@ -239,7 +239,7 @@ def test_the_cause_under_a_write_ups_heading_is_kept(tmp_path: Path) -> None:
 
 
 def test_a_short_reply_is_written_with_the_call_it_revised(tmp_path: Path) -> None:
-    """"remember to use pagination" names its subject only with the call it answers: the
+    """ "remember to use pagination" names its subject only with the call it answers: the
     agent's last command, run again with an argument added. The memory says both."""
     recs = [
         user("which review comments on PR 7 are still open?"),

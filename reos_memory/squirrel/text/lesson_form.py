@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import re
 
-# words that open a turn of conversation without saying anything
+from reos_memory.squirrel.text.rule_openings import CHAT_OPENERS, MODALS
+
+# words that open a turn of conversation without saying anything: those that open no rule,
+# and those a rule may start with but a memory's text never should
 _OPENER = re.compile(
-    r"^(?:(?:uh[- ]?oh|oh(?: no| wow)?|hmm+|huh|ah+|aha|well|ok(?:ay)?(?: so)?|alright|all right"
-    r"|sure|yes|yeah|yep|no|nope|nah|so|and|but|also|like|basically|actually|honestly|btw"
-    r"|question|note|anyway|right|great|good|cool|nice|thanks|wait|now|then)\b[,:;!.?—-]*\s+)+",
+    r"^(?:(?:" + CHAT_OPENERS + r"|uh[- ]?oh|oh\s+(?:no|wow)|huh|ah+|aha|ok(?:ay)?\s+so"
+    r"|all\s+right|sure|no|nope|nah|like|basically|actually|honestly|question|note|anyway"
+    r"|right|great|good|cool|nice|thanks|wait|now|then)\b[,:;!.?\u2014-]*\s+)+",
     re.IGNORECASE,
 )
 # what an agent says before the finding itself
@@ -121,7 +124,7 @@ _IMPERSONAL = (
     # "we should not X" / "you must X" / "we need to X" -> an order
     (
         re.compile(
-            r"^(?:we|you) (?:should|must|have to|need to|ought to)(?P<neg> not| never)? (?P<rest>\w.*)$",
+            r"^(?:we|you)\s+(?:" + MODALS + r")(?P<neg> not| never)? (?P<rest>\w.*)$",
             re.IGNORECASE,
         ),
         lambda m: ("Do not " if m["neg"] == " not" else "Never " if m["neg"] else "") + m["rest"],

@@ -12,11 +12,13 @@ from reos_memory.squirrel.text.passing_remarks import PAST_WORD_RE, TRANSIENT_RE
 from reos_memory.squirrel.text.prose import wordset
 from reos_memory.squirrel.text.rule_scope import GLOBAL_PREFIX_RE, PROJECT_PREFIX_RE
 
-_LEAD_RE = re.compile(
-    r"(?:(?:ok(?:ay)?|so|also|and|but|btw|by\s+the\s+way|oh|hey|yeah|yep|yes|alright|well"
-    r"|hmm+|one\s+more\s+thing|important|reminder|nb|fwiw|and\s+also|oh\s+and)\b[\s,:;!.-]*"
-    r"|[\s,:;!.*\u2014\u2013-]+)*"
+# words that open a turn of conversation and say nothing of a rule after them (`lesson_form`
+# strips these and more from a memory's text: "no", "note", "right" open rules here)
+CHAT_OPENERS = (
+    r"ok(?:ay)?|so|also|and(?:\s+also)?|but|btw|by\s+the\s+way|oh(?:\s+and)?|hey|yeah|yep|yes"
+    r"|alright|well|hmm+|one\s+more\s+thing|important|reminder|nb|fwiw"
 )
+_LEAD_RE = re.compile(r"(?:(?:" + CHAT_OPENERS + r")\b[\s,:;!.-]*|[\s,:;!.*\u2014\u2013-]+)*")
 _POLITE_RE = re.compile(
     r"(?:(?:can|could|would)\s+you(?:\s+(?:please|pls|kindly))?|please|pls|plz|kindly)\s*,?\s+"
 )
@@ -29,8 +31,10 @@ _MAKE_SURE_RE = re.compile(r"(?:make\s+sure|be\s+sure|ensure)(?:\s+that)?(?:\s+(
 _DECIDED_RE = re.compile(
     r"we(?:'ve|\s+have)?\s+(?:(?:decided|agreed)\s+(?:to|that|on)|settled\s+on)\s+"
 )
+# how a person addressed is told what to do ("you should", "we need to")
+MODALS = r"should|must|need\s+to|have\s+to|ought\s+to"
 _MODAL_RE = re.compile(
-    r"(?:you|we)\s+(?:(?:should|must|need\s+to|have\s+to|ought\s+to|shall)(?P<always>\s+always)?"
+    r"(?:you|we)\s+(?:(?:" + MODALS + r"|shall)(?P<always>\s+always)?"
     r"|always\s+(?:need\s+to|have\s+to|must|should))\s+(?!not\b|never\b)"
 )
 _MODAL_NEG_RE = re.compile(
