@@ -260,3 +260,29 @@ def test_a_short_reply_is_written_with_the_call_it_revised(tmp_path: Path) -> No
     other = [*recs[:4], bash("g3", "git status"), result("g3", "clean")]
     mems, _ = learn(tmp_path / "n.db", write_log(tmp_path / "t.jsonl", other), "onnx")
     assert not [m for m in mems if "pagination" in m["text"]], [m["text"] for m in mems]
+
+
+def test_a_cause_the_agent_took_back_is_not_remembered(tmp_path: Path) -> None:
+    """The agent's first guess (a DNS timeout), dropped two turns later for the real cause: only
+    the cause it ended with is a memory."""
+    recs = [
+        user("the sync job hangs on startup"),
+        bash("s1", "python -m sync --once"),
+        result("s1", "TimeoutError: timed out after 30s", True),
+        say(
+            "Found it: the job hangs because `resolve_host()` waits on a DNS timeout for the"
+            " `metrics.internal` host before it opens the queue."
+        ),
+        bash("s2", "python -m sync --once --no-metrics"),
+        result("s2", "TimeoutError: timed out after 30s", True),
+        say(
+            "That wasn't the cause: with metrics off it still hangs. The real cause is that"
+            " `open_queue()` takes the lock in `queue.lock` and never releases it after a crash."
+        ),
+        bash("s3", "rm queue.lock && python -m sync --once"),
+        result("s3", "synced 120 items"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if "DNS" in t], texts
+    assert any("`open_queue()` takes the lock" in t for t in texts), texts

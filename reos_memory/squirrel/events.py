@@ -268,6 +268,8 @@ def _add_other(
         notes = [red(n) for n in diagnosis.find(raw_text)]
         if notes:
             out["notes"] = notes
+        if diagnosis.retracts(raw_text):
+            out["retracts"] = True
 
 
 # the ids agents give their tool calls (Claude Code `toolu_…`, Codex `call_…`): never a secret,

@@ -145,3 +145,20 @@ def find(text: str) -> list[str]:
         scored.append((-strength, i, clip(said, MAX_CHARS)))
     scored.sort()
     return [s for _, _, s in scored[:MAX_PER_MESSAGE]]
+
+
+# the agent dropping what it thought earlier ("that wasn't the cause", "I was wrong about the
+# DNS timeout", "the real issue is ...")
+_RETRACTION = re.compile(
+    r"\b(?:(?:that|this|it)(?:'s| is| was)(?:n'?t| not) (?:the (?:root )?(?:cause|issue|problem|culprit)"
+    r"|it\b|what (?:is|was) (?:happening|going on))|wasn'?t (?:the (?:root )?(?:cause|issue|problem)"
+    r"|it\b)|i was wrong|(?:my|the) (?:earlier|previous|initial|first|original) (?:guess|assumption"
+    r"|theory|hypothesis|diagnosis|analysis|explanation) (?:was|is) (?:wrong|incorrect|mistaken"
+    r"|not right)|red herring|ruled? (?:it |that |this )?out|not the (?:root )?cause"
+    r"|the (?:real|actual) (?:root )?(?:cause|issue|problem|culprit) (?:is|was))"
+)
+
+
+def retracts(text: str) -> bool:
+    """Whether an agent message drops a cause it gave earlier."""
+    return _RETRACTION.search(text.lower()) is not None

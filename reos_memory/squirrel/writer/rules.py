@@ -169,7 +169,8 @@ def write(
     draft = _Draft(existing)
     _users_words(events, draft)
     frustration = stats.get("user_frustration", "none")
-    used_notes = _failure_then_fix(events, frustration, draft)
+    used_notes = _dropped_notes(events)  # (as if used: no memory says them)
+    used_notes |= _failure_then_fix(events, frustration, draft, used_notes)
     _diagnoses(events, draft, used_notes)
     _summaries(events, draft)
     _commands(events, draft)
@@ -452,11 +453,27 @@ def _signature(e: dict[str, Any]) -> str:
     return " ".join(line.split())[:80]
 
 
-def _failure_then_fix(events: list[dict[str, Any]], frustration: str, draft: _Draft) -> set[str]:
+def _dropped_notes(events: list[dict[str, Any]]) -> set[str]:
+    """The agent's causes that the session dropped: said before a message in which the agent
+    takes back what it thought ("that wasn't the cause", "the real issue is ..."). (The user's
+    correction that follows a cause is as often about the fix: measured, it dropped good ones.)"""
+    dropped: set[str] = set()
+    said: list[str] = []  # the agent's notes so far
+    for e in events:
+        if e["role"] == "assistant" and e["kind"] == "message":
+            if e.get("retracts"):
+                dropped.update(said)
+            said += e.get("notes") or []
+    return dropped
+
+
+def _failure_then_fix(
+    events: list[dict[str, Any]], frustration: str, draft: _Draft, dropped: set[str]
+) -> set[str]:
     """One pattern per distinct error that later went away, when something was learned from it:
     the agent's diagnosis, or a fix elsewhere than the failing file, or a tool switch. Returns
-    the diagnosis notes it used."""
-    used: set[str] = set()
+    the diagnosis notes it used; `dropped`: notes the session took back, never used."""
+    used: set[str] = set(dropped)
     # (the call's variant key, its error's signature) -> indexes of its failures
     open_errors: dict[tuple[str, str], list[int]] = {}
     for i, e in enumerate(events):
