@@ -1132,3 +1132,28 @@ def test_empty_inputs():
     assert not replies.is_new_task("")
     assert not success.success_cue("")
     assert replies.content_words("") == set()
+
+
+@pytest.mark.parametrize(
+    ("command", "destructive"),
+    [
+        ("docker volume rm shop_pgdata", True),
+        ("docker system prune -af", True),
+        ("cd api && rm -rf build dist", True),
+        ("git push --force origin main", True),
+        ("git reset --hard HEAD~1", True),
+        ("git clean -fdx", True),
+        ('psql "$DB" -c "DROP TABLE users"', True),
+        ("kubectl delete pod web-1", True),
+        ("terraform destroy -auto-approve", True),
+        ("git push origin main", False),
+        ("rm notes.txt", False),
+        ("docker ps -a", False),
+        ("ls -la && git status", False),
+        ("pytest -x", False),
+    ],
+)
+def test_destructive_commands(command: str, destructive: bool) -> None:
+    from reos_memory.squirrel.text.shell_commands import is_destructive
+
+    assert is_destructive(command) is destructive

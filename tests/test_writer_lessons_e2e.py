@@ -286,3 +286,34 @@ def test_a_cause_the_agent_took_back_is_not_remembered(tmp_path: Path) -> None:
     texts = [m["text"] for m in mems]
     assert not [t for t in texts if "DNS" in t], texts
     assert any("`open_queue()` takes the lock" in t for t in texts), texts
+
+
+BARE_REJECTION = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it"
+    " was a file edit, the new_string was NOT written to the file). STOP what you are doing and"
+    " wait for the user to tell you how to proceed."
+)
+
+
+def test_a_destructive_step_rejected_without_a_word_is_a_guard(tmp_path: Path) -> None:
+    """A rule shown by action alone: the agent prunes docker, its `docker volume rm` is rejected
+    with no reason and the user fixes the database by hand. A rejected harmless call, or one
+    whose reason says what to do, writes no such guard."""
+    recs = [
+        user("the integration db is in a weird state, clean it up"),
+        bash("d1", "docker system prune -af"),
+        result("d1", "Total reclaimed space: 2.1GB"),
+        bash("d2", "docker volume rm shop_pgdata"),
+        result("d2", BARE_REJECTION, True),
+        user("I recreated the database myself, carry on with the migration"),
+        bash("d3", "alembic upgrade head"),
+        result("d3", "INFO  [alembic] Running upgrade -> 42"),
+        bash("d4", "ls migrations"),
+        result("d4", BARE_REJECTION, True),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    guards = [m["text"] for m in mems if m["kind"] == "guard"]
+    assert guards == [
+        "Ask before running `docker volume rm shop_pgdata` or a step like it:"
+        " the user rejected it without a word."
+    ], [m["text"] for m in mems]

@@ -124,3 +124,24 @@ def is_test_command(command: str | None) -> bool:
 def is_viewer(command: str) -> bool:
     """Whether a command only shows text (cat, grep, git diff ...): no program of the project runs."""
     return bool(_VIEWER.match(_strip_leading(_unwrap(command))))
+
+
+# Commands that destroy what cannot be had back by running them again: files, branches, history,
+# volumes, databases, cloud resources.
+_DESTRUCTIVE = re.compile(
+    r"^(?:sudo\s+)?(?:rm\s+(?:-\w*[rf]\w*\s+)+|rmdir\s|shred\s|dd\s.*\bof="
+    r"|git\s+(?:-\S+\s+)*(?:reset\s+--hard|clean\s+-\w*f|push\s+(?:.*\s)?(?:--force\S*|-f)(?=\s|$)"
+    r"|branch\s+-D|checkout\s+--\s|restore\s|stash\s+(?:drop|clear)|filter-branch|rebase\s)"
+    r"|docker(?:-compose|\s+compose)?\s+(?:system\s+prune|volume\s+(?:rm|prune)|image\s+prune"
+    r"|container\s+prune|rm\s|rmi\s|down\s+(?:.*\s)?-v\b)"
+    r"|kubectl\s+delete\s|helm\s+(?:uninstall|delete)\s|terraform\s+destroy|pulumi\s+destroy"
+    r"|dropdb\s|(?:psql|mysql|sqlite3)\s.*\b(?:drop|truncate|delete\s+from)\b"
+    r"|aws\s+s3\s+(?:rm|rb)\s|gsutil\s+(?:-m\s+)?rm\s|npm\s+unpublish)",
+    re.IGNORECASE,
+)
+
+
+def is_destructive(command: str) -> bool:
+    """Whether one of a shell line's commands destroys what re-running cannot bring back."""
+    text = _unwrap(command)
+    return any(_DESTRUCTIVE.match(_strip_leading(seg.strip())) for seg in _SEGMENT.split(text))

@@ -37,6 +37,7 @@ from reos_memory.squirrel.text import (
     instructions,
     junk,
     lesson_form,
+    shell_commands,
     statements,
     tool_switches,
 )
@@ -199,6 +200,7 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
     for i, e in enumerate(events):
         if e["kind"] == "tool_result" and e.get("rejected"):
             last_rejected = e
+            _refused_without_a_word(events, i, draft)
             continue
         if e["role"] != "user" or e["kind"] != "message":
             if e["kind"] == "tool_call":
@@ -273,6 +275,32 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                 )
         last_rejected = None
         first = False
+
+
+def _refused_without_a_word(events: list[dict[str, Any]], i: int, draft: _Draft) -> None:
+    """A destructive command the user rejects without giving a reason (`docker volume rm`
+    after a prune) shows a rule by action alone: ask before such a step."""
+    command = events[i].get("command")
+    if not command or not shell_commands.is_destructive(command):
+        return
+    reason = next(
+        (e for e in events[i + 1 :] if e["role"] == "user" and e["kind"] == "message"), None
+    )
+    if reason is not None and reason.get("origin") == "rejection":
+        return  # the reason says what to do instead; the user's words are read for it
+    draft.add(
+        WriterOp(
+            op="ADD",
+            kind="guard",
+            tier="short_term",
+            polarity=-1,
+            text=f"Ask before running `{shorten(command, 100)}` or a step like it:"
+            " the user rejected it without a word.",
+            ttl_days=PATTERN_TTL_DAYS,
+            confidence=0.6,
+        ),
+        "user_correction",
+    )
 
 
 def _revised_call(events: list[dict[str, Any]], i: int) -> str | None:
