@@ -8,6 +8,7 @@ from reos_memory.squirrel.text.lesson_form import (
     from_lets,
     impersonal,
     is_question,
+    lost_subject,
     outcome,
     plain,
     proposed_rule,
@@ -124,3 +125,22 @@ def test_questions_are_recognised() -> None:
 )
 def test_the_people_leave_the_rule(said: str, rule: str) -> None:
     assert impersonal(said) == rule
+
+
+@pytest.mark.parametrize(
+    ("text", "lost"),
+    [
+        ("Never executes the defaulting logic.", True),
+        ("Uses the cache for every call.", True),
+        ("It must happen in flush.", True),
+        ("This breaks the build on every machine.", True),
+        ("It must happen in `flush()`.", False),  # names what it is about
+        ("Tests fail when the cache is cold.", False),
+        ("Sometimes the build fails on CI.", False),
+        ("Use the project logger.", False),
+        ("Process the queue before the cache.", False),
+        ("Focus the tests on the parser.", False),
+    ],
+)
+def test_lost_subject(text: str, lost: bool) -> None:
+    assert lost_subject(text) is lost

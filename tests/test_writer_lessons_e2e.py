@@ -317,3 +317,23 @@ def test_a_destructive_step_rejected_without_a_word_is_a_guard(tmp_path: Path) -
         "Ask before running `docker volume rm shop_pgdata` or a step like it:"
         " the user rejected it without a word."
     ], [m["text"] for m in mems]
+
+
+def test_a_sentence_that_lost_its_subject_is_no_memory(tmp_path: Path) -> None:
+    """A sentence whose subject was in the one before ("It must always run first.") or that
+    has none ("Never executes the retry logic.") says nothing to a later reader: it is turned
+    away with the reason; the same rule with its subject named is kept."""
+    recs = [
+        user("the hidden commands skip telemetry, check the tracking path"),
+        bash("t1", "go test ./telemetry/..."),
+        result("t1", "ok  telemetry 0.2s"),
+        user("It must always run first. Never executes the retry logic."),
+        say("Understood."),
+        user("The migration check must always run before the server starts."),
+    ]
+    mems, eps = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if t.startswith(("It ", "Never executes"))], texts
+    assert any(t.startswith("The migration check must always run") for t in texts), texts
+    rejected = [r for e in eps for r in e["episode"]["ops"] or [] if r.get("action") == "rejected"]
+    assert any(r["reason"] == "its subject is in a sentence before it" for r in rejected), rejected

@@ -31,7 +31,7 @@ _CONSTRAINT = re.compile(
     r"|(?:merge|merges), not override|(?:is|are) (?:silently )?(?:ignored|dropped|overwritten))"
 )
 # something named: code, an identifier, a file, a flag, a quoted message, a product name
-_SPECIFIC = re.compile(
+SPECIFIC = re.compile(
     r"`[^`]+`|\b\w+[._/]\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\b|--?\w[\w-]+|\"[^\"]{3,}\""
     r"|(?<!^)(?<![.!?]\s)\b[A-Z][a-z]{2,}"
 )
@@ -119,7 +119,7 @@ def find(text: str) -> list[str]:
         n = len(words(s))
         if s.rstrip().endswith(":") or re.match(r"\[[^\]]*\]\([^)]*\)\W*$", s):
             continue  # the list it announces, or a link: not the cause itself
-        if 6 <= n <= 70 and not _HEDGE.search(s.lower()) and _SPECIFIC.search(s):
+        if 6 <= n <= 70 and not _HEDGE.search(s.lower()) and SPECIFIC.search(s):
             scored.append((-3, -1, clip(s, MAX_CHARS)))
     for i, s in enumerate(sents):
         if any(h in s for h in headed):
@@ -140,7 +140,7 @@ def find(text: str) -> list[str]:
         # "Found the bug!" says nothing alone: the sentence after it names the bug
         if len(words(s)) < 8 and i + 1 < len(sents) and not _HEDGE.search(sents[i + 1].lower()):
             said = f"{s} {sents[i + 1]}"
-        if not _SPECIFIC.search(said):
+        if not SPECIFIC.search(said):
             continue  # names nothing ("I found the root cause of the issue")
         scored.append((-strength, i, clip(said, MAX_CHARS)))
     scored.sort()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from reos_memory.squirrel.text import diagnosis
 from reos_memory.squirrel.text.rule_openings import CHAT_OPENERS, MODALS
 
 # words that open a turn of conversation without saying anything: those that open no rule,
@@ -32,6 +33,9 @@ _LEAD_IN = re.compile(
     r"|(?:looking at|after (?:reading|checking)|having (?:read|checked)) (?:the|this) \w+(?: \w+)?,\s+"
     r"|(?:interesting|got it|i see|i understand)[!:.,]+\s+"
     r"|(?:please )?(?:remember|don'?t forget|do not forget) to\s+(?=\w)"
+    # a verdict on what the agent just did, before the rule itself: "That is not correct, we ..."
+    r"|(?:that|this|it)(?:'s| is| was)(?: not|n'?t)? (?:quite )?(?:correct|right|true|wrong|it"
+    r"|what i (?:meant|asked for|wanted))[,.;:!\u2014-]+\s+"
     # a report's label: "Diagnosed the issue - ", "Fixed the tests: "
     r"|[a-z]+ed (?:the |an? )?\w+(?: \w+)?\s+[-\u2013\u2014:]\s+)+",
     re.IGNORECASE,
@@ -253,3 +257,28 @@ def is_question(text: str) -> bool:
     """Whether a memory text holds a question."""
     core = re.sub(r"\s*\([^()]*\)", "", text.strip())  # (its notes in brackets aside)
     return bool(re.search(r"\?(?:\s|$)", core))
+
+
+# a sentence whose subject only points back ("It must happen in flush.", "This breaks the
+# build.") and that names nothing itself; or that has no subject at all, opening with its verb
+# in the third person ("Never executes the defaulting logic.")
+_POINTS_BACK = re.compile(
+    r"^(?:it|this|that|these|those|they|he|she)\b(?!\s+(?:is|was) why\b)", re.I
+)
+_NO_SUBJECT = re.compile(
+    r"^(?:(?:never|always|only|also|still|just|then|now|silently|actually)\s+)?"
+    r"(?!(?:as|is|was|has|does|his|its|this|thus|plus|unless|perhaps|sometimes|always|besides"
+    r"|whereas|towards|afterwards|yes|less|across|various|previous|numerous|focus|alias)\b)"
+    r"[a-z]{2,}[^s\W]s\s+(?:the|a|an|its|their|all|any|every|no)\b",
+    re.I,
+)
+
+
+def lost_subject(text: str) -> bool:
+    """Whether a memory's text opens without a subject of its own: a word pointing back to a
+    sentence it does not hold, where it names nothing (no code, file, flag or product) a reader
+    could anchor it to, or its verb with no subject at all."""
+    text = text.strip()
+    if _NO_SUBJECT.match(text):
+        return True
+    return bool(_POINTS_BACK.match(text)) and not diagnosis.SPECIFIC.search(text)

@@ -123,6 +123,8 @@ def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
     lesson = lesson_form.impersonal(lesson)
     if lesson_form.opens_with_chat(lesson):
         return None, "nothing but an opener of conversation and a fragment"
+    if lesson_form.lost_subject(lesson):
+        return None, "its subject is in a sentence before it"
     if not lesson_form.is_question(lesson):
         return lesson, ""
     if answer is None:
