@@ -138,11 +138,18 @@ def test_chat_openers_and_the_moments_plans_are_not_memories(tmp_path: Path) -> 
         user("Let's pause here, I want to look at the diff first."),
         say("Sure."),
         user("We need to update the changelog."),
+        say("Done."),
+        user("Please update the README for the current changes."),
+        say("Done."),
+        user("please don't mock the upload client in these tests, use the fake server"),
     ]
     mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
     texts = [m["text"] for m in mems]
     assert any(t.startswith("The client should never retry a 4xx response") for t in texts), texts
-    assert not [t for t in texts if t.lower().startswith(("sure", "let's", "we need"))], texts
+    starts = ("sure", "let's", "we need", "please update")
+    assert not [t for t in texts if t.lower().startswith(starts)], texts
+    # a request that says how, not only what, is a way of working
+    assert any("mock the upload client" in t for t in texts), texts
 
 
 def test_a_fix_of_an_error_that_says_nothing_is_no_lesson(tmp_path: Path) -> None:

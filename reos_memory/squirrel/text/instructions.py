@@ -79,6 +79,7 @@ _TODO = re.compile(
     r"^(?:(?:ok(?:ay)?|so|and|also|now|then|next)\W+)*(?:we|you|i) (?:(?:still|also|first|then) )?"
     r"(?:need to|have to|gotta|should|must|want to|will need to)\s+(?!not\b|never\b|always\b)\w+"
 )
+_PLEASE_DO = re.compile(r"^(?:(?:ok(?:ay)?|so|and|also|now|then|next)\W+)*please\s+\w+")
 _CONTRAST = re.compile(r"\b(?:instead|rather than|not|never|only|no longer|don'?t|without)\b")
 # a norm meant to outlast the task it is said in
 _LASTING = re.compile(
@@ -174,8 +175,11 @@ def _cue(low: str, situation: str) -> str | None:
         return None if situation == "request" and _ACCEPTANCE.search(low) else "norm"
     if situation == "request" and len(low.split()) > SHORT_REQUEST:
         return None  # a task's own details are not rules
-    if _TODO.match(low) and not (_LASTING.search(low) or _CONTRAST.search(low)):
-        return None  # "we need to update the changelog": work asked for now, not a rule
+    if (_TODO.match(low) or _PLEASE_DO.match(low)) and not (
+        _LASTING.search(low) or _CONTRAST.search(low)
+    ):
+        # "we need to update the changelog", "please fix my unit test": work asked for now
+        return None
     if _DISAGREE.search(low):
         return "disagreement"
     if _PROPOSE.match(low) or (
