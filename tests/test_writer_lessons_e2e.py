@@ -344,3 +344,33 @@ def test_a_sentence_that_lost_its_subject_is_no_memory(tmp_path: Path) -> None:
     assert any(t.startswith("The migration check must always run") for t in texts), texts
     rejected = [r for e in eps for r in e["episode"]["ops"] or [] if r.get("action") == "rejected"]
     assert any(r["reason"] == "its subject is in a sentence before it" for r in rejected), rejected
+
+
+def test_a_summary_keeps_what_was_learned_not_the_story_of_the_session(tmp_path: Path) -> None:
+    """Claude Code's compaction summary lists errors and fixes; an entry that tells how the
+    conversation went ("I initially thought ...; the user pointed out ...; led to deeper
+    investigation") teaches nothing, the entry with the cause and the fix does."""
+    from tests.test_offline_writer import _rec
+
+    summary = (
+        "This session is being continued from a previous conversation.\n\n"
+        "1. Primary Request and Intent:\n   Fix the export job.\n\n"
+        "4. Errors and fixes:\n"
+        "   - **Export theory**: I initially thought the CSV writer was never called; the user"
+        " pointed out the log shows it ran; led to deeper investigation of the job runner.\n"
+        "   - **Doubled line endings on Windows**: `write_csv()` opened the file in text mode,"
+        " because of that every row ended in CRLF twice; fixed by passing `newline=''`.\n\n"
+        "5. Pending Tasks:\n   - none\n"
+    )
+    recs = [
+        user("the export still looks wrong on windows"),
+        _rec("user", summary, isCompactSummary=True),
+        bash("x1", "pytest tests/test_export.py"),
+        result("x1", "6 passed in 0.2s"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert any(t.startswith("Doubled line endings on Windows: `write_csv()`") for t in texts), texts
+    assert not [t for t in texts if "initially thought" in t], texts
+    # the task's opening report of how things stand is no rule either
+    assert not [t for t in texts if "looks wrong" in t], texts

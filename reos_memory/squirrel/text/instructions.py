@@ -52,6 +52,12 @@ _DISAGREE = re.compile(
     r"|\bnot (?:needed|necessary|what i)\b|\bno need\b|\bwe don'?t\b|\bwe do not\b"
     r"|\bi don'?t (?:want|think|like)\b|\bi do not want\b|\bnot sold\b|\bi (?:would|'d) not\b)"
 )
+# a report of how things stand, which opens a task ("the export still looks wrong on windows",
+# "login doesn't work"), not a disagreement with the agent
+_STATUS = re.compile(
+    r"\b(?:(?:still|also) )?(?:looks?|seems?|is|are|was|were|gets?|comes? out) (?:still |all )?wrong\b"
+    r"|\bdoesn'?t work\b"
+)
 # another way, proposed as a question or a suggestion
 _PROPOSE = re.compile(
     r"^(?:(?:but|and|so|hmm+|emm+|ok(?:ay)?|well|also|question)\W+)*(?:"
@@ -180,7 +186,7 @@ def _cue(low: str, situation: str) -> str | None:
     ):
         # "we need to update the changelog", "please fix my unit test": work asked for now
         return None
-    if _DISAGREE.search(low):
+    if _DISAGREE.search(low) and not (situation == "request" and _STATUS.search(low)):
         return "disagreement"
     if _PROPOSE.match(low) or (
         situation != "request" and _PLEASE.search(low) and len(low.split()) >= 8

@@ -34,7 +34,11 @@ _MUNDANE = re.compile(
     re.I,
 )
 _PROCESS = re.compile(
-    r"\b(?:in progress|still investigating|pending|next step|was analy[sz]ing|not yet fixed)\b",
+    r"\b(?:in progress|still investigating|pending|next step|was analy[sz]ing|not yet fixed"
+    # the story of the session rather than what it taught: "I initially thought X; the user
+    # pointed out Y; led to deeper investigation", "now implementing that"
+    r"|i (?:initially|first|originally) (?:thought|evaluated|assumed|believed)|led to (?:deeper"
+    r"|further|more) \w+|now implementing)\b",
     re.I,
 )
 
