@@ -374,3 +374,33 @@ def test_a_summary_keeps_what_was_learned_not_the_story_of_the_session(tmp_path:
     assert not [t for t in texts if "initially thought" in t], texts
     # the task's opening report of how things stand is no rule either
     assert not [t for t in texts if "looks wrong" in t], texts
+
+
+def test_a_pasted_plan_leaves_no_plan_items_behind(tmp_path: Path) -> None:
+    """A plan the user pastes for the agent to carry out is the task: its steps ("4. `router.ts`
+    - add the retry") are no memories, while the cause its problem section states is one."""
+    from tests.test_offline_writer import edit
+
+    plan = (
+        "Implement the following plan:\n\n# Retry uploads\n\n## Problem\n\n"
+        "Uploads fail on flaky networks because `upload_part()` gives up after the first"
+        " `ConnectionResetError`.\n\n## Steps\n\n"
+        "1. `client.py` - wrap `upload_part()` in the retry helper\n"
+        "2. `config.py` - add `UPLOAD_RETRIES = 3`\n"
+        "3. Update the tests\n"
+        "4. `router.ts` - add the retry\n"
+    )
+    recs = [
+        user(plan),
+        edit("p1", f"{CWD}/client.py", "retry(upload_part)"),
+        edit("p2", f"{CWD}/config.py", "UPLOAD_RETRIES = 3"),
+        bash("p3", "pytest"),
+        result("p3", "20 passed in 1.1s"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if t[:1].isdigit() or "add the retry" in t], texts
+    assert not [t for t in texts if t.startswith(("Implement", "Update the tests"))], texts
+    assert any(
+        t.startswith("Uploads fail on flaky networks because `upload_part()`") for t in texts
+    ), texts
