@@ -404,3 +404,47 @@ def test_a_pasted_plan_leaves_no_plan_items_behind(tmp_path: Path) -> None:
     assert any(
         t.startswith("Uploads fail on flaky networks because `upload_part()`") for t in texts
     ), texts
+
+
+def test_a_rejected_edit_is_remembered_with_what_it_added(tmp_path: Path) -> None:
+    """ "no, a second function, don't overload this one" says what to do only with what was
+    rejected: the memory names the line the rejected edit added."""
+    from tests.test_offline_writer import _rec
+
+    old = "def export(rows):\n    return render(rows)\n"
+    new = (
+        "def export(rows, as_csv=False):\n    return render_csv(rows) if as_csv else render(rows)\n"
+    )
+    recs = [
+        user("the report needs a csv download too"),
+        _rec(
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": "e1",
+                    "name": "Edit",
+                    "input": {
+                        "file_path": f"{CWD}/report/export.py",
+                        "old_string": old,
+                        "new_string": new,
+                    },
+                }
+            ],
+        ),
+        result(
+            "e1",
+            "The user doesn't want to proceed with this tool use. The tool use was rejected (eg."
+            " if it was a file edit, the new_string was NOT written to the file). To tell you how"
+            " to proceed, the user said:\nno, write a second function, don't overload this one"
+            " with flags",
+            True,
+        ),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert any(
+        "second function" in t
+        and "(on rejecting an edit of export.py that added `def export(rows, as_csv=False):`)" in t
+        for t in texts
+    ), texts

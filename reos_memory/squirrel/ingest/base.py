@@ -326,6 +326,23 @@ def compaction_event(ts: str | None, summary: str) -> EventIn:
     )
 
 
+def first_added_line(old: str | None, new: str) -> str | None:
+    """The first line of code an edit adds (not blank, not only a comment or a bracket), when
+    the text it replaces is known."""
+    if old is None:
+        return None
+    before = {line.strip() for line in old.splitlines()}
+    for line in new.splitlines():
+        s = line.strip()
+        if s and s not in before and len(s) > 3 and not _NOT_CODE.match(s):
+            return s[:120]
+    return None
+
+
+# a comment, or an import (a Go import block's bare `"bytes"`): not what an edit is about
+_NOT_CODE = re.compile(r"(?://|#|/\*|\*|--)|(?:import|from|using|require|use)\b|\"[^\"]*\"$")
+
+
 def args_call_event(
     state: ParseState,
     ts: str | None,
@@ -344,6 +361,9 @@ def args_call_event(
     detail = None
     if written is not None:
         summary = f"{name} {os.path.basename(file)}" if file else name
+        added = first_added_line(string(args.get("old_string")), written)
+        if added:  # what the edit puts in, for a reader of the session (and of its rejection)
+            summary = f"{summary}: + {added}"
         detail = written[:2000]
     elif command is None:
         detail = json.dumps(args, ensure_ascii=False)[:2000]

@@ -204,8 +204,11 @@ def proposed_rule(question: str) -> str | None:
     project's logger."), or None when it is not such a question."""
     text = question.strip()
     tail = ""
+    note = text.rfind(" (on rejecting ")
     paren = re.search(r"\s*(\([^()]*\))\s*$", text)
-    if paren:  # the writer's own note, "(on rejecting Edit x.go)", stays at the end
+    if note >= 0:  # the writer's own note, "(on rejecting Edit x.go)", stays at the end
+        text, tail = text[:note], text[note:]
+    elif paren:
         text, tail = text[: paren.start()], " " + paren.group(1)
     asked, mark, after = text.partition("?")
     if after.strip(" ?"):  # "Can we use our logger? should be WARN": the rest explains it

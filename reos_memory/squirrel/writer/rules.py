@@ -229,54 +229,82 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                     continue
                 if not any(st.text == f.text for f, _ in said):
                     said.append((st, 0.8))
-        for st, confidence in said:
-            draft.add(
-                WriterOp(
-                    op="UPDATE" if st.key in draft.held else "ADD",
-                    scope=st.scope,  # type: ignore[arg-type]
-                    kind=st.kind,  # type: ignore[arg-type]
-                    tier="long_term",
-                    polarity=-1 if st.polarity < 0 else 1,
-                    key=st.key,
-                    text=st.text,
-                    confidence=confidence,
-                ),
-                st.source,
-                answer=answer,
-            )
+        about = _about(last_rejected, events) if last_rejected is not None else None
+        stated = [_statement_op(st, confidence, about, draft) for st, confidence in said]
+        told: list[tuple[WriterOp, str, str]] = []
         if not serious:
             situation = origin or (
                 "rejection" if last_rejected else "request" if first else "reply"
             )
-            about = _about(last_rejected) if last_rejected is not None else None
-            covered = [st.text for st, _ in said]
+            # on a rejection the user's whole sentence, when it says more than the clause a
+            # statement rule read in it ("no, a second function, don't overload this one"),
+            # is written instead of the clause; elsewhere the statement rules read first
+            covered = [] if about is not None else [st.text for st, _ in said]
             revised = _revised_call(events, i) if about is None else None
-            for ins in instructions.find(text, situation):
-                if covered and junk.reason(ins.text, covered, []):
-                    continue  # the slot rules read this sentence already
-                judge = ins.text  # (not the rejected call it names)
-                if about is not None:
-                    words = f"{ins.text} (on rejecting {about})"
-                elif revised is not None and len(ins.text.split()) < SHORT_REPLY_WORDS:
-                    # "remember to use pagination" says what only with the call it revised
-                    words = judge = f"{ins.text.rstrip('.')}: {revised}"
-                else:
-                    words = ins.text
-                draft.add(
-                    WriterOp(
-                        op="ADD",
-                        kind=ins.kind,  # type: ignore[arg-type]
-                        tier="long_term" if ins.durable else "short_term",
-                        polarity=-1 if ins.polarity < 0 else 1,
-                        text=_sentence(words),
-                        confidence=0.75 if ins.cue in ("norm", "rejection") else 0.65,
-                    ),
-                    "user_correction" if situation != "request" else "explicit_statement",
-                    judge=judge,
-                    answer=answer,
-                )
+            told = _instruction_ops(text, situation, about, revised, covered)
+            stated = [x for x in stated if not any(_says_more(t[2], x) for t in told)]
+        for op, source, judge in stated + told:
+            draft.add(op, source, judge=judge, answer=answer)
         last_rejected = None
         first = False
+
+
+def _statement_op(
+    st: statements.Statement, confidence: float, about: str | None, draft: _Draft
+) -> tuple[WriterOp, str, str]:
+    """The op of a rule the slot and statement rules read; a rule said on rejecting a call is
+    written with what it rejected."""
+    bare = st.key or about is None or "rejected" in st.text  # (it may name the call itself)
+    text = st.text if bare else f"{st.text} (on rejecting {about})"
+    op = WriterOp(
+        op="UPDATE" if st.key in draft.held else "ADD",
+        scope=st.scope,  # type: ignore[arg-type]
+        kind=st.kind,  # type: ignore[arg-type]
+        tier="long_term",
+        polarity=-1 if st.polarity < 0 else 1,
+        key=st.key,
+        text=text,
+        confidence=confidence,
+    )
+    return op, st.source, st.text
+
+
+def _says_more(sentence: str, clause: tuple[WriterOp, str, str]) -> bool:
+    """Whether a user's sentence holds an unkeyed clause's words and at least two more."""
+    if clause[0].key:
+        return False
+    mine, theirs = junk.content(sentence), junk.content(clause[2])
+    return theirs <= mine and len(mine - theirs) >= 2
+
+
+def _instruction_ops(
+    text: str, situation: str, about: str | None, revised: str | None, covered: list[str]
+) -> list[tuple[WriterOp, str, str]]:
+    """The ops of the instructions in one user message (`text.instructions`), each with its
+    evidence source and the words the junk gate reads."""
+    out = []
+    for ins in instructions.find(text, situation):
+        if covered and junk.reason(ins.text, covered, []):
+            continue  # the slot rules read this sentence already
+        judge = ins.text  # (not the rejected call it names)
+        if about is not None:
+            words = f"{ins.text} (on rejecting {about})"
+        elif revised is not None and len(ins.text.split()) < SHORT_REPLY_WORDS:
+            # "remember to use pagination" says what only with the call it revised
+            words = judge = f"{ins.text.rstrip('.')}: {revised}"
+        else:
+            words = ins.text
+        op = WriterOp(
+            op="ADD",
+            kind=ins.kind,  # type: ignore[arg-type]
+            tier="long_term" if ins.durable else "short_term",
+            polarity=-1 if ins.polarity < 0 else 1,
+            text=_sentence(words),
+            confidence=0.75 if ins.cue in ("norm", "rejection") else 0.65,
+        )
+        source = "user_correction" if situation != "request" else "explicit_statement"
+        out.append((op, source, judge))
+    return out
 
 
 def _refused_without_a_word(events: list[dict[str, Any]], i: int, draft: _Draft) -> None:
@@ -333,14 +361,28 @@ def _revised_call(events: list[dict[str, Any]], i: int) -> str | None:
     return f"`{' '.join(added)}` (`{shorten(new[-1], 100)}`)."
 
 
-def _about(rejected: dict[str, Any]) -> str:
-    """The rejected call in a few words: `Edit reset.go`, `git commit -m ...`."""
+def _about(rejected: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    """The rejected call in a few words: `Edit reset.go`, `git commit -m ...`, an edit of
+    agent.go that added `if name == "gemini" {`."""
     if rejected.get("command"):
         return f"`{shorten(rejected['command'], 60)}`"
     name = rejected.get("tool_name") or "a tool call"
     if name == "ExitPlanMode":
         return "the plan"
     file = rejected.get("file")
+    call = next(
+        (
+            e
+            for e in events
+            if e["kind"] == "tool_call"
+            and rejected.get("call_id")
+            and e.get("call_id") == rejected["call_id"]
+        ),
+        None,
+    )
+    _, sep, added = ((call or {}).get("summary") or "").partition(": + ")
+    if file and sep:
+        return f"an edit of {os.path.basename(file.rstrip('/'))} that added `{shorten(added, 80)}`"
     return f"{name} {os.path.basename(file.rstrip('/'))}" if file else name
 
 
