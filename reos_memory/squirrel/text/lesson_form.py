@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from reos_memory.squirrel.text import diagnosis
+from reos_memory.squirrel.text.diagnosis import SPECIFIC
 from reos_memory.squirrel.text.rule_openings import CHAT_OPENERS, MODALS
 
 # words that open a turn of conversation without saying anything: those that open no rule,
@@ -284,4 +284,4 @@ def lost_subject(text: str) -> bool:
     text = text.strip()
     if _NO_SUBJECT.match(text):
         return True
-    return bool(_POINTS_BACK.match(text)) and not diagnosis.SPECIFIC.search(text)
+    return bool(_POINTS_BACK.match(text)) and not SPECIFIC.search(text)
