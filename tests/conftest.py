@@ -98,11 +98,12 @@ def cancel_at_commit(srv, db_path, method: str, params: dict, finished) -> tuple
 
 @contextlib.contextmanager
 def team_data_dir(name: str) -> Iterator[Path]:
-    """A data directory for an embedded team PostgreSQL, outside pytest's temporary tree: the
-    wheel runs PostgreSQL as its own user, which must traverse the directory's parents, and
-    every pytest session resets its base directory to mode 0700 (a second pytest running at the
-    same time would lock a running server out of its data)."""
+    """A data directory for an embedded team PostgreSQL, outside pytest's temporary tree, whose
+    folder its own PostgreSQL user can traverse (running as root, PostgreSQL runs as its own OS
+    user; a data directory it cannot reach has its cluster kept under /var/lib instead, which
+    test_team_cluster.py covers), so that the cluster is removed with the folder."""
     root = Path(tempfile.mkdtemp(prefix=f"reos-{name}-"))
+    root.chmod(0o711)  # (traversable, not listable)
     try:
         yield root / "team-db"
     finally:

@@ -27,7 +27,8 @@ ACTOR = admin.Actor(name="cli:test", request_id="req-setup")
 
 def data_dir_of(db: TeamDatabase) -> Path:
     """The --data-dir of a module's embedded database (its processes reuse the running one)."""
-    return Path(db.embedded.pgdata).parent
+    assert db.embedded is not None
+    return db.embedded.data_dir
 
 
 class Keys:

