@@ -3,9 +3,11 @@ Claude Code runs it, the service it starts, and what is left running afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -253,3 +255,73 @@ def test_a_socket_path_too_long_for_af_unix_goes_to_a_short_private_dir(tmp_path
         else:
             os.environ["XDG_RUNTIME_DIR"] = old
         shutil.rmtree(run, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user")
+def test_a_socket_another_user_planted_gets_no_prompt(tmp_path: Path) -> None:
+    """Beside a database in a folder others can write, another user (nobody) listens on
+    `<db>.hook.sock` before any service: the hook refuses the socket (its owner and the peer's
+    credentials are another user's), answers in its own process, and the planted listener reads
+    nothing; the hook log is the user's alone (0600)."""
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    top = Path(tempfile.mkdtemp(prefix="reos-shared-"))  # (pytest's own folders are 0700)
+    top.chmod(0o711)
+    shared = top / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    p = Project(tmp_path, db=shared / "memory.db")
+    sock_path = str(p.db) + ".hook.sock"
+    read, write = os.pipe()
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the other user: listen where the service would, report what arrives
+        try:
+            os.close(read)
+            os.close(ready_r)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(sock_path)
+            os.chmod(sock_path, 0o777)
+            srv.listen(8)
+            os.write(ready_w, b"1")
+            got = b""
+            # a connection, or the word that the hook is done
+            ready, _, _ = select.select([srv, done_r], [], [], 60)
+            if srv in ready:
+                with contextlib.suppress(OSError):
+                    conn, _ = srv.accept()
+                    conn.settimeout(5)
+                    while chunk := conn.recv(65536):
+                        got += chunk
+            os.write(write, got[:60000] or b"(nothing)")
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.close(ready_w)
+    assert os.read(ready_r, 1) == b"1"
+    try:
+        assert _guard_in(p.hook("s1", prompt="can we deploy on Friday, secret plan 42"))
+        assert "is not a socket of this user's" in p.log()
+        os.write(done_w, b"1")  # the planted listener has read nothing
+        out = b""
+        while chunk := os.read(read, 65536):
+            out += chunk
+        assert out == b"(nothing)", out
+        assert stat.S_IMODE(os.stat(str(p.db) + ".hook.log").st_mode) == 0o600
+    finally:
+        os.waitpid(pid, 0)
+        os.close(read)
+        p.stop()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_the_service_answers_only_its_own_user() -> None:
+    """The peer check both sides make reads the connected process's OS user."""
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        assert warm.peer_uid(a) == os.getuid() == warm.peer_uid(b)

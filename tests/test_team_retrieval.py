@@ -315,5 +315,5 @@ def test_recall_holds_for_a_whole_large_org(loaded):
     print(f"a whole large org (50% of rows), HNSW: recall@10 {r:.3f} ({got.ms:.1f} ms/query,"
           f" exact {truth.ms:.1f})")  # fmt: skip
     # pgvector draws each node's HNSW level at random (a per-backend seed no setting fixes):
-    # five builds of this index gave 0.948 to 0.992, so the bar is what every build clears
+    # three builds of this index gave 0.948, 0.974 and 0.992: the bar is what each one clears
     assert r >= 0.93

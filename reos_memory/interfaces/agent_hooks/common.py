@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,5 +34,9 @@ def log_line(config: Config, text: str) -> None:
         if path.exists() and path.stat().st_size > LOG_BYTES:
             data = path.read_bytes()[-LOG_BYTES // 2 :]
             path.write_bytes(data)
-        with open(path, "a", encoding="utf-8") as f:
+        # 0600: it names projects, errors and what the hook did; no one else reads it
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with open(fd, "a", encoding="utf-8") as f:
+            if os.fstat(fd).st_mode & 0o077:
+                os.fchmod(fd, 0o600)  # (one an older version made 0644)
             f.write(time.strftime("%Y-%m-%dT%H:%M:%S ") + text.rstrip() + "\n")

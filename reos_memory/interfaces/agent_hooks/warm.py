@@ -9,7 +9,9 @@ Unix socket.
   SIGTERM, when its database or its socket file is removed or replaced, and after a call made
   with other settings (the next call starts one with those).
 * The socket is `<db>.hook.sock` (mode 0600), or `$XDG_RUNTIME_DIR/reos-memory/<hash>.sock`,
-  else `/tmp/reos-<uid>/<hash>.sock` when that path is too long for AF_UNIX.
+  else `/tmp/reos-<uid>/<hash>.sock` when that path is too long for AF_UNIX. A hook talks to
+  it only when the socket file is this user's and the process on the other end is this user's
+  (SO_PEERCRED); the service answers only callers of its own user.
 * Wire: the client sends one JSON header line, `{"op": "hook", "config": <fingerprint>}` (or
   `{"op": "status"}`), then the call its dialect read from the hook's stdin (`dialects.Call`
   as a JSON object), and shuts its side; the service answers with a JSON header line
@@ -132,6 +134,7 @@ def call(
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(max(0.05, deadline - time.monotonic()))
             try:
+                _own_socket(path)
                 s.connect(path)
             except (FileNotFoundError, ConnectionRefusedError):
                 if not start or time.monotonic() >= deadline:
@@ -139,6 +142,8 @@ def call(
                 started = started or _start(config, start)
                 time.sleep(0.02)
                 continue
+            if peer_uid(s) != os.getuid():
+                raise PermissionError(f"the process listening on {path} is another user's")
             s.sendall(json.dumps(head).encode() + b"\n" + body)
             s.shutdown(socket.SHUT_WR)
             line, _, rest = _read_all(s, 64 << 20).partition(b"\n")
@@ -146,6 +151,23 @@ def call(
             if not isinstance(got, dict):
                 raise ValueError("the hook service's header is not an object")
             return got, rest
+
+
+def _own_socket(path: str) -> None:
+    """Refuse a socket file someone else made (planted beside a database in a folder others
+    can write): the prompt would go to their process. FileNotFoundError when there is none."""
+    st = os.lstat(path)
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
+        raise PermissionError(f"{path} is not a socket of this user's")
+
+
+def peer_uid(s: socket.socket) -> int:
+    """The OS user of the process at the other end of a connected Unix socket (SO_PEERCRED:
+    pid, uid, gid as three ints)."""
+    import struct
+
+    creds = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
 
 
 def _start(config: Config, tool: str) -> bool:
@@ -322,6 +344,9 @@ class _Service:
     def _serve_one(self, conn: socket.socket) -> None:
         try:
             with conn:
+                if peer_uid(conn) != os.getuid():  # (the socket is 0600: only root gets here)
+                    log_line(self.config, "hook service: refused a caller of another user")
+                    return
                 conn.settimeout(REQUEST_TIMEOUT_S)
                 line, _, body = _read_all(conn, context.MAX_INPUT + MAX_HEADER).partition(b"\n")
                 head, out = self._reply(json.loads(line[:MAX_HEADER]), body)
