@@ -121,6 +121,17 @@ def test_a_replayed_write_with_its_idempotency_key_is_applied_once(server, org):
     assert sum(m["text"] == params["text"] for m in listed) == 1
     err = server.error(org.a_writer, "squirrel/memories/add", {**params, "text": "other text"})
     assert err["code"] == -32009 and err["data"]["field"] == "$.idempotency_key"
+    # another key's idempotency keys are its own: the same string neither returns the first
+    # key's reply (another team's memory) nor is refused as taken
+    theirs = {
+        **params,
+        "owner_type": "team",
+        "text": f"Web flags live in web.yaml {uuid.uuid4().hex}",
+    }
+    other = server.result(org.web_writer, "squirrel/memories/add", theirs)
+    assert other["memory"]["id"] != first["memory"]["id"]
+    assert other["memory"]["text"] == theirs["text"] and other["memory"]["owner_id"] == org.web
+    assert server.result(org.web_writer, "squirrel/memories/add", theirs) == other
 
 
 def test_pull_gives_each_change_in_order_and_forget_reaches_caches(server, org):

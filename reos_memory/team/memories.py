@@ -301,7 +301,8 @@ class TeamMemories:
         work: Callable[[psycopg.Connection], T],
     ) -> T:
         """Run `work` in one tenant transaction; with an idempotency key, a repeat of the same
-        request gets the stored reply (a different request under a used key is a conflict)."""
+        request by the same API key gets the stored reply (a different request under a key it
+        used is a conflict); another API key's idempotency keys are its own."""
         if idem_key is None:
             with self.tenant(who) as conn:
                 return work(conn)
@@ -309,7 +310,7 @@ class TeamMemories:
         for _ in range(2):  # a concurrent twin commits first: read its reply on the retry
             try:
                 with self.tenant(who) as conn:
-                    stored = msql.idempotent_reply(conn, who.org_id, idem_key)
+                    stored = msql.idempotent_reply(conn, who.org_id, who.key_id, idem_key)
                     if stored is not None:
                         if stored[0] != method or stored[1] != digest:
                             raise Conflict(

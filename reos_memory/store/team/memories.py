@@ -437,13 +437,13 @@ def add_metrics(
 
 
 def idempotent_reply(
-    conn: psycopg.Connection, org_id: str, idem_key: str
+    conn: psycopg.Connection, org_id: str, key_id: str, idem_key: str
 ) -> tuple[str, str, Any] | None:
-    """(method, request hash, reply) stored for an idempotency key, if any."""
+    """(method, request hash, reply) stored for an idempotency key of API key `key_id`."""
     row = conn.execute(
         "SELECT method, request_hash, response FROM idempotency WHERE org_id = %s"
-        " AND idem_key = %s",
-        (org_id, idem_key),
+        " AND key_id = %s AND idem_key = %s",
+        (org_id, key_id, idem_key),
     ).fetchone()
     return (str(row[0]), str(row[1]), row[2]) if row else None
 
