@@ -137,6 +137,42 @@ def test_a_team_admin_reaches_only_its_teams_keys(server, keys):
     assert server.result(keys.a_admin.key, "team/whoami")["role"] == "admin"
 
 
+def test_a_key_never_outlives_the_key_that_made_it(server, keys, team_db):
+    """An admin key that expires tomorrow makes a key asked to live forever: it expires with its
+    maker, and so does what that one makes; revoking the maker `with_minted` revokes them all
+    (each in the audit log), and a plain revoke leaves them."""
+    from datetime import datetime
+
+    from reos_memory.team import admin
+    from tests.team_fixtures import ACTOR
+
+    with team_db.connect() as conn:
+        short, short_info = admin.create_key(conn, ACTOR, org="org-a", role="admin", expires_days=1)
+    maker_expiry = short_info.expires_at
+    child = server.result(short.key, "team/keys/create", {"role": "admin", "name": "forever"})
+    assert child["info"]["made_by"] == short.key_id
+    assert datetime.fromisoformat(child["info"]["expires_at"]) == maker_expiry
+    shorter = server.result(
+        child["key"], "team/keys/create", {"role": "reader", "expires_days": 0.5}
+    )
+    assert datetime.fromisoformat(shorter["info"]["expires_at"]) < maker_expiry  # (asked: sooner)
+    grandchild = server.result(child["key"], "team/keys/create", {"role": "writer"})
+    assert datetime.fromisoformat(grandchild["info"]["expires_at"]) == maker_expiry
+
+    plain = server.result(keys.a_admin.key, "team/keys/revoke", {"key_id": shorter["key_id"]})
+    assert plain["revoked_now"] and plain["also_revoked"] == []
+    done = server.result(
+        keys.a_admin.key, "team/keys/revoke", {"key_id": short.key_id, "with_minted": True}
+    )
+    assert done["revoked_now"]
+    assert sorted(done["also_revoked"]) == sorted([child["key_id"], grandchild["key_id"]])
+    for k in (short.key, child["key"], grandchild["key"]):
+        assert server.call(k, "team/whoami")[0] == 401
+    page = server.result(keys.a_admin.key, "team/audit/list", {"method": "team/keys/revoke"})
+    revoked = {t for e in page["entries"] for t in e["target_ids"]}
+    assert {short.key_id, child["key_id"], grandchild["key_id"]} <= revoked
+
+
 def test_the_audit_log_pages_newest_first(server, keys):
     everything = server.result(keys.a_admin.key, "team/audit/list", {"limit": 500})["entries"]
     seen: list[int] = []

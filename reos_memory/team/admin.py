@@ -34,6 +34,7 @@ class KeyInfo(msgspec.Struct, frozen=True):
     revoked_at: datetime | None
     status: str  # active | expired | revoked
     member_id: str | None = None  # the member the key belongs to
+    made_by: str | None = None  # the key that made it (team/keys/create); None: the command line
 
 
 class Actor(msgspec.Struct, frozen=True):
@@ -127,10 +128,12 @@ def create_key(
     expires_days: float | None = None,
     member: str | None = None,
     method: str = "team/admin/create-key",
+    maker: tenancy.ApiKeyRow | None = None,
 ) -> tuple[keys.NewKey, KeyInfo]:
     """A new key of `org` (and `team`, a name or id of that org) with `role`, belonging to
     `member` (a live member of the org, name or id) when given; the NewKey holds the only copy
-    of the key. `method`: what the audit log records (the command line, or team/keys/create)."""
+    of the key. `method`: what the audit log records (the command line, or team/keys/create);
+    `maker`: the key that makes it, which it never outlives."""
     if role not in keys.ROLES:
         raise InvalidInput("role", f"one of {', '.join(keys.ROLES)}")
     if expires_days is not None and expires_days <= 0:
@@ -150,12 +153,21 @@ def create_key(
             name=name,
             hash=keys.hash_secret(new.key_id, secret),
             prefix=new.prefix,
-            expires_at=keys.expiry(expires_days),
+            expires_at=_no_later(keys.expiry(expires_days), maker),
             member_id=member_id,
+            made_by=maker.key_id if maker else None,
         )
         ids = [new.key_id, *([member_id] if member_id else [])]
         audit(conn, actor, o.id, method, *ids, team_id=team_id)
     return new, _info(row, row.created_at)
+
+
+def _no_later(expires: datetime | None, maker: tenancy.ApiKeyRow | None) -> datetime | None:
+    """A new key's expiry: what was asked, but never after its maker's (a key that expires
+    tomorrow made one that never did)."""
+    if maker is None or maker.expires_at is None:
+        return expires
+    return maker.expires_at if expires is None else min(expires, maker.expires_at)
 
 
 def _team_id(conn: psycopg.Connection, o: Org, team: str | None) -> str | None:
@@ -248,6 +260,7 @@ def _info(row: tenancy.ApiKeyRow, now: datetime | None) -> KeyInfo:
         revoked_at=row.revoked_at,
         status=status,
         member_id=row.member_id,
+        made_by=row.made_by,
     )
 
 

@@ -73,6 +73,7 @@ class CreatedKey(msgspec.Struct, frozen=True):
 class RevokeResult(msgspec.Struct, frozen=True):
     key: KeyInfo
     revoked_now: bool  # False: it already was revoked, nothing written
+    also_revoked: list[str] = []  # with_minted: the keys it made (and they made) revoked now
 
 
 class AuditQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -231,17 +232,21 @@ class TeamService:
                 found = tenancy.find_team(conn, caller.key.org_id, team)
                 if found is None or found.id != own:
                     raise InvalidInput("team", "a team admin's key makes keys of its own team only")
+            maker = tenancy.get_key(conn, caller.key.key_id)
             new, info = create_key(
                 conn, _actor(caller), org=caller.key.org_id, role=role, team=team, name=name,
-                expires_days=expires_days, member=member, method=method,
+                expires_days=expires_days, member=member, method=method, maker=maker,
             )  # fmt: skip
         return CreatedKey(key_id=new.key_id, key=new.key, info=info)
 
-    def revoke_key(self, caller: Caller, method: str, key_id: str) -> RevokeResult:
+    def revoke_key(
+        self, caller: Caller, method: str, key_id: str, *, with_minted: bool = False
+    ) -> RevokeResult:
         """Revoke a key of the caller's org (of its team for a team key) (admin); any other key is
-        not found."""
+        not found. `with_minted`: also every live key it made, and what those made."""
         _require(caller, "admin", method)
         key_id = key_id.removeprefix(f"{keys.PREFIX}_")
+        also: list[str] = []
         with self._tenant(caller) as conn:
             row = tenancy.get_key(conn, key_id)
             if row is None or row.org_id != caller.key.org_id or not _reaches(caller, row):
@@ -249,9 +254,14 @@ class TeamService:
             now = tenancy.revoke_key(conn, key_id)
             if now is not None:
                 audit(conn, _actor(caller), row.org_id, method, key_id, team_id=row.team_id)
+            if with_minted:
+                for made in tenancy.revoke_made_by(conn, row.org_id, key_id):
+                    audit(conn, _actor(caller), made.org_id, method, made.key_id,
+                          team_id=made.team_id)  # fmt: skip
+                    also.append(made.key_id)
             row = tenancy.get_key(conn, key_id)
         assert row is not None
-        return RevokeResult(key=key_info(row), revoked_now=now is not None)
+        return RevokeResult(key=key_info(row), revoked_now=now is not None, also_revoked=also)
 
     def list_audit(self, caller: Caller, method: str, q: AuditQuery) -> AuditPage:
         """The audit log of the caller's org (admin), newest first, filtered and paged."""

@@ -24,6 +24,7 @@ from reos_memory.team.service import (
 
 class RevokeParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     key_id: str  # the key's id, or its `rmk_<id>` prefix
+    with_minted: bool = False  # also revoke every live key it made, and what those made
 
 
 class CreateKeyParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -76,8 +77,9 @@ def keys_create(svc: TeamService, caller: Caller, p: CreateKeyParams) -> Created
     errors=[Forbidden, NotFound, DatabaseUnavailable],
 )  # fmt: skip
 def keys_revoke(svc: TeamService, caller: Caller, p: RevokeParams) -> RevokeResult:
-    """Revoke a key of the caller's org; another org's key is not found (admin)."""
-    return svc.revoke_key(caller, "team/keys/revoke", p.key_id)
+    """Revoke a key of the caller's org; another org's key is not found (admin). With
+    `with_minted`, every live key it made (and those made) is revoked too."""
+    return svc.revoke_key(caller, "team/keys/revoke", p.key_id, with_minted=p.with_minted)
 
 
 @registry.method(

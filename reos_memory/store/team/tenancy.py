@@ -39,6 +39,7 @@ class ApiKeyRow(msgspec.Struct, frozen=True):
     expires_at: datetime | None
     revoked_at: datetime | None
     member_id: str | None = None
+    made_by: str | None = None  # the key that made it (team/keys/create); None: the command line
 
 
 class Duplicate(Exception):
@@ -47,7 +48,7 @@ class Duplicate(Exception):
 
 _KEY_COLUMNS = (
     "org_id, key_id, team_id, role, name, hash, prefix, created_at, expires_at, revoked_at,"
-    " member_id"
+    " member_id, made_by"
 )
 
 
@@ -110,12 +111,13 @@ def insert_key(
     prefix: str,
     expires_at: datetime | None,
     member_id: str | None = None,
+    made_by: str | None = None,
 ) -> ApiKeyRow:
     row = conn.execute(
         "INSERT INTO api_keys"
-        " (org_id, key_id, team_id, role, name, hash, prefix, expires_at, member_id)"
-        f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_KEY_COLUMNS}",
-        (org_id, key_id, team_id, role, name, hash, prefix, expires_at, member_id),
+        " (org_id, key_id, team_id, role, name, hash, prefix, expires_at, member_id, made_by)"
+        f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_KEY_COLUMNS}",
+        (org_id, key_id, team_id, role, name, hash, prefix, expires_at, member_id, made_by),
     ).fetchone()
     assert row is not None
     return ApiKeyRow(*row)
@@ -146,6 +148,21 @@ def revoke_key(conn: psycopg.Connection, key_id: str) -> datetime | None:
         (key_id,),
     ).fetchone()
     return row[0] if row else None
+
+
+def revoke_made_by(conn: psycopg.Connection, org_id: str, key_id: str) -> list[ApiKeyRow]:
+    """Revoke now every live key `key_id` made, and what those made, all the way down; the keys
+    revoked."""
+    rows = conn.execute(
+        "WITH RECURSIVE made AS ("
+        " SELECT key_id FROM api_keys WHERE org_id = %s AND made_by = %s"
+        " UNION SELECT k.key_id FROM api_keys k JOIN made m ON k.made_by = m.key_id"
+        " WHERE k.org_id = %s)"
+        " UPDATE api_keys SET revoked_at = now() WHERE org_id = %s AND revoked_at IS NULL"
+        f" AND key_id IN (SELECT key_id FROM made) RETURNING {_KEY_COLUMNS}",
+        (org_id, key_id, org_id, org_id),
+    ).fetchall()
+    return sorted((ApiKeyRow(*r) for r in rows), key=lambda r: r.key_id)
 
 
 def revoke_member_keys(conn: psycopg.Connection, org_id: str, member_id: str) -> list[str]:
