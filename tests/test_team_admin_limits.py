@@ -5,7 +5,10 @@ HTTP, and `reos-memory team admin ...` as a subprocess, on one embedded PostgreS
 from __future__ import annotations
 
 import json
+import socket
 import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 import psycopg
@@ -483,3 +486,59 @@ def test_the_pruner_prunes_again_on_schedule(team_db, keys):
         pruner.stop()
     assert {e for e, _ in events} == {"audit_pruned"} and len(events) >= 2
     assert any(kw["by_org"].get(keys.org_b) == 1 for _, kw in events[1:])
+
+
+def test_bodies_over_the_rate_are_not_parsed_and_deep_nesting_is_a_parse_error(team_db, keys):
+    """The rate limit comes before the body is read: 300 malformed bodies from one key get 429
+    beyond its burst, not 300 parse errors; a document nested 100,000 deep (and one 40 deep) is
+    a JSON-RPC parse error naming the limit, never a 500; the server goes on serving."""
+    srv = start_server(data_dir_of(team_db), "--rate-limit", "5")  # a burst of 10
+    try:
+        key = _key(team_db)
+        codes = [srv.post_raw(b'{"jsonrpc": "2.0", "id": 1, "method"', key)[0] for _ in range(300)]
+        parsed = sum(c == 200 for c in codes)
+        assert codes.count(429) >= 250 and parsed <= 10 + 5 * 10, codes  # burst + rate x time
+        time.sleep(2.5)  # the bucket refills
+        for depth in (100_000, 40):
+            status, _, reply = srv.post_raw(b"[" * depth + b"]" * depth, key)
+            assert status == 200 and reply["error"]["code"] == -32700, reply
+            assert reply["error"]["data"]["limit"] == 32
+        nested_ok = {"jsonrpc": "2.0", "id": 2, "method": "team/whoami", "params": {}}
+        assert srv.post(json.dumps(nested_ok).encode(), key)[1]["result"]["org_id"]
+        # MCP's endpoint reads its body with the MCP library: refused too, never a 500
+        deep = b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": ' + b"[" * 100_000
+        req = urllib.request.Request(
+            f"{srv.base}/mcp",
+            data=deep + b"]" * 100_000 + b"}",
+            headers={
+                "Authorization": f"Bearer {key}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                status = resp.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        assert status < 500, status
+    finally:
+        logged = srv.stop()
+    assert "Traceback" not in logged and "RecursionError" not in logged
+
+
+def test_a_client_slow_to_send_its_headers_is_cut_off(team_db):
+    """A connection that sends half a request line and then waits is closed after
+    --header-timeout-s; a prompt one is served."""
+    srv = start_server(data_dir_of(team_db), "--header-timeout-s", "1")
+    try:
+        port = int(srv.base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as slow:
+            slow.sendall(b"POST /rpc HTTP/1.1\r\nHost: x\r\n")
+            t0 = time.monotonic()
+            assert slow.recv(1024) == b""  # closed by the server
+            assert 0.5 < time.monotonic() - t0 < 8
+        with urllib.request.urlopen(f"{srv.base}/health", timeout=5) as resp:
+            assert resp.status == 200
+    finally:
+        srv.stop()

@@ -802,6 +802,13 @@ def _team_server_args(p: argparse.ArgumentParser) -> None:
         " also failed authentications a second per client address); default 50",
     )
     p.add_argument(
+        "--header-timeout-s",
+        type=_at_least(float, 0.1),
+        default=10.0,
+        help="seconds a client has to send a request's headers before its connection is"
+        " closed; default 10",
+    )
+    p.add_argument(
         "--statement-timeout-ms",
         type=_at_least(int, 1),
         default=5000,
@@ -882,7 +889,7 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
             )
             if args.audit_retention_days > 0:
                 pruner.start()
-            serve_http(svc, args.host, args.port, log, args.rate_limit)
+            serve_http(svc, args.host, args.port, log, args.rate_limit, args.header_timeout_s)
         finally:
             pruner.stop()
             svc.close()

@@ -44,6 +44,8 @@ INTERNAL_ERROR = -32603
 
 MAX_BODY_BYTES = 1 << 20
 MAX_BATCH_ITEMS = 100
+MAX_DEPTH = 32  # nesting of arrays and objects in a body (the methods' params need 5)
+HEADER_TIMEOUT_S = 10.0  # default: to send a request's headers (a slow trickle holds a socket)
 DEFAULT_RATE_LIMIT = 50.0  # requests a second per key (and failed authentications per address)
 
 
@@ -103,8 +105,14 @@ class TeamHttp:
         key = await self.authenticate(request)
         if isinstance(key, Response):
             return key
+        # the body is read and parsed only within the key's rate, and a body that is no
+        # request costs a token too: a flood of them from one key is refused unread
+        limited = self._limit(key, 1, take=False)
+        if limited is not None:
+            return limited
         message = await _read_json(request)
         if isinstance(message, Response):
+            self._limit(key, 1)
             return message
         # each request of a batch counts; a refused batch (empty, too long) runs none: one
         batch = isinstance(message, list) and 0 < len(message) <= MAX_BATCH_ITEMS
@@ -176,9 +184,13 @@ class TeamHttp:
             self.failed_auth.take(address)
         return _unauthorized(message)
 
-    def _limit(self, key: VerifiedKey, requests: int) -> Response | None:
-        """A 429 when `key` is over its rate for this many requests (nothing of them runs)."""
-        if self.per_key is None or not (wait := self.per_key.take(key.key_id, requests)):
+    def _limit(self, key: VerifiedKey, requests: int, *, take: bool = True) -> Response | None:
+        """A 429 when `key` is over its rate for this many requests (nothing of them runs);
+        `take`: spend the tokens when it is not (else only look)."""
+        if self.per_key is None:
+            return None
+        spend = self.per_key.take if take else self.per_key.wait
+        if not (wait := spend(key.key_id, requests)):
             return None
         self.log.info("rate_limited", key_id=key.key_id, requests=requests, wait_s=round(wait, 3))
         return _rate_limited(wait, f"API key {key.key_id} is over its rate limit")
@@ -252,9 +264,41 @@ async def _read_json(request: Request) -> Any:
         if len(body) > MAX_BODY_BYTES:
             return _too_large()
     try:
-        return json.loads(body)
+        message = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         return JSONResponse(_failure(None, PARSE_ERROR, f"Parse error: {exc}", "parse_error"))
+    except RecursionError:  # (nested deeper than the parser goes: thousands of levels)
+        message = None
+    else:
+        if not _too_deep(message, MAX_DEPTH):
+            return message
+    return JSONResponse(
+        _failure(
+            None,
+            PARSE_ERROR,
+            f"Parse error: arrays and objects nested deeper than {MAX_DEPTH} levels",
+            "parse_error",
+            limit=MAX_DEPTH,
+        )
+    )
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest in `value` deeper than `limit` (walked without
+    recursion, stopping at the first too deep)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            items: Any = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((x, depth + 1) for x in items if isinstance(x, (dict, list)))
+    return False
 
 
 def _rate_limited(wait_s: float, message: str) -> Response:
@@ -282,7 +326,12 @@ def _too_large() -> Response:
 
 
 def serve(
-    svc: TeamService, host: str, port: int, log: Any, rate_limit: float = DEFAULT_RATE_LIMIT
+    svc: TeamService,
+    host: str,
+    port: int,
+    log: Any,
+    rate_limit: float = DEFAULT_RATE_LIMIT,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
 ) -> None:
     """Serve until SIGTERM or SIGINT (uvicorn's handlers: in-flight requests finish first)."""
     import uvicorn
@@ -295,10 +344,55 @@ def serve(
         access_log=False,
         lifespan="on",  # the MCP transport's task group
         server_header=False,
+        http=_header_timed_protocol(header_timeout_s),
     )
     server = _server_class()(config)
     log.info("team_server_listening", host=host, port=port)
     server.run()
+
+
+def _header_timed_protocol(timeout_s: float) -> type:
+    """uvicorn's HTTP/1.1 protocol with a time limit for each request's headers: a connection
+    that has not sent its request line and headers `timeout_s` after it opened (or after its
+    previous response) is closed. uvicorn bounds idle keep-alive time only."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimedProtocol(H11Protocol):
+        _headers_due: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._expect_headers()
+
+        def handle_events(self) -> None:
+            cycle = self.cycle
+            super().handle_events()
+            if self.cycle is not None and self.cycle is not cycle:  # a request's headers came
+                self._headers_came()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._expect_headers()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._headers_came()
+            super().connection_lost(exc)
+
+        def _expect_headers(self) -> None:
+            self._headers_came()
+            self._headers_due = self.loop.call_later(timeout_s, self._too_slow)
+
+        def _headers_came(self) -> None:
+            if self._headers_due is not None:
+                self._headers_due.cancel()
+                self._headers_due = None
+
+        def _too_slow(self) -> None:
+            self._headers_due = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return HeaderTimedProtocol
 
 
 def _server_class() -> type:
