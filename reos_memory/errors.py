@@ -72,8 +72,10 @@ class Forbidden(ReosError):
     reason = "forbidden"
     meaning = "the team server's API key lacks the role the method needs (`data.role` names it)"
 
-    def __init__(self, method: str, role: str) -> None:
-        super().__init__(f"{method} needs an API key with role {role!r}", method=method, role=role)
+    def __init__(self, method: str, role: str, why: str | None = None) -> None:
+        """`why`: the rule when it is more than a role (a team key and an org memory)."""
+        message = f"{method} needs an API key with role {role!r}"
+        super().__init__(f"{message}: {why}" if why else message, method=method, role=role)
 
 
 class NotFound(ReosError):

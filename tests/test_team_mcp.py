@@ -441,3 +441,52 @@ def _post_mcp(server: Server, msg: Any, key: str | None) -> tuple[int, Any, Any]
     except urllib.error.HTTPError as exc:
         body = exc.read()
         return exc.code, exc.headers, json.loads(body) if body.startswith(b"{") else body
+
+
+def test_a_team_key_reads_org_memories_but_never_changes_them(server, keys):
+    """Inside one org: a team's writer (or admin) key sees the org-wide memories, and its
+    update, deprecate and forget of one are forbidden, over /rpc and /mcp alike; the org's own
+    writer changes it. Another team's memory stays not found."""
+    org_mem = remember(server, keys.a_writer, f"Org rule {uuid.uuid4().hex}", owner_type="org")
+    web_mem = remember(server, keys.web_writer, f"Web rule {uuid.uuid4().hex}", owner_type="team")
+    rpc = {
+        "squirrel/memories/update": {"memory_id": org_mem["id"], "text": "Changed by a team"},
+        "squirrel/memories/deprecate": {"memory_id": org_mem["id"]},
+        "squirrel/memories/forget": {"memory_id": org_mem["id"]},
+    }
+    for method, params in rpc.items():
+        err = server.error(keys.backend_writer, method, params)
+        assert err["code"] == -32003 and "no team" in err["message"], (method, err)
+        other_team = {**params, "memory_id": web_mem["id"]}
+        if method == "squirrel/memories/forget":  # (one out of reach is "already gone")
+            assert not server.result(keys.backend_writer, method, other_team)["forgotten"]
+        else:
+            assert server.error(keys.backend_writer, method, other_team)["code"] == -32004
+    tools = {
+        "update_memory": {"memory_id": org_mem["id"], "text": "Changed by a team over MCP"},
+        "deprecate_memory": {"memory_id": org_mem["id"]},
+        "forget": {"memory_id": org_mem["id"]},
+    }
+    for tool, args in tools.items():
+        err = fails(server, keys.backend_writer, tool, args)
+        assert err["reason"] == "forbidden", (tool, err)
+    # the team key still reads it, unchanged; the org's writer changes it
+    got = server.result(keys.backend_reader, "squirrel/memories/get", {"memory_id": org_mem["id"]})
+    assert got["memory"]["text"] == org_mem["text"] and got["memory"]["version"] == 1
+    done = server.result(keys.a_writer, "squirrel/memories/deprecate", {"memory_id": org_mem["id"]})
+    assert done["memory"]["status"] == "deprecated"
+
+
+def test_an_org_wide_share_is_decided_by_an_admin_of_the_org(server, keys):
+    """A share proposed to the whole org: a team's writer may neither approve nor reject it,
+    the org's writer (not an admin) neither; the org's admin approves it."""
+    share = server.result(keys.a_writer, "team/shares/propose", {
+        "project_id": "proj-pay", "kind": "note", "owner_type": "org",
+        "text": f"Org-wide share {uuid.uuid4().hex}",
+    })["share"]  # fmt: skip
+    for key in (keys.backend_writer, keys.a_writer):
+        for method in ("team/shares/approve", "team/shares/reject"):
+            err = server.error(key, method, {"share_id": share["id"]})
+            assert err["code"] == -32003 and err["data"]["role"] == "admin", (method, err)
+    done = server.result(keys.a_admin, "team/shares/approve", {"share_id": share["id"]})
+    assert done["share"]["status"] == "approved" and done["memory"]["owner_type"] == "org"

@@ -36,6 +36,7 @@ import pytest
 
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase
+from reos_memory.team.keys import parse_key
 from tests.team_fixtures import ACTOR, Server, start_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -371,8 +372,8 @@ def test_kill_9_mid_write_leaves_every_write_whole_or_absent(db, tmp_path):
         blocker.execute("BEGIN")
         blocker.execute(
             "INSERT INTO idempotency (org_id, idem_key, key_id, method, request_hash, response)"
-            " VALUES (%s, %s, 'test', 'test', 'test', '{}')",
-            (trap.id, trap_key),
+            " VALUES (%s, %s, %s, 'test', 'test', '{}')",
+            (trap.id, trap_key, parse_key(trap.keys[0])[0]),  # (idempotency keys are per key)
         )
         trap_params = {**add_params(random.Random(99)), "idempotency_key": trap_key}
         trapped: list[Outcome] = []

@@ -424,3 +424,21 @@ def test_sign_in_is_limited_and_bounded_and_a_stale_edit_is_a_conflict(server, o
     assert status == 409
     got = server.result(org.writer, "squirrel/memories/get", {"memory_id": mid})["memory"]
     assert (got["text"], got["version"]) == ("Version two", 2)
+
+
+def test_a_team_key_cannot_change_an_org_memory_from_the_ui(server, org):
+    """The UI's deprecate and forget of an org-wide memory, signed in with a team's writer key:
+    refused by the same rule as over /rpc, the memory untouched."""
+    import hashlib
+    import hmac
+
+    made = server.result(org.admin, "squirrel/memories/add", {
+        "project_id": PROJECT, "kind": "note", "owner_type": "org", "text": "The org's own rule",
+    })  # fmt: skip
+    mid = made["memory"]["id"]
+    csrf = hmac.new(org.writer.encode(), b"csrf", hashlib.sha256).hexdigest()
+    headers = {"Cookie": f"reos_team_ui={org.writer}", "Origin": server.base}
+    for action in ("deprecate", "forget"):
+        _post(server, f"/memories/{mid}/{action}", {"csrf": csrf}, headers)
+    got = server.result(org.admin, "squirrel/memories/get", {"memory_id": mid})["memory"]
+    assert got["status"] == "provisional" and got["version"] == 1

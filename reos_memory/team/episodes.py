@@ -31,6 +31,7 @@ from reos_memory.team.memories import (
     reach,
     require,
     to_memory,
+    writable,
 )
 
 
@@ -148,6 +149,9 @@ class TeamEpisodes:
             row = msql.get(conn, reach(who), target, lock=True) if target else None
             if row is None or row["status"] == "deprecated":
                 return {**out, "action": "rejected", "reason": "no live memory to deprecate"}
+            if not writable(who, row):
+                return {**out, "action": "rejected", "reason": "an org-wide memory: a team key"
+                        " does not change it"}  # fmt: skip
             self.memories.deprecate_locked(conn, who, row)
             return {**out, "action": "deprecated", "memory_id": row["id"]}
         if op.kind is None or not op.text:

@@ -20,7 +20,7 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel.memory.cr_memory import MAX_LISTED, decide
 from reos_memory.squirrel.memory.feedback import judge
 from reos_memory.store.team import memories as msql
-from reos_memory.team.memories import TeamMemories, Who, no_root, reach, require
+from reos_memory.team.memories import TeamMemories, Who, no_root, reach, require, writable
 
 _CHANGEABLE = ("status", "tier", "expires_at")
 
@@ -115,6 +115,8 @@ class TeamLearning:
             row = msql.get(conn, reach(who), d["memory_id"], lock=True)
             if row is None or row["status"] != by_id[d["memory_id"]]["status"]:
                 continue  # changed meanwhile: decided again next run
+            if not writable(who, row):
+                continue  # an org-wide memory: a key of the org decides on it
             changes = {k: v for k, v in d["changes"].items() if k in _CHANGEABLE}
             self.memories.new_version_locked(conn, who, row, changes)
             changed.append(row["id"])

@@ -72,6 +72,23 @@ def reach(who: Who) -> msql.Reach:
     return msql.Reach(who.org_id, None if who.team_id is None else (who.team_id,))
 
 
+def writable(who: Who, row: dict[str, Any]) -> bool:
+    """Whether the key may change a memory it reaches: a key of the org (no team) any of the
+    org's; a team key only its own team's. A team key reads the org's memories but never
+    changes them."""
+    return who.team_id is None or row["team_id"] == who.team_id
+
+
+def check_writable(who: Who, row: dict[str, Any], method: str) -> None:
+    if not writable(who, row):
+        raise Forbidden(
+            method,
+            "writer",
+            "a team's key changes only its team's memories; an org-wide memory needs a key of"
+            " the org (one with no team)",
+        )
+
+
 def vector_text(row: Any) -> str:
     """A vector as pgvector's text input."""
     return "[" + ",".join(f"{float(x):.7g}" for x in row) + "]"
@@ -397,7 +414,8 @@ class TeamMemories:
             holder = msql.live_key_holder(conn, who.org_id, team_id, f["project_id"], f["key"])
             if holder is not None:
                 changes = {n: f[n] for n in ("text", "kind", "tier", "polarity")}
-                row = self._new_version(conn, who, holder, changes, vec)
+                locked = self._locked(conn, who, holder, method)
+                row = self._new_version(conn, who, changes, vec, locked)
                 self.audit(conn, who, method, holder, team_id=team_id)
                 return tapi.TeamMemoryResult(memory=to_memory(row), replaced=[holder])
         same = self._duplicate(conn, who, team_id, f["project_id"], f["text"], vec)
@@ -449,7 +467,7 @@ class TeamMemories:
             raise InvalidInput("text", "at least one field to change")
 
         def work(conn: psycopg.Connection) -> tapi.TeamMemoryResult:
-            row = self._locked(conn, who, p.memory_id)
+            row = self._locked(conn, who, p.memory_id, method)
             if p.expected_version is not None and row["version"] != p.expected_version:
                 raise Conflict(
                     f"memory {p.memory_id!r} is at version {row['version']}, not"
@@ -468,7 +486,7 @@ class TeamMemories:
                         field="$.key",
                         existing_id=holder,
                     )
-            out = self._new_version(conn, who, row["id"], changes, vec, locked=row)
+            out = self._new_version(conn, who, changes, vec, row)
             self.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.TeamMemoryResult(memory=to_memory(out))
 
@@ -479,7 +497,7 @@ class TeamMemories:
         require(who, "writer", method)
 
         def work(conn: psycopg.Connection) -> tapi.TeamMemoryResult:
-            row = self._locked(conn, who, p.memory_id)
+            row = self._locked(conn, who, p.memory_id, method)
             if row["status"] != "deprecated":
                 row = self.deprecate_locked(conn, who, row)
                 self.audit(conn, who, method, row["id"], team_id=row["team_id"])
@@ -497,7 +515,7 @@ class TeamMemories:
         self, conn: psycopg.Connection, who: Who, row: dict[str, Any], changes: dict[str, Any]
     ) -> dict[str, Any]:
         """A new version of a memory the caller locked, with `changes` (text unchanged)."""
-        return self._new_version(conn, who, row["id"], changes, None, row)
+        return self._new_version(conn, who, changes, None, row)
 
     def forget(self, who: Who, method: str, p: tapi.TeamMemoryIdParams) -> tapi.TeamForgetResult:
         """Delete a memory with its history and metrics (writer); caches drop it on their next
@@ -508,6 +526,7 @@ class TeamMemories:
             row = msql.get(conn, reach(who), p.memory_id, lock=True)
             if row is None:
                 return tapi.TeamForgetResult(forgotten=False, memory_id=p.memory_id)
+            check_writable(who, row, method)
             seq = msql.next_seq(conn, who.org_id)
             msql.delete(conn, who.org_id, row["id"])
             msql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "forget")
@@ -684,24 +703,27 @@ class TeamMemories:
             raise InvalidInput("path_prefix", "scope repo_path needs path_prefix")
         return normalize_prefix(path_prefix)
 
-    def _locked(self, conn: psycopg.Connection, who: Who, memory_id: str) -> dict[str, Any]:
+    def _locked(
+        self, conn: psycopg.Connection, who: Who, memory_id: str, method: str
+    ) -> dict[str, Any]:
+        """The memory, locked, when the key reaches it (else not found) and may change it."""
         row = msql.get(conn, reach(who), memory_id, lock=True)
         if row is None:
             raise NotFound("memory", memory_id, field="memory_id")
+        check_writable(who, row, method)
         return row
 
     def _new_version(
         self,
         conn: psycopg.Connection,
         who: Who,
-        memory_id: str,
         changes: dict[str, Any],
         vec: str | None,
-        locked: dict[str, Any] | None = None,
+        locked: dict[str, Any],
     ) -> dict[str, Any]:
-        old = locked or self._locked(conn, who, memory_id)
+        """A new version of the memory `locked` (a row the caller locked and may change)."""
         seq = msql.next_seq(conn, who.org_id)
-        row = msql.new_version(conn, old, changes, by=who.key_id, seq=seq, embedding=vec)
+        row = msql.new_version(conn, locked, changes, by=who.key_id, seq=seq, embedding=vec)
         msql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "upsert")
         return row
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from reos_memory.errors import Conflict, NotFound
+from reos_memory.errors import Conflict, Forbidden, NotFound
 from reos_memory.models import iso
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.store.team import shares as ssql
@@ -72,7 +72,7 @@ class Shares:
         require(who, "writer", method)
 
         def work(conn: psycopg.Connection) -> tapi.ShareResult:
-            row = self._pending(conn, who, p.share_id)
+            row = self._pending(conn, who, p.share_id, method)
             m = row["memory"]
             new = self.memories.new_memory(
                 scope=m["scope"], project_id=m["project_id"], kind=m["kind"], tier=m["tier"],
@@ -95,17 +95,27 @@ class Shares:
         require(who, "writer", method)
 
         def work(conn: psycopg.Connection) -> tapi.ShareResult:
-            row = self._pending(conn, who, p.share_id)
+            row = self._pending(conn, who, p.share_id, method)
             done = ssql.decide(conn, who.org_id, row["id"], "rejected", who.key_id, p.reason, None)
             self.memories.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.ShareResult(share=to_share(done))
 
         return self.memories.once(who, method, p, p.idempotency_key, tapi.ShareResult, work)
 
-    def _pending(self, conn: psycopg.Connection, who: Who, share_id: str) -> dict[str, Any]:
+    def _pending(
+        self, conn: psycopg.Connection, who: Who, share_id: str, method: str
+    ) -> dict[str, Any]:
+        """The pending share, locked, when the key may decide on it: a team's share by a writer
+        of that team or of the org; an org-wide share by an admin of the org (no team)."""
         row = ssql.get(conn, reach(who), share_id, lock=True)
         if row is None:
             raise NotFound("share", share_id, field="share_id")
+        if row["team_id"] is None and (who.team_id is not None or who.role != "admin"):
+            raise Forbidden(
+                method,
+                "admin",
+                "an org-wide share is decided by an admin key of the org (one with no team)",
+            )
         if row["status"] != "pending":
             raise Conflict(f"share {share_id!r} was {row['status']} already", field="$.share_id")
         return row
