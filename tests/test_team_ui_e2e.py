@@ -6,6 +6,8 @@ CSRF token nothing changes."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import shutil
 import time
 import urllib.error
@@ -161,22 +163,50 @@ def _post(server: Server, path: str, form: dict[str, str], headers: dict[str, st
         return int(exc.code)
 
 
-def test_without_the_cookie_from_another_origin_or_without_csrf_nothing_changes(server, org):
+def _session(server: Server, key: str) -> tuple[dict[str, str], str]:
+    """Sign in over HTTP as the page does: (the headers of the signed-in browser: its session
+    cookie and this server's Origin, the CSRF token of its forms)."""
     import hashlib
     import hmac
 
+    req = urllib.request.Request(
+        f"{server.base}/signin", data=urllib.parse.urlencode({"key": key}).encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Origin": server.base},
+    )  # fmt: skip
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    try:
+        urllib.request.build_opener(NoRedirect).open(req, timeout=30)
+        raise AssertionError("signing in did not redirect")
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 303, exc.code
+        cookie = exc.headers["Set-Cookie"].split(";")[0]
+    sid = cookie.partition("=")[2]
+    csrf = hmac.new(sid.encode(), b"csrf", hashlib.sha256).hexdigest()
+    return {"Cookie": cookie, "Origin": server.base}, csrf
+
+
+def test_without_the_cookie_from_another_origin_or_without_csrf_nothing_changes(server, org):
     made = server.result(org.writer, "squirrel/memories/add",
                          {"project_id": PROJECT, "kind": "note", "text": "Hold still"})  # fmt: skip
     mid = made["memory"]["id"]
-    csrf = hmac.new(org.writer.encode(), b"csrf", hashlib.sha256).hexdigest()
-    cookie = {"Cookie": f"reos_team_ui={org.writer}"}
+    signed, csrf = _session(server, org.writer)
+    cookie = {"Cookie": signed["Cookie"]}
     same = {"Origin": server.base}
+    # the cookie holds a session id, never the key; the key itself as a cookie signs nothing in
+    assert org.writer not in signed["Cookie"]
+    raw = {"Cookie": f"reos_team_ui={org.writer}", **same}
+    raw_csrf = hmac.new(org.writer.encode(), b"csrf", hashlib.sha256).hexdigest()
+    assert _post(server, f"/memories/{mid}/deprecate", {"csrf": raw_csrf}, raw) == 303
     path, form = f"/memories/{mid}/deprecate", {"csrf": csrf}
     assert _post(server, path, form, same) == 303  # no cookie: sent to sign in, nothing done
     assert _post(server, path, form, {**cookie, "Origin": "http://evil.example"}) == 403
     assert _post(server, path, form, cookie) == 403  # no Origin at all
     assert _post(server, path, {"csrf": "0" * 64}, {**cookie, **same}) == 403
-    wrong = hmac.new(org.reader.encode(), b"csrf", hashlib.sha256).hexdigest()
+    wrong = _session(server, org.reader)[1]
     assert _post(server, path, {"csrf": wrong}, {**cookie, **same}) == 403
     got = server.result(org.writer, "squirrel/memories/get", {"memory_id": mid})["memory"]
     assert got["status"] == "provisional" and got["version"] == 1
@@ -413,14 +443,11 @@ def test_sign_in_is_limited_and_bounded_and_a_stale_edit_is_a_conflict(server, o
                         {"project_id": PROJECT, "kind": "note", "text": "Version one"})[
         "memory"]["id"]  # fmt: skip
     server.result(org.admin, "squirrel/memories/update", {"memory_id": mid, "text": "Version two"})
-    import hashlib
-    import hmac
 
-    csrf = hmac.new(org.writer.encode(), b"csrf", hashlib.sha256).hexdigest()
+    headers, csrf = _session(server, org.writer)
     form = {"csrf": csrf, "version": "1", "text": "Stale edit", "kind": "note",
             "tier": "short_term", "status": "provisional"}  # fmt: skip
-    status = _post(server, f"/memories/{mid}/edit", form,
-                   {"Cookie": f"reos_team_ui={org.writer}", "Origin": server.base})  # fmt: skip
+    status = _post(server, f"/memories/{mid}/edit", form, headers)
     assert status == 409
     got = server.result(org.writer, "squirrel/memories/get", {"memory_id": mid})["memory"]
     assert (got["text"], got["version"]) == ("Version two", 2)
@@ -429,16 +456,45 @@ def test_sign_in_is_limited_and_bounded_and_a_stale_edit_is_a_conflict(server, o
 def test_a_team_key_cannot_change_an_org_memory_from_the_ui(server, org):
     """The UI's deprecate and forget of an org-wide memory, signed in with a team's writer key:
     refused by the same rule as over /rpc, the memory untouched."""
-    import hashlib
-    import hmac
-
     made = server.result(org.admin, "squirrel/memories/add", {
         "project_id": PROJECT, "kind": "note", "owner_type": "org", "text": "The org's own rule",
     })  # fmt: skip
     mid = made["memory"]["id"]
-    csrf = hmac.new(org.writer.encode(), b"csrf", hashlib.sha256).hexdigest()
-    headers = {"Cookie": f"reos_team_ui={org.writer}", "Origin": server.base}
+    headers, csrf = _session(server, org.writer)
     for action in ("deprecate", "forget"):
         _post(server, f"/memories/{mid}/{action}", {"csrf": csrf}, headers)
     got = server.result(org.admin, "squirrel/memories/get", {"memory_id": mid})["memory"]
     assert got["status"] == "provisional" and got["version"] == 1
+
+
+def _get_status(server: Server, path: str, headers: dict[str, str]) -> int:
+    req = urllib.request.Request(f"{server.base}{path}", headers=headers)
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    try:
+        with urllib.request.build_opener(NoRedirect).open(req, timeout=30) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def test_a_session_ends_at_sign_out_and_revocation_and_is_no_key(server, org, team_db):
+    """What a listener on another 127.0.0.1 port reads from the browser is a session id: no
+    key for /rpc, and dead once its user signs out or its key is revoked."""
+    with team_db.connect() as conn:
+        new, _ = admin.create_key(conn, ACTOR, org="ui-a", team="backend", role="writer")
+    headers, csrf = _session(server, new.key)
+    assert _get_status(server, "/memories", headers) == 200
+    sid = headers["Cookie"].partition("=")[2]
+    assert server.call(sid, "team/whoami")[0] == 401  # a session id is no API key
+    # sign-out ends the session on the server: the same cookie replayed is signed out
+    assert _post(server, "/signout", {"csrf": csrf}, headers) == 303
+    assert _get_status(server, "/memories", headers) == 303
+    # revoking the key ends its sessions at their next request
+    headers, _ = _session(server, new.key)
+    assert _get_status(server, "/memories", headers) == 200
+    server.result(org.admin, "team/keys/revoke", {"key_id": new.key_id})
+    assert _get_status(server, "/memories", headers) == 303

@@ -62,7 +62,7 @@ class UI:
 
     def client(self, *, signed_in: bool = True, host: str | None = None) -> httpx.AsyncClient:
         headers = {} if host is None else {"host": host}
-        cookies = {self.guard.cookie: self.guard.token} if signed_in else {}
+        cookies = {self.guard.cookie: self.guard.sessions.begin(True)} if signed_in else {}
         return httpx.AsyncClient(
             transport=httpx.ASGITransport(app=self.asgi), base_url=BASE, headers=headers,
             cookies=cookies, follow_redirects=False,
@@ -93,10 +93,20 @@ async def test_the_token_is_exchanged_for_a_strict_cookie_and_leaves_the_url(ui)
         r = await c.get(ui.guard.url("/memories").removeprefix(BASE) + "&q=deploy")
         assert r.status_code == 303 and r.headers["location"] == "/memories?q=deploy"
         cookie = r.headers["set-cookie"]
-        assert f"{ui.guard.cookie}={ui.guard.token}" in cookie
+        # the cookie holds a session id, never the token: a browser sends 127.0.0.1's cookies
+        # to any other port it visits
+        session = cookie.split(";")[0].removeprefix(f"{ui.guard.cookie}=")
+        assert ui.guard.token not in cookie and len(session) >= 40
+        assert ui.guard.sessions.get(session) is True
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         r = await c.get("/memories")
         assert r.status_code == 200 and "Memories" in r.text
+        # the token itself is no cookie; an ended session lets nothing through
+        async with ui.client(signed_in=False) as other:
+            other.cookies.set(ui.guard.cookie, ui.guard.token)
+            assert (await other.get("/memories")).status_code == 403
+        ui.guard.sessions.end(session)
+        assert (await c.get("/memories")).status_code == 403
         # a path of two slashes or a backslash is never sent on as another host; any path is
         # sent on as ASCII
         r = await c.get(BASE + "//evil.example/x", params={"token": ui.guard.token})

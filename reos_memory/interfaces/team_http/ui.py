@@ -1,8 +1,11 @@
 """The web UI on the team server (issue 22): the same pages and templates, behind its API keys.
 
-A person signs in with an API key; the key is kept in a cookie (HttpOnly, SameSite=Strict,
-Secure when the request came over TLS) and checked again on every request, so a revoked or
-expired key is out at once and any number of server processes serve the same session. Every
+A person signs in with an API key and gets a server-side session (`web/sessions.py`): the
+cookie (HttpOnly, SameSite=Strict, Secure when the request came over TLS) holds a random session
+id, never the key. The session ends at sign-out, at its expiry (12 hours) and when the process
+ends, and its key is checked again on every request, so a revoked or expired key ends it at
+once. Sessions live in the process that made them: behind a load balancer the UI needs sticky
+sessions (the API needs nothing of the kind). Every
 page calls the team server's registered methods (the same handlers as `/rpc`), so a page shows
 only what the key's org, team and role allow: another org's ids are not found, a reader cannot
 write, and the admin pages (members, API keys, audit log) need an admin key. A change needs the
@@ -48,6 +51,7 @@ from reos_memory.interfaces.web.app import (
     whole,
 )
 from reos_memory.interfaces.web.guard import Refused, SecurityHeaders
+from reos_memory.interfaces.web.sessions import Sessions
 from reos_memory.team.keys import VerifiedKey
 from reos_memory.team.service import Caller, TeamService
 
@@ -82,12 +86,14 @@ class TeamUI(Renderer):
         self.svc = svc
         self.verify = verify
         self.limit = limit
+        self.sessions: Sessions[str] = Sessions()  # session id -> the key it signed in with
 
     # -- who is signed in ---------------------------------------------------------------------
 
     def csrf(self, request: Request) -> str:
-        key = request.cookies.get(cookie_name(request), "")
-        return hmac.new(key.encode(), b"csrf", hashlib.sha256).hexdigest() if key else ""
+        """The forms' token: derived from the session's id (which the page never shows)."""
+        sid = request.cookies.get(cookie_name(request), "")
+        return hmac.new(sid.encode(), b"csrf", hashlib.sha256).hexdigest() if sid else ""
 
     def nav(self, request: Request) -> list[tuple[str, str]]:
         key: VerifiedKey | None = getattr(request.state, "key", None)
@@ -114,12 +120,14 @@ class TeamUI(Renderer):
         request of the key's rate); Refused 401 without a valid one, 429 over a limit."""
         key: VerifiedKey | None = getattr(request.state, "key", None)
         if key is None:
-            presented = request.cookies.get(cookie_name(request))
+            sid = request.cookies.get(cookie_name(request))
+            presented = self.sessions.get(sid)
             if not presented:
                 raise Refused(401, "sign in with an API key")
             got = await self.verify(request, presented)
             if isinstance(got, Response):
                 if got.status_code == 401:
+                    self.sessions.end(sid)  # its key was revoked or expired
                     raise Refused(401, "the API key was refused: sign in again")
                 raise Refused(got.status_code, "too many requests or the database is busy: retry")
             if (over := self.limit(got, 1)) is not None:
@@ -165,15 +173,18 @@ class TeamUI(Renderer):
             if got.status_code == 401:
                 return self.render(request, "signin.html", status=401, failed=True)
             raise Refused(got.status_code, "too many failed sign-ins from this address: wait")
+        self.sessions.end(request.cookies.get(cookie_name(request)))  # (one signed in before)
+        sid = self.sessions.begin(str(form.get("key", "")).strip())
         out = RedirectResponse("/memories", status_code=303)
         out.set_cookie(
-            cookie_name(request), str(form.get("key", "")).strip(), httponly=True,
-            samesite="strict", path="/", secure=_over_tls(request),
+            cookie_name(request), sid, httponly=True, samesite="strict", path="/",
+            secure=_over_tls(request),
         )  # fmt: skip
         return out
 
     async def signout(self, request: Request) -> Response:
         await self.form(request)
+        self.sessions.end(request.cookies.get(cookie_name(request)))
         out = _back("/signin", "signed out")
         out.delete_cookie(cookie_name(request), path="/", secure=_over_tls(request))
         return out

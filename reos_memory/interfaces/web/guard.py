@@ -4,8 +4,10 @@ A page on any site the user visits can make the browser send requests to 127.0.0
 name that resolves there (DNS rebinding) makes them same-origin in the browser's eyes; any
 other user of the machine can connect to the port. So, as Jupyter does:
 
-* a random token, in the URL `sqrl ui` prints once, is exchanged for a cookie (HttpOnly,
-  SameSite=Strict) on the first request; every request needs the cookie or the token;
+* a random token, in the URL `sqrl ui` prints once, is exchanged on the first request for a
+  session (`sessions.py`): the cookie (HttpOnly, SameSite=Strict) holds a random session id,
+  never the token, because a browser sends 127.0.0.1's cookies to every port; every request
+  needs a live session or the token;
 * the `Host` header must name the address the server listens on (a rebinding name does not);
 * a request that changes anything must come from a page of this server (`Origin`) and carry the
   CSRF token of its form (`check_form`);
@@ -21,6 +23,8 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
+
+from reos_memory.interfaces.web.sessions import Sessions
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -67,6 +71,7 @@ class Guard:
         self.origins = {f"http://{h}" for h in self.hosts}
         # the forms' token: derived, so it never needs storing, and not the access token itself
         self.csrf = hmac.new(self.token.encode(), b"csrf", hashlib.sha256).hexdigest()
+        self.sessions: Sessions[bool] = Sessions()
 
     def url(self, path: str = "/") -> str:
         """The address to open: the only place the token is shown."""
@@ -134,7 +139,8 @@ class GuardMiddleware:
             await _plain(send, exc.status, exc.reason)
             return
         if redirect is not None:
-            await _redirect_with_cookie(send, redirect, self.guard.cookie, self.guard.token)
+            session = self.guard.sessions.begin(True)
+            await _redirect_with_cookie(send, redirect, self.guard.cookie, session)
             return
 
         await SecurityHeaders(self.app)(scope, receive, send)
@@ -152,7 +158,7 @@ class GuardMiddleware:
             # never "//host" or "/\\host" (another site), and always plain ASCII
             path = "/" + quote(str(scope["path"]).lstrip("/\\"))
             return path + (f"?{urlencode(rest)}" if rest else "")
-        if not g.valid_token(_cookie(scope, g.cookie)):
+        if not g.sessions.get(_cookie(scope, g.cookie)):
             raise Refused(403, "no access token: open the address sqrl ui printed")
         if scope["method"] not in SAFE_METHODS and _header(scope, b"origin") not in g.origins:
             raise Refused(403, "a change must come from a page of this server (Origin)")
@@ -166,8 +172,8 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect_with_cookie(send: Send, location: str, name: str, token: str) -> None:
-    cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
+async def _redirect_with_cookie(send: Send, location: str, name: str, session: str) -> None:
+    cookie = f"{name}={session}; HttpOnly; SameSite=Strict; Path=/"
     headers = [
         (b"location", location.encode("latin-1")),
         (b"set-cookie", cookie.encode("latin-1")),

@@ -1,0 +1,81 @@
+"""Server-side sessions of the web UIs: the cookie holds a random session id, never the secret
+that opened the session (the local UI's access token, the team UI's API key).
+
+Cookies are scoped by host, not by port: a browser sends the UI's cookie to any other server
+on 127.0.0.1 it visits. What such a server reads is a session id, worthless on /rpc, ended at
+sign-out, when its key is revoked (the team UI checks the key on every request), at its
+expiry and when the process ends (sessions live in its memory only)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+SESSION_TTL_S = 12 * 3600.0  # a session ends this long after it began, used or not
+MAX_SESSIONS = 10_000  # the oldest are ended first beyond this many
+
+
+class Sessions(Generic[T]):
+    """Sessions by random id, each holding what it grants (`T`); ids are kept hashed."""
+
+    def __init__(
+        self,
+        ttl_s: float = SESSION_TTL_S,
+        max_sessions: int = MAX_SESSIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.max_sessions = max_sessions
+        self.clock = clock
+        self._mutex = threading.Lock()
+        self._by_hash: OrderedDict[bytes, tuple[T, float]] = OrderedDict()  # grant, ends at
+
+    def begin(self, grant: T) -> str:
+        """A new session granting `grant`; its id (for the cookie: shown nowhere else)."""
+        sid = secrets.token_urlsafe(32)
+        with self._mutex:
+            self._by_hash[_digest(sid)] = (grant, self.clock() + self.ttl_s)
+            while len(self._by_hash) > self.max_sessions:
+                self._by_hash.popitem(last=False)
+        return sid
+
+    def get(self, sid: str | None) -> T | None:
+        """What the live session `sid` grants; None for an unknown, ended or expired one."""
+        if not sid:
+            return None
+        with self._mutex:
+            found = self._by_hash.get(_digest(sid))
+            if found is None:
+                return None
+            grant, ends = found
+            if self.clock() >= ends:
+                del self._by_hash[_digest(sid)]
+                return None
+            return grant
+
+    def end(self, sid: str | None) -> None:
+        """End the session `sid` (sign-out); nothing for an unknown one."""
+        if sid:
+            with self._mutex:
+                self._by_hash.pop(_digest(sid), None)
+
+    def end_where(self, ends: Callable[[T], bool]) -> int:
+        """End every session whose grant `ends` says should end; how many were."""
+        with self._mutex:
+            gone = [h for h, (grant, _) in self._by_hash.items() if ends(grant)]
+            for h in gone:
+                del self._by_hash[h]
+        return len(gone)
+
+
+def _digest(sid: str) -> bytes:
+    """How a session id is kept: its SHA-256 (a dump of the process shows no usable id, and
+    dictionary lookups by digest reveal nothing by their timing)."""
+    return hashlib.sha256(sid.encode()).digest()
