@@ -202,3 +202,29 @@ def test_non_string_scalars_pass_through():
 )
 def test_references_and_ordinary_text_are_not_secrets(text):
     assert find_secrets(text) == []
+
+
+def test_a_value_found_at_one_place_of_a_text_is_redacted_at_every_other():
+    """The rules see a password after `DATABASE_PASSWORD=`; the same value later in the same
+    text, where no rule could see it, is redacted too (issue 32: memories/add kept it)."""
+    from reos_memory.squirrel.redaction.rules import redact
+
+    text = "DATABASE_PASSWORD=Tr0ub4dor-be3n in .env; the app read Tr0ub4dor-be3n at start"
+    out = redact(text)
+    assert "Tr0ub4dor" not in out and out.count("[REDACTED:password]") == 2, out
+    # a short value (an ordinary word, likely) is not replaced everywhere
+    assert redact("PASSWORD=abc12 and abc12").count("abc12") <= 1
+
+
+def test_fly_io_tokens_are_redacted():
+    """`FlyV1 fm2_...` (a comma-separated list of macaroons), wherever it shows."""
+    import base64
+    import hashlib
+
+    from reos_memory.squirrel.redaction.rules import redact
+
+    body = base64.b64encode(b"".join(hashlib.sha512(bytes([i])).digest() for i in range(2)))
+    fly = f"FlyV1 fm2_{body.decode()},fm2_{body.decode()[:60]}"
+    for said in (f"the deploy used {fly} as its token", f"Authorization: {fly}"):
+        out = redact(said)
+        assert body.decode()[:20] not in out and "[REDACTED:flyio_token]" in out, out

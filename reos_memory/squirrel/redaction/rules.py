@@ -207,7 +207,19 @@ def _redact_found(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
         parts.append(f"[REDACTED:{s.kind}]")
         pos = s.end
     parts.append(text[pos:])
-    return "".join(parts), tuple((s.kind, text[s.start : s.end]) for s in spans)
+    found = tuple((s.kind, text[s.start : s.end]) for s in spans)
+    out = "".join(parts)
+    # a value found at one place of a text is redacted at every other place of it too, where no
+    # rule could see it ("here is my key: ABC..." after "KEY=ABC..."); longest first, so a value
+    # holding another is replaced whole
+    for kind, value in sorted(found, key=lambda f: len(f[1]), reverse=True):
+        v = value.strip()
+        if len(v) >= _MIN_ECHO and v in out and not PLACEHOLDER_RE.search(v):
+            out = out.replace(v, f"[REDACTED:{kind}]")
+    return out, found
+
+
+_MIN_ECHO = 6  # a shorter value is too likely an ordinary word to replace everywhere
 
 
 def redact_value(value: Any) -> Any:
