@@ -542,3 +542,15 @@ def test_a_client_slow_to_send_its_headers_is_cut_off(team_db):
             assert resp.status == 200
     finally:
         srv.stop()
+
+
+def test_the_audit_sampler_admits_a_few_a_minute_and_counts_the_rest():
+    from reos_memory.team.service import Sampler
+
+    now = [0.0]
+    s = Sampler(3, 60.0, clock=lambda: now[0])
+    assert [s.admit("x") for _ in range(5)] == [0, 0, 0, None, None]
+    assert s.admit("y") == 0  # each name its own count
+    now[0] = 61.0
+    assert s.admit("x") == 2  # the next row says two were left out
+    assert s.admit("x") == 0

@@ -173,6 +173,33 @@ def test_a_key_never_outlives_the_key_that_made_it(server, keys, team_db):
     assert {short.key_id, child["key_id"], grandchild["key_id"]} <= revoked
 
 
+def test_turned_away_attempts_reach_the_orgs_audit_log_sampled(server, keys, team_db):
+    """A forbidden call and a revoked key's call are audit rows of the key's org (not only
+    lines of the server log); a flood of them writes a few rows, the next saying how many
+    were left out."""
+    from reos_memory.team import admin
+    from tests.team_fixtures import ACTOR
+
+    with team_db.connect() as conn:
+        reader, _ = admin.create_key(conn, ACTOR, org="org-a", role="reader")
+        gone, _ = admin.create_key(conn, ACTOR, org="org-a", role="writer")
+        admin.revoke_key(conn, ACTOR, gone.key_id)
+    for _ in range(25):
+        assert server.error(reader.key, "team/keys/list")["code"] == -32003
+    assert server.call(gone.key, "team/whoami")[0] == 401
+    rows = server.result(keys.a_admin.key, "team/audit/list", {"method": "team/refused"})
+    mine = [r for r in rows["entries"] if r["key_id"] == reader.key_id]
+    assert 1 <= len(mine) <= 10, len(mine)  # sampled: at most 10 a minute
+    assert (
+        mine[0]["detail"]["why"] == "forbidden" and mine[0]["detail"]["called"] == "team/keys/list"
+    )
+    revoked = [r for r in rows["entries"] if r["key_id"] == gone.key_id]
+    assert revoked and revoked[0]["detail"]["why"] == "key revoked"
+    # another org sees none of it
+    theirs = server.result(keys.b_admin.key, "team/audit/list", {"method": "team/refused"})
+    assert not {r["key_id"] for r in theirs["entries"]} & {reader.key_id, gone.key_id}
+
+
 def test_the_audit_log_pages_newest_first(server, keys):
     everything = server.result(keys.a_admin.key, "team/audit/list", {"limit": 500})["entries"]
     seen: list[int] = []

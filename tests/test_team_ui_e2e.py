@@ -498,3 +498,13 @@ def test_a_session_ends_at_sign_out_and_revocation_and_is_no_key(server, org, te
     assert _get_status(server, "/memories", headers) == 200
     server.result(org.admin, "team/keys/revoke", {"key_id": new.key_id})
     assert _get_status(server, "/memories", headers) == 303
+
+
+def test_a_ui_sign_in_is_in_the_audit_log(server, org, team_db):
+    from reos_memory.team import admin as team_admin
+
+    with team_db.connect() as conn:
+        new, _ = team_admin.create_key(conn, ACTOR, org="ui-a", role="reader")
+    _session(server, new.key)
+    rows = server.result(org.admin, "team/audit/list", {"method": "team/ui/signin"})["entries"]
+    assert any(r["key_id"] == new.key_id for r in rows)

@@ -35,9 +35,14 @@ class KeyRefused(ReosError):
     """A presented key is not a valid, live key; `reason` says why (for logs, not for clients:
     a client is told only that the key was refused)."""
 
-    def __init__(self, why: Literal["malformed", "unknown", "mismatch", "revoked", "expired"]):
+    def __init__(
+        self,
+        why: Literal["malformed", "unknown", "mismatch", "revoked", "expired"],
+        row: tenancy.ApiKeyRow | None = None,
+    ):
         super().__init__(f"API key refused ({why})", why=why)
         self.why = why
+        self.row = row  # the stored key it names, when there is one (its org audits the attempt)
 
 
 class NewKey(msgspec.Struct, frozen=True):
@@ -89,11 +94,11 @@ def check_key(
     if row is None:
         raise KeyRefused("unknown")
     if not matches:
-        raise KeyRefused("mismatch")
+        raise KeyRefused("mismatch", row)
     if row.revoked_at is not None and row.revoked_at <= now:
-        raise KeyRefused("revoked")
+        raise KeyRefused("revoked", row)
     if row.expires_at is not None and row.expires_at <= now:
-        raise KeyRefused("expired")
+        raise KeyRefused("expired", row)
     role: Role = row.role  # type: ignore[assignment]  # the table's CHECK holds it to ROLES
     return VerifiedKey(
         key_id=row.key_id, org_id=row.org_id, team_id=row.team_id, role=role, name=row.name,

@@ -6,7 +6,10 @@ tells the client to retry."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any
@@ -114,6 +117,7 @@ class TeamService:
         timeouts: pg.Timeouts | None = None,
     ) -> None:
         self.timeouts = timeouts or pg.DEFAULT_TIMEOUTS
+        self._sampler = Sampler(AUDIT_SAMPLE, 60.0)
         self.pool = ConnectionPool(
             url,
             min_size=1,
@@ -161,6 +165,30 @@ class TeamService:
         """The grant of a presented key, else KeyRefused (constant-time check in keys.py)."""
         with self._connection() as conn:
             return keys.verify_key(conn, presented)
+
+    def audit_attempt(
+        self,
+        org_id: str,
+        key_id: str,
+        team_id: str | None,
+        method: str,
+        request_id: str,
+        **detail: str,
+    ) -> bool:
+        """An audit row of the key's org for an attempt that was turned away (`team/refused`:
+        a forbidden call, a revoked, expired or wrong-secret key) or for a UI sign-in
+        (`team/ui/signin`), sampled: at most AUDIT_SAMPLE rows a minute per org, method,
+        reason and key, the next row saying how many were left out. False when sampled out."""
+        why = detail.get("why", "")
+        skipped = self._sampler.admit((org_id, method, why, key_id))
+        if skipped is None:
+            return False
+        if skipped:
+            detail["left_out"] = str(skipped)
+        actor = Actor(name=f"key:{key_id}", request_id=request_id, key_id=key_id)
+        with self._connection() as conn, pg.tenant_transaction(conn, org_id):
+            audit(conn, actor, org_id, method, key_id, team_id=team_id, detail=detail)
+        return True
 
     def whoami(self, caller: Caller) -> WhoAmI:
         """The org, team, role and id of the caller's key, and the member it belongs to."""
@@ -294,6 +322,35 @@ class TeamService:
             for r in rows
         ]
         return AuditPage(entries=entries, next_before_id=rows[-1].id if more else None)
+
+
+AUDIT_SAMPLE = 10  # audit rows a minute per org, method, reason and key of attempts
+
+
+class Sampler:
+    """At most `n` admissions per `window_s` seconds for each name; the count left out since
+    the last admission comes back with the next one. A flood of refusals writes a few rows,
+    not one each; the server log still has every one."""
+
+    def __init__(self, n: int, window_s: float, clock: Callable[[], float] = time.monotonic):
+        self.n, self.window_s, self.clock = n, window_s, clock
+        self._mutex = threading.Lock()
+        self._seen: OrderedDict[Hashable, tuple[float, int, int]] = OrderedDict()
+
+    def admit(self, name: Hashable) -> int | None:
+        """None when `name` is over its count for this window, else how many were left out."""
+        now = self.clock()
+        with self._mutex:
+            start, used, skipped = self._seen.pop(name, (now, 0, 0))
+            if now - start >= self.window_s:
+                start, used = now, 0
+            if used >= self.n:
+                self._seen[name] = (start, used, skipped + 1)
+                return None
+            self._seen[name] = (start, used + 1, 0)
+            while len(self._seen) > 10_000:
+                self._seen.popitem(last=False)
+            return skipped
 
 
 def _require(caller: Caller, role: str, method: str) -> None:

@@ -25,7 +25,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reos_memory import __version__
-from reos_memory.errors import DatabaseUnavailable, InvalidInput, ReosError, published
+from reos_memory.errors import (
+    DatabaseUnavailable,
+    Forbidden,
+    InvalidInput,
+    ReosError,
+    published,
+)
 from reos_memory.interfaces.openrpc import build_document, plain
 from reos_memory.interfaces.registry import MethodSpec, convert_params
 from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
@@ -162,6 +168,11 @@ class TeamHttp:
             return await run_in_threadpool(self.svc.authenticate, presented.strip())
         except KeyRefused as exc:
             self.log.info("key_refused", why=exc.why, path=request.url.path, address=address)
+            if exc.row is not None:  # a key of an org: that org's admins see the attempt
+                await self._audit(
+                    exc.row.org_id, exc.row.key_id, exc.row.team_id, "team/refused",
+                    why=f"key {exc.why}", path=request.url.path, address=address,
+                )  # fmt: skip
             return self._refused(address, "the API key was refused")
         except Exception as exc:  # the database cannot check keys: retry later, nothing ran
             incident = getattr(exc, "incident", None) or uuid.uuid4().hex[:12]
@@ -178,6 +189,25 @@ class TeamHttp:
         if isinstance(key, Response):
             return key
         return self._limit(key, 1) or key
+
+    async def _audit(
+        self,
+        org_id: str,
+        key_id: str,
+        team_id: str | None,
+        method: str,
+        request_id: str | None = None,
+        **detail: str,
+    ) -> None:
+        """An attempt into its org's audit log (sampled: `TeamService.audit_attempt`); a
+        database that cannot take it costs the attempt nothing more than a log line."""
+        rid = request_id or uuid.uuid4().hex
+        try:
+            await run_in_threadpool(
+                self.svc.audit_attempt, org_id, key_id, team_id, method, rid, **detail
+            )
+        except Exception as exc:  # (the refusal itself stands)
+            self.log.warning("audit_failed", method=method, key_id=key_id, error=repr(exc))
 
     def _refused(self, address: str, message: str) -> Response:
         if self.failed_auth is not None:
@@ -233,6 +263,11 @@ class TeamHttp:
                 else f"Invalid params: {exc.message}"
             )
             reply = _failure(rid, exc.code, message, exc.reason, **exc.data)
+            if isinstance(exc, Forbidden):
+                await self._audit(
+                    key.org_id, key.key_id, key.team_id, "team/refused", request_id,
+                    why="forbidden", called=method,
+                )  # fmt: skip
         except Exception as exc:  # a bug: logged with an incident id, never shown to the client
             incident = uuid.uuid4().hex[:12]
             self.log.exception(

@@ -175,6 +175,11 @@ class TeamUI(Renderer):
             raise Refused(got.status_code, "too many failed sign-ins from this address: wait")
         self.sessions.end(request.cookies.get(cookie_name(request)))  # (one signed in before)
         sid = self.sessions.begin(str(form.get("key", "")).strip())
+        address = request.client.host if request.client else "unknown"
+        await run_in_threadpool(
+            self.svc.audit_attempt, got.org_id, got.key_id, got.team_id, "team/ui/signin",
+            f"ui-{uuid.uuid4().hex[:16]}", address=address,
+        )  # fmt: skip
         out = RedirectResponse("/memories", status_code=303)
         out.set_cookie(
             cookie_name(request), sid, httponly=True, samesite="strict", path="/",
