@@ -172,7 +172,7 @@ def usage_stays_home(server: Server, w: World) -> None:
         out = server.result(key, "squirrel/usage/report", {
             "idempotency_key": f"u-{uuid.uuid4().hex}",
             "items": [{"memory_id": w.mem, "uses": 100}]})  # fmt: skip
-        assert out == {"applied": 0, "unknown": [w.mem]}
+        assert out == {"applied": 0, "unknown": [w.mem], "clipped": []}
     got = server.result(w.a_admin.key, "squirrel/memories/get", {"memory_id": w.mem})
     assert got["metrics"]["use_count"] < 100
 

@@ -187,12 +187,39 @@ def test_usage_reports_count_once_and_only_for_memories_the_key_reaches(server, 
         {"memory_id": other["id"], "uses": 5},
     ]}  # fmt: skip
     out = server.result(org.backend_reader, "squirrel/usage/report", report)
-    assert out == {"applied": 1, "unknown": [other["id"]]}
+    assert out == {"applied": 1, "unknown": [other["id"]], "clipped": []}
     assert server.result(org.backend_reader, "squirrel/usage/report", report) == out
     metrics = server.result(org.a_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
     assert metrics["metrics"]["use_count"] == 2 and metrics["metrics"]["opportunities"] == 3
     got = server.result(org.b_admin, "squirrel/memories/get", {"memory_id": other["id"]})
     assert got["metrics"] is None
+
+
+def test_a_key_cannot_post_more_use_than_a_day_holds(server, org):
+    """A reader key posting a million uses of a memory (to make CR-Memory promote it) counts
+    the key's daily bound and no more, uses never above opportunities; a second report the same
+    day adds nothing; another key has its own bound."""
+    from reos_memory.team.memories import USAGE_DAILY_BOUND as bound
+
+    mem = add(server, org.backend_writer, f"Bounded use {uuid.uuid4().hex}")["memory"]
+
+    def report(key: str, **counts: int) -> dict[str, Any]:
+        return server.result(key, "squirrel/usage/report", {  # type: ignore[no-any-return]
+            "idempotency_key": f"usage-{uuid.uuid4().hex}",
+            "items": [{"memory_id": mem["id"], **counts}]})  # fmt: skip
+
+    out = report(org.backend_reader, opportunities=10, uses=1_000_000, regret_hits=1_000_000)
+    assert out["applied"] == 1 and out["clipped"] == [mem["id"]]
+    got = server.result(org.a_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
+    assert got["metrics"]["use_count"] == 10 and got["metrics"]["opportunities"] == 10
+    assert got["metrics"]["suspected_regret_hits"] == 10
+    report(org.backend_reader, opportunities=1_000_000, uses=1_000_000)
+    got = server.result(org.a_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
+    assert got["metrics"]["opportunities"] == bound and got["metrics"]["use_count"] == bound
+    assert report(org.backend_reader, opportunities=5, uses=5)["clipped"] == [mem["id"]]
+    report(org.backend_writer, opportunities=3, uses=3)  # another key: its own bound
+    got = server.result(org.a_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
+    assert got["metrics"]["use_count"] == bound + 3
 
 
 def test_a_share_is_proposed_by_a_reader_and_approved_by_a_writer_of_that_team(server, org):

@@ -161,6 +161,7 @@ class UsageParams(Params):
 class UsageResult(Struct, kw_only=True):
     applied: int
     unknown: list[str]  # ids the key cannot see (forgotten, or never its org's): not counted
+    clipped: list[str] = []  # ids whose counts went over the key's daily bound: counted up to it
 
 
 # -- episodes members send ------------------------------------------------------------------

@@ -63,6 +63,12 @@ class Who(msgspec.Struct, frozen=True):
     request_id: str
 
 
+# what one key's reports count of one memory in a day (opportunities, and uses among them):
+# a machine of a busy member injects a memory a few dozen times a day; a reader key posting a
+# million uses counts this much and no more
+USAGE_DAILY_BOUND = 500
+
+
 def require(who: Who, role: str, method: str) -> None:
     if RANK[who.role] < RANK[role]:
         raise Forbidden(method, role)
@@ -657,29 +663,42 @@ class TeamMemories:
 
     def report_usage(self, who: Who, method: str, p: tapi.UsageParams) -> tapi.UsageResult:
         """Add the counts a member's machine reports for team memories it injected (reader: using
-        memories is what every key does); ids the key cannot see are listed, not counted."""
+        memories is what every key does); ids the key cannot see are listed, not counted, and
+        what goes over the key's daily bound for a memory (USAGE_DAILY_BOUND; uses within
+        opportunities, regret hits within uses) is not counted either (`clipped`)."""
 
         def work(conn: psycopg.Connection) -> tapi.UsageResult:
             ids = list(dict.fromkeys(i.memory_id for i in p.items))
             seen = msql.get_many(conn, reach(who), ids)
             applied = 0
+            clipped: list[str] = []
+            msql.prune_usage_days(conn, who.org_id)
             for item in p.items:
                 if item.memory_id not in seen:
                     continue
+                wanted = (item.opportunities, item.uses, item.regret_hits)
+                got = msql.claim_usage(
+                    conn, who.org_id, who.key_id, item.memory_id, wanted, USAGE_DAILY_BOUND
+                )
+                if got != wanted:
+                    clipped.append(item.memory_id)
+                saved = item.regret_saved * (got[2] / wanted[2]) if wanted[2] else 0.0
                 msql.add_metrics(
                     conn,
                     who.org_id,
                     item.memory_id,
-                    opportunities=item.opportunities,
-                    uses=item.uses,
-                    regret_hits=item.regret_hits,
-                    regret_saved=item.regret_saved,
+                    opportunities=got[0],
+                    uses=got[1],
+                    regret_hits=got[2],
+                    regret_saved=saved,
                     last_used_at=_parse_time(item.last_used_at),
                 )
                 applied += 1
             if applied:
                 self.audit(conn, who, method, *[i for i in ids if i in seen])
-            return tapi.UsageResult(applied=applied, unknown=[i for i in ids if i not in seen])
+            return tapi.UsageResult(
+                applied=applied, unknown=[i for i in ids if i not in seen], clipped=clipped
+            )
 
         return self.once(who, method, p, p.idempotency_key, tapi.UsageResult, work)
 

@@ -433,6 +433,43 @@ def add_metrics(
     )
 
 
+def claim_usage(
+    conn: psycopg.Connection,
+    org_id: str,
+    key_id: str,
+    memory_id: str,
+    wanted: tuple[int, int, int],
+    bound: int,
+) -> tuple[int, int, int]:
+    """Of the (opportunities, uses, regret hits) key `key_id` reports for a memory, what fits
+    under today's `bound` for that key and memory (uses never above opportunities, hits never
+    above uses, all the day's reports counted); recorded, and returned."""
+    row = conn.execute(
+        "SELECT opportunities, uses, regret_hits FROM usage_daily WHERE org_id = %s"
+        " AND key_id = %s AND memory_id = %s AND day = current_date FOR UPDATE",
+        (org_id, key_id, memory_id),
+    ).fetchone()
+    had = (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
+    opp = max(0, min(wanted[0], bound - had[0]))
+    uses = max(0, min(wanted[1], had[0] + opp - had[1], bound - had[1]))
+    hits = max(0, min(wanted[2], had[1] + uses - had[2]))
+    conn.execute(
+        "INSERT INTO usage_daily (org_id, key_id, memory_id, day, opportunities, uses,"
+        " regret_hits) VALUES (%s, %s, %s, current_date, %s, %s, %s)"
+        " ON CONFLICT (org_id, key_id, memory_id, day) DO UPDATE SET"
+        " opportunities = usage_daily.opportunities + EXCLUDED.opportunities,"
+        " uses = usage_daily.uses + EXCLUDED.uses,"
+        " regret_hits = usage_daily.regret_hits + EXCLUDED.regret_hits",
+        (org_id, key_id, memory_id, opp, uses, hits),
+    )
+    return opp, uses, hits
+
+
+def prune_usage_days(conn: psycopg.Connection, org_id: str) -> None:
+    """Forget the org's daily usage records of days before yesterday."""
+    conn.execute("DELETE FROM usage_daily WHERE org_id = %s AND day < current_date - 1", (org_id,))
+
+
 # -- idempotency ------------------------------------------------------------------------------
 
 
