@@ -3,11 +3,9 @@ Claude Code runs it, the service it starts, and what is left running afterwards.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import select
 import shutil
 import signal
 import socket
@@ -257,6 +255,33 @@ def test_a_socket_path_too_long_for_af_unix_goes_to_a_short_private_dir(tmp_path
         shutil.rmtree(run, ignore_errors=True)
 
 
+# The other user's listener, in a process of its own (no fork of this threaded one): started
+# as root, it drops to the given user, listens at the path, says "ready", and prints what a
+# connection sent it, or "(nothing)" once its stdin closes.
+PLANTED = """
+import os, select, socket, sys
+os.setgroups([])
+os.setgid(int(sys.argv[2]))
+os.setuid(int(sys.argv[3]))
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o777)
+srv.listen(8)
+print("ready", flush=True)
+got = b""
+ready, _, _ = select.select([srv, sys.stdin], [], [], 60)
+if srv in ready:
+    conn, _ = srv.accept()
+    conn.settimeout(5)
+    try:
+        while chunk := conn.recv(65536):
+            got += chunk
+    except OSError:
+        pass
+print(got[:60000].decode(errors="replace") or "(nothing)", flush=True)
+"""
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user")
 def test_a_socket_another_user_planted_gets_no_prompt(tmp_path: Path) -> None:
     """Beside a database in a folder others can write, another user (nobody) listens on
@@ -273,49 +298,22 @@ def test_a_socket_another_user_planted_gets_no_prompt(tmp_path: Path) -> None:
     shared.chmod(0o777)
     p = Project(tmp_path, db=shared / "memory.db")
     sock_path = str(p.db) + ".hook.sock"
-    read, write = os.pipe()
-    ready_r, ready_w = os.pipe()
-    done_r, done_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the other user: listen where the service would, report what arrives
-        try:
-            os.close(read)
-            os.close(ready_r)
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            srv.bind(sock_path)
-            os.chmod(sock_path, 0o777)
-            srv.listen(8)
-            os.write(ready_w, b"1")
-            got = b""
-            # a connection, or the word that the hook is done
-            ready, _, _ = select.select([srv, done_r], [], [], 60)
-            if srv in ready:
-                with contextlib.suppress(OSError):
-                    conn, _ = srv.accept()
-                    conn.settimeout(5)
-                    while chunk := conn.recv(65536):
-                        got += chunk
-            os.write(write, got[:60000] or b"(nothing)")
-        finally:
-            os._exit(0)
-    os.close(write)
-    os.close(ready_w)
-    assert os.read(ready_r, 1) == b"1"
+    planted = subprocess.Popen(
+        [sys.executable, "-c", PLANTED, sock_path, str(nobody.pw_gid), str(nobody.pw_uid)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/",
+    )  # fmt: skip
     try:
+        assert planted.stdout is not None and planted.stdin is not None
+        assert planted.stdout.readline().strip() == "ready"
         assert _guard_in(p.hook("s1", prompt="can we deploy on Friday, secret plan 42"))
         assert "is not a socket of this user's" in p.log()
-        os.write(done_w, b"1")  # the planted listener has read nothing
-        out = b""
-        while chunk := os.read(read, 65536):
-            out += chunk
-        assert out == b"(nothing)", out
+        planted.stdin.close()  # the hook is done: the planted listener has read nothing
+        assert planted.stdout.read().strip() == "(nothing)"
         assert stat.S_IMODE(os.stat(str(p.db) + ".hook.log").st_mode) == 0o600
     finally:
-        os.waitpid(pid, 0)
-        os.close(read)
+        if planted.poll() is None:
+            planted.kill()
+        planted.wait(timeout=10)
         p.stop()
         shutil.rmtree(top, ignore_errors=True)
 

@@ -33,30 +33,32 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as 
 NOBODY = pwd.getpwnam("nobody")
 
 
+# The second user's side, in a process of its own (no fork of this threaded one): started as
+# root so that the interpreter and psycopg load wherever they are installed, then dropped to
+# `nobody` before it connects.
+AS_NOBODY = """
+import os, sys
+import psycopg, psycopg.conninfo, psycopg.errors
+os.setgroups([])
+os.setgid(int(sys.argv[2]))
+os.setuid(int(sys.argv[3]))
+try:
+    with psycopg.connect(sys.argv[1], connect_timeout=5) as conn:
+        conn.execute("SELECT 1")
+    print("connected")
+except BaseException as exc:
+    print(f"{type(exc).__name__}: {exc}")
+"""
+
+
 def as_nobody(url: str) -> str:
     """What happens when `nobody` connects to `url`: "connected" or the error's text."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: drop to nobody, try, report, leave without cleanup
-        os.close(read)
-        try:
-            os.setgroups([])
-            os.setgid(NOBODY.pw_gid)
-            os.setuid(NOBODY.pw_uid)
-            with psycopg.connect(url, connect_timeout=5) as conn:
-                conn.execute("SELECT 1")
-            said = "connected"
-        except BaseException as exc:  # (the child reports whatever happened)
-            said = f"{type(exc).__name__}: {exc}"
-        os.write(write, said.encode()[:4000])
-        os._exit(0)
-    os.close(write)
-    out = b""
-    while chunk := os.read(read, 4096):
-        out += chunk
-    os.close(read)
-    os.waitpid(pid, 0)
-    return out.decode()
+    done = subprocess.run(
+        [sys.executable, "-c", AS_NOBODY, url, str(NOBODY.pw_gid), str(NOBODY.pw_uid)],
+        capture_output=True, text=True, cwd="/", timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @pytest.fixture
