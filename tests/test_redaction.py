@@ -228,3 +228,15 @@ def test_fly_io_tokens_are_redacted():
     for said in (f"the deploy used {fly} as its token", f"Authorization: {fly}"):
         out = redact(said)
         assert body.decode()[:20] not in out and "[REDACTED:flyio_token]" in out, out
+
+
+def test_a_password_of_brackets_is_a_password_not_a_template():
+    """A quoted literal made mostly of brackets under a password name is redacted; templates,
+    masks and placeholders in brackets (they hold a name or words) stay."""
+    from reos_memory.squirrel.redaction.rules import redact
+
+    for said in ('password: "[[]]{}()<>[]x1"', 'password = "{{[[((<<>>))]]}}"'):
+        assert "[REDACTED:password]" in redact(said), said
+    for kept in ("password: [REDACTED]", "password: <your-password>", "password = {password}",
+                 "password: (none)"):  # fmt: skip
+        assert redact(kept) == kept

@@ -40,6 +40,8 @@ def is_placeholder(v: str) -> bool:
         return True
     if s[0] in "${" and _literal_despite_sigil(s):
         return False
+    if s[0] in "[{(<" and len(s) >= 8 and sum(c.isalpha() for c in s) <= 2 and " " not in s:
+        return False  # "[[]]{}()<>x1": a password of brackets (a template holds a name)
     if s[0] in "$%{<#!*&@[\\" or s.startswith(("(", "process.env", "os.environ")):
         return True
     low = s.lower()
