@@ -81,11 +81,12 @@ _ACCEPTANCE = re.compile(
     r"|work(?:s)?|succeeds?|compiles?|builds?|breaks?|(?:is|are|stays?) green|runs?)\b"
 )
 # work asked for now: "we need to update the changelog", "you have to rerun it"
+_TASK_LEAD = r"^(?:(?:ok(?:ay)?|so|and|also|now|then|next)\W+)*"  # ("ok so we need to ...")
 _TODO = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|and|also|now|then|next)\W+)*(?:we|you|i) (?:(?:still|also|first|then) )?"
+    _TASK_LEAD + r"(?:we|you|i) (?:(?:still|also|first|then) )?"
     r"(?:need to|have to|gotta|should|must|want to|will need to)\s+(?!not\b|never\b|always\b)\w+"
 )
-_PLEASE_DO = re.compile(r"^(?:(?:ok(?:ay)?|so|and|also|now|then|next)\W+)*please\s+\w+")
+_PLEASE_DO = re.compile(_TASK_LEAD + r"please\s+\w+")
 _CONTRAST = re.compile(r"\b(?:instead|rather than|not|never|only|no longer|don'?t|without)\b")
 # a norm meant to outlast the task it is said in
 _LASTING = re.compile(

@@ -211,9 +211,6 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
         text = e.get("text", "")
         origin = e.get("origin")
         serious = e.get("frustration") in ("moderate", "severe")
-        # a reason typed on rejecting a call decides: the call does not run, what it proposes
-        # instead is what the user chose
-        answer = _answer(events, i, decided=last_rejected is not None or origin == "rejection")
         said = []
         found = statements.explicit_statements(text)
         if serious:
@@ -243,8 +240,13 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
             revised = _revised_call(events, i) if about is None else None
             told = _instruction_ops(text, situation, about, revised, covered)
             stated = [x for x in stated if not any(_says_more(t[2], x) for t in told)]
-        for op, source, judge in stated + told:
-            draft.add(op, source, judge=judge, answer=answer)
+        if stated or told:  # (most messages have none: what followed them is not read)
+            # a reason typed on rejecting a call decides: the call does not run, what it
+            # proposes instead is what the user chose
+            decided = last_rejected is not None or origin == "rejection"
+            answer = _answer(events, i, decided=decided)
+            for op, source, judge in stated + told:
+                draft.add(op, source, judge=judge, answer=answer)
         last_rejected = None
         first = False
 
