@@ -14,6 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from email.message import Message
 from typing import Any
 
 import pytest
@@ -146,44 +147,39 @@ def test_another_orgs_key_sees_nothing_of_this_org(server, org, browser):
     assert "ops" not in page.locator("tbody").inner_text()
 
 
-def _post(server: Server, path: str, form: dict[str, str], headers: dict[str, str]) -> int:
-    req = urllib.request.Request(
-        f"{server.base}{path}", data=urllib.parse.urlencode(form).encode(),
-        headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
-    )  # fmt: skip
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 303 itself is the answer looked at
 
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None  # the 303 itself is the answer looked at
 
+def _send(
+    server: Server, path: str, headers: dict[str, str], form: dict[str, str] | None = None
+) -> tuple[int, Message]:
+    """(status, headers) of a GET of `path`, or a POST of `form`, redirects not followed."""
+    data = None if form is None else urllib.parse.urlencode(form).encode()
+    kind = {} if form is None else {"Content-Type": "application/x-www-form-urlencoded"}
+    req = urllib.request.Request(f"{server.base}{path}", data=data, headers={**kind, **headers})
     try:
-        with urllib.request.build_opener(NoRedirect).open(req, timeout=30) as resp:
-            return int(resp.status)
+        with urllib.request.build_opener(_NoRedirect).open(req, timeout=30) as resp:
+            return int(resp.status), resp.headers
     except urllib.error.HTTPError as exc:
-        return int(exc.code)
+        return int(exc.code), exc.headers
+
+
+def _post(server: Server, path: str, form: dict[str, str], headers: dict[str, str]) -> int:
+    return _send(server, path, headers, form)[0]
+
+
+def _get_status(server: Server, path: str, headers: dict[str, str]) -> int:
+    return _send(server, path, headers)[0]
 
 
 def _session(server: Server, key: str) -> tuple[dict[str, str], str]:
     """Sign in over HTTP as the page does: (the headers of the signed-in browser: its session
     cookie and this server's Origin, the CSRF token of its forms)."""
-    import hashlib
-    import hmac
-
-    req = urllib.request.Request(
-        f"{server.base}/signin", data=urllib.parse.urlencode({"key": key}).encode(),
-        headers={"Content-Type": "application/x-www-form-urlencoded", "Origin": server.base},
-    )  # fmt: skip
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    try:
-        urllib.request.build_opener(NoRedirect).open(req, timeout=30)
-        raise AssertionError("signing in did not redirect")
-    except urllib.error.HTTPError as exc:
-        assert exc.code == 303, exc.code
-        cookie = exc.headers["Set-Cookie"].split(";")[0]
+    status, headers = _send(server, "/signin", {"Origin": server.base}, {"key": key})
+    assert status == 303, status
+    cookie = headers["Set-Cookie"].split(";")[0]
     sid = cookie.partition("=")[2]
     csrf = hmac.new(sid.encode(), b"csrf", hashlib.sha256).hexdigest()
     return {"Cookie": cookie, "Origin": server.base}, csrf
@@ -465,20 +461,6 @@ def test_a_team_key_cannot_change_an_org_memory_from_the_ui(server, org):
         _post(server, f"/memories/{mid}/{action}", {"csrf": csrf}, headers)
     got = server.result(org.admin, "squirrel/memories/get", {"memory_id": mid})["memory"]
     assert got["status"] == "provisional" and got["version"] == 1
-
-
-def _get_status(server: Server, path: str, headers: dict[str, str]) -> int:
-    req = urllib.request.Request(f"{server.base}{path}", headers=headers)
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    try:
-        with urllib.request.build_opener(NoRedirect).open(req, timeout=30) as resp:
-            return int(resp.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
 
 
 def test_a_session_ends_at_sign_out_and_revocation_and_is_no_key(server, org, team_db):

@@ -97,7 +97,7 @@ class TeamHttp:
                 Route("/rpc", self.rpc, methods=["POST"]),
                 Route("/mcp", self.mcp),  # an ASGI app: the SDK answers each HTTP method
                 # the web UI: sign in with a key, the pages its role allows
-                *TeamUI(svc, self.verify, self._limit).routes(),
+                *TeamUI(svc, self.verify, self._limit, self._audit).routes(),
             ],
             lifespan=lambda app: self.mcp.running(),
         )

@@ -72,20 +72,30 @@ TEAM_SORTS = {"updated": "last changed", **{k: v for k, v in SORTS.items() if k 
 
 Verify = Callable[[Request, str], Awaitable["VerifiedKey | Response"]]
 Limit = Callable[[VerifiedKey, int], "Response | None"]
+# an attempt into its org's audit log: (org, key, team, method, request id, detail ...)
+Audit = Callable[..., Awaitable[None]]
 
 
 class TeamUI(Renderer):
     """The UI routes of one team server process. `verify` checks a presented key as /rpc does
     (the same limit on failed attempts per address: a flood of bad keys never reaches the
-    database); `limit` spends one request of the key's rate per page."""
+    database); `limit` spends one request of the key's rate per page; `audit_attempt` writes
+    a sign-in to the org's audit log as /rpc writes its refused attempts."""
 
     def __init__(
-        self, svc: TeamService, verify: Verify, limit: Limit, *, title: str = "reos-memory team"
+        self,
+        svc: TeamService,
+        verify: Verify,
+        limit: Limit,
+        audit_attempt: Audit,
+        *,
+        title: str = "reos-memory team",
     ) -> None:
         super().__init__(title)
         self.svc = svc
         self.verify = verify
         self.limit = limit
+        self.audit_attempt = audit_attempt
         self.sessions: Sessions[str] = Sessions()  # session id -> the key it signed in with
 
     # -- who is signed in ---------------------------------------------------------------------
@@ -176,9 +186,9 @@ class TeamUI(Renderer):
         self.sessions.end(request.cookies.get(cookie_name(request)))  # (one signed in before)
         sid = self.sessions.begin(str(form.get("key", "")).strip())
         address = request.client.host if request.client else "unknown"
-        await run_in_threadpool(
-            self.svc.audit_attempt, got.org_id, got.key_id, got.team_id, "team/ui/signin",
-            f"ui-{uuid.uuid4().hex[:16]}", address=address,
+        await self.audit_attempt(
+            got.org_id, got.key_id, got.team_id, "team/ui/signin", f"ui-{uuid.uuid4().hex[:16]}",
+            address=address,
         )  # fmt: skip
         out = RedirectResponse("/memories", status_code=303)
         out.set_cookie(

@@ -50,13 +50,14 @@ class Sessions(Generic[T]):
         """What the live session `sid` grants; None for an unknown, ended or expired one."""
         if not sid:
             return None
+        h = _digest(sid)
         with self._mutex:
-            found = self._by_hash.get(_digest(sid))
+            found = self._by_hash.get(h)
             if found is None:
                 return None
             grant, ends = found
             if self.clock() >= ends:
-                del self._by_hash[_digest(sid)]
+                del self._by_hash[h]
                 return None
             return grant
 
@@ -65,14 +66,6 @@ class Sessions(Generic[T]):
         if sid:
             with self._mutex:
                 self._by_hash.pop(_digest(sid), None)
-
-    def end_where(self, ends: Callable[[T], bool]) -> int:
-        """End every session whose grant `ends` says should end; how many were."""
-        with self._mutex:
-            gone = [h for h, (grant, _) in self._by_hash.items() if ends(grant)]
-            for h in gone:
-                del self._by_hash[h]
-        return len(gone)
 
 
 def _digest(sid: str) -> bytes:
