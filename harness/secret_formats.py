@@ -229,6 +229,7 @@ KINDS: list[Kind] = [
         cat("django-insecure-", r(string.ascii_lowercase + string.digits + "!@#%^&*(-_=+)", 50)),
         "DJANGO_SECRET_KEY",
     ),
+    Kind("salesforce", cat("00D", r(ALNUM, 12), "!", r(ALNUM + "._", 96)), "SF_ACCESS_TOKEN"),
 ]
 
 # Formats without a prefix: a secret only by the name around it (mostly hex or base64 bodies).
@@ -377,11 +378,14 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         ("kwarg_password", lambda v: f'conn = psycopg.connect(host="db", password="{v}")'),
         ("netrc", lambda v: f"machine api.corp.io login ci password {v}"),
         ("npmrc", lambda v: f"//registry.npmjs.org/:_authToken={v}"),
+        ("env_bracket_password", lambda v: f"cat .env\nDB_PASSWORD={v}\nDEBUG=false"),
     ]
     out = []
     for name, fmt in shapes:
         if name == "azure_sas":
             v = r(B64, 43)(rng) + "%3D"
+        elif name == "env_bracket_password":
+            v = cat(r("[]{}()<>", 9), r(string.digits, 2))(rng)
         elif name in ("api_token_header", "npmrc"):
             v = r(ALNUM, 32)(rng)
         else:
@@ -526,4 +530,10 @@ LOOKALIKES: list[tuple[str, str]] = [
         "onnx model all-MiniLM-L6-v2 at ~/.cache/reos/models/all-MiniLM-L6-v2-onnx-fp32",
         "~/.cache/reos/models/all-MiniLM-L6-v2-onnx-fp32",
     ),
+    ("API_KEY=os.environ[OPENAI_KEY_NAME]", "API_KEY=os.environ[OPENAI_KEY_NAME]"),
+    (
+        "DB_PASSWORD=settings().get(db_password_name)",
+        "DB_PASSWORD=settings().get(db_password_name)",
+    ),
+    ("salesforce org 00D5e000000AbCdEAA is the sandbox!", "00D5e000000AbCdEAA"),
 ]

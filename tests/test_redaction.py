@@ -240,3 +240,43 @@ def test_a_password_of_brackets_is_a_password_not_a_template():
     for kept in ("password: [REDACTED]", "password: <your-password>", "password = {password}",
                  "password: (none)"):  # fmt: skip
         assert redact(kept) == kept
+
+
+def test_an_unquoted_env_value_of_brackets_is_a_password_and_code_stays():
+    """In a .env or shell line the value runs to the next blank, whatever it opens with; a
+    call or a subscript that closes before the blank is code."""
+    from reos_memory.squirrel.redaction.rules import redact
+
+    for said in (
+        "DB_PASSWORD=[[]]{}()<>x1",
+        "DB_PASSWORD=x[[]]{}[]()7",
+        "export PGPASSWORD=(a]{7}<>[9",
+    ):
+        assert redact(said).endswith("[REDACTED:password]"), said
+    for kept in (
+        'API_KEY=os.environ["OPENAI_API_KEY"]',
+        'SECRET_KEY=config().get("secret")',
+        "DB_PASSWORD=getpass()",
+        "DB_PASSWORD=[]",
+        "DB_PASSWORD=${DB_PASS}",
+        "export GH_TOKEN=$(gh auth token)",
+    ):
+        assert redact(kept) == kept, kept
+
+
+def test_a_token_longer_than_its_format_is_redacted_to_its_end():
+    from reos_memory.squirrel.redaction.rules import redact
+
+    body = "1Ab2Cd3Ef4Gh5Ij6Kl7Mn8Op9Qr0St1Uv2Wx3Yz4Ab5Cd6Ef7Gh"  # 50: the format says 43
+    out = redact(f"the app secret sq0csp-{body} is old")
+    assert out == "the app secret [REDACTED:square_token] is old"
+
+
+def test_a_salesforce_session_id_is_redacted_whole_and_an_org_id_stays():
+    from reos_memory.squirrel.redaction.rules import redact
+
+    body = "ARsAQHkT.qRw7fJ4k1Lz9mN2pX5vB8cY3dG6hK0sW_tU4eA7iO1rP9lM3nQ2xZ5yV8bC6jF0gD"
+    out = redact(f"sf login: 00DE0000000abcd!{body}")
+    assert out == "sf login: [REDACTED:salesforce_token]"
+    kept = "org 00D5e000000AbCdEAA is the sandbox!"
+    assert redact(kept) == kept

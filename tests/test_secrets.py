@@ -84,6 +84,14 @@ def test_a_key_split_over_two_messages_is_found_across_their_seam():
     assert out[2] == "thanks"
 
 
+def test_the_seam_does_not_join_an_id_and_the_word_that_opens_the_next_event():
+    texts = [
+        "request_id req_011CY15QS2LGwAeBxdfa6e1V",
+        "message msg_01MKH1ccEGrZGNPvu8pYiiQa arrived",
+    ]
+    assert redact_events(texts) == texts
+
+
 def test_the_seam_does_not_join_ordinary_messages():
     out = redact_events(["see the file", "README.md and docs/setup_guide_for_contributors.md"])
     assert out == ["see the file", "README.md and docs/setup_guide_for_contributors.md"]

@@ -59,6 +59,11 @@ _PATH_RE = re.compile(
     r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:\\[\w.\-\\ ]+|(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z0-9]{1,5}"
 )
 _TYPE_CALL_CHARS = frozenset("([")
+# the arguments or subscripts that follow a name in code, closed before a blank or the line's
+# end: ("X"), ["KEY"], ().get("a"); not the rest of x[[]]{}()x1, a password
+_CALL_RE = re.compile(
+    r"(?:\([^()\n]*\)|\[[^\[\]\n]*\])(?:\.?[\w.]*(?:\([^()\n]*\)|\[[^\[\]\n]*\]))*(?![^\s,;)\]}])"
+)
 
 
 def scan_named(text: str, b: bytes, spans: list[Span]) -> bool:
@@ -148,9 +153,15 @@ def _named_at(
         return False
     group = m.lastgroup  # the value groups close last, so this names the one that matched
     if group not in ("eqv", "qv", "bare"):
-        _auth_tuple_at(text, m, info, spans)
-        return True
-    vs, ve = m.span(group)
+        if _env_line(text, m, name, _line_prefix(text, start), _starts_line(text, start)):
+            # DB_PASSWORD=[[]]{}()x1: a .env value may open with a bracket
+            vs = ve = m.end()
+            group = "bare"
+        else:
+            _auth_tuple_at(text, m, info, spans)
+            return True
+    else:
+        vs, ve = m.span(group)
     quoted = group != "bare"
     while not quoted and ve > vs and text[ve - 1] == ",":
         ve -= 1  # "token=abc, next" - the comma ends the value
@@ -245,30 +256,41 @@ def _judge_value(
     quoted: bool,
 ) -> int | None:
     """End of the secret value at [vs, ve) after `name`, or None when it is not a literal secret."""
-    value = text[vs:ve]
     sep = m.group("sep")
+    env = False
+    code_ref = False
+    line_start = False
+    if not quoted:
+        expr = text[vs:ve].lstrip("-+~!")  # -dist.log_prob(x) is an expression too
+        code_ref = DOTTED_RE.fullmatch(expr) is not None or IDENT_RE.fullmatch(expr) is not None
+        if code_ref and _ends_call(text, ve) and _CALL_RE.match(text, ve):
+            return None  # getpass(), os.environ["X"], env("X"), boto3.Session()
+        line_pre = _line_prefix(text, start)
+        line_start = _LINE_START_RE.fullmatch(line_pre) is not None
+        env = _env_line(text, m, name, line_pre, line_start)
+        if env:
+            # A shell or .env value runs to the next blank whatever characters it holds.
+            stop = min(len(text), vs + 4096)
+            while ve < stop and not text[ve].isspace():
+                ve += 1
+    value = text[vs:ve]
     if is_placeholder(value):
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"
     if ("/" in value or "\\" in value) and _PATH_RE.fullmatch(value) and randomness(value) < 0.15:
         return None  # GOOGLE_APPLICATION_CREDENTIALS=/path/to/sa.json names a file
-    if not quoted:
-        expr = value.lstrip("-+~!")  # -dist.log_prob(x) is an expression too
-        code_ref = DOTTED_RE.fullmatch(expr) is not None or IDENT_RE.fullmatch(expr) is not None
-        if code_ref and _ends_call(text, ve):
-            return None  # getpass(), os.environ["X"], env("X"), boto3.Session()
-        line_pre = _line_prefix(text, start)
-        line_start = _LINE_START_RE.fullmatch(line_pre) is not None
-        if _env_line(text, m, name, line_pre, line_start):
-            # A shell or .env value runs to the next blank whatever characters it holds.
-            stop = min(len(text), vs + 4096)
-            while ve < stop and not text[ve].isspace():
-                ve += 1
-            value = text[vs:ve]
-        elif _not_literal(text, m, name, info, value, ve, code_ref, line_start):
-            return None
+    if (
+        not quoted
+        and not env
+        and _not_literal(text, m, name, info, value, ve, code_ref, line_start)
+    ):
+        return None
     return ve if fits_tier(info, value) else None
+
+
+def _starts_line(text: str, start: int) -> bool:
+    return _LINE_START_RE.fullmatch(_line_prefix(text, start)) is not None
 
 
 def _env_line(text: str, m: re.Match[str], name: str, line_pre: str, line_start: bool) -> bool:

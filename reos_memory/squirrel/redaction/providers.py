@@ -206,7 +206,10 @@ def _literal_at(text: str, pos: int, end: int, out: list[tuple[int, int, str]]) 
     tok = m.group()
     kind = _kind_of(tok, first[1])
     if kind is not None and not (kind in _NEEDS_RANDOM and not _random_body(_alnum(tok))):
-        out.append((pos, m.end(), kind))
+        stop = m.end()
+        while stop < end and text[stop] in _BOUNDARY:
+            stop += 1  # a token longer than its format says: its tail is the secret too
+        out.append((pos, stop, kind))
 
 
 def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]:

@@ -34,6 +34,8 @@ NAMED_KINDS = frozenset(
     {"password", "env_secret", "bearer", "basic_auth", "aws_secret_key", "dense_secret_words"}
 )
 _TOKEN_RE = re.compile(r"[^\s\"'`<>]+(?<!:)")
+# a word, not half of a random string (which holds digits or both cases all but by chance)
+_WORD_RE = re.compile(r"[A-Z]?[a-z]{4,}")
 
 
 class SecretScope:
@@ -76,6 +78,8 @@ class SecretScope:
             parts = (joined[s : len(tail)], joined[len(tail) : e])
             if not all(_TOKEN_RE.fullmatch(p) for p in parts):
                 continue
+            if any(_WORD_RE.fullmatch(p) for p in parts):
+                continue  # an id, then "message" at the start of the next event: two things
             with self._lock:
                 for part in parts:
                     if len(part) >= MIN_VALUE and len(self.values) < MAX_VALUES:

@@ -73,8 +73,14 @@ _ANCHOR_RES = (
         re.compile(r"Signature=(?P<v>[A-Za-z0-9%+/=_\-]{16,1000})"),
     ),
     (b"django-insecure-", "django_secret", re.compile(r"(?P<v>django-insecure-[^\s'\"`]{30,80})")),
+    # a Salesforce session id: the org id, "!", and a body that "." cuts into short runs
+    (
+        b"00D",
+        "salesforce_token",
+        re.compile(r"(?<![A-Za-z0-9])(?P<v>00D[A-Za-z0-9]{12,15}![A-Za-z0-9_.]{40,400})"),
+    ),
 )
-_ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-")
+_ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-|00D[A-Za-z0-9]{12,15}!")
 
 
 def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
