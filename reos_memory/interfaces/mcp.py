@@ -55,7 +55,9 @@ INSTRUCTIONS = (
     " documents stored by other agents)."
 )
 
-TOOLS = Registry()  # the MCP tools: name -> arguments Struct and function, as for JSON-RPC
+TOOLS: Registry[Env] = (
+    Registry()
+)  # the MCP tools: name -> arguments Struct and function, as for JSON-RPC
 tool = TOOLS.method
 READ_ONLY = {"search_memory", "search_blocks", "related_blocks"}
 DESTRUCTIVE = {"forget"}

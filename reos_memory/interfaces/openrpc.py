@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from reos_memory.errors import ReosError
-from reos_memory.interfaces.registry import Registry, clean_descriptions
+from reos_memory.interfaces.registry import MethodTable, clean_descriptions
 
 _REF = "#/components/schemas/{name}"
 # Types whose short name is taken twice are published by their qualified name; those names were
@@ -45,7 +45,7 @@ def _published_refs(node: Any) -> Any:
 
 
 def build_document(
-    registry: Registry,
+    registry: MethodTable,
     *,
     info: dict[str, Any],
     meanings: Mapping[int, str],

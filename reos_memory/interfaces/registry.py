@@ -6,7 +6,7 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 import msgspec.inspect as mi
@@ -39,37 +39,62 @@ class MethodSpec:
     field_names: tuple[str, ...] = ()
 
 
-class Registry:
-    """Name -> method. Registering a name twice is a programming error and raises."""
+C = TypeVar("C")  # what a handler gets besides its params: a request's context, an MCP env
+P = TypeVar("P", bound=msgspec.Struct)
+R = TypeVar("R")
+
+
+class MethodTable:
+    """Name -> method. Registering a name twice is a programming error and raises. Handlers are
+    registered through a typed decorator (`Registry.method`, the team server's `method`)."""
 
     def __init__(self) -> None:
         self.methods: dict[str, MethodSpec] = {}
+
+    def add(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        *,
+        params: type[msgspec.Struct],
+        result: Any,
+        kind: Kind,
+        errors: list[type[ReosError]] | None,
+    ) -> None:
+        """Register `fn` under `name`."""
+        if name in self.methods:
+            raise ValueError(f"method {name!r} is registered twice")
+        doc = inspect.cleandoc(fn.__doc__ or "")
+        summary, _, rest = doc.partition("\n")
+        self.methods[name] = MethodSpec(
+            name=name,
+            handler=fn,
+            params=params,
+            result=result,
+            kind=kind,
+            summary=summary.strip(),
+            description=" ".join(line.strip() for line in rest.splitlines()).strip(),
+            errors=list(errors or []),
+            field_names=tuple(f.name for f in msgspec.structs.fields(params)),
+        )
+
+
+class Registry(MethodTable, Generic[C]):
+    """Methods whose handlers take (context, params): a handler whose params type is not the
+    Struct declared for it, or whose first argument is not this registry's context, fails mypy
+    at its decorator."""
 
     def method(
         self,
         name: str,
         *,
-        params: type[msgspec.Struct],
-        result: Any,
+        params: type[P],
+        result: type[R],
         kind: Kind = "read",
         errors: list[type[ReosError]] | None = None,
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            if name in self.methods:
-                raise ValueError(f"method {name!r} is registered twice")
-            doc = inspect.cleandoc(fn.__doc__ or "")
-            summary, _, rest = doc.partition("\n")
-            self.methods[name] = MethodSpec(
-                name=name,
-                handler=fn,
-                params=params,
-                result=result,
-                kind=kind,
-                summary=summary.strip(),
-                description=" ".join(line.strip() for line in rest.splitlines()).strip(),
-                errors=list(errors or []),
-                field_names=tuple(f.name for f in msgspec.structs.fields(params)),
-            )
+    ) -> Callable[[Callable[[C, P], R]], Callable[[C, P], R]]:
+        def register(fn: Callable[[C, P], R]) -> Callable[[C, P], R]:
+            self.add(name, fn, params=params, result=result, kind=kind, errors=errors)
             return fn
 
         return register

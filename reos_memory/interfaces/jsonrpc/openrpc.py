@@ -9,16 +9,16 @@ from reos_memory import __version__
 from reos_memory.errors import PayloadTooLarge
 from reos_memory.interfaces.jsonrpc.errors import ERROR_TABLE
 from reos_memory.interfaces.openrpc import as_text, build_document, plain
-from reos_memory.interfaces.registry import Registry
+from reos_memory.interfaces.registry import MethodTable
 
 
-def render(registry: Registry) -> str:
+def render(registry: MethodTable) -> str:
     """The document as the text committed at rpc_schema/openrpc.json."""
     return as_text(openrpc_document(registry))
 
 
 @cache
-def openrpc_document(registry: Registry) -> dict[str, Any]:
+def openrpc_document(registry: MethodTable) -> dict[str, Any]:
     """The document, built once per registry; any read may answer PayloadTooLarge when its
     result is over max_result_bytes."""
     info = {

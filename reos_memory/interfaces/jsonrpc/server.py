@@ -20,7 +20,7 @@ import msgspec
 from reos_memory import errors as derr
 from reos_memory.interfaces.jsonrpc import errors as codes
 from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter, Malformed, Oversized
-from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
+from reos_memory.interfaces.registry import MethodSpec, MethodTable, convert_params
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
@@ -114,7 +114,7 @@ class Server:
     def __init__(
         self,
         app: Services,
-        registry: Registry,
+        registry: MethodTable,
         reader: FrameReader,
         writer: FrameWriter,
         log: Any,

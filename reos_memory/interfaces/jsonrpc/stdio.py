@@ -11,7 +11,7 @@ from typing import Any
 from reos_memory.config import Config
 from reos_memory.interfaces import stdio_process
 from reos_memory.interfaces.jsonrpc.methods import load_all
-from reos_memory.interfaces.registry import Registry
+from reos_memory.interfaces.registry import MethodTable
 
 
 def run_jsonrpc(config: Config, open_app: Callable[[Any], Any]) -> int:
@@ -33,7 +33,7 @@ def run_jsonrpc(config: Config, open_app: Callable[[Any], Any]) -> int:
 def _serve(
     config: Config,
     app: Any,
-    registry: Registry,
+    registry: MethodTable,
     stdio: stdio_process.Stdio,
     log: Any,
     stopped: dict[str, Any],

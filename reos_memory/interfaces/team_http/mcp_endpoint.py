@@ -34,10 +34,10 @@ from starlette.types import Receive, Scope, Send
 
 from reos_memory import __version__
 from reos_memory.errors import ReosError
-from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params, input_schemas
+from reos_memory.interfaces.registry import MethodSpec, convert_params, input_schemas
 from reos_memory.interfaces.team_http import memory_methods as mm
 from reos_memory.interfaces.team_http import team_methods as tm
-from reos_memory.interfaces.team_http.registry import NoParams
+from reos_memory.interfaces.team_http.registry import NoParams, TeamRegistry
 from reos_memory.models import Ident, MemoryKind, MemoryScope
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
@@ -54,7 +54,7 @@ INSTRUCTIONS = (
     " deprecate_memory and forget change. whoami says which org, team and role your key has."
 )
 
-TOOLS = Registry()  # tool name -> arguments Struct and function(svc, caller, args)
+TOOLS = TeamRegistry()  # tool name -> arguments Struct and function(svc, caller, args)
 tool = TOOLS.method
 DESTRUCTIVE = {"forget"}
 # the service refuses it ("the team server has no files"); the schema does not offer it

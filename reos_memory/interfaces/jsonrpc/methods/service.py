@@ -49,7 +49,7 @@ def discover(ctx: RequestContext, p: t.NoParams) -> dict[str, Any]:
     return openrpc_document(REGISTRY)
 
 
-@method("$/cancelRequest", params=t.CancelParams, result=None, kind="inline")
+@method("$/cancelRequest", params=t.CancelParams, result=type(None), kind="inline")
 def cancel(ctx: RequestContext, p: t.CancelParams) -> None:
     """Ask the server to stop the request with this id; it answers -32008 and writes nothing."""
     ctx.server.cancel(p.id)
