@@ -175,10 +175,16 @@ def convert_params(spec: MethodSpec, params: Any) -> msgspec.Struct:
                 f" ({', '.join(spec.field_names)}), got {len(params)}",
             )
         params = dict(zip(spec.field_names, params, strict=False))
+    return parse(spec.params, params)
+
+
+def parse(params_type: type[P], raw: dict[str, Any]) -> P:
+    """`raw` (JSON-like, as a client or a form sent it) as `params_type`, or InvalidInput naming
+    the field and the rule."""
     try:
-        return msgspec.convert(params, spec.params, strict=True)
+        return msgspec.convert(raw, params_type, strict=True)
     except msgspec.ValidationError as exc:
-        raise _explain(spec.params, str(exc)) from None
+        raise _explain(params_type, str(exc)) from None
 
 
 def _explain(struct: type, message: str) -> InvalidInput:

@@ -15,6 +15,7 @@ from reos_memory.errors import Conflict, InvalidInput, NotFound
 from reos_memory.store.team import members as member_store
 from reos_memory.store.team import tenancy
 from reos_memory.team import keys
+from reos_memory.team.actions import Action
 
 Org = tenancy.Org
 Team = tenancy.Team
@@ -63,7 +64,7 @@ def audit(
     conn: psycopg.Connection,
     actor: Actor,
     org_id: str,
-    method: str,
+    method: Action,
     *ids: str,
     team_id: str | None = None,
     detail: dict[str, Any] | None = None,
@@ -127,7 +128,7 @@ def create_key(
     name: str = "",
     expires_days: float | None = None,
     member: str | None = None,
-    method: str = "team/admin/create-key",
+    method: Action = "team/admin/create-key",
     maker: tenancy.ApiKeyRow | None = None,
 ) -> tuple[keys.NewKey, KeyInfo]:
     """A new key of `org` (and `team`, a name or id of that org) with `role`, belonging to

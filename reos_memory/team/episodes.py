@@ -22,6 +22,7 @@ from reos_memory.squirrel.ingest.episodes import Limits, compress_episode, prefi
 from reos_memory.squirrel.writer import rules
 from reos_memory.squirrel.writer.schema import WriterOp
 from reos_memory.store.team import memories as msql
+from reos_memory.team.actions import Action
 from reos_memory.team.memories import (
     TeamMemories,
     Who,
@@ -64,10 +65,9 @@ class TeamEpisodes:
             raise NotFound("episode", episode_id, field="episode_id")
         return api.EpisodeGetResult(episode=_episode(who, row))
 
-    def ingest(
-        self, who: Who, method: str, p: tapi.IngestEpisodeParams
-    ) -> tapi.IngestEpisodeResult:
+    def ingest(self, who: Who, p: tapi.IngestEpisodeParams) -> tapi.IngestEpisodeResult:
         """Learn one episode into the memories of the key's team (or the team/org named)."""
+        method: Action = "squirrel/ingest_episode"
         require(who, "writer", method)
         events, stats = compress_episode(p.events, now_iso())
         verdict = prefilter(events, stats, self.limits)
@@ -134,7 +134,7 @@ class TeamEpisodes:
         self,
         conn: psycopg.Connection,
         who: Who,
-        method: str,
+        method: Action,
         team_id: str | None,
         project_id: str,
         op: WriterOp,

@@ -20,6 +20,7 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel.memory.cr_memory import MAX_LISTED, decide
 from reos_memory.squirrel.memory.feedback import judge
 from reos_memory.store.team import memories as msql
+from reos_memory.team.actions import Action
 from reos_memory.team.memories import TeamMemories, Who, no_root, reach, require, writable
 
 _CHANGEABLE = ("status", "tier", "expires_at")
@@ -29,9 +30,10 @@ class TeamLearning:
     def __init__(self, memories: TeamMemories) -> None:
         self.memories = memories
 
-    def feedback(self, who: Who, method: str, p: api.FeedbackParams) -> api.FeedbackResult:
+    def feedback(self, who: Who, p: api.FeedbackParams) -> api.FeedbackResult:
         """Judge a context the server gave by its task's outcome, once: fewer errors or retries
         than the project's average give each memory in it a regret hit."""
+        method: Action = "squirrel/feedback"
         regret = self.memories.policy.regret
         with self.memories.tenant(who) as conn:
             ctx = msql.context_for_feedback(conn, reach(who), p.context_id)
@@ -71,9 +73,10 @@ class TeamLearning:
             self.memories.audit(conn, who, method, p.context_id)
         return api.FeedbackResult(**out)
 
-    def cr_memory(self, who: Who, method: str, p: api.CrMemoryParams) -> api.CrMemoryResult:
+    def cr_memory(self, who: Who, p: api.CrMemoryParams) -> api.CrMemoryResult:
         """Evaluate every live memory the key reaches (of one project, or all) and, unless a
         dry run, apply the decisions (writer; a dry run is open to readers)."""
+        method: Action = "squirrel/cr_memory/run"
         no_root(p.project_root)
         if not p.dry_run:
             require(who, "writer", method)
@@ -103,7 +106,7 @@ class TeamLearning:
         self,
         conn: psycopg.Connection,
         who: Who,
-        method: str,
+        method: Action,
         rows: list[dict[str, Any]],
         decisions: list[dict[str, Any]],
     ) -> None:

@@ -17,6 +17,7 @@ import psycopg
 from reos_memory.errors import Conflict, InvalidInput, NotFound
 from reos_memory.store.team import members as store
 from reos_memory.store.team import tenancy
+from reos_memory.team.actions import Action
 from reos_memory.team.admin import Actor, audit, valid_name
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -61,7 +62,7 @@ def add_member(
     conn: psycopg.Connection,
     actor: Actor,
     org_id: str,
-    method: str,
+    method: Action,
     *,
     name: str,
     team: str | None = None,
@@ -95,7 +96,7 @@ def remove_member(
     conn: psycopg.Connection,
     actor: Actor,
     org_id: str,
-    method: str,
+    method: Action,
     name_or_id: str,
     *,
     reach: str | None = None,

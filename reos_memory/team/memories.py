@@ -36,6 +36,7 @@ from reos_memory.store.team import connection as pg
 from reos_memory.store.team import memories as msql
 from reos_memory.store.team import shares as ssql
 from reos_memory.store.team import tenancy
+from reos_memory.team.actions import Action
 
 T = TypeVar("T")
 RANK = {"reader": 0, "writer": 1, "admin": 2}
@@ -69,7 +70,7 @@ class Who(msgspec.Struct, frozen=True):
 USAGE_DAILY_BOUND = 500
 
 
-def require(who: Who, role: str, method: str) -> None:
+def require(who: Who, role: str, method: Action) -> None:
     if RANK[who.role] < RANK[role]:
         raise Forbidden(method, role)
 
@@ -85,7 +86,7 @@ def writable(who: Who, row: dict[str, Any]) -> bool:
     return who.team_id is None or row["team_id"] == who.team_id
 
 
-def check_writable(who: Who, row: dict[str, Any], method: str) -> None:
+def check_writable(who: Who, row: dict[str, Any], method: Action) -> None:
     if not writable(who, row):
         raise Forbidden(
             method,
@@ -317,7 +318,7 @@ class TeamMemories:
     def once(
         self,
         who: Who,
-        method: str,
+        method: Action,
         params: msgspec.Struct,
         idem_key: str | None,
         result_type: type[T],
@@ -353,8 +354,9 @@ class TeamMemories:
 
     # -- writes ----------------------------------------------------------------------------
 
-    def add(self, who: Who, method: str, p: tapi.TeamMemoryAddParams) -> tapi.TeamMemoryResult:
+    def add(self, who: Who, p: tapi.TeamMemoryAddParams) -> tapi.TeamMemoryResult:
         """A new team or org memory (writer)."""
+        method: Action = "squirrel/memories/add"
         require(who, "writer", method)
         no_root(p.project_root)
         new = self.new_memory(
@@ -408,7 +410,7 @@ class TeamMemories:
         self,
         conn: psycopg.Connection,
         who: Who,
-        method: str,
+        method: Action,
         team_id: str | None,
         new: NewMemory,
     ) -> tapi.TeamMemoryResult:
@@ -448,11 +450,10 @@ class TeamMemories:
         self.audit(conn, who, method, row["id"], team_id=team_id)
         return tapi.TeamMemoryResult(memory=to_memory(row))
 
-    def update(
-        self, who: Who, method: str, p: tapi.TeamMemoryUpdateParams
-    ) -> tapi.TeamMemoryResult:
+    def update(self, who: Who, p: tapi.TeamMemoryUpdateParams) -> tapi.TeamMemoryResult:
         """A new version of a memory the key reaches (writer). Without `expected_version` the
         later write wins; with it, a memory changed meanwhile is a conflict."""
+        method: Action = "squirrel/memories/update"
         require(who, "writer", method)
         changes: dict[str, Any] = {}
         for name in ("kind", "tier", "key", "status", "confidence", "polarity"):
@@ -498,8 +499,9 @@ class TeamMemories:
 
         return self.once(who, method, p, p.idempotency_key, tapi.TeamMemoryResult, work)
 
-    def deprecate(self, who: Who, method: str, p: tapi.TeamMemoryIdParams) -> tapi.TeamMemoryResult:
+    def deprecate(self, who: Who, p: tapi.TeamMemoryIdParams) -> tapi.TeamMemoryResult:
         """Mark a memory deprecated (writer): a new version, so the change reaches every cache."""
+        method: Action = "squirrel/memories/deprecate"
         require(who, "writer", method)
 
         def work(conn: psycopg.Connection) -> tapi.TeamMemoryResult:
@@ -523,9 +525,10 @@ class TeamMemories:
         """A new version of a memory the caller locked, with `changes` (text unchanged)."""
         return self._new_version(conn, who, changes, None, row)
 
-    def forget(self, who: Who, method: str, p: tapi.TeamMemoryIdParams) -> tapi.TeamForgetResult:
+    def forget(self, who: Who, p: tapi.TeamMemoryIdParams) -> tapi.TeamForgetResult:
         """Delete a memory with its history and metrics (writer); caches drop it on their next
         pull. Forgetting one already gone (of this reach) is not an error: forgotten is False."""
+        method: Action = "squirrel/memories/forget"
         require(who, "writer", method)
 
         def work(conn: psycopg.Connection) -> tapi.TeamForgetResult:
@@ -661,11 +664,12 @@ class TeamMemories:
         ]
         return tapi.PullResult(changes=changes, next_seq=next_seq, more=more, next_mark=mark)
 
-    def report_usage(self, who: Who, method: str, p: tapi.UsageParams) -> tapi.UsageResult:
+    def report_usage(self, who: Who, p: tapi.UsageParams) -> tapi.UsageResult:
         """Add the counts a member's machine reports for team memories it injected (reader: using
         memories is what every key does); ids the key cannot see are listed, not counted, and
         what goes over the key's daily bound for a memory (USAGE_DAILY_BOUND; uses within
         opportunities, regret hits within uses) is not counted either (`clipped`)."""
+        method: Action = "squirrel/usage/report"
 
         def work(conn: psycopg.Connection) -> tapi.UsageResult:
             ids = list(dict.fromkeys(i.memory_id for i in p.items))
@@ -723,7 +727,7 @@ class TeamMemories:
         return normalize_prefix(path_prefix)
 
     def _locked(
-        self, conn: psycopg.Connection, who: Who, memory_id: str, method: str
+        self, conn: psycopg.Connection, who: Who, memory_id: str, method: Action
     ) -> dict[str, Any]:
         """The memory, locked, when the key reaches it (else not found) and may change it."""
         row = msql.get(conn, reach(who), memory_id, lock=True)
@@ -776,7 +780,7 @@ class TeamMemories:
         self,
         conn: psycopg.Connection,
         who: Who,
-        method: str,
+        method: Action,
         *ids: str,
         team_id: str | None = CALLERS_TEAM,
     ) -> None:

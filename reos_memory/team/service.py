@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 import psycopg
@@ -22,6 +22,7 @@ from reos_memory.errors import Forbidden, InvalidInput, NotFound
 from reos_memory.store.team import connection as pg
 from reos_memory.store.team import tenancy
 from reos_memory.team import keys, members
+from reos_memory.team.actions import Action
 from reos_memory.team.admin import Actor, KeyInfo, audit, create_key, key_info
 from reos_memory.team.episodes import TeamEpisodes
 from reos_memory.team.learning import TeamLearning
@@ -86,6 +87,29 @@ class AuditQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     until: datetime | None = None
     before_id: Annotated[int, msgspec.Meta(ge=1)] | None = None  # the cursor: next_before_id
     limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 100
+
+
+class RevokeParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    key_id: str  # the key's id, or its `rmk_<id>` prefix
+    with_minted: bool = False  # also revoke every live key it made, and what those made
+
+
+class CreateKeyParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    role: Literal["reader", "writer", "admin"]
+    team: str | None = None  # a team of the org (name or id); a team key: its own team only
+    name: Annotated[str, msgspec.Meta(max_length=200)] = ""
+    expires_days: Annotated[float, msgspec.Meta(gt=0, le=3650)] | None = None
+    member: str | None = None  # the live member (name or id) the key belongs to
+
+
+class AddMemberParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str  # unique among the org's live members
+    team: str | None = None  # a team of the org (name or id); a team key: its own by default
+    email: str | None = None
+
+
+class RemoveMemberParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    member_id: str  # the member's id (or its name)
 
 
 class AuditEntry(msgspec.Struct, frozen=True):
@@ -171,7 +195,7 @@ class TeamService:
         org_id: str,
         key_id: str,
         team_id: str | None,
-        method: str,
+        method: Action,
         request_id: str,
         **detail: str,
     ) -> bool:
@@ -202,17 +226,19 @@ class TeamService:
             member=member,
         )  # fmt: skip
 
-    def list_members(self, caller: Caller, method: str) -> members.MemberList:
+    def list_members(self, caller: Caller) -> members.MemberList:
         """The org's members, or its team's for a team key (admin), removed ones included."""
+        method: Action = "team/members/list"
         _require(caller, "admin", method)
         with self._tenant(caller) as conn:
             found = members.list_members(conn, caller.key.org_id, reach=caller.key.team_id)
         return members.MemberList(members=found)
 
     def add_member(
-        self, caller: Caller, method: str, name: str, team: str | None, email: str | None
+        self, caller: Caller, name: str, team: str | None, email: str | None
     ) -> members.Member:
         """A new member of the caller's org, in `team` (a team key: its own team only) (admin)."""
+        method: Action = "team/members/add"
         _require(caller, "admin", method)
         with self._tenant(caller) as conn:
             return members.add_member(
@@ -220,9 +246,10 @@ class TeamService:
                 email=email, reach=caller.key.team_id,
             )  # fmt: skip
 
-    def remove_member(self, caller: Caller, method: str, member_id: str) -> members.MemberRemoved:
+    def remove_member(self, caller: Caller, member_id: str) -> members.MemberRemoved:
         """Remove a member the caller reaches and revoke its keys (admin); any other member is
         not found."""
+        method: Action = "team/members/remove"
         _require(caller, "admin", method)
         with self._tenant(caller) as conn:
             return members.remove_member(
@@ -230,9 +257,10 @@ class TeamService:
                 reach=caller.key.team_id,
             )  # fmt: skip
 
-    def list_keys(self, caller: Caller, method: str) -> KeyList:
+    def list_keys(self, caller: Caller) -> KeyList:
         """The keys of the caller's org, or of its team for a team key (admin); never a secret or
         hash."""
+        method: Action = "team/keys/list"
         _require(caller, "admin", method)
         with self._tenant(caller) as conn:
             rows = tenancy.list_keys(conn, caller.key.org_id)
@@ -241,7 +269,6 @@ class TeamService:
     def create_key(
         self,
         caller: Caller,
-        method: str,
         *,
         role: str,
         team: str | None = None,
@@ -251,6 +278,7 @@ class TeamService:
     ) -> CreatedKey:
         """A new key of the caller's org (admin): a team admin makes keys of its own team only
         (an org-wide key or another team's is refused); the key is returned once."""
+        method: Action = "team/keys/create"
         _require(caller, "admin", method)
         own = caller.key.team_id
         with self._tenant(caller) as conn:
@@ -267,11 +295,10 @@ class TeamService:
             )  # fmt: skip
         return CreatedKey(key_id=new.key_id, key=new.key, info=info)
 
-    def revoke_key(
-        self, caller: Caller, method: str, key_id: str, *, with_minted: bool = False
-    ) -> RevokeResult:
+    def revoke_key(self, caller: Caller, key_id: str, *, with_minted: bool = False) -> RevokeResult:
         """Revoke a key of the caller's org (of its team for a team key) (admin); any other key is
         not found. `with_minted`: also every live key it made, and what those made."""
+        method: Action = "team/keys/revoke"
         _require(caller, "admin", method)
         key_id = key_id.removeprefix(f"{keys.PREFIX}_")
         also: list[str] = []
@@ -291,8 +318,9 @@ class TeamService:
         assert row is not None
         return RevokeResult(key=key_info(row), revoked_now=now is not None, also_revoked=also)
 
-    def list_audit(self, caller: Caller, method: str, q: AuditQuery) -> AuditPage:
+    def list_audit(self, caller: Caller, q: AuditQuery) -> AuditPage:
         """The audit log of the caller's org (admin), newest first, filtered and paged."""
+        method: Action = "team/audit/list"
         _require(caller, "admin", method)
         with self._tenant(caller) as conn:
             rows = tenancy.list_audit(
@@ -353,7 +381,7 @@ class Sampler:
             return skipped
 
 
-def _require(caller: Caller, role: str, method: str) -> None:
+def _require(caller: Caller, role: str, method: Action) -> None:
     if _RANK[caller.key.role] < _RANK[role]:
         raise Forbidden(method, role)
 

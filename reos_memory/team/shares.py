@@ -14,6 +14,7 @@ from reos_memory.errors import Conflict, Forbidden, NotFound
 from reos_memory.models import iso
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.store.team import shares as ssql
+from reos_memory.team.actions import Action
 from reos_memory.team.memories import TeamMemories, Who, clean_text, reach, require
 
 
@@ -31,8 +32,9 @@ class Shares:
     def __init__(self, memories: TeamMemories) -> None:
         self.memories = memories
 
-    def propose(self, who: Who, method: str, p: tapi.ShareProposeParams) -> tapi.ShareResult:
+    def propose(self, who: Who, p: tapi.ShareProposeParams) -> tapi.ShareResult:
         """A pending share of the key's team (or of a team its org key names, or the org)."""
+        method: Action = "team/shares/propose"
         self.memories.new_memory(  # checks scope, project and prefix as an add would
             scope=p.scope, project_id=p.project_id, kind=p.kind, tier=p.tier, key=p.key,
             text=p.text, polarity=p.polarity, path_prefix=p.path_prefix,
@@ -67,8 +69,9 @@ class Shares:
             )
         return tapi.ShareListResult(shares=[to_share(r) for r in rows])
 
-    def approve(self, who: Who, method: str, p: tapi.ShareDecideParams) -> tapi.ShareResult:
+    def approve(self, who: Who, p: tapi.ShareDecideParams) -> tapi.ShareResult:
         """The pending share becomes a team memory (writer)."""
+        method: Action = "team/shares/approve"
         require(who, "writer", method)
 
         def work(conn: psycopg.Connection) -> tapi.ShareResult:
@@ -90,8 +93,9 @@ class Shares:
 
         return self.memories.once(who, method, p, p.idempotency_key, tapi.ShareResult, work)
 
-    def reject(self, who: Who, method: str, p: tapi.ShareDecideParams) -> tapi.ShareResult:
+    def reject(self, who: Who, p: tapi.ShareDecideParams) -> tapi.ShareResult:
         """The pending share is declined, with the reason given (writer)."""
+        method: Action = "team/shares/reject"
         require(who, "writer", method)
 
         def work(conn: psycopg.Connection) -> tapi.ShareResult:
@@ -103,7 +107,7 @@ class Shares:
         return self.memories.once(who, method, p, p.idempotency_key, tapi.ShareResult, work)
 
     def _pending(
-        self, conn: psycopg.Connection, who: Who, share_id: str, method: str
+        self, conn: psycopg.Connection, who: Who, share_id: str, method: Action
     ) -> dict[str, Any]:
         """The pending share, locked, when the key may decide on it: a team's share by a writer
         of that team or of the org; an org-wide share by an admin of the org (no team)."""

@@ -35,15 +35,13 @@ from starlette.types import Receive, Scope, Send
 from reos_memory import __version__
 from reos_memory.errors import ReosError
 from reos_memory.interfaces.registry import MethodSpec, convert_params, input_schemas
-from reos_memory.interfaces.team_http import memory_methods as mm
-from reos_memory.interfaces.team_http import team_methods as tm
 from reos_memory.interfaces.team_http.registry import NoParams, TeamRegistry
 from reos_memory.models import Ident, MemoryKind, MemoryScope
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText, OwnerId
 from reos_memory.team.keys import VerifiedKey
-from reos_memory.team.service import Caller, TeamService, WhoAmI
+from reos_memory.team.service import Caller, TeamService, WhoAmI, who
 
 INSTRUCTIONS = (
     "reos-memory team memory: the memories this team and organisation share for coding work."
@@ -142,7 +140,7 @@ def get_task_context(svc: TeamService, caller: Caller, a: GetTaskContextArgs) ->
         owner_type=a.owner_type,
         owner_id=a.owner_id,
     )
-    out = mm.get_task_context(svc, caller, p)
+    out = svc.retrieval.get_task_context(who(caller), p)
     # why the others were left out is for people (squirrel/get_task_context over /rpc): up to a
     # hundred entries the budget does not bound would only cost the agent tokens
     out.dropped = []
@@ -184,7 +182,7 @@ def search_memory(
         owner_type=a.owner_type,
         owner_id=a.owner_id,
     )
-    return mm.search(svc, caller, p)
+    return svc.retrieval.search(who(caller), p)
 
 
 class RememberArgs(Args):
@@ -258,7 +256,7 @@ def remember(svc: TeamService, caller: Caller, a: RememberArgs) -> tapi.TeamMemo
         owner_type=a.owner_type,
         owner_id=a.owner_id,
     )
-    return mm.memories_add(svc, caller, p)
+    return svc.memories.add(who(caller), p)
 
 
 @tool("forget", params=tapi.TeamMemoryIdParams, result=tapi.TeamForgetResult, kind="write")
@@ -268,7 +266,7 @@ def forget(svc: TeamService, caller: Caller, a: tapi.TeamMemoryIdParams) -> tapi
     Cannot be undone; every member's cache drops it on its next pull. To retire a memory but
     keep it readable, use deprecate_memory; to correct it, update_memory.
     """
-    return mm.memories_forget(svc, caller, a)
+    return svc.memories.forget(who(caller), a)
 
 
 @tool("get_memory", params=api.MemoryIdParams, result=tapi.TeamMemoryGetResult)
@@ -277,7 +275,7 @@ def get_memory(svc: TeamService, caller: Caller, a: api.MemoryIdParams) -> tapi.
 
     A memory the key cannot reach (another team's or organisation's) is answered not found.
     """
-    return mm.memories_get(svc, caller, a)
+    return svc.memories.get(who(caller), a)
 
 
 @tool("list_memories", params=api.MemoryListParams, result=tapi.TeamMemoryListResult)
@@ -288,7 +286,7 @@ def list_memories(
 
     Paged: pass `next_cursor` back as `cursor` for the next page (`limit` per page).
     """
-    return mm.memories_list(svc, caller, a)
+    return svc.memories.list(who(caller), a)
 
 
 @tool("update_memory", params=tapi.TeamMemoryUpdateParams, result=tapi.TeamMemoryResult,
@@ -301,7 +299,7 @@ def update_memory(
     The memory keeps its id and gains a version; the earlier one stays in its history. The later
     write wins, unless `expected_version` is given and the memory has moved on (a conflict).
     """
-    return mm.memories_update(svc, caller, a)
+    return svc.memories.update(who(caller), a)
 
 
 @tool("deprecate_memory", params=tapi.TeamMemoryIdParams, result=tapi.TeamMemoryResult,
@@ -310,7 +308,7 @@ def deprecate_memory(
     svc: TeamService, caller: Caller, a: tapi.TeamMemoryIdParams
 ) -> tapi.TeamMemoryResult:
     """Retire a team memory (a writer key): it no longer reaches anyone's context but stays readable, with its history."""
-    return mm.memories_deprecate(svc, caller, a)
+    return svc.memories.deprecate(who(caller), a)
 
 
 @tool("propose_share", params=tapi.ShareProposeParams, result=tapi.ShareResult, kind="write")
@@ -320,13 +318,13 @@ def propose_share(svc: TeamService, caller: Caller, a: tapi.ShareProposeParams) 
     Give what the memory says (text, kind, project_id, ...) and, if it is one of the user's own
     local memories, its id as local_memory_id.
     """
-    return mm.shares_propose(svc, caller, a)
+    return svc.shares.propose(who(caller), a)
 
 
 @tool("whoami", params=NoParams, result=WhoAmI)
 def whoami(svc: TeamService, caller: Caller, a: NoParams) -> WhoAmI:
     """The organisation, team, role and key id of the API key this client uses: what it may read and write."""
-    return tm.whoami(svc, caller, a)
+    return svc.whoami(caller)
 
 
 # -- the tool list and calls -----------------------------------------------------------------

@@ -20,7 +20,7 @@ def memories_add(
     svc: TeamService, caller: Caller, p: tapi.TeamMemoryAddParams
 ) -> tapi.TeamMemoryResult:
     """Add a team memory (writer); duplicates are not added twice, a held key gets a new version."""
-    return svc.memories.add(who(caller), "squirrel/memories/add", p)
+    return svc.memories.add(who(caller), p)
 
 
 @registry.method(
@@ -31,7 +31,7 @@ def memories_update(
     svc: TeamService, caller: Caller, p: tapi.TeamMemoryUpdateParams
 ) -> tapi.TeamMemoryResult:
     """A new version of a team memory (writer); the later write wins unless expected_version."""
-    return svc.memories.update(who(caller), "squirrel/memories/update", p)
+    return svc.memories.update(who(caller), p)
 
 
 @registry.method(
@@ -42,7 +42,7 @@ def memories_deprecate(
     svc: TeamService, caller: Caller, p: tapi.TeamMemoryIdParams
 ) -> tapi.TeamMemoryResult:
     """Deprecate a team memory (writer)."""
-    return svc.memories.deprecate(who(caller), "squirrel/memories/deprecate", p)
+    return svc.memories.deprecate(who(caller), p)
 
 
 @registry.method(
@@ -53,7 +53,7 @@ def memories_forget(
     svc: TeamService, caller: Caller, p: tapi.TeamMemoryIdParams
 ) -> tapi.TeamForgetResult:
     """Delete a team memory with its history (writer); caches drop it on their next pull."""
-    return svc.memories.forget(who(caller), "squirrel/memories/forget", p)
+    return svc.memories.forget(who(caller), p)
 
 
 @registry.method(
@@ -90,7 +90,7 @@ def changes_pull(svc: TeamService, caller: Caller, p: tapi.PullParams) -> tapi.P
 )  # fmt: skip
 def usage_report(svc: TeamService, caller: Caller, p: tapi.UsageParams) -> tapi.UsageResult:
     """Opportunities, uses and regret a member's machine counted for team memories."""
-    return svc.memories.report_usage(who(caller), "squirrel/usage/report", p)
+    return svc.memories.report_usage(who(caller), p)
 
 
 @registry.method(
@@ -101,7 +101,7 @@ def shares_propose(
     svc: TeamService, caller: Caller, p: tapi.ShareProposeParams
 ) -> tapi.ShareResult:
     """Propose a personal memory to the team (any role; a writer decides)."""
-    return svc.shares.propose(who(caller), "team/shares/propose", p)
+    return svc.shares.propose(who(caller), p)
 
 
 @registry.method("team/shares/list", params=tapi.ShareListParams, result=tapi.ShareListResult)
@@ -116,7 +116,7 @@ def shares_list(svc: TeamService, caller: Caller, p: tapi.ShareListParams) -> ta
 )  # fmt: skip
 def shares_approve(svc: TeamService, caller: Caller, p: tapi.ShareDecideParams) -> tapi.ShareResult:
     """Approve a pending share: it becomes a team memory (writer)."""
-    return svc.shares.approve(who(caller), "team/shares/approve", p)
+    return svc.shares.approve(who(caller), p)
 
 
 @registry.method(
@@ -125,7 +125,7 @@ def shares_approve(svc: TeamService, caller: Caller, p: tapi.ShareDecideParams) 
 )  # fmt: skip
 def shares_reject(svc: TeamService, caller: Caller, p: tapi.ShareDecideParams) -> tapi.ShareResult:
     """Reject a pending share, with a reason (writer)."""
-    return svc.shares.reject(who(caller), "team/shares/reject", p)
+    return svc.shares.reject(who(caller), p)
 
 
 @registry.method(
@@ -137,7 +137,7 @@ def ingest_episode(
 ) -> tapi.IngestEpisodeResult:
     """An episode cut and redacted on a member's machine -> the team's Memory Writer -> team
     memories (writer); sent again with the same episode_id, it is answered once."""
-    return svc.episodes.ingest(who(caller), "squirrel/ingest_episode", p)
+    return svc.episodes.ingest(who(caller), p)
 
 
 @registry.method(
@@ -208,7 +208,7 @@ def get_task_context(svc: TeamService, caller: Caller, p: api.ContextParams) -> 
 )  # fmt: skip
 def feedback(svc: TeamService, caller: Caller, p: api.FeedbackParams) -> api.FeedbackResult:
     """The outcome of a task that got a team context: regret hits for its memories, once."""
-    return svc.learning.feedback(who(caller), "squirrel/feedback", p)
+    return svc.learning.feedback(who(caller), p)
 
 
 @registry.method(
@@ -218,4 +218,4 @@ def feedback(svc: TeamService, caller: Caller, p: api.FeedbackParams) -> api.Fee
 def cr_memory_run(svc: TeamService, caller: Caller, p: api.CrMemoryParams) -> api.CrMemoryResult:
     """Team CR-Memory over every member's counts: promote, deprecate, keep (writer; a dry run
     for any role)."""
-    return svc.learning.cr_memory(who(caller), "squirrel/cr_memory/run", p)
+    return svc.learning.cr_memory(who(caller), p)

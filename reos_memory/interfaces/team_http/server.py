@@ -38,6 +38,7 @@ from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
 from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
 from reos_memory.interfaces.team_http.registry import Handler, registry
 from reos_memory.interfaces.team_http.ui import TeamUI
+from reos_memory.team.actions import Action
 from reos_memory.team.keys import KeyRefused, VerifiedKey
 from reos_memory.team.service import Caller, TeamService
 
@@ -195,7 +196,7 @@ class TeamHttp:
         org_id: str,
         key_id: str,
         team_id: str | None,
-        method: str,
+        method: Action,
         request_id: str | None = None,
         **detail: str,
     ) -> None:

@@ -3,46 +3,25 @@ Struct in, one TeamService call, result Struct out."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-import msgspec
+from typing import Any
 
 from reos_memory.errors import Conflict, DatabaseUnavailable, Forbidden, InvalidInput, NotFound
 from reos_memory.interfaces.team_http.registry import NoParams, registry
 from reos_memory.team.members import Member, MemberList, MemberRemoved
 from reos_memory.team.service import (
+    AddMemberParams,
     AuditPage,
     AuditQuery,
     Caller,
     CreatedKey,
+    CreateKeyParams,
     KeyList,
+    RemoveMemberParams,
+    RevokeParams,
     RevokeResult,
     TeamService,
     WhoAmI,
 )
-
-
-class RevokeParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    key_id: str  # the key's id, or its `rmk_<id>` prefix
-    with_minted: bool = False  # also revoke every live key it made, and what those made
-
-
-class CreateKeyParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    role: Literal["reader", "writer", "admin"]
-    team: str | None = None  # a team of the org (name or id); a team key: its own team only
-    name: Annotated[str, msgspec.Meta(max_length=200)] = ""
-    expires_days: Annotated[float, msgspec.Meta(gt=0, le=3650)] | None = None
-    member: str | None = None  # the live member (name or id) the key belongs to
-
-
-class AddMemberParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    name: str  # unique among the org's live members
-    team: str | None = None  # a team of the org (name or id); a team key: its own by default
-    email: str | None = None
-
-
-class RemoveMemberParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    member_id: str  # the member's id (or its name)
 
 
 @registry.method("team/whoami", params=NoParams, result=WhoAmI, errors=[DatabaseUnavailable])
@@ -56,7 +35,7 @@ def whoami(svc: TeamService, caller: Caller, p: NoParams) -> WhoAmI:
 )
 def keys_list(svc: TeamService, caller: Caller, p: NoParams) -> KeyList:
     """The keys of the caller's org, never a secret or hash (admin)."""
-    return svc.list_keys(caller, "team/keys/list")
+    return svc.list_keys(caller)
 
 
 @registry.method(
@@ -67,7 +46,7 @@ def keys_create(svc: TeamService, caller: Caller, p: CreateKeyParams) -> Created
     """A new key of the caller's org, returned once: store it now (admin; a team admin's key
     makes keys of its own team only)."""
     return svc.create_key(
-        caller, "team/keys/create", role=p.role, team=p.team, name=p.name,
+        caller, role=p.role, team=p.team, name=p.name,
         expires_days=p.expires_days, member=p.member,
     )  # fmt: skip
 
@@ -79,7 +58,7 @@ def keys_create(svc: TeamService, caller: Caller, p: CreateKeyParams) -> Created
 def keys_revoke(svc: TeamService, caller: Caller, p: RevokeParams) -> RevokeResult:
     """Revoke a key of the caller's org; another org's key is not found (admin). With
     `with_minted`, every live key it made (and those made) is revoked too."""
-    return svc.revoke_key(caller, "team/keys/revoke", p.key_id, with_minted=p.with_minted)
+    return svc.revoke_key(caller, p.key_id, with_minted=p.with_minted)
 
 
 @registry.method(
@@ -87,7 +66,7 @@ def keys_revoke(svc: TeamService, caller: Caller, p: RevokeParams) -> RevokeResu
 )
 def members_list(svc: TeamService, caller: Caller, p: NoParams) -> MemberList:
     """The org's members (a team key: its team's), removed ones with their status (admin)."""
-    return svc.list_members(caller, "team/members/list")
+    return svc.list_members(caller)
 
 
 @registry.method(
@@ -96,7 +75,7 @@ def members_list(svc: TeamService, caller: Caller, p: NoParams) -> MemberList:
 )  # fmt: skip
 def members_add(svc: TeamService, caller: Caller, p: AddMemberParams) -> Member:
     """Add a member to the caller's org, in a team it reaches; audited (admin)."""
-    return svc.add_member(caller, "team/members/add", p.name, p.team, p.email)
+    return svc.add_member(caller, p.name, p.team, p.email)
 
 
 @registry.method(
@@ -105,7 +84,7 @@ def members_add(svc: TeamService, caller: Caller, p: AddMemberParams) -> Member:
 )  # fmt: skip
 def members_remove(svc: TeamService, caller: Caller, p: RemoveMemberParams) -> MemberRemoved:
     """Remove a member the caller reaches and revoke its keys; audited (admin)."""
-    return svc.remove_member(caller, "team/members/remove", p.member_id)
+    return svc.remove_member(caller, p.member_id)
 
 
 @registry.method(
@@ -114,7 +93,7 @@ def members_remove(svc: TeamService, caller: Caller, p: RemoveMemberParams) -> M
 def audit_list(svc: TeamService, caller: Caller, p: AuditQuery) -> AuditPage:
     """The caller's org's audit log (a team key: its team's), newest first, by team, method and
     time, paged (admin)."""
-    return svc.list_audit(caller, "team/audit/list", p)
+    return svc.list_audit(caller, p)
 
 
 @registry.method("rpc.discover", params=NoParams, result=dict[str, Any])

@@ -13,13 +13,15 @@ page's own origin and a CSRF token derived from the key."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlencode
 
+import msgspec
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -27,8 +29,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reos_memory.errors import InvalidInput
-from reos_memory.interfaces.registry import convert_params
-from reos_memory.interfaces.team_http.registry import registry
+from reos_memory.interfaces.registry import parse
 from reos_memory.interfaces.web.app import (
     HERE,
     KINDS,
@@ -52,8 +53,21 @@ from reos_memory.interfaces.web.app import (
 )
 from reos_memory.interfaces.web.guard import Refused, SecurityHeaders
 from reos_memory.interfaces.web.sessions import Sessions
+from reos_memory.squirrel import api
+from reos_memory.squirrel import team_api as tapi
 from reos_memory.team.keys import VerifiedKey
-from reos_memory.team.service import Caller, TeamService
+from reos_memory.team.memories import Who
+from reos_memory.team.service import (
+    AddMemberParams,
+    AuditQuery,
+    Caller,
+    CreateKeyParams,
+    TeamService,
+    who,
+)
+
+P = TypeVar("P", bound=msgspec.Struct)
+R = TypeVar("R")
 
 COOKIE = "reos_team_ui"
 NAV = [
@@ -145,14 +159,28 @@ class TeamUI(Renderer):
             request.state.key = key = got
         return Caller(key=key, request_id=f"ui-{uuid.uuid4().hex[:16]}")
 
-    async def call(self, fn: Any, *args: Any) -> Any:  # type: ignore[override]
-        return await run_in_threadpool(fn, *args)
+    async def memory_of(self, caller: Caller, memory_id: str) -> tapi.TeamMemoryGetResult:
+        return await self.call(
+            self.svc.memories.get, who(caller), api.MemoryIdParams(memory_id=memory_id)
+        )
 
-    async def rpc(self, caller: Caller, method: str, params: dict[str, Any]) -> Any:
-        """A team server method, as /rpc runs it for this key (its role and reach checked)."""
-        spec = registry.methods[method]
-        p = convert_params(spec, {k: v for k, v in params.items() if v not in (None, "")})
-        return await run_in_threadpool(spec.handler, self.svc, caller, p)
+    async def change(
+        self, caller: Caller, action: Literal["deprecate", "forget"], memory_id: str
+    ) -> None:
+        """Deprecate or forget one memory (writer; a team key: its team's only)."""
+        p = tapi.TeamMemoryIdParams(memory_id=memory_id)
+        if action == "forget":
+            await self.call(self.svc.memories.forget, who(caller), p)
+        else:
+            await self.call(self.svc.memories.deprecate, who(caller), p)
+
+    async def run(
+        self, fn: Callable[[Who, P], R], caller: Caller, params: type[P], raw: dict[str, Any]
+    ) -> R:
+        """A team service method for this key (its role and reach checked there, as for /rpc),
+        with `raw` (a form or a query, blank fields left out) as its params."""
+        p = parse(params, {k: v for k, v in raw.items() if v not in (None, "")})
+        return await run_in_threadpool(fn, who(caller), p)
 
     def wrap(self, handler: Any) -> Any:
         inner = super().wrap(handler)
@@ -209,7 +237,7 @@ class TeamUI(Renderer):
     async def memories(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         status, raw = list_query(request.query_params, "updated")
-        out = await self.rpc(caller, "squirrel/memories/list", raw)
+        out = await self.run(self.svc.memories.list, caller, api.MemoryListParams, raw)
         return self.render(
             request, "memories.html",
             **memories_values(request, out, status, "updated", TEAM_SORTS),
@@ -219,9 +247,7 @@ class TeamUI(Renderer):
 
     async def memory(self, request: Request) -> Response:
         caller = await self.signed_in(request)
-        got = await self.rpc(
-            caller, "squirrel/memories/get", {"memory_id": request.path_params["memory_id"]}
-        )
+        got = await self.memory_of(caller, request.path_params["memory_id"])
         return self.render(
             request, "team_memory.html", m=got.memory, got=got, kinds=KINDS, tiers=TIERS,
             statuses=STATUSES, can_write=caller.key.role in ("writer", "admin"),
@@ -231,19 +257,19 @@ class TeamUI(Renderer):
         caller = await self.signed_in(request)
         mid = request.path_params["memory_id"]
         f = await self.form(request)
-        cur = (await self.rpc(caller, "squirrel/memories/get", {"memory_id": mid})).memory
+        cur = (await self.memory_of(caller, mid)).memory
         raw = edits(mid, f, cur)
         if len(raw) > 1:
             # the version the form showed: a change made meanwhile is a conflict, not undone
             raw["expected_version"] = whole(f.get("version"), "version")
-            await self.rpc(caller, "squirrel/memories/update", raw)
+            await self.run(self.svc.memories.update, caller, tapi.TeamMemoryUpdateParams, raw)
         return _back(f"/memories/{mid}", "saved" if len(raw) > 1 else "nothing changed")
 
     async def memory_deprecate(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         mid = request.path_params["memory_id"]
         await self.form(request)
-        await self.rpc(caller, "squirrel/memories/deprecate", {"memory_id": mid})
+        await self.change(caller, "deprecate", mid)
         return _back(f"/memories/{mid}", "deprecated")
 
     async def memory_forget(self, request: Request) -> Response:
@@ -251,22 +277,22 @@ class TeamUI(Renderer):
         mid = request.path_params["memory_id"]
         f = await self.form(request)
         if f.get("confirmed") != "1":
-            got = await self.rpc(caller, "squirrel/memories/get", {"memory_id": mid})
+            got = await self.memory_of(caller, mid)
             return self.render(
                 request, "confirm.html", action="forget", memories=[got.memory],
                 target=f"/memories/{mid}/forget", back=f"/memories/{mid}",
             )  # fmt: skip
-        await self.rpc(caller, "squirrel/memories/forget", {"memory_id": mid})
+        await self.change(caller, "forget", mid)
         return _back("/memories", "forgotten")
 
     async def memories_bulk(self, request: Request) -> Response:
         caller = await self.signed_in(request)
 
         async def fetch(mid: str) -> Any:
-            return (await self.rpc(caller, "squirrel/memories/get", {"memory_id": mid})).memory
+            return (await self.memory_of(caller, mid)).memory
 
         async def apply(action: str, mid: str) -> None:
-            await self.rpc(caller, f"squirrel/memories/{action}", {"memory_id": mid})
+            await self.change(caller, "forget" if action == "forget" else "deprecate", mid)
 
         return await self.bulk(request, fetch, apply)
 
@@ -275,7 +301,9 @@ class TeamUI(Renderer):
         form, raw = context_query(request.query_params)
         result = None
         if raw is not None:
-            result = await self.rpc(caller, "squirrel/get_task_context", raw)
+            result = await self.run(
+                self.svc.retrieval.get_task_context, caller, api.ContextParams, raw
+            )
         return self.render(request, "context.html", form=form, result=result)
 
     # -- shares -------------------------------------------------------------------------------
@@ -283,7 +311,7 @@ class TeamUI(Renderer):
     async def shares(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         status = request.query_params.get("status") or "pending"
-        out = await self.rpc(caller, "team/shares/list", {"status": status})
+        out = await self.run(self.svc.shares.list, caller, tapi.ShareListParams, {"status": status})
         return self.render(
             request, "shares.html", shares=out.shares, listing=status,
             can_decide=caller.key.role in ("writer", "admin"),
@@ -295,7 +323,8 @@ class TeamUI(Renderer):
         decision = request.path_params["decision"]
         if decision not in ("approve", "reject"):
             raise InvalidInput("decision", "approve or reject")
-        await self.rpc(caller, f"team/shares/{decision}", {
+        decide = self.svc.shares.approve if decision == "approve" else self.svc.shares.reject
+        await self.run(decide, caller, tapi.ShareDecideParams, {
             "share_id": request.path_params["share_id"], "reason": f.get("reason") or None,
         })  # fmt: skip
         return _back("/shares", "approved" if decision == "approve" else "rejected")
@@ -305,7 +334,7 @@ class TeamUI(Renderer):
     async def episodes(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         q = request.query_params
-        out = await self.rpc(caller, "squirrel/episodes/list", {
+        out = await self.run(self.svc.episodes.list_episodes, caller, api.EpisodeListParams, {
             "project_id": q.get("project"), "session_id": q.get("session"),
             "outcome": q.get("outcome"), "cursor": q.get("cursor"), "limit": PAGE_SIZE,
         })  # fmt: skip
@@ -313,15 +342,15 @@ class TeamUI(Renderer):
 
     async def episode(self, request: Request) -> Response:
         caller = await self.signed_in(request)
-        got = await self.rpc(
-            caller, "squirrel/episodes/get", {"episode_id": request.path_params["episode_id"]}
+        got = await self.call(
+            self.svc.episodes.get_episode, who(caller), request.path_params["episode_id"]
         )
         return self.render(request, "episode.html", **episode_values(got.episode))
 
     async def activity(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         q = request.query_params
-        out = await self.rpc(caller, "squirrel/activity", {
+        out = await self.run(self.svc.memories.activity, caller, api.ActivityParams, {
             "project_id": q.get("project"), "days": whole(q.get("days"), "days", 30),
         })  # fmt: skip
         return self.render(
@@ -333,29 +362,32 @@ class TeamUI(Renderer):
     async def cr_memory(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         project = request.query_params.get("project") or None
-        out = await self.rpc(
-            caller, "squirrel/cr_memory/run", {"project_id": project, "dry_run": True}
-        )
+        out = await self.run(
+            self.svc.learning.cr_memory, caller, api.CrMemoryParams,
+            {"project_id": project, "dry_run": True},
+        )  # fmt: skip
         return self.render(request, "cr_memory.html", **cr_values(out, project))
 
     async def cr_memory_apply(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         f = await self.form(request)
         project = f.get("project") or None
-        out = await self.rpc(caller, "squirrel/cr_memory/run", {"project_id": project})
+        out = await self.run(
+            self.svc.learning.cr_memory, caller, api.CrMemoryParams, {"project_id": project}
+        )
         back = "/cr-memory" + (f"?{urlencode({'project': project})}" if project else "")
         return _back(back, f"applied: {out.promoted} promoted, {out.deprecated} deprecated")
 
     async def policy(self, request: Request) -> Response:
-        caller = await self.signed_in(request)
-        out = await self.rpc(caller, "squirrel/policy/get", {})
+        await self.signed_in(request)
+        out = await self.call(self.svc.memories.policy_get, api.PolicyParams())
         return self.render(request, "policy.html", out=out, toml=toml_text(out.policy))
 
     # -- admin --------------------------------------------------------------------------------
 
     async def keys(self, request: Request) -> Response:
         caller = await self.signed_in(request)
-        out = await self.rpc(caller, "team/keys/list", {})
+        out = await self.call(self.svc.list_keys, caller)
         return self.render(request, "keys.html", keys=out.keys, me=caller.key.key_id)
 
     async def key_create(self, request: Request) -> Response:
@@ -367,7 +399,13 @@ class TeamUI(Renderer):
                 raw["expires_days"] = float(f["expires_days"])
             except ValueError as exc:
                 raise InvalidInput("expires_days", "a number of days") from exc
-        made = await self.rpc(caller, "team/keys/create", raw)
+        p = parse(CreateKeyParams, {k: v for k, v in raw.items() if v not in (None, "")})
+        made = await self.call(
+            functools.partial(
+                self.svc.create_key, caller, role=p.role, team=p.team, name=p.name,
+                expires_days=p.expires_days, member=p.member,
+            )
+        )  # fmt: skip
         # shown once, in this response only (never in a URL or a log)
         return self.render(request, "key_created.html", made=made)
 
@@ -375,28 +413,27 @@ class TeamUI(Renderer):
         caller = await self.signed_in(request)
         await self.form(request)
         kid = request.path_params["key_id"]
-        await self.rpc(caller, "team/keys/revoke", {"key_id": kid})
+        await self.call(self.svc.revoke_key, caller, kid)
         return _back("/keys", f"revoked {kid}")
 
     async def members(self, request: Request) -> Response:
         caller = await self.signed_in(request)
-        out = await self.rpc(caller, "team/members/list", {})
+        out = await self.call(self.svc.list_members, caller)
         return self.render(request, "members.html", members=out.members)
 
     async def member_add(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         f = await self.form(request)
-        made = await self.rpc(caller, "team/members/add", {
-            "name": f.get("name"), "team": f.get("team"), "email": f.get("email"),
+        p = parse(AddMemberParams, {
+            k: v for k in ("name", "team", "email") if (v := f.get(k)) not in (None, "")
         })  # fmt: skip
+        made = await self.call(self.svc.add_member, caller, p.name, p.team, p.email)
         return _back("/members", f"added {made.name}")
 
     async def member_remove(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         await self.form(request)
-        await self.rpc(
-            caller, "team/members/remove", {"member_id": request.path_params["member_id"]}
-        )
+        await self.call(self.svc.remove_member, caller, request.path_params["member_id"])
         return _back("/members", "removed, and their keys revoked")
 
     async def audit(self, request: Request) -> Response:
@@ -406,7 +443,8 @@ class TeamUI(Renderer):
         raw: dict[str, Any] = {**filters, "limit": PAGE_SIZE}
         if q.get("before_id"):
             raw["before_id"] = whole(q["before_id"], "before_id")
-        out = await self.rpc(caller, "team/audit/list", raw)
+        q_ = parse(AuditQuery, {k: v for k, v in raw.items() if v not in (None, "")})
+        out = await self.call(self.svc.list_audit, caller, q_)
         nxt = None
         if out.next_before_id is not None:
             nxt = "/audit?" + urlencode({**{k: v for k, v in filters.items() if v},

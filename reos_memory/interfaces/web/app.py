@@ -12,7 +12,7 @@ import re
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlencode
 
 import jinja2
@@ -72,6 +72,7 @@ STATUS_CHOICES = {
     "all": STATUSES,
 }
 T = TypeVar("T")
+A = ParamSpec("A")
 
 
 def _templates() -> jinja2.Environment:
@@ -133,9 +134,9 @@ class Renderer:
     def error(self, request: Request, status: int, message: str) -> Response:
         return self.render(request, "error.html", status=status, message=message)
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+    async def call(self, fn: Callable[A, T], *args: A.args, **kwargs: A.kwargs) -> T:
         """A service method on a worker thread (it reads and writes the database)."""
-        return await run_in_threadpool(fn, *args)
+        return await run_in_threadpool(fn, *args, **kwargs)
 
     async def read_form(self, request: Request) -> dict[str, Any]:
         """A POSTed form of at most FORM_BYTES (a page's forms are small: a bigger body is
