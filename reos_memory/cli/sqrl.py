@@ -21,6 +21,7 @@ from reos_memory.squirrel.ingest import AGENT_NAMES
 
 if TYPE_CHECKING:
     from reos_memory.cli.hooks_settings import Result, Status
+    from reos_memory.interfaces.services import Services
     from reos_memory.squirrel.service import Squirrel
 
 KINDS = ["preference", "invariant", "pattern", "guard", "note"]
@@ -453,7 +454,7 @@ def watch(config: Config, args: argparse.Namespace) -> int:
     return _on_logs(config, args, None, lambda app: _watch(config, app, args))
 
 
-def _on_logs(config: Config, args: Any, helper: Any, work: Callable[[Any], int]) -> int:
+def _on_logs(config: Config, args: Any, helper: Any, work: Callable[[Services], int]) -> int:
     """Open the App for reading logs, run `work(app)`, and let the Memory Writer finish."""
     from reos_memory.app import open_app
 
@@ -518,7 +519,7 @@ def _known_project_roots(config: Config) -> list[str]:
         conn.close()
 
 
-def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
+def _ingest(config: Config, app: Services, args: Any, helper: Any = None) -> int:
     from reos_memory.squirrel.ingest import ingest as tin
     from reos_memory.squirrel.ingest.watch import Progress
 
@@ -561,7 +562,7 @@ def _ingest(config: Config, app: Any, args: Any, helper: Any = None) -> int:
     return 0
 
 
-def _watch(config: Config, app: Any, args: Any) -> int:
+def _watch(config: Config, app: Services, args: Any) -> int:
     from reos_memory.squirrel.ingest.watch import AlreadyWatching, Progress, WatchLock
 
     roots = args.root or _default_roots(config)

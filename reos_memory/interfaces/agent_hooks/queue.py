@@ -23,6 +23,7 @@ from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_lin
 from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call
 
 if TYPE_CHECKING:
+    from reos_memory.interfaces.services import Services
     from reos_memory.squirrel.service import Squirrel
 
 MAX_ROUNDS = 1000  # a worker that keeps finding work this long leaves the rest to the next
@@ -108,9 +109,9 @@ class _Worker:
     def __init__(self, config: Config, open_app: Opener) -> None:
         self.config = config
         self.open_app = open_app
-        self.app: Any = None
+        self.app: Services | None = None
 
-    def squirrel(self) -> Any:
+    def squirrel(self) -> Squirrel:
         if self.app is None:
             self.app = self.open_app(self.config, needs_model=True, wait=False)
         return self.app.squirrel
