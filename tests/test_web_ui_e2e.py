@@ -339,3 +339,38 @@ def test_the_pages_work_from_the_keyboard(rpc, ui, browser):
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/memories/{mid}?notice=saved*")
     assert _get(rpc, mid)["text"] == "Keyboard users edit memories too"
+
+
+def test_the_printed_address_answers_at_once(tmp_path: Path) -> None:
+    """The UI listens before it prints its address: a script that reads the line and connects
+    at once is answered (it was refused now and then: the address came before the bind)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    for _ in range(3):
+        ui = UIProcess(tmp_path / "m.db")
+        try:
+            u = urlsplit(ui.url)
+            conn = http.client.HTTPConnection(u.hostname or "", u.port, timeout=10)
+            conn.request("GET", f"{u.path}?{u.query}")
+            # the token is exchanged for a cookie: a redirect to the same page without it
+            assert conn.getresponse().status == 303
+            conn.close()
+        finally:
+            ui.stop()
+
+
+def test_a_port_already_taken_is_a_clear_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run(
+            [*SQRL, "--db", str(tmp_path / "m.db"), "ui", "--embedder", "hash", "--no-browser",
+             "--port", str(port)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert r.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr

@@ -17,18 +17,22 @@ from reos_memory.interfaces.web.app import build
 from reos_memory.interfaces.web.guard import Guard
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def serve(app: Any, port: int | None, *, open_browser: bool, log_level: str = "warning") -> int:
     """Serve the UI for `app`'s Squirrel until interrupted: prints the address with its token
     (and opens it in the browser unless told not to)."""
     import uvicorn
 
-    port = port or free_port()
+    # bound and listening before the address is printed: whoever reads it (a script, a test)
+    # connects at once, and no other process can take a port picked here in the meantime
+    sock = socket.socket()
+    try:
+        sock.bind(("127.0.0.1", port or 0))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        sys.stderr.write(f"sqrl ui: cannot listen on 127.0.0.1:{port}: {exc.strerror}\n")
+        return 1
+    port = int(sock.getsockname()[1])
     guard = Guard(port)
     from reos_memory.graph import export
 
@@ -43,7 +47,8 @@ def serve(app: Any, port: int | None, *, open_browser: bool, log_level: str = "w
     sys.stdout.flush()
     if open_browser:
         threading.Thread(target=_open_when_up, args=(server, url), daemon=True).start()
-    server.run()
+    with sock:
+        server.run(sockets=[sock])
     return 0
 
 
