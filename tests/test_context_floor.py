@@ -135,7 +135,7 @@ def test_every_other_reason_a_memory_is_not_returned(srv: Server, repo: Path) ->
 
 
 def test_a_distinctive_word_is_rare_and_never_a_stopword() -> None:
-    from reos_memory.squirrel.memory.context import distinctive
+    from reos_memory.squirrel.memory.ranking import distinctive
 
     words = ["checkout", "test", "the", "failing"]
     # 1,000 memories: "test" in 300 is common, "checkout" in 12 is not, "failing" in none

@@ -62,7 +62,7 @@ LAYERS = {
     "llm": {"_root"},
     "store": {"_root"},
 }
-ROOT_MODULES = {"errors", "models", "heap", "__init__"}
+ROOT_MODULES = {"errors", "models", "heap", "stopwords", "__init__"}
 
 
 def _layer(module: str) -> str:
@@ -119,6 +119,30 @@ def test_imports_point_one_way():
         if _layer(t) not in allowed:
             bad.append(f"{mod} imports {t}")
     assert not bad, bad
+
+
+# The memory logic both runtimes (the local service, the team server) run: it reads no store,
+# the stores answer it through `gather.Source`.
+SHARED_MEMORY_LOGIC = [
+    "reos_memory.squirrel.memory.gather",
+    "reos_memory.squirrel.memory.ranking",
+    "reos_memory.squirrel.memory.policy",
+]
+
+
+def test_the_shared_memory_logic_imports_no_store():
+    edges: dict[str, set[str]] = {}
+    for mod, t in _package_imports():
+        edges.setdefault(mod, set()).add(t)
+    for start in SHARED_MEMORY_LOGIC:
+        seen, todo = {start}, [start]
+        while todo:
+            for t in edges.get(todo.pop(), ()):
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        reached = sorted(t for t in seen if _layer(t) in ("store", "index", "embeddings", "llm"))
+        assert not reached, f"{start} reaches {reached}"
 
 
 # What every interface may share; each other part of interfaces/ is one interface. `web` renders

@@ -12,7 +12,8 @@ from reos_memory.squirrel.events import compress, strip_injected
 from reos_memory.squirrel.ingest import episodes
 from reos_memory.squirrel.memory import cr_memory
 from reos_memory.squirrel.memory.policy import PolicyError, load_policy
-from reos_memory.squirrel.projects import path_inside, project_for_root, relative_path
+from reos_memory.squirrel.memory.ranking import path_inside
+from reos_memory.squirrel.projects import project_for_root, relative_path
 from reos_memory.squirrel.tokens import count_tokens, truncate_to_tokens
 
 

@@ -582,3 +582,66 @@ def test_a_server_restored_from_an_earlier_backup_is_pulled_again_from_the_start
                 _stop(srv)
         finally:
             db.close()
+
+
+# one scenario through both runtimes: the same memories, the same tasks
+_SAME = [
+    ("guard", "Never run the payments migrations against the production database by hand."),
+    ("invariant", "Payments webhooks must verify the Stripe signature before parsing the body."),
+    ("invariant", "The payments service reads its Stripe key from the vault, never from .env."),
+    ("preference", "Use pnpm, not npm, in the web app; the lockfile is pnpm-lock.yaml."),
+    ("pattern", "Flaky checkout tests come from the shared Redis; run them with --forked."),
+    ("invariant", "Refunds go through the ledger service so the books stay balanced."),
+    ("preference", "Keep webhook handlers idempotent: Stripe retries deliveries."),
+    ("pattern", "The mobile build fails on Xcode 15 unless the signing team is set."),
+]
+_TASKS = [
+    "add a Stripe webhook for refunds",
+    "fix the flaky checkout tests",
+    "install a package in the web app",
+    "rotate the Stripe key",
+]
+
+
+def test_the_same_memories_and_task_give_the_same_context_locally_and_from_the_team_server(
+    tmp_path, team, keys
+):
+    """One candidate gathering and one ranking: the local service (SQLite) and the team server
+    (PostgreSQL), given the same memories and the same embedder, choose the same memories in
+    the same order, with the same reasons, and leave the same ones out for the same reasons."""
+    project = "proj-same"
+    with Server(tmp_path / "same.db", env={"REOS_MEMORY_EMBEDDER": "hash"}) as local:
+        local.wait_ready()
+        for kind, text in _SAME:
+            local.call("squirrel/memories/add", {
+                "project_id": project, "kind": kind, "tier": "long_term", "text": text,
+            })  # fmt: skip
+            team.result(keys.admin, "squirrel/memories/add", {
+                "project_id": project, "kind": kind, "tier": "long_term", "text": text,
+            })  # fmt: skip
+        chosen_somewhere = 0
+        for task in _TASKS:
+            params = {"project_id": project, "task": task, "context_budget_tokens": 300,
+                      "dry_run": True}  # fmt: skip
+            mine = local.call("squirrel/get_task_context", params)
+            theirs = team.result(keys.admin, "squirrel/get_task_context", params)
+
+            def seen(ctx: dict[str, Any]) -> list[tuple[str, str, str]]:
+                return [(m["text"], m["kind"], m["why"]) for m in ctx["memories"]]
+
+            def left_out(ctx: dict[str, Any], ids: dict[str, str]) -> set[tuple[str, str]]:
+                return {(ids.get(d["id"], d["id"]), d["reason"]) for d in ctx["dropped"]}
+
+            assert seen(mine) == seen(theirs), task
+            local_ids = {
+                m["id"]: m["text"]
+                for m in local.call(
+                    "squirrel/memories/list", {"project_id": project, "limit": 100}
+                )["memories"]
+            }
+            team_ids = {m["id"]: m["text"] for m in team.result(
+                keys.admin, "squirrel/memories/list", {"project_id": project, "limit": 100}
+            )["memories"]}  # fmt: skip
+            assert left_out(mine, local_ids) == left_out(theirs, team_ids), task
+            chosen_somewhere += len(mine["memories"])
+        assert chosen_somewhere >= len(_TASKS), "the scenario must choose memories to compare"

@@ -487,8 +487,3 @@ def normalize_prefix(path: str, field: str = "path_prefix") -> str:
     if any(x == ".." for x in parts) or path.startswith("/"):
         raise InvalidInput(field, "must be a relative path inside the project, without '..'")
     return "/".join(parts)
-
-
-def path_inside(path: str, prefix: str) -> bool:
-    """True when repository path `path` is `prefix` or below it (whole components only)."""
-    return prefix == "" or path == prefix or path.startswith(prefix + "/")

@@ -12,59 +12,12 @@ from collections.abc import Sequence
 import apsw
 import msgspec
 
+from reos_memory.stopwords import STOPWORDS
 from reos_memory.store.connection import fetch
 
 _encoder = msgspec.json.Encoder()
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "should",
-        "would",
-        "you",
-        "your",
-    ]
-)
 
 
 def query_words(text: str) -> list[str]:

@@ -17,8 +17,9 @@ import psycopg
 
 import reos_memory.squirrel.memory.ranking as ranking
 from reos_memory.errors import InvalidInput
-from reos_memory.models import MemoryMetrics, now_iso
+from reos_memory.models import Memory, MemoryMetrics, now_iso
 from reos_memory.squirrel import api
+from reos_memory.squirrel.memory.gather import Hits, gather
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store import keywords as kw_sql
@@ -26,14 +27,6 @@ from reos_memory.store.team import memories as msql
 from reos_memory.team.memories import TeamMemories, Who, no_root, reach, to_memory, to_metrics
 
 KEYWORD_HITS = 50
-
-
-class Found:
-    """The candidates of one request, and whether vectors found them."""
-
-    def __init__(self, cands: list[ranking.Candidate], used_vectors: bool) -> None:
-        self.cands = cands
-        self.used_vectors = used_vectors
 
 
 class TeamRetrieval:
@@ -60,11 +53,13 @@ class TeamRetrieval:
             )
             scope = self._scope(p.project_id, p.path, tuple(p.statuses), p.include_global)
             scope.kinds = None if p.kinds is None else tuple(p.kinds)
-            found = self._candidates(conn, who, filters, scope, p.query, qvec, key_lookup=False)
+            cands, used = self._candidates(
+                conn, who, filters, scope, p.query, qvec, key_lookup=False
+            )
         return api.SquirrelSearchResult(
             query=p.query,
-            matches=ranking.search_matches(found.cands, self.policy, p.limit),
-            semantic_available=found.used_vectors,
+            matches=ranking.search_matches(cands, self.policy, p.limit),
+            semantic_available=used,
         )
 
     def get_task_context(
@@ -81,18 +76,19 @@ class TeamRetrieval:
             owner = self.memories.owner_filter(conn, who, p.owner_type, p.owner_id)
             filters = msql.Filters(project_id=p.project_id, owner=owner)
             scope = self._scope(p.project_id, p.path, ranking.LIVE, True)
-            found = self._candidates(
-                conn, who, filters, scope, p.task, qvec, key_lookup=True, dropped=dropped
-            )
+            cands, used = self._candidates(
+                conn, who, filters, scope, p.task, qvec,
+                key_lookup=True, floor_first=True, dropped=dropped,
+            )  # fmt: skip
             given: set[str] = set()
             if p.exclude_injected and p.session_id:
                 given = msql.given_in_session(conn, who.org_id, who.key_id, p.session_id)
             choice = ranking.choose(
-                found.cands,
+                cands,
                 self.policy,
                 context_id=f"tctx-{uuid.uuid4().hex[:20]}",
                 budget=p.context_budget_tokens,
-                vectors_used=found.used_vectors,
+                vectors_used=used,
                 relevant_only=relevant_only,
                 given=given,
                 dropped=dropped,
@@ -147,65 +143,71 @@ class TeamRetrieval:
         qvec: str | None,
         *,
         key_lookup: bool,
+        floor_first: bool = False,
         dropped: list[ranking.Dropped] | None = None,
-    ) -> Found:
-        r = self.policy.retrieval
-        rch = reach(who)
+    ) -> tuple[list[ranking.Candidate], bool]:
+        """`gather` over the team store: the same candidates as the local service's."""
+        src = _Team(self.memories, conn, who, filters, qvec)
+        return gather(
+            src, query, scope, self.policy, now_iso(),
+            key_lookup=key_lookup, floor_first=floor_first, dropped=dropped,
+        )  # fmt: skip
+
+
+class _Team:
+    """One request's view of the team store, for `gather`: the rows of the key's reach."""
+
+    def __init__(
+        self,
+        memories: TeamMemories,
+        conn: psycopg.Connection,
+        who: Who,
+        filters: msql.Filters,
+        qvec: str | None,
+    ) -> None:
+        self.memories = memories
+        self.conn = conn
+        self.who = who
+        self.reach = reach(who)
+        self.filters = filters
+        self.qvec = qvec
+
+    def hits(self, query: str, *, key_lookup: bool) -> Hits:
+        conn, rch, filters = self.conn, self.reach, self.filters
+        r = self.memories.policy.retrieval
         near: dict[str, float] = {}
-        if qvec is not None:
-            near = dict(self.memories.nearest(conn, rch, filters, qvec, r.candidates))
+        if self.qvec is not None:
+            near = dict(self.memories.nearest(conn, rch, filters, self.qvec, r.candidates))
         words = kw_sql.query_words(query)
         # as locally: full text scores the rarest words' postings within a budget
-        dfs = msql.document_frequencies(conn, rch, words)
-        kept = kw_sql.fit_postings(words, dfs, ranking.KEYWORD_POSTINGS)[0]
+        all_dfs = msql.document_frequencies(conn, rch, words)
+        kept = kw_sql.fit_postings(words, all_dfs, ranking.KEYWORD_POSTINGS)[0]
         kw = msql.keyword_hits(
             conn, rch, filters, kept, KEYWORD_HITS, scan=ranking.KEYWORD_POSTINGS, among=list(near)
         )
-        distinct: list[str] = []
-        if kw:  # among the searched words only
+        df_of = dict(zip(words, all_dfs, strict=True))
+        total = 0
+        if kw:
             total = self.memories.counts.get(("total", rch), lambda: msql.live_total(conn, rch))
-            df_of = dict(zip(words, dfs, strict=True))
-            distinct = ranking.distinctive(
-                kept, [df_of[w] for w in kept], total, r.distinctive_share
-            )
         keyed: set[str] = set()
         guards: set[str] = set()
         if key_lookup and filters.project_id is not None:
             keyed, guards = msql.keyed_and_guards(conn, rch, filters.project_id)
-        ids = list(dict.fromkeys([*keyed, *guards, *near, *kw]))
-        if qvec is not None:
-            missing = [i for i in ids if i not in near]
-            near.update(msql.similarities(conn, who.org_id, qvec, missing))
-        shared = msql.words_held(conn, who.org_id, distinct, list(kw)) if distinct else {}
-        rows = msql.get_many(conn, rch, ids)
-        metrics = msql.metrics_of(conn, who.org_id, ids)
-        rel = ranking.relative(kw)
-        now = now_iso()
-        cands = []
-        for mid in ids:
-            row = rows.get(mid)
-            if row is None:
-                continue
-            m = to_memory(row)
-            why_not = ranking.hidden(m, scope, now)
-            if why_not is not None:
-                if dropped is not None:
-                    dropped.append(
-                        ranking.Dropped(
-                            mid, "filtered", why_not, near.get(mid), rel.get(mid, 0.0), []
-                        )
-                    )
-                continue
-            cands.append(
-                ranking.candidate(
-                    m,
-                    to_metrics(metrics.get(mid), mid) or MemoryMetrics(memory_id=mid),
-                    self.policy,
-                    cos=near.get(mid),
-                    keyword=rel.get(mid, 0.0),
-                    by_key=mid in keyed,
-                    emergency=mid in guards,
-                    shared=shared.get(mid, []),
-                )
-            )
-        return Found(cands, qvec is not None)
+        return Hits(
+            near, kw, kept, [df_of[w] for w in kept], total, keyed, guards, self.qvec is not None
+        )
+
+    def similarities(self, ids: list[str]) -> dict[str, float]:
+        assert self.qvec is not None
+        return dict(msql.similarities(self.conn, self.who.org_id, self.qvec, ids))
+
+    def words_held(self, words: list[str], ids: list[str]) -> dict[str, list[str]]:
+        return dict(msql.words_held(self.conn, self.who.org_id, words, ids))
+
+    def rows(self, ids: list[str]) -> tuple[dict[str, Memory], dict[str, MemoryMetrics]]:
+        rows = msql.get_many(self.conn, self.reach, ids)
+        metrics = msql.metrics_of(self.conn, self.who.org_id, ids)
+        mems: dict[str, Memory] = {mid: to_memory(row) for mid, row in rows.items()}
+        return mems, {
+            mid: to_metrics(metrics.get(mid), mid) or MemoryMetrics(memory_id=mid) for mid in mems
+        }

@@ -13,12 +13,13 @@ recorded under its context_id.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from reos_memory.models import Memory, MemoryMetrics, new_id, now_iso
 from reos_memory.squirrel import api
+from reos_memory.squirrel.memory.gather import Hits, Signals, build, gather
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.squirrel.memory.ranking import (
     KEYWORD_POSTINGS,
@@ -26,13 +27,8 @@ from reos_memory.squirrel.memory.ranking import (
     Dropped,
     Owner,
     Scope,
-    candidate,
     choose,
-    distinctive,
-    hidden,
-    relative,
     search_matches,
-    under_floor,
 )
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store import Database
@@ -63,6 +59,72 @@ def _of_owners(
     return found[0] if found else set()
 
 
+class _Local:
+    """One request's view of the local store, for `gather` (it embeds the query while the
+    keyword and key lookups run)."""
+
+    def __init__(self, db: Database, vectors: Vectors | None, scope: Scope, k: int = 0) -> None:
+        self.db = db
+        self.vectors = vectors
+        self.scope = scope
+        self.k = k  # the nearest memories searched
+        self.qvec: Any = None
+
+    def hits(self, query: str, *, key_lookup: bool) -> Hits:
+        scope, vectors = self.scope, self.vectors
+        parts = [scope.project_id] if scope.project_id is not None else None
+        if parts is not None and scope.include_global:
+            parts.append("")
+        stage = None
+        if vectors is not None:
+            emb, _reason = vectors.usable_model()
+            if emb is not None and query.strip():
+                # the query is embedded on the embedder's thread while the keyword and key
+                # lookups run here
+                stage = vectors.embed_async([query])
+        words = kw_sql.query_words(query)
+        pids: list[str | None] | None = None
+        if scope.project_id is not None:
+            pids = [scope.project_id, None] if scope.include_global else [scope.project_id]
+
+        def read(conn: apsw.Connection) -> Hits:
+            kw: dict[str, float] = {}
+            kept: list[str] = []
+            dfs: list[int] = []
+            total = 0
+            if words:
+                all_dfs = kw_sql.document_frequencies(conn, words, "memories_fts")
+                kept = kw_sql.prune_words(conn, words, KEYWORD_POSTINGS, "memories_fts", all_dfs)[0]
+                kw = dict(msql.keyword_search(conn, kept, 50, pids, scope.statuses))
+                df_of = dict(zip(words, all_dfs, strict=True))
+                dfs = [df_of[w] for w in kept]
+                if kw:
+                    total = msql.count_all(conn)
+            keyed: set[str] = set()
+            guards: set[str] = set()
+            if key_lookup and scope.project_id is not None:
+                keyed = _of_owners(msql.keyed_ids, conn, scope.project_id, scope.owners)
+                guards = _of_owners(msql.emergency_guard_ids, conn, scope.project_id, scope.owners)
+            return Hits({}, kw, kept, dfs, total, keyed, guards, False)
+
+        h = self.db.read(read)
+        if stage is None or vectors is None:
+            return h
+        self.qvec = stage.result(120)[0]
+        near = dict(vectors.knn(self.qvec, self.k, space=vsql.MEMORIES, parts=parts))
+        return h._replace(near=near, used_vectors=True)
+
+    def similarities(self, ids: list[str]) -> dict[str, float]:
+        assert self.vectors is not None and self.qvec is not None
+        return dict(self.vectors.similarities(self.qvec, ids, space=vsql.MEMORIES))
+
+    def words_held(self, words: list[str], ids: list[str]) -> dict[str, list[str]]:
+        return self.db.read(lambda conn: msql.words_held(conn, words, ids))
+
+    def rows(self, ids: list[str]) -> tuple[dict[str, Memory], dict[str, MemoryMetrics]]:
+        return self.db.read(lambda conn: (msql.get_memories(conn, ids), msql.metrics_of(conn, ids)))
+
+
 def candidates(
     db: Database,
     vectors: Vectors | None,
@@ -74,75 +136,13 @@ def candidates(
     floor_first: bool = False,
     dropped: list[Dropped] | None = None,
 ) -> tuple[list[Candidate], bool]:
-    """Filtered candidates with their signals; and whether vectors were used. With
-    `floor_first`, memories under the floor are dropped before their rows are read (keyed ones
-    and emergency guards always stay). Memories left out are added to `dropped`."""
-    r = policy.retrieval
-    qvec = None
-    parts = [scope.project_id] if scope.project_id is not None else None
-    if parts is not None and scope.include_global:
-        parts.append("")
-    near: dict[str, float] = {}
-    stage = None
-    if vectors is not None:
-        emb, _reason = vectors.usable_model()
-        if emb is not None and query.strip():
-            # the query is embedded on the embedder's thread while the keyword and key
-            # lookups run here
-            stage = vectors.embed_async([query])
-    words = kw_sql.query_words(query)
-    now = now_iso()
-
-    pids: list[str | None] | None = None
-    if scope.project_id is not None:
-        pids = [scope.project_id, None] if scope.include_global else [scope.project_id]
-
-    def read(conn: apsw.Connection) -> tuple[dict[str, float], set[str], set[str], list[str]]:
-        kw: dict[str, float] = {}
-        distinct: list[str] = []
-        if words:
-            dfs = kw_sql.document_frequencies(conn, words, "memories_fts")
-            kept = kw_sql.prune_words(conn, words, KEYWORD_POSTINGS, "memories_fts", dfs)[0]
-            kw = dict(msql.keyword_search(conn, kept, 50, pids, scope.statuses))
-            if kw:  # among the searched words only: their postings are within the budget
-                df_of = dict(zip(words, dfs, strict=True))
-                total = msql.count_all(conn)
-                distinct = distinctive(kept, [df_of[w] for w in kept], total, r.distinctive_share)
-        if not key_lookup or scope.project_id is None:
-            return kw, set(), set(), distinct
-        keyed = _of_owners(msql.keyed_ids, conn, scope.project_id, scope.owners)
-        guards = _of_owners(msql.emergency_guard_ids, conn, scope.project_id, scope.owners)
-        return kw, keyed, guards, distinct
-
-    kw, keyed, guards, distinct = db.read(read)
-    shared: dict[str, list[str]] = {}
-    floor, lowered = r.similarity_floor, r.similarity_floor - r.keyword_floor_relief
-    if stage is not None and vectors is not None:
-        qvec = stage.result(120)[0]
-        near = dict(vectors.knn(qvec, r.candidates, space=vsql.MEMORIES, parts=parts))
-        missing = [i for i in dict.fromkeys([*keyed, *guards, *kw]) if i not in near]
-        if missing:
-            near.update(vectors.similarities(qvec, missing, space=vsql.MEMORIES))
-        # the keyword hits under the floor: which distinctive words they hold decides the ones
-        # just under it, and tells the others why they stay out
-        check = [i for i, c in near.items() if c < floor and i in kw]
-    else:
-        check = list(kw)
-    if check and distinct:
-        shared = db.read(lambda conn: msql.words_held(conn, distinct, check))
-    if qvec is not None and floor_first:
-        kept_near: dict[str, float] = {}
-        rel = relative(kw)
-        for i, c in near.items():
-            if c >= floor or i in keyed or i in guards or (c >= lowered and i in shared):
-                kept_near[i] = c
-            elif dropped is not None:
-                dropped.append(under_floor(i, c, rel.get(i, 0.0), shared.get(i, []), policy))
-        near = kept_near
-        kw = {i: s for i, s in kw.items() if i in near}
-    ids = list(dict.fromkeys([*keyed, *guards, *near, *kw]))
-    signals = _Signals(near, relative(kw), keyed, guards, shared)
-    return _build(db, ids, scope, policy, signals, now, dropped), qvec is not None
+    """Filtered candidates with their signals, and whether vectors were used (`gather` over
+    the local store)."""
+    src = _Local(db, vectors, scope, policy.retrieval.candidates)
+    return gather(
+        src, query, scope, policy, now_iso(),
+        key_lookup=key_lookup, floor_first=floor_first, dropped=dropped,
+    )  # fmt: skip
 
 
 def important(db: Database, scope: Scope, policy: Policy, limit: int = 40) -> list[Candidate]:
@@ -161,57 +161,8 @@ def important(db: Database, scope: Scope, policy: Policy, limit: int = 40) -> li
 
     keyed, guards, top = db.read(read)
     ids = list(dict.fromkeys([*keyed, *guards, *top]))
-    return _build(db, ids, scope, policy, _Signals({}, {}, keyed, guards, {}), now_iso())
-
-
-class _Signals(NamedTuple):
-    """What the searches found for each memory id, before its row is read."""
-
-    near: dict[str, float]  # cosine similarity
-    keyword: dict[str, float]  # relative to the best keyword hit
-    keyed: set[str]
-    guards: set[str]
-    shared: dict[str, list[str]]  # the task's distinctive words each holds
-
-
-def _build(
-    db: Database,
-    ids: list[str],
-    scope: Scope,
-    policy: Policy,
-    found: _Signals,
-    now: str,
-    dropped: list[Dropped] | None = None,
-) -> list[Candidate]:
-    """The candidates of these ids that the scope lets through (the others go to `dropped`)."""
-    if not ids:
-        return []
-
-    def rows(conn: apsw.Connection) -> tuple[dict[str, Memory], dict[str, MemoryMetrics]]:
-        return msql.get_memories(conn, ids), msql.metrics_of(conn, ids)
-
-    mems, metrics = db.read(rows)
-    out = []
-    for mid in ids:
-        m = mems.get(mid)
-        why_not = "gone" if m is None else hidden(m, scope, now)
-        if m is None or why_not is not None:
-            if dropped is not None and why_not is not None:
-                k = found.keyword.get(mid, 0.0)
-                dropped.append(Dropped(mid, "filtered", why_not, found.near.get(mid), k, []))
-            continue
-        c = candidate(
-            m,
-            metrics.get(mid) or MemoryMetrics(memory_id=mid),
-            policy,
-            cos=found.near.get(mid),
-            keyword=found.keyword.get(mid, 0.0),
-            by_key=mid in found.keyed,
-            emergency=mid in found.guards,
-            shared=found.shared.get(mid, []),
-        )
-        out.append(c)
-    return out
+    signals = Signals({}, {}, keyed, guards, {})
+    return build(_Local(db, None, scope), ids, scope, policy, signals, now_iso())
 
 
 def get_task_context(

@@ -23,9 +23,8 @@ from reos_memory.models import Memory, MemoryMetrics
 from reos_memory.squirrel import api
 from reos_memory.squirrel.markers import CONTEXT_CLOSE, CONTEXT_OPEN
 from reos_memory.squirrel.memory.policy import Policy
-from reos_memory.squirrel.projects import path_inside
 from reos_memory.squirrel.tokens import Size, count_tokens, size, truncate_to_tokens
-from reos_memory.store.keywords import STOPWORDS
+from reos_memory.stopwords import STOPWORDS
 
 LIVE = ("provisional", "active")
 # keyword search scores at most this many postings, the commonest words dropped first (their
@@ -98,6 +97,11 @@ class Choice:
     result: api.ContextResult
     chosen: list[Candidate]
     eligible: list[Candidate]
+
+
+def path_inside(path: str, prefix: str) -> bool:
+    """True when repository path `path` is `prefix` or below it (whole components only)."""
+    return prefix == "" or path == prefix or path.startswith(prefix + "/")
 
 
 def hidden(m: Memory, scope: Scope, now: str) -> str | None:
