@@ -164,8 +164,12 @@ async def _exercise(s: ClientSession, repo: Path, deploy: str, rollback: str) ->
     assert [m["id"] for m in found["matches"]] == [mem["id"]]
 
     # bad arguments: a tool error naming the field and the rule; the server keeps serving
-    msg = _error(await s.call_tool("get_task_context", {"task": "x", "budget_tokens": 3}))
+    bad = await s.call_tool("get_task_context", {"task": "x", "budget_tokens": 3})
+    msg = _error(bad)
     assert "invalid_params" in msg and "$.budget_tokens" in msg and ">= 16" in msg
+    # as on the team server's /mcp: the JSON-RPC error as structured content
+    err = (bad.structured_content or {}).get("error", {})
+    assert err.get("reason") == "invalid_params" and err.get("field") == "$.budget_tokens"
     msg = _error(await s.call_tool("remember", {"text": "x", "kind": "rumour"}))
     assert "$.kind" in msg and "preference" in msg
     msg = _error(await s.call_tool("search_memory", {"query": "x", "colour": "red"}))

@@ -147,7 +147,15 @@ def test_the_shared_memory_logic_imports_no_store():
 
 # What every interface may share; each other part of interfaces/ is one interface. `web` renders
 # pages for two of them (`sqrl ui` and the team server's UI) and imports no interface itself.
-SHARED_BY_INTERFACES = {"services", "registry", "openrpc", "stdio_process", "web", "__init__"}
+SHARED_BY_INTERFACES = {
+    "services",
+    "registry",
+    "openrpc",
+    "stdio_process",
+    "web",
+    "mcp_tools",
+    "__init__",
+}
 
 
 def _interface(module: str) -> str | None:

@@ -18,8 +18,6 @@ import io
 import os
 import signal
 import threading
-import traceback
-import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, cast
 
@@ -28,22 +26,30 @@ import mcp.types as mt
 import msgspec
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.shared.exceptions import MCPError
 from msgspec import Meta
 
-from reos_memory import __version__
 from reos_memory.config import Config
-from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.errors import InvalidInput
 from reos_memory.graph import api as gapi
 from reos_memory.graph import retrieval, traversal
 from reos_memory.graph.retrieval import render_markdown
-from reos_memory.interfaces import stdio_process
-from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params, input_schemas
+from reos_memory.interfaces import mcp_tools, stdio_process
+from reos_memory.interfaces.mcp_tools import (
+    Args,
+    AvoidArg,
+    KindArg,
+    LimitArg,
+    MemoryTextArg,
+    QueryArg,
+    TaskArg,
+    run_tool,
+)
+from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
 from reos_memory.interfaces.services import Services
-from reos_memory.models import Direction, Ident, MemoryKind, MemoryScope, RelType
+from reos_memory.models import Direction, Ident, MemoryScope, RelType
 from reos_memory.squirrel import api as ts
 from reos_memory.squirrel.tokens import count_tokens
-from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText
+from reos_memory.squirrel.writer.schema import MemoryKey
 
 INSTRUCTIONS = (
     "reos-memory is this user's local, persistent memory for coding work. At the start of a task"
@@ -61,10 +67,6 @@ TOOLS: Registry[Env] = (
 tool = TOOLS.method
 READ_ONLY = {"search_memory", "search_blocks", "related_blocks"}
 DESTRUCTIVE = {"forget"}
-
-
-class Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Base of every tool's arguments: unknown fields are errors."""
 
 
 ProjectRoot = Annotated[
@@ -98,26 +100,12 @@ class Env:
         return self.cwd if project_root is None else project_root
 
     def call(self, spec: MethodSpec, arguments: dict[str, Any]) -> mt.CallToolResult:
-        """Validate the arguments and run one tool; errors become tool errors, never exceptions."""
-        try:
-            result = spec.handler(self, convert_params(spec, arguments))
-        except ReosError as exc:
-            self.log.info("tool_error", tool=spec.name, reason=exc.reason, error=exc.message)
-            return _error(f"{exc.reason}: {exc.message}")
-        except Exception as exc:  # a bug: the details go to the log, never to the client
-            incident = uuid.uuid4().hex[:12]
-            self.log.error(
-                "internal_error",
-                tool=spec.name,
-                incident=incident,
-                error=repr(exc),
-                traceback=traceback.format_exc(),
-            )
-            return _error(f"internal_error: unexpected failure (incident {incident} in the log)")
-        data = fit_result(spec.name, msgspec.to_builtins(result), self.max_tokens)
-        return mt.CallToolResult(
-            content=[mt.TextContent(text=msgspec.json.encode(data).decode())],
-            structured_content=data,
+        """Validate the arguments and run one tool (`mcp_tools.run_tool`)."""
+        return run_tool(
+            spec,
+            lambda: spec.handler(self, convert_params(spec, arguments)),
+            self.log,
+            fit=lambda name, data: fit_result(name, data, self.max_tokens),
         )
 
 
@@ -199,23 +187,11 @@ def fit_result(name: str, data: Any, limit: int) -> Any:
     return keep(lo)
 
 
-def _error(text: str) -> mt.CallToolResult:
-    return mt.CallToolResult(content=[mt.TextContent(text=text)], is_error=True)
-
-
 # -- Squirrel ----------------------------------------------------------------------------------
 
 
 class GetTaskContextArgs(Args):
-    task: Annotated[
-        str,
-        Meta(
-            min_length=1,
-            max_length=20_000,
-            description="What you are about to do, in a sentence or two (the user's request"
-            " will do).",
-        ),
-    ]
+    task: TaskArg
     project_root: ProjectRoot | None = None
     path: (
         Annotated[
@@ -259,11 +235,9 @@ def get_task_context(env: Env, a: GetTaskContextArgs) -> Any:
 
 
 class SearchMemoryArgs(Args):
-    query: Annotated[
-        str, Meta(min_length=1, max_length=10_000, description="Words or a question to look for.")
-    ]
+    query: QueryArg
     project_root: ProjectRoot | None = None
-    limit: Annotated[int, Meta(ge=1, le=1000, description="Most memories to return.")] = 20
+    limit: LimitArg = 20
 
 
 @tool("search_memory", params=SearchMemoryArgs, result=ts.SquirrelSearchResult)
@@ -278,21 +252,8 @@ def search_memory(env: Env, a: SearchMemoryArgs) -> Any:
 
 
 class RememberArgs(Args):
-    text: Annotated[
-        MemoryText,
-        Meta(
-            description="The memory, one self-contained sentence an agent can act on, e.g."
-            " 'Use pnpm, never npm.'"
-        ),
-    ]
-    kind: Annotated[
-        MemoryKind,
-        Meta(
-            description="preference (how the user likes things done), invariant (a fact or rule"
-            " of the project that must hold), pattern (a trap and what worked), guard (something"
-            " never to do), note (anything else)."
-        ),
-    ] = "note"
+    text: MemoryTextArg
+    kind: KindArg = "note"
     scope: Annotated[
         MemoryScope,
         Meta(
@@ -311,9 +272,7 @@ class RememberArgs(Args):
         ]
         | None
     ) = None
-    avoid: Annotated[
-        bool, Meta(description="True when the memory describes what NOT to do (an anti-pattern).")
-    ] = False
+    avoid: AvoidArg = False
     path_prefix: (
         Annotated[
             str,
@@ -413,9 +372,7 @@ def flush(env: Env, a: FlushArgs) -> Any:
 
 
 class SearchBlocksArgs(Args):
-    query: Annotated[
-        str, Meta(min_length=1, max_length=10_000, description="Words or a question to look for.")
-    ]
+    query: QueryArg
     act_id: Annotated[Ident, Meta(description="Only blocks of this act (workspace).")] | None = None
     max_results: Annotated[int, Meta(ge=1, le=200, description="Most matches to return.")] = 20
     mode: Annotated[
@@ -477,24 +434,9 @@ def related_blocks(env: Env, a: RelatedBlocksArgs) -> Any:
 
 def tool_definitions() -> list[mt.Tool]:
     """Every tool with its description and input JSON Schema."""
-    specs = list(TOOLS.methods.values())
-    schemas = input_schemas(specs)
-    out = []
-    for s in specs:
-        description = s.summary + ("\n\n" + s.description if s.description else "")
-        out.append(
-            mt.Tool(
-                name=s.name,
-                description=description,
-                input_schema=schemas[s.name],
-                annotations=mt.ToolAnnotations(
-                    read_only_hint=s.name in READ_ONLY,
-                    destructive_hint=s.name in DESTRUCTIVE,
-                    open_world_hint=False,
-                ),
-            )
-        )
-    return out
+    return mcp_tools.tool_definitions(
+        TOOLS, read_only=lambda s: s.name in READ_ONLY, destructive=DESTRUCTIVE
+    )
 
 
 # -- serving -----------------------------------------------------------------------------------
@@ -502,33 +444,17 @@ def tool_definitions() -> list[mt.Tool]:
 
 def build_server(env: Env) -> Server[Any]:
     """The MCP server: tools/list and tools/call over `env`."""
-    tools = tool_definitions()
 
-    async def list_tools(ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
-        return mt.ListToolsResult(tools=tools)
-
-    async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
-        spec = TOOLS.methods.get(params.name)
-        if spec is None:
-            raise MCPError(
-                mt.INVALID_PARAMS,
-                f"unknown tool {params.name!r} (known: {', '.join(TOOLS.methods)})",
-            )
+    async def run(spec: MethodSpec, arguments: dict[str, Any], ctx: Any) -> mt.CallToolResult:
         env.calls += 1
         env.running += 1
         try:
             # database work and the embedder block: a worker thread keeps the protocol answering
-            return await anyio.to_thread.run_sync(env.call, spec, params.arguments or {})
+            return await anyio.to_thread.run_sync(env.call, spec, arguments)
         finally:
             env.running -= 1
 
-    return Server(
-        "reos-memory",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    return mcp_tools.build_server("reos-memory", INSTRUCTIONS, TOOLS, tool_definitions(), run)
 
 
 class _InputLines:

@@ -23,23 +23,30 @@ from typing import Annotated, Any, Literal
 
 import anyio
 import mcp.types as mt
-import msgspec
-from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.shared.exceptions import MCPError
 from msgspec import Meta
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from reos_memory import __version__
-from reos_memory.errors import ReosError
-from reos_memory.interfaces.registry import MethodSpec, convert_params, input_schemas
+from reos_memory.interfaces import mcp_tools
+from reos_memory.interfaces.mcp_tools import (
+    Args,
+    AvoidArg,
+    KindArg,
+    LimitArg,
+    MemoryTextArg,
+    QueryArg,
+    TaskArg,
+    run_tool,
+    tool_error,
+)
+from reos_memory.interfaces.registry import MethodSpec, convert_params
 from reos_memory.interfaces.team_http.registry import NoParams, TeamRegistry
-from reos_memory.models import Ident, MemoryKind, MemoryScope
+from reos_memory.models import Ident, MemoryScope
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
-from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText, OwnerId
+from reos_memory.squirrel.writer.schema import MemoryKey, OwnerId
 from reos_memory.team.keys import VerifiedKey
 from reos_memory.team.service import Caller, TeamService, WhoAmI, who
 
@@ -83,20 +90,8 @@ OwnerIdArg = Annotated[
 ]
 
 
-class Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Base of the tools' own arguments: unknown fields are errors."""
-
-
 class GetTaskContextArgs(Args):
-    task: Annotated[
-        str,
-        Meta(
-            min_length=1,
-            max_length=20_000,
-            description="What you are about to do, in a sentence or two (the user's request"
-            " will do).",
-        ),
-    ]
+    task: TaskArg
     project_id: ProjectId
     path: (
         Annotated[
@@ -148,9 +143,7 @@ def get_task_context(svc: TeamService, caller: Caller, a: GetTaskContextArgs) ->
 
 
 class SearchMemoryArgs(Args):
-    query: Annotated[
-        str, Meta(min_length=1, max_length=10_000, description="Words or a question to look for.")
-    ]
+    query: QueryArg
     project_id: (
         Annotated[
             Ident,
@@ -161,7 +154,7 @@ class SearchMemoryArgs(Args):
         ]
         | None
     ) = None
-    limit: Annotated[int, Meta(ge=1, le=1000, description="Most memories to return.")] = 20
+    limit: LimitArg = 20
     owner_type: OwnerTypeArg | None = None
     owner_id: OwnerIdArg | None = None
 
@@ -186,21 +179,8 @@ def search_memory(
 
 
 class RememberArgs(Args):
-    text: Annotated[
-        MemoryText,
-        Meta(
-            description="The memory, one self-contained sentence an agent can act on, e.g."
-            " 'Use pnpm, never npm.'"
-        ),
-    ]
-    kind: Annotated[
-        MemoryKind,
-        Meta(
-            description="preference (how the team likes things done), invariant (a fact or rule"
-            " of the project that must hold), pattern (a trap and what worked), guard (something"
-            " never to do), note (anything else)."
-        ),
-    ] = "note"
+    text: MemoryTextArg
+    kind: KindArg = "note"
     scope: Annotated[
         MemoryScope,
         Meta(
@@ -218,9 +198,7 @@ class RememberArgs(Args):
         ]
         | None
     ) = None
-    avoid: Annotated[
-        bool, Meta(description="True when the memory describes what NOT to do (an anti-pattern).")
-    ] = False
+    avoid: AvoidArg = False
     path_prefix: (
         Annotated[
             api.PathText,
@@ -332,26 +310,9 @@ def whoami(svc: TeamService, caller: Caller, a: NoParams) -> WhoAmI:
 
 def tool_definitions() -> list[mt.Tool]:
     """Every tool with its description and input JSON Schema (from its arguments Struct)."""
-    specs = list(TOOLS.methods.values())
-    schemas = input_schemas(specs)
-    out = []
-    for s in specs:
-        schema = schemas[s.name]
-        for name in _HIDDEN:
-            schema.get("properties", {}).pop(name, None)
-        out.append(
-            mt.Tool(
-                name=s.name,
-                description=s.summary + ("\n\n" + s.description if s.description else ""),
-                input_schema=schema,
-                annotations=mt.ToolAnnotations(
-                    read_only_hint=s.kind == "read",
-                    destructive_hint=s.name in DESTRUCTIVE,
-                    open_world_hint=False,
-                ),
-            )
-        )
-    return out
+    return mcp_tools.tool_definitions(
+        TOOLS, read_only=lambda s: s.kind == "read", destructive=DESTRUCTIVE, hidden=_HIDDEN
+    )
 
 
 class TeamMcp:
@@ -363,19 +324,8 @@ class TeamMcp:
         self.svc = svc
         self.log = log
         self._authenticate = authenticate
-        tools = tool_definitions()
-
-        async def list_tools(
-            ctx: Any, params: mt.PaginatedRequestParams | None
-        ) -> mt.ListToolsResult:
-            return mt.ListToolsResult(tools=tools)
-
-        server: Server[Any] = Server(
-            "reos-memory-team",
-            version=__version__,
-            instructions=INSTRUCTIONS,
-            on_list_tools=list_tools,
-            on_call_tool=self._call_tool,
+        server = mcp_tools.build_server(
+            "reos-memory-team", INSTRUCTIONS, TOOLS, tool_definitions(), self._call_tool
         )
         self.manager = StreamableHTTPSessionManager(
             server, json_response=True, stateless=True, max_request_body_size=max_body_bytes
@@ -396,49 +346,24 @@ class TeamMcp:
         scope.setdefault("state", {})[KEY_STATE] = key
         await self.manager.handle_request(scope, receive, send)
 
-    async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
-        spec = TOOLS.methods.get(params.name)
-        if spec is None:
-            raise MCPError(
-                mt.INVALID_PARAMS,
-                f"unknown tool {params.name!r} (known: {', '.join(TOOLS.methods)})",
-            )
+    async def _call_tool(
+        self, spec: MethodSpec, arguments: dict[str, Any], ctx: Any
+    ) -> mt.CallToolResult:
         request = ctx.request
         key = request.scope.get("state", {}).get(KEY_STATE) if request is not None else None
         if not isinstance(key, VerifiedKey):  # only reachable if the endpoint were bypassed
-            return _error("unauthorized: an API key is required", {"reason": "unauthorized"})
+            return tool_error("unauthorized: an API key is required", {"reason": "unauthorized"})
         caller = Caller(key=key, request_id=uuid.uuid4().hex)
         # database work and the embedder block: a worker thread keeps the loop answering
-        return await anyio.to_thread.run_sync(self._run, spec, caller, params.arguments or {})
+        return await anyio.to_thread.run_sync(self._run, spec, caller, arguments)
 
     def _run(
         self, spec: MethodSpec, caller: Caller, arguments: dict[str, Any]
     ) -> mt.CallToolResult:
-        """Validate the arguments and run one tool; errors become tool errors naming the field
-        and rule (or the role), never exceptions; a bug's details go to the log only."""
-        try:
-            result = spec.handler(self.svc, caller, convert_params(spec, arguments))
-        except ReosError as exc:
-            self.log.info("tool_error", tool=spec.name, reason=exc.reason, error=exc.message,
-                          key_id=caller.key.key_id)  # fmt: skip
-            error = {"code": exc.code, "reason": exc.reason, "message": exc.message, **exc.data}
-            return _error(f"{exc.reason}: {exc.message}", {"error": error})
-        except Exception as exc:
-            incident = uuid.uuid4().hex[:12]
-            self.log.exception("internal_error", incident=incident, tool=spec.name,
-                               key_id=caller.key.key_id, error=repr(exc))  # fmt: skip
-            return _error(
-                f"internal_error: unexpected failure (incident {incident})",
-                {"error": {"reason": "internal_error", "incident": incident}},
-            )
-        data = msgspec.to_builtins(result)
-        return mt.CallToolResult(
-            content=[mt.TextContent(text=msgspec.json.encode(data).decode())],
-            structured_content=data,
+        """Validate the arguments and run one tool (`mcp_tools.run_tool`), logged with the key."""
+        return run_tool(
+            spec,
+            lambda: spec.handler(self.svc, caller, convert_params(spec, arguments)),
+            self.log,
+            key_id=caller.key.key_id,
         )
-
-
-def _error(text: str, data: dict[str, Any]) -> mt.CallToolResult:
-    return mt.CallToolResult(
-        content=[mt.TextContent(text=text)], structured_content=data, is_error=True
-    )
