@@ -15,7 +15,7 @@ import pytest
 from reos_memory import errors
 from reos_memory.cli.reos import build_parser
 from reos_memory.cli.sqrl import build_parser as build_sqrl_parser
-from reos_memory.interfaces.jsonrpc import errors as codes
+from reos_memory.interfaces import rpc as codes
 from reos_memory.interfaces.jsonrpc.methods import load_all
 from tools.gen_openrpc import BEGIN, END
 

@@ -150,6 +150,7 @@ def test_the_shared_memory_logic_imports_no_store():
 SHARED_BY_INTERFACES = {
     "services",
     "registry",
+    "rpc",
     "openrpc",
     "stdio_process",
     "web",

@@ -245,6 +245,43 @@ def test_a_batch_answers_each_request_in_order(server, keys):
     assert reply["error"]["data"]["reason"] == "payload_too_large"
 
 
+def test_a_bad_request_is_answered_as_the_stdio_server_answers_it(server, keys, tmp_path):
+    """One dispatch for both transports: the same broken envelopes, unknown method and bad
+    params get the same code, reason and field from /rpc as from the local service."""
+    from harness.rpc_client import Server as StdioServer
+
+    batch = [
+        {"jsonrpc": "1.0", "id": 1, "method": "squirrel/memories/get"},
+        {"jsonrpc": "2.0", "id": True, "method": "squirrel/memories/get"},
+        {"jsonrpc": "2.0", "id": 3, "method": 5},
+        {"jsonrpc": "2.0", "id": 4, "method": "squirrel/memories/get", "params": 5},
+        {"jsonrpc": "2.0", "id": 5, "method": "no/such"},
+        {"jsonrpc": "2.0", "id": 6, "method": "squirrel/memories/get", "params": {"memory_id": 5}},
+        7,
+        {"jsonrpc": "2.0", "method": "no/such"},  # a notification: no reply on either
+    ]
+
+    def shape(replies: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (
+                str(r["id"]),
+                r["error"]["code"],
+                r["error"]["data"].get("reason"),
+                str(r["error"]["data"].get("field")),
+            )
+            for r in replies
+        )
+
+    with StdioServer(tmp_path / "local.db") as local:
+        mine = local.batch(batch)
+    status, theirs = server.post(json.dumps(batch).encode(), keys.a_admin.key)
+    assert status == 200
+    assert len(mine) == 7 and shape(theirs) == shape(mine)
+    for empty in ([], [{}] * 101):
+        _, reply = server.post(json.dumps(empty).encode(), keys.a_admin.key)
+        assert reply["error"]["code"] == -32600, reply
+
+
 def test_an_oversized_body_gets_413(server, keys):
     body = b'{"jsonrpc": "2.0", "id": 1, "method": "team/whoami", "params": {"x": "'
     body += b"a" * (1 << 20) + b'"}}'

@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from reos_memory.interfaces.jsonrpc.errors import markdown_table
 from reos_memory.interfaces.jsonrpc.methods import load_all
 from reos_memory.interfaces.jsonrpc.openrpc import render
+from reos_memory.interfaces.rpc import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "rpc_schema" / "openrpc.json"

@@ -7,9 +7,9 @@ from typing import Any
 
 from reos_memory import __version__
 from reos_memory.errors import PayloadTooLarge
-from reos_memory.interfaces.jsonrpc.errors import ERROR_TABLE
 from reos_memory.interfaces.openrpc import as_text, build_document, plain
 from reos_memory.interfaces.registry import MethodTable
+from reos_memory.interfaces.rpc import ERROR_TABLE
 
 
 def render(registry: MethodTable) -> str:

@@ -18,40 +18,42 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from reos_memory import errors as derr
-from reos_memory.interfaces.jsonrpc import errors as codes
+from reos_memory.interfaces import rpc as codes
 from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter, Malformed, Oversized
-from reos_memory.interfaces.registry import MethodSpec, MethodTable, convert_params
+from reos_memory.interfaces.registry import MethodSpec, MethodTable
+from reos_memory.interfaces.rpc import (
+    Refused as _Refused,
+)
+from reos_memory.interfaces.rpc import (
+    check_batch,
+    failure,
+    internal_failure,
+    lookup,
+)
+from reos_memory.interfaces.rpc import (
+    domain_failure as _domain_failure,
+)
+from reos_memory.interfaces.rpc import (
+    envelope as _envelope,
+)
+from reos_memory.interfaces.rpc import (
+    params_of as _params,
+)
+from reos_memory.interfaces.rpc import (
+    refused as _refused,
+)
+from reos_memory.interfaces.rpc import (
+    valid_id as _valid_id,
+)
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
-_ID_TYPES = (str, int, float, type(None))
-
-
-def _valid_id(value: Any) -> bool:
-    """JSON-RPC's rule for an id: a string, a number or null (true/false are not numbers)."""
-    return isinstance(value, _ID_TYPES) and not isinstance(value, bool)
-
-
 _MISSING = object()
 
 Deliver = Callable[[dict[str, Any] | None], None]
-
-
-def error_obj(code: int, message: str | None = None, **data: Any) -> dict[str, Any]:
-    err: dict[str, Any] = {
-        "code": code,
-        "message": message or codes.MESSAGES.get(code, "Server error"),
-    }
-    if data:
-        err["data"] = data
-    return err
-
-
-def failure(req_id: Any, code: int, message: str | None = None, **data: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": req_id, "error": error_obj(code, message, **data)}
 
 
 class StopServing(Exception):
@@ -265,31 +267,7 @@ class Server:
 
     def _check_batch(self, batch: list[Any]) -> None:
         """_Refused for an empty batch, or one over max_batch_items."""
-        if not batch:
-            raise _Refused(
-                failure(
-                    None,
-                    codes.INVALID_REQUEST,
-                    "Invalid Request: empty batch",
-                    reason="invalid_request",
-                )
-            )
-        if len(batch) > self.max_batch_items:
-            # refused whole, before any item runs: a client must not be able to queue an
-            # unbounded amount of work (and of replies to hold) with one message
-            raise _Refused(
-                failure(
-                    None,
-                    codes.INVALID_REQUEST,
-                    f"Invalid Request: batch of {len(batch)} items exceeds the limit of"
-                    f" {self.max_batch_items} items (max_batch_items); nothing of it was run,"
-                    " send it in smaller batches",
-                    reason="payload_too_large",
-                    limit="max_batch_items",
-                    limit_items=self.max_batch_items,
-                    items=len(batch),
-                )
-            )
+        check_batch(batch, self.max_batch_items)
 
     def _handle_one(self, obj: Any, deliver: Deliver, bad_text: bool) -> None:
         """handle_request, with anything it raises answered as this request's -32603: one bad
@@ -338,17 +316,7 @@ class Server:
             self._schedule(spec, ctx, params, is_notification, deliver)
 
     def _lookup(self, method: str, rid: Any, is_notification: bool) -> MethodSpec:
-        spec = self.registry.methods.get(method)
-        if spec is None:
-            raise _refused(
-                rid,
-                is_notification,
-                codes.METHOD_NOT_FOUND,
-                f"Method not found: {method}",
-                "method_not_found",
-                method=method,
-            )
-        return spec
+        return lookup(self.registry, method, rid, is_notification)
 
     def _schedule(
         self,
@@ -471,9 +439,7 @@ class Server:
         self.log.error(
             event, incident=incident, error=repr(exc), traceback=traceback.format_exc(), **log
         )
-        return failure(
-            rid, codes.INTERNAL_ERROR, "Internal error", reason="internal_error", incident=incident
-        )
+        return internal_failure(rid, incident)
 
     def cancel(self, req_id: Any) -> bool:
         """Mark an in-flight request as cancelled; False if it is not (or no longer) running."""
@@ -505,97 +471,6 @@ _NARROWING = {
 }
 
 
-class _Refused(Exception):
-    """A request (or frame) answered before it runs: `reply`, or None for a notification."""
-
-    def __init__(self, reply: dict[str, Any] | None) -> None:
-        self.reply = reply
-
-
-def _refused(
-    rid: Any, is_notification: bool, code: int, message: str, reason: str, /, **data: Any
-) -> _Refused:
-    """The refusal of a request that names a method: a notification gets no reply."""
-    return _Refused(None if is_notification else failure(rid, code, message, reason=reason, **data))
-
-
-def _envelope(obj: Any, bad_text: bool) -> tuple[Any, bool]:
-    """The request's id (None for a notification) and whether it is one; _Refused when the
-    envelope breaks JSON-RPC's rules or the request holds bad text."""
-    if not isinstance(obj, dict):
-        raise _Refused(
-            failure(
-                None,
-                codes.INVALID_REQUEST,
-                "Invalid Request: expected an object",
-                reason="invalid_request",
-            )
-        )
-    req_id = obj.get("id", _MISSING)
-    is_notification = req_id is _MISSING
-    if not is_notification and not _valid_id(req_id):
-        raise _Refused(
-            failure(
-                None,
-                codes.INVALID_REQUEST,
-                "Invalid Request: id must be a string, number or null",
-                reason="invalid_request",
-                field="$.id",
-            )
-        )
-    rid = None if is_notification else req_id
-    problem = _envelope_problem(obj)
-    if problem is not None:
-        field, rule = problem
-        raise _Refused(
-            failure(
-                rid,
-                codes.INVALID_REQUEST,
-                f"Invalid Request: {rule} - at `{field}`",
-                reason="invalid_request",
-                field=field,
-                rule=rule,
-            )
-        )
-    where = _find_bad_text(obj, "$") if bad_text else None
-    if where is not None:
-        in_params = where.startswith("$.params")
-        field = "$" + where[len("$.params") :] if in_params else where
-        rule = "must be valid Unicode text (invalid UTF-8 or a lone surrogate)"
-        raise _refused(
-            rid,
-            is_notification,
-            codes.INVALID_PARAMS if in_params else codes.INVALID_REQUEST,
-            f"{rule} - at `{field}`",
-            "invalid_params" if in_params else "invalid_request",
-            field=field,
-            rule=rule,
-        )
-    return rid, is_notification
-
-
-def _params(spec: MethodSpec, raw: Any, rid: Any, is_notification: bool) -> Any:
-    """The request's params as the method's Struct; _Refused (-32602) naming the field."""
-    try:
-        return convert_params(spec, raw)
-    except derr.InvalidInput as exc:
-        raise _refused(
-            rid,
-            is_notification,
-            codes.INVALID_PARAMS,
-            f"Invalid params: {exc.message}",
-            "invalid_params",
-            **exc.data,
-        ) from None
-
-
-def _domain_failure(rid: Any, exc: derr.ReosError) -> dict[str, Any]:
-    """A domain error's reply: its code, message and machine-readable reason."""
-    code = exc.code  # each domain error class carries its code
-    message = exc.message if code != codes.INVALID_PARAMS else f"Invalid params: {exc.message}"
-    return failure(rid, code, message, reason=exc.reason, **exc.data)
-
-
 def _when_done(futures: list[Future[None] | None], then: Callable[[], None]) -> None:
     """Call `then` once every one of `futures` is done: now, or on the thread that finishes the
     last of them."""
@@ -621,20 +496,6 @@ def _id_key(req_id: Any) -> Any:
     return (type(req_id).__name__, req_id)
 
 
-def _envelope_problem(obj: dict[str, Any]) -> tuple[str, str] | None:
-    if obj.get("jsonrpc") != "2.0":
-        return "$.jsonrpc", 'must be exactly "2.0"'
-    method = obj.get("method", _MISSING)
-    if method is _MISSING:
-        return "$.method", "is required"
-    if not isinstance(method, str):
-        return "$.method", "must be a string"
-    params = obj.get("params", _MISSING)
-    if params is not _MISSING and not isinstance(params, (dict, list)):
-        return "$.params", "must be an object or an array when present"
-    return None
-
-
 def _lenient_decode(frame: bytes) -> Any:
     """Parse JSON that is well-formed except for bad text, so the error can name the field."""
     import json
@@ -643,23 +504,3 @@ def _lenient_decode(frame: bytes) -> Any:
         return json.loads(frame.decode("utf-8", "surrogateescape"))
     except (ValueError, RecursionError):
         return _MISSING
-
-
-def _find_bad_text(value: Any, path: str) -> str | None:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path
-        return None
-    if isinstance(value, dict):
-        for k, v in value.items():
-            bad = _find_bad_text(k, path) or _find_bad_text(v, f"{path}.{k}")
-            if bad:
-                return bad
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            bad = _find_bad_text(v, f"{path}[{i}]")
-            if bad:
-                return bad
-    return None

@@ -28,12 +28,11 @@ from reos_memory import __version__
 from reos_memory.errors import (
     DatabaseUnavailable,
     Forbidden,
-    InvalidInput,
     ReosError,
     published,
 )
+from reos_memory.interfaces import rpc
 from reos_memory.interfaces.openrpc import build_document, plain
-from reos_memory.interfaces.registry import MethodSpec, convert_params
 from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
 from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
 from reos_memory.interfaces.team_http.registry import Handler, registry
@@ -41,13 +40,6 @@ from reos_memory.interfaces.team_http.ui import TeamUI
 from reos_memory.team.actions import Action
 from reos_memory.team.keys import KeyRefused, VerifiedKey
 from reos_memory.team.service import Caller, TeamService
-
-# JSON-RPC's own codes (the same numbers as the stdio server's; that module belongs to another
-# interface, so they are restated here).
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INTERNAL_ERROR = -32603
 
 MAX_BODY_BYTES = 1 << 20
 MAX_BATCH_ITEMS = 100
@@ -66,20 +58,6 @@ def openrpc_document() -> dict[str, Any]:
     }
     meanings = {c.code: c.meaning for c in published()}
     return plain(build_document(registry, info=info, meanings=meanings))
-
-
-def _failure(rid: Any, code: int, message: str, reason: str, **data: Any) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "error": {"code": code, "message": message, "data": {"reason": reason, **data}},
-    }
-
-
-def _valid_id(v: Any) -> bool:
-    return (
-        v is None or isinstance(v, str) or (isinstance(v, int | float) and not isinstance(v, bool))
-    )
 
 
 class TeamHttp:
@@ -127,22 +105,10 @@ class TeamHttp:
         if limited is not None:
             return limited
         if isinstance(message, list):
-            if not message:
-                return JSONResponse(
-                    _failure(
-                        None, INVALID_REQUEST, "Invalid Request: empty batch", "invalid_request"
-                    )
-                )
-            if len(message) > MAX_BATCH_ITEMS:
-                return JSONResponse(
-                    _failure(
-                        None,
-                        INVALID_REQUEST,
-                        f"Invalid Request: a batch of more than {MAX_BATCH_ITEMS} requests",
-                        "payload_too_large",
-                        limit=MAX_BATCH_ITEMS,
-                    )
-                )
+            try:
+                rpc.check_batch(message, MAX_BATCH_ITEMS)
+            except rpc.Refused as refused:
+                return JSONResponse(refused.reply)
             replies = [r for r in [await self._one(key, item) for item in message] if r is not None]
             return JSONResponse(replies) if replies else Response(status_code=204)
         reply = await self._one(key, message)
@@ -227,43 +193,28 @@ class TeamHttp:
         return _rate_limited(wait, f"API key {key.key_id} is over its rate limit")
 
     async def _one(self, key: Any, obj: Any) -> dict[str, Any] | None:
-        """The reply to one request (None for a notification)."""
-        if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0" or not _valid_id(obj.get("id")):
-            return _failure(
-                None,
-                INVALID_REQUEST,
-                "Invalid Request: not a JSON-RPC 2.0 request",
-                "invalid_request",
-            )
-        notification = "id" not in obj
-        rid = obj.get("id")
-        method = obj.get("method")
-        if not isinstance(method, str):
-            return _failure(
-                rid, INVALID_REQUEST, "Invalid Request: method must be a string", "invalid_request"
-            )
-        spec = registry.methods.get(method)
-        if spec is None:
-            reply = _failure(
-                rid, METHOD_NOT_FOUND, f"Method not found: {method}", "method_not_found"
-            )
-            return None if notification else reply
+        """The reply to one request (None for a notification): the envelope, method and params
+        checked as the stdio server checks them (`interfaces/rpc.py`), the handler on a worker
+        thread."""
+        try:
+            rid, notification = rpc.envelope(obj)
+            method = obj["method"]
+            spec = rpc.lookup(registry, method, rid, notification)
+            params = rpc.params_of(spec, obj.get("params"), rid, notification)
+        except rpc.Refused as refused:
+            return refused.reply
         request_id = uuid.uuid4().hex
         caller = Caller(key=key, request_id=request_id)
+        handler: Handler = spec.handler
         try:
-            result = await run_in_threadpool(self._call, spec, caller, obj.get("params"))
+            result = await run_in_threadpool(handler, self.svc, caller, params)
         except ReosError as exc:
             if isinstance(exc, DatabaseUnavailable):  # retryable, but the operator should know
                 self.log.warning(
                     "database_unavailable", incident=exc.incident, method=method,
                     key_id=key.key_id, error=repr(exc.__cause__),
                 )  # fmt: skip
-            message = (
-                exc.message
-                if not isinstance(exc, InvalidInput)
-                else f"Invalid params: {exc.message}"
-            )
-            reply = _failure(rid, exc.code, message, exc.reason, **exc.data)
+            reply = rpc.domain_failure(rid, exc)
             if isinstance(exc, Forbidden):
                 await self._audit(
                     key.org_id, key.key_id, key.team_id, "team/refused", request_id,
@@ -275,17 +226,10 @@ class TeamHttp:
                 "internal_error", incident=incident, method=method, key_id=key.key_id,
                 error=repr(exc),
             )  # fmt: skip
-            reply = _failure(
-                rid, INTERNAL_ERROR, "Internal error", "internal_error", incident=incident
-            )
+            reply = rpc.internal_failure(rid, incident)
         else:
             reply = {"jsonrpc": "2.0", "id": rid, "result": msgspec.to_builtins(result)}
         return None if notification else reply
-
-    def _call(self, spec: MethodSpec, caller: Caller, raw: Any) -> Any:
-        params = convert_params(spec, raw)
-        handler: Handler = spec.handler
-        return handler(self.svc, caller, params)
 
 
 async def _read_json(request: Request) -> Any:
@@ -302,18 +246,20 @@ async def _read_json(request: Request) -> Any:
     try:
         message = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        return JSONResponse(_failure(None, PARSE_ERROR, f"Parse error: {exc}", "parse_error"))
+        return JSONResponse(
+            rpc.failure(None, rpc.PARSE_ERROR, f"Parse error: {exc}", reason="parse_error")
+        )
     except RecursionError:  # (nested deeper than the parser goes: thousands of levels)
         message = None
     else:
         if not _too_deep(message, MAX_DEPTH):
             return message
     return JSONResponse(
-        _failure(
+        rpc.failure(
             None,
-            PARSE_ERROR,
+            rpc.PARSE_ERROR,
             f"Parse error: arrays and objects nested deeper than {MAX_DEPTH} levels",
-            "parse_error",
+            reason="parse_error",
             limit=MAX_DEPTH,
         )
     )
