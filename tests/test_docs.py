@@ -1,5 +1,6 @@
-"""The README documents every JSON-RPC method, MCP tool, CLI command and error code, and the error
-tables of the code, the README and the OpenRPC document agree."""
+"""The docs (README.md and docs/) document every JSON-RPC method, MCP tool, CLI command and option
+and error code; the tables generated from the code are current; the error tables of the code,
+the docs and the OpenRPC document agree; the README stays short."""
 
 from __future__ import annotations
 
@@ -17,22 +18,48 @@ from reos_memory.cli.reos import build_parser
 from reos_memory.cli.sqrl import build_parser as build_sqrl_parser
 from reos_memory.interfaces import rpc as codes
 from reos_memory.interfaces.jsonrpc.methods import load_all
-from tools.gen_openrpc import BEGIN, END
+from tools import gen_docs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = {p.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}
 
 
-def test_every_method_is_in_the_readme():
-    missing = [name for name in load_all().methods if f"`{name}`" not in README]
-    assert not missing, f"methods missing from README: {missing}"
+def _section(page: str, heading: str) -> str:
+    """The text of a page from `heading` to the next heading of the same level."""
+    text = PAGES[page]
+    start = text.index(heading + "\n")
+    level = heading.split(" ")[0]
+    nxt = text.find("\n" + level + " ", start + 1)
+    return text[start : nxt if nxt >= 0 else len(text)]
+
+
+def test_the_generated_tables_are_current():
+    for path, want in gen_docs.wanted().items():
+        assert path.read_text(encoding="utf-8") == want, f"{path}: run python tools/gen_docs.py"
+
+
+def test_the_readme_is_short_and_maps_every_page():
+    assert len(README.splitlines()) <= 150, "the README is the door: details go to docs/"
+    assert all(len(line) <= 400 for line in README.splitlines())
+    missing = [name for name in PAGES if f"(docs/{name})" not in README]
+    assert not missing, f"pages the README's map leaves out: {missing}"
+    for name in ("agent", "app", "team"):  # run by tests/test_quickstarts.py
+        assert f"<!-- quickstart:{name} -->" in README
+
+
+def test_every_method_is_in_the_protocol_page():
+    section = _section("protocol.md", "### Parameters and results")
+    missing = [name for name in load_all().methods if f"`{name}`" not in section]
+    assert not missing, f"methods missing from docs/protocol.md's parameters and results: {missing}"
 
 
 def test_every_web_ui_page_is_in_the_readmes_ui_section():
     from reos_memory.interfaces.web.app import NAV
 
-    start = README.index("* **The web UI** (`sqrl ui`)")
-    section = README[start : README.index("\n* **", start + 1)]
+    text = PAGES["squirrel.md"]
+    start = text.index("* **The web UI** (`sqrl ui`)")
+    section = text[start : text.index("\n* **", start + 1)]
     missing = [label for _, label in NAV if f"**{label}**" not in section]
     assert not missing, f"web UI pages missing from the README's UI section: {missing}"
 
@@ -40,8 +67,7 @@ def test_every_web_ui_page_is_in_the_readmes_ui_section():
 def test_every_team_ui_page_is_in_the_readme():
     from reos_memory.interfaces.team_http.ui import ADMIN_NAV, NAV
 
-    start = README.index("### The team server's web UI")
-    section = README[start : README.index("\n### ", start + 1)]
+    section = _section("team-server.md", "## The team server's web UI")
     missing = [label for _, label in NAV + ADMIN_NAV if f"**{label}**" not in section]
     assert not missing, f"team UI pages missing from the README: {missing}"
 
@@ -51,9 +77,9 @@ def test_every_mcp_tool_is_in_the_readme():
 
     names = [t.name for t in tool_definitions()]
     assert names
-    # the MCP section's table spells a tool with its arguments: `remember(text, kind?, ...)`
-    missing = [n for n in names if f"`{n}(" not in README and f"`{n}`" not in README]
-    assert not missing, f"MCP tools missing from README: {missing}"
+    section = _section("agents.md", "## MCP server")
+    missing = [n for n in names if f"| `{n}` |" not in section]
+    assert not missing, f"MCP tools missing from docs/agents.md: {missing}"
 
 
 def _parsers(
@@ -88,33 +114,23 @@ def test_the_command_walk_sees_nested_subcommands():
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_every_cli_command_is_in_the_readme(command):
-    # written as code: after a backtick, or at the start of a line of a code block (a mention in
-    # a trailing comment does not count)
-    as_code = re.compile(r"(`|^[ \t]*(\$ )?)" + re.escape(command) + r"(?![\w-])", re.M)
-    assert as_code.search(README), f"README does not show the command `{command}`"
+def test_every_cli_command_has_its_section(command):
+    assert f"### `{command}`\n" in PAGES["commands.md"], f"docs/commands.md has no `{command}`"
 
 
 @pytest.mark.parametrize(("command", "option"), OPTIONS)
-def test_every_cli_option_is_in_the_readme(command, option):
-    assert re.search(re.escape(option) + r"(?![\w-])", README), (
-        f"README does not mention {option} of `{command}`"
+def test_every_cli_option_is_in_its_commands_section(command, option):
+    section = _section("commands.md", f"### `{command}`")
+    assert re.search(r"`" + re.escape(option) + r"(?![\w-])", section), (
+        f"docs/commands.md does not give {option} under `{command}`"
     )
 
 
-def _readme_error_rows() -> list[str]:
-    _, found, rest = README.partition(BEGIN)
-    table, found_end, _ = rest.partition(END)
-    assert found and found_end, "the README's error table markers are missing"
-    return table.splitlines()
-
-
-def test_readme_error_table_is_the_generated_one():
-    want = codes.markdown_table().splitlines()
-    got = _readme_error_rows()
-    for n, (g, w) in enumerate(zip(got, want, strict=False)):
-        assert g == w, f"README error table row {n}: run python tools/gen_openrpc.py"
-    assert len(got) == len(want), "README error table rows: run python tools/gen_openrpc.py"
+def test_the_docs_error_table_is_the_generated_one():
+    _, found, rest = PAGES["protocol.md"].partition(gen_docs.begin("errors"))
+    table, found_end, _ = rest.partition(gen_docs.end("errors"))
+    assert found and found_end, "docs/protocol.md's error table markers are missing"
+    assert table == codes.markdown_table(), "run python tools/gen_docs.py"
 
 
 def test_every_error_class_has_its_own_code_and_reason():

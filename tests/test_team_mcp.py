@@ -143,11 +143,12 @@ def test_initialize_and_list_tools_with_schemas_from_the_params(server, keys):
     assert by_name["remember"].annotations.read_only_hint is False
 
 
-def test_every_tool_is_in_the_readme_with_its_twin():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("**Team memory over MCP.**") :]
-    missing = [t for t in sorted(TOOLS) if f"`{t}(" not in section]
-    assert not missing, f"team MCP tools missing from README: {missing}"
+def test_every_tool_is_in_the_team_server_docs():
+    page = Path(__file__).resolve().parents[1] / "docs" / "team-server.md"
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index("**Team memory over MCP.**") :]
+    missing = [t for t in sorted(TOOLS) if f"| `{t}` |" not in section]
+    assert not missing, f"team MCP tools missing from docs/team-server.md: {missing}"
     assert {t.name for t in tool_definitions()} == TOOLS
 
 
