@@ -13,7 +13,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -159,20 +159,48 @@ def app(tmp_path: Path) -> Iterator[Any]:
     yield from open_app(tmp_path)
 
 
+class LogRead(NamedTuple):
+    events: list[Parsed]
+    state: ParseState
+    records: int  # records read (a line of a JSONL log, a message, a row)
+    malformed: int  # of them, those the adapter could not read
+    end: int  # where the next read would start
+
+
+def read_log(
+    adapter: Adapter,
+    path: Path,
+    *,
+    start: int = 0,
+    state: ParseState | None = None,
+    finish: bool = True,
+) -> LogRead:
+    """Every record of a log from `start` through the adapter alone, in the batches ingest
+    reads, and (`finish`) what the adapter holds at the end: the one way the adapter tests
+    read a log."""
+    state = state or ParseState()
+    adapter.begin(str(path), state)
+    out: list[Parsed] = []
+    pos, records, bad = start, 0, 0
+    while batch := list(adapter.records(str(path), pos, 1 << 20)):
+        for rec in batch:
+            records += 1
+            pos = rec.end
+            if rec.data is None:
+                bad += rec.malformed
+                continue
+            out += adapter.parse(rec.data, state)
+    if finish:
+        out += adapter.finish(state)
+    return LogRead(out, state, records, bad, pos)
+
+
 def parse_all(
     adapter: Adapter, path: Path, *, finish: bool = True
 ) -> tuple[list[Parsed], ParseState, int]:
     """Every event of a log through the adapter alone, its state, its malformed records."""
-    state, out, bad = ParseState(), [], 0
-    adapter.begin(str(path), state)
-    for rec in adapter.records(str(path), 0, 1 << 30):
-        if rec.data is None:
-            bad += rec.malformed
-            continue
-        out += adapter.parse(rec.data, state)
-    if finish:
-        out += adapter.finish(state)
-    return out, state, bad
+    r = read_log(adapter, path, finish=finish)
+    return r.events, r.state, r.malformed
 
 
 def events_of(parsed: list[Any]) -> list[tuple[Any, ...]]:

@@ -18,6 +18,7 @@ from reos_memory.squirrel.events import compress
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.aider import ADAPTER
 from reos_memory.squirrel.ingest.base import Parsed, ParseState, Place
+from tests.agent_fixtures import read_log
 from tests.test_agents_e2e import _mcp_context
 from tests.test_transcripts import FORMATS, _events_stored, needs_formats
 
@@ -46,25 +47,9 @@ def app(tmp_path: Path) -> Iterator[Any]:
 
 
 def parse_all(path: Path) -> tuple[list[Parsed], ParseState, int, int]:
-    """Every record of a log through the adapter, as ingest reads it: (events, state, records,
-    malformed)."""
-    state = ParseState()
-    ADAPTER.begin(str(path), state)
-    out: list[Parsed] = []
-    pos = records = malformed = 0
-    while True:
-        batch = list(ADAPTER.records(str(path), pos, 1 << 20))
-        if not batch:
-            break
-        for rec in batch:
-            records += 1
-            pos = rec.end
-            if rec.data is None:
-                malformed += rec.malformed
-                continue
-            out += ADAPTER.parse(rec.data, state)
-    out += ADAPTER.finish(state)
-    return out, state, records, malformed
+    """(events, state, records, malformed) of a log, as ingest reads it."""
+    r = read_log(ADAPTER, path)
+    return r.events, r.state, r.records, r.malformed
 
 
 def results(parsed: list[Parsed], tool: str) -> list[tuple[str, dict]]:

@@ -21,6 +21,7 @@ from reos_memory.squirrel.events import compress
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import Parsed, ParseState, Place
 from reos_memory.squirrel.ingest.cline import ADAPTER
+from tests.agent_fixtures import read_log
 from tests.test_agents_e2e import _mcp_context
 from tests.test_ingest_aider import open_app
 from tests.test_transcripts import FORMATS, _events_stored
@@ -38,16 +39,9 @@ def app(tmp_path: Path) -> Iterator[Any]:
 
 
 def parse_all(path: Path, start: int = 0) -> tuple[list[Parsed], ParseState, int]:
-    state = ParseState()
-    ADAPTER.begin(str(path), state)
-    out: list[Parsed] = []
-    n = 0
-    for rec in ADAPTER.records(str(path), start, 1 << 20):
-        n += 1
-        assert rec.data is not None
-        out += ADAPTER.parse(rec.data, state)
-    out += ADAPTER.finish(state)
-    return out, state, n
+    r = read_log(ADAPTER, path, start=start)
+    assert r.malformed == 0
+    return r.events, r.state, r.records
 
 
 def place_task(

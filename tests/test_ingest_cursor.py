@@ -27,6 +27,7 @@ from reos_memory.squirrel.ingest.base import Parsed, ParseState, Place
 from reos_memory.squirrel.ingest.cursor import ADAPTER, slug_folder
 from reos_memory.squirrel.ingest.cursor import _iso as cursor_iso
 from tests import test_transcripts
+from tests.agent_fixtures import read_log
 from tests.test_squirrel_e2e import SSL_ERROR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,19 +105,11 @@ def workspace(home: Path, wid: str, folder: Path, rows: dict[str, Any]) -> Path:
 def parse_all(
     path: Path, state: ParseState | None = None, start: int = 0, db: str | None = None
 ) -> tuple[list[Parsed], ParseState, int]:
+    """(events, state, where the next read starts); the adapter is not finished."""
     state = state or ParseState()
     state.db = db or state.db  # as the ingester tells it: where our hook's results are
-    ADAPTER.begin(str(path), state)
-    out: list[Parsed] = []
-    pos = start
-    while True:
-        recs = list(ADAPTER.records(str(path), pos, 1 << 20))
-        if not recs:
-            return out, state, pos
-        for r in recs:
-            pos = r.end
-            if r.data is not None:
-                out.extend(ADAPTER.parse(r.data, state))
+    r = read_log(ADAPTER, path, start=start, state=state, finish=False)
+    return r.events, r.state, r.end
 
 
 def kinds(parsed: list[Parsed]) -> Counter[str]:

@@ -298,21 +298,18 @@ def test_a_locked_row_fails_fast_with_a_retryable_error(team_db, keys):
     try:
         with team_db.connect() as holder, holder.transaction():
             holder.execute("SELECT 1 FROM api_keys WHERE key_id = %s FOR UPDATE", (victim_id,))
-            t0 = time.monotonic()
+            # answered while the holder still holds the row: the lock timeout decided (a
+            # request that waited for the holder would wait for ever)
             err = srv.error(keys.a_admin.key, "team/keys/revoke", {"key_id": victim_id})
-            took = time.monotonic() - t0
-            print(f"a request on a locked row failed in {took:.2f} s (lock timeout 0.3 s)")
             assert err["code"] == -32016 and err["data"]["reason"] == "database_unavailable"
             assert err["data"]["retryable"] is True and len(err["data"]["incident"]) == 12
             assert "300 ms" in err["message"] and "Traceback" not in json.dumps(err)
-            assert took < 1.5, took  # the lock timeout, not the holder, decided
             # a memory write (a tenant transaction the memory service opens) is bounded too
             holder.execute("LOCK TABLE memories IN EXCLUSIVE MODE")
             add = {"project_id": "p", "kind": "note", "text": "written while locked"}
-            t0 = time.monotonic()
             mem_err = srv.error(keys.a_admin.key, "squirrel/memories/add", add)
             assert mem_err["code"] == -32016 and mem_err["data"]["retryable"] is True
-            assert time.monotonic() - t0 < 0.9  # the configured 300 ms, not the default 1 s
+            assert "300 ms" in mem_err["message"]  # the configured lock timeout, not the default
             # the key lookup waits on a locked table no longer than the lock timeout either
             holder.execute("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
             status, headers, body = srv.post_raw(_batch(1), keys.a_admin.key)
