@@ -139,7 +139,7 @@ def test_no_agent_relearns_the_context_it_was_given(app, tmp_path: Path, agent: 
     s.run("reos-memory context 'fetch the rates'", block, 0)
     s.say("I will use what the memories say.")
     log = s.write(home, OLD)
-    rep = tin.ingest_file(app.squirrel, str(log), tin.Options(session_end=True))
+    rep = tin.ingest_file(app.squirrel.ingest_deps, str(log), tin.Options(session_end=True))
     assert rep.agent == agent and rep.malformed == 0
     stored = app.squirrel.db.read(
         lambda c: (

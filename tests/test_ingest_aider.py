@@ -107,7 +107,7 @@ def test_the_real_history_ingests_with_nothing_malformed(app, tmp_path: Path) ->
     (repo / ".git").mkdir(parents=True)
     log = repo / ".aider.chat.history.md"
     shutil.copyfile(SAMPLE, log)
-    rep = tin.ingest_file(app.squirrel, str(log), tin.Options(session_end=True))
+    rep = tin.ingest_file(app.squirrel.ingest_deps, str(log), tin.Options(session_end=True))
     assert rep.agent == "aider" and rep.malformed == 0 and rep.skipped_reason is None
     assert rep.lines == 99_961 and rep.events > 3000
     assert rep.ended and rep.project_id is not None and rep.counts.get("no_project", 0) == 0
@@ -231,11 +231,11 @@ def test_cursor_reads_once_appends_and_restarts(app, tmp_path: Path) -> None:
     cut_at = text.index("#### no, never use float")
     log.write_text(text[:cut_at] + "#### no, never use fl")  # caught mid-line
     sq = app.squirrel
-    first = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+    first = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
     assert first.agent == "aider" and first.malformed == 0
     assert first.lines == text[:cut_at].count("\n")  # the half line is not read
     stored = _events_stored(app)
-    again = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+    again = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
     assert (again.lines, again.events) == (0, 0) and _events_stored(app) == stored
 
     # a restart: another process on the same database continues from the stored cursor
@@ -244,7 +244,7 @@ def test_cursor_reads_once_appends_and_restarts(app, tmp_path: Path) -> None:
     try:
         with log.open("a") as f:
             f.write(text[cut_at + len("#### no, never use fl") :])
-        rest = tin.ingest_file(other.squirrel, str(log), tin.Options(session_end=True))
+        rest = tin.ingest_file(other.squirrel.ingest_deps, str(log), tin.Options(session_end=True))
         assert rest.lines == text.count("\n") - first.lines and rest.malformed == 0
         # the whole file read in two goes gives what one go gives
         whole, _, _, _ = parse_all(HISTORY)
@@ -360,7 +360,7 @@ def test_context_run_into_the_chat_is_never_learned_back(app: Any, tmp_path: Pat
         "#### fix the rates fetcher  \n\n"
         "Sure, I will.\n\n"
     )
-    rep = tin.ingest_file(app.squirrel, str(log), tin.Options(session_end=True))
+    rep = tin.ingest_file(app.squirrel.ingest_deps, str(log), tin.Options(session_end=True))
     assert rep.events == 4 and rep.ended
     stored = app.squirrel.db.read(
         lambda c: (

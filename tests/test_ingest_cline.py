@@ -177,14 +177,14 @@ def test_half_written_documents_streaming_messages_appends_and_restarts(
     whole = log.read_text()
     log.write_text(whole[: len(whole) // 2])  # caught while Cline rewrites it
     sq = app.squirrel
-    half = tin.ingest_file(sq, str(log), tin.Options(agent="cline", session_end=False))
+    half = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(agent="cline", session_end=False))
     assert (half.lines, half.events, half.malformed) == (0, 0, 0)
     log.write_text(whole)
-    first = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+    first = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
     assert first.agent == "cline" and first.lines == 12 and first.malformed == 0
     assert first.project_id is not None and first.counts.get("no_project", 0) == 0
     stored = _events_stored(app)
-    again = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+    again = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
     assert (again.lines, again.events, again.rewritten) == (0, 0, False)
     assert _events_stored(app) == stored
 
@@ -193,7 +193,7 @@ def test_half_written_documents_streaming_messages_appends_and_restarts(
     other = App(app.config, setup_logging("warning"))
     other.start()
     try:
-        rest = tin.ingest_file(other.squirrel, str(log), tin.Options(session_end=True))
+        rest = tin.ingest_file(other.squirrel.ingest_deps, str(log), tin.Options(session_end=True))
         total = len(json.loads(log.read_text()))
         assert rest.lines == total - 1 - 12 and not rest.rewritten and rest.ended
         everything, _, _ = parse_all(TASK / "ui_messages.json")

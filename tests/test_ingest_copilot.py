@@ -471,14 +471,16 @@ def test_ingested_once_and_appended_to(app: Any, ws: dict[str, Path]) -> None:
     sq = app.squirrel
     lines = ws["log"].read_bytes().splitlines(keepends=True)
     ws["log"].write_bytes(b"".join(lines[:14]))
-    rep = tin.ingest_file(sq, str(ws["log"]), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(ws["log"]), tin.Options(session_end=False))
     assert rep.agent == "copilot" and rep.malformed == 0 and rep.events == 10
-    assert tin.ingest_file(sq, str(ws["log"]), tin.Options(session_end=False)).lines == 0
+    assert (
+        tin.ingest_file(sq.ingest_deps, str(ws["log"]), tin.Options(session_end=False)).lines == 0
+    )
     ws["log"].write_bytes(b"".join(lines))
-    rep = tin.ingest_file(sq, str(ws["log"]), tin.Options(session_end=True))
+    rep = tin.ingest_file(sq.ingest_deps, str(ws["log"]), tin.Options(session_end=True))
     assert rep.events == len(CHAT_EVENTS) - 10 and not rep.rewritten and rep.ended
     assert rep.project_id is not None and rep.project_id.startswith("dates-")
-    old = tin.ingest_file(sq, str(ws["old"]), tin.Options(session_end=True))
+    old = tin.ingest_file(sq.ingest_deps, str(ws["old"]), tin.Options(session_end=True))
     assert old.events == 11 and old.lines == 3 and old.project_id == rep.project_id
 
 

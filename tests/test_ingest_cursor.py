@@ -140,7 +140,7 @@ def test_the_real_workspace_database_parses_whole_and_matches_the_notes(app, tmp
     assert tin.detect(str(db)) == "cursor"
 
     sq = app.squirrel
-    rep = tin.ingest_file(sq, str(db), tin.Options(session_end=True))
+    rep = tin.ingest_file(sq.ingest_deps, str(db), tin.Options(session_end=True))
     assert rep.agent == "cursor" and rep.malformed == 0 and rep.skipped_reason is None
     c = rep.counts
     # NOTES: 5 chat tabs of 49 bubbles (27 user, 22 ai; the 5 empty user bubbles ending the tabs
@@ -164,7 +164,7 @@ def test_the_real_workspace_database_parses_whole_and_matches_the_notes(app, tmp
     assert tuple(sessions) == (31, 1)
 
     # nothing new: nothing read again
-    again = tin.ingest_file(sq, str(db), tin.Options(session_end=True))
+    again = tin.ingest_file(sq.ingest_deps, str(db), tin.Options(session_end=True))
     assert again.lines == 0 and again.events == 0 and not again.rewritten
     # Cursor's database is only read: no journal files beside it
     assert sorted(os.listdir(d)) == ["state.vscdb", "workspace.json"]
@@ -562,27 +562,27 @@ def test_ingest_cursor_states_truncated_lines_appends_and_restarts(app, tmp_path
     lines = fixture_lines("transcript.jsonl")
     path = transcript(tmp_path / "home", folder, "conv-9", [*lines[:5], lines[5][:30]])
     sq = app.squirrel
-    first = tin.ingest_file(sq, str(path), tin.Options(session_end=False))
+    first = tin.ingest_file(sq.ingest_deps, str(path), tin.Options(session_end=False))
     assert first.agent == "cursor" and first.lines == 5 and first.malformed == 0
     assert first.session_id == "conv-9" and first.project_id is not None
     # the half-written line waits; nothing is read twice
-    assert tin.ingest_file(sq, str(path), tin.Options(session_end=False)).lines == 0
+    assert tin.ingest_file(sq.ingest_deps, str(path), tin.Options(session_end=False)).lines == 0
     with path.open("ab") as f:
         f.write(lines[5][30:] + b"".join(lines[6:]))
-    rest = tin.ingest_file(sq, str(path), tin.Options(session_end=True))
+    rest = tin.ingest_file(sq.ingest_deps, str(path), tin.Options(session_end=True))
     assert rest.lines == len(lines) - 5 and rest.malformed == 0 and rest.ended
 
     # the same events as one read from the start, in one parse
     whole, _, _ = parse_all(path)
     assert first.events + rest.events == len(whole)
-    assert tin.ingest_file(sq, str(path), tin.Options(session_end=True)).events == 0
+    assert tin.ingest_file(sq.ingest_deps, str(path), tin.Options(session_end=True)).events == 0
 
 
 def test_ingest_sessions_of_a_database_end_by_their_own_time(app, tmp_path) -> None:
     home = tmp_path / "home"
     db = workspace(home, "ws4", project(tmp_path, "app"), _legacy_rows())
     sq = app.squirrel
-    rep = tin.ingest_file(sq, str(db), tin.Options(session_end=None, idle_seconds=3600))
+    rep = tin.ingest_file(sq.ingest_deps, str(db), tin.Options(session_end=None, idle_seconds=3600))
     assert rep.malformed == 0 and rep.events > 0
     # the chats are from March 2026 in the fixture: idle, so ended; none is left live
     cur = sq.db.read(lambda c: c.execute("SELECT state_json FROM transcript_cursors").fetchone())
@@ -859,16 +859,16 @@ def test_tool_results_kept_by_the_hook_follow_their_calls(app, tmp_path) -> None
     assert len(state.to_json()) < 2000  # what is kept of the log stays small
 
     # stored: the same, once; nothing again on a second ingest
-    rep = tin.ingest_file(sq, str(path), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(path), tin.Options(session_end=False))
     assert rep.counts["results_from_hooks"] == 5 and rep.events == len(parsed)
-    assert tin.ingest_file(sq, str(path), tin.Options(session_end=False)).events == 0
+    assert tin.ingest_file(sq.ingest_deps, str(path), tin.Options(session_end=False)).events == 0
     # the tests' result comes late, with the next run of the same command: each to its call
     more = [{**runs[5], "output": "2 passed"}]
     _hook_log(sq, s, [runs[5], *more])
     s.run("pytest -q", "2 passed")
     with path.open("a") as f:  # Cursor appends
         f.write(json.dumps(s.lines[-1]) + "\n")
-    late = tin.ingest_file(sq, str(path), tin.Options(session_end=False))
+    late = tin.ingest_file(sq.ingest_deps, str(path), tin.Options(session_end=False))
     assert late.events == 3 and late.counts["results_from_hooks"] == 7
     stored = sq.db.read(
         lambda c: [

@@ -123,13 +123,13 @@ def test_records_of_its_own_shape_resume_from_their_position(app, tmp_path: Path
     log = tmp_path / "one.toy"
     log.write_text(f"S s1 {a}\nU first question\nU second\nU half-writ")
     opts = tin.Options(session_end=False)
-    rep = tin.ingest_file(app.squirrel, str(log), opts)
+    rep = tin.ingest_file(app.squirrel.ingest_deps, str(log), opts)
     assert (rep.agent, rep.lines, rep.events) == ("toy", 3, 2)
     assert tin.detect(str(log)) == "toy"
-    again = tin.ingest_file(app.squirrel, str(log), opts)
+    again = tin.ingest_file(app.squirrel.ingest_deps, str(log), opts)
     assert (again.lines, again.events) == (0, 0)  # nothing read twice
     log.write_text(log.read_text() + "ten\nX an unknown record\n")
-    more = tin.ingest_file(app.squirrel, str(log), opts)
+    more = tin.ingest_file(app.squirrel.ingest_deps, str(log), opts)
     assert (more.lines, more.events, more.counts.get("skipped")) == (2, 1, 1)
     assert _texts(app, "s1") == ["first question", "second", "half-written"]
     assert str(log) in tin.find([str(tmp_path)])
@@ -143,7 +143,7 @@ def test_a_run_the_log_says_is_over_ends_and_a_held_back_block_comes_at_the_end(
     log.write_text(
         f"S r1 {a}\nU fix the parser\nB done with r1\nS r2 {b}\nU next\nB held to the end\n"
     )
-    rep = tin.ingest_file(app.squirrel, str(log), tin.Options(session_end=False))
+    rep = tin.ingest_file(app.squirrel.ingest_deps, str(log), tin.Options(session_end=False))
     assert rep.session_id == "r2"  # the cursor follows the current run
     s1, s2 = _session(app, "r1"), _session(app, "r2")
     assert s1 is not None and s1["ended"]  # ended once its successor began
@@ -151,7 +151,7 @@ def test_a_run_the_log_says_is_over_ends_and_a_held_back_block_comes_at_the_end(
     assert _texts(app, "r1") == ["fix the parser", "done with r1"]
     assert _texts(app, "r2") == ["next"]  # the last block waits for the session's end
     # the session ends when idle (the watcher's way, without reading the log): the block first
-    ended = tin.end_idle_sessions(app.squirrel, 3600, force=True)
+    ended = tin.end_idle_sessions(app.squirrel.ingest_deps, 3600, force=True)
     assert "r2" in ended
     assert _texts(app, "r2") == ["next", "held to the end"]
     assert _session(app, "r2")["ended"]  # type: ignore[index]
@@ -168,13 +168,13 @@ def test_sessions_of_many_projects_in_one_log_end_by_their_own_latest_event(
         f"L old {a} 2020-01-01T00:00:00Z an old session\n"
         f"L new {b} 2999-01-01T00:00:00Z a session still going\n"
     )
-    tin.ingest_file(app.squirrel, str(log), tin.Options(idle_seconds=3600))
+    tin.ingest_file(app.squirrel.ingest_deps, str(log), tin.Options(idle_seconds=3600))
     old, new = _session(app, "old"), _session(app, "new")
     assert old is not None and new is not None
     assert old["project_id"] != new["project_id"]  # each in its own project
     assert old["ended"] and not new["ended"]  # by their own times, not the file's
-    assert tin.end_idle_sessions(app.squirrel, 3600) == {}  # `new` is still going
-    assert "new" in tin.end_idle_sessions(app.squirrel, 3600, force=True)
+    assert tin.end_idle_sessions(app.squirrel.ingest_deps, 3600) == {}  # `new` is still going
+    assert "new" in tin.end_idle_sessions(app.squirrel.ingest_deps, 3600, force=True)
     cur = app.squirrel.db.read(lambda c: tin.tsql.get(c, str(log)))
     assert ParseState.from_json(cur.state_json).live == {}
 
@@ -211,13 +211,13 @@ def test_every_commit_changes_what_other_ingesters_compare(app, tmp_path: Path) 
     (a,) = _projects(tmp_path, "a")
     log = tmp_path / "held.toy"
     log.write_text(f"S h1 {a}\nU a question\nB an answer held back\n")
-    tin.ingest_file(app.squirrel, str(log), tin.Options(session_end=False))
+    tin.ingest_file(app.squirrel.ingest_deps, str(log), tin.Options(session_end=False))
 
     def mark() -> Any:
         return tin._mark(app.squirrel.db.read(lambda c: tin.tsql.get(c, str(log))))
 
     before = mark()
-    assert "h1" in tin.end_idle_sessions(app.squirrel, 3600, force=True)
+    assert "h1" in tin.end_idle_sessions(app.squirrel.ingest_deps, 3600, force=True)
     after = mark()
     assert after[0] == before[0] and after != before  # same position, not the same cursor
 

@@ -214,13 +214,13 @@ def test_legacy_document_and_its_held_back_last_message(app, tmp_path: Path) -> 
     sq = app.squirrel
     doc = h["legacy"]
     assert tin.detect(str(doc)) == "gemini"
-    rep = tin.ingest_file(sq, str(doc), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(doc), tin.Options(session_end=False))
     assert rep.malformed == 0 and rep.session_id == "7c1d2e3f-0a9b-4c8d-9e7f-6a5b4c3d2e1f"
     assert rep.project_id is not None and rep.project_id.startswith("shop-")  # projects.json
     assert rep.counts["errors"] == 2 and rep.counts["tool:replace"] == 1
     # the last `gemini` message may still be merged into: read only at the session's end
     assert rep.lines == 8 and rep.events == 13
-    rep = tin.ingest_file(sq, str(doc), tin.Options(session_end=True))
+    rep = tin.ingest_file(sq.ingest_deps, str(doc), tin.Options(session_end=True))
     assert (rep.lines, rep.events) == (0, 1) and rep.ended
     ep = sq.get_episode(rep.episodes[-1]["episode_id"]).episode
     assert ep.events[-1]["summary"] == "Glad it works now."
@@ -232,9 +232,9 @@ def test_legacy_document_and_its_held_back_last_message(app, tmp_path: Path) -> 
         {"id": "lu3", "timestamp": data["lastUpdated"], "type": "user", "content": "bye"}
     )
     doc.write_text(json.dumps(data, indent=2))
-    rep = tin.ingest_file(sq, str(doc), tin.Options(session_end=True))
+    rep = tin.ingest_file(sq.ingest_deps, str(doc), tin.Options(session_end=True))
     assert not rep.rewritten and (rep.lines, rep.events) == (2, 1)  # the held one, once
-    assert tin.ingest_file(sq, str(doc), tin.Options(session_end=True)).lines == 0
+    assert tin.ingest_file(sq.ingest_deps, str(doc), tin.Options(session_end=True)).lines == 0
 
     # resumed by a newer CLI: the session moves to `session-....jsonl` beside it
     Path(str(doc) + "l").write_text("")
@@ -247,14 +247,14 @@ def test_a_resumed_legacy_document_gives_only_its_new_messages(app, tmp_path: Pa
     h = lay_out(tmp_path)
     sq = app.squirrel
     doc = h["legacy"]
-    rep = tin.ingest_file(sq, str(doc), tin.Options(session_end=True))
+    rep = tin.ingest_file(sq.ingest_deps, str(doc), tin.Options(session_end=True))
     assert rep.events == 14 and rep.ended
     data = json.loads(doc.read_text())
     new = {"id": "n1", "timestamp": "2026-03-02T10:00:00.000Z", "type": "user", "content": "more"}
     meta = {k: v for k, v in data.items() if k != "messages"}
     lines = [meta, *data["messages"], new]
     Path(str(doc) + "l").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    rep = tin.ingest_file(sq, str(doc) + "l", tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(doc) + "l", tin.Options(session_end=False))
     assert rep.session_id == data["sessionId"] and rep.events == 1
     assert rep.counts["read_in_legacy_document"] == len(data["messages"])
     parsed, state, _ = parse_all(GEMINI, Path(str(doc) + "l"), finish=False)
@@ -292,17 +292,17 @@ def test_cursor_unknown_records_partial_lines_and_a_restart(tmp_path: Path) -> N
     log.write_bytes(b"".join(lines[:1] + unknown + lines[1:4]) + lines[4][:50])
     with running_app(tmp_path) as app:
         sq = app.squirrel
-        rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+        rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
         assert rep.agent == "gemini" and rep.lines == 7 and rep.malformed == 1
         assert rep.counts["skipped"] == 2 and rep.counts["pending_results"] == 1
         first = rep.events
-        assert tin.ingest_file(sq, str(log), tin.Options(session_end=False)).lines == 0
+        assert tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False)).lines == 0
     # the database opened again (a restart): the rest is read from the stored cursor and state
     with running_app(tmp_path) as app:
         sq = app.squirrel
         with open(log, "ab") as f:
             f.write(lines[4][50:] + b"".join(lines[5:]))
-        rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+        rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
         assert rep.lines == len(lines) - 4 and not rep.rewritten
         assert first + rep.events == whole_events
         assert rep.counts["tool_calls"] == 9 and rep.counts["errors"] == 4
@@ -314,7 +314,7 @@ def test_cursor_unknown_records_partial_lines_and_a_restart(tmp_path: Path) -> N
         }
         with open(log, "a") as f:
             f.write(json.dumps(appended) + "\n")
-        rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+        rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
         assert (rep.lines, rep.events) == (1, 1)
 
 

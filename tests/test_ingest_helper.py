@@ -81,7 +81,9 @@ def reference(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     """What this process alone learns from the logs."""
     app = _app(tmp_path_factory.mktemp("ref") / "m.db")
     try:
-        reps = tin.ingest_paths(app.squirrel, [str(home)], tin.Options(session_end=True))
+        reps = tin.ingest_paths(
+            app.squirrel.ingest_deps, [str(home)], tin.Options(session_end=True)
+        )
         yield {"reported": _reported(reps), "learned": _learned(app)}
     finally:
         app.close()
@@ -111,7 +113,7 @@ def test_the_helper_learns_what_this_process_would(home, reference, tmp_path: Pa
         stops = _watched(helper)
         try:
             reps = tin.ingest_paths(
-                app.squirrel, [str(home)], tin.Options(session_end=True), helper=helper
+                app.squirrel.ingest_deps, [str(home)], tin.Options(session_end=True), helper=helper
             )
         finally:
             helper.close()
@@ -146,7 +148,11 @@ def test_a_helper_that_dies_leaves_its_work_to_this_process(
 
         try:
             reps = tin.ingest_paths(
-                app.squirrel, [str(home)], tin.Options(session_end=True), progress, helper
+                app.squirrel.ingest_deps,
+                [str(home)],
+                tin.Options(session_end=True),
+                progress,
+                helper,
             )
         finally:
             helper.close()
@@ -192,7 +198,7 @@ def test_a_helper_that_fails_on_an_episode_has_it_learned_here_once(
     try:
         helper = _FailsMidway(app, committed)
         reps = tin.ingest_paths(
-            app.squirrel, [str(home)], tin.Options(session_end=True), helper=helper
+            app.squirrel.ingest_deps, [str(home)], tin.Options(session_end=True), helper=helper
         )
         learned = _learned(app)
     finally:

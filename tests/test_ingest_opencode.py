@@ -512,13 +512,13 @@ def test_ingested_once_appended_to_and_each_session_its_project(
     places = {k: home[k] for k in ("A1", "C1", "L1")}
     db = tmp_path / "data" / "opencode" / "opencode.db"
     opencode_db(db, places, skip={"msg_a09", "prt_a09a", "msg_a10"})
-    rep = tin.ingest_file(sq, str(db), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(db), tin.Options(session_end=False))
     assert rep.agent == "opencode" and rep.malformed == 0 and rep.skipped_reason is None
     assert rep.events == 26 - 2  # the turn left out has two events
-    assert tin.ingest_file(sq, str(db), tin.Options(session_end=False)).lines == 0
+    assert tin.ingest_file(sq.ingest_deps, str(db), tin.Options(session_end=False)).lines == 0
     # opencode answers the next prompt (written an hour later)
     opencode_db(db, places, only={"msg_a09", "prt_a09a", "msg_a10"}, shift_ms=3_600_000)
-    more = tin.ingest_file(sq, str(db), tin.Options(session_end=True))
+    more = tin.ingest_file(sq.ingest_deps, str(db), tin.Options(session_end=True))
     assert more.events == 2 and not more.rewritten
     assert more.counts["message_errors"] == 1
     sessions = {

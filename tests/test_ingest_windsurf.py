@@ -220,11 +220,11 @@ def test_step_cursor_snapshots_partial_lines_and_a_restart(tmp_path: Path) -> No
     log.write_text("".join(lines[:4]) + lines[4][:30])  # the last step cut mid-line
     with running_app(tmp_path) as app:
         sq = app.squirrel
-        rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+        rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
         assert rep.agent == "windsurf" and (rep.lines, rep.events) == (4, 4)
         assert rep.session_id == TRAJECTORY and rep.project_id is not None
         assert rep.project_id.startswith("dashboard-")
-        assert tin.ingest_file(sq, str(log), tin.Options(session_end=False)).lines == 0
+        assert tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False)).lines == 0
     # after a restart, the next snapshot: written whole again, an earlier step's status
     # rewritten in place (its bytes shift), two more steps
     first = json.loads(lines[1])
@@ -232,15 +232,15 @@ def test_step_cursor_snapshots_partial_lines_and_a_restart(tmp_path: Path) -> No
     log.write_text(lines[0] + json.dumps(first) + "\n" + "".join(lines[2:6]))
     with running_app(tmp_path) as app:
         sq = app.squirrel
-        rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+        rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
         assert not rep.rewritten and (rep.lines, rep.events) == (2, 2)
         with open(log, "a") as f:
             f.write("".join(lines[6:]))
-        rep = tin.ingest_file(sq, str(log), tin.Options(session_end=True))
+        rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=True))
         assert (rep.lines, rep.events) == (2, 2) and rep.ended and rep.episodes
         # another trajectory under the same name: read from its start
         log.write_text(json.dumps(step("user_input", user_response="a new conversation")) + "\n")
-        rep = tin.ingest_file(sq, str(log), tin.Options(session_end=False))
+        rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
         assert rep.rewritten and rep.lines == 1
 
 

@@ -61,7 +61,7 @@ def counts(rep: tin.FileReport) -> dict[str, int]:
 @needs_formats
 def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     sq = app.squirrel  # type: ignore[attr-defined]
-    reps = {Path(r.path).name: r for r in tin.ingest_paths(sq, [str(FORMATS)])}
+    reps = {Path(r.path).name: r for r in tin.ingest_paths(sq.ingest_deps, [str(FORMATS)])}
     assert len(reps) == 7
     assert all(r.skipped_reason is None and r.malformed == 0 for r in reps.values())
     # Cursor's workspace database, a copy outside Cursor's folders, known by its chat keys
@@ -135,7 +135,7 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     assert not any(m.tier == "emergency" for m in mems)
 
     # and again: nothing new (the sessions end now, whatever the files' age)
-    again = tin.ingest_paths(sq, [str(FORMATS)], tin.Options(session_end=True))
+    again = tin.ingest_paths(sq.ingest_deps, [str(FORMATS)], tin.Options(session_end=True))
     assert sum(r.lines + r.events for r in again) == 0
     demo = sq.list_memories(
         api.MemoryListParams(
@@ -151,7 +151,7 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
 @needs_formats
 def test_codex_test_runs_carry_exit_codes_and_outcomes(app) -> None:
     sq = app.squirrel  # type: ignore[attr-defined]
-    rep = tin.ingest_file(sq, str(CODEX_NEW), tin.Options(session_end=True))
+    rep = tin.ingest_file(sq.ingest_deps, str(CODEX_NEW), tin.Options(session_end=True))
     eps = sq.list_episodes(api.EpisodeListParams(project_id=rep.project_id, limit=10)).episodes
     full = [sq.get_episode(ep.id).episode for ep in eps]
     events = [e for ep in full for e in ep.events]
@@ -192,7 +192,9 @@ def _lines(path: Path) -> list[bytes]:
 @needs_formats
 def test_cursor_reads_each_line_exactly_once_across_appends(app, tmp_path: Path) -> None:
     sq = app.squirrel  # type: ignore[attr-defined]
-    whole = tin.ingest_file(sq, str(_copy(SPOTTER, tmp_path / "a")), tin.Options(session_end=False))
+    whole = tin.ingest_file(
+        sq.ingest_deps, str(_copy(SPOTTER, tmp_path / "a")), tin.Options(session_end=False)
+    )
 
     lines = _lines(SPOTTER)
     part = tmp_path / "b" / SPOTTER.name
@@ -206,18 +208,18 @@ def test_cursor_reads_each_line_exactly_once_across_appends(app, tmp_path: Path)
             half = len(chunk) // 2 if b == len(lines) else len(chunk)
             f.write(chunk[:half])
             f.flush()
-            rep = tin.ingest_file(sq, str(part), tin.Options(session_end=False))
+            rep = tin.ingest_file(sq.ingest_deps, str(part), tin.Options(session_end=False))
             total.lines += rep.lines
             total.events += rep.events
             if half < len(chunk):
                 f.write(chunk[half:])
                 f.flush()
-                rep = tin.ingest_file(sq, str(part), tin.Options(session_end=False))
+                rep = tin.ingest_file(sq.ingest_deps, str(part), tin.Options(session_end=False))
                 total.lines += rep.lines
                 total.events += rep.events
     assert total.lines == whole.lines == len(lines)
     assert total.events == whole.events
-    assert tin.ingest_file(sq, str(part), tin.Options(session_end=False)).lines == 0
+    assert tin.ingest_file(sq.ingest_deps, str(part), tin.Options(session_end=False)).lines == 0
 
 
 def _copy(src: Path, folder: Path) -> Path:
@@ -233,18 +235,18 @@ def test_partial_last_line_waits_and_a_rewrite_is_detected(app, tmp_path: Path) 
     lines = _lines(SHORT)
     f = tmp_path / "s.jsonl"
     f.write_bytes(b"".join(lines[:5]) + lines[5][:40])
-    rep = tin.ingest_file(sq, str(f), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(f), tin.Options(session_end=False))
     assert rep.lines == 5  # the cut line is not consumed
     f.write_bytes(b"".join(lines))
-    rep = tin.ingest_file(sq, str(f), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(f), tin.Options(session_end=False))
     assert rep.lines == len(lines) - 5 and not rep.rewritten
     # the same path now holds another session: detected, read from the start
     f.write_bytes(b"".join(_lines(CODEX_OLD)))
-    rep = tin.ingest_file(sq, str(f), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(f), tin.Options(session_end=False))
     assert rep.rewritten and rep.lines == len(_lines(CODEX_OLD))
     # truncated to less than was read: also a rewrite
     f.write_bytes(b"".join(_lines(CODEX_OLD)[:3]))
-    rep = tin.ingest_file(sq, str(f), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(f), tin.Options(session_end=False))
     assert rep.rewritten and rep.lines == 3
 
 
@@ -257,10 +259,10 @@ def test_zstd_rollout_and_hostile_lines(app, tmp_path: Path) -> None:
     day.mkdir(parents=True)
     z = day / (CODEX_NEW.name + ".zst")
     z.write_bytes(zstandard.ZstdCompressor().compress(CODEX_NEW.read_bytes()))
-    rep = tin.ingest_file(sq, str(z), tin.Options(session_end=False))
+    rep = tin.ingest_file(sq.ingest_deps, str(z), tin.Options(session_end=False))
     assert rep.agent == "codex" and rep.lines == len(_lines(CODEX_NEW))
     assert rep.counts["tool:exec_command"] == 43 and rep.counts["errors"] == 4
-    assert tin.ingest_file(sq, str(z), tin.Options(session_end=False)).lines == 0
+    assert tin.ingest_file(sq.ingest_deps, str(z), tin.Options(session_end=False)).lines == 0
 
     # malformed lines, a newer record type, odd shapes: counted and skipped, never fatal
     hostile = tmp_path / "hostile.jsonl"
@@ -275,7 +277,7 @@ def test_zstd_rollout_and_hostile_lines(app, tmp_path: Path) -> None:
         b"\n",
     ]
     hostile.write_bytes(good[0] + b"".join(junk) + b"".join(good[1:]))
-    rep = tin.ingest_file(sq, str(hostile), tin.Options(session_end=True))
+    rep = tin.ingest_file(sq.ingest_deps, str(hostile), tin.Options(session_end=True))
     assert rep.malformed == 3 and rep.lines == len(good) + len(junk)
     assert rep.counts["skipped"] >= 2 and rep.counts["errors"] == 2
 
@@ -283,7 +285,7 @@ def test_zstd_rollout_and_hostile_lines(app, tmp_path: Path) -> None:
 def test_not_a_session_log_is_reported(app, tmp_path: Path) -> None:
     f = tmp_path / "notes.jsonl"
     f.write_text('{"hello": "world"}\n')
-    rep = tin.ingest_file(app.squirrel, str(f))  # type: ignore[attr-defined]
+    rep = tin.ingest_file(app.squirrel.ingest_deps, str(f))  # type: ignore[attr-defined]
     assert rep.skipped_reason and rep.lines == 0
 
 
@@ -344,7 +346,7 @@ def test_two_ingesters_on_one_file_read_each_line_once(app, tmp_path: Path) -> N
 
         def go(a) -> None:
             try:
-                tin.ingest_file(a.squirrel, str(log), tin.Options(session_end=False))
+                tin.ingest_file(a.squirrel.ingest_deps, str(log), tin.Options(session_end=False))
             except BaseException as exc:  # pragma: no cover - reported below
                 errors.append(exc)
 
@@ -374,11 +376,11 @@ def _read_then_compressed(app: Any, tmp_path: Path, upto: int | None) -> tuple[A
     lines = _lines(CODEX_OLD)
     plain = tmp_path / CODEX_OLD.name
     plain.write_bytes(b"".join(lines[:20]))
-    assert tin.ingest_file(sq, str(plain), tin.Options(session_end=False)).lines == 20
+    assert tin.ingest_file(sq.ingest_deps, str(plain), tin.Options(session_end=False)).lines == 20
     packed = tmp_path / (CODEX_OLD.name + ".zst")
     packed.write_bytes(zstandard.ZstdCompressor().compress(b"".join(lines[:upto])))
     plain.unlink()
-    return tin.ingest_file(sq, str(packed), tin.Options(session_end=False)), packed
+    return tin.ingest_file(sq.ingest_deps, str(packed), tin.Options(session_end=False)), packed
 
 
 @needs_formats
@@ -390,7 +392,7 @@ def test_codex_compressing_a_rollout_does_not_read_it_again(app, tmp_path: Path)
     packed.unlink()
     plain = tmp_path / CODEX_OLD.name
     plain.write_bytes(b"".join(lines))
-    rep = tin.ingest_file(app.squirrel, str(plain), tin.Options(session_end=False))
+    rep = tin.ingest_file(app.squirrel.ingest_deps, str(plain), tin.Options(session_end=False))
     assert rep.lines == len(lines) - 20 and not rep.rewritten
     assert _events_stored(app) == 7  # every event once (the session's 7)
 
@@ -423,7 +425,7 @@ def test_hostile_files_spoil_only_themselves(app, tmp_path: Path) -> None:
         )
         + "\n"
     )
-    reps = {Path(r.path).name: r for r in tin.ingest_paths(sq, [str(root)])}
+    reps = {Path(r.path).name: r for r in tin.ingest_paths(sq.ingest_deps, [str(root)])}
     assert reps["rollout-bad.jsonl.zst"].skipped_reason
     assert reps["deep.jsonl"].malformed == 1 and reps["deep.jsonl"].lines == 2
     assert reps["good.jsonl"].events == 1
@@ -490,7 +492,7 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
         process=False,
     )
     report = app.db.write(  # type: ignore[attr-defined]
-        lambda c: sq.ingest_in(c, proj, owner, "s1", mine, False, pol, limits, stale)
+        lambda c: episodes.store_session(c, proj, owner, "s1", mine, False, pol, limits, stale)
     )
     assert report.accepted == 3
     rows = app.db.read(
@@ -521,7 +523,9 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(episodes, "prepare", again)
         app.db.write(  # type: ignore[attr-defined]
-            lambda c: sq.ingest_in(c, proj, owner, "s1", [said(20)], False, pol, limits, fresh)
+            lambda c: episodes.store_session(
+                c, proj, owner, "s1", [said(20)], False, pol, limits, fresh
+            )
         )
     seqs = app.db.read(
         lambda c: c.execute(  # type: ignore[attr-defined]
@@ -569,7 +573,7 @@ def test_a_hooks_blocking_message_is_not_the_users_words(app, tmp_path: Path) ->
     log.parent.mkdir()
     log.write_text("\n".join(HOOK_BLOCKED_LINES) + "\n")
     sq = app.squirrel  # type: ignore[attr-defined]
-    rep = tin.ingest_file(sq, str(log), tin.Options(session_end=True))
+    rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=True))
     assert rep.counts["hook_messages"] == 1 and rep.episodes
     ep = sq.db.read(lambda c: ssql.get_episode(c, rep.episodes[0]["episode_id"]))
     said = [e.get("text") or e.get("summary") for e in ep.events if e["role"] == "user"]

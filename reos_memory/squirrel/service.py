@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,7 +15,6 @@ import msgspec
 
 from reos_memory.errors import Conflict, InvalidInput, NotFound
 from reos_memory.models import (
-    EventIn,
     Memory,
     decode_cursor,
     iso,
@@ -46,6 +45,7 @@ from reos_memory.store import transcripts as tsql
 if TYPE_CHECKING:
     from reos_memory.squirrel.ingest import episodes
     from reos_memory.squirrel.ingest import ingest as tin
+    from reos_memory.squirrel.ingest.ingest import IngestDeps
     from reos_memory.squirrel.ingest.watch import Watcher
     from reos_memory.squirrel.memory.commit import Vectors
     from reos_memory.squirrel.sync.sync import TeamSync
@@ -155,10 +155,29 @@ class Squirrel:
             return self.policy()
         return self.policy(self.db.read(lambda c: ssql.project_root(c, project_id)))
 
+    @property
+    def ingest_deps(self) -> IngestDeps:
+        """What reading agents' logs needs of this service (`ingest/ingest.py` takes it, never
+        the facade)."""
+        from reos_memory.squirrel.ingest.ingest import IngestDeps
+
+        return IngestDeps(
+            db=self.db,
+            settings=self.settings,
+            writer=lambda: self.writer,
+            owner=self.owner(None, None),
+            policy=self.policy,
+            project_policy=self.project_policy,
+            project=self.project,
+            limits=self.limits(),
+        )
+
     # -- ingest and episodes ----------------------------------------------------------------
 
     def ingest(self, p: api.IngestParams, *, process: bool = True) -> api.IngestResult:
         """Take a session's events; cut, store and process the episodes they complete."""
+        from reos_memory.squirrel.ingest import episodes
+
         events = p.events
         if len(events) > self.settings.max_events_per_ingest:
             raise InvalidInput(
@@ -174,7 +193,9 @@ class Squirrel:
         session_end = p.session_end
 
         def tx(conn: apsw.Connection) -> episodes.IngestReport:
-            return self.ingest_in(conn, proj, owner, session_id, events, session_end, pol, limits)
+            return episodes.store_session(
+                conn, proj, owner, session_id, events, session_end, pol, limits
+            )
 
         self.prune_logs()
         report = self.db.write(tx)
@@ -194,39 +215,9 @@ class Squirrel:
         """A Claude Code or Codex session log, from where it was last read."""
         from reos_memory.squirrel.ingest.ingest import Options, ingest_file
 
-        rep = ingest_file(self, p.path, Options(p.agent, p.session_end, self.settings.idle_seconds))
+        opts = Options(p.agent, p.session_end, self.settings.idle_seconds)
+        rep = ingest_file(self.ingest_deps, p.path, opts)
         return _typed(rep.public(), api.TranscriptResult)
-
-    def ingest_in(
-        self,
-        conn: apsw.Connection,
-        proj: Project,
-        owner: tuple[str, str],
-        session_id: str,
-        events: Sequence[EventIn],
-        session_end: bool,
-        pol: Policy,
-        limits: episodes.Limits,
-        prepared: episodes.Prepared | None = None,
-    ) -> episodes.IngestReport:
-        """Append a session's events inside the caller's write transaction (from `prepared`,
-        their compressed form made before it, when given); the episodes it cut are handed to
-        `after_cut` once that transaction has committed."""
-        from reos_memory.squirrel.ingest import episodes
-
-        ssql.touch_project(conn, proj.id, proj.root, now_iso(), proj.identity)
-        if prepared is not None and prepared.args["project_id"] == proj.id:
-            return episodes.apply(conn, prepared, pol.regret)
-        return episodes.ingest(
-            conn,
-            project_id=proj.id,
-            owner=owner,
-            session_id=session_id,
-            events=events,
-            session_end=session_end,
-            limits=limits,
-            regret=pol.regret,
-        )
 
     def flush(self, p: api.FlushParams, *, process: bool = True) -> api.FlushResult:
         """Cut the open episode of a session (or of every session of the project) now; with
@@ -275,7 +266,7 @@ class Squirrel:
         learned while the next logs are read (`writer/runner.py`: `CatchUp`)."""
         from reos_memory.squirrel.ingest.ingest import ingest_paths
 
-        return ingest_paths(self, paths, opts, progress, helper)
+        return ingest_paths(self.ingest_deps, paths, opts, progress, helper)
 
     def watcher(
         self,
@@ -295,7 +286,7 @@ class Squirrel:
         """Cut a session's open episode as ended (the SessionEnd hook) and learn from it."""
         from reos_memory.squirrel.ingest.ingest import end_session
 
-        return end_session(self, session_id)
+        return end_session(self.ingest_deps, session_id)
 
     def pending_events(self, session_ids: Iterable[str]) -> dict[str, int]:
         """Events of these sessions not yet cut into an episode, by session (none: left out)."""

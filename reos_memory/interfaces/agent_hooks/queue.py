@@ -149,7 +149,9 @@ class _Worker:
             try:
                 from reos_memory.squirrel.ingest.ingest import end_idle_sessions
 
-                end_idle_sessions(self.squirrel(), self.config.session_idle_minutes * 60.0)
+                end_idle_sessions(
+                    self.squirrel().ingest_deps, self.config.session_idle_minutes * 60.0
+                )
             except Exception:
                 log_line(self.config, "hook worker: " + traceback.format_exc())
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import msgspec
@@ -19,6 +19,10 @@ from reos_memory.squirrel.memory.policy import RegretWeights
 from reos_memory.squirrel.redaction import SecretScope, peek_scope, scope_for
 from reos_memory.squirrel.text import commands, frustration, instructions, replies, statements
 from reos_memory.store import squirrel as sql
+
+if TYPE_CHECKING:
+    from reos_memory.squirrel.memory.policy import Policy
+    from reos_memory.squirrel.projects import Project
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
@@ -471,3 +475,32 @@ def prefilter(events: Sequence[dict[str, Any]], st: EpisodeStats, limits: Limits
             f" {calls} tool call(s) (< {limits.writer_min_tool_calls})"
         )
     return out
+
+
+def store_session(
+    conn: apsw.Connection,
+    proj: Project,
+    owner: tuple[str, str],
+    session_id: str,
+    events: Sequence[EventIn],
+    session_end: bool,
+    pol: Policy,
+    limits: Limits,
+    prepared: Prepared | None = None,
+) -> IngestReport:
+    """Append a session's events to its project inside the caller's write transaction (from
+    `prepared`, their compressed form made before it, when given); the caller hands the
+    episodes it cut to the Memory Writer once that transaction has committed."""
+    sql.touch_project(conn, proj.id, proj.root, now_iso(), proj.identity)
+    if prepared is not None and prepared.args["project_id"] == proj.id:
+        return apply(conn, prepared, pol.regret)
+    return ingest(
+        conn,
+        project_id=proj.id,
+        owner=owner,
+        session_id=session_id,
+        events=events,
+        session_end=session_end,
+        limits=limits,
+        regret=pol.regret,
+    )

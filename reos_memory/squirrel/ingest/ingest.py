@@ -37,10 +37,27 @@ from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
     from reos_memory.squirrel.memory.policy import Policy
-    from reos_memory.squirrel.service import Squirrel
-    from reos_memory.squirrel.writer.runner import Helper
+    from reos_memory.squirrel.service import Settings
+    from reos_memory.squirrel.writer.runner import Helper, Runner
+    from reos_memory.store import Database
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class IngestDeps:
+    """What reading agents' logs needs of Squirrel (`Squirrel.ingest_deps` builds it): the
+    database, the settings, the Memory Writer (built on first use), the default owner, the
+    episode limits, and how a project and its policy are found."""
+
+    db: Database
+    settings: Settings
+    writer: Callable[[], Runner]
+    owner: tuple[str, str]
+    policy: Callable[[str | None], Policy]
+    project_policy: Callable[[str | None], Policy]
+    project: Callable[[str | None, str | None], Project]
+    limits: episodes.Limits
 
 
 def _adapters() -> dict[str, Adapter]:
@@ -165,7 +182,7 @@ class _Stale(Exception):
     """Another process moved this file's cursor while we were reading: start again from it."""
 
 
-def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileReport:
+def ingest_file(deps: IngestDeps, path: str, opts: Options | None = None) -> FileReport:
     """Ingest what a session log holds beyond its cursor; end its session when due."""
     opts = opts or Options()
     if opts.agent not in AGENTS:
@@ -180,19 +197,19 @@ def ingest_file(sq: Squirrel, path: str, opts: Options | None = None) -> FileRep
     for _attempt in range(20):
         rep = FileReport(path)
         try:
-            return _ingest_file(sq, path, opts, rep)
+            return _ingest_file(deps, path, opts, rep)
         except _Stale:
             continue  # a watcher, a hook worker or a client read it at the same time
     raise InvalidInput("path", "its cursor keeps moving under us (another ingester is busy)")
 
 
-def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> FileReport:
+def _ingest_file(deps: IngestDeps, path: str, opts: Options, rep: FileReport) -> FileReport:
     size = os.stat(path).st_size  # before reading: lines appended meanwhile are read next time
-    cur = sq.db.read(lambda c: tsql.get(c, path))
+    cur = deps.db.read(lambda c: tsql.get(c, path))
     # what this path's cursor holds now (none yet, for a log carried over from its old name)
     expected = None if cur is None else _mark(cur)
     if cur is None:
-        cur = _moved_here(sq, path)  # the same log under a new name (Codex compresses old ones)
+        cur = _moved_here(deps, path)  # the same log under a new name (Codex compresses old ones)
     agent = cur.agent if cur is not None else None
     if agent is None:
         agent = detect(path) if opts.agent == "auto" else opts.agent
@@ -233,17 +250,17 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
             now,
         )
     state = ParseState.from_json(cur.state_json)
-    state.db = sq.db.path
+    state.db = deps.db.path
     if fresh:
         adapter.begin(path, state)
-    batch = max(1, min(BATCH_EVENTS, sq.settings.max_events_per_ingest))
-    learn = opts.learn or (lambda ep: sq.writer.after_cut(ep, True))
+    batch = max(1, min(BATCH_EVENTS, deps.settings.max_events_per_ingest))
+    learn = opts.learn or (lambda ep: deps.writer().after_cut(ep, True))
     while True:
-        moved = _batch(sq, path, cur, adapter, state, rep, batch, expected, size, learn)
+        moved = _batch(deps, path, cur, adapter, state, rep, batch, expected, size, learn)
         if moved is None:
             break  # (the cursor is still where `expected` says: the held-back events go on it)
         expected = moved
-    _end_finished(sq, path, state, rep, opts)
+    _end_finished(deps, path, state, rep, opts)
     rep.session_id, rep.project_id = cur.session_id, cur.project_id
     rep.counts = dict(state.counts)
     if is_writer_run_dir(state.cwd):
@@ -251,25 +268,25 @@ def _ingest_file(sq: Squirrel, path: str, opts: Options, rep: FileReport) -> Fil
     idle = time.time() - reader.last_write(path) >= opts.idle_seconds
     end = opts.session_end if opts.session_end is not None else idle
     if end and cur.session_id is not None and not cur.ended:
-        expected = _finish(sq, path, cur, adapter, state, rep, expected, size, learn)
-        rep.episodes.extend(end_session(sq, cur.session_id, opts.learn))
+        expected = _finish(deps, path, cur, adapter, state, rep, expected, size, learn)
+        rep.episodes.extend(end_session(deps, cur.session_id, opts.learn))
         rep.ended = True
     if state.live and opts.session_end is not False:
         # the other sessions this log holds end once idle by their own latest event
-        ended = end_live_sessions(sq, path, opts.idle_seconds, bool(opts.session_end), opts.learn)
+        ended = end_live_sessions(deps, path, opts.idle_seconds, bool(opts.session_end), opts.learn)
         for eps in ended.values():
             rep.episodes.extend(eps)
     return rep
 
 
 def _end_finished(
-    sq: Squirrel, path: str, state: ParseState, rep: FileReport, opts: Options
+    deps: IngestDeps, path: str, state: ParseState, rep: FileReport, opts: Options
 ) -> None:
     """End the sessions the log said are over (a later run of the agent began in it)."""
     if not state.finished:
         return
     for sid in state.finished:
-        rep.episodes.extend(end_session(sq, _safe(sid), opts.learn))
+        rep.episodes.extend(end_session(deps, _safe(sid), opts.learn))
 
     def tx(conn: apsw.Connection) -> None:
         stored = tsql.get(conn, path)
@@ -280,16 +297,16 @@ def _end_finished(
         stored.state_json = st.to_json()
         tsql.put(conn, stored)
 
-    sq.db.write(tx)
+    deps.db.write(tx)
     state.finished = []
 
 
-def _moved_here(sq: Squirrel, path: str) -> tsql.Cursor | None:
+def _moved_here(deps: IngestDeps, path: str) -> tsql.Cursor | None:
     """The cursor of the same log under its sibling name (`x.jsonl` <-> `x.jsonl.zst`), when
     that log's content starts the same: Codex compresses idle rollouts and decompresses them to
     resume. The cursor carries over, so nothing is read twice."""
     sibling = path[: -len(".zst")] if reader.compressed(path) else path + ".zst"
-    old = sq.db.read(lambda c: tsql.get(c, sibling))
+    old = deps.db.read(lambda c: tsql.get(c, sibling))
     if old is None or not reader.same_head(path, reader.Head(old.head_sha256, old.head_bytes)):
         return None
     moved = dataclasses.replace(old, path=path, size_seen=0, ended=old.ended)
@@ -321,7 +338,7 @@ class _Plan:
 
 
 def _batch(
-    sq: Squirrel,
+    deps: IngestDeps,
     path: str,
     cur: tsql.Cursor,
     adapter: Adapter,
@@ -340,11 +357,11 @@ def _batch(
         return None
     # a young file's identity grows with it (read here, not inside the write transaction)
     grown = adapter.identity(path) if cur.head_bytes < reader.HEAD_BYTES else None
-    return _commit(sq, path, cur, state, rep, read, expected, size, learn, grown)
+    return _commit(deps, path, cur, state, rep, read, expected, size, learn, grown)
 
 
 def _finish(
-    sq: Squirrel,
+    deps: IngestDeps,
     path: str,
     cur: tsql.Cursor,
     adapter: Adapter,
@@ -359,11 +376,11 @@ def _finish(
     _collect(read, adapter.finish(state), state)
     if not read.n_events:
         return expected
-    return _commit(sq, path, cur, state, rep, read, expected, size, learn, None)
+    return _commit(deps, path, cur, state, rep, read, expected, size, learn, None)
 
 
 def _commit(
-    sq: Squirrel,
+    deps: IngestDeps,
     path: str,
     cur: tsql.Cursor,
     state: ParseState,
@@ -380,14 +397,14 @@ def _commit(
         # log is read past, never learned from
         state.count("writer_runs_skipped", read.n_events)
         read.events = {}
-    plan = _plan(sq, read.events, read.cwds, state.cwd)
+    plan = _plan(deps, read.events, read.cwds, state.cwd)
 
     def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
         stored = tsql.get(conn, path)
         if (None if stored is None else _mark(stored)) != expected:
             raise _Stale()
         new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
-        cut, lost = _ingest_sessions(sq, conn, new, read.events, plan)
+        cut, lost = _ingest_sessions(deps, conn, new, read.events, plan)
         new.session_id = safe_session_id(state.session_id) or new.session_id
         new.offset = read.end
         new.size_seen = size  # as stat'ed before reading
@@ -401,7 +418,7 @@ def _commit(
         tsql.put(conn, new)
         return cut, new, lost
 
-    cut, new, lost = sq.db.write(tx)
+    cut, new, lost = deps.db.write(tx)
     vars(cur).update(vars(new))
     if lost:
         state.count("no_project", lost)
@@ -454,23 +471,23 @@ def _collect(read: _Read, parsed: list[Parsed], state: ParseState) -> None:
 
 
 def _plan(
-    sq: Squirrel, events: dict[str, list[EventIn]], cwds: dict[str, str], cwd: str | None
+    deps: IngestDeps, events: dict[str, list[EventIn]], cwds: dict[str, str], cwd: str | None
 ) -> _Plan:
     """Each session's project and policy, and its events prepared: the costly part (redaction,
     signals, cutting) before the write lock is taken, so other processes on the database wait
     only for the writes."""
-    projects = {sid: _project(sq, sid, cwds.get(sid) or cwd) for sid in events}
-    owner = sq.owner(None, None)
-    pols = {sid: sq.policy(p.root) for sid, p in projects.items() if p is not None}
-    limits = sq.limits()
+    projects = {sid: _project(deps, sid, cwds.get(sid) or cwd) for sid in events}
+    owner = deps.owner
+    pols = {sid: deps.policy(p.root) for sid, p in projects.items() if p is not None}
+    limits = deps.limits
     prepared = {
-        sid: _prepare(sq, sid, projects[sid], owner, evs, limits) for sid, evs in events.items()
+        sid: _prepare(deps, sid, projects[sid], owner, evs, limits) for sid, evs in events.items()
     }
     return _Plan(projects, owner, pols, limits, prepared)
 
 
 def _ingest_sessions(
-    sq: Squirrel,
+    deps: IngestDeps,
     conn: apsw.Connection,
     new: tsql.Cursor,
     events: dict[str, list[EventIn]],
@@ -485,8 +502,8 @@ def _ingest_sessions(
         if proj is None:
             lost += len(evs)  # no cwd anywhere: no project to learn for
             continue
-        pol = plan.pols.get(sid) or sq.policy(proj.root)
-        report = sq.ingest_in(
+        pol = plan.pols.get(sid) or deps.policy(proj.root)
+        report = episodes.store_session(
             conn, proj, plan.owner, sid, evs, False, pol, plan.limits, plan.prepared[sid]
         )
         cut.extend(report.episodes)
@@ -497,7 +514,7 @@ def _ingest_sessions(
 
 
 def _prepare(
-    sq: Squirrel,
+    deps: IngestDeps,
     session_id: str,
     proj: Project | None,
     owner: tuple[str, str],
@@ -506,7 +523,7 @@ def _prepare(
 ) -> episodes.Prepared | None:
     if proj is None:
         return None
-    base = sq.db.read(lambda c: ssql.get_session(c, session_id))
+    base = deps.db.read(lambda c: ssql.get_session(c, session_id))
     try:
         return episodes.prepare(
             base,
@@ -526,11 +543,11 @@ def _safe(session_id: str) -> str:
     return safe_session_id(session_id) or session_id
 
 
-def _project(sq: Squirrel, session_id: str, cwd: str | None) -> Project | None:
-    known = sq.db.read(lambda c: _session_project(c, session_id))
+def _project(deps: IngestDeps, session_id: str, cwd: str | None) -> Project | None:
+    known = deps.db.read(lambda c: _session_project(c, session_id))
     if known is not None:
         return known
-    return sq.project(None, cwd) if cwd else None
+    return deps.project(None, cwd) if cwd else None
 
 
 def _session_project(conn: apsw.Connection, session_id: str) -> Project | None:
@@ -541,12 +558,12 @@ def _session_project(conn: apsw.Connection, session_id: str) -> Project | None:
 
 
 def end_session(
-    sq: Squirrel, session_id: str, learn: Callable[[dict[str, Any]], Any] | None = None
+    deps: IngestDeps, session_id: str, learn: Callable[[dict[str, Any]], Any] | None = None
 ) -> list[Any]:
     """Cut a session's open episode as ended and mark its files' cursors."""
-    limits = sq.limits()
-    pid = sq.db.read(lambda c: (ssql.get_session(c, session_id) or {}).get("project_id"))
-    pol = sq.project_policy(pid)
+    limits = deps.limits
+    pid = deps.db.read(lambda c: (ssql.get_session(c, session_id) or {}).get("project_id"))
+    pol = deps.project_policy(pid)
 
     def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
         ep = episodes.flush_session(conn, session_id, limits, pol.regret, reason="session_end")
@@ -554,12 +571,12 @@ def end_session(
         tsql.mark_ended(conn, session_id, now_iso())
         return [ep] if ep is not None else []
 
-    learn = learn or (lambda ep: sq.writer.after_cut(ep, True))
-    return [learn(ep) for ep in sq.db.write(tx)]
+    learn = learn or (lambda ep: deps.writer().after_cut(ep, True))
+    return [learn(ep) for ep in deps.db.write(tx)]
 
 
 def end_idle_sessions(
-    sq: Squirrel,
+    deps: IngestDeps,
     idle_seconds: float,
     only: set[str] | None = None,
     force: bool = False,
@@ -568,7 +585,7 @@ def end_idle_sessions(
     """End the open sessions (of `only`, when given) all of whose files have been idle past
     `idle_seconds` (every one of them, with `force`); returns the episodes each ended session
     was cut into. Sessions of a log that holds many end by their own latest event."""
-    rows = sq.db.read(tsql.open_sessions)
+    rows = deps.db.read(tsql.open_sessions)
     by_session: dict[str, list[str]] = {}
     for path, sid, _pid in rows:
         if only is None or sid in only:
@@ -582,28 +599,28 @@ def end_idle_sessions(
             idle = True  # a deleted log will not grow any more
         if force or idle:
             for p in paths:
-                _finish_held_back(sq, p, learn)
-            ended[sid] = end_session(sq, sid, learn)
-    for path in sq.db.read(tsql.with_live_sessions):
-        for sid, eps in end_live_sessions(sq, path, idle_seconds, force, learn, only).items():
+                _finish_held_back(deps, p, learn)
+            ended[sid] = end_session(deps, sid, learn)
+    for path in deps.db.read(tsql.with_live_sessions):
+        for sid, eps in end_live_sessions(deps, path, idle_seconds, force, learn, only).items():
             ended.setdefault(sid, []).extend(eps)
     return ended
 
 
 def _finish_held_back(
-    sq: Squirrel, path: str, learn: Callable[[dict[str, Any]], Any] | None
+    deps: IngestDeps, path: str, learn: Callable[[dict[str, Any]], Any] | None
 ) -> None:
     """Store what a log's adapter held back for the session's end (its last block)."""
-    cur = sq.db.read(lambda c: tsql.get(c, path))
+    cur = deps.db.read(lambda c: tsql.get(c, path))
     adapter = ADAPTERS.get(cur.agent) if cur is not None else None
     if cur is None or adapter is None or type(adapter).finish is Adapter.finish:
         return
     state = ParseState.from_json(cur.state_json)
-    state.db = sq.db.path
+    state.db = deps.db.path
     expected = _mark(cur)
     with contextlib.suppress(_Stale):  # its reader stored it meanwhile
         _finish(
-            sq,
+            deps,
             path,
             cur,
             adapter,
@@ -611,12 +628,12 @@ def _finish_held_back(
             FileReport(path),
             expected,
             cur.size_seen,
-            learn or (lambda ep: sq.writer.after_cut(ep, True)),
+            learn or (lambda ep: deps.writer().after_cut(ep, True)),
         )
 
 
 def end_live_sessions(
-    sq: Squirrel,
+    deps: IngestDeps,
     path: str,
     idle_seconds: float,
     force: bool = False,
@@ -625,7 +642,7 @@ def end_live_sessions(
 ) -> dict[str, list[Any]]:
     """End the sessions a log of many holds (a database) whose latest event is older than
     `idle_seconds` (all of them with `force`), and forget them in its cursor."""
-    cur = sq.db.read(lambda c: tsql.get(c, path))
+    cur = deps.db.read(lambda c: tsql.get(c, path))
     if cur is None:
         return {}
     live = ParseState.from_json(cur.state_json).live
@@ -637,7 +654,7 @@ def end_live_sessions(
     ]
     if not due:
         return {}
-    ended = {_safe(sid): end_session(sq, _safe(sid), learn) for sid in due}
+    ended = {_safe(sid): end_session(deps, _safe(sid), learn) for sid in due}
 
     def tx(conn: apsw.Connection) -> None:
         stored = tsql.get(conn, path)
@@ -649,7 +666,7 @@ def end_live_sessions(
         stored.state_json = st.to_json()
         tsql.put(conn, stored)
 
-    sq.db.write(tx)
+    deps.db.write(tx)
     return ended
 
 
@@ -674,16 +691,16 @@ def _log_group(path: str) -> str:
     return path
 
 
-def _live_sessions(sq: Squirrel, path: str) -> set[str]:
+def _live_sessions(deps: IngestDeps, path: str) -> set[str]:
     """The sessions other than its own that a log of many holds open (as stored)."""
-    cur = sq.db.read(lambda c: tsql.get(c, path))
+    cur = deps.db.read(lambda c: tsql.get(c, path))
     if cur is None:
         return set()
     return {_safe(sid) for sid in ParseState.from_json(cur.state_json).live}
 
 
 def ingest_paths(
-    sq: Squirrel,
+    deps: IngestDeps,
     paths: Iterable[str],
     opts: Options | None = None,
     progress: Callable[[int, int, FileReport], None] | None = None,
@@ -699,7 +716,7 @@ def ingest_paths(
     opts = opts or Options()
     ending = opts.session_end is not False
     force = bool(opts.session_end)
-    learning = CatchUp(sq.writer, helper)
+    learning = CatchUp(deps.writer(), helper)
     try:
         each = Options(opts.agent, False, opts.idle_seconds, learning.learn)
         files = find(paths)
@@ -711,13 +728,13 @@ def ingest_paths(
 
         def end(sessions: set[str]) -> None:
             # a short transaction here, the episodes it cuts learned like the others
-            found = end_idle_sessions(sq, opts.idle_seconds, sessions, force, learning.learn)
+            found = end_idle_sessions(deps, opts.idle_seconds, sessions, force, learning.learn)
             for sid, eps in found.items():
                 ended.setdefault(sid, []).extend(eps)
 
         for i, f in enumerate(files):
             try:
-                rep = ingest_file(sq, f, each)
+                rep = ingest_file(deps, f, each)
             except InvalidInput as exc:
                 rep = FileReport(os.path.realpath(f), skipped_reason=exc.message)
             except ReosError:
@@ -730,7 +747,7 @@ def ingest_paths(
                 group_sessions.setdefault(group, set()).add(rep.session_id)
             if ending and rep.agent is not None:
                 # a log of many sessions (a database): its other sessions end with it
-                live[rep.path] = _live_sessions(sq, rep.path)
+                live[rep.path] = _live_sessions(deps, rep.path)
                 group_sessions.setdefault(group, set()).update(live[rep.path])
             left[group] -= 1
             if ending and left[group] == 0 and group in group_sessions:

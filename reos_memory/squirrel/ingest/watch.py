@@ -138,7 +138,7 @@ class Watcher:
             except OSError:
                 continue  # gone since the scan
             try:
-                fr = tin.ingest_file(self.sq, path, opts)
+                fr = tin.ingest_file(self.sq.ingest_deps, path, opts)
             except Exception as exc:  # one bad file never stops the watcher
                 rep.errors.append(f"{path}: {exc}")
                 fr = tin.FileReport(path, skipped_reason=str(exc))
@@ -157,7 +157,7 @@ class Watcher:
 
     def end_idle(self) -> int:
         """End the sessions all of whose files have been idle past the idle time."""
-        return len(tin.end_idle_sessions(self.sq, self.idle_seconds))
+        return len(tin.end_idle_sessions(self.sq.ingest_deps, self.idle_seconds))
 
     def run(self, interval: float, once: bool, log: Callable[[str], None]) -> PassReport:
         total = PassReport()
