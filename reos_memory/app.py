@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from reos_memory.config import Config, team_api_key
 from reos_memory.embeddings.base import Embedder
-from reos_memory.embeddings.service import EmbeddingService
+from reos_memory.embeddings.runtime import EmbeddingService
 from reos_memory.index.vectors import Indexer
 from reos_memory.logs import setup_logging
 from reos_memory.store import Database
@@ -18,7 +18,7 @@ from reos_memory.store.vectors import recorded_model
 
 if TYPE_CHECKING:
     from reos_memory.llm import LLMClient
-    from reos_memory.squirrel.service import Squirrel
+    from reos_memory.squirrel.facade import Squirrel
 
 
 class App:
@@ -188,7 +188,7 @@ class App:
 
 def make_squirrel(config: Config, db: Database, indexer: Indexer, llm: Any, log: Any) -> Squirrel:
     """Squirrel over the service's database, embedder and vector machinery."""
-    from reos_memory.squirrel.service import Settings, Squirrel
+    from reos_memory.squirrel.facade import Settings, Squirrel
 
     c = config
     settings = Settings(
@@ -345,7 +345,7 @@ def open_team_service(config: Config, url: str, log: Any, timeouts: Any = None) 
     Timeouts; None: the defaults). Returns (TeamService, EmbeddingService)."""
     from reos_memory.errors import EmbedderUnavailable
     from reos_memory.team.memories import vector_text
-    from reos_memory.team.service import TeamService
+    from reos_memory.team.team_service import TeamService
 
     factory = _embedder_factory(config)
     embeddings = EmbeddingService(config.embedder, factory, log)

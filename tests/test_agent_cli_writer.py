@@ -291,7 +291,7 @@ def test_usage_absent_is_none_so_the_service_estimates() -> None:
 
 
 def test_the_input_cap_keeps_corrections_and_drops_ordinary_events_first() -> None:
-    from reos_memory.squirrel.tokens import count_tokens
+    from reos_memory.squirrel.token_count import count_tokens
     from reos_memory.squirrel.writer.llm import build_prompt
 
     events: list[dict[str, Any]] = [

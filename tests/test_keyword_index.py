@@ -140,7 +140,7 @@ def test_a_reader_behind_the_pruned_log_starts_afresh(db):
 
 
 def test_what_it_cannot_answer_exactly_goes_to_fts5(db):
-    from reos_memory.embeddings.service import EmbeddingService
+    from reos_memory.embeddings.runtime import EmbeddingService
     from reos_memory.index.vectors import Indexer
 
     put(db, [("b1", "act-0", "snake_case names and snake case"), ("b2", "act-0", "case study")])

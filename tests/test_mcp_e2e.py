@@ -258,7 +258,7 @@ def test_mcp_answers_every_piped_request(tmp_path: Path, db_path: Path) -> None:
 def test_mcp_results_fit_an_agents_limit(tmp_path: Path, db_path: Path) -> None:
     """Agents refuse tool results over a token limit (Claude Code: 25,000): a result over
     `mcp_max_result_tokens` keeps its best items, cuts a giant text, and says what it left out."""
-    from reos_memory.squirrel.tokens import count_tokens
+    from reos_memory.squirrel.token_count import count_tokens
 
     limit = 2000
     env = {"REOS_MEMORY_OWNER_ID": "alice", "REOS_MEMORY_MCP_MAX_RESULT_TOKENS": str(limit)}

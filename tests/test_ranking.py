@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from reos_memory.models import Memory, MemoryMetrics
-from reos_memory.squirrel.memory import context, ranking
+from reos_memory.squirrel.memory import local_context as context
+from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.policy import Policy, load_policy
 from reos_memory.squirrel.memory.ranking import Candidate, Dropped, Scope, candidate, choose
-from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.squirrel.token_count import count_tokens
 from reos_memory.store import Database
 from reos_memory.store import memories as msql
 
@@ -206,7 +207,7 @@ def test_relative_keyword_scores() -> None:
     assert ranking.relative({}) == {}
 
 
-# -- several owners over the local store (memory/context.py reads the store one owner at a time)
+# -- several owners over the local store (memory/local_context.py reads the store one owner at a time)
 
 
 def test_the_local_store_finds_keys_and_guards_of_every_owner_of_a_scope(db: Database) -> None:

@@ -207,7 +207,7 @@ def test_references_and_ordinary_text_are_not_secrets(text):
 def test_a_value_found_at_one_place_of_a_text_is_redacted_at_every_other():
     """The rules see a password after `DATABASE_PASSWORD=`; the same value later in the same
     text, where no rule could see it, is redacted too (issue 32: memories/add kept it)."""
-    from reos_memory.squirrel.redaction.rules import redact
+    from reos_memory.squirrel.redaction.engine import redact
 
     text = "DATABASE_PASSWORD=Tr0ub4dor-be3n in .env; the app read Tr0ub4dor-be3n at start"
     out = redact(text)
@@ -221,7 +221,7 @@ def test_fly_io_tokens_are_redacted():
     import base64
     import hashlib
 
-    from reos_memory.squirrel.redaction.rules import redact
+    from reos_memory.squirrel.redaction.engine import redact
 
     body = base64.b64encode(b"".join(hashlib.sha512(bytes([i])).digest() for i in range(2)))
     fly = f"FlyV1 fm2_{body.decode()},fm2_{body.decode()[:60]}"
@@ -233,7 +233,7 @@ def test_fly_io_tokens_are_redacted():
 def test_a_password_of_brackets_is_a_password_not_a_template():
     """A quoted literal made mostly of brackets under a password name is redacted; templates,
     masks and placeholders in brackets (they hold a name or words) stay."""
-    from reos_memory.squirrel.redaction.rules import redact
+    from reos_memory.squirrel.redaction.engine import redact
 
     for said in ('password: "[[]]{}()<>[]x1"', 'password = "{{[[((<<>>))]]}}"'):
         assert "[REDACTED:password]" in redact(said), said
@@ -245,7 +245,7 @@ def test_a_password_of_brackets_is_a_password_not_a_template():
 def test_an_unquoted_env_value_of_brackets_is_a_password_and_code_stays():
     """In a .env or shell line the value runs to the next blank, whatever it opens with; a
     call or a subscript that closes before the blank is code."""
-    from reos_memory.squirrel.redaction.rules import redact
+    from reos_memory.squirrel.redaction.engine import redact
 
     for said in (
         "DB_PASSWORD=[[]]{}()<>x1",
@@ -265,7 +265,7 @@ def test_an_unquoted_env_value_of_brackets_is_a_password_and_code_stays():
 
 
 def test_a_token_longer_than_its_format_is_redacted_to_its_end():
-    from reos_memory.squirrel.redaction.rules import redact
+    from reos_memory.squirrel.redaction.engine import redact
 
     body = "1Ab2Cd3Ef4Gh5Ij6Kl7Mn8Op9Qr0St1Uv2Wx3Yz4Ab5Cd6Ef7Gh"  # 50: the format says 43
     out = redact(f"the app secret sq0csp-{body} is old")
@@ -273,7 +273,7 @@ def test_a_token_longer_than_its_format_is_redacted_to_its_end():
 
 
 def test_a_salesforce_session_id_is_redacted_whole_and_an_org_id_stays():
-    from reos_memory.squirrel.redaction.rules import redact
+    from reos_memory.squirrel.redaction.engine import redact
 
     body = "ARsAQHkT.qRw7fJ4k1Lz9mN2pX5vB8cY3dG6hK0sW_tU4eA7iO1rP9lM3nQ2xZ5yV8bC6jF0gD"
     out = redact(f"sf login: 00DE0000000abcd!{body}")

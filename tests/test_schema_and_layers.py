@@ -188,7 +188,7 @@ def test_no_interface_calls_another():
 def test_the_layer_checks_see_a_violation(monkeypatch):
     fake = [
         ("reos_memory.interfaces.mcp", "reos_memory.interfaces.jsonrpc.server"),
-        ("reos_memory.squirrel.service", "reos_memory.interfaces.services"),
+        ("reos_memory.squirrel.facade", "reos_memory.interfaces.services"),
         ("reos_memory.graph.retrieval", "reos_memory.cli.report"),
     ]
     monkeypatch.setattr(sys.modules[__name__], "_package_imports", lambda: fake)

@@ -605,7 +605,7 @@ def test_a_big_episode_is_summarised_under_the_input_cap(db_path, tmp_path, prov
         assert ep["outcome"] == "queued" and ep["events"] == 1201
         [done] = settle(srv, str(shop))
         assert done["outcome"] == "written"
-    from reos_memory.squirrel.tokens import count_tokens
+    from reos_memory.squirrel.token_count import count_tokens
 
     body = provider.requests[0]["body"]
     sent = sum(count_tokens(m["content"]) for m in body["messages"])

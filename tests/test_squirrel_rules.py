@@ -14,7 +14,7 @@ from reos_memory.squirrel.memory import cr_memory
 from reos_memory.squirrel.memory.policy import PolicyError, load_policy
 from reos_memory.squirrel.memory.ranking import path_inside
 from reos_memory.squirrel.projects import project_for_root, relative_path
-from reos_memory.squirrel.tokens import count_tokens, truncate_to_tokens
+from reos_memory.squirrel.token_count import count_tokens, truncate_to_tokens
 
 
 def test_project_ids_are_stable_and_follow_the_git_top_level(tmp_path):

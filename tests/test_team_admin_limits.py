@@ -19,7 +19,7 @@ from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
 from reos_memory.store.team import connection as pg
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase
-from reos_memory.team.service import TeamService
+from reos_memory.team.team_service import TeamService
 from tests.team_fixtures import ACTOR, Keys, Server, admin_cli, data_dir_of, start_server
 
 pytestmark = pytest.mark.e2e
@@ -542,7 +542,7 @@ def test_a_client_slow_to_send_its_headers_is_cut_off(team_db):
 
 
 def test_the_audit_sampler_admits_a_few_a_minute_and_counts_the_rest():
-    from reos_memory.team.service import Sampler
+    from reos_memory.team.team_service import Sampler
 
     now = [0.0]
     s = Sampler(3, 60.0, clock=lambda: now[0])

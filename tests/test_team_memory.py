@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reos_memory.store.team import connection as pg
-from reos_memory.store.team import memories as msql
+from reos_memory.store.team import memories as pgsql
 from reos_memory.team import admin
 from reos_memory.team.database import TeamDatabase
 from tests.team_fixtures import ACTOR, Server
@@ -429,11 +429,11 @@ def test_full_text_reads_only_the_keys_org_even_through_its_owner_function(serve
                  project_id=pid, owner_type="org")["memory"]["id"]  # fmt: skip
     with db.connect() as conn:
         with pg.tenant_transaction(conn, org.a):
-            hits = msql.keyword_hits(conn, msql.Reach(org.a, None), msql.Filters(project_id=pid),
+            hits = pgsql.keyword_hits(conn, pgsql.Reach(org.a, None), pgsql.Filters(project_id=pid),
                                      ["quillonade"], 10, scan=10, among=[theirs])  # fmt: skip
         assert list(hits) == [mine]
         with pg.tenant_transaction(conn, org.b):
-            hits = msql.keyword_hits(conn, msql.Reach(org.b, None), msql.Filters(project_id=pid),
+            hits = pgsql.keyword_hits(conn, pgsql.Reach(org.b, None), pgsql.Filters(project_id=pid),
                                      ["quillonade"], 10, scan=10, among=[mine])  # fmt: skip
         assert list(hits) == [theirs]
         with conn.transaction():
@@ -456,14 +456,14 @@ def test_full_text_scores_every_holder_within_its_scan_and_the_candidates_beyond
     ids = [add(server, org.backend_writer, f"The brindlewick {t} worker needs {i + 2} GB",
                project_id=pid)["memory"]["id"] for i, t in enumerate(topics)]  # fmt: skip
     assert len(set(ids)) == len(topics)
-    reach = msql.Reach(org.a, (org.backend,))
+    reach = pgsql.Reach(org.a, (org.backend,))
     with db.connect() as conn, pg.tenant_transaction(conn, org.a):
-        every = msql.keyword_hits(conn, reach, msql.Filters(project_id=pid), ["brindlewick"],
+        every = pgsql.keyword_hits(conn, reach, pgsql.Filters(project_id=pid), ["brindlewick"],
                                   50, scan=100)  # fmt: skip
-        capped = msql.keyword_hits(conn, reach, msql.Filters(project_id=pid), ["brindlewick"],
+        capped = pgsql.keyword_hits(conn, reach, pgsql.Filters(project_id=pid), ["brindlewick"],
                                    50, scan=4, among=[ids[-1], ids[-2]])  # fmt: skip
-        other_team = msql.keyword_hits(conn, msql.Reach(org.a, (org.web,)),
-                                       msql.Filters(project_id=pid), ["brindlewick"], 50,
+        other_team = pgsql.keyword_hits(conn, pgsql.Reach(org.a, (org.web,)),
+                                       pgsql.Filters(project_id=pid), ["brindlewick"], 50,
                                        scan=100)  # fmt: skip
     assert sorted(every) == sorted(ids)
     assert {ids[-1], ids[-2]} <= set(capped) and len(capped) <= 6

@@ -24,7 +24,7 @@ import psycopg
 import pytest
 
 from reos_memory.store.team import connection as pg
-from reos_memory.store.team import memories as msql
+from reos_memory.store.team import memories as pgsql
 from reos_memory.team.database import TeamDatabase
 from reos_memory.team.memories import vector_text
 
@@ -180,23 +180,23 @@ def loaded(team_db: TeamDatabase) -> Loaded:
     return out
 
 
-Search = Callable[[psycopg.Connection, msql.Reach, str], list[str]]
+Search = Callable[[psycopg.Connection, pgsql.Reach, str], list[str]]
 
 
-def exact(conn: psycopg.Connection, reach: msql.Reach, q: str) -> list[str]:
-    return [i for i, _ in msql.nearest(conn, reach, msql.Filters(), q, K, exact=True)]
+def exact(conn: psycopg.Connection, reach: pgsql.Reach, q: str) -> list[str]:
+    return [i for i, _ in pgsql.nearest(conn, reach, pgsql.Filters(), q, K, exact=True)]
 
 
-def hnsw(conn: psycopg.Connection, reach: msql.Reach, q: str) -> list[str]:
-    return [i for i, _ in msql.nearest(conn, reach, msql.Filters(), q, K, exact=False)]
+def hnsw(conn: psycopg.Connection, reach: pgsql.Reach, q: str) -> list[str]:
+    return [i for i, _ in pgsql.nearest(conn, reach, pgsql.Filters(), q, K, exact=False)]
 
 
-def pgvector_defaults(conn: psycopg.Connection, reach: msql.Reach, q: str) -> list[str]:
+def pgvector_defaults(conn: psycopg.Connection, reach: pgsql.Reach, q: str) -> list[str]:
     """The query the issue warns about: HNSW with pgvector's defaults (no iterative scan,
     ef_search 40) filters the 40 candidates it read, so a selective tenant keeps few of them."""
     conn.execute("SET LOCAL hnsw.iterative_scan = off")
     conn.execute("SET LOCAL hnsw.ef_search = 40")
-    sql, args = msql.where(reach, msql.Filters())
+    sql, args = pgsql.where(reach, pgsql.Filters())
     rows = conn.execute(
         f"SELECT id FROM memories WHERE {sql} AND embedding IS NOT NULL"
         " ORDER BY embedding <-> %s::vector LIMIT %s",
@@ -214,7 +214,7 @@ class Run:
     hnsw_used: bool  # every query read the HNSW index
 
 
-def run(loaded: Loaded, reach: msql.Reach, queries: np.ndarray, search: Search, *,
+def run(loaded: Loaded, reach: pgsql.Reach, queries: np.ndarray, search: Search, *,
         force_hnsw: bool = False) -> Run:  # fmt: skip
     """Each query in its own tenant transaction, as the server runs it. `force_hnsw` keeps the
     planner from sorting the tenant's rows itself (what it prefers for a small tenant), so the
@@ -251,9 +251,9 @@ def test_exact_search_of_a_small_tenant_is_the_true_top_10(loaded):
     """The path a small tenant takes (its reach is under EXACT_BELOW): the B-tree finds its rows
     and all of them are ranked, so the answer is the brute-force top 10 of its vectors."""
     org, team, size = SMALL
-    assert size <= msql.EXACT_BELOW, "the small tenant would not take the exact path"
+    assert size <= pgsql.EXACT_BELOW, "the small tenant would not take the exact path"
     queries = queries_of(loaded, org, team)
-    got = run(loaded, msql.Reach(org, None), queries, exact)
+    got = run(loaded, pgsql.Reach(org, None), queries, exact)
     assert not got.hnsw_used
     mine = np.flatnonzero(loaded.group_of == loaded.corpus.group(org, team)[0])
     truth = [[f"tmem-{mine[j]}" for j in np.argsort(-(loaded.vectors[mine] @ q))[:K]]
@@ -268,7 +268,7 @@ def test_hnsw_gives_a_small_tenant_its_top_10_and_pgvector_defaults_do_not(loade
     a filter the planner misjudges, gets): recall@10 >= 0.95 with the iterative scan; the
     defaults keep a fraction of it."""
     org, team, _ = SMALL
-    reach = msql.Reach(org, None)
+    reach = pgsql.Reach(org, None)
     queries = queries_of(loaded, org, team)
     truth = run(loaded, reach, queries, exact)
     got = run(loaded, reach, queries, hnsw, force_hnsw=True)
@@ -287,10 +287,10 @@ def test_hnsw_gives_a_team_of_a_large_org_its_top_10(loaded):
     """A team key's reach in a large org (its team's memories and the org's own: 19K of 201K,
     over EXACT_BELOW, so the server searches it by HNSW): the planner picks the HNSW index by
     itself, and the iterative scan keeps recall@10 >= 0.95 where the defaults lose rows."""
-    reach = msql.Reach("big-1", ("big-1-t3",))
+    reach = pgsql.Reach("big-1", ("big-1-t3",))
     with loaded.db.connect() as conn, pg.tenant_transaction(conn, reach.org_id):
-        size = msql.reach_size(conn, reach, msql.Filters(), 10**6)
-    assert size > msql.EXACT_BELOW
+        size = pgsql.reach_size(conn, reach, pgsql.Filters(), 10**6)
+    assert size > pgsql.EXACT_BELOW
     queries = queries_of(loaded, "big-1", "big-1-t3")
     truth = run(loaded, reach, queries, exact)
     got = run(loaded, reach, queries, hnsw)
@@ -306,7 +306,7 @@ def test_hnsw_gives_a_team_of_a_large_org_its_top_10(loaded):
 
 def test_recall_holds_for_a_whole_large_org(loaded):
     """Half the rows pass the filter: the index itself, not the filter, is what is measured."""
-    reach = msql.Reach("big-2", None)
+    reach = pgsql.Reach("big-2", None)
     queries = queries_of(loaded, "big-2", None)
     truth = run(loaded, reach, queries, exact)
     got = run(loaded, reach, queries, hnsw)

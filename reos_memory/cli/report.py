@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reos_memory.squirrel.tokens import shorten
+from reos_memory.squirrel.token_count import shorten
 
 if TYPE_CHECKING:
     from reos_memory.squirrel import api

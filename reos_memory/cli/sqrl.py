@@ -22,7 +22,7 @@ from reos_memory.squirrel.ingest import AGENT_NAMES
 if TYPE_CHECKING:
     from reos_memory.cli.hooks_settings import Result, Status
     from reos_memory.interfaces.services import Services
-    from reos_memory.squirrel.service import Squirrel
+    from reos_memory.squirrel.facade import Squirrel
 
 KINDS = ["preference", "invariant", "pattern", "guard", "note"]
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from reos_memory.embeddings.base import Embedder, to_blob
-from reos_memory.embeddings.service import BULK, EmbeddingService
+from reos_memory.embeddings.runtime import BULK, EmbeddingService
 from reos_memory.errors import Cancelled, EmbedderUnavailable, NotFound
 from reos_memory.models import content_hash, now_iso
 from reos_memory.store import Database

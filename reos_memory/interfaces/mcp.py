@@ -48,7 +48,7 @@ from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
 from reos_memory.interfaces.services import Services
 from reos_memory.models import Direction, Ident, MemoryScope, RelType
 from reos_memory.squirrel import api as ts
-from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.squirrel.token_count import count_tokens
 from reos_memory.squirrel.writer.schema import MemoryKey
 
 INSTRUCTIONS = (
@@ -540,7 +540,7 @@ async def _serve(env: Env, proto_in: int, proto_out: int) -> str:
 def _load() -> None:
     """What the tools run on, imported before the model starts loading (both would wait on the
     GIL)."""
-    import reos_memory.squirrel.service  # noqa: F401
+    import reos_memory.squirrel.facade  # noqa: F401
 
 
 def run_mcp(config: Config, open_app: Callable[[Any], Any]) -> int:

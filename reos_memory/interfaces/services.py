@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # the types only: the hook's start-up path imports none of these modules
     from reos_memory.config import Config
-    from reos_memory.embeddings.service import EmbeddingService
+    from reos_memory.embeddings.runtime import EmbeddingService
     from reos_memory.index.vectors import Indexer
     from reos_memory.llm import LLMClient
-    from reos_memory.squirrel.service import Squirrel
+    from reos_memory.squirrel.facade import Squirrel
     from reos_memory.store import Database
 
 

@@ -20,7 +20,7 @@ from reos_memory.squirrel.text import (
     success,
     summaries,
 )
-from reos_memory.squirrel.tokens import cap
+from reos_memory.squirrel.token_count import cap
 
 # Squirrel's own injection (markers.CONTEXT_OPEN ... CONTEXT_CLOSE), also a truncated one
 _INJECTED = re.compile(r"<squirrel-context\b[^>]*>.*?(?:</squirrel-context>|\Z)", re.DOTALL)

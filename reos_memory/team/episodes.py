@@ -1,5 +1,5 @@
 """squirrel/ingest_episode: an episode cut and redacted on a member's machine, learned into team
-memories by the team's Memory Writer — the same offline writer (`squirrel/writer/rules.py`)
+memories by the team's Memory Writer — the same offline writer (`squirrel/writer/offline.py`)
 and the same worth-a-call prefilter as on every machine, so a team learns what a member would.
 
 The server redacts the events again and keeps them (the episode row) with the writer's ops and
@@ -19,9 +19,9 @@ from reos_memory.models import Episode, EpisodeStats, Memory, iso, now_iso
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.squirrel.ingest.episodes import Limits, compress_episode, prefilter
-from reos_memory.squirrel.writer import rules
+from reos_memory.squirrel.writer import offline as rules
 from reos_memory.squirrel.writer.schema import WriterOp
-from reos_memory.store.team import memories as msql
+from reos_memory.store.team import memories as pgsql
 from reos_memory.team.actions import Action
 from reos_memory.team.memories import (
     TeamMemories,
@@ -45,7 +45,7 @@ class TeamEpisodes:
         """The episodes members sent that the key reaches, newest first, without their events."""
         no_root(p.project_root)
         with self.memories.tenant(who) as conn:
-            rows = msql.episodes_page(
+            rows = pgsql.episodes_page(
                 conn, reach(who), project_id=p.project_id, session_id=p.session_id,
                 outcome=p.outcome, before=_decode_cursor(p.cursor), limit=p.limit + 1,
             )  # fmt: skip
@@ -60,7 +60,7 @@ class TeamEpisodes:
         """One episode the key reaches, with its events and the writer's ops; another org's or
         team's is not found."""
         with self.memories.tenant(who) as conn:
-            row = msql.episode(conn, reach(who), episode_id)
+            row = pgsql.episode(conn, reach(who), episode_id)
         if row is None:
             raise NotFound("episode", episode_id, field="episode_id")
         return api.EpisodeGetResult(episode=_episode(who, row))
@@ -91,7 +91,7 @@ class TeamEpisodes:
             reason = None if call_writer else verdict.get("reason")
             if call_writer and not ids:
                 reason = "the writer found nothing worth remembering"
-            msql.insert_episode(
+            pgsql.insert_episode(
                 conn,
                 {
                     "org_id": who.org_id,
@@ -125,8 +125,8 @@ class TeamEpisodes:
         """The live keyed memories of the episode's project and owner (the writer fills or
         updates their slots rather than adding a second memory for one key)."""
         owner = ("team", team_id) if team_id is not None else ("org", who.org_id)
-        rows = msql.keyed(
-            conn, reach(who), msql.Filters(project_id=project_id, include_global=True, owner=owner)
+        rows = pgsql.keyed(
+            conn, reach(who), pgsql.Filters(project_id=project_id, include_global=True, owner=owner)
         )
         return [to_memory(r) for r in rows]
 
@@ -144,9 +144,9 @@ class TeamEpisodes:
         out: dict[str, Any] = {"op": op.op, "kind": op.kind, "key": op.key}
         if op.op == "DEPRECATE":
             target = op.memory_id or (
-                op.key and msql.live_key_holder(conn, who.org_id, team_id, project_id, op.key)
+                op.key and pgsql.live_key_holder(conn, who.org_id, team_id, project_id, op.key)
             )
-            row = msql.get(conn, reach(who), target, lock=True) if target else None
+            row = pgsql.get(conn, reach(who), target, lock=True) if target else None
             if row is None or row["status"] == "deprecated":
                 return {**out, "action": "rejected", "reason": "no live memory to deprecate"}
             if not writable(who, row):

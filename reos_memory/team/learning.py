@@ -19,7 +19,7 @@ from reos_memory.models import iso
 from reos_memory.squirrel import api
 from reos_memory.squirrel.memory.cr_memory import MAX_LISTED, decide
 from reos_memory.squirrel.memory.feedback import judge
-from reos_memory.store.team import memories as msql
+from reos_memory.store.team import memories as pgsql
 from reos_memory.team.actions import Action
 from reos_memory.team.memories import TeamMemories, Who, no_root, reach, require, writable
 
@@ -36,10 +36,10 @@ class TeamLearning:
         method: Action = "squirrel/feedback"
         regret = self.memories.policy.regret
         with self.memories.tenant(who) as conn:
-            ctx = msql.context_for_feedback(conn, reach(who), p.context_id)
+            ctx = pgsql.context_for_feedback(conn, reach(who), p.context_id)
             if ctx is None:
                 raise NotFound("context", p.context_id, field="context_id")
-            base = msql.baseline(conn, who.org_id, ctx["project_id"])
+            base = pgsql.baseline(conn, who.org_id, ctx["project_id"])
             out: dict[str, Any] = {
                 "context_id": p.context_id,
                 "counted": False,
@@ -60,16 +60,16 @@ class TeamLearning:
                 "tests_final_status": p.tests_final_status,
                 "user_frustration": p.user_frustration,
             }
-            msql.set_context_feedback(conn, who.org_id, p.context_id, outcome)
+            pgsql.set_context_feedback(conn, who.org_id, p.context_id, outcome)
             out["counted"] = True
             saved, why = judge(base, p.errors, p.retries, regret)
             if saved > 0 and ctx["memory_ids"]:
                 for mid in ctx["memory_ids"]:
-                    msql.add_metrics(conn, who.org_id, mid, regret_hits=1, regret_saved=saved)
+                    pgsql.add_metrics(conn, who.org_id, mid, regret_hits=1, regret_saved=saved)
                 out.update(regret_hit=True, regret_saved=round(saved, 4))
             elif why is not None:
                 out["reason"] = why
-            msql.add_outcome(conn, who.org_id, ctx["project_id"], p.errors, p.retries)
+            pgsql.add_outcome(conn, who.org_id, ctx["project_id"], p.errors, p.retries)
             self.memories.audit(conn, who, method, p.context_id)
         return api.FeedbackResult(**out)
 
@@ -84,7 +84,7 @@ class TeamLearning:
         policy = self.memories.policy
         now = datetime.now(UTC)
         with self.memories.tenant(who) as conn:
-            rows = msql.live_with_metrics(conn, reach(who), p.project_id)
+            rows = pgsql.live_with_metrics(conn, reach(who), p.project_id)
             decisions = [decide(_as_local(r), policy, now) for r in rows]
             if not p.dry_run:
                 self._apply(conn, who, method, rows, decisions)
@@ -115,7 +115,7 @@ class TeamLearning:
         for d in decisions:
             if d["action"] == "keep":
                 continue
-            row = msql.get(conn, reach(who), d["memory_id"], lock=True)
+            row = pgsql.get(conn, reach(who), d["memory_id"], lock=True)
             if row is None or row["status"] != by_id[d["memory_id"]]["status"]:
                 continue  # changed meanwhile: decided again next run
             if not writable(who, row):
@@ -124,7 +124,7 @@ class TeamLearning:
             self.memories.new_version_locked(conn, who, row, changes)
             changed.append(row["id"])
         if decisions:
-            msql.mark_evaluated(conn, who.org_id, [d["memory_id"] for d in decisions])
+            pgsql.mark_evaluated(conn, who.org_id, [d["memory_id"] for d in decisions])
         if changed:
             self.memories.audit(conn, who, method, *changed)
 

@@ -33,7 +33,7 @@ from reos_memory.squirrel.memory.policy import load_policy
 from reos_memory.squirrel.projects import normalize_prefix
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store.team import connection as pg
-from reos_memory.store.team import memories as msql
+from reos_memory.store.team import memories as pgsql
 from reos_memory.store.team import shares as ssql
 from reos_memory.store.team import tenancy
 from reos_memory.team.actions import Action
@@ -75,8 +75,8 @@ def require(who: Who, role: str, method: Action) -> None:
         raise Forbidden(method, role)
 
 
-def reach(who: Who) -> msql.Reach:
-    return msql.Reach(who.org_id, None if who.team_id is None else (who.team_id,))
+def reach(who: Who) -> pgsql.Reach:
+    return pgsql.Reach(who.org_id, None if who.team_id is None else (who.team_id,))
 
 
 def writable(who: Who, row: dict[str, Any]) -> bool:
@@ -203,8 +203,8 @@ class TeamMemories:
     def nearest(
         self,
         conn: psycopg.Connection,
-        rch: msql.Reach,
-        filters: msql.Filters,
+        rch: pgsql.Reach,
+        filters: pgsql.Filters,
         qvec: str,
         k: int,
     ) -> list[tuple[str, float]]:
@@ -212,9 +212,9 @@ class TeamMemories:
         with an iterative scan for a large one (store/team/memories.py: `nearest`)."""
         size = self.counts.get(
             ("size", rch, filters),
-            lambda: msql.reach_size(conn, rch, filters, msql.EXACT_BELOW + 1),
+            lambda: pgsql.reach_size(conn, rch, filters, pgsql.EXACT_BELOW + 1),
         )
-        return msql.nearest(conn, rch, filters, qvec, k, exact=size <= msql.EXACT_BELOW)
+        return pgsql.nearest(conn, rch, filters, qvec, k, exact=size <= pgsql.EXACT_BELOW)
 
     def embed(self, text: str) -> str | None:
         """`text`'s vector (pgvector's text form), None without an embedder."""
@@ -232,10 +232,10 @@ class TeamMemories:
         pending shares; the org's last change number."""
         r = reach(who)
         with self.tenant(who) as conn:
-            memories = {c: msql.count_by(conn, r, c) for c in ("status", "kind", "tier")}
-            episodes = msql.episodes_by_outcome(conn, r)
+            memories = {c: pgsql.count_by(conn, r, c) for c in ("status", "kind", "tier")}
+            episodes = pgsql.episodes_by_outcome(conn, r)
             pending = ssql.pending_count(conn, r)
-            last = msql.last_seq(conn, who.org_id)
+            last = pgsql.last_seq(conn, who.org_id)
         return tapi.TeamStatusResult(
             org_id=who.org_id,
             team_id=who.team_id,
@@ -334,7 +334,7 @@ class TeamMemories:
         for _ in range(2):  # a concurrent twin commits first: read its reply on the retry
             try:
                 with self.tenant(who) as conn:
-                    stored = msql.idempotent_reply(conn, who.org_id, who.key_id, idem_key)
+                    stored = pgsql.idempotent_reply(conn, who.org_id, who.key_id, idem_key)
                     if stored is not None:
                         if stored[0] != method or stored[1] != digest:
                             raise Conflict(
@@ -343,7 +343,7 @@ class TeamMemories:
                             )
                         return msgspec.convert(stored[2], result_type)
                     out = work(conn)
-                    msql.remember_reply(
+                    pgsql.remember_reply(
                         conn, who.org_id, idem_key, who.key_id, method, digest,
                         msgspec.to_builtins(out),
                     )  # fmt: skip
@@ -419,7 +419,7 @@ class TeamMemories:
         later write wins)."""
         f, vec = new.fields, new.embedding
         if f["key"] is not None:
-            holder = msql.live_key_holder(conn, who.org_id, team_id, f["project_id"], f["key"])
+            holder = pgsql.live_key_holder(conn, who.org_id, team_id, f["project_id"], f["key"])
             if holder is not None:
                 changes = {n: f[n] for n in ("text", "kind", "tier", "polarity")}
                 locked = self._locked(conn, who, holder, method)
@@ -428,11 +428,11 @@ class TeamMemories:
                 return tapi.TeamMemoryResult(memory=to_memory(row), replaced=[holder])
         same = self._duplicate(conn, who, team_id, f["project_id"], f["text"], vec)
         if same is not None:
-            kept = msql.get(conn, reach(who), same)
+            kept = pgsql.get(conn, reach(who), same)
             assert kept is not None
             return tapi.TeamMemoryResult(memory=to_memory(kept), deduplicated_into=same)
-        seq = msql.next_seq(conn, who.org_id)
-        row = msql.insert(
+        seq = pgsql.next_seq(conn, who.org_id)
+        row = pgsql.insert(
             conn,
             {
                 **f,
@@ -446,7 +446,7 @@ class TeamMemories:
                 "updated_by": who.key_id,
             },
         )
-        msql.record_change(conn, who.org_id, seq, row["id"], team_id, "upsert")
+        pgsql.record_change(conn, who.org_id, seq, row["id"], team_id, "upsert")
         self.audit(conn, who, method, row["id"], team_id=team_id)
         return tapi.TeamMemoryResult(memory=to_memory(row))
 
@@ -484,7 +484,7 @@ class TeamMemories:
                 )
             new_key = changes.get("key", row["key"])
             if new_key is not None and new_key != row["key"]:
-                holder = msql.live_key_holder(
+                holder = pgsql.live_key_holder(
                     conn, who.org_id, row["team_id"], row["project_id"], new_key
                 )
                 if holder is not None and holder != row["id"]:
@@ -532,13 +532,13 @@ class TeamMemories:
         require(who, "writer", method)
 
         def work(conn: psycopg.Connection) -> tapi.TeamForgetResult:
-            row = msql.get(conn, reach(who), p.memory_id, lock=True)
+            row = pgsql.get(conn, reach(who), p.memory_id, lock=True)
             if row is None:
                 return tapi.TeamForgetResult(forgotten=False, memory_id=p.memory_id)
             check_writable(who, row, method)
-            seq = msql.next_seq(conn, who.org_id)
-            msql.delete(conn, who.org_id, row["id"])
-            msql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "forget")
+            seq = pgsql.next_seq(conn, who.org_id)
+            pgsql.delete(conn, who.org_id, row["id"])
+            pgsql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "forget")
             self.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.TeamForgetResult(forgotten=True, memory_id=row["id"])
 
@@ -548,13 +548,13 @@ class TeamMemories:
 
     def get(self, who: Who, p: api.MemoryIdParams) -> tapi.TeamMemoryGetResult:
         with self.tenant(who) as conn:
-            row = msql.get(conn, reach(who), p.memory_id)
+            row = pgsql.get(conn, reach(who), p.memory_id)
             if row is None:
                 raise NotFound("memory", p.memory_id, field="memory_id")
-            metrics = msql.metrics_of(conn, who.org_id, [row["id"]]).get(row["id"])
-            hist = msql.history(conn, who.org_id, row["id"])
-            eps = msql.episodes_of(conn, reach(who), row["id"])
-            ctxs = msql.contexts_of(conn, reach(who), row["id"])
+            metrics = pgsql.metrics_of(conn, who.org_id, [row["id"]]).get(row["id"])
+            hist = pgsql.history(conn, who.org_id, row["id"])
+            eps = pgsql.episodes_of(conn, reach(who), row["id"])
+            ctxs = pgsql.contexts_of(conn, reach(who), row["id"])
         return tapi.TeamMemoryGetResult(
             episodes=[
                 tapi.TeamEpisodeRef(
@@ -599,7 +599,7 @@ class TeamMemories:
         offset = _decode_offset(p.cursor) if sort != "updated" else 0
         with self.tenant(who) as conn:
             owner = self.owner_filter(conn, who, p.owner_type, p.owner_id)
-            filters = msql.Filters(
+            filters = pgsql.Filters(
                 project_id=p.project_id,
                 include_global=p.include_global,
                 statuses=tuple(p.statuses),
@@ -611,11 +611,11 @@ class TeamMemories:
                 text=p.text,
             )
             if sort == "updated":
-                rows = msql.list_page(conn, reach(who), filters, after, p.limit + 1)
+                rows = pgsql.list_page(conn, reach(who), filters, after, p.limit + 1)
             else:
-                rows = msql.list_sorted(conn, reach(who), filters, sort, offset, p.limit + 1)
+                rows = pgsql.list_sorted(conn, reach(who), filters, sort, offset, p.limit + 1)
             page = rows[: p.limit]
-            metrics = msql.metrics_of(conn, who.org_id, [r["id"] for r in page])
+            metrics = pgsql.metrics_of(conn, who.org_id, [r["id"] for r in page])
         more = len(rows) > p.limit
         nxt = None
         if more and page:
@@ -633,7 +633,7 @@ class TeamMemories:
         no_root(p.project_root)
         days = activity.day_range(p.days)
         with self.tenant(who) as conn:
-            counted = msql.activity(conn, reach(who), days[0], p.project_id)
+            counted = pgsql.activity(conn, reach(who), days[0], p.project_id)
         return activity.assemble(p.project_id, days, counted)
 
     def pull(self, who: Who, p: tapi.PullParams) -> tapi.PullResult:
@@ -643,16 +643,16 @@ class TeamMemories:
             # in order), so the page read after it cannot miss one of them; with nothing more,
             # the cursor moves to that number (changes of teams this key does not reach never
             # need to be read again)
-            last = msql.last_seq(conn, who.org_id)
+            last = pgsql.last_seq(conn, who.org_id)
             if p.after_seq > last or (
                 p.after_seq > 0
                 and p.after_mark is not None
-                and msql.mark_of(conn, who.org_id, p.after_seq) != p.after_mark
+                and pgsql.mark_of(conn, who.org_id, p.after_seq) != p.after_mark
             ):  # the machine's cursor is in another history: a restored or replaced database
                 return tapi.PullResult(changes=[], next_seq=0, more=True, reset=True)
-            rows, more = msql.changes_after(conn, reach(who), p.after_seq, p.limit)
+            rows, more = pgsql.changes_after(conn, reach(who), p.after_seq, p.limit)
             next_seq = rows[-1][0] if more else max(last, p.after_seq, *[r[0] for r in rows[-1:]])
-            mark = msql.mark_of(conn, who.org_id, next_seq)
+            mark = pgsql.mark_of(conn, who.org_id, next_seq)
         changes = [
             tapi.Change(
                 seq=s,
@@ -673,21 +673,21 @@ class TeamMemories:
 
         def work(conn: psycopg.Connection) -> tapi.UsageResult:
             ids = list(dict.fromkeys(i.memory_id for i in p.items))
-            seen = msql.get_many(conn, reach(who), ids)
+            seen = pgsql.get_many(conn, reach(who), ids)
             applied = 0
             clipped: list[str] = []
-            msql.prune_usage_days(conn, who.org_id)
+            pgsql.prune_usage_days(conn, who.org_id)
             for item in p.items:
                 if item.memory_id not in seen:
                     continue
                 wanted = (item.opportunities, item.uses, item.regret_hits)
-                got = msql.claim_usage(
+                got = pgsql.claim_usage(
                     conn, who.org_id, who.key_id, item.memory_id, wanted, USAGE_DAILY_BOUND
                 )
                 if got != wanted:
                     clipped.append(item.memory_id)
                 saved = item.regret_saved * (got[2] / wanted[2]) if wanted[2] else 0.0
-                msql.add_metrics(
+                pgsql.add_metrics(
                     conn,
                     who.org_id,
                     item.memory_id,
@@ -730,7 +730,7 @@ class TeamMemories:
         self, conn: psycopg.Connection, who: Who, memory_id: str, method: Action
     ) -> dict[str, Any]:
         """The memory, locked, when the key reaches it (else not found) and may change it."""
-        row = msql.get(conn, reach(who), memory_id, lock=True)
+        row = pgsql.get(conn, reach(who), memory_id, lock=True)
         if row is None:
             raise NotFound("memory", memory_id, field="memory_id")
         check_writable(who, row, method)
@@ -745,9 +745,9 @@ class TeamMemories:
         locked: dict[str, Any],
     ) -> dict[str, Any]:
         """A new version of the memory `locked` (a row the caller locked and may change)."""
-        seq = msql.next_seq(conn, who.org_id)
-        row = msql.new_version(conn, locked, changes, by=who.key_id, seq=seq, embedding=vec)
-        msql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "upsert")
+        seq = pgsql.next_seq(conn, who.org_id)
+        row = pgsql.new_version(conn, locked, changes, by=who.key_id, seq=seq, embedding=vec)
+        pgsql.record_change(conn, who.org_id, seq, row["id"], row["team_id"], "upsert")
         return row
 
     def _duplicate(
@@ -760,14 +760,14 @@ class TeamMemories:
         vec: str | None,
     ) -> str | None:
         """A live memory of the same owner and project saying the same thing, if any."""
-        same = msql.same_text(conn, who.org_id, team_id, project_id, text)
+        same = pgsql.same_text(conn, who.org_id, team_id, project_id, text)
         if same is not None or vec is None:
             return same
         owner = ("team", team_id) if team_id is not None else ("org", who.org_id)
         near = self.nearest(
             conn,
-            msql.Reach(who.org_id, None if team_id is None else (team_id,)),
-            msql.Filters(project_id=project_id, include_global=project_id is None, owner=owner),
+            pgsql.Reach(who.org_id, None if team_id is None else (team_id,)),
+            pgsql.Filters(project_id=project_id, include_global=project_id is None, owner=owner),
             vec,
             3,
         )

@@ -23,7 +23,7 @@ from reos_memory.squirrel.memory.gather import Hits, gather
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store import keywords as kw_sql
-from reos_memory.store.team import memories as msql
+from reos_memory.store.team import memories as pgsql
 from reos_memory.team.memories import TeamMemories, Who, no_root, reach, to_memory, to_metrics
 
 KEYWORD_HITS = 50
@@ -44,7 +44,7 @@ class TeamRetrieval:
         qvec = self.memories.embed(p.query)
         with self.memories.tenant(who) as conn:
             owner = self.memories.owner_filter(conn, who, p.owner_type, p.owner_id)
-            filters = msql.Filters(
+            filters = pgsql.Filters(
                 project_id=p.project_id,
                 include_global=p.include_global,
                 statuses=tuple(p.statuses),
@@ -74,7 +74,7 @@ class TeamRetrieval:
         dropped: list[ranking.Dropped] = []
         with self.memories.tenant(who) as conn:
             owner = self.memories.owner_filter(conn, who, p.owner_type, p.owner_id)
-            filters = msql.Filters(project_id=p.project_id, owner=owner)
+            filters = pgsql.Filters(project_id=p.project_id, owner=owner)
             scope = self._scope(p.project_id, p.path, ranking.LIVE, True)
             cands, used = self._candidates(
                 conn, who, filters, scope, p.task, qvec,
@@ -82,7 +82,7 @@ class TeamRetrieval:
             )  # fmt: skip
             given: set[str] = set()
             if p.exclude_injected and p.session_id:
-                given = msql.given_in_session(conn, who.org_id, who.key_id, p.session_id)
+                given = pgsql.given_in_session(conn, who.org_id, who.key_id, p.session_id)
             choice = ranking.choose(
                 cands,
                 self.policy,
@@ -96,7 +96,7 @@ class TeamRetrieval:
             out = choice.result
             if p.dry_run:  # a preview: nothing counted or kept
                 return out
-            msql.insert_context(
+            pgsql.insert_context(
                 conn,
                 {
                     "org_id": who.org_id,
@@ -110,7 +110,7 @@ class TeamRetrieval:
                     "tokens": out.tokens,
                 },
             )
-            msql.count_given(
+            pgsql.count_given(
                 conn, who.org_id, [c.memory.id for c in choice.eligible], out.memory_ids
             )
         return out
@@ -137,7 +137,7 @@ class TeamRetrieval:
         self,
         conn: psycopg.Connection,
         who: Who,
-        filters: msql.Filters,
+        filters: pgsql.Filters,
         scope: ranking.Scope,
         query: str,
         qvec: str | None,
@@ -162,7 +162,7 @@ class _Team:
         memories: TeamMemories,
         conn: psycopg.Connection,
         who: Who,
-        filters: msql.Filters,
+        filters: pgsql.Filters,
         qvec: str | None,
     ) -> None:
         self.memories = memories
@@ -180,33 +180,33 @@ class _Team:
             near = dict(self.memories.nearest(conn, rch, filters, self.qvec, r.candidates))
         words = kw_sql.query_words(query)
         # as locally: full text scores the rarest words' postings within a budget
-        all_dfs = msql.document_frequencies(conn, rch, words)
+        all_dfs = pgsql.document_frequencies(conn, rch, words)
         kept = kw_sql.fit_postings(words, all_dfs, ranking.KEYWORD_POSTINGS)[0]
-        kw = msql.keyword_hits(
+        kw = pgsql.keyword_hits(
             conn, rch, filters, kept, KEYWORD_HITS, scan=ranking.KEYWORD_POSTINGS, among=list(near)
         )
         df_of = dict(zip(words, all_dfs, strict=True))
         total = 0
         if kw:
-            total = self.memories.counts.get(("total", rch), lambda: msql.live_total(conn, rch))
+            total = self.memories.counts.get(("total", rch), lambda: pgsql.live_total(conn, rch))
         keyed: set[str] = set()
         guards: set[str] = set()
         if key_lookup and filters.project_id is not None:
-            keyed, guards = msql.keyed_and_guards(conn, rch, filters.project_id)
+            keyed, guards = pgsql.keyed_and_guards(conn, rch, filters.project_id)
         return Hits(
             near, kw, kept, [df_of[w] for w in kept], total, keyed, guards, self.qvec is not None
         )
 
     def similarities(self, ids: list[str]) -> dict[str, float]:
         assert self.qvec is not None
-        return dict(msql.similarities(self.conn, self.who.org_id, self.qvec, ids))
+        return dict(pgsql.similarities(self.conn, self.who.org_id, self.qvec, ids))
 
     def words_held(self, words: list[str], ids: list[str]) -> dict[str, list[str]]:
-        return dict(msql.words_held(self.conn, self.who.org_id, words, ids))
+        return dict(pgsql.words_held(self.conn, self.who.org_id, words, ids))
 
     def rows(self, ids: list[str]) -> tuple[dict[str, Memory], dict[str, MemoryMetrics]]:
-        rows = msql.get_many(self.conn, self.reach, ids)
-        metrics = msql.metrics_of(self.conn, self.who.org_id, ids)
+        rows = pgsql.get_many(self.conn, self.reach, ids)
+        metrics = pgsql.metrics_of(self.conn, self.who.org_id, ids)
         mems: dict[str, Memory] = {mid: to_memory(row) for mid, row in rows.items()}
         return mems, {
             mid: to_metrics(metrics.get(mid), mid) or MemoryMetrics(memory_id=mid) for mid in mems

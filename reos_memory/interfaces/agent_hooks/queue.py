@@ -24,7 +24,7 @@ from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
-    from reos_memory.squirrel.service import Squirrel
+    from reos_memory.squirrel.facade import Squirrel
 
 MAX_ROUNDS = 1000  # a worker that keeps finding work this long leaves the rest to the next
 

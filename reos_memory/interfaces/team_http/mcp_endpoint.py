@@ -48,7 +48,7 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.squirrel.writer.schema import MemoryKey, OwnerId
 from reos_memory.team.keys import VerifiedKey
-from reos_memory.team.service import Caller, TeamService, WhoAmI, who
+from reos_memory.team.team_service import Caller, TeamService, WhoAmI, who
 
 INSTRUCTIONS = (
     "reos-memory team memory: the memories this team and organisation share for coding work."

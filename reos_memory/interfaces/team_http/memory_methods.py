@@ -7,7 +7,7 @@ from reos_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
-from reos_memory.team.service import Caller, TeamService, who
+from reos_memory.team.team_service import Caller, TeamService, who
 
 _WRITE_ERRORS = [Forbidden, NotFound, Conflict, InvalidInput]
 

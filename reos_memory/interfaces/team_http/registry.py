@@ -10,7 +10,7 @@ import msgspec
 
 from reos_memory.errors import ReosError
 from reos_memory.interfaces.registry import Kind, MethodTable
-from reos_memory.team.service import Caller, TeamService
+from reos_memory.team.team_service import Caller, TeamService
 
 P = TypeVar("P", bound=msgspec.Struct)
 R = TypeVar("R")

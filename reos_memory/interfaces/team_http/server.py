@@ -39,7 +39,7 @@ from reos_memory.interfaces.team_http.registry import Handler, registry
 from reos_memory.interfaces.team_http.ui import TeamUI
 from reos_memory.team.actions import Action
 from reos_memory.team.keys import KeyRefused, VerifiedKey
-from reos_memory.team.service import Caller, TeamService
+from reos_memory.team.team_service import Caller, TeamService
 
 MAX_BODY_BYTES = 1 << 20
 MAX_BATCH_ITEMS = 100

@@ -8,7 +8,7 @@ from typing import Any
 from reos_memory.errors import Conflict, DatabaseUnavailable, Forbidden, InvalidInput, NotFound
 from reos_memory.interfaces.team_http.registry import NoParams, registry
 from reos_memory.team.members import Member, MemberList, MemberRemoved
-from reos_memory.team.service import (
+from reos_memory.team.team_service import (
     AddMemberParams,
     AuditPage,
     AuditQuery,

@@ -57,7 +57,7 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.team.keys import VerifiedKey
 from reos_memory.team.memories import Who
-from reos_memory.team.service import (
+from reos_memory.team.team_service import (
     AddMemberParams,
     AuditQuery,
     Caller,

@@ -28,7 +28,7 @@ from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.graph.api import ExportParams, ExportResult
 from reos_memory.interfaces.web.guard import Guard, GuardMiddleware, Refused
 from reos_memory.squirrel import api
-from reos_memory.squirrel.service import Squirrel
+from reos_memory.squirrel.facade import Squirrel
 
 HERE = Path(__file__).resolve().parent
 # the pages in the navigation bar (the README's UI section names each: tests/test_docs.py)

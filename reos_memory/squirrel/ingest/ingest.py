@@ -36,8 +36,8 @@ from reos_memory.store import squirrel as ssql
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
+    from reos_memory.squirrel.facade import Settings
     from reos_memory.squirrel.memory.policy import Policy
-    from reos_memory.squirrel.service import Settings
     from reos_memory.squirrel.writer.runner import Helper, Runner
     from reos_memory.store import Database
 

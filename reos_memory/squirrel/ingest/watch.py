@@ -23,7 +23,7 @@ from reos_memory.squirrel.ingest import reader
 from reos_memory.store import transcripts as tsql
 
 if TYPE_CHECKING:
-    from reos_memory.squirrel.service import Squirrel
+    from reos_memory.squirrel.facade import Squirrel
 
 
 ROOTS_REFRESH_S = 60.0

@@ -1,6 +1,6 @@
 """The ranking of memories for a task or a query, with no database behind it.
 
-One implementation for the local service (SQLite, memory/context.py) and the team server
+One implementation for the local service (SQLite, memory/local_context.py) and the team server
 (PostgreSQL): each store finds its candidates its own way and hands their raw signals here, so
 both apply the same visibility rule, scores, floor, guards-first order and budget fitting.
 
@@ -23,7 +23,7 @@ from reos_memory.models import Memory, MemoryMetrics
 from reos_memory.squirrel import api
 from reos_memory.squirrel.markers import CONTEXT_CLOSE, CONTEXT_OPEN
 from reos_memory.squirrel.memory.policy import Policy
-from reos_memory.squirrel.tokens import Size, count_tokens, size, truncate_to_tokens
+from reos_memory.squirrel.token_count import Size, count_tokens, size, truncate_to_tokens
 from reos_memory.stopwords import STOPWORDS
 
 LIVE = ("provisional", "active")

@@ -6,7 +6,7 @@ episode-wide memory of values already found (a value redacted once is redacted e
 episode, and a key split over two adjacent events is found across them).
 """
 
-from reos_memory.squirrel.redaction.rules import find_secrets, redact, redact_found, redact_value
+from reos_memory.squirrel.redaction.engine import find_secrets, redact, redact_found, redact_value
 from reos_memory.squirrel.redaction.scope import SecretScope, peek_scope, redact_events, scope_for
 
 __all__ = [

@@ -6,8 +6,8 @@ import re
 import string
 
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
+from reos_memory.squirrel.redaction.in_prose import prose_at
 from reos_memory.squirrel.redaction.names import TIER_WEAK, NameInfo, name_info, names_secret
-from reos_memory.squirrel.redaction.prose import prose_at
 from reos_memory.squirrel.redaction.randomness import randomish, randomness
 from reos_memory.squirrel.redaction.values import (
     DOTTED_RE,

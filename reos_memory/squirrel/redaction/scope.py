@@ -19,7 +19,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from reos_memory.squirrel.redaction.rules import PLACEHOLDER_RE, find_secrets, redact_found
+from reos_memory.squirrel.redaction.engine import PLACEHOLDER_RE, find_secrets, redact_found
 
 __all__ = ["SecretScope", "peek_scope", "redact_events", "scope_for"]
 

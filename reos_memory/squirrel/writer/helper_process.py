@@ -24,7 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from reos_memory.squirrel.service import Squirrel
+    from reos_memory.squirrel.facade import Squirrel
 
 
 class Opened(Protocol):
@@ -126,7 +126,7 @@ def _start(opener: Opener, config: Any, embedder: str | None, parent: int) -> No
     import importlib
     from multiprocessing import util
 
-    from reos_memory.squirrel.writer import rules  # noqa: F401 - loaded before the first task
+    from reos_memory.squirrel.writer import offline  # noqa: F401 - loaded before the first task
 
     module, _, name = opener.partition(":")
     open_services: Callable[[Any, str | None], Opened] = getattr(

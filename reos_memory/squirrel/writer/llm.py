@@ -18,7 +18,7 @@ import msgspec
 from reos_memory.llm import Completion, LLMClient, LLMError
 from reos_memory.models import Memory
 from reos_memory.squirrel.redaction import redact_value
-from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.squirrel.token_count import count_tokens
 from reos_memory.squirrel.writer.schema import WriterOutput
 
 SYSTEM_PROMPT = """You are the Memory Writer of Squirrel, the long-term memory of a coding \

@@ -43,20 +43,20 @@ import msgspec
 
 from reos_memory.errors import InvalidInput, NotFound
 from reos_memory.models import Memory, iso, new_id, now_iso
-from reos_memory.squirrel.memory import context as ctxmod
+from reos_memory.squirrel.memory import local_context as ctxmod
 from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.commit import CommitContext, Vectors, commit
 from reos_memory.squirrel.memory.policy import Policy, default_text
-from reos_memory.squirrel.tokens import count_tokens
+from reos_memory.squirrel.token_count import count_tokens
 from reos_memory.squirrel.writer import llm as llm_writer
-from reos_memory.squirrel.writer import rules
+from reos_memory.squirrel.writer import offline as rules
 from reos_memory.squirrel.writer.schema import WriterOutput
 from reos_memory.store import Database
 from reos_memory.store import memories as msql
 from reos_memory.store import squirrel as ssql
 
 if TYPE_CHECKING:
-    from reos_memory.squirrel.service import Settings
+    from reos_memory.squirrel.facade import Settings
 
 T = TypeVar("T")
 

@@ -19,9 +19,9 @@ def load_all() -> Registry[RequestContext]:
         documents,
         graph,
         learning,
+        protocol,
         relationships,
         search,
-        service,
         squirrel,
     )
 

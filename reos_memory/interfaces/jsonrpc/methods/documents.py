@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reos_memory.documents import api as t
-from reos_memory.documents import service as svc
+from reos_memory.documents import ingestion as svc
 from reos_memory.errors import Cancelled, DocumentUnreadable, NotFound, PayloadTooLarge
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext

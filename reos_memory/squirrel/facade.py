@@ -23,7 +23,7 @@ from reos_memory.models import (
     page,
 )
 from reos_memory.squirrel import activity, api
-from reos_memory.squirrel.memory import context as ctxmod
+from reos_memory.squirrel.memory import local_context as ctxmod
 from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.policy import Policy, load_policy
 from reos_memory.squirrel.projects import (

@@ -79,7 +79,7 @@ from reos_memory.squirrel.redaction.flags import scan_flags
 from reos_memory.squirrel.redaction.named import AUTH_SCHEME_RE, scan_named
 from reos_memory.squirrel.redaction.names import NameInfo, name_info
 from reos_memory.squirrel.redaction.normalize import normalized, to_original
-from reos_memory.squirrel.redaction.tokens import scan_anchors, scan_pem, scan_runs
+from reos_memory.squirrel.redaction.token_runs import scan_anchors, scan_pem, scan_runs
 from reos_memory.squirrel.redaction.urls import scan_go_dsn, scan_urls, scan_webhooks
 from reos_memory.squirrel.redaction.values import fits_tier, is_placeholder
 

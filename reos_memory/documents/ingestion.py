@@ -24,7 +24,7 @@ from reos_memory.documents import api
 from reos_memory.documents.chunking import Chunk, chunk_sections
 from reos_memory.documents.extract import extract
 from reos_memory.embeddings.base import to_blob
-from reos_memory.embeddings.service import BULK, EmbeddingService
+from reos_memory.embeddings.runtime import BULK, EmbeddingService
 from reos_memory.errors import Cancelled, InvalidInput, NotFound, PayloadTooLarge
 from reos_memory.models import Block, RichTextSpan, content_hash, new_id, now_iso
 from reos_memory.store import Database

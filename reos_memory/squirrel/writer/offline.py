@@ -41,7 +41,7 @@ from reos_memory.squirrel.text import (
     statements,
     tool_switches,
 )
-from reos_memory.squirrel.tokens import shorten
+from reos_memory.squirrel.token_count import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 
 EDIT_TOOLS = frozenset(
