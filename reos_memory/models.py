@@ -223,6 +223,13 @@ EvidenceSource = Literal[
 ]
 
 MAX_MEMORY_TEXT = 2000
+# a memory's slot name (project.package_manager, user.language), text and owner id, as every
+# interface and both stores take them
+MemoryKey = Annotated[
+    str, Meta(min_length=3, max_length=128, pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_\-]+)+$")
+]
+MemoryText = Annotated[str, Meta(min_length=1, max_length=MAX_MEMORY_TEXT)]
+OwnerId = Annotated[str, Meta(min_length=1, max_length=128)]
 
 
 class Memory(Struct, kw_only=True):

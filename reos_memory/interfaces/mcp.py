@@ -46,10 +46,9 @@ from reos_memory.interfaces.mcp_tools import (
 )
 from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
 from reos_memory.interfaces.services import Services
-from reos_memory.models import Direction, Ident, MemoryScope, RelType
+from reos_memory.models import Direction, Ident, MemoryKey, MemoryScope, RelType
 from reos_memory.squirrel import api as ts
 from reos_memory.squirrel.token_count import count_tokens
-from reos_memory.squirrel.writer.schema import MemoryKey
 
 INSTRUCTIONS = (
     "reos-memory is this user's local, persistent memory for coding work. At the start of a task"

@@ -23,8 +23,7 @@ from msgspec import Meta
 from reos_memory import __version__
 from reos_memory.errors import ReosError
 from reos_memory.interfaces.registry import MethodSpec, MethodTable, input_schemas
-from reos_memory.models import MemoryKind
-from reos_memory.squirrel.writer.schema import MemoryText
+from reos_memory.models import MemoryKind, MemoryText
 
 
 class Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -15,17 +15,19 @@ from reos_memory.models import (
     Frustration,
     Ident,
     Memory,
+    MemoryKey,
     MemoryKind,
     MemoryMetrics,
     MemoryScope,
     MemoryStatus,
+    MemoryText,
     MemoryTier,
+    OwnerId,
     OwnerType,
     Params,
     ProgressToken,
     TestsStatus,
 )
-from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText, OwnerId
 
 PathText = Annotated[str, Meta(min_length=1, max_length=4096)]
 SessionId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]

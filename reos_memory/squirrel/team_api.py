@@ -13,9 +13,8 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta, Struct, field
 
-from reos_memory.models import EventIn, Memory, MemoryMetrics, Params
+from reos_memory.models import EventIn, Memory, MemoryKey, MemoryMetrics, MemoryText, Params
 from reos_memory.squirrel import api
-from reos_memory.squirrel.writer.schema import MemoryKey, MemoryText
 
 IdempotencyKey = Annotated[str, Meta(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")]
 TeamId = Annotated[str, Meta(min_length=1, max_length=200)]

@@ -43,10 +43,9 @@ from reos_memory.interfaces.mcp_tools import (
 )
 from reos_memory.interfaces.registry import MethodSpec, convert_params
 from reos_memory.interfaces.team_http.registry import NoParams, TeamRegistry
-from reos_memory.models import Ident, MemoryScope
+from reos_memory.models import Ident, MemoryKey, MemoryScope, OwnerId
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
-from reos_memory.squirrel.writer.schema import MemoryKey, OwnerId
 from reos_memory.team.keys import VerifiedKey
 from reos_memory.team.team_service import Caller, TeamService, WhoAmI, who
 

@@ -7,20 +7,16 @@ from typing import Annotated, Literal
 from msgspec import Meta, Struct
 
 from reos_memory.models import (
-    MAX_MEMORY_TEXT,
     EvidenceSource,
     Frustration,
+    MemoryKey,
     MemoryKind,
     MemoryScope,
+    MemoryText,
     MemoryTier,
+    OwnerId,
     OwnerType,
 )
-
-MemoryKey = Annotated[
-    str, Meta(min_length=3, max_length=128, pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_\-]+)+$")
-]
-MemoryText = Annotated[str, Meta(min_length=1, max_length=MAX_MEMORY_TEXT)]
-OwnerId = Annotated[str, Meta(min_length=1, max_length=128)]
 
 
 class WriterOp(Struct, kw_only=True, forbid_unknown_fields=True):
