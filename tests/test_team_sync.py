@@ -382,3 +382,19 @@ def test_a_server_that_never_answers_holds_a_context_only_for_its_short_timeout(
         assert sync.context_info().status == "offline" and sync._attempted == tried
     finally:
         silent.close()
+
+
+def test_every_method_a_machine_sends_is_one_the_team_server_answers():
+    """The sync client and outbox call the team server by method name (a remote wire); the
+    names are one Literal, so a misspelled one fails mypy, and each is in the server's table."""
+    from typing import get_args
+
+    from reos_memory.interfaces.team_http.registry import registry
+    from reos_memory.interfaces.team_http.server import openrpc_document
+    from reos_memory.squirrel.team_api import TeamMethod, team_method
+
+    openrpc_document()  # imports every method module of the team server
+    sent = set(get_args(TeamMethod))
+    assert sent and sent <= set(registry.methods), sent - set(registry.methods)
+    with pytest.raises(ValueError, match="not a team server method"):
+        team_method("squirrel/memories/ad")

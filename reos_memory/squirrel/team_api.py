@@ -9,7 +9,7 @@ key; `owner_type`/`owner_id` only choose between the org and a team the key reac
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast, get_args
 
 from msgspec import Meta, Struct, field
 
@@ -19,6 +19,29 @@ from reos_memory.squirrel import api
 IdempotencyKey = Annotated[str, Meta(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")]
 TeamId = Annotated[str, Meta(min_length=1, max_length=200)]
 ShareId = Annotated[str, Meta(min_length=1, max_length=128)]
+
+
+# The team server's methods a member's machine calls (its sync client and outbox); a test checks
+# each against the team server's own method table, so a misspelled one fails mypy here and can
+# never reach the wire.
+TeamMethod = Literal[
+    "team/whoami",
+    "squirrel/changes/pull",
+    "squirrel/memories/add",
+    "squirrel/memories/update",
+    "squirrel/memories/deprecate",
+    "squirrel/memories/forget",
+    "team/shares/propose",
+    "squirrel/ingest_episode",
+    "squirrel/usage/report",
+]
+
+
+def team_method(name: str) -> TeamMethod:
+    """`name` (as an outbox row keeps it) as a team method; ValueError for any other."""
+    if name not in get_args(TeamMethod):
+        raise ValueError(f"not a team server method this machine sends: {name!r}")
+    return cast(TeamMethod, name)
 
 
 class TeamMemory(Memory, kw_only=True):

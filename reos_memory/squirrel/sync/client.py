@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import msgspec
 
 from reos_memory.llm.client import shown_url
+from reos_memory.squirrel.team_api import TeamMethod
 
 if TYPE_CHECKING:
     import httpx
@@ -91,7 +92,7 @@ class TeamClient:
         self._ids = 0
 
     def call(
-        self, method: str, params: Any, result: type[T], *, deadline: float | None = None
+        self, method: TeamMethod, params: Any, result: type[T], *, deadline: float | None = None
     ) -> T:
         """The result of one method as `result`; TeamCallError otherwise. `deadline` is a
         `time.monotonic()` after which no attempt starts and no attempt waits."""
@@ -101,7 +102,7 @@ class TeamClient:
         except msgspec.ValidationError as exc:
             raise TeamCallError("down", f"{method}: unexpected result ({exc})") from None
 
-    def call_raw(self, method: str, params: Any, *, deadline: float | None = None) -> Any:
+    def call_raw(self, method: TeamMethod, params: Any, *, deadline: float | None = None) -> Any:
         """The result of one method as decoded JSON (for replies kept as they came)."""
         self._ids += 1
         body = msgspec.json.encode(

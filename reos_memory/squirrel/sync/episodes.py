@@ -23,7 +23,7 @@ from reos_memory.squirrel.sync.sync import TeamSync
 from reos_memory.store import Database
 from reos_memory.store import squirrel as ssql
 
-METHOD = "squirrel/ingest_episode"
+METHOD: wire.TeamMethod = "squirrel/ingest_episode"
 MAX_EVENTS = 5000  # IngestEpisodeParams.events
 # the server takes bodies up to 1 MiB (team_http MAX_BODY_BYTES); the envelope and the other
 # params take a few hundred bytes, the rest is left for the events

@@ -33,7 +33,7 @@ from reos_memory.store import Database
 from reos_memory.store import team_cache as tsql
 from reos_memory.store.team_cache import SyncState
 
-USAGE = "squirrel/usage/report"
+USAGE: wire.TeamMethod = "squirrel/usage/report"
 
 
 class WhoAmI(msgspec.Struct, kw_only=True):
@@ -288,7 +288,7 @@ class TeamSync:
 
     def enqueue(
         self,
-        method: str,
+        method: wire.TeamMethod,
         params: msgspec.Struct,
         local_memory_id: str | None = None,
         key: str | None = None,
@@ -304,7 +304,7 @@ class TeamSync:
 
     def write(
         self,
-        method: str,
+        method: wire.TeamMethod,
         params: msgspec.Struct,
         local_memory_id: str | None = None,
         key: str | None = None,
@@ -342,7 +342,14 @@ class TeamSync:
     def _send(self, item: tsql.OutboxItem, deadline: float, rep: Report) -> None:
         params = msgspec.json.decode(item.params)
         try:
-            result = self.client.call_raw(item.method, params, deadline=deadline)
+            method = wire.team_method(item.method)
+        except ValueError as exc:  # a row no version of this client writes: never sent
+            why = str(exc)
+            self.db.write(lambda c: tsql.finish(c, item.id, "refused", now_iso(), None, why))
+            rep.refused += 1
+            return
+        try:
+            result = self.client.call_raw(method, params, deadline=deadline)
         except TeamCallError as exc:
             error = f"{exc.kind}: {exc.message}"
             gave_up = exc.kind == "down" and exc.code is not None
