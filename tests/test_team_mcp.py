@@ -210,6 +210,25 @@ def test_each_tool_answers_through_its_json_rpc_twin(server, keys):
         assert (method, (mem["id"],)) in methods, method
 
 
+def test_a_search_result_is_fit_to_what_an_agent_takes_in(server, keys):
+    """As on the local server: a result over MAX_RESULT_TOKENS keeps its best matches and says
+    what was left out (agents refuse or cut bigger results)."""
+    from reos_memory.interfaces.team_http.mcp_endpoint import MAX_RESULT_TOKENS
+    from reos_memory.squirrel.token_count import count_tokens
+
+    word = uuid.uuid4().hex[:8]
+    for i in range(70):  # ~70 x 400 tokens, each its own memory (no two alike): over the limit
+        noise = " ".join(uuid.uuid4().hex[:10] for _ in range(120))
+        server.result(keys.backend_writer, "squirrel/memories/add", {
+            "project_id": "proj-fit", "kind": "note", "text": f"{word} rollout {i}: {noise}"[:1900],
+        })  # fmt: skip
+    found = ok(server, keys.backend_reader, "search_memory",
+               {"query": f"{word} rollout canary", "project_id": "proj-fit", "limit": 1000})  # fmt: skip
+    cut = found["mcp_truncated"]
+    assert cut["left_out"] > 0 and found["matches"]
+    assert count_tokens(json.dumps(found, separators=(",", ":"))) <= MAX_RESULT_TOKENS * 1.05
+
+
 def test_bad_arguments_are_tool_errors_naming_the_field_and_rule(server, keys):
     err = fails(server, keys.backend_writer, "remember", {"text": "", "project_id": "proj-pay"})
     assert err["reason"] == "invalid_params" and err["field"] == "$.text"

@@ -37,6 +37,7 @@ from reos_memory.interfaces import mcp_tools, stdio_process
 from reos_memory.interfaces.mcp_tools import (
     Args,
     AvoidArg,
+    Fit,
     KindArg,
     LimitArg,
     MemoryTextArg,
@@ -48,7 +49,6 @@ from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
 from reos_memory.interfaces.services import Services
 from reos_memory.models import Direction, Ident, MemoryKey, MemoryScope, RelType
 from reos_memory.squirrel import api as ts
-from reos_memory.squirrel.token_count import count_tokens
 
 INSTRUCTIONS = (
     "reos-memory is this user's local, persistent memory for coding work. At the start of a task"
@@ -110,80 +110,48 @@ class Env:
 
 # -- results an agent can take in ------------------------------------------------------------
 
-# the tools whose results may outgrow an agent's limit: the list that gives way, how to ask for
-# less, where the whole of a cut text is (get_task_context fits its budget to the limit instead)
+
+def _walk_kept(out: dict[str, Any], data: dict[str, Any], kept_items: list[Any]) -> None:
+    """related_blocks cut to its nearest blocks: the depths and edges among them only."""
+    kept = set(kept_items)
+    by_depth = data.get("blocks_by_depth") or {}
+    out["blocks_by_depth"] = {
+        d: [b for b in ids if b in kept]
+        for d, ids in by_depth.items()
+        if any(b in kept for b in ids)
+    }
+    out["edges"] = [
+        e
+        for e in data.get("edges") or []
+        if e.get("source_block_id") in kept and e.get("target_block_id") in kept
+    ]
+    out["truncated"] = out["truncated"] or len(kept_items) < len(data.get("visited_blocks") or [])
+
+
+def _markdown_kept(out: dict[str, Any], data: dict[str, Any], kept_items: list[Any]) -> None:
+    if "markdown" in data:
+        out["markdown"] = render_markdown(kept_items)
+
+
+# the tools whose results may outgrow an agent's limit (get_task_context fits its budget to the
+# limit instead)
 _FIT = {
-    "search_blocks": (
+    "search_blocks": Fit(
         "matches",
         "a smaller max_results or a narrower query",
         "blocks/get with its block_id",
+        _markdown_kept,
     ),
-    "search_memory": ("matches", "a smaller limit or a narrower query", "sqrl memories <id>"),
-    "related_blocks": ("visited_blocks", "a smaller max_nodes or depth, or fewer rel_types", ""),
+    "search_memory": Fit("matches", "a smaller limit or a narrower query", "sqrl memories <id>"),
+    "related_blocks": Fit(
+        "visited_blocks", "a smaller max_nodes or depth, or fewer rel_types", "", _walk_kept
+    ),
 }
-_CUT = " … [{n} more characters; the whole text: {where}]"
-_TEXTS = ("content", "text")
-
-
-def _tokens(data: Any) -> int:
-    return count_tokens(msgspec.json.encode(data).decode())
 
 
 def fit_result(name: str, data: Any, limit: int) -> Any:
-    """A tool's result within `limit` tokens (Squirrel's count of its JSON): agents refuse or
-    truncate bigger results (Claude Code: 25,000 tokens by default). Over the limit, single
-    texts longer than the limit are cut first, then the list of results loses its last
-    (least relevant, or farthest) items, and `mcp_truncated` says what was left out and how
-    to ask for less."""
-    if name not in _FIT or not isinstance(data, dict) or _tokens(data) <= limit:
-        return data
-    key, less, whole = _FIT[name]
-    items = data.get(key)
-    if not isinstance(items, list):
-        return data
-    cut = 0
-    items = [dict(x) if isinstance(x, dict) else x for x in items]  # ids stay as they are
-    for x in items:
-        for f in _TEXTS:
-            text = x.get(f) if isinstance(x, dict) else None
-            if isinstance(text, str) and len(text) > limit:
-                x[f] = text[:limit] + _CUT.format(n=len(text) - limit, where=whole)
-                cut += 1
-
-    def keep(n: int) -> dict[str, Any]:
-        out = {**data, key: items[:n]}
-        if name == "related_blocks":
-            kept = set(items[:n])
-            by_depth = data.get("blocks_by_depth") or {}
-            out["blocks_by_depth"] = {
-                d: [b for b in ids if b in kept]
-                for d, ids in by_depth.items()
-                if any(b in kept for b in ids)
-            }
-            out["edges"] = [
-                e
-                for e in data.get("edges") or []
-                if e.get("source_block_id") in kept and e.get("target_block_id") in kept
-            ]
-            out["truncated"] = out["truncated"] or n < len(items)
-        elif name == "search_blocks" and "markdown" in data:
-            out["markdown"] = render_markdown(items[:n])
-        out["mcp_truncated"] = {
-            "limit_tokens": limit,
-            "left_out": len(items) - n,
-            "texts_cut": cut,
-            "ask_for_less": less,
-        }
-        return out
-
-    lo, hi = 0, len(items)  # the most items that fit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _tokens(keep(mid)) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    return keep(lo)
+    """A local tool's result within `limit` tokens (`mcp_tools.fit_result`)."""
+    return mcp_tools.fit_result(data, limit, _FIT[name]) if name in _FIT else data
 
 
 # -- Squirrel ----------------------------------------------------------------------------------

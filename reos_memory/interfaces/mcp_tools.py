@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Collection
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import mcp.types as mt
 import msgspec
@@ -24,6 +24,7 @@ from reos_memory import __version__
 from reos_memory.errors import ReosError
 from reos_memory.interfaces.registry import MethodSpec, MethodTable, input_schemas
 from reos_memory.models import MemoryKind, MemoryText
+from reos_memory.squirrel.token_count import count_tokens
 
 
 class Args(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -124,6 +125,67 @@ def run_tool(
         content=[mt.TextContent(text=msgspec.json.encode(data).decode())],
         structured_content=data,
     )
+
+
+class Fit(NamedTuple):
+    """How a tool's result gives way to an agent's limit: the list that loses its last items,
+    how to ask for less, where the whole of a cut text is, and what else to keep consistent
+    with the items kept (`reshape(out, data, kept)`)."""
+
+    key: str
+    less: str
+    whole: str
+    reshape: Callable[[dict[str, Any], dict[str, Any], list[Any]], None] | None = None
+
+
+_CUT = " … [{n} more characters; the whole text: {where}]"
+_TEXTS = ("content", "text")
+
+
+def _tokens(data: Any) -> int:
+    return count_tokens(msgspec.json.encode(data).decode())
+
+
+def fit_result(data: Any, limit: int, fit: Fit) -> Any:
+    """A tool's result within `limit` tokens (Squirrel's count of its JSON): agents refuse or
+    truncate bigger results (Claude Code: 25,000 tokens by default). Over the limit, single
+    texts longer than the limit are cut first, then the list of results loses its last
+    (least relevant, or farthest) items, and `mcp_truncated` says what was left out and how
+    to ask for less."""
+    if not isinstance(data, dict) or _tokens(data) <= limit:
+        return data
+    items = data.get(fit.key)
+    if not isinstance(items, list):
+        return data
+    cut = 0
+    items = [dict(x) if isinstance(x, dict) else x for x in items]  # ids stay as they are
+    for x in items:
+        for f in _TEXTS:
+            text = x.get(f) if isinstance(x, dict) else None
+            if isinstance(text, str) and len(text) > limit:
+                x[f] = text[:limit] + _CUT.format(n=len(text) - limit, where=fit.whole)
+                cut += 1
+
+    def keep(n: int) -> dict[str, Any]:
+        out = {**data, fit.key: items[:n]}
+        if fit.reshape is not None:
+            fit.reshape(out, data, items[:n])
+        out["mcp_truncated"] = {
+            "limit_tokens": limit,
+            "left_out": len(items) - n,
+            "texts_cut": cut,
+            "ask_for_less": fit.less,
+        }
+        return out
+
+    lo, hi = 0, len(items)  # the most items that fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _tokens(keep(mid)) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return keep(lo)
 
 
 def tool_error(text: str, data: dict[str, Any]) -> mt.CallToolResult:

@@ -33,11 +33,13 @@ from reos_memory.interfaces import mcp_tools
 from reos_memory.interfaces.mcp_tools import (
     Args,
     AvoidArg,
+    Fit,
     KindArg,
     LimitArg,
     MemoryTextArg,
     QueryArg,
     TaskArg,
+    fit_result,
     run_tool,
     tool_error,
 )
@@ -67,6 +69,20 @@ KEY_STATE = "reos_memory_key"  # where the endpoint leaves the verified key in t
 
 # as the local tool: the result holds the prompt and each memory again, with its details
 MAX_BUDGET_TOKENS = 5_000
+# the most tokens a result takes (the local server's default `mcp_max_result_tokens`): agents
+# refuse or cut bigger ones
+MAX_RESULT_TOKENS = 20_000
+_FIT = {
+    "search_memory": Fit(
+        "matches", "a smaller limit or a narrower query", "get_memory with its memory_id"
+    ),
+}
+
+
+def _fit(name: str, data: Any) -> Any:
+    return fit_result(data, MAX_RESULT_TOKENS, _FIT[name]) if name in _FIT else data
+
+
 Authenticate = Callable[[Request], Awaitable[VerifiedKey | Response]]
 
 ProjectId = Annotated[
@@ -364,5 +380,6 @@ class TeamMcp:
             spec,
             lambda: spec.handler(self.svc, caller, convert_params(spec, arguments)),
             self.log,
+            fit=_fit,
             key_id=caller.key.key_id,
         )
