@@ -278,3 +278,14 @@ def test_the_browser_is_opened_through_a_private_file_once_the_server_listens(mo
         assert url.replace("&", "&amp;") in path.read_text() or url in path.read_text()
     finally:
         path.unlink()
+
+
+async def test_a_bad_query_is_refused_naming_the_field_and_the_rule(ui):
+    """Both UIs check a page's query as JSON-RPC checks the params (web.app.form_params): the
+    error names the field and the rule, and the page keeps working."""
+    async with ui.client() as c:
+        r = await c.get("/memories", params={"sort": "sideways"})
+        assert r.status_code == 400, r.status_code
+        assert "sort" in r.text and "sideways" not in r.text.split("<main")[0]
+        assert "newest" in r.text  # the valid choices are named
+        assert (await c.get("/memories")).status_code == 200

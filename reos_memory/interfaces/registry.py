@@ -178,11 +178,12 @@ def convert_params(spec: MethodSpec, params: Any) -> msgspec.Struct:
     return parse(spec.params, params)
 
 
-def parse(params_type: type[P], raw: dict[str, Any]) -> P:
-    """`raw` (JSON-like, as a client or a form sent it) as `params_type`, or InvalidInput naming
-    the field and the rule."""
+def parse(params_type: type[P], raw: dict[str, Any], *, strict: bool = True) -> P:
+    """`raw` (JSON-like, as a client sent it) as `params_type`, or InvalidInput naming the field
+    and the rule. Not `strict`: a web form's or query's strings convert to the field's type
+    ("50" to 50), as msgspec's lax mode does."""
     try:
-        return msgspec.convert(raw, params_type, strict=True)
+        return msgspec.convert(raw, params_type, strict=strict)
     except msgspec.ValidationError as exc:
         raise _explain(params_type, str(exc)) from None
 

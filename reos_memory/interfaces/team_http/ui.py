@@ -29,7 +29,6 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reos_memory.errors import InvalidInput
-from reos_memory.interfaces.registry import parse
 from reos_memory.interfaces.web.app import (
     HERE,
     KINDS,
@@ -45,6 +44,7 @@ from reos_memory.interfaces.web.app import (
     edits,
     episode_values,
     episodes_values,
+    form_params,
     list_query,
     memories_values,
     same_secret,
@@ -179,7 +179,7 @@ class TeamUI(Renderer):
     ) -> R:
         """A team service method for this key (its role and reach checked there, as for /rpc),
         with `raw` (a form or a query, blank fields left out) as its params."""
-        p = parse(params, {k: v for k, v in raw.items() if v not in (None, "")})
+        p = form_params(params, raw)
         return await run_in_threadpool(fn, who(caller), p)
 
     def wrap(self, handler: Any) -> Any:
@@ -399,7 +399,7 @@ class TeamUI(Renderer):
                 raw["expires_days"] = float(f["expires_days"])
             except ValueError as exc:
                 raise InvalidInput("expires_days", "a number of days") from exc
-        p = parse(CreateKeyParams, {k: v for k, v in raw.items() if v not in (None, "")})
+        p = form_params(CreateKeyParams, raw)
         made = await self.call(
             functools.partial(
                 self.svc.create_key, caller, role=p.role, team=p.team, name=p.name,
@@ -424,9 +424,7 @@ class TeamUI(Renderer):
     async def member_add(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         f = await self.form(request)
-        p = parse(AddMemberParams, {
-            k: v for k in ("name", "team", "email") if (v := f.get(k)) not in (None, "")
-        })  # fmt: skip
+        p = form_params(AddMemberParams, {k: f.get(k) for k in ("name", "team", "email")})
         made = await self.call(self.svc.add_member, caller, p.name, p.team, p.email)
         return _back("/members", f"added {made.name}")
 
@@ -443,7 +441,7 @@ class TeamUI(Renderer):
         raw: dict[str, Any] = {**filters, "limit": PAGE_SIZE}
         if q.get("before_id"):
             raw["before_id"] = whole(q["before_id"], "before_id")
-        q_ = parse(AuditQuery, {k: v for k, v in raw.items() if v not in (None, "")})
+        q_ = form_params(AuditQuery, raw)
         out = await self.call(self.svc.list_audit, caller, q_)
         nxt = None
         if out.next_before_id is not None:

@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.graph.api import ExportParams, ExportResult
+from reos_memory.interfaces.registry import parse
 from reos_memory.interfaces.web.guard import Guard, GuardMiddleware, Refused
 from reos_memory.squirrel import api
 from reos_memory.squirrel.facade import Squirrel
@@ -72,6 +73,7 @@ STATUS_CHOICES = {
     "all": STATUSES,
 }
 T = TypeVar("T")
+S = TypeVar("S", bound=msgspec.Struct)
 A = ParamSpec("A")
 
 
@@ -87,12 +89,10 @@ def _templates() -> jinja2.Environment:
     return env
 
 
-def _params(kind: type[T], raw: dict[str, Any]) -> T:
-    """Params from a query or form, checked as JSON-RPC checks them (the same Struct)."""
-    try:
-        return msgspec.convert({k: v for k, v in raw.items() if v not in (None, "")}, kind)
-    except msgspec.ValidationError as exc:
-        raise InvalidInput("form", str(exc)) from exc
+def form_params(kind: type[S], raw: dict[str, Any]) -> S:
+    """Params from a query or form (blank fields left out, strings converted), checked as
+    JSON-RPC checks them: the same Struct, an error naming the field and the rule."""
+    return parse(kind, {k: v for k, v in raw.items() if v not in (None, "")}, strict=False)
 
 
 Graph = Callable[[ExportParams], ExportResult]
@@ -219,7 +219,7 @@ class Pages(Renderer):
 
     async def memories(self, request: Request) -> Response:
         status, raw = list_query(request.query_params, "newest")
-        out = await self.call(self.sq.list_memories, _params(api.MemoryListParams, raw))
+        out = await self.call(self.sq.list_memories, form_params(api.MemoryListParams, raw))
         return self.render(
             request, "memories.html", **memories_values(request, out, status, "newest", SORTS)
         )
@@ -246,7 +246,7 @@ class Pages(Renderer):
         if f.get("seen") != current.updated_at:  # changed since the page showed it
             raise Refused(409, "the memory changed since this page was loaded: reload it")
         raw = edits(mid, f, current)
-        p = _params(api.MemoryUpdateParams, raw)
+        p = form_params(api.MemoryUpdateParams, raw)
         if len(raw) > 1:
             await self.call(self.sq.update_memory, p)
         return _back(f"/memories/{mid}", "saved" if len(raw) > 1 else "nothing changed")
@@ -289,7 +289,7 @@ class Pages(Renderer):
             "cursor": q.get("cursor"),
             "limit": PAGE_SIZE,
         }
-        out = await self.call(self.sq.list_episodes, _params(api.EpisodeListParams, raw))
+        out = await self.call(self.sq.list_episodes, form_params(api.EpisodeListParams, raw))
         return self.render(request, "episodes.html", **episodes_values(q, out))
 
     async def episode(self, request: Request) -> Response:
@@ -308,7 +308,7 @@ class Pages(Renderer):
 
     async def cr_memory(self, request: Request) -> Response:
         project = request.query_params.get("project") or None
-        p = _params(api.CrMemoryParams, {"project_id": project, "dry_run": True})
+        p = form_params(api.CrMemoryParams, {"project_id": project, "dry_run": True})
         out = await self.call(self.sq.cr_memory, p)
         return self.render(request, "cr_memory.html", **cr_values(out, project))
 
@@ -316,7 +316,7 @@ class Pages(Renderer):
         f = await self.form(request)
         project = f.get("project") or None
         out = await self.call(
-            self.sq.cr_memory, _params(api.CrMemoryParams, {"project_id": project})
+            self.sq.cr_memory, form_params(api.CrMemoryParams, {"project_id": project})
         )
         back = "/cr-memory" + (f"?{urlencode({'project': project})}" if project else "")
         return _back(back, f"applied: {out.promoted} promoted, {out.deprecated} deprecated")
@@ -328,7 +328,7 @@ class Pages(Renderer):
     async def activity(self, request: Request) -> Response:
         q = request.query_params
         raw = {"project_id": q.get("project"), "days": whole(q.get("days"), "days", 30)}
-        out = await self.call(self.sq.activity, _params(api.ActivityParams, raw))
+        out = await self.call(self.sq.activity, form_params(api.ActivityParams, raw))
         return self.render(
             request, "activity.html", out=out, project=q.get("project", ""),
             charts=charts(out),
@@ -342,7 +342,7 @@ class Pages(Renderer):
         raw = {"block_id": q.get("block"), "depth": whole(q.get("depth"), "depth", 2),
                "max_nodes": whole(q.get("max_nodes"), "max_nodes", 200),
                "formats": ["html"]}  # fmt: skip
-        return _params(ExportParams, raw)
+        return form_params(ExportParams, raw)
 
     async def graph_page(self, request: Request) -> Response:
         q = request.query_params
@@ -381,7 +381,7 @@ class Pages(Renderer):
         form, raw = context_query(request.query_params)
         result = None
         if raw is not None:
-            result = await self.call(self.sq.get_task_context, _params(api.ContextParams, raw))
+            result = await self.call(self.sq.get_task_context, form_params(api.ContextParams, raw))
         return self.render(request, "context.html", form=form, result=result)
 
 
