@@ -29,7 +29,6 @@ and the concurrent-call limit are kept here too: an episode over budget stays pe
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import threading
 import time
@@ -50,6 +49,7 @@ from reos_memory.squirrel.memory.policy import Policy, default_text
 from reos_memory.squirrel.token_count import count_tokens
 from reos_memory.squirrel.writer import llm as llm_writer
 from reos_memory.squirrel.writer import offline as rules
+from reos_memory.squirrel.writer.claims import claimant, claimant_died
 from reos_memory.squirrel.writer.schema import WriterOutput
 from reos_memory.store import Database
 from reos_memory.store import memories as msql
@@ -61,63 +61,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 STALE_CLAIM = timedelta(minutes=15)  # a claim older than this belonged to a process that died
-# Who holds a claim: host, pid namespace, pid and the process's start time. A claim of a
-# process of this host and namespace that is gone (or whose pid now names a younger process) is
-# free at once; any other claim waits for STALE_CLAIM.
-_HOST = socket.gethostname().replace(" ", "_").replace("/", "_")
-
-
-def _pid_namespace() -> str:
-    try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
-        return "-"
-
-
-def _stat(pid: int) -> list[bytes]:
-    """The fields of /proc/<pid>/stat after the command name (empty when unreadable)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return []
-
-
-def _started(pid: int) -> str:
-    """The process's start time in clock ticks since boot ("-" when unknown)."""
-    return _start_time(_stat(pid))
-
-
-def _start_time(fields: list[bytes]) -> str:
-    return fields[19].decode() if len(fields) > 19 else "-"
-
-
-def claimant() -> str:
-    """This process, as a claim names it (computed each time: a forked child is another)."""
-    pid = os.getpid()
-    return f"{_HOST}/{_pid_namespace()}/{pid}/{_started(pid)}"
-
-
-def _claimant_died(claim: str) -> bool:
-    """True when `claim` was taken by a process of this host and pid namespace that no longer
-    runs; False when it may run, or cannot be told (another host or namespace, older claims)."""
-    parts = claim.rsplit(" ", 1)[-1].split("/")
-    if len(parts) != 4 or not parts[2].isdigit():
-        return False
-    host, ns, pid, started = parts[0], parts[1], int(parts[2]), parts[3]
-    if host != _HOST or ns == "-" or ns != _pid_namespace() or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # alive under another user
-        return False
-    fields = _stat(pid)
-    if fields[:1] == [b"Z"]:
-        return True  # exited, not yet reaped by its parent
-    now = _start_time(fields)
-    return started != "-" and now != "-" and now != started  # the pid was reused
 
 
 class Runner:
@@ -342,7 +285,7 @@ class Runner:
         stale = iso(datetime.now(UTC) - self._stale_after)
         # whether the process holding a running claim is gone: /proc, read before the write lock
         abandoned = ep.outcome_reason if ep.outcome == "running" else None
-        if abandoned is not None and not _claimant_died(abandoned):
+        if abandoned is not None and not claimant_died(abandoned):
             abandoned = None
 
         def claim(conn: apsw.Connection) -> bool:
