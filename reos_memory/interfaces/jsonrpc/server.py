@@ -18,33 +18,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from reos_memory import errors as derr
-from reos_memory.interfaces import rpc as codes
+from reos_memory.interfaces import rpc
 from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter, Malformed, Oversized
 from reos_memory.interfaces.registry import MethodSpec, MethodTable
-from reos_memory.interfaces.rpc import (
-    Refused as _Refused,
-)
-from reos_memory.interfaces.rpc import (
-    check_batch,
-    failure,
-    internal_failure,
-    lookup,
-)
-from reos_memory.interfaces.rpc import (
-    domain_failure as _domain_failure,
-)
-from reos_memory.interfaces.rpc import (
-    envelope as _envelope,
-)
-from reos_memory.interfaces.rpc import (
-    params_of as _params,
-)
-from reos_memory.interfaces.rpc import (
-    refused as _refused,
-)
-from reos_memory.interfaces.rpc import (
-    valid_id as _valid_id,
-)
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
@@ -216,8 +192,8 @@ class Server:
         try:
             msg, bad_text = self._decode(frame)
             if isinstance(msg, list):
-                self._check_batch(msg)
-        except _Refused as refused:
+                rpc.check_batch(msg, self.max_batch_items)
+        except rpc.Refused as refused:
             self.send(refused.reply)
             return
         if isinstance(msg, list):
@@ -229,30 +205,30 @@ class Server:
 
     def _decode(self, frame: bytes | Oversized | Malformed) -> tuple[Any, bool]:
         """The frame's JSON value, and whether it holds bad text (invalid UTF-8, a lone
-        surrogate: refused per request, naming the field); _Refused when it is not JSON."""
+        surrogate: refused per request, naming the field); rpc.Refused when it is not JSON."""
         if isinstance(frame, Oversized):
-            raise _Refused(
-                failure(
+            raise rpc.Refused(
+                rpc.failure(
                     None,
-                    codes.INVALID_REQUEST,
+                    rpc.INVALID_REQUEST,
                     f"message of {frame.size} bytes exceeds the limit of {self.reader.max_bytes} bytes",
                     reason="payload_too_large",
                     limit_bytes=self.reader.max_bytes,
                 )
             )
         if isinstance(frame, Malformed):
-            raise _Refused(
-                failure(
-                    None, codes.PARSE_ERROR, f"Parse error: {frame.detail}", reason="parse_error"
+            raise rpc.Refused(
+                rpc.failure(
+                    None, rpc.PARSE_ERROR, f"Parse error: {frame.detail}", reason="parse_error"
                 )
             )
         try:
             return _decoder.decode(frame), False
         except RecursionError:
-            raise _Refused(
-                failure(
+            raise rpc.Refused(
+                rpc.failure(
                     None,
-                    codes.PARSE_ERROR,
+                    rpc.PARSE_ERROR,
                     "Parse error: JSON nested too deeply",
                     reason="parse_error",
                 )
@@ -260,14 +236,10 @@ class Server:
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             msg = _lenient_decode(frame)
             if msg is _MISSING:
-                raise _Refused(
-                    failure(None, codes.PARSE_ERROR, f"Parse error: {exc}", reason="parse_error")
+                raise rpc.Refused(
+                    rpc.failure(None, rpc.PARSE_ERROR, f"Parse error: {exc}", reason="parse_error")
                 ) from None
             return msg, True
-
-    def _check_batch(self, batch: list[Any]) -> None:
-        """_Refused for an empty batch, or one over max_batch_items."""
-        check_batch(batch, self.max_batch_items)
 
     def _handle_one(self, obj: Any, deliver: Deliver, bad_text: bool) -> None:
         """handle_request, with anything it raises answered as this request's -32603: one bad
@@ -285,7 +257,7 @@ class Server:
             if answered:
                 raise  # replied already: the failure is elsewhere (serve() logs it)
             rid = obj.get("id") if isinstance(obj, dict) else None
-            rid = rid if _valid_id(rid) else None
+            rid = rid if rpc.valid_id(rid) else None
             resp = self._internal_error("request_failed", exc, rid)
             deliver(None if isinstance(obj, dict) and "id" not in obj else resp)
 
@@ -298,15 +270,15 @@ class Server:
     def handle_request(self, obj: Any, deliver: Deliver, bad_text: bool = False) -> None:
         """Validate one request object and answer it now (errors, inline) or from a pool."""
         try:
-            rid, is_notification = _envelope(obj, bad_text)
+            rid, is_notification = rpc.envelope(obj, bad_text)
             method = obj["method"]
-            spec = self._lookup(method, rid, is_notification)
-            params = _params(spec, obj.get("params"), rid, is_notification)
+            spec = rpc.lookup(self.registry, method, rid, is_notification)
+            params = rpc.params_of(spec, obj.get("params"), rid, is_notification)
             if self.stopping.is_set() and spec.kind != "inline":
-                raise _refused(
+                raise rpc.refused(
                     rid, is_notification, -32013, "the server is shutting down", "shutting_down"
                 )
-        except _Refused as refused:
+        except rpc.Refused as refused:
             deliver(refused.reply)
             return
         ctx = RequestContext(self, rid, method, getattr(params, "progress_token", None))
@@ -314,9 +286,6 @@ class Server:
             deliver(self._run(spec, ctx, params, is_notification))
         else:
             self._schedule(spec, ctx, params, is_notification, deliver)
-
-    def _lookup(self, method: str, rid: Any, is_notification: bool) -> MethodSpec:
-        return lookup(self.registry, method, rid, is_notification)
 
     def _schedule(
         self,
@@ -368,7 +337,7 @@ class Server:
             except RuntimeError:  # pool already shut down
                 try:
                     deliver(
-                        _refused(
+                        rpc.refused(
                             ctx.id,
                             is_notification,
                             -32013,
@@ -384,7 +353,7 @@ class Server:
     def _run(
         self, spec: MethodSpec, ctx: RequestContext, params: Any, is_notification: bool
     ) -> dict[str, Any] | None:
-        """Execute the handler; its reply (None for a notification), errors mapped to codes."""
+        """Execute the handler; its reply (None for a notification), errors mapped to rpc."""
         t0 = time.perf_counter()
         try:
             ctx.check_cancelled()
@@ -394,7 +363,7 @@ class Server:
                 result = msgspec.Raw(self._bounded(spec, _encoder.encode(result)))
             resp = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
         except derr.ReosError as exc:
-            resp = _domain_failure(ctx.id, exc)
+            resp = rpc.domain_failure(ctx.id, exc)
         except Exception as exc:
             resp = self._internal_error("internal_error", exc, ctx.id, method=spec.name)
         self._served(spec, time.perf_counter() - t0)
@@ -439,7 +408,7 @@ class Server:
         self.log.error(
             event, incident=incident, error=repr(exc), traceback=traceback.format_exc(), **log
         )
-        return internal_failure(rid, incident)
+        return rpc.internal_failure(rid, incident)
 
     def cancel(self, req_id: Any) -> bool:
         """Mark an in-flight request as cancelled; False if it is not (or no longer) running."""
