@@ -208,6 +208,6 @@ class _Team:
         rows = pgsql.get_many(self.conn, self.reach, ids)
         metrics = pgsql.metrics_of(self.conn, self.who.org_id, ids)
         mems: dict[str, Memory] = {mid: to_memory(row) for mid, row in rows.items()}
-        return mems, {
-            mid: to_metrics(metrics.get(mid), mid) or MemoryMetrics(memory_id=mid) for mid in mems
-        }
+        # a memory without metrics yet gets empty ones in `gather.build`, as locally
+        found = {mid: to_metrics(row, mid) for mid, row in metrics.items() if mid in mems}
+        return mems, {mid: m for mid, m in found.items() if m is not None}
