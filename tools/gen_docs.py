@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import mcp.types as mt
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -57,7 +59,7 @@ def local_methods() -> str:
     return methods_table(load_all())
 
 
-def tools_table(tools: list) -> str:  # type: ignore[type-arg]
+def tools_table(tools: list[mt.Tool]) -> str:
     rows = ["| tool | arguments (`?`: optional) | what it does |", "|---|---|---|"]
     for t in tools:
         schema = t.input_schema
