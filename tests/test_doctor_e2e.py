@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.commands import sqrl
 from reos_memory.cli import connect as cn
 from reos_memory.store import Database
-from reos_memory.store import transcripts as tstore
+from reos_memory.store import transcripts as transcript_sql
 from reos_memory.store.migrations import migrate
 
 
@@ -25,7 +25,7 @@ def test_doctor_names_installed_connected_tools_and_their_last_session(tmp_path:
     store = Database(str(db))
     migrate(store, backup=False)
     when = "2026-05-04T10:11:12Z"
-    cursor_log = tstore.Cursor(
+    cursor_log = transcript_sql.Cursor(
         path=str(home / ".cursor" / "projects" / "shop" / "agent-transcripts" / "c1.jsonl"),
         agent="cursor",
         head_sha256="0" * 64,
@@ -43,7 +43,7 @@ def test_doctor_names_installed_connected_tools_and_their_last_session(tmp_path:
         first_read_at=when,
         updated_at=when,
     )
-    store.write(lambda conn: tstore.put(conn, cursor_log))
+    store.write(lambda conn: transcript_sql.put(conn, cursor_log))
     store.close()
     log = Path(str(db) + ".hook.log")
     log.write_text(

@@ -16,7 +16,8 @@ from reos_memory.models import EventIn
 from reos_memory.squirrel.ingest import AGENT_NAMES
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import Adapter, Parsed, ParseState, Place, Record
-from reos_memory.store import squirrel as ssql
+from reos_memory.store import sessions as session_sql
+from reos_memory.store import transcripts as transcript_sql
 
 
 class Toy(Adapter):
@@ -90,7 +91,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def _session(app: Any, sid: str) -> dict[str, Any] | None:
-    return app.squirrel.db.read(lambda c: ssql.get_session(c, sid))
+    return app.squirrel.db.read(lambda c: session_sql.get_session(c, sid))
 
 
 def _texts(app: Any, sid: str) -> list[str]:
@@ -155,7 +156,7 @@ def test_a_run_the_log_says_is_over_ends_and_a_held_back_block_comes_at_the_end(
     assert "r2" in ended
     assert _texts(app, "r2") == ["next", "held to the end"]
     assert _session(app, "r2")["ended"]  # type: ignore[index]
-    cur = app.squirrel.db.read(lambda c: tin.tsql.get(c, str(log)))
+    cur = app.squirrel.db.read(lambda c: transcript_sql.get(c, str(log)))
     assert ParseState.from_json(cur.state_json).extra == {}  # stored with the cursor
 
 
@@ -175,7 +176,7 @@ def test_sessions_of_many_projects_in_one_log_end_by_their_own_latest_event(
     assert old["ended"] and not new["ended"]  # by their own times, not the file's
     assert tin.end_idle_sessions(app.squirrel.ingest_deps, 3600) == {}  # `new` is still going
     assert "new" in tin.end_idle_sessions(app.squirrel.ingest_deps, 3600, force=True)
-    cur = app.squirrel.db.read(lambda c: tin.tsql.get(c, str(log)))
+    cur = app.squirrel.db.read(lambda c: transcript_sql.get(c, str(log)))
     assert ParseState.from_json(cur.state_json).live == {}
 
 
@@ -214,7 +215,7 @@ def test_every_commit_changes_what_other_ingesters_compare(app, tmp_path: Path) 
     tin.ingest_file(app.squirrel.ingest_deps, str(log), tin.Options(session_end=False))
 
     def mark() -> Any:
-        return tin._mark(app.squirrel.db.read(lambda c: tin.tsql.get(c, str(log))))
+        return tin._mark(app.squirrel.db.read(lambda c: transcript_sql.get(c, str(log))))
 
     before = mark()
     assert "h1" in tin.end_idle_sessions(app.squirrel.ingest_deps, 3600, force=True)

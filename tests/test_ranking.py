@@ -16,7 +16,7 @@ from reos_memory.squirrel.memory.policy import Policy, load_policy
 from reos_memory.squirrel.memory.ranking import Candidate, Dropped, Scope, candidate, choose
 from reos_memory.squirrel.token_count import count_tokens
 from reos_memory.store import Database
-from reos_memory.store import memories as msql
+from reos_memory.store import memories as memory_sql
 
 NOW = "2026-01-01T00:00:00Z"
 _ids = itertools.count(1)
@@ -216,7 +216,7 @@ def test_the_local_store_finds_keys_and_guards_of_every_owner_of_a_scope(db: Dat
     team = mem("Never force-push main.", kind="guard", tier="emergency", polarity=-1)
     team.owner_type, team.owner_id = "team", "t1"
     bobs = mem("Bob's own key.", key="user.editor", owner_id="bob")
-    db.write(lambda conn: [msql.insert_memory(conn, m, None) for m in (own, team, bobs)])
+    db.write(lambda conn: [memory_sql.insert_memory(conn, m, None) for m in (own, team, bobs)])
     merged = Scope("p1", frozenset({("user", "alice"), ("team", "t1")}), None)
     found, used = context.candidates(db, None, "pnpm", merged, policy, key_lookup=True)
     assert not used

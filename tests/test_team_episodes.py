@@ -18,8 +18,8 @@ import pytest
 from reos_memory.squirrel import api
 from reos_memory.squirrel.ingest.episodes import Limits, compress_episode, prefilter
 from reos_memory.squirrel.sync import episodes as shared
-from reos_memory.store import squirrel as ssql
-from reos_memory.store import team_cache as tsql
+from reos_memory.store import episodes as episode_sql
+from reos_memory.store import team_cache as team_cache_sql
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAUDE = ROOT.parent / "shared" / "formats" / "claude-code"
@@ -79,9 +79,9 @@ FAILING = [
 ]  # fmt: skip
 
 
-def _outbox(a: Any) -> list[tsql.OutboxItem]:
+def _outbox(a: Any) -> list[team_cache_sql.OutboxItem]:
     server = a.squirrel.team.server
-    return a.db.read(lambda c: tsql.items(c, server, "pending", 100, False))  # type: ignore[no-any-return]
+    return a.db.read(lambda c: team_cache_sql.items(c, server, "pending", 100, False))  # type: ignore[no-any-return]
 
 
 def test_an_episode_worth_a_writer_call_is_queued_under_its_local_id_and_once(sharing):
@@ -140,7 +140,7 @@ def test_trimming_keeps_errors_and_user_messages_and_drops_the_rest_first():
 
 def test_a_stored_episode_over_the_limits_says_how_much_was_left_out(sharing):
     (ep,) = _ingest(sharing, FAILING).episodes
-    stored = sharing.db.read(lambda c: ssql.get_episode(c, ep.episode_id))
+    stored = sharing.db.read(lambda c: episode_sql.get_episode(c, ep.episode_id))
     params, dropped = shared.params_for(stored, shared.Limits(max_events=2))
     assert dropped == 1 and [e.role for e in params.events] == ["user", "tool"]
 
@@ -154,13 +154,13 @@ def test_real_episodes_round_trip_to_the_same_stats_and_prefilter_verdict(tmp_pa
                 api.IngestTranscriptParams(path=str(log), session_end=True)
             )
         listed = a.db.read(
-            lambda c: ssql.list_episodes(
+            lambda c: episode_sql.list_episodes(
                 c, project_id=None, session_id=None, outcome=None, after_rowid=0, limit=1000
             )
         )
         assert len(listed) >= 3
         for _, row in listed:
-            ep = a.db.read(lambda c, i=row.id: ssql.get_episode(c, i))
+            ep = a.db.read(lambda c, i=row.id: episode_sql.get_episode(c, i))
             events, stats = compress_episode(
                 [shared.to_event(e) for e in ep.events], "2026-01-01T00:00:00Z"
             )

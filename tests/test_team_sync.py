@@ -23,8 +23,8 @@ from reos_memory.squirrel.memory import cr_memory
 from reos_memory.squirrel.memory.policy import load_policy
 from reos_memory.squirrel.sync.client import ClientSettings, TeamCallError, TeamClient
 from reos_memory.squirrel.sync.sync import Report, SyncSettings, TeamSync, _Moved
-from reos_memory.store import memories as msql
-from reos_memory.store import team_cache as tsql
+from reos_memory.store import memories as memory_sql
+from reos_memory.store import team_cache as team_cache_sql
 
 KEY = "rmk_0123456789abcdef_" + "s" * 43
 SERVER = "http://team.test"
@@ -45,9 +45,11 @@ def _down(request: httpx.Request) -> httpx.Response:
     raise httpx.ConnectError("connection refused", request=request)
 
 
-def _known(db, org: str = "org-1") -> tsql.SyncState:
-    db.write(lambda c: tsql.remember_key(c, SERVER, org, "0123456789abcdef", None, "writer"))
-    st = db.read(lambda c: tsql.sync_state(c, SERVER, "0123456789abcdef"))
+def _known(db, org: str = "org-1") -> team_cache_sql.SyncState:
+    db.write(
+        lambda c: team_cache_sql.remember_key(c, SERVER, org, "0123456789abcdef", None, "writer")
+    )
+    st = db.read(lambda c: team_cache_sql.sync_state(c, SERVER, "0123456789abcdef"))
     assert st is not None
     return st
 
@@ -79,7 +81,7 @@ def _own_memory(db, mid: str, text: str) -> None:
         kind="note", tier="long_term", key=None, text=text, status="active", confidence=None,
         expires_at=None, created_at=now, updated_at=now,
     )  # fmt: skip
-    db.write(lambda c: msql.insert_memory(c, m, None))
+    db.write(lambda c: memory_sql.insert_memory(c, m, None))
 
 
 # -- the pull cache -------------------------------------------------------------------------------
@@ -90,14 +92,14 @@ def test_a_page_is_applied_with_its_cursor_and_updates_in_place(db):
     st = _known(db)
     rep = Report()
     sync._apply(st, 0, _page(2, ("upsert", "tmem-a", _team_memory("tmem-a", "use pnpm"))), rep)
-    m = db.read(lambda c: msql.get_memory(c, "tmem-a"))
+    m = db.read(lambda c: memory_sql.get_memory(c, "tmem-a"))
     assert m is not None and m.owner_type == "team" and m.text == "use pnpm"
     st = sync.state()
     assert st is not None and st.last_seq == 2 and st.last_pull_at is not None
     newer = _team_memory("tmem-a", "use pnpm 9", version=2)
     sync._apply(st, 2, _page(3, ("upsert", "tmem-a", newer)), rep)
-    assert db.read(lambda c: msql.get_memory(c, "tmem-a")).text == "use pnpm 9"
-    assert db.read(lambda c: tsql.cached_version(c, "tmem-a"))[2] == 2
+    assert db.read(lambda c: memory_sql.get_memory(c, "tmem-a")).text == "use pnpm 9"
+    assert db.read(lambda c: team_cache_sql.cached_version(c, "tmem-a"))[2] == 2
     assert (rep.upserts, rep.forgets, rep.skipped) == (2, 0, 0)
     assert sync.state().last_seq == 3
 
@@ -109,7 +111,7 @@ def test_a_page_whose_cursor_moved_is_not_applied_twice(db):
     sync._apply(st, 0, page, Report())
     with pytest.raises(_Moved):  # another process applied it: the stale cursor is refused
         sync._apply(st, 0, _page(1, ("forget", "tmem-a", None)), Report())
-    assert db.read(lambda c: msql.get_memory(c, "tmem-a")) is not None
+    assert db.read(lambda c: memory_sql.get_memory(c, "tmem-a")) is not None
     assert sync.state().last_seq == 1
 
 
@@ -125,11 +127,11 @@ def test_pull_never_touches_a_users_own_memories(db):
         st, 0, _page(2, ("upsert", "explicit-mine", hostile), ("upsert", "tmem-b", _team_memory("tmem-b", "b"))), rep
     )  # fmt: skip
     sync._apply(sync.state(), 2, _page(3, ("forget", "explicit-mine", None)), rep)
-    mine = db.read(lambda c: msql.get_memory(c, "explicit-mine"))
+    mine = db.read(lambda c: memory_sql.get_memory(c, "explicit-mine"))
     assert mine is not None and mine.text == "my own note" and mine.owner_type == "user"
     assert (rep.upserts, rep.skipped, rep.forgets) == (1, 1, 0)
     sync._apply(sync.state(), 3, _page(4, ("forget", "tmem-b", None)), rep)
-    assert db.read(lambda c: msql.get_memory(c, "tmem-b")) is None
+    assert db.read(lambda c: memory_sql.get_memory(c, "tmem-b")) is None
     assert rep.forgets == 1 and sync.state().last_seq == 4
 
 
@@ -141,12 +143,12 @@ def test_another_orgs_cache_is_not_touched_by_this_orgs_pull(db):
     rep = Report()
     other._apply(st_a, 0, _page(1, ("forget", "tmem-b", None)), rep)
     other._apply(
-        db.read(lambda c: tsql.sync_state(c, SERVER, "0123456789abcdef")),
+        db.read(lambda c: team_cache_sql.sync_state(c, SERVER, "0123456789abcdef")),
         1,
         _page(2, ("upsert", "tmem-b", _team_memory("tmem-b", "taken over"))),
         rep,
     )
-    assert db.read(lambda c: msql.get_memory(c, "tmem-b")).text == "b"
+    assert db.read(lambda c: memory_sql.get_memory(c, "tmem-b")).text == "b"
     assert rep.skipped == 1 and rep.forgets == 0
 
 
@@ -173,8 +175,8 @@ def _params(text: str) -> wire.TeamMemoryAddParams:
     return wire.TeamMemoryAddParams(kind="note", text=text, owner_type="team", project_id="p")
 
 
-def _item(db, key: str) -> tsql.OutboxItem:
-    item = db.read(lambda c: tsql.outbox_item(c, key))
+def _item(db, key: str) -> team_cache_sql.OutboxItem:
+    item = db.read(lambda c: team_cache_sql.outbox_item(c, key))
     assert item is not None
     return item
 
@@ -262,12 +264,12 @@ def test_usage_is_reported_once_through_the_outbox(db):
     sync = _sync(db, _down)
     st = _known(db)
     sync._apply(st, 0, _page(1, ("upsert", "tmem-a", _team_memory("tmem-a", "a"))), Report())
-    db.write(lambda c: msql.count_opportunities(c, ["tmem-a"]))
-    db.write(lambda c: msql.count_uses(c, ["tmem-a"], now_iso()))
-    db.write(lambda c: msql.add_regret(c, ["tmem-a"], 1.5))
+    db.write(lambda c: memory_sql.count_opportunities(c, ["tmem-a"]))
+    db.write(lambda c: memory_sql.count_uses(c, ["tmem-a"], now_iso()))
+    db.write(lambda c: memory_sql.add_regret(c, ["tmem-a"], 1.5))
     sync._queue_usage(st)
     sync._queue_usage(st)  # nothing new: nothing queued
-    items = db.read(lambda c: tsql.pending(c, SERVER, 10))
+    items = db.read(lambda c: team_cache_sql.pending(c, SERVER, 10))
     assert [i.method for i in items] == ["squirrel/usage/report"]
     body = msgspec.json.decode(items[0].params, type=wire.UsageParams)
     (u,) = body.items
@@ -275,12 +277,12 @@ def test_usage_is_reported_once_through_the_outbox(db):
         "tmem-a", 1, 1, 1, 1.5,
     )  # fmt: skip
     assert body.idempotency_key == items[0].idempotency_key
-    db.write(lambda c: msql.count_opportunities(c, ["tmem-a"]))
+    db.write(lambda c: memory_sql.count_opportunities(c, ["tmem-a"]))
     sync._queue_usage(st)  # one report waits unsent: the new count waits for the next one
-    assert len(db.read(lambda c: tsql.pending(c, SERVER, 10))) == 1
-    db.write(lambda c: tsql.finish(c, items[0].id, "done", now_iso(), "{}", None))
+    assert len(db.read(lambda c: team_cache_sql.pending(c, SERVER, 10))) == 1
+    db.write(lambda c: team_cache_sql.finish(c, items[0].id, "done", now_iso(), "{}", None))
     sync._queue_usage(st)
-    (later,) = db.read(lambda c: tsql.pending(c, SERVER, 10))
+    (later,) = db.read(lambda c: team_cache_sql.pending(c, SERVER, 10))
     (u2,) = msgspec.json.decode(later.params, type=wire.UsageParams).items
     assert (u2.opportunities, u2.uses, u2.regret_hits) == (1, 0, 0)
 

@@ -17,7 +17,8 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest.base import ParseState
 from reos_memory.squirrel.ingest.claude_code import ClaudeCode
-from reos_memory.store import squirrel as ssql
+from reos_memory.store import episodes as episode_sql
+from reos_memory.store import sessions as session_sql
 from tests.agent_fixtures import open_app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -464,7 +465,6 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
     sequence number is taken twice."""
     from reos_memory.models import EventIn
     from reos_memory.squirrel.ingest import episodes
-    from reos_memory.store import squirrel as ssql
 
     sq = app.squirrel  # type: ignore[attr-defined]
     proj = sq.project(None, str(tmp_path))
@@ -503,7 +503,7 @@ def test_an_ingest_prepared_before_another_writer_moved_the_session_is_redone(
     assert [r[0] for r in rows] == list(range(1, 9))
     texts = [json.loads(r[1])["text"] for r in rows]
     assert texts == [f"message {i} about the parser" for i in (10, 11, 12, 13, 14, 0, 1, 2)]
-    sess = app.db.read(lambda c: ssql.get_session(c, "s1"))  # type: ignore[attr-defined]
+    sess = app.db.read(lambda c: session_sql.get_session(c, "s1"))  # type: ignore[attr-defined]
     assert sess["state"]["seq"] == 9 and sess["state"]["n"] == 8
 
     # prepared against the session as it still is: committed as prepared, not done again
@@ -575,7 +575,7 @@ def test_a_hooks_blocking_message_is_not_the_users_words(app, tmp_path: Path) ->
     sq = app.squirrel  # type: ignore[attr-defined]
     rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=True))
     assert rep.counts["hook_messages"] == 1 and rep.episodes
-    ep = sq.db.read(lambda c: ssql.get_episode(c, rep.episodes[0]["episode_id"]))
+    ep = sq.db.read(lambda c: episode_sql.get_episode(c, rep.episodes[0]["episode_id"]))
     said = [e.get("text") or e.get("summary") for e in ep.events if e["role"] == "user"]
     assert said == ["fix tests"]
     assert not any("stopped by hook" in json.dumps(e) for e in ep.events if e["role"] == "user")

@@ -156,7 +156,7 @@ def build_db(path: Path, texts: list[str], vecs: np.ndarray) -> None:
     from reos_memory.embeddings.base import MINILM_ID, to_blob
     from reos_memory.models import content_hash
     from reos_memory.store import Database
-    from reos_memory.store import vectors as vsql
+    from reos_memory.store import vectors as vec_sql
     from reos_memory.store.migrations import migrate
 
     db = Database(str(path), synchronous="OFF")
@@ -164,8 +164,8 @@ def build_db(path: Path, texts: list[str], vecs: np.ndarray) -> None:
     now = "2026-01-01T00:00:00.000Z"
 
     def tx(conn: apsw.Connection) -> None:
-        vsql.set_meta(conn, model_id=MINILM_ID, dimensions=vecs.shape[1])
-        vsql.ensure_vector_table(conn, vecs.shape[1])
+        vec_sql.set_meta(conn, model_id=MINILM_ID, dimensions=vecs.shape[1])
+        vec_sql.ensure_vector_table(conn, vecs.shape[1])
         conn.executemany(
             "INSERT INTO blocks(id,type,act_id,position,content,content_hash,rich_text,created_at,updated_at)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
@@ -236,16 +236,16 @@ def knn_figures(path: Path, vecs: np.ndarray, qvecs: np.ndarray) -> dict[str, An
     """KNN top-10 in process: the memory index (p50, recall@10 against exact float32 search,
     unfiltered and act-filtered, with exact rescoring as memory/search does it) and vec0."""
     from reos_memory.store import Database
-    from reos_memory.store import vectors as vsql
+    from reos_memory.store import vectors as vec_sql
     from reos_memory.store.vector_index import VectorSearch
 
     out: dict[str, Any] = {}
     db = Database(str(path))
     search = VectorSearch("memory")
     t0 = time.perf_counter()
-    search.index(vsql.BLOCKS, db.read, vecs.shape[1])
+    search.index(vec_sql.BLOCKS, db.read, vecs.shape[1])
     out["memory_index_load_s"] = round(time.perf_counter() - t0, 2)
-    out["memory_index"] = search.status(vsql.BLOCKS)
+    out["memory_index"] = search.status(vec_sql.BLOCKS)
     act2 = np.flatnonzero(np.arange(len(vecs)) % 5 == 2)  # build_db puts block i in act-(i % 5)
     for label, parts, rows in (("", None, None), ("_act_filtered", ["act-2"], act2)):
         # the exact answers first: BLAS threads still spinning after a product would slow the
@@ -254,7 +254,7 @@ def knn_figures(path: Path, vecs: np.ndarray, qvecs: np.ndarray) -> dict[str, An
         times, found = [], []
         for q in qvecs:
             t = time.perf_counter()
-            hits = search.knn(vsql.BLOCKS, q, 10, parts, db.read, vecs.shape[1])
+            hits = search.knn(vec_sql.BLOCKS, q, 10, parts, db.read, vecs.shape[1])
             times.append(time.perf_counter() - t)
             found.append({b for b, _ in hits})
         recall = [len(f & t) / 10 for f, t in zip(found, truth, strict=True)]
@@ -268,7 +268,7 @@ def knn_figures(path: Path, vecs: np.ndarray, qvecs: np.ndarray) -> dict[str, An
     for q in qvecs[: 50 if len(vecs) <= 100_000 else 5]:
         b = np.ascontiguousarray(q, dtype="<f4").tobytes()
         t = time.perf_counter()
-        db.read(lambda c, b=b: vsql.knn_sqlite(c, b, 10, None))  # type: ignore[misc]
+        db.read(lambda c, b=b: vec_sql.knn_sqlite(c, b, 10, None))  # type: ignore[misc]
         vec_t.append(time.perf_counter() - t)
     db.close()
     out["knn_top10_vec0_p50_ms"] = round(pct(vec_t, 0.5) * 1000, 3)

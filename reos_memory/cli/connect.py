@@ -444,10 +444,10 @@ def last_sessions(db: str) -> dict[str, dict[str, Any]] | str:
         conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
     except apsw.Error as exc:
         return f"cannot open: {exc}"
-    from reos_memory.store import transcripts as tsql
+    from reos_memory.store import transcripts as transcript_sql
 
     try:
-        agents = tsql.summary(conn)
+        agents = transcript_sql.summary(conn)
     except apsw.Error as exc:
         return f"cannot read: {exc}"
     finally:

@@ -504,7 +504,7 @@ def _known_project_roots(config: Config) -> list[str]:
         return []
     import apsw
 
-    from reos_memory.store import squirrel as ssql
+    from reos_memory.store import projects as project_sql
 
     try:
         conn = apsw.Connection(config.db, flags=apsw.SQLITE_OPEN_READONLY)
@@ -512,7 +512,7 @@ def _known_project_roots(config: Config) -> list[str]:
         return []
     try:
         conn.set_busy_timeout(5000)
-        return ssql.project_roots(conn)
+        return project_sql.project_roots(conn)
     except apsw.Error:
         return []
     finally:

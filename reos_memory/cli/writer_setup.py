@@ -81,12 +81,12 @@ def _history(config: Config) -> dict[str, int]:
     if config.db == ":memory:" or not os.path.exists(config.db):
         return {}
     from reos_memory.store import Database
-    from reos_memory.store import squirrel as ssql
+    from reos_memory.store import writer_calls as call_sql
 
     since = (datetime.now(UTC) - timedelta(days=HISTORY_DAYS)).strftime("%Y-%m-%d")
     db = Database(config.db)
     try:
-        return db.read(lambda c: ssql.writer_episodes_by_day(c, since))
+        return db.read(lambda c: call_sql.writer_episodes_by_day(c, since))
     except Exception:  # an old or foreign file: no history to go by
         return {}
     finally:

@@ -25,7 +25,7 @@ from reos_memory.models import (
     spans_text,
 )
 from reos_memory.store import Database
-from reos_memory.store import blocks as sql
+from reos_memory.store import blocks as block_sql
 from reos_memory.store import relationships as rel_sql
 from reos_memory.store import vectors as vec_sql
 
@@ -44,7 +44,7 @@ def _spans(content: str | None, rich_text: list[RichTextSpan] | None) -> list[Ri
 
 
 def _require_block(conn: apsw.Connection, block_id: str, field: str) -> Block:
-    block = sql.get_block(conn, block_id)
+    block = block_sql.get_block(conn, block_id)
     if block is None:
         raise NotFound("block", block_id, field=field)
     return block
@@ -61,7 +61,7 @@ def _check_parent(conn: apsw.Connection, parent_id: str, act_id: str) -> None:
 def _next_position(conn: apsw.Connection, parent_id: str | None, page_id: str | None) -> int:
     if parent_id is None and page_id is None:
         return 0
-    top = sql.max_position(conn, parent_id=parent_id, page_id=page_id)
+    top = block_sql.max_position(conn, parent_id=parent_id, page_id=page_id)
     return 0 if top is None else top + 1
 
 
@@ -93,7 +93,7 @@ def create_block(
     prepared = indexer.prepare(text) if indexer is not None and p.index else None
 
     def tx(conn: apsw.Connection) -> Block:
-        if p.id is not None and sql.block_exists(conn, p.id):
+        if p.id is not None and block_sql.block_exists(conn, p.id):
             raise Conflict(f"block {p.id!r} exists already", existing_id=p.id, field="$.id")
         if p.parent_id is not None:
             _check_parent(conn, p.parent_id, p.act_id)
@@ -115,7 +115,7 @@ def create_block(
             created_at=now,
             updated_at=now,
         )
-        sql.insert_block(conn, block)
+        block_sql.insert_block(conn, block)
         if indexer is not None:
             indexer.write(conn, block.id, text, prepared)
         return block
@@ -136,7 +136,7 @@ def get_block(db: Database, p: api.BlockGetParams) -> Block:
 
 
 def _attach_children(conn: apsw.Connection, block: Block, seen: set[str]) -> None:
-    kids = [k for k in sql.children_of(conn, block.id) if k.id not in seen]
+    kids = [k for k in block_sql.children_of(conn, block.id) if k.id not in seen]
     seen.update(k.id for k in kids)
     for kid in kids:
         _attach_children(conn, kid, seen)
@@ -152,7 +152,7 @@ def list_blocks(db: Database, p: api.BlockListParams) -> api.BlockListResult:
     parent = None if isinstance(p.parent_id, UnsetType) else p.parent_id
 
     def tx(conn: apsw.Connection) -> list[tuple[int, Block]]:
-        return sql.list_blocks(
+        return block_sql.list_blocks(
             conn,
             act_id=p.act_id,
             type=p.type,
@@ -211,7 +211,7 @@ def update_block(
             block.position = p.position
         block.version += 1
         block.updated_at = now_iso()
-        sql.replace_block(conn, block)
+        block_sql.replace_block(conn, block)
         if indexer is not None and new_text is not None:
             indexer.write(conn, block.id, new_text, prepared)
         return block
@@ -257,7 +257,7 @@ def _merged(old: dict[str, Any], new: dict[str, Any], replace: bool) -> dict[str
 
 
 def _check_move(conn: apsw.Connection, block: Block, parent_id: str) -> None:
-    if parent_id == block.id or parent_id in sql.descendant_ids(conn, block.id):
+    if parent_id == block.id or parent_id in block_sql.descendant_ids(conn, block.id):
         raise InvalidInput("parent_id", "a block cannot move under itself or its descendants")
     _check_parent(conn, parent_id, block.act_id)
 
@@ -272,9 +272,9 @@ def delete_block(db: Database, p: api.BlockDeleteParams) -> api.BlockDeleteResul
     block_id = p.block_id
 
     def tx(conn: apsw.Connection) -> api.BlockDeleteResult:
-        if not sql.block_exists(conn, block_id):
+        if not block_sql.block_exists(conn, block_id):
             return api.BlockDeleteResult(deleted=False, block_id=block_id, deleted_block_ids=[])
-        below = sql.descendant_ids(conn, block_id)
+        below = block_sql.descendant_ids(conn, block_id)
         if below and not p.recursive:
             raise Conflict(
                 f"block {block_id!r} has {len(below)} descendant block(s);"
@@ -285,7 +285,7 @@ def delete_block(db: Database, p: api.BlockDeleteParams) -> api.BlockDeleteResul
         ids = [*reversed(below), block_id]
         edges = rel_sql.count_touching(conn, ids)
         embeddings = vec_sql.count_embeddings_of(conn, ids)
-        sql.delete_blocks(conn, ids)
+        block_sql.delete_blocks(conn, ids)
         return api.BlockDeleteResult(
             deleted=True,
             block_id=block_id,

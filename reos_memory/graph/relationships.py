@@ -9,7 +9,7 @@ from reos_memory.graph import api
 from reos_memory.models import Relationship, new_id, now_iso
 from reos_memory.store import Database
 from reos_memory.store import blocks as block_sql
-from reos_memory.store import relationships as sql
+from reos_memory.store import relationships as rel_sql
 
 
 def add_relationship(
@@ -26,7 +26,7 @@ def add_relationship(
     for field, bid in (("source_id", p.source_id), ("target_id", p.target_id)):
         if not block_sql.block_exists(conn, bid):
             raise NotFound("block", bid, field=field_names.get(field, field))
-    existing = sql.find_relationship(conn, p.source_id, p.target_id, p.rel_type)
+    existing = rel_sql.find_relationship(conn, p.source_id, p.target_id, p.rel_type)
     if existing is not None:
         raise Conflict(
             f"a {p.rel_type!r} relationship from {p.source_id!r} to {p.target_id!r} exists already"
@@ -43,7 +43,7 @@ def add_relationship(
         source=p.source,
         created_at=now_iso(),
     )
-    sql.insert_relationship(conn, rel)
+    rel_sql.insert_relationship(conn, rel)
     return rel
 
 
@@ -58,7 +58,7 @@ def list_relationships(db: Database, p: api.RelListParams) -> api.RelListResult:
     def tx(conn: apsw.Connection) -> list[Relationship]:
         if not block_sql.block_exists(conn, p.block_id):
             raise NotFound("block", p.block_id, field="block_id")
-        return sql.list_for_block(conn, p.block_id, p.direction, p.rel_types)
+        return rel_sql.list_for_block(conn, p.block_id, p.direction, p.rel_types)
 
     rels = db.read(tx)
     return api.RelListResult(relationships=rels, count=len(rels))
@@ -70,14 +70,14 @@ def update_relationship(db: Database, p: api.RelUpdateParams) -> Relationship:
         raise InvalidInput("confidence", "give confidence, weight or both")
 
     def tx(conn: apsw.Connection) -> Relationship:
-        rel = sql.get_relationship(conn, p.relationship_id)
+        rel = rel_sql.get_relationship(conn, p.relationship_id)
         if rel is None:
             raise NotFound("relationship", p.relationship_id, field="relationship_id")
         if p.confidence is not None:
             rel.confidence = p.confidence
         if p.weight is not None:
             rel.weight = p.weight
-        sql.update_relationship(conn, rel.id, rel.confidence, rel.weight)
+        rel_sql.update_relationship(conn, rel.id, rel.confidence, rel.weight)
         return rel
 
     return db.write(tx)
@@ -85,5 +85,5 @@ def update_relationship(db: Database, p: api.RelUpdateParams) -> Relationship:
 
 def delete_relationship(db: Database, p: api.RelDeleteParams) -> api.RelDeleteResult:
     """Remove an edge; deleted=false when there was none (deletes are idempotent)."""
-    deleted = db.write(lambda conn: sql.delete_relationship(conn, p.relationship_id))
+    deleted = db.write(lambda conn: rel_sql.delete_relationship(conn, p.relationship_id))
     return api.RelDeleteResult(deleted=deleted, relationship_id=p.relationship_id)

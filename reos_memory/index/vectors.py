@@ -22,7 +22,7 @@ from reos_memory.models import content_hash, now_iso
 from reos_memory.store import Database
 from reos_memory.store import keywords as kw_sql
 from reos_memory.store import memories as memory_sql
-from reos_memory.store import vectors as sql
+from reos_memory.store import vectors as vec_sql
 from reos_memory.store.keyword_index import KeywordIndex
 
 if TYPE_CHECKING:  # numpy and the memory index load on first use, off the start-up path
@@ -74,13 +74,13 @@ class Indexer:
         """
 
         def tx(conn: apsw.Connection) -> int:
-            meta = sql.get_meta(conn)
+            meta = vec_sql.get_meta(conn)
             dropped = 0
             if meta.get("model_id") not in (None, embedder.model_id):
-                dropped = sql.delete_all_embeddings(conn) + memory_sql.drop_all_embeddings(conn)
-            sql.set_meta(conn, model_id=embedder.model_id, dimensions=embedder.dimensions)
-            for space in sql.SPACES:
-                sql.ensure_vector_table(conn, embedder.dimensions, space)
+                dropped = vec_sql.delete_all_embeddings(conn) + memory_sql.drop_all_embeddings(conn)
+            vec_sql.set_meta(conn, model_id=embedder.model_id, dimensions=embedder.dimensions)
+            for space in vec_sql.SPACES:
+                vec_sql.ensure_vector_table(conn, embedder.dimensions, space)
             return dropped
 
         dropped = self.db.write(tx)
@@ -92,7 +92,7 @@ class Indexer:
         emb = self.embeddings.wait_ready(timeout=60)
         if emb is None:
             return None, self.embeddings.detail or f"embedder {self.embeddings.state}"
-        recorded = self.db.read(sql.recorded_model)
+        recorded = self.db.read(vec_sql.recorded_model)
         if recorded != emb.model_id:
             return None, (
                 f"the database's vectors come from {recorded!r} but this process runs {emb.model_id!r};"
@@ -107,7 +107,7 @@ class Indexer:
 
     def prepare(self, text: str) -> tuple[bytes, str] | None:
         """The (vector blob, model id) for a block's text, or None if it cannot be embedded now."""
-        if not sql.has_text(text) or self.embeddings.state in ("disabled", "failed"):
+        if not vec_sql.has_text(text) or self.embeddings.state in ("disabled", "failed"):
             return None
         try:
             emb = self.embeddings.embed([text], priority=0)
@@ -120,13 +120,13 @@ class Indexer:
     ) -> bool:
         """Inside a write transaction: store a prepared vector if the database uses its model.
         A block whose text became blank loses its vector (it must not stay findable)."""
-        if not sql.has_text(text):
-            sql.delete_embedding(conn, block_id)
+        if not vec_sql.has_text(text):
+            vec_sql.delete_embedding(conn, block_id)
             return False
         if prepared is None:
             return False
         blob, model_id = prepared
-        return sql.store_if_model(conn, block_id, blob, model_id, content_hash(text), now_iso())
+        return vec_sql.store_if_model(conn, block_id, blob, model_id, content_hash(text), now_iso())
 
     def index_blocks(
         self,
@@ -145,16 +145,16 @@ class Indexer:
         if emb is None:
             raise EmbedderUnavailable(f"cannot index: {reason}")
         if block_ids is None:
-            rows = self.db.read(lambda c: sql.blocks_needing_index(c, act_id, 10**9))
+            rows = self.db.read(lambda c: vec_sql.blocks_needing_index(c, act_id, 10**9))
             block_ids = [bid for _, bid in rows]
         report = BatchReport(total=len(block_ids))
-        found = self.db.read(lambda c: sql.texts_for(c, block_ids))
+        found = self.db.read(lambda c: vec_sql.texts_for(c, block_ids))
         work: list[tuple[str, str, str]] = []
         for bid in dict.fromkeys(block_ids):
             if bid not in found:
                 report.failed += 1
                 report.failures.append({"block_id": bid, "reason": "not_found"})
-            elif not sql.has_text(found[bid][0]):
+            elif not vec_sql.has_text(found[bid][0]):
                 report.skipped += 1
             else:
                 work.append((bid, found[bid][0], found[bid][1]))
@@ -171,10 +171,10 @@ class Indexer:
         def tx(conn: apsw.Connection) -> None:
             if cancelled and cancelled():
                 raise Cancelled("indexing was cancelled; nothing was written")
-            if sql.recorded_model(conn) != emb.model_id:
+            if vec_sql.recorded_model(conn) != emb.model_id:
                 raise EmbedderUnavailable("the database switched to another model while indexing")
             now = now_iso()
-            current = sql.texts_for(conn, [w[0] for w in work])
+            current = vec_sql.texts_for(conn, [w[0] for w in work])
             for (bid, _text, chash), blob in zip(work, vectors, strict=True):
                 if bid not in current:
                     report.failed += 1
@@ -183,9 +183,9 @@ class Indexer:
                     report.failed += 1
                     report.failures.append({"block_id": bid, "reason": "changed_meanwhile"})
                 else:
-                    sql.upsert_embedding(conn, bid, blob, emb.model_id, chash, now)
+                    vec_sql.upsert_embedding(conn, bid, blob, emb.model_id, chash, now)
                     report.indexed += 1
-            sql.prune_changes(conn)
+            vec_sql.prune_changes(conn)
 
         if work:
             self.db.write(tx)
@@ -204,10 +204,10 @@ class Indexer:
         return reason
 
     def remove(self, block_id: str) -> bool:
-        return self.db.write(lambda c: sql.delete_embedding(c, block_id))
+        return self.db.write(lambda c: vec_sql.delete_embedding(c, block_id))
 
     def pending_count(self) -> int:
-        missing, stale = self.db.read(sql.count_needing_index)
+        missing, stale = self.db.read(vec_sql.count_needing_index)
         return missing + stale + self.db.read(memory_sql.count_unembedded)
 
     def embed_memories(self, stop: Callable[[], bool], chunk: int = CHUNK) -> int:
@@ -225,7 +225,7 @@ class Indexer:
             def tx(
                 conn: apsw.Connection, rows: list[tuple[str, str]] = rows, vecs: Any = vecs
             ) -> int:
-                if sql.recorded_model(conn) != emb.model_id:
+                if vec_sql.recorded_model(conn) != emb.model_id:
                     return 0
                 return sum(
                     memory_sql.set_embedding(conn, mid, text, to_blob(v))
@@ -242,7 +242,7 @@ class Indexer:
         """Index every unindexed or stale block and memory, a chunk per transaction (at start)."""
         done = self.embed_memories(stop)
         while not stop():
-            rows = self.db.read(lambda c: sql.blocks_needing_index(c, None, chunk))
+            rows = self.db.read(lambda c: vec_sql.blocks_needing_index(c, None, chunk))
             if not rows:
                 return done
             report = self.index_blocks([bid for _, bid in rows])
@@ -275,7 +275,7 @@ class Indexer:
         k: int,
         act_id: str | None = None,
         *,
-        space: sql.Space = sql.BLOCKS,
+        space: vec_sql.Space = vec_sql.BLOCKS,
         parts: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Top-k (id, cosine) of a space from the configured vector index, within `act_id` (blocks)
@@ -289,7 +289,7 @@ class Indexer:
         queries: np.ndarray,
         k: int,
         *,
-        space: sql.Space = sql.BLOCKS,
+        space: vec_sql.Space = vec_sql.BLOCKS,
         parts: Sequence[str] | None = None,
     ) -> list[list[tuple[str, float]]]:
         """Top-k (id, cosine) for each row of `queries`."""
@@ -312,12 +312,12 @@ class Indexer:
         return kw_sql.keyword_search(conn, words, k, act_id, postings)
 
     def similarities(
-        self, query: np.ndarray, ids: Sequence[str], *, space: sql.Space = sql.BLOCKS
+        self, query: np.ndarray, ids: Sequence[str], *, space: vec_sql.Space = vec_sql.BLOCKS
     ) -> dict[str, float]:
         """Cosine of the query to specific ids (for fusing keyword-only hits)."""
         return self.vectors().similarities(space, query, ids, self.db.read, self._dims())
 
-    def drop_saved_index(self, space: sql.Space) -> None:
+    def drop_saved_index(self, space: vec_sql.Space) -> None:
         """Delete the space's saved index file (a vector erased for good must not linger there;
         the next process builds the index again)."""
         if self.vector_search == "memory":
@@ -327,7 +327,7 @@ class Indexer:
         """What the block vectors' memory index holds now (without loading it)."""
         if self.vector_search == "sqlite":
             return {"kind": "sqlite", "vectors": 0}
-        return self.vectors().status(sql.BLOCKS)
+        return self.vectors().status(vec_sql.BLOCKS)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -37,10 +37,14 @@ from reos_memory.squirrel.projects import (
 from reos_memory.squirrel.sync import writes
 from reos_memory.squirrel.writer.schema import WriterOp
 from reos_memory.store import Database
-from reos_memory.store import memories as msql
-from reos_memory.store import squirrel as ssql
-from reos_memory.store import team_cache as team_sql
-from reos_memory.store import transcripts as tsql
+from reos_memory.store import contexts as context_sql
+from reos_memory.store import episodes as episode_sql
+from reos_memory.store import memories as memory_sql
+from reos_memory.store import projects as project_sql
+from reos_memory.store import sessions as session_sql
+from reos_memory.store import team_cache as team_cache_sql
+from reos_memory.store import transcripts as transcript_sql
+from reos_memory.store import writer_calls as call_sql
 
 if TYPE_CHECKING:
     from reos_memory.squirrel.ingest import episodes
@@ -153,7 +157,7 @@ class Squirrel:
         """The policy in force for a project known by id (its root's file included)."""
         if project_id is None:
             return self.policy()
-        return self.policy(self.db.read(lambda c: ssql.project_root(c, project_id)))
+        return self.policy(self.db.read(lambda c: project_sql.project_root(c, project_id)))
 
     @property
     def ingest_deps(self) -> IngestDeps:
@@ -231,14 +235,14 @@ class Squirrel:
 
         def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
             if session_id is not None:
-                sess = ssql.get_session(conn, session_id)
+                sess = session_sql.get_session(conn, session_id)
                 if sess is not None and sess["project_id"] != proj.id:
                     raise InvalidInput(
                         "session_id", f"session belongs to project {sess['project_id']!r}"
                     )
                 sessions = [session_id]
             else:
-                sessions = ssql.open_sessions(conn, proj.id)
+                sessions = session_sql.open_sessions(conn, proj.id)
             out = []
             for sid in sessions:
                 ep = episodes.flush_session(conn, sid, limits, pol.regret)
@@ -291,7 +295,7 @@ class Squirrel:
     def pending_events(self, session_ids: Iterable[str]) -> dict[str, int]:
         """Events of these sessions not yet cut into an episode, by session (none: left out)."""
         ids = sorted(set(session_ids))
-        return self.db.read(lambda c: ssql.pending_events_of(c, ids)) if ids else {}
+        return self.db.read(lambda c: session_sql.pending_events_of(c, ids)) if ids else {}
 
     def limits(self) -> episodes.Limits:
         from reos_memory.squirrel.ingest import episodes
@@ -318,7 +322,7 @@ class Squirrel:
             return None
         self._pruned_at = now
         before = iso(datetime.now(UTC) - timedelta(days=self.settings.log_retention_days))
-        gone = self.db.write(lambda c: ssql.prune_logs(c, before))
+        gone = self.db.write(lambda c: call_sql.prune_logs(c, before))
         if self.log and any(gone.values()):
             self.log.info("logs_pruned", before=before, **gone)
         return gone
@@ -331,11 +335,11 @@ class Squirrel:
             project_id = self.project(p.project_id, p.project_root).id
         episode_id, wait = p.episode_id, p.wait
         if episode_id is not None:
-            if self.db.read(lambda c: ssql.get_episode(c, episode_id, False)) is None:
+            if self.db.read(lambda c: episode_sql.get_episode(c, episode_id, False)) is None:
                 raise NotFound("episode", episode_id, field="episode_id")
             ids = [episode_id]
         else:
-            ids = self.db.read(lambda c: ssql.unprocessed_episodes(c, project_id, 1000))
+            ids = self.db.read(lambda c: episode_sql.unprocessed_episodes(c, project_id, 1000))
         if wait or self.writer.writer_kind() == "rules":
             return api.EpisodeRetryResult(episodes=[self.writer.process_episode(i) for i in ids])
         for i in ids:
@@ -378,7 +382,7 @@ class Squirrel:
         owner = self.owner(owner_type, owner_id)
         if proj is not None:
             self.db.write(
-                lambda c: ssql.touch_project(c, proj.id, proj.root, now_iso(), proj.identity)
+                lambda c: project_sql.touch_project(c, proj.id, proj.root, now_iso(), proj.identity)
             )
         mem_id = new_id("explicit")
         res = commit(
@@ -398,7 +402,7 @@ class Squirrel:
         if res["action"] == "rejected":
             raise InvalidInput("text", res["reason"])
         mid = res["memory_id"]
-        out: dict[str, Any] = {"memory": self.db.read(lambda c: msql.get_memory(c, mid))}
+        out: dict[str, Any] = {"memory": self.db.read(lambda c: memory_sql.get_memory(c, mid))}
         if res["action"] == "deduplicated":
             out["deduplicated_into"] = mid
             out["reason"] = res["reason"]
@@ -443,7 +447,7 @@ class Squirrel:
             record=not p.dry_run,
         )
         if team.status != "off":
-            cached = self.db.read(lambda c: team_sql.cached_texts(c, out.memory_ids))
+            cached = self.db.read(lambda c: team_cache_sql.cached_texts(c, out.memory_ids))
             team.memory_ids = [i for i in out.memory_ids if i in cached]
         out.team = team
         return out
@@ -476,15 +480,15 @@ class Squirrel:
         contexts it was given in."""
 
         def read(conn: apsw.Connection) -> dict[str, Any]:
-            m = msql.get_memory(conn, memory_id)
+            m = memory_sql.get_memory(conn, memory_id)
             if m is None:
                 raise NotFound("memory", memory_id, field="memory_id")
             return {
                 "memory": m,
-                "evidence": msql.evidence_of(conn, memory_id),
-                "metrics": msql.metrics_of(conn, [memory_id]).get(memory_id),
-                "history": msql.history_of(conn, memory_id),
-                "injections": msql.injections_of(conn, memory_id),
+                "evidence": memory_sql.evidence_of(conn, memory_id),
+                "metrics": memory_sql.metrics_of(conn, [memory_id]).get(memory_id),
+                "history": memory_sql.history_of(conn, memory_id),
+                "injections": memory_sql.injections_of(conn, memory_id),
             }
 
         return _typed(self.db.read(read), api.MemoryGetResult)
@@ -501,7 +505,7 @@ class Squirrel:
         after = decode_cursor(p.cursor, "squirrel/memories/list")
         owner = (owner_type or "user", owner_id or "") if owner_id or owner_type else None
         rows = self.db.read(
-            lambda c: msql.list_memories(
+            lambda c: memory_sql.list_memories(
                 c,
                 project_ids=pids,
                 statuses=p.statuses,
@@ -518,7 +522,7 @@ class Squirrel:
         )
         mems, next_cursor = page(rows, limit)
         ids = [m.id for m in mems]
-        metrics = self.db.read(lambda c: msql.metrics_of(c, ids))
+        metrics = self.db.read(lambda c: memory_sql.metrics_of(c, ids))
         return _typed(
             {
                 "memories": mems,
@@ -572,7 +576,7 @@ class Squirrel:
         def tx(conn: apsw.Connection) -> Memory:
             from reos_memory.store.vectors import recorded_model
 
-            m = msql.get_memory(conn, memory_id)
+            m = memory_sql.get_memory(conn, memory_id)
             if m is None:
                 raise NotFound("memory", memory_id, field="memory_id")
             _check_key_free(conn, m, changes)
@@ -584,8 +588,8 @@ class Squirrel:
                 fields["text"] = text
                 ok = model_id is not None and recorded_model(conn) == model_id
                 fields["embedding"] = vec_blob if ok else None
-            msql.update_memory(conn, memory_id, now_iso(), **fields)
-            out = msql.get_memory(conn, memory_id)
+            memory_sql.update_memory(conn, memory_id, now_iso(), **fields)
+            out = memory_sql.get_memory(conn, memory_id)
             assert out is not None
             return out
 
@@ -603,9 +607,9 @@ class Squirrel:
             return writes.forget(self._team(), self.db, memory_id)
 
         def tx(conn: apsw.Connection) -> dict[str, int]:
-            if msql.get_memory(conn, memory_id) is None:
+            if memory_sql.get_memory(conn, memory_id) is None:
                 raise NotFound("memory", memory_id, field="memory_id")
-            return msql.delete_memory(conn, memory_id)
+            return memory_sql.delete_memory(conn, memory_id)
 
         removed = self.db.write(tx)
         if self.vectors is not None:  # the saved index file still holds its vector
@@ -680,7 +684,7 @@ class Squirrel:
             else None
         )
         rows = self.db.read(
-            lambda c: ssql.list_episodes(
+            lambda c: episode_sql.list_episodes(
                 c,
                 project_id=pid,
                 session_id=p.session_id,
@@ -694,7 +698,7 @@ class Squirrel:
 
     def get_episode(self, episode_id: str) -> api.EpisodeGetResult:
         """One episode with its compressed events and the ops the writer committed."""
-        ep = self.db.read(lambda c: ssql.get_episode(c, episode_id, True))
+        ep = self.db.read(lambda c: episode_sql.get_episode(c, episode_id, True))
         if ep is None:
             raise NotFound("episode", episode_id, field="episode_id")
         return api.EpisodeGetResult(episode=ep)
@@ -714,10 +718,10 @@ class Squirrel:
         }
 
         def tx(conn: apsw.Connection) -> dict[str, Any]:
-            ctx = ssql.get_context(conn, context_id)
+            ctx = context_sql.get_context(conn, context_id)
             if ctx is None:
                 raise NotFound("context", context_id, field="context_id")
-            root = ssql.project_root(conn, ctx["project_id"]) if ctx["project_id"] else None
+            root = project_sql.project_root(conn, ctx["project_id"]) if ctx["project_id"] else None
             pol = self.policy(root)
             return feedback.apply(conn, context_id, outcome, pol.regret, now_iso(), "explicit")
 
@@ -754,7 +758,9 @@ class Squirrel:
             else None
         )
         days = activity.day_range(p.days)
-        return activity.assemble(pid, days, self.db.read(lambda c: ssql.activity(c, days[0], pid)))
+        return activity.assemble(
+            pid, days, self.db.read(lambda c: call_sql.activity(c, days[0], pid))
+        )
 
     def policy_info(self, p: api.PolicyParams) -> api.PolicyResult:
         """The effective memory policy (default < user file < project file) and its sources."""
@@ -768,17 +774,17 @@ class Squirrel:
         def read(conn: apsw.Connection) -> dict[str, Any]:
             return {
                 "memories": {
-                    "by_status": msql.count_by(conn, "status"),
-                    "by_kind": msql.count_by(conn, "kind"),
-                    "by_tier": msql.count_by(conn, "tier"),
+                    "by_status": memory_sql.count_by(conn, "status"),
+                    "by_kind": memory_sql.count_by(conn, "kind"),
+                    "by_tier": memory_sql.count_by(conn, "tier"),
                 },
-                "episodes": ssql.count_episodes(conn),
-                "pending_events": ssql.pending_event_count(conn),
-                "open_sessions": len(ssql.open_sessions(conn, None)),
-                "projects": len(ssql.project_ids(conn)),
-                "writer_calls_by_day": ssql.calls_by_day(conn, 7),
-                "tokens_today": ssql.tokens_today(conn, now_iso()[:10]),
-                "transcripts": tsql.summary(conn),
+                "episodes": episode_sql.count_episodes(conn),
+                "pending_events": session_sql.pending_event_count(conn),
+                "open_sessions": len(session_sql.open_sessions(conn, None)),
+                "projects": len(project_sql.project_ids(conn)),
+                "writer_calls_by_day": call_sql.calls_by_day(conn, 7),
+                "tokens_today": call_sql.tokens_today(conn, now_iso()[:10]),
+                "transcripts": transcript_sql.summary(conn),
             }
 
         out = self.db.read(read)
@@ -808,7 +814,7 @@ def _check_key_free(conn: apsw.Connection, m: Memory, changes: dict[str, Any]) -
         return
     if "key" not in changes and ("status" not in changes or m.status != "deprecated"):
         return
-    holders = msql.live_by_key(conn, key, m.project_id, m.scope, m.owner_type, m.owner_id)
+    holders = memory_sql.live_by_key(conn, key, m.project_id, m.scope, m.owner_type, m.owner_id)
     other = next((h for h in holders if h.id != m.id), None)
     if other is not None:
         field = "key" if "key" in changes else "status"

@@ -39,8 +39,7 @@ import apsw
 from reos_memory.errors import InvalidInput
 from reos_memory.models import now_iso
 from reos_memory.store import Database
-from reos_memory.store import projects as pstore
-from reos_memory.store import squirrel as ssql
+from reos_memory.store import projects as project_sql
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 GIT_DIR = "git-dir:"  # identity prefix of a repository known by its common dir
@@ -304,11 +303,13 @@ def _worktrees(common: Path) -> Iterable[Path]:
             yield Path(text.strip().splitlines()[0]).parent
 
 
-def _identify_rows(rows: Sequence[pstore.ProjectRow], roots: Iterable[str]) -> dict[str, Identity]:
+def _identify_rows(
+    rows: Sequence[project_sql.ProjectRow], roots: Iterable[str]
+) -> dict[str, Identity]:
     """The identity of each project row from before identities, read from its root; a root that
     is gone is looked up among the worktrees of the repositories of `roots` and of the rows."""
     out: dict[str, Identity] = {}
-    gone: list[pstore.ProjectRow] = []
+    gone: list[project_sql.ProjectRow] = []
     for r in rows:
         assert r.root is not None
         top = Path(r.root)
@@ -348,7 +349,7 @@ def reconcile(
     merged into it. One read when there is nothing to do."""
     mine = (proj.identity, *proj.aliases) if proj is not None and proj.identity else ()
     me = proj.id if proj is not None else None
-    todo = db.read(lambda c: pstore.pending(c, me, mine))
+    todo = db.read(lambda c: project_sql.pending(c, me, mine))
     if not todo:
         return []
     legacy = [r for r in todo if r.identity is None]
@@ -358,24 +359,24 @@ def reconcile(
         now = now_iso()
         merges: list[dict[str, Any]] = []
         # again, under the write lock; a merged id to revive first, before others join it
-        rows = pstore.pending(conn, me, mine)
+        rows = project_sql.pending(conn, me, mine)
         for r in sorted(rows, key=lambda r: r.merged_into is None):
             if r.merged_into is not None:
-                pstore.revive(conn, r.id)
+                project_sql.revive(conn, r.id)
             elif r.identity is None:
                 ident = found.get(r.id)
                 if ident is None:
                     continue  # a row that appeared meanwhile: the next resolve takes it
-                pstore.set_identity(conn, r.id, ident.key)
+                project_sql.set_identity(conn, r.id, ident.key)
                 if ident.id != r.id:
-                    ssql.touch_project(conn, ident.id, r.root, now, ident.key)
-                    live = pstore.canonical(conn, ident.id)
+                    project_sql.touch_project(conn, ident.id, r.root, now, ident.key)
+                    live = project_sql.canonical(conn, ident.id)
                     target = live[0] if live is not None else ident.id
                     if target != r.id:
-                        merges.append(pstore.merge(conn, r.id, target, now))
+                        merges.append(project_sql.merge(conn, r.id, target, now))
             elif proj is not None and r.id != proj.id:
-                ssql.touch_project(conn, proj.id, proj.root, now, proj.identity)
-                merges.append(pstore.merge(conn, r.id, proj.id, now))
+                project_sql.touch_project(conn, proj.id, proj.root, now, proj.identity)
+                merges.append(project_sql.merge(conn, r.id, proj.id, now))
         return merges
 
     merges = db.write(tx)
@@ -420,7 +421,7 @@ def resolve_project(
         proj = _recent_project(project_root)
         reconcile(db, proj, on_merge)
         if project_id is not None and project_id != proj.id:
-            live = db.read(lambda c: pstore.canonical(c, project_id))
+            live = db.read(lambda c: project_sql.canonical(c, project_id))
             if live is None or live[0] != proj.id:
                 raise InvalidInput(
                     "project_id",
@@ -429,7 +430,7 @@ def resolve_project(
         return proj
     if project_id is not None:
         reconcile(db, None, on_merge)
-        live = db.read(lambda c: pstore.canonical(c, project_id))
+        live = db.read(lambda c: project_sql.canonical(c, project_id))
         if live is None:
             return Project(id=project_id, root=None)
         return Project(id=live[0], root=live[1], identity=live[2])

@@ -33,7 +33,7 @@ import msgspec
 import numpy as np
 
 from reos_memory.store import keywords as kw_sql
-from reos_memory.store import vectors as vsql
+from reos_memory.store import vectors as vec_sql
 from reos_memory.store.blocks import max_rowid
 from reos_memory.store.connection import Reader, fetch, scalar
 
@@ -284,12 +284,12 @@ class KeywordIndex:
         if not self._usable:
             return False
         kw_sql.ensure_temp_tables(conn)
-        seq = vsql.change_seq(conn, LOG)
+        seq = vec_sql.change_seq(conn, LOG)
         if seq == self._seq:
             return True
         if seq < self._seq:
             return False  # another thread's newer transaction already moved the index on
-        oldest, changed = vsql.changes_since(conn, self._seq, LOG)
+        oldest, changed = vec_sql.changes_since(conn, self._seq, LOG)
         if self._seq < 0 or (oldest is not None and oldest > self._seq + 1):
             self._load(conn)
         else:

@@ -1,5 +1,6 @@
-"""SQL for project identities: which rows still need one, what an id names now, and merging
-two project ids that turn out to be one repository (reos_memory/squirrel/projects.py)."""
+"""SQL for Squirrel's projects: their rows and roots, their identities (which rows still need one,
+what an id names now, merging two project ids that turn out to be one repository:
+reos_memory/squirrel/projects.py) and their baselines (the running averages of task outcomes)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import apsw
 import msgspec
 
 from reos_memory.models import new_id
-from reos_memory.store.connection import fetch
+from reos_memory.store.connection import fetch, scalar
 
 _enc = msgspec.json.Encoder()
 
@@ -175,3 +176,58 @@ def _fold_baseline(conn: apsw.Connection, source: str, target: str, now: str) ->
         (target, n, e, r, now),
     )
     conn.execute("DELETE FROM project_baselines WHERE project_id = ?", (source,))
+
+
+def touch_project(
+    conn: apsw.Connection, project_id: str, root: str | None, now: str, identity: str | None = None
+) -> None:
+    name = (root or project_id).rstrip("/").rsplit("/", 1)[-1] or project_id
+    conn.execute(
+        "INSERT INTO projects(id, root, name, created_at, last_seen_at, identity)"
+        " VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at,"
+        " root = coalesce(excluded.root, projects.root),"
+        " identity = coalesce(excluded.identity, projects.identity)",
+        (project_id, root, name, now, now, identity),
+    )
+
+
+def project_root(conn: apsw.Connection, project_id: str) -> str | None:
+    return scalar(conn, "SELECT root FROM projects WHERE id = ?", (project_id,))
+
+
+def project_ids(conn: apsw.Connection) -> list[str]:
+    """The live projects (not the ids merged into another)."""
+    sql = "SELECT id FROM projects WHERE merged_into IS NULL ORDER BY id"
+    return [r[0] for r in fetch(conn, sql)]
+
+
+def project_roots(conn: apsw.Connection) -> list[str]:
+    """The directories of the live projects that have one."""
+    sql = "SELECT root FROM projects WHERE merged_into IS NULL AND root IS NOT NULL ORDER BY root"
+    return [r[0] for r in fetch(conn, sql)]
+
+
+def baseline(conn: apsw.Connection, project_id: str) -> tuple[int, float, float]:
+    """(outcomes seen, average errors, average retries) of a project's tasks."""
+    rows = fetch(
+        conn,
+        "SELECT outcomes, avg_errors, avg_retries FROM project_baselines WHERE project_id = ?",
+        (project_id,),
+    )
+    return (int(rows[0][0]), float(rows[0][1]), float(rows[0][2])) if rows else (0, 0.0, 0.0)
+
+
+def add_outcome(
+    conn: apsw.Connection, project_id: str, errors: int, retries: int, now: str
+) -> None:
+    """Fold one task's outcome into the project's running averages."""
+    n, e, r = baseline(conn, project_id)
+    n2 = n + 1
+    conn.execute(
+        "INSERT INTO project_baselines(project_id, outcomes, avg_errors, avg_retries, updated_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT(project_id) DO UPDATE SET outcomes = excluded.outcomes,"
+        " avg_errors = excluded.avg_errors, avg_retries = excluded.avg_retries,"
+        " updated_at = excluded.updated_at",
+        (project_id, n2, e + (errors - e) / n2, r + (retries - r) / n2, now),
+    )

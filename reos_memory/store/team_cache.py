@@ -11,7 +11,7 @@ import apsw
 import msgspec
 
 from reos_memory.models import Memory
-from reos_memory.store import memories as msql
+from reos_memory.store import memories as memory_sql
 from reos_memory.store.connection import fetch, scalar
 
 
@@ -138,7 +138,7 @@ def sweep(conn: apsw.Connection, server: str, org_id: str) -> int:
         )
     ]
     for mid in gone:
-        msql.delete_memory(conn, mid)  # the marker row goes with it (ON DELETE CASCADE)
+        memory_sql.delete_memory(conn, mid)  # the marker row goes with it (ON DELETE CASCADE)
     conn.execute(
         "UPDATE team_sync SET restarted_at = NULL WHERE server = ? AND org_id = ?",
         (server, org_id),
@@ -194,12 +194,12 @@ def put_cached(
     """Insert or update a cached team memory: 'added', 'updated', or 'refused' when the id is
     held by a memory that is not this server's cache (a user's own is never overwritten)."""
     mine = cached_version(conn, m.id)
-    if mine is None and msql.get_memory(conn, m.id) is not None:
+    if mine is None and memory_sql.get_memory(conn, m.id) is not None:
         return "refused"
     if mine is not None and (mine[0], mine[1]) != (server, org_id):
         return "refused"
     if mine is None:
-        msql.insert_memory(conn, m, embedding)
+        memory_sql.insert_memory(conn, m, embedding)
     else:
         fields: dict[str, Any] = {
             k: getattr(m, k)
@@ -212,7 +212,7 @@ def put_cached(
             fields["embedding"] = embedding
         elif scalar(conn, "SELECT text FROM memories WHERE id = ?", (m.id,)) != m.text:
             fields["embedding"] = None  # the old vector is of the old text
-        msql.update_memory(conn, m.id, m.updated_at, **fields)
+        memory_sql.update_memory(conn, m.id, m.updated_at, **fields)
     conn.execute(
         "INSERT INTO team_memories(memory_id, server, org_id, version, seq, pulled_at)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(memory_id) DO UPDATE SET"
@@ -231,7 +231,7 @@ def drop_cached(conn: apsw.Connection, server: str, org_id: str, memory_id: str)
     )
     if not mine:
         return False
-    msql.delete_memory(conn, memory_id)  # the marker row goes with it (ON DELETE CASCADE)
+    memory_sql.delete_memory(conn, memory_id)  # the marker row goes with it (ON DELETE CASCADE)
     return True
 
 

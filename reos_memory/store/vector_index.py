@@ -41,7 +41,7 @@ import msgspec
 import numpy as np
 
 from reos_memory import heap
-from reos_memory.store import vectors as sql
+from reos_memory.store import vectors as vec_sql
 from reos_memory.store.connection import Reader, create_private, remove_stale_siblings
 
 TRAIN_PER_LIST = 60  # k-means sample: this many vectors per inverted list
@@ -74,7 +74,7 @@ class _SnapshotMeta(msgspec.Struct, kw_only=True):
     crc32: int  # of the payload: the faiss index, the ids, the partitions
 
 
-def saved_index_path(db_path: str | None, space: sql.Space) -> str | None:
+def saved_index_path(db_path: str | None, space: vec_sql.Space) -> str | None:
     """Where a space's index is saved beside the database (None: an in-memory database)."""
     if db_path is None or db_path == ":memory:":
         return None
@@ -120,7 +120,7 @@ class VectorIndex:
     def __init__(
         self,
         dims: int,
-        space: sql.Space = sql.BLOCKS,
+        space: vec_sql.Space = vec_sql.BLOCKS,
         shape: Shape = Shape(),
         db_path: str | None = None,
     ) -> None:
@@ -166,13 +166,13 @@ class VectorIndex:
     def sync(self, conn: apsw.Connection) -> None:
         """Apply every embedding change made since the last sync (by any process)."""
         with self._lock:
-            seq = sql.change_seq(conn, self.space)
-            model = sql.recorded_model(conn)
+            seq = vec_sql.change_seq(conn, self.space)
+            model = vec_sql.recorded_model(conn)
             if seq == self._seq and model == self.model_id:
                 return
             if self._seq < 0 and model is not None:
                 self._restore(conn, seq, model)
-            oldest, changed = sql.changes_since(conn, self._seq, self.space)
+            oldest, changed = vec_sql.changes_since(conn, self._seq, self.space)
             built = False
             if (
                 self._seq < 0
@@ -182,7 +182,7 @@ class VectorIndex:
                 self._reload(conn)
                 built = True
             else:
-                self._apply(sql.embedding_rows(conn, changed, self.space), changed)
+                self._apply(vec_sql.embedding_rows(conn, changed, self.space), changed)
                 if len(self._row) > self._rebuild_at:
                     self._reload(conn)  # past a full scan, or the lists' training: train anew
                     built = True
@@ -217,7 +217,7 @@ class VectorIndex:
             model,
             (self.shape.flat_max, self.shape.lists, self.shape.probe),
             (st.st_dev, st.st_ino),
-            sql.change_at(conn, seq, self.space) if seq else None,
+            vec_sql.change_at(conn, seq, self.space) if seq else None,
         )
 
     def save(self, write: Callable[[Callable[[apsw.Connection], Any]], Any]) -> None:
@@ -260,7 +260,7 @@ class VectorIndex:
                     f.write(piece)
                 f.flush()
                 os.fsync(f.fileno())
-            write(lambda c: sql.set_meta(c, **{self.token_key: token}))
+            write(lambda c: vec_sql.set_meta(c, **{self.token_key: token}))
             os.replace(tmp, path)
         except (OSError, apsw.Error):
             with contextlib.suppress(OSError):
@@ -285,7 +285,7 @@ class VectorIndex:
                 if len(SNAPSHOT_MAGIC) + _LENGTHS.size + sum(lengths) != size:
                     return False  # torn, or not what its header says
                 meta = msgspec.json.decode(f.read(lengths[0]), type=_SnapshotMeta)
-                recorded = sql.get_meta(conn).get(self.token_key)
+                recorded = vec_sql.get_meta(conn).get(self.token_key)
                 if (
                     recorded != meta.token
                     or meta.seq > seq
@@ -337,11 +337,11 @@ class VectorIndex:
 
     def _build(self, conn: apsw.Connection) -> None:
         """Rebuild from every stored vector, streamed (never a list of all the blobs)."""
-        total = sql.count_vectors(conn, self.space)
+        total = vec_sql.count_vectors(conn, self.space)
         codes = np.zeros((total, self.dims), dtype=np.float16)
         ids: list[str] = []
         acts: list[str] = []
-        for chunk in sql.embedding_chunks(conn, self.space, LOAD_CHUNK):
+        for chunk in vec_sql.embedding_chunks(conn, self.space, LOAD_CHUNK):
             for block_id, act_id, blob in chunk:
                 if len(ids) == total or len(blob) != 4 * self.dims:
                     continue  # another model's vector is never mixed in
@@ -513,17 +513,17 @@ class VectorSearch:
         """Start empty indexes for a model of `dims` dimensions (they load on first use)."""
         with self._lock:
             self._indexes = {
-                s.name: VectorIndex(dims, s, self.shape, self.db_path) for s in sql.SPACES
+                s.name: VectorIndex(dims, s, self.shape, self.db_path) for s in vec_sql.SPACES
             }
 
-    def drop_saved(self, space: sql.Space) -> None:
+    def drop_saved(self, space: vec_sql.Space) -> None:
         """Delete the space's saved index file, if any."""
         path = saved_index_path(self.db_path, space)
         if path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
-    def status(self, space: sql.Space) -> dict[str, Any]:
+    def status(self, space: vec_sql.Space) -> dict[str, Any]:
         """kind, vectors and (inverted file) lists and probe of a space's index, as loaded."""
         with self._lock:
             index = self._indexes.get(space.name)
@@ -531,7 +531,7 @@ class VectorSearch:
 
     def index(
         self,
-        space: sql.Space,
+        space: vec_sql.Space,
         read: Reader,
         dims: int = 384,
     ) -> VectorIndex:
@@ -549,7 +549,7 @@ class VectorSearch:
 
     def knn(
         self,
-        space: sql.Space,
+        space: vec_sql.Space,
         query: np.ndarray,
         k: int,
         parts: Sequence[str] | None,
@@ -561,7 +561,7 @@ class VectorSearch:
 
     def knn_many(
         self,
-        space: sql.Space,
+        space: vec_sql.Space,
         queries: np.ndarray,
         k: int,
         parts: Sequence[str] | None,
@@ -575,7 +575,7 @@ class VectorSearch:
 
     def _knn_sqlite(
         self,
-        space: sql.Space,
+        space: vec_sql.Space,
         query: np.ndarray,
         k: int,
         parts: Sequence[str] | None,
@@ -587,7 +587,7 @@ class VectorSearch:
         for part in wanted:
 
             def one(c: apsw.Connection, p: str | None = part) -> list[tuple[str, float]]:
-                return sql.knn_sqlite(c, blob, k, p, space)
+                return vec_sql.knn_sqlite(c, blob, k, p, space)
 
             rows = read(one)
             # unit vectors: |a-b|^2 = 2 - 2cos
@@ -597,7 +597,7 @@ class VectorSearch:
 
     def similarities(
         self,
-        space: sql.Space,
+        space: vec_sql.Space,
         query: np.ndarray,
         ids: Sequence[str],
         read: Reader,
@@ -605,6 +605,6 @@ class VectorSearch:
     ) -> dict[str, float]:
         """Cosine of the query to specific ids that have a live vector."""
         if self.mode == "sqlite":
-            rows = read(lambda c: sql.embedding_rows(c, ids, space))
+            rows = read(lambda c: vec_sql.embedding_rows(c, ids, space))
             return {i: float(np.frombuffer(blob, dtype="<f4") @ query) for i, _p, blob in rows}
         return self.index(space, read, dims).similarities(query, ids)

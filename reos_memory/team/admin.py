@@ -12,7 +12,7 @@ import msgspec
 import psycopg
 
 from reos_memory.errors import Conflict, InvalidInput, NotFound
-from reos_memory.store.team import members as member_store
+from reos_memory.store.team import members as member_sql
 from reos_memory.store.team import tenancy
 from reos_memory.team import keys
 from reos_memory.team.actions import Action
@@ -189,7 +189,7 @@ def _key_member(
     refused."""
     if member is None:
         return None
-    row = member_store.find_member(conn, o.id, member, lock=True)
+    row = member_sql.find_member(conn, o.id, member, lock=True)
     if row is None or row.removed_at is not None:
         raise NotFound(f"member of org {o.name!r}", member, field="member")
     if team_id is not None and row.team_id not in (None, team_id):

@@ -15,7 +15,7 @@ import msgspec
 import psycopg
 
 from reos_memory.errors import Conflict, InvalidInput, NotFound
-from reos_memory.store.team import members as store
+from reos_memory.store.team import members as member_sql
 from reos_memory.store.team import tenancy
 from reos_memory.team.actions import Action
 from reos_memory.team.admin import Actor, audit, valid_name
@@ -44,7 +44,7 @@ class MemberRemoved(msgspec.Struct, frozen=True):
     revoked_key_ids: list[str]  # the member's keys this removal revoked
 
 
-def member(row: store.MemberRow) -> Member:
+def member(row: member_sql.MemberRow) -> Member:
     """A stored member as the methods show it."""
     return Member(
         member_id=row.id,
@@ -78,7 +78,7 @@ def add_member(
     with conn.transaction():
         team_id = _team_in_reach(conn, org_id, team, reach)
         try:
-            row = store.insert_member(
+            row = member_sql.insert_member(
                 conn,
                 org_id=org_id,
                 member_id=f"mbr_{uuid.uuid4().hex[:16]}",
@@ -105,10 +105,10 @@ def remove_member(
     naming the member and those keys; removing a removed member writes nothing. A member out
     of reach is not found, as one that does not exist."""
     with conn.transaction():
-        row = store.find_member(conn, org_id, name_or_id)
+        row = member_sql.find_member(conn, org_id, name_or_id)
         if row is None or not _reaches(reach, row.team_id):
             raise NotFound("member", name_or_id, field="member_id")
-        removed = store.mark_removed(conn, org_id, row.id)
+        removed = member_sql.mark_removed(conn, org_id, row.id)
         revoked: list[str] = []
         if removed is not None:
             revoked = tenancy.revoke_member_keys(conn, org_id, row.id)
@@ -124,13 +124,13 @@ def list_members(
 ) -> list[Member]:
     """The members of `org_id` within `reach` (removed ones too, with their status)."""
     with conn.transaction():
-        rows = store.list_members(conn, org_id)
+        rows = member_sql.list_members(conn, org_id)
     return [member(r) for r in rows if _reaches(reach, r.team_id)]
 
 
 def get_member(conn: psycopg.Connection, org_id: str, member_id: str) -> Member | None:
     """The member with this id (live or removed), None if the org has none."""
-    row = store.get_member(conn, org_id, member_id)
+    row = member_sql.get_member(conn, org_id, member_id)
     return member(row) if row is not None else None
 
 

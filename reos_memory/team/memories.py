@@ -34,7 +34,7 @@ from reos_memory.squirrel.projects import normalize_prefix
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store.team import connection as pg
 from reos_memory.store.team import memories as pgsql
-from reos_memory.store.team import shares as ssql
+from reos_memory.store.team import shares as share_sql
 from reos_memory.store.team import tenancy
 from reos_memory.team.actions import Action
 
@@ -234,7 +234,7 @@ class TeamMemories:
         with self.tenant(who) as conn:
             memories = {c: pgsql.count_by(conn, r, c) for c in ("status", "kind", "tier")}
             episodes = pgsql.episodes_by_outcome(conn, r)
-            pending = ssql.pending_count(conn, r)
+            pending = share_sql.pending_count(conn, r)
             last = pgsql.last_seq(conn, who.org_id)
         return tapi.TeamStatusResult(
             org_id=who.org_id,

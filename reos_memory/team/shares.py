@@ -13,7 +13,7 @@ import psycopg
 from reos_memory.errors import Conflict, Forbidden, NotFound
 from reos_memory.models import iso
 from reos_memory.squirrel import team_api as tapi
-from reos_memory.store.team import shares as ssql
+from reos_memory.store.team import shares as share_sql
 from reos_memory.team.actions import Action
 from reos_memory.team.memories import TeamMemories, Who, clean_text, reach, require
 
@@ -52,7 +52,7 @@ class Shares:
 
         def work(conn: psycopg.Connection) -> tapi.ShareResult:
             team_id = self.memories.owner_team(conn, who, p.owner_type, p.owner_id)
-            row = ssql.insert(
+            row = share_sql.insert(
                 conn, who.org_id, f"share-{uuid.uuid4().hex[:20]}", team_id, who.key_id,
                 p.local_memory_id, proposed,
             )  # fmt: skip
@@ -64,7 +64,7 @@ class Shares:
     def list(self, who: Who, p: tapi.ShareListParams) -> tapi.ShareListResult:
         """The shares the key reaches; a reader key sees only the ones it proposed."""
         with self.memories.tenant(who) as conn:
-            rows = ssql.listed(
+            rows = share_sql.listed(
                 conn, reach(who), p.status, who.key_id if who.role == "reader" else None, p.limit
             )
         return tapi.ShareListResult(shares=[to_share(r) for r in rows])
@@ -83,7 +83,7 @@ class Shares:
                 path_prefix=m["path_prefix"], origin="share",
             )  # fmt: skip
             made = self.memories.write_new(conn, who, method, row["team_id"], new)
-            done = ssql.decide(
+            done = share_sql.decide(
                 conn, who.org_id, row["id"], "approved", who.key_id, p.reason, made.memory.id
             )
             self.memories.audit(
@@ -100,7 +100,9 @@ class Shares:
 
         def work(conn: psycopg.Connection) -> tapi.ShareResult:
             row = self._pending(conn, who, p.share_id, method)
-            done = ssql.decide(conn, who.org_id, row["id"], "rejected", who.key_id, p.reason, None)
+            done = share_sql.decide(
+                conn, who.org_id, row["id"], "rejected", who.key_id, p.reason, None
+            )
             self.memories.audit(conn, who, method, row["id"], team_id=row["team_id"])
             return tapi.ShareResult(share=to_share(done))
 
@@ -111,7 +113,7 @@ class Shares:
     ) -> dict[str, Any]:
         """The pending share, locked, when the key may decide on it: a team's share by a writer
         of that team or of the org; an org-wide share by an admin of the org (no team)."""
-        row = ssql.get(conn, reach(who), share_id, lock=True)
+        row = share_sql.get(conn, reach(who), share_id, lock=True)
         if row is None:
             raise NotFound("share", share_id, field="share_id")
         if row["team_id"] is None and (who.team_id is not None or who.role != "admin"):

@@ -50,7 +50,7 @@ from reos_memory.squirrel.ingest.base import (
     result_event,
     string,
 )
-from reos_memory.store import cursor_vscdb as vscdb
+from reos_memory.store import cursor_vscdb as vscdb_sql
 
 CHAT_KEY = "workbench.panel.aichat.view.aichat.chatdata"
 COMPOSER_KEY = "composer.composerData"
@@ -82,18 +82,20 @@ def records(path: str, position: int, dot: str) -> Iterator[Record]:
     """The records written since `position`; nothing while the database is locked. (`dot`:
     `~/.cursor`, where the agent transcripts are, `cursor_sidecar.dot_dir`.)"""
     try:
-        conn = vscdb.connect(path)
-    except (OSError, vscdb.Error):
+        conn = vscdb_sql.connect(path)
+    except (OSError, vscdb_sql.Error):
         return
     try:
         # the global database is read by its composers' rows from the start, even before its
         # first composer (its ItemTable's rowids would be no position in cursorDiskKV)
-        if os.path.basename(os.path.dirname(path)) == "globalStorage" or vscdb.has_composers(conn):
-            if vscdb.has_table(conn, "cursorDiskKV"):
+        if os.path.basename(os.path.dirname(path)) == "globalStorage" or vscdb_sql.has_composers(
+            conn
+        ):
+            if vscdb_sql.has_table(conn, "cursorDiskKV"):
                 yield from _kv_records(conn, path, position, dot)
-        elif vscdb.has_table(conn, "ItemTable"):
+        elif vscdb_sql.has_table(conn, "ItemTable"):
             yield from _item_records(conn, path, position)
-    except vscdb.Error:
+    except vscdb_sql.Error:
         return  # locked or being written: read again next time, from the same position
     finally:
         conn.close()
@@ -102,14 +104,14 @@ def records(path: str, position: int, dot: str) -> Iterator[Record]:
 def holds_chats(path: str) -> bool:
     """Whether a database holds Cursor's chats: the 2024 keys or the 2025 composers."""
     try:
-        conn = vscdb.connect(path)
-    except (OSError, vscdb.Error):
+        conn = vscdb_sql.connect(path)
+    except (OSError, vscdb_sql.Error):
         return False
     try:
-        return vscdb.has_composers(conn) or (
-            vscdb.has_table(conn, "ItemTable") and vscdb.has_item_keys(conn, ITEM_KEYS)
+        return vscdb_sql.has_composers(conn) or (
+            vscdb_sql.has_table(conn, "ItemTable") and vscdb_sql.has_item_keys(conn, ITEM_KEYS)
         )
-    except vscdb.Error:
+    except vscdb_sql.Error:
         return False
     finally:
         conn.close()
@@ -119,15 +121,15 @@ def _check(key: str | None) -> int:
     return zlib.crc32((key or "").encode()) & _CHECK_MASK
 
 
-def _position(conn: vscdb.Conn, table: str, rowid: int) -> int:
+def _position(conn: vscdb_sql.Conn, table: str, rowid: int) -> int:
     """The position after rowid `rowid`: the rowid, with a check of the key of the row there
     (or of none) in the low bits."""
     if rowid <= 0:
         return 0
-    return (rowid << CHECK_BITS) | _check(vscdb.key_at(conn, table, rowid))
+    return (rowid << CHECK_BITS) | _check(vscdb_sql.key_at(conn, table, rowid))
 
 
-def _start(conn: vscdb.Conn, table: str, position: int, top: int) -> int:
+def _start(conn: vscdb_sql.Conn, table: str, position: int, top: int) -> int:
     """The rowid a read from `position` starts after. A new row takes the rowid after the
     highest, so rows read are followed by new ones only above them, unless the newest were
     deleted: then the highest rowid is below the position, or a row at the position's rowid is
@@ -138,16 +140,16 @@ def _start(conn: vscdb.Conn, table: str, position: int, top: int) -> int:
     rowid = position >> CHECK_BITS
     if rowid <= 0 or top < rowid:
         return 0
-    key = vscdb.key_at(conn, table, rowid)
+    key = vscdb_sql.key_at(conn, table, rowid)
     if key is not None and _check(key) != position & _CHECK_MASK:
         return 0
     return rowid
 
 
-def _item_records(conn: vscdb.Conn, path: str, position: int) -> Iterator[Record]:
-    top = vscdb.item_top(conn)
+def _item_records(conn: vscdb_sql.Conn, path: str, position: int) -> Iterator[Record]:
+    top = vscdb_sql.item_top(conn)
     start = _start(conn, "ItemTable", position, top)
-    rows = vscdb.item_rows(conn, start, top, ITEM_KEYS)
+    rows = vscdb_sql.item_rows(conn, start, top, ITEM_KEYS)
     cwd = workspace_folder(os.path.dirname(path))
     for i, (rowid, key, value) in enumerate(rows):
         # each row is a whole document: a batch cut short goes on after it
@@ -162,10 +164,10 @@ def _item_records(conn: vscdb.Conn, path: str, position: int) -> Iterator[Record
         yield Record(end, None)  # other keys changed: nothing of ours, read past them
 
 
-def _kv_records(conn: vscdb.Conn, path: str, position: int, dot: str) -> Iterator[Record]:
-    top = vscdb.kv_top(conn)
+def _kv_records(conn: vscdb_sql.Conn, path: str, position: int, dot: str) -> Iterator[Record]:
+    top = vscdb_sql.kv_top(conn)
     start = _start(conn, "cursorDiskKV", position, top)
-    ids = vscdb.kv_touched_composers(conn, start, top) if top > start else []
+    ids = vscdb_sql.kv_touched_composers(conn, start, top) if top > start else []
     if not ids:
         if (end := _position(conn, "cursorDiskKV", top)) != position:
             yield Record(end, None)  # other keys changed (or a position to forget)
@@ -193,17 +195,17 @@ def _kv_records(conn: vscdb.Conn, path: str, position: int, dot: str) -> Iterato
         yield Record(end, rec)
 
 
-def _composer(conn: vscdb.Conn, cid: str, position: int, cwd: str | None) -> dict[str, Any]:
+def _composer(conn: vscdb_sql.Conn, cid: str, position: int, cwd: str | None) -> dict[str, Any]:
     """A composer's data and its bubbles written since `position` (and its last ones, which
     may have been held back while they were being written)."""
-    composer = _json(vscdb.kv_value(conn, f"composerData:{cid}"))
+    composer = _json(vscdb_sql.kv_value(conn, f"composerData:{cid}"))
     heads = composer.get("fullConversationHeadersOnly") if isinstance(composer, dict) else None
     tail = {h.get("bubbleId") for h in (heads or [])[-TAIL:] if isinstance(h, dict)}
     bubbles: dict[str, Any] = {}
-    for rowid, bid in vscdb.kv_bubble_rows(conn, cid):
+    for rowid, bid in vscdb_sql.kv_bubble_rows(conn, cid):
         if rowid > position or bid in tail:
             try:
-                bubbles[bid] = _json(vscdb.kv_value_at(conn, rowid))
+                bubbles[bid] = _json(vscdb_sql.kv_value_at(conn, rowid))
             except ValueError:
                 bubbles[bid] = {"_malformed": True}
     return {"_cursor": "composer", "id": cid, "composer": composer, "bubbles": bubbles, "_cwd": cwd}
@@ -279,12 +281,12 @@ def _workspace_composers(wdir: str) -> dict[str, str]:
         _WORKSPACES[wdir] = (stamp, out)
         return out
     try:
-        conn = vscdb.connect(db)
-    except (OSError, vscdb.Error):
+        conn = vscdb_sql.connect(db)
+    except (OSError, vscdb_sql.Error):
         return out  # read again next time
     try:
-        data = _json(vscdb.item_value(conn, COMPOSER_KEY))
-    except vscdb.Error:
+        data = _json(vscdb_sql.item_value(conn, COMPOSER_KEY))
+    except vscdb_sql.Error:
         return out  # locked: read again next time
     except ValueError:
         data = None

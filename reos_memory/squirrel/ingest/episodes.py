@@ -18,7 +18,9 @@ from reos_memory.squirrel.memory import feedback
 from reos_memory.squirrel.memory.policy import RegretWeights
 from reos_memory.squirrel.redaction import SecretScope, peek_scope, scope_for
 from reos_memory.squirrel.text import commands, frustration, instructions, replies, statements
-from reos_memory.store import squirrel as sql
+from reos_memory.store import episodes as episode_sql
+from reos_memory.store import projects as project_sql
+from reos_memory.store import sessions as session_sql
 
 if TYPE_CHECKING:
     from reos_memory.squirrel.memory.policy import Policy
@@ -186,7 +188,7 @@ def _compress_all(
 
 def apply(conn: apsw.Connection, prep: Prepared, regret: RegretWeights) -> IngestReport:
     """Commit a prepared ingest inside the caller's write transaction."""
-    current = sql.get_session(conn, prep.args["session_id"])
+    current = session_sql.get_session(conn, prep.args["session_id"])
     if current != prep.base:  # another writer moved the session meanwhile: do it again on it
         prep = prepare(current, **prep.args)
     return _commit(conn, prep, regret)
@@ -197,8 +199,8 @@ def _commit(conn: apsw.Connection, prep: Prepared, regret: RegretWeights) -> Ing
     args = prep.args
     sess = prep.sess
     report = IngestReport(accepted=len(args["events"]))
-    sql.put_session(conn, sess)  # the events reference it
-    sql.append_events(conn, sess["session_id"], prep.first_seq, prep.stored)
+    session_sql.put_session(conn, sess)  # the events reference it
+    session_sql.append_events(conn, sess["session_id"], prep.first_seq, prep.stored)
     for upto, reason in prep.cuts:
         ep = cut_episode(conn, sess, upto, reason, args["limits"], regret)
         if ep is not None:
@@ -220,7 +222,7 @@ def ingest(
 ) -> IngestReport:
     """Append a session's events and cut the episodes they complete (inside one write tx)."""
     prep = prepare(
-        sql.get_session(conn, session_id),
+        session_sql.get_session(conn, session_id),
         project_id=project_id,
         owner=owner,
         session_id=session_id,
@@ -239,12 +241,12 @@ def flush_session(
     reason: str = "flush",
 ) -> dict[str, Any] | None:
     """Cut the open episode of a session now (None when it holds no events)."""
-    sess = sql.get_session(conn, session_id)
+    sess = session_sql.get_session(conn, session_id)
     if sess is None or sess["state"]["n"] == 0:
         return None
     upto = sess["state"]["seq"] - 1
     _reset(sess["state"])
-    sql.put_session(conn, sess)
+    session_sql.put_session(conn, sess)
     return cut_episode(conn, sess, upto, reason, limits, regret)
 
 
@@ -257,7 +259,7 @@ def cut_episode(
     regret: RegretWeights,
 ) -> dict[str, Any] | None:
     """Turn the session's pending events up to `upto_seq` into a stored episode."""
-    events = sql.take_events(conn, sess["session_id"], upto_seq)
+    events = session_sql.take_events(conn, sess["session_id"], upto_seq)
     if not events:
         return None
     # events stored by earlier ingests may hold a value the session showed as a secret since
@@ -286,13 +288,13 @@ def cut_episode(
         created_at=now,
     )
     body = {"events": events, "stats": msgspec.structs.asdict(st)}
-    sql.insert_episode(conn, ep, _enc.encode(body).decode())
+    episode_sql.insert_episode(conn, ep, _enc.encode(body).decode())
     # the outcome of this task judges the contexts served to the session before it ended
     judged = feedback.judge_session_contexts(
         conn, sess["project_id"], sess["session_id"], st, ep.end_ts, regret, now
     )
     if not judged:
-        sql.add_outcome(conn, sess["project_id"], st.error_count, st.retry_loops, now)
+        project_sql.add_outcome(conn, sess["project_id"], st.error_count, st.retry_loops, now)
     return {
         "episode_id": ep.id,
         "cut_reason": reason,
@@ -491,7 +493,7 @@ def store_session(
     """Append a session's events to its project inside the caller's write transaction (from
     `prepared`, their compressed form made before it, when given); the caller hands the
     episodes it cut to the Memory Writer once that transaction has committed."""
-    sql.touch_project(conn, proj.id, proj.root, now_iso(), proj.identity)
+    project_sql.touch_project(conn, proj.id, proj.root, now_iso(), proj.identity)
     if prepared is not None and prepared.args["project_id"] == proj.id:
         return apply(conn, prepared, pol.regret)
     return ingest(

@@ -32,8 +32,9 @@ from reos_memory.squirrel.ingest.base import Adapter, Parsed, ParseState, Place,
 from reos_memory.squirrel.markers import is_writer_run_dir
 from reos_memory.squirrel.projects import Project, safe_session_id
 from reos_memory.squirrel.writer.runner import CatchUp
-from reos_memory.store import squirrel as ssql
-from reos_memory.store import transcripts as tsql
+from reos_memory.store import projects as project_sql
+from reos_memory.store import sessions as session_sql
+from reos_memory.store import transcripts as transcript_sql
 
 if TYPE_CHECKING:
     from reos_memory.squirrel.facade import Settings
@@ -174,7 +175,7 @@ def find(paths: Iterable[str]) -> list[str]:
 Mark = tuple[int, str, int, int, int]
 
 
-def _mark(c: tsql.Cursor) -> Mark:
+def _mark(c: transcript_sql.Cursor) -> Mark:
     return (c.offset, c.head_sha256, c.rewrites, c.lines, c.events)
 
 
@@ -205,7 +206,7 @@ def ingest_file(deps: IngestDeps, path: str, opts: Options | None = None) -> Fil
 
 def _ingest_file(deps: IngestDeps, path: str, opts: Options, rep: FileReport) -> FileReport:
     size = os.stat(path).st_size  # before reading: lines appended meanwhile are read next time
-    cur = deps.db.read(lambda c: tsql.get(c, path))
+    cur = deps.db.read(lambda c: transcript_sql.get(c, path))
     # what this path's cursor holds now (none yet, for a log carried over from its old name)
     expected = None if cur is None else _mark(cur)
     if cur is None:
@@ -231,7 +232,7 @@ def _ingest_file(deps: IngestDeps, path: str, opts: Options, rep: FileReport) ->
     if cur is None:
         h = adapter.identity(path)
         now = now_iso()
-        cur = tsql.Cursor(
+        cur = transcript_sql.Cursor(
             path,
             agent,
             h.sha256,
@@ -289,24 +290,24 @@ def _end_finished(
         rep.episodes.extend(end_session(deps, _safe(sid), opts.learn))
 
     def tx(conn: apsw.Connection) -> None:
-        stored = tsql.get(conn, path)
+        stored = transcript_sql.get(conn, path)
         if stored is None:
             return
         st = ParseState.from_json(stored.state_json)
         st.finished = [s for s in st.finished if s not in state.finished]
         stored.state_json = st.to_json()
-        tsql.put(conn, stored)
+        transcript_sql.put(conn, stored)
 
     deps.db.write(tx)
     state.finished = []
 
 
-def _moved_here(deps: IngestDeps, path: str) -> tsql.Cursor | None:
+def _moved_here(deps: IngestDeps, path: str) -> transcript_sql.Cursor | None:
     """The cursor of the same log under its sibling name (`x.jsonl` <-> `x.jsonl.zst`), when
     that log's content starts the same: Codex compresses idle rollouts and decompresses them to
     resume. The cursor carries over, so nothing is read twice."""
     sibling = path[: -len(".zst")] if reader.compressed(path) else path + ".zst"
-    old = deps.db.read(lambda c: tsql.get(c, sibling))
+    old = deps.db.read(lambda c: transcript_sql.get(c, sibling))
     if old is None or not reader.same_head(path, reader.Head(old.head_sha256, old.head_bytes)):
         return None
     moved = dataclasses.replace(old, path=path, size_seen=0, ended=old.ended)
@@ -340,7 +341,7 @@ class _Plan:
 def _batch(
     deps: IngestDeps,
     path: str,
-    cur: tsql.Cursor,
+    cur: transcript_sql.Cursor,
     adapter: Adapter,
     state: ParseState,
     rep: FileReport,
@@ -363,7 +364,7 @@ def _batch(
 def _finish(
     deps: IngestDeps,
     path: str,
-    cur: tsql.Cursor,
+    cur: transcript_sql.Cursor,
     adapter: Adapter,
     state: ParseState,
     rep: FileReport,
@@ -382,7 +383,7 @@ def _finish(
 def _commit(
     deps: IngestDeps,
     path: str,
-    cur: tsql.Cursor,
+    cur: transcript_sql.Cursor,
     state: ParseState,
     rep: FileReport,
     read: _Read,
@@ -399,8 +400,8 @@ def _commit(
         read.events = {}
     plan = _plan(deps, read.events, read.cwds, state.cwd)
 
-    def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], tsql.Cursor, int]:
-        stored = tsql.get(conn, path)
+    def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], transcript_sql.Cursor, int]:
+        stored = transcript_sql.get(conn, path)
         if (None if stored is None else _mark(stored)) != expected:
             raise _Stale()
         new = dataclasses.replace(cur)  # the caller's copy changes only once this commits
@@ -415,7 +416,7 @@ def _commit(
         new.updated_at = now_iso()
         if grown is not None:
             new.head_sha256, new.head_bytes = grown.sha256, grown.size
-        tsql.put(conn, new)
+        transcript_sql.put(conn, new)
         return cut, new, lost
 
     cut, new, lost = deps.db.write(tx)
@@ -489,7 +490,7 @@ def _plan(
 def _ingest_sessions(
     deps: IngestDeps,
     conn: apsw.Connection,
-    new: tsql.Cursor,
+    new: transcript_sql.Cursor,
     events: dict[str, list[EventIn]],
     plan: _Plan,
 ) -> tuple[list[dict[str, Any]], int]:
@@ -523,7 +524,7 @@ def _prepare(
 ) -> episodes.Prepared | None:
     if proj is None:
         return None
-    base = deps.db.read(lambda c: ssql.get_session(c, session_id))
+    base = deps.db.read(lambda c: session_sql.get_session(c, session_id))
     try:
         return episodes.prepare(
             base,
@@ -551,10 +552,10 @@ def _project(deps: IngestDeps, session_id: str, cwd: str | None) -> Project | No
 
 
 def _session_project(conn: apsw.Connection, session_id: str) -> Project | None:
-    sess = ssql.get_session(conn, session_id)
+    sess = session_sql.get_session(conn, session_id)
     if sess is None:
         return None
-    return Project(sess["project_id"], ssql.project_root(conn, sess["project_id"]))
+    return Project(sess["project_id"], project_sql.project_root(conn, sess["project_id"]))
 
 
 def end_session(
@@ -562,13 +563,13 @@ def end_session(
 ) -> list[Any]:
     """Cut a session's open episode as ended and mark its files' cursors."""
     limits = deps.limits
-    pid = deps.db.read(lambda c: (ssql.get_session(c, session_id) or {}).get("project_id"))
+    pid = deps.db.read(lambda c: (session_sql.get_session(c, session_id) or {}).get("project_id"))
     pol = deps.project_policy(pid)
 
     def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
         ep = episodes.flush_session(conn, session_id, limits, pol.regret, reason="session_end")
-        ssql.end_session(conn, session_id)
-        tsql.mark_ended(conn, session_id, now_iso())
+        session_sql.end_session(conn, session_id)
+        transcript_sql.mark_ended(conn, session_id, now_iso())
         return [ep] if ep is not None else []
 
     learn = learn or (lambda ep: deps.writer().after_cut(ep, True))
@@ -585,7 +586,7 @@ def end_idle_sessions(
     """End the open sessions (of `only`, when given) all of whose files have been idle past
     `idle_seconds` (every one of them, with `force`); returns the episodes each ended session
     was cut into. Sessions of a log that holds many end by their own latest event."""
-    rows = deps.db.read(tsql.open_sessions)
+    rows = deps.db.read(transcript_sql.open_sessions)
     by_session: dict[str, list[str]] = {}
     for path, sid, _pid in rows:
         if only is None or sid in only:
@@ -601,7 +602,7 @@ def end_idle_sessions(
             for p in paths:
                 _finish_held_back(deps, p, learn)
             ended[sid] = end_session(deps, sid, learn)
-    for path in deps.db.read(tsql.with_live_sessions):
+    for path in deps.db.read(transcript_sql.with_live_sessions):
         for sid, eps in end_live_sessions(deps, path, idle_seconds, force, learn, only).items():
             ended.setdefault(sid, []).extend(eps)
     return ended
@@ -611,7 +612,7 @@ def _finish_held_back(
     deps: IngestDeps, path: str, learn: Callable[[dict[str, Any]], Any] | None
 ) -> None:
     """Store what a log's adapter held back for the session's end (its last block)."""
-    cur = deps.db.read(lambda c: tsql.get(c, path))
+    cur = deps.db.read(lambda c: transcript_sql.get(c, path))
     adapter = ADAPTERS.get(cur.agent) if cur is not None else None
     if cur is None or adapter is None or type(adapter).finish is Adapter.finish:
         return
@@ -642,7 +643,7 @@ def end_live_sessions(
 ) -> dict[str, list[Any]]:
     """End the sessions a log of many holds (a database) whose latest event is older than
     `idle_seconds` (all of them with `force`), and forget them in its cursor."""
-    cur = deps.db.read(lambda c: tsql.get(c, path))
+    cur = deps.db.read(lambda c: transcript_sql.get(c, path))
     if cur is None:
         return {}
     live = ParseState.from_json(cur.state_json).live
@@ -657,14 +658,14 @@ def end_live_sessions(
     ended = {_safe(sid): end_session(deps, _safe(sid), learn) for sid in due}
 
     def tx(conn: apsw.Connection) -> None:
-        stored = tsql.get(conn, path)
+        stored = transcript_sql.get(conn, path)
         if stored is None:
             return
         st = ParseState.from_json(stored.state_json)
         for sid in due:
             st.live.pop(sid, None)
         stored.state_json = st.to_json()
-        tsql.put(conn, stored)
+        transcript_sql.put(conn, stored)
 
     deps.db.write(tx)
     return ended
@@ -693,7 +694,7 @@ def _log_group(path: str) -> str:
 
 def _live_sessions(deps: IngestDeps, path: str) -> set[str]:
     """The sessions other than its own that a log of many holds open (as stored)."""
-    cur = deps.db.read(lambda c: tsql.get(c, path))
+    cur = deps.db.read(lambda c: transcript_sql.get(c, path))
     if cur is None:
         return set()
     return {_safe(sid) for sid in ParseState.from_json(cur.state_json).live}

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.ingest import reader
-from reos_memory.store import transcripts as tsql
+from reos_memory.store import transcripts as transcript_sql
 
 if TYPE_CHECKING:
     from reos_memory.squirrel.facade import Squirrel
@@ -98,7 +98,7 @@ class Watcher:
 
     def _prime(self) -> None:
         """Files read to their end before (by an earlier run) need no look now."""
-        for c in self.sq.db.read(lambda conn: tsql.all_cursors(conn, limit=1_000_000)):
+        for c in self.sq.db.read(lambda conn: transcript_sql.all_cursors(conn, limit=1_000_000)):
             self._seen[c.path] = (c.size_seen, -1)  # the size on disk when it was last read
         self._primed = True
 

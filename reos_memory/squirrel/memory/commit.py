@@ -30,8 +30,8 @@ from reos_memory.squirrel.redaction import redact
 from reos_memory.squirrel.text import paths
 from reos_memory.squirrel.writer.schema import WriterOp
 from reos_memory.store import Database
-from reos_memory.store import memories as msql
-from reos_memory.store import vectors as vsql
+from reos_memory.store import memories as memory_sql
+from reos_memory.store import vectors as vec_sql
 
 
 class Vectors(Protocol):
@@ -175,12 +175,12 @@ def commit(
 
     def tx(conn: apsw.Connection) -> CommitResult:
         out = CommitResult()
-        store_vectors = model_id is not None and vsql.recorded_model(conn) == model_id
+        store_vectors = model_id is not None and vec_sql.recorded_model(conn) == model_id
         batch: list[tuple[_Prepared, str]] = []
         for p in prepared:
             out.results.append(_apply(conn, p, ctx, store_vectors, batch, dedup_threshold))
         if any(r.get("memory_id") for r in out.results):
-            vsql.prune_changes(conn, space=vsql.MEMORIES)
+            vec_sql.prune_changes(conn, space=vec_sql.MEMORIES)
         if ctx.after is not None:
             ctx.after(conn, out)
         return out
@@ -232,13 +232,15 @@ def _apply(
                 return {**res, "action": "rejected", "reason": problem}
             res["note"] = f"{problem}; added as new"
         for m in targets:
-            msql.update_memory(conn, m.id, now, status="deprecated")
+            memory_sql.update_memory(conn, m.id, now, status="deprecated")
             replaced.append(m.id)
         if op.op == "DEPRECATE":
             return {**res, "action": "deprecated", "memory_ids": replaced}
     assert p.text is not None and op.kind is not None
     if op.key is not None:
-        holders = msql.live_by_key(conn, op.key, p.project_id, op.scope, p.owner_type, p.owner_id)
+        holders = memory_sql.live_by_key(
+            conn, op.key, p.project_id, op.scope, p.owner_type, p.owner_id
+        )
         for m in holders:
             if _same(conn, m, p, threshold):
                 _add_evidence(conn, m.id, ctx, now, op.confidence, p.index)
@@ -249,7 +251,7 @@ def _apply(
                     "reason": f"same as the memory holding key {op.key}",
                 }
         for m in holders:
-            msql.update_memory(conn, m.id, now, status="deprecated")
+            memory_sql.update_memory(conn, m.id, now, status="deprecated")
             replaced.append(m.id)
     if not replaced:
         dup = _duplicate(conn, p, batch, threshold, ctx)
@@ -280,10 +282,10 @@ def _apply(
         import numpy as np
 
         blob = np.ascontiguousarray(p.vector, dtype="<f4").tobytes()
-    msql.insert_memory(conn, mem, blob)
+    memory_sql.insert_memory(conn, mem, blob)
     _add_evidence(conn, mem.id, ctx, now, None, p.index)
     if replaced:
-        msql.record_replacements(conn, mem.id, replaced, ctx.episode_id, now)
+        memory_sql.record_replacements(conn, mem.id, replaced, ctx.episode_id, now)
     batch.append((p, mem.id))
     action = "updated" if replaced else "added"
     out = {**res, "action": action, "memory_id": mem.id, "memory": mem}
@@ -295,7 +297,7 @@ def _apply(
 def _targets(conn: apsw.Connection, p: _Prepared) -> tuple[list[Memory], str | None]:
     op = p.op
     if op.memory_id is not None:
-        m = msql.get_memory(conn, op.memory_id)
+        m = memory_sql.get_memory(conn, op.memory_id)
         if m is None:
             return [], f"memory {op.memory_id!r} not found"
         if m.project_id not in (p.project_id, None) or (m.owner_type, m.owner_id) != (
@@ -307,7 +309,7 @@ def _targets(conn: apsw.Connection, p: _Prepared) -> tuple[list[Memory], str | N
             return [], f"memory {op.memory_id!r} is already deprecated"
         return [m], None
     assert op.key is not None
-    found = msql.live_by_key(conn, op.key, p.project_id, op.scope, p.owner_type, p.owner_id)
+    found = memory_sql.live_by_key(conn, op.key, p.project_id, op.scope, p.owner_type, p.owner_id)
     if not found:
         return [], f"no live memory holds key {op.key!r}"
     return found, None
@@ -318,7 +320,7 @@ def _same(conn: apsw.Connection, m: Memory, p: _Prepared, threshold: float) -> b
         return True
     if p.vector is None or not same_meaning(m.text, p.text or ""):
         return False
-    blob = msql.embedding_of(conn, m.id)
+    blob = memory_sql.embedding_of(conn, m.id)
     if blob is None:
         return False
     import numpy as np
@@ -337,7 +339,7 @@ def _duplicate(
     op = p.op
     want = (p.project_id, op.scope, p.owner_type, p.owner_id, op.kind)
     ids = [mid for mid, _ in p.near]
-    found = msql.get_memories(conn, ids) if ids else {}
+    found = memory_sql.get_memories(conn, ids) if ids else {}
     now = now_iso()
     for mid, cos in p.near:
         m = found.get(mid)
@@ -356,7 +358,7 @@ def _duplicate(
             cos = float(q.vector @ p.vector)
             if cos >= threshold and same_meaning(q.text or "", p.text or ""):
                 return mid, f"near-duplicate of another op of this result (cosine {cos:.3f})"
-    same = msql.same_text(
+    same = memory_sql.same_text(
         conn,
         p.project_id,
         op.scope,
@@ -384,8 +386,8 @@ def _add_evidence(
     confidence: float | None,
     index: int = 0,
 ) -> None:
-    if not msql.has_evidence(conn, memory_id, ctx.episode_id):
-        msql.insert_evidence(
+    if not memory_sql.has_evidence(conn, memory_id, ctx.episode_id):
+        memory_sql.insert_evidence(
             conn,
             Evidence(
                 id=new_id("evd"),
@@ -397,4 +399,4 @@ def _add_evidence(
             ),
         )
     if confidence is not None:
-        msql.raise_confidence(conn, memory_id, confidence)
+        memory_sql.raise_confidence(conn, memory_id, confidence)

@@ -23,7 +23,7 @@ from reos_memory.errors import Cancelled
 from reos_memory.models import iso, now_iso
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.store import Database
-from reos_memory.store import memories as msql
+from reos_memory.store import memories as memory_sql
 
 PROMOTE_TO_LONG_TERM = ("invariant", "preference", "pattern")
 MAX_LISTED = 10_000
@@ -173,7 +173,7 @@ def run(
 ) -> dict[str, Any]:
     """Evaluate every live memory (of a project, or all) and apply the decisions in one tx."""
     t0 = datetime.now(UTC)
-    rows = db.read(lambda c: msql.live_with_metrics(c, project_id))
+    rows = db.read(lambda c: memory_sql.live_with_metrics(c, project_id))
     policies: dict[str | None, Policy] = {}
     decisions = []
     for i, r in enumerate(rows):
@@ -211,8 +211,8 @@ def run(
                 )
             for cols, rows in groups.items():
                 # only if nobody changed its status meanwhile
-                msql.update_many_if_status(conn, cols, rows)
-            msql.mark_evaluated(conn, [d["memory_id"] for d in decisions], now)
+                memory_sql.update_many_if_status(conn, cols, rows)
+            memory_sql.mark_evaluated(conn, [d["memory_id"] for d in decisions], now)
 
         if decisions:
             db.write(tx)

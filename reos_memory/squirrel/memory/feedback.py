@@ -16,8 +16,9 @@ import apsw
 from reos_memory.errors import NotFound
 from reos_memory.models import EpisodeStats
 from reos_memory.squirrel.memory.policy import RegretWeights
+from reos_memory.store import contexts as context_sql
 from reos_memory.store import memories as memory_sql
-from reos_memory.store import squirrel as sql
+from reos_memory.store import projects as project_sql
 
 
 def judge(
@@ -46,11 +47,11 @@ def apply(
     update_baseline: bool = True,
 ) -> dict[str, Any]:
     """Judge one context by a task outcome (inside a write tx); counts once per context."""
-    ctx = sql.get_context(conn, context_id)
+    ctx = context_sql.get_context(conn, context_id)
     if ctx is None:
         raise NotFound("context", context_id, field="context_id")
     project_id = ctx["project_id"]
-    n, avg_err, avg_retry = sql.baseline(conn, project_id)
+    n, avg_err, avg_retry = project_sql.baseline(conn, project_id)
     result: dict[str, Any] = {
         "context_id": context_id,
         "counted": False,
@@ -63,11 +64,11 @@ def apply(
             "avg_retries": round(avg_retry, 4),
         },
     }
-    if not sql.set_feedback(conn, context_id, now, source, outcome):
+    if not context_sql.set_feedback(conn, context_id, now, source, outcome):
         result["reason"] = "this context already has its outcome"
         return result
     result["counted"] = True
-    mems = sql.injected_memories(conn, context_id)
+    mems = context_sql.injected_memories(conn, context_id)
     result["memory_ids"] = mems
     saved, why = judge((n, avg_err, avg_retry), outcome["errors"], outcome["retries"], regret)
     if saved > 0 and mems:
@@ -76,7 +77,7 @@ def apply(
     elif why is not None:
         result["reason"] = why
     if update_baseline and project_id is not None:
-        sql.add_outcome(conn, project_id, outcome["errors"], outcome["retries"], now)
+        project_sql.add_outcome(conn, project_id, outcome["errors"], outcome["retries"], now)
     return result
 
 
@@ -95,7 +96,7 @@ def judge_session_contexts(
     each memory injected into any of them gets at most one regret hit, and the project's
     averages take the outcome in once.
     """
-    ids = sql.contexts_awaiting_feedback(conn, session_id, until)
+    ids = context_sql.contexts_awaiting_feedback(conn, session_id, until)
     if not ids:
         return 0
     outcome = {
@@ -104,13 +105,13 @@ def judge_session_contexts(
         "tests_final_status": st.tests_final_status,
         "user_frustration": st.user_frustration,
     }
-    n, avg_err, avg_retry = sql.baseline(conn, project_id)
+    n, avg_err, avg_retry = project_sql.baseline(conn, project_id)
     judged = 0
     mems: dict[str, None] = {}
     for cid in ids:
-        if sql.set_feedback(conn, cid, now, "episode", outcome):
+        if context_sql.set_feedback(conn, cid, now, "episode", outcome):
             judged += 1
-            mems.update(dict.fromkeys(sql.injected_memories(conn, cid)))
+            mems.update(dict.fromkeys(context_sql.injected_memories(conn, cid)))
     d_err = max(0.0, avg_err - st.error_count)
     d_retry = max(0.0, avg_retry - st.retry_loops)
     if judged and n > 0 and (d_err > 0 or d_retry > 0) and mems:
@@ -118,5 +119,5 @@ def judge_session_contexts(
             conn, list(mems), regret.alpha_errors * d_err + regret.beta_retries * d_retry
         )
     if judged:
-        sql.add_outcome(conn, project_id, st.error_count, st.retry_loops, now)
+        project_sql.add_outcome(conn, project_id, st.error_count, st.retry_loops, now)
     return judged

@@ -32,10 +32,10 @@ from reos_memory.squirrel.memory.ranking import (
 )
 from reos_memory.squirrel.redaction import redact
 from reos_memory.store import Database
+from reos_memory.store import contexts as context_sql
 from reos_memory.store import keywords as kw_sql
-from reos_memory.store import memories as msql
-from reos_memory.store import squirrel as ssql
-from reos_memory.store import vectors as vsql
+from reos_memory.store import memories as memory_sql
+from reos_memory.store import vectors as vec_sql
 
 if TYPE_CHECKING:  # the commit layer (and its rules) stays off the get_task_context path
     from reos_memory.squirrel.memory.commit import Vectors
@@ -95,34 +95,38 @@ class _Local:
             if words:
                 all_dfs = kw_sql.document_frequencies(conn, words, "memories_fts")
                 kept = kw_sql.prune_words(conn, words, KEYWORD_POSTINGS, "memories_fts", all_dfs)[0]
-                kw = dict(msql.keyword_search(conn, kept, 50, pids, scope.statuses))
+                kw = dict(memory_sql.keyword_search(conn, kept, 50, pids, scope.statuses))
                 df_of = dict(zip(words, all_dfs, strict=True))
                 dfs = [df_of[w] for w in kept]
                 if kw:
-                    total = msql.count_all(conn)
+                    total = memory_sql.count_all(conn)
             keyed: set[str] = set()
             guards: set[str] = set()
             if key_lookup and scope.project_id is not None:
-                keyed = _of_owners(msql.keyed_ids, conn, scope.project_id, scope.owners)
-                guards = _of_owners(msql.emergency_guard_ids, conn, scope.project_id, scope.owners)
+                keyed = _of_owners(memory_sql.keyed_ids, conn, scope.project_id, scope.owners)
+                guards = _of_owners(
+                    memory_sql.emergency_guard_ids, conn, scope.project_id, scope.owners
+                )
             return Hits({}, kw, kept, dfs, total, keyed, guards, False)
 
         h = self.db.read(read)
         if stage is None or vectors is None:
             return h
         self.qvec = stage.result(120)[0]
-        near = dict(vectors.knn(self.qvec, self.k, space=vsql.MEMORIES, parts=parts))
+        near = dict(vectors.knn(self.qvec, self.k, space=vec_sql.MEMORIES, parts=parts))
         return h._replace(near=near, used_vectors=True)
 
     def similarities(self, ids: list[str]) -> dict[str, float]:
         assert self.vectors is not None and self.qvec is not None
-        return dict(self.vectors.similarities(self.qvec, ids, space=vsql.MEMORIES))
+        return dict(self.vectors.similarities(self.qvec, ids, space=vec_sql.MEMORIES))
 
     def words_held(self, words: list[str], ids: list[str]) -> dict[str, list[str]]:
-        return self.db.read(lambda conn: msql.words_held(conn, words, ids))
+        return self.db.read(lambda conn: memory_sql.words_held(conn, words, ids))
 
     def rows(self, ids: list[str]) -> tuple[dict[str, Memory], dict[str, MemoryMetrics]]:
-        return self.db.read(lambda conn: (msql.get_memories(conn, ids), msql.metrics_of(conn, ids)))
+        return self.db.read(
+            lambda conn: (memory_sql.get_memories(conn, ids), memory_sql.metrics_of(conn, ids))
+        )
 
 
 def candidates(
@@ -154,9 +158,13 @@ def important(db: Database, scope: Scope, policy: Policy, limit: int = 40) -> li
 
     def read(conn: apsw.Connection) -> tuple[set[str], set[str], list[str]]:
         return (
-            _of_owners(msql.keyed_ids, conn, pid, scope.owners),
-            _of_owners(msql.emergency_guard_ids, conn, pid, scope.owners),
-            [i for o in _each_owner(scope.owners) for i in msql.important_ids(conn, pid, o, limit)],
+            _of_owners(memory_sql.keyed_ids, conn, pid, scope.owners),
+            _of_owners(memory_sql.emergency_guard_ids, conn, pid, scope.owners),
+            [
+                i
+                for o in _each_owner(scope.owners)
+                for i in memory_sql.important_ids(conn, pid, o, limit)
+            ],
         )
 
     keyed, guards, top = db.read(read)
@@ -202,7 +210,7 @@ def get_task_context(
         )
     given: set[str] = set()
     if exclude_injected and session_id:
-        given = db.read(lambda c: ssql.injected_in_session(c, session_id))
+        given = db.read(lambda c: context_sql.injected_in_session(c, session_id))
     choice = choose(
         cands,
         policy,
@@ -244,11 +252,11 @@ def _record_given(
     eligible memory and a use for each chosen one."""
 
     def tx(conn: apsw.Connection) -> None:
-        ssql.insert_context(conn, row, [(c.memory.id, c.score) for c in chosen])
+        context_sql.insert_context(conn, row, [(c.memory.id, c.score) for c in chosen])
         if eligible:
-            msql.count_opportunities(conn, [c.memory.id for c in eligible])
+            memory_sql.count_opportunities(conn, [c.memory.id for c in eligible])
         if chosen:
-            msql.count_uses(conn, [c.memory.id for c in chosen], now)
+            memory_sql.count_uses(conn, [c.memory.id for c in chosen], now)
 
     db.write(tx)
 

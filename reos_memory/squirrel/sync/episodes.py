@@ -21,7 +21,7 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as wire
 from reos_memory.squirrel.sync.sync import TeamSync
 from reos_memory.store import Database
-from reos_memory.store import squirrel as ssql
+from reos_memory.store import episodes as episode_sql
 
 METHOD: wire.TeamMethod = "squirrel/ingest_episode"
 MAX_EVENTS = 5000  # IngestEpisodeParams.events
@@ -132,7 +132,7 @@ def share(
 ) -> api.TeamEpisode | None:
     """Queue one stored episode for the team's Memory Writer (None: it has no events, or was
     trimmed to nothing). Sent by the next sync; queuing it again is the same item."""
-    ep = db.read(lambda c: ssql.get_episode(c, episode_id))
+    ep = db.read(lambda c: episode_sql.get_episode(c, episode_id))
     if ep is None or not ep.events:
         return None
     params, dropped = params_for(ep, limits or Limits())

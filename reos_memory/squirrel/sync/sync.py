@@ -30,7 +30,7 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as wire
 from reos_memory.squirrel.sync.client import TeamCallError, TeamClient
 from reos_memory.store import Database
-from reos_memory.store import team_cache as tsql
+from reos_memory.store import team_cache as team_cache_sql
 from reos_memory.store.team_cache import SyncState
 
 USAGE: wire.TeamMethod = "squirrel/usage/report"
@@ -101,7 +101,7 @@ class TeamSync:
 
     def state(self) -> SyncState | None:
         """What this machine knows of the key's org (None: it never reached the server)."""
-        return self.db.read(lambda c: tsql.sync_state(c, self.server, self.client.key_id))
+        return self.db.read(lambda c: team_cache_sql.sync_state(c, self.server, self.client.key_id))
 
     def context_info(self) -> api.ContextTeam:
         """The cache's standing for a context, after a pull when it is due (bounded by
@@ -119,7 +119,7 @@ class TeamSync:
         if st is None:
             return api.ContextTeam(status="offline", server=self.server, error=error or None)
         org = st.org_id
-        cached = self.db.read(lambda c: tsql.cached_count(c, self.server, org))
+        cached = self.db.read(lambda c: team_cache_sql.cached_count(c, self.server, org))
         return api.ContextTeam(
             status="offline" if error or st.last_pull_at is None else "ok",
             server=self.server,
@@ -134,7 +134,7 @@ class TeamSync:
         st = self.state()
         if st is None:
             return []
-        return self.db.read(lambda c: tsql.cached_owners(c, self.server, st.org_id))
+        return self.db.read(lambda c: team_cache_sql.cached_owners(c, self.server, st.org_id))
 
     def _due(self) -> bool:
         now = time.monotonic()
@@ -180,7 +180,7 @@ class TeamSync:
             if self.log:
                 self.log.info("team_sync_failed", server=self.server, error=rep.error)
         self.db.write(
-            lambda c: tsql.record_attempt(
+            lambda c: team_cache_sql.record_attempt(
                 c, self.server, self.client.key_id, now_iso(), self._last_error
             )
         )
@@ -193,7 +193,7 @@ class TeamSync:
             return st
         me = self.client.call("team/whoami", {}, WhoAmI, deadline=deadline)
         self.db.write(
-            lambda c: tsql.remember_key(
+            lambda c: team_cache_sql.remember_key(
                 c, self.server, me.org_id, self.client.key_id, me.team_id, me.role
             )
         )
@@ -231,7 +231,9 @@ class TeamSync:
     def _restart(self, st: SyncState, after: int, rep: Report) -> None:
         """The server's log no longer holds this cache's cursor (its database was restored from
         an earlier backup, or replaced): pull it again from the start."""
-        if self.db.write(lambda c: tsql.restart(c, self.server, st.org_id, after, now_iso())):
+        if self.db.write(
+            lambda c: team_cache_sql.restart(c, self.server, st.org_id, after, now_iso())
+        ):
             rep.restarted = True
             if self.log:
                 self.log.warning("team_log_restarted", server=self.server, cursor=after)
@@ -248,7 +250,7 @@ class TeamSync:
         done_at = None if page.more else now
 
         def tx(conn: apsw.Connection) -> tuple[int, int, int]:
-            if not tsql.advance(
+            if not team_cache_sql.advance(
                 conn, self.server, st.org_id, after, page.next_seq, page.next_mark, done_at
             ):
                 raise _Moved
@@ -256,7 +258,7 @@ class TeamSync:
                 conn, self.server, st.org_id, list(latest.values()), vectors, now
             )
             if done_at is not None:
-                gone += tsql.sweep(conn, self.server, st.org_id)
+                gone += team_cache_sql.sweep(conn, self.server, st.org_id)
             return added, gone, skipped
 
         added, gone, skipped = self.db.write(tx)
@@ -271,7 +273,7 @@ class TeamSync:
         the model is not usable now (they are embedded later, as any unembedded memory)."""
         if self.vectors is None or not mems:
             return {}
-        have = self.db.read(lambda c: tsql.cached_texts(c, [m.id for m in mems]))
+        have = self.db.read(lambda c: team_cache_sql.cached_texts(c, [m.id for m in mems]))
         todo = [m for m in mems if have.get(m.id) != (m.text, True)]
         emb, _reason = self.vectors.usable_model()
         if emb is None or not todo:
@@ -292,14 +294,16 @@ class TeamSync:
         params: msgspec.Struct,
         local_memory_id: str | None = None,
         key: str | None = None,
-    ) -> tsql.OutboxItem:
+    ) -> team_cache_sql.OutboxItem:
         """Queue a write under `key` (default: a fresh one), set into its params as its
         idempotency key; a key already queued is that same write."""
         key = key or f"w-{uuid.uuid4().hex}"
         body = msgspec.structs.replace(params, idempotency_key=key)  # type: ignore[type-var]
         encoded = msgspec.json.encode(body).decode()
         return self.db.write(
-            lambda c: tsql.enqueue(c, self.server, key, method, encoded, local_memory_id, now_iso())
+            lambda c: team_cache_sql.enqueue(
+                c, self.server, key, method, encoded, local_memory_id, now_iso()
+            )
         )
 
     def write(
@@ -318,7 +322,7 @@ class TeamSync:
 
     def outcome(self, idempotency_key: str) -> api.TeamWrite:
         """Where a queued write stands (sent with the server's reply, queued, or refused)."""
-        item = self.db.read(lambda c: tsql.outbox_item(c, idempotency_key))
+        item = self.db.read(lambda c: team_cache_sql.outbox_item(c, idempotency_key))
         assert item is not None
         state = {"done": "sent", "pending": "queued", "refused": "refused"}[item.state]
         raw = item.result
@@ -333,19 +337,21 @@ class TeamSync:
     def _drain(self, deadline: float, rep: Report) -> None:
         """Send the pending items in order; stop at the first that finds the server down."""
         while time.monotonic() < deadline:
-            items = self.db.read(lambda c: tsql.pending(c, self.server, 100))
+            items = self.db.read(lambda c: team_cache_sql.pending(c, self.server, 100))
             if not items:
                 return
             for item in items:
                 self._send(item, deadline, rep)
 
-    def _send(self, item: tsql.OutboxItem, deadline: float, rep: Report) -> None:
+    def _send(self, item: team_cache_sql.OutboxItem, deadline: float, rep: Report) -> None:
         params = msgspec.json.decode(item.params)
         try:
             method = wire.team_method(item.method)
         except ValueError as exc:  # a row no version of this client writes: never sent
             why = str(exc)
-            self.db.write(lambda c: tsql.finish(c, item.id, "refused", now_iso(), None, why))
+            self.db.write(
+                lambda c: team_cache_sql.finish(c, item.id, "refused", now_iso(), None, why)
+            )
             rep.refused += 1
             return
         try:
@@ -355,7 +361,9 @@ class TeamSync:
             gave_up = exc.kind == "down" and exc.code is not None
             gave_up = gave_up and item.attempts + 1 >= self.settings.max_attempts
             state = "refused" if exc.kind == "bad_request" or gave_up else "pending"
-            self.db.write(lambda c: tsql.finish(c, item.id, state, now_iso(), None, error))
+            self.db.write(
+                lambda c: team_cache_sql.finish(c, item.id, state, now_iso(), None, error)
+            )
             if state == "pending":
                 raise  # down or the key refused: later items wait, in order
             rep.refused += 1
@@ -363,7 +371,7 @@ class TeamSync:
                 self.log.warning("team_write_refused", method=item.method, error=error)
             return
         encoded = msgspec.json.encode(result).decode()
-        self.db.write(lambda c: tsql.finish(c, item.id, "done", now_iso(), encoded, None))
+        self.db.write(lambda c: team_cache_sql.finish(c, item.id, "done", now_iso(), encoded, None))
         rep.sent += 1
 
     def _queue_usage(self, st: SyncState) -> None:
@@ -372,9 +380,11 @@ class TeamSync:
         report waits unsent, the counts keep growing here for the next one."""
 
         def tx(conn: apsw.Connection) -> None:
-            if tsql.has_pending(conn, self.server, USAGE):
+            if team_cache_sql.has_pending(conn, self.server, USAGE):
                 return
-            owed = tsql.owed_usage(conn, self.server, st.org_id, self.settings.usage_batch)
+            owed = team_cache_sql.owed_usage(
+                conn, self.server, st.org_id, self.settings.usage_batch
+            )
             if not owed:
                 return
             key = f"usage:{uuid.uuid4().hex}"
@@ -390,8 +400,8 @@ class TeamSync:
                 for o in owed
             ]
             body = msgspec.json.encode(wire.UsageParams(idempotency_key=key, items=items))
-            tsql.enqueue(conn, self.server, key, USAGE, body.decode(), None, now_iso())
-            tsql.mark_reported(conn, owed)
+            team_cache_sql.enqueue(conn, self.server, key, USAGE, body.decode(), None, now_iso())
+            team_cache_sql.mark_reported(conn, owed)
 
         self.db.write(tx)
 
@@ -402,11 +412,13 @@ class TeamSync:
 
         def read(conn: apsw.Connection) -> dict[str, Any]:
             org = st.org_id if st else ""
-            pending = tsql.pending(conn, self.server, 20)
+            pending = team_cache_sql.pending(conn, self.server, 20)
             return {
-                "cached": tsql.cached_count(conn, self.server, org) if st else {},
-                "outbox": tsql.outbox_summary(conn, self.server),
-                "refused": [_entry(i) for i in tsql.items(conn, self.server, "refused", 20, True)],
+                "cached": team_cache_sql.cached_count(conn, self.server, org) if st else {},
+                "outbox": team_cache_sql.outbox_summary(conn, self.server),
+                "refused": [
+                    _entry(i) for i in team_cache_sql.items(conn, self.server, "refused", 20, True)
+                ],
                 "pending": [_entry(i) for i in pending],
             }
 
@@ -429,7 +441,7 @@ class TeamSync:
         self.client.close()
 
 
-def _entry(i: tsql.OutboxItem) -> api.OutboxEntry:
+def _entry(i: team_cache_sql.OutboxItem) -> api.OutboxEntry:
     return api.OutboxEntry(
         idempotency_key=i.idempotency_key,
         method=i.method,
@@ -454,13 +466,13 @@ def _put(
     for ch in changes:
         m = ch.memory
         if ch.op == "upsert" and m is not None:
-            got = tsql.put_cached(
+            got = team_cache_sql.put_cached(
                 conn, server, org_id, _local(m), m.version, ch.seq, now, vectors.get(m.id)
             )
             skipped += got == "refused"
             added += got != "refused"
         else:
-            gone += tsql.drop_cached(conn, server, org_id, ch.memory_id)
+            gone += team_cache_sql.drop_cached(conn, server, org_id, ch.memory_id)
     if added or gone:
         from reos_memory.store.vectors import MEMORIES, prune_changes
 

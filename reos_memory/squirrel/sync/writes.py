@@ -16,15 +16,15 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as wire
 from reos_memory.squirrel.sync.sync import TeamSync
 from reos_memory.store import Database
-from reos_memory.store import memories as msql
-from reos_memory.store import team_cache as tsql
+from reos_memory.store import memories as memory_sql
+from reos_memory.store import team_cache as team_cache_sql
 
 NO_SERVER = "needs a team server: set team_server_url and its API key (README: Team server)"
 
 
 def is_cached(db: Database, memory_id: str) -> bool:
     """Whether a memory mirrors a team server (its changes go to the server, not here)."""
-    return db.read(lambda c: tsql.cached_version(c, memory_id)) is not None
+    return db.read(lambda c: team_cache_sql.cached_version(c, memory_id)) is not None
 
 
 def add(
@@ -53,7 +53,7 @@ def deprecate(team: TeamSync, db: Database, memory_id: str) -> api.MemoryResult:
 def forget(team: TeamSync, db: Database, memory_id: str) -> api.ForgetResult:
     params = wire.TeamMemoryIdParams(memory_id=memory_id)
     tw = team.write("squirrel/memories/forget", params, memory_id)
-    gone = db.read(lambda c: msql.get_memory(c, memory_id)) is None
+    gone = db.read(lambda c: memory_sql.get_memory(c, memory_id)) is None
     return api.ForgetResult(
         forgotten=tw.state == "sent", memory_id=memory_id, removed={"memories": int(gone)}, team=tw
     )
@@ -62,7 +62,7 @@ def forget(team: TeamSync, db: Database, memory_id: str) -> api.ForgetResult:
 def share(team: TeamSync, db: Database, p: api.ShareParams) -> api.ShareResult:
     """Propose a personal memory to a team (or the org): what it says, not its id. Sharing the
     same text to the same place again is the same proposal (one idempotency key)."""
-    m = db.read(lambda c: msql.get_memory(c, p.memory_id))
+    m = db.read(lambda c: memory_sql.get_memory(c, p.memory_id))
     if m is None:
         from reos_memory.errors import NotFound
 
@@ -88,14 +88,14 @@ def _written(db: Database, tw: api.TeamWrite) -> Memory | None:
     reply: Any = (tw.result or {}).get("memory")
     if tw.state != "sent" or not isinstance(reply, dict):
         return None
-    cached = db.read(lambda c: msql.get_memory(c, str(reply.get("id"))))
+    cached = db.read(lambda c: memory_sql.get_memory(c, str(reply.get("id"))))
     return cached or msgspec.convert(reply, Memory, strict=False)
 
 
 def _now(db: Database, memory_id: str, tw: api.TeamWrite) -> Memory:
     """A cached memory after a write: the pulled result, else the server's reply, else the
     cache as it was (a queued write changes nothing until the server has it)."""
-    cached = db.read(lambda c: msql.get_memory(c, memory_id))
+    cached = db.read(lambda c: memory_sql.get_memory(c, memory_id))
     if cached is not None:
         return cached
     reply: Any = (tw.result or {}).get("memory")

@@ -52,8 +52,10 @@ from reos_memory.squirrel.writer import offline as rules
 from reos_memory.squirrel.writer.claims import claimant, claimant_died
 from reos_memory.squirrel.writer.schema import WriterOutput
 from reos_memory.store import Database
-from reos_memory.store import memories as msql
-from reos_memory.store import squirrel as ssql
+from reos_memory.store import episodes as episode_sql
+from reos_memory.store import memories as memory_sql
+from reos_memory.store import projects as project_sql
+from reos_memory.store import writer_calls as call_sql
 
 if TYPE_CHECKING:
     from reos_memory.squirrel.facade import Settings
@@ -194,7 +196,7 @@ class Runner:
             self._workers.append(t)
         # episodes left pending by an earlier process (exit, budget) are taken up again
         for eid in self.db.read(
-            lambda c: ssql.unprocessed_episodes(c, None, 1000, only_pending=True)
+            lambda c: episode_sql.unprocessed_episodes(c, None, 1000, only_pending=True)
         ):
             if eid not in self._queued:
                 self._queued.add(eid)
@@ -222,7 +224,7 @@ class Runner:
 
     def unwritten(self) -> int:
         """Episodes waiting for the writer or being written."""
-        counts = self.db.read(ssql.count_episodes)
+        counts = self.db.read(episode_sql.count_episodes)
         return counts.get("pending", 0) + counts.get("running", 0)
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
@@ -252,7 +254,7 @@ class Runner:
         the episode unprocessed with the reason (retry it later); nothing is lost.
         """
         self.prune_logs()
-        ep = self.db.read(lambda c: ssql.get_episode(c, episode_id))
+        ep = self.db.read(lambda c: episode_sql.get_episode(c, episode_id))
         if ep is None:
             raise NotFound("episode", episode_id, field="episode_id")
         if ep.processed and not force:
@@ -290,8 +292,8 @@ class Runner:
 
         def claim(conn: apsw.Connection) -> bool:
             if force and ep.processed:
-                ssql.reopen_episode(conn, ep.id)
-            return ssql.claim_episode(conn, ep.id, claimed, stale, abandoned)
+                episode_sql.reopen_episode(conn, ep.id)
+            return episode_sql.claim_episode(conn, ep.id, claimed, stale, abandoned)
 
         return claimed if self.db.write(claim) else None
 
@@ -301,7 +303,7 @@ class Runner:
         reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
         outcome = "pending" if isinstance(exc, _Deferred) else "failed"
         self.db.write(
-            lambda c: ssql.finish_episode(
+            lambda c: episode_sql.finish_episode(
                 c, episode_id, processed=0, outcome=outcome, reason=reason, claim=claimed
             )
         )
@@ -335,7 +337,7 @@ class Runner:
                 summary = ", ".join(
                     x for x in (summary, f"{len(turned_away)} turned away by the junk gate") if x
                 )
-            if not ssql.finish_episode(
+            if not episode_sql.finish_episode(
                 conn,
                 ep.id,
                 processed=1,
@@ -349,7 +351,7 @@ class Runner:
             done["ops"] = ops
 
         root = (
-            self.db.read(lambda c: ssql.project_root(c, ep.project_id))
+            self.db.read(lambda c: project_sql.project_root(c, ep.project_id))
             if ep.project_id is not None
             else None
         )
@@ -400,7 +402,7 @@ class Runner:
                 ep.id, ep.events, msgspec.structs.asdict(ep.stats), existing
             )
             call.update(duration_ms=(time.perf_counter() - t0) * 1000, ok=True, ops=len(output.ops))
-            self.db.write(lambda c: ssql.record_call(c, call))
+            self.db.write(lambda c: call_sql.record_call(c, call))
             return output, sources, call, turned_away
         client = self._llm() if self._llm else None
         assert client is not None
@@ -419,7 +421,7 @@ class Runner:
         )
         estimate = count_tokens(system) + count_tokens(user)
         day = started[:10]
-        spent = self.db.read(lambda c: ssql.tokens_today(c, day))
+        spent = self.db.read(lambda c: call_sql.tokens_today(c, day))
         budget = self.settings.writer_daily_token_budget
         if spent + estimate + self.settings.writer_max_output_tokens > budget:
             raise _Deferred(
@@ -454,7 +456,7 @@ class Runner:
             error=None if error is None else (getattr(error, "message", None) or str(error)),
             summarised=report["summarised"],
         )
-        self.db.write(lambda c: ssql.record_call(c, call))
+        self.db.write(lambda c: call_sql.record_call(c, call))
         if error is not None:
             raise error
         source = output.episode_evidence.source if output.episode_evidence else None
@@ -465,8 +467,8 @@ class Runner:
         owner = (ep.owner_type, ep.owner_id)
 
         def read(conn: apsw.Connection) -> list[Memory]:
-            ids = msql.keyed_ids(conn, ep.project_id, owner)
-            return list(msql.get_memories(conn, sorted(ids)).values())
+            ids = memory_sql.keyed_ids(conn, ep.project_id, owner)
+            return list(memory_sql.get_memories(conn, sorted(ids)).values())
 
         return self.db.read(read)
 
