@@ -7,9 +7,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from reos_memory.config import Config, team_api_key
 from reos_memory.embeddings.base import Embedder
 from reos_memory.embeddings.runtime import EmbeddingService
+from reos_memory.graph.api import EmbedderStatus
 from reos_memory.index.vectors import Indexer
 from reos_memory.logs import setup_logging
 from reos_memory.store import Database
@@ -147,12 +150,12 @@ class App:
                 )
             return self._squirrel
 
-    def embedder_status(self) -> dict[str, Any]:
+    def embedder_status(self) -> EmbedderStatus:
         status = self.embeddings.status()
         status["database_model_id"] = self.db.read(recorded_model)
         status["vector_search"] = self.config.vector_search
         status["vector_index"] = self.indexer.index_status()
-        return status
+        return msgspec.convert(status, EmbedderStatus)
 
     def close_when_written(self) -> None:
         """Let background Memory Writer calls finish, then close. Each call is bounded (the LLM

@@ -12,3 +12,11 @@ from collections.abc import Mapping
 
 JSONObject = dict[str, object]  # a JSON object being built, or decoded and not yet narrowed
 JSONMapping = Mapping[str, object]  # a JSON object only read (accepts any dict[str, ...])
+
+
+def as_object(value: object, what: str) -> JSONObject:
+    """`value` as a JSON object, or TypeError naming `what` (for documents this program built,
+    such as a generated schema, where any other shape is a bug)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{what}: expected a JSON object, got {type(value).__name__}")
+    return value

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
 
 # structlog.dev loads rich, when installed, for pretty consoles (~60 ms); our logs are JSON lines,
 # so hide it for this one import. The entry is removed again: other libraries see rich as usual.
@@ -13,12 +12,13 @@ if _hidden:
     sys.modules["rich"] = None  # type: ignore[assignment]
 try:
     import structlog
+    from structlog.typing import FilteringBoundLogger as Log  # what a log line goes through
 finally:
     if _hidden:
         del sys.modules["rich"]
 
 
-def setup_logging(level: str = "info") -> Any:
+def setup_logging(level: str = "info") -> Log:
     """Configure structlog to write JSON lines to stderr and return a logger."""
     structlog.configure(
         processors=[
@@ -31,4 +31,5 @@ def setup_logging(level: str = "info") -> Any:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
-    return structlog.get_logger("reos_memory")
+    log: Log = structlog.get_logger("reos_memory")
+    return log

@@ -19,7 +19,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Literal, cast
 
 import anyio
 import mcp.types as mt
@@ -37,6 +37,7 @@ from reos_memory.interfaces import mcp_tools, stdio_process
 from reos_memory.interfaces.mcp_tools import (
     Args,
     AvoidArg,
+    Context,
     Fit,
     KindArg,
     LimitArg,
@@ -47,6 +48,8 @@ from reos_memory.interfaces.mcp_tools import (
 )
 from reos_memory.interfaces.registry import MethodSpec, Registry, convert_params
 from reos_memory.interfaces.services import Services
+from reos_memory.json_types import JSONMapping, JSONObject
+from reos_memory.logs import Log
 from reos_memory.models import Direction, Ident, MemoryKey, MemoryScope, RelType
 from reos_memory.squirrel import api as ts
 
@@ -84,7 +87,7 @@ SessionArg = Annotated[
 class Env:
     """What a tool function may use: the services and the default project root."""
 
-    def __init__(self, app: Services, cwd: str, log: Any) -> None:
+    def __init__(self, app: Services, cwd: str, log: Log) -> None:
         self.app = app
         self.cwd = cwd
         self.log = log
@@ -98,7 +101,7 @@ class Env:
     def root(self, project_root: str | None) -> str:
         return self.cwd if project_root is None else project_root
 
-    def call(self, spec: MethodSpec, arguments: dict[str, Any]) -> mt.CallToolResult:
+    def call(self, spec: MethodSpec, arguments: JSONObject) -> mt.CallToolResult:
         """Validate the arguments and run one tool (`mcp_tools.run_tool`)."""
         return run_tool(
             spec,
@@ -111,26 +114,26 @@ class Env:
 # -- results an agent can take in ------------------------------------------------------------
 
 
-def _walk_kept(out: dict[str, Any], data: dict[str, Any], kept_items: list[Any]) -> None:
+def _walk_kept(out: JSONObject, data: JSONMapping, kept_items: list[object]) -> None:
     """related_blocks cut to its nearest blocks: the depths and edges among them only."""
-    kept = set(kept_items)
-    by_depth = data.get("blocks_by_depth") or {}
+    result = msgspec.convert(data, gapi.RelatedResult)  # the shape `related_blocks` returned
+    kept = {b for b in kept_items if isinstance(b, str)}
     out["blocks_by_depth"] = {
         d: [b for b in ids if b in kept]
-        for d, ids in by_depth.items()
+        for d, ids in result.blocks_by_depth.items()
         if any(b in kept for b in ids)
     }
     out["edges"] = [
-        e
-        for e in data.get("edges") or []
-        if e.get("source_block_id") in kept and e.get("target_block_id") in kept
+        msgspec.to_builtins(e)
+        for e in result.edges
+        if e.source_block_id in kept and e.target_block_id in kept
     ]
-    out["truncated"] = out["truncated"] or len(kept_items) < len(data.get("visited_blocks") or [])
+    out["truncated"] = result.truncated or len(kept_items) < len(result.visited_blocks)
 
 
-def _markdown_kept(out: dict[str, Any], data: dict[str, Any], kept_items: list[Any]) -> None:
+def _markdown_kept(out: JSONObject, data: JSONMapping, kept_items: list[object]) -> None:
     if "markdown" in data:
-        out["markdown"] = render_markdown(kept_items)
+        out["markdown"] = render_markdown([m for m in kept_items if isinstance(m, dict)])
 
 
 # the tools whose results may outgrow an agent's limit (get_task_context fits its budget to the
@@ -149,7 +152,7 @@ _FIT = {
 }
 
 
-def fit_result(name: str, data: Any, limit: int) -> Any:
+def fit_result(name: str, data: object, limit: int) -> object:
     """A local tool's result within `limit` tokens (`mcp_tools.fit_result`)."""
     return mcp_tools.fit_result(data, limit, _FIT[name]) if name in _FIT else data
 
@@ -177,7 +180,7 @@ class GetTaskContextArgs(Args):
 
 
 @tool("get_task_context", params=GetTaskContextArgs, result=ts.ContextResult, kind="write")
-def get_task_context(env: Env, a: GetTaskContextArgs) -> Any:
+def get_task_context(env: Env, a: GetTaskContextArgs) -> ts.ContextResult:
     """Get the memories this project holds for a task: call it at the start of every task, and again when you move to another part of the code.
 
     Returns `context_prompt`, ready to read as instructions (guards first, then invariants and
@@ -208,7 +211,7 @@ class SearchMemoryArgs(Args):
 
 
 @tool("search_memory", params=SearchMemoryArgs, result=ts.SquirrelSearchResult)
-def search_memory(env: Env, a: SearchMemoryArgs) -> Any:
+def search_memory(env: Env, a: SearchMemoryArgs) -> ts.SquirrelSearchResult:
     """Search the project's memories (and the global ones) by meaning and keywords: use it to check what is known about a topic, or to find a memory's id.
 
     Returns `matches` (id, kind, status, scope, text, score, similarity, keyword score). Changes
@@ -256,7 +259,7 @@ class RememberArgs(Args):
 
 
 @tool("remember", params=RememberArgs, result=ts.MemoryAddResult, kind="write")
-def remember(env: Env, a: RememberArgs) -> Any:
+def remember(env: Env, a: RememberArgs) -> ts.MemoryAddResult:
     """Store a memory explicitly: call it when the user states a lasting rule, preference or correction ("always ...", "never ...", "we use X here"), or when you learned something the next session must know.
 
     The memory starts provisional (promoted by use). A near-duplicate of a live memory is not
@@ -305,7 +308,7 @@ class ForgetArgs(Args):
 
 
 @tool("forget", params=ForgetArgs, result=ts.ForgetResult, kind="write")
-def forget(env: Env, a: ForgetArgs) -> Any:
+def forget(env: Env, a: ForgetArgs) -> ts.ForgetResult:
     """Erase a memory for good (its text, vector, evidence and metrics): call it when a memory is wrong or the user asks to forget it.
 
     Cannot be undone; to correct a memory, forget it and remember the right one.
@@ -325,7 +328,7 @@ class FlushArgs(Args):
 
 
 @tool("flush", params=FlushArgs, result=ts.FlushResult, kind="pipeline")
-def flush(env: Env, a: FlushArgs) -> Any:
+def flush(env: Env, a: FlushArgs) -> ts.FlushResult:
     """Cut the open episodes of the project's sessions now and let the Memory Writer learn from them: call it when a task or session ends.
 
     Returns each episode cut and its outcome (the offline writer's memories are written before
@@ -348,8 +351,8 @@ class SearchBlocksArgs(Args):
     ] = "hybrid"
 
 
-@tool("search_blocks", params=SearchBlocksArgs, result=Any)
-def search_blocks(env: Env, a: SearchBlocksArgs) -> Any:
+@tool("search_blocks", params=SearchBlocksArgs, result=gapi.SearchResult)
+def search_blocks(env: Env, a: SearchBlocksArgs) -> gapi.SearchResult:
     """Search the block graph (notes, documents and their relationships stored by agents): use it to find stored knowledge about a topic; it is not the coding memory (see search_memory).
 
     Semantic and keyword search fused by rank, expanded over related blocks. Returns `matches`
@@ -379,8 +382,8 @@ class RelatedBlocksArgs(Args):
     max_nodes: Annotated[int, Meta(ge=1, le=10_000, description="Most blocks to visit.")] = 50
 
 
-@tool("related_blocks", params=RelatedBlocksArgs, result=Any)
-def related_blocks(env: Env, a: RelatedBlocksArgs) -> Any:
+@tool("related_blocks", params=RelatedBlocksArgs, result=gapi.RelatedResult)
+def related_blocks(env: Env, a: RelatedBlocksArgs) -> gapi.RelatedResult:
     """Walk the block graph around a block (breadth first, stronger edges first): use it after search_blocks to see what a block is connected to.
 
     Returns `visited_blocks`, `blocks_by_depth`, the `edges` walked (type, confidence) and
@@ -409,10 +412,10 @@ def tool_definitions() -> list[mt.Tool]:
 # -- serving -----------------------------------------------------------------------------------
 
 
-def build_server(env: Env) -> Server[Any]:
+def build_server(env: Env) -> Server[object]:
     """The MCP server: tools/list and tools/call over `env`."""
 
-    async def run(spec: MethodSpec, arguments: dict[str, Any], ctx: Any) -> mt.CallToolResult:
+    async def run(spec: MethodSpec, arguments: JSONObject, ctx: Context) -> mt.CallToolResult:
         env.calls += 1
         env.running += 1
         try:
@@ -432,7 +435,7 @@ class _InputLines:
     would answer the calls still running "Connection closed"): `printf ... | reos-memory mcp`
     gets every reply, as with `serve`."""
 
-    def __init__(self, fd: int, limit: int, log: Any, env: Env) -> None:
+    def __init__(self, fd: int, limit: int, log: Log, env: Env) -> None:
         self._fd = fd
         self._limit = limit
         self._log = log
@@ -475,7 +478,7 @@ class _InputLines:
         return True
 
 
-async def _watch_signals(scope: anyio.CancelScope, stop: dict[str, str], log: Any) -> None:
+async def _watch_signals(scope: anyio.CancelScope, stop: dict[str, str], log: Log) -> None:
     """Stop serving on a stop signal (SIGTERM, SIGINT, SIGHUP; the parent watch sends SIGTERM)."""
     try:
         receiver = anyio.open_signal_receiver(*stdio_process.STOP_SIGNALS)
@@ -498,7 +501,9 @@ async def _serve(env: Env, proto_in: int, proto_out: int) -> str:
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_signals, tg.cancel_scope, stop, env.log)
-        async with stdio_server(stdin=cast(Any, lines), stdout=out) as (read, write):
+        # the SDK only iterates its stdin (`async for line in stdin`), which _InputLines does
+        stdin = cast("anyio.AsyncFile[str]", lines)
+        async with stdio_server(stdin=stdin, stdout=out) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         tg.cancel_scope.cancel()
     return stop["reason"]
@@ -510,12 +515,12 @@ def _load() -> None:
     import reos_memory.squirrel.facade  # noqa: F401
 
 
-def run_mcp(config: Config, open_app: Callable[[Any], Any]) -> int:
+def run_mcp(config: Config, open_app: Callable[[Log], Services]) -> int:
     """Serve MCP on stdin/stdout until end of input, a signal or the parent's death; `open_app(log)`
     opens the App the tools work on."""
 
     def serve(
-        app: Services, _: None, stdio: stdio_process.Stdio, log: Any, stopped: dict[str, Any]
+        app: Services, _: None, stdio: stdio_process.Stdio, log: Log, stopped: JSONObject
     ) -> None:
         env = Env(app, os.getcwd(), log)
         stopped["reason"] = "error"

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Collection
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, NamedTuple
 
 import mcp.types as mt
 import msgspec
+from mcp.server import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from msgspec import Meta
@@ -23,6 +24,8 @@ from msgspec import Meta
 from reos_memory import __version__
 from reos_memory.errors import ReosError
 from reos_memory.interfaces.registry import MethodSpec, MethodTable, input_schemas
+from reos_memory.json_types import JSONMapping, JSONObject, as_object
+from reos_memory.logs import Log
 from reos_memory.models import MemoryKind, MemoryText
 from reos_memory.squirrel.token_count import count_tokens
 
@@ -78,8 +81,9 @@ def tool_definitions(
     out = []
     for s in specs:
         schema = schemas[s.name]
+        properties = as_object(schema.get("properties", {}), s.name)
         for name in hidden:
-            schema.get("properties", {}).pop(name, None)
+            properties.pop(name, None)
         out.append(
             mt.Tool(
                 name=s.name,
@@ -97,10 +101,10 @@ def tool_definitions(
 
 def run_tool(
     spec: MethodSpec,
-    call: Callable[[], Any],
-    log: Any,
+    call: Callable[[], object],
+    log: Log,
     *,
-    fit: Callable[[str, Any], Any] = lambda _name, data: data,
+    fit: Callable[[str, object], object] = lambda _name, data: data,
     **context: str,
 ) -> mt.CallToolResult:
     """`call()` (the tool's handler on its checked arguments) as a tool result; `context`
@@ -109,7 +113,12 @@ def run_tool(
         result = call()
     except ReosError as exc:
         log.info("tool_error", tool=spec.name, reason=exc.reason, error=exc.message, **context)
-        error = {"code": exc.code, "reason": exc.reason, "message": exc.message, **exc.data}
+        error: JSONObject = {
+            "code": exc.code,
+            "reason": exc.reason,
+            "message": exc.message,
+            **exc.data,
+        }
         return tool_error(f"{exc.reason}: {exc.message}", {"error": error})
     except Exception as exc:  # a bug: the details go to the log, never to the client
         incident = uuid.uuid4().hex[:12]
@@ -123,7 +132,8 @@ def run_tool(
     data = fit(spec.name, msgspec.to_builtins(result))
     return mt.CallToolResult(
         content=[mt.TextContent(text=msgspec.json.encode(data).decode())],
-        structured_content=data,
+        # a tool result that is not an object (none is, today) goes as text only
+        structured_content=data if isinstance(data, dict) else None,
     )
 
 
@@ -135,18 +145,18 @@ class Fit(NamedTuple):
     key: str
     less: str
     whole: str
-    reshape: Callable[[dict[str, Any], dict[str, Any], list[Any]], None] | None = None
+    reshape: Callable[[JSONObject, JSONMapping, list[object]], None] | None = None
 
 
 _CUT = " … [{n} more characters; the whole text: {where}]"
 _TEXTS = ("content", "text")
 
 
-def _tokens(data: Any) -> int:
+def _tokens(data: object) -> int:
     return count_tokens(msgspec.json.encode(data).decode())
 
 
-def fit_result(data: Any, limit: int, fit: Fit) -> Any:
+def fit_result(data: object, limit: int, fit: Fit) -> object:
     """A tool's result within `limit` tokens (Squirrel's count of its JSON): agents refuse or
     truncate bigger results (Claude Code: 25,000 tokens by default). Over the limit, single
     texts longer than the limit are cut first, then the list of results loses its last
@@ -160,14 +170,16 @@ def fit_result(data: Any, limit: int, fit: Fit) -> Any:
     cut = 0
     items = [dict(x) if isinstance(x, dict) else x for x in items]  # ids stay as they are
     for x in items:
+        if not isinstance(x, dict):
+            continue
         for f in _TEXTS:
-            text = x.get(f) if isinstance(x, dict) else None
+            text = x.get(f)
             if isinstance(text, str) and len(text) > limit:
                 x[f] = text[:limit] + _CUT.format(n=len(text) - limit, where=fit.whole)
                 cut += 1
 
-    def keep(n: int) -> dict[str, Any]:
-        out = {**data, fit.key: items[:n]}
+    def keep(n: int) -> JSONObject:
+        out: JSONObject = {**data, fit.key: items[:n]}
         if fit.reshape is not None:
             fit.reshape(out, data, items[:n])
         out["mcp_truncated"] = {
@@ -188,10 +200,15 @@ def fit_result(data: Any, limit: int, fit: Fit) -> Any:
     return keep(lo)
 
 
-def tool_error(text: str, data: dict[str, Any]) -> mt.CallToolResult:
+def tool_error(text: str, data: JSONObject) -> mt.CallToolResult:
     return mt.CallToolResult(
         content=[mt.TextContent(text=text)], structured_content=data, is_error=True
     )
+
+
+Context = ServerRequestContext[
+    object, object
+]  # an MCP request's context (lifespan, transport data)
 
 
 def build_server(
@@ -199,16 +216,18 @@ def build_server(
     instructions: str,
     table: MethodTable,
     tools: list[mt.Tool],
-    run: Callable[[MethodSpec, dict[str, Any], Any], Awaitable[mt.CallToolResult]],
-) -> Server[Any]:
+    run: Callable[[MethodSpec, JSONObject, Context], Awaitable[mt.CallToolResult]],
+) -> Server[object]:
     """The MCP server: tools/list answers `tools`; tools/call of a tool of `table` awaits
     `run(spec, arguments, ctx)`, any other name is an invalid-params error naming the known
     tools."""
 
-    async def list_tools(ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
+    async def list_tools(
+        ctx: Context, params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
         return mt.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+    async def call_tool(ctx: Context, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         spec = table.methods.get(params.name)
         if spec is None:
             raise MCPError(

@@ -6,14 +6,18 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated
 
 import msgspec
 
 from reos_memory.errors import ReosError
 from reos_memory.interfaces.registry import MethodTable, clean_descriptions
+from reos_memory.json_types import JSONMapping, JSONObject, as_object
 
 _REF = "#/components/schemas/{name}"
+
+# `rpc.discover`'s result: the document, encoded once; described as the object it is
+DocumentResult = Annotated[msgspec.Raw, msgspec.Meta(extra_json_schema={"type": "object"})]
 # Types whose short name is taken twice are published by their qualified name; those names were
 # fixed when the types lived in `rpc/`, and a client may refer to them, so they keep that spelling.
 _PUBLISHED_PREFIX = {
@@ -31,7 +35,7 @@ def _published(name: str) -> str:
     return name
 
 
-def _published_refs(node: Any) -> Any:
+def _published_refs(node: object) -> object:
     if isinstance(node, dict):
         return {
             k: _REF.format(name=_published(v.removeprefix(_REF.format(name=""))))
@@ -47,35 +51,38 @@ def _published_refs(node: Any) -> Any:
 def build_document(
     registry: MethodTable,
     *,
-    info: dict[str, Any],
+    info: JSONMapping,
     meanings: Mapping[int, str],
     read_errors: Sequence[type[ReosError]] = (),
-) -> dict[str, Any]:
+) -> JSONObject:
     """The OpenRPC 1.3 document for every method in the registry: `info` as given, each error
     described by `meanings` of its code, and `read_errors` added to every read method."""
     specs = sorted(registry.methods.values(), key=lambda s: s.name)
-    types: list[Any] = []
+    types: list[object] = []
     for s in specs:
         types.append(s.params)
         types.append(s.result if s.result is not None else type(None))
-    schemas, components = msgspec.json.schema_components(types, ref_template=_REF)
-    schemas = clean_descriptions(_published_refs(schemas))
+    raw_schemas, raw_components = msgspec.json.schema_components(types, ref_template=_REF)
+    schemas = clean_descriptions(_published_refs(raw_schemas))
+    assert isinstance(schemas, tuple)
     components = {
-        _published(k): clean_descriptions(_published_refs(v)) for k, v in components.items()
+        _published(k): clean_descriptions(_published_refs(v)) for k, v in raw_components.items()
     }
     methods = []
     for i, s in enumerate(specs):
-        pschema = components[s.params.__name__]
-        required = set(pschema.get("required", []))
+        pschema = as_object(components[s.params.__name__], s.params.__name__)
+        required = pschema.get("required", [])
+        assert isinstance(required, list)
+        properties = as_object(pschema.get("properties", {}), s.params.__name__)
         params = [
             {
                 "name": name,
                 "required": name in required,
                 "schema": copy.deepcopy(prop),
             }
-            for name, prop in pschema.get("properties", {}).items()
+            for name, prop in properties.items()
         ]
-        entry: dict[str, Any] = {
+        entry: JSONObject = {
             "name": s.name,
             "summary": s.summary,
             "paramStructure": "either",
@@ -107,7 +114,7 @@ def build_document(
 _BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 
 
-def _plain_bounds(node: Any) -> Any:
+def _plain_bounds(node: object) -> object:
     """Bounds that are whole numbers written as integers. typing caches equal Annotated types
     (Meta(ge=0) == Meta(ge=0.0)), so whichever module built one first would otherwise decide
     whether the document says 0 or 0.0."""
@@ -123,11 +130,16 @@ def _plain_bounds(node: Any) -> Any:
     return node
 
 
-def plain(doc: dict[str, Any]) -> dict[str, Any]:
+def plain(doc: JSONObject) -> JSONObject:
     """The document with whole-number bounds written as integers (see `_plain_bounds`)."""
-    return _plain_bounds(doc)  # type: ignore[no-any-return]
+    return as_object(_plain_bounds(doc), "document")
 
 
-def as_text(doc: dict[str, Any]) -> str:
+def encoded(doc: JSONMapping) -> msgspec.Raw:
+    """A document as `rpc.discover` answers it."""
+    return msgspec.Raw(msgspec.json.encode(doc))
+
+
+def as_text(doc: JSONMapping) -> str:
     """A document as committed under rpc_schema/."""
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

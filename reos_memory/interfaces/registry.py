@@ -6,12 +6,13 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import msgspec
 import msgspec.inspect as mi
 
 from reos_memory.errors import InvalidInput, ReosError
+from reos_memory.json_types import JSONObject, as_object
 
 # inline: cheap, no I/O, answered on the reading thread, waits for nothing;
 # read: database reads on a pool of threads, each after the writes the client sent before it;
@@ -26,12 +27,17 @@ from reos_memory.errors import InvalidInput, ReosError
 Kind = Literal["inline", "read", "write", "pipeline", "heavy"]
 
 
+C = TypeVar("C")  # what a handler gets besides its params: a request's context, an MCP env
+P = TypeVar("P", bound=msgspec.Struct)
+R = TypeVar("R")
+
+
 @dataclass
-class MethodSpec:
+class MethodSpec(Generic[C]):
     name: str
-    handler: Callable[..., Any]
+    handler: Callable[[C, msgspec.Struct], object]  # the function, on params of type `params`
     params: type[msgspec.Struct]
-    result: Any
+    result: object  # the result's type, as msgspec reads it for the schema
     kind: Kind
     summary: str
     description: str
@@ -39,36 +45,38 @@ class MethodSpec:
     field_names: tuple[str, ...] = ()
 
 
-C = TypeVar("C")  # what a handler gets besides its params: a request's context, an MCP env
-P = TypeVar("P", bound=msgspec.Struct)
-R = TypeVar("R")
-
-
-class MethodTable:
+class MethodTable(Generic[C]):
     """Name -> method. Registering a name twice is a programming error and raises. Handlers are
     registered through a typed decorator (`Registry.method`, the team server's `method`)."""
 
     def __init__(self) -> None:
-        self.methods: dict[str, MethodSpec] = {}
+        self.methods: dict[str, MethodSpec[C]] = {}
 
     def add(
         self,
         name: str,
-        fn: Callable[..., Any],
+        fn: Callable[[C, P], object],
         *,
-        params: type[msgspec.Struct],
-        result: Any,
+        params: type[P],
+        result: object,
         kind: Kind,
         errors: list[type[ReosError]] | None,
+        doc: str | None,
     ) -> None:
-        """Register `fn` under `name`."""
+        """Register `fn` under `name`; `doc` (the function's docstring) gives its summary and
+        description."""
         if name in self.methods:
             raise ValueError(f"method {name!r} is registered twice")
-        doc = inspect.cleandoc(fn.__doc__ or "")
-        summary, _, rest = doc.partition("\n")
+
+        def handler(ctx: C, p: msgspec.Struct) -> object:
+            if not isinstance(p, params):  # the dispatchers convert to `params`: a bug
+                raise TypeError(f"{name}: params of type {type(p).__name__}, not {params.__name__}")
+            return fn(ctx, p)
+
+        summary, _, rest = inspect.cleandoc(doc or "").partition("\n")
         self.methods[name] = MethodSpec(
             name=name,
-            handler=fn,
+            handler=handler,
             params=params,
             result=result,
             kind=kind,
@@ -79,7 +87,7 @@ class MethodTable:
         )
 
 
-class Registry(MethodTable, Generic[C]):
+class Registry(MethodTable[C]):
     """Methods whose handlers take (context, params): a handler whose params type is not the
     Struct declared for it, or whose first argument is not this registry's context, fails mypy
     at its decorator."""
@@ -94,22 +102,24 @@ class Registry(MethodTable, Generic[C]):
         errors: list[type[ReosError]] | None = None,
     ) -> Callable[[Callable[[C, P], R]], Callable[[C, P], R]]:
         def register(fn: Callable[[C, P], R]) -> Callable[[C, P], R]:
-            self.add(name, fn, params=params, result=result, kind=kind, errors=errors)
+            self.add(
+                name, fn, params=params, result=result, kind=kind, errors=errors, doc=fn.__doc__
+            )
             return fn
 
         return register
 
 
-def input_schemas(specs: list[MethodSpec]) -> dict[str, dict[str, Any]]:
+def input_schemas(specs: list[MethodSpec]) -> dict[str, JSONObject]:
     """Each method's params Struct as the JSON Schema an MCP tool's `inputSchema` takes (plainer
     for agents, see `_simplify`); a Struct nested in the params comes along under `$defs`."""
-    _, components = msgspec.json.schema_components(
+    _, raw = msgspec.json.schema_components(
         [s.params for s in specs], ref_template="#/$defs/{name}"
     )
-    components = clean_descriptions(components)
-    out = {}
+    components = as_object(clean_descriptions(raw), "schema components")
+    out: dict[str, JSONObject] = {}
     for s in specs:
-        schema = _simplify(components[s.params.__name__])
+        schema = as_object(_simplify(components[s.params.__name__]), s.name)
         schema.pop("title", None)
         schema.pop("description", None)
         if "#/$defs/" in msgspec.json.encode(schema).decode():
@@ -120,7 +130,7 @@ def input_schemas(specs: list[MethodSpec]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def clean_descriptions(node: Any) -> Any:
+def clean_descriptions(node: object) -> object:
     """The schema with every `description` cleaned as `inspect.cleandoc` does. A description
     taken from a docstring otherwise depends on the interpreter (3.13 strips the indentation of
     docstrings when it compiles them, 3.11 keeps it) and on msgspec's version (0.23 dedents it,
@@ -137,7 +147,7 @@ def clean_descriptions(node: Any) -> Any:
     return node
 
 
-def _simplify(node: Any) -> Any:
+def _simplify(node: object) -> object:
     """Plainer schema for agents: an optional field shows its type (null is still accepted),
     a string enum says it is a string."""
     if isinstance(node, list):
@@ -163,7 +173,7 @@ _UNKNOWN = re.compile(r"Object contains unknown field `([^`]*)`")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[(?:'|\")(.*?)(?:'|\")\]")
 
 
-def convert_params(spec: MethodSpec, params: Any) -> msgspec.Struct:
+def convert_params(spec: MethodSpec, params: object) -> msgspec.Struct:
     """Turn JSON params (object, array or absent) into the method's Struct, or raise InvalidInput."""
     if params is None:
         params = {}
@@ -178,7 +188,7 @@ def convert_params(spec: MethodSpec, params: Any) -> msgspec.Struct:
     return parse(spec.params, params)
 
 
-def parse(params_type: type[P], raw: dict[str, Any], *, strict: bool = True) -> P:
+def parse(params_type: type[P], raw: object, *, strict: bool = True) -> P:
     """`raw` (JSON-like, as a client sent it) as `params_type`, or InvalidInput naming the field
     and the rule. Not `strict`: a web form's or query's strings convert to the field's type
     ("50" to 50), as msgspec's lax mode does."""
@@ -208,10 +218,10 @@ def _explain(struct: type, message: str) -> InvalidInput:
     return err
 
 
-def _allowed_at(struct: type, path: str) -> list[Any] | None:
+def _allowed_at(struct: type, path: str) -> list[object] | None:
     """Literal values allowed at a `$.a[0].b` path of a Struct type, if it is an enum-like field."""
     try:
-        t: Any = mi.type_info(struct)
+        t = mi.type_info(struct)
     except Exception:
         return None
     pos = 1
@@ -238,14 +248,14 @@ def _allowed_at(struct: type, path: str) -> list[Any] | None:
     t = _unwrap(t)
     if isinstance(t, mi.LiteralType):
         return list(t.values)
-    if isinstance(t, (mi.ListType, mi.SetType)) and isinstance(
-        _unwrap(t.item_type), mi.LiteralType
-    ):
-        return list(_unwrap(t.item_type).values)
+    if isinstance(t, (mi.ListType, mi.SetType)):
+        item = _unwrap(t.item_type)
+        if isinstance(item, mi.LiteralType):
+            return list(item.values)
     return None
 
 
-def _unwrap(t: Any) -> Any:
+def _unwrap(t: mi.Type) -> mi.Type:
     while True:
         if isinstance(t, mi.Metadata):
             t = t.type

@@ -9,10 +9,16 @@ only the protocol-level codes are defined here."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TypedDict
+
+import msgspec
 
 from reos_memory import errors
 from reos_memory.interfaces.registry import MethodSpec, MethodTable, convert_params
+from reos_memory.json_types import JSONMapping, JSONObject
+
+RequestId = str | int | float | None  # JSON-RPC's id: a string, a number or null
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -28,8 +34,17 @@ MESSAGES = {
     INTERNAL_ERROR: "Internal error",
 }
 
+
+class ErrorRow(TypedDict):
+    """One row of the error table."""
+
+    code: int
+    reason: str
+    meaning: str
+
+
 # Codes the protocol itself answers (framing, dispatch, param conversion, bugs).
-PROTOCOL_ERRORS: list[dict[str, Any]] = [
+PROTOCOL_ERRORS: list[ErrorRow] = [
     {"code": PARSE_ERROR, "reason": "parse_error", "meaning": "not valid JSON (id null)"},
     {
         "code": INVALID_REQUEST,
@@ -53,7 +68,7 @@ PROTOCOL_ERRORS: list[dict[str, Any]] = [
 
 # Documented in the README and in the OpenRPC document: the protocol's codes, then one row per
 # domain error class with a code of its own.
-ERROR_TABLE: list[dict[str, Any]] = PROTOCOL_ERRORS + [
+ERROR_TABLE: list[ErrorRow] = PROTOCOL_ERRORS + [
     {"code": cls.code, "reason": cls.reason, "meaning": cls.meaning}
     for cls in errors.published()
     if cls.code not in MESSAGES
@@ -73,37 +88,37 @@ _ID_TYPES = (str, int, float, type(None))
 _MISSING = object()
 
 
-def valid_id(value: Any) -> bool:
+def valid_id(value: object) -> bool:
     """JSON-RPC's rule for an id: a string, a number or null (true/false are not numbers)."""
     return isinstance(value, _ID_TYPES) and not isinstance(value, bool)
 
 
-def error_obj(code: int, message: str | None = None, **data: Any) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message or MESSAGES.get(code, "Server error")}
+def error_obj(code: int, message: str | None = None, **data: object) -> JSONObject:
+    err: JSONObject = {"code": code, "message": message or MESSAGES.get(code, "Server error")}
     if data:
         err["data"] = data
     return err
 
 
-def failure(req_id: Any, code: int, message: str | None = None, **data: Any) -> dict[str, Any]:
+def failure(req_id: RequestId, code: int, message: str | None = None, **data: object) -> JSONObject:
     return {"jsonrpc": "2.0", "id": req_id, "error": error_obj(code, message, **data)}
 
 
 class Refused(Exception):
     """A request answered before its handler runs; `reply` is None for a notification."""
 
-    def __init__(self, reply: dict[str, Any] | None) -> None:
+    def __init__(self, reply: JSONObject | None) -> None:
         self.reply = reply
 
 
 def refused(
-    rid: Any, is_notification: bool, code: int, message: str, reason: str, /, **data: Any
+    rid: RequestId, is_notification: bool, code: int, message: str, reason: str, /, **data: object
 ) -> Refused:
     """The refusal of a request that names a method: a notification gets no reply."""
     return Refused(None if is_notification else failure(rid, code, message, reason=reason, **data))
 
 
-def envelope(obj: Any, bad_text: bool = False) -> tuple[Any, bool]:
+def envelope(obj: object, bad_text: bool = False) -> tuple[RequestId, bool]:
     """The request's id (None for a notification) and whether it is one; Refused when the
     envelope breaks JSON-RPC's rules or (`bad_text`: the message was decoded leniently) the
     request holds text that is not valid Unicode."""
@@ -159,7 +174,7 @@ def envelope(obj: Any, bad_text: bool = False) -> tuple[Any, bool]:
     return rid, is_notification
 
 
-def check_batch(batch: list[Any], max_items: int) -> None:
+def check_batch(batch: Sequence[object], max_items: int) -> None:
     """Refused for an empty batch, or one of more than `max_items` requests (refused whole,
     before any item runs: one message must not queue unbounded work, nor replies to hold)."""
     if not batch:
@@ -182,7 +197,7 @@ def check_batch(batch: list[Any], max_items: int) -> None:
         )
 
 
-def lookup(table: MethodTable, method: str, rid: Any, is_notification: bool) -> MethodSpec:
+def lookup(table: MethodTable, method: str, rid: RequestId, is_notification: bool) -> MethodSpec:
     """The method's spec; Refused (-32601) when there is none."""
     spec = table.methods.get(method)
     if spec is None:
@@ -197,7 +212,9 @@ def lookup(table: MethodTable, method: str, rid: Any, is_notification: bool) -> 
     return spec
 
 
-def params_of(spec: MethodSpec, raw: Any, rid: Any, is_notification: bool) -> Any:
+def params_of(
+    spec: MethodSpec, raw: object, rid: RequestId, is_notification: bool
+) -> msgspec.Struct:
     """The request's params as the method's Struct; Refused (-32602) naming the field."""
     try:
         return convert_params(spec, raw)
@@ -212,21 +229,21 @@ def params_of(spec: MethodSpec, raw: Any, rid: Any, is_notification: bool) -> An
         ) from None
 
 
-def domain_failure(rid: Any, exc: errors.ReosError) -> dict[str, Any]:
+def domain_failure(rid: RequestId, exc: errors.ReosError) -> JSONObject:
     """A domain error's reply: its code, message and machine-readable reason."""
     code = exc.code  # each domain error class carries its code
     message = exc.message if code != INVALID_PARAMS else f"Invalid params: {exc.message}"
     return failure(rid, code, message, reason=exc.reason, **exc.data)
 
 
-def internal_failure(rid: Any, incident: str, **data: Any) -> dict[str, Any]:
+def internal_failure(rid: RequestId, incident: str, **data: object) -> JSONObject:
     """A bug's reply: nothing of it but the incident id under which the log has its details."""
     return failure(
         rid, INTERNAL_ERROR, "Internal error", reason="internal_error", incident=incident, **data
     )
 
 
-def _envelope_problem(obj: dict[str, Any]) -> tuple[str, str] | None:
+def _envelope_problem(obj: JSONMapping) -> tuple[str, str] | None:
     if obj.get("jsonrpc") != "2.0":
         return "$.jsonrpc", 'must be exactly "2.0"'
     method = obj.get("method", _MISSING)
@@ -240,7 +257,7 @@ def _envelope_problem(obj: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _find_bad_text(value: Any, path: str) -> str | None:
+def _find_bad_text(value: object, path: str) -> str | None:
     if isinstance(value, str):
         try:
             value.encode("utf-8")

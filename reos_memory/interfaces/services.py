@@ -8,11 +8,12 @@ parameter the service does not take, fails type checking instead of reaching a u
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # the types only: the hook's start-up path imports none of these modules
     from reos_memory.config import Config
     from reos_memory.embeddings.runtime import EmbeddingService
+    from reos_memory.graph.api import EmbedderStatus
     from reos_memory.index.vectors import Indexer
     from reos_memory.llm import LLMClient
     from reos_memory.squirrel.facade import Squirrel
@@ -29,7 +30,7 @@ class Services(Protocol):
     catch_up_state: str
 
     @property
-    def block_redact(self) -> Callable[[Any], Any] | None:
+    def block_redact(self) -> Callable[[object], object] | None:
         """Redaction applied to block text before it is stored (`redact_blocks`), if on."""
         ...
 
@@ -42,7 +43,7 @@ class Services(Protocol):
         """The configured LLM client, or None when no provider is configured."""
         ...
 
-    def embedder_status(self) -> dict[str, Any]:
+    def embedder_status(self) -> EmbedderStatus:
         """The model's state, the database's recorded model and the vector index's."""
         ...
 

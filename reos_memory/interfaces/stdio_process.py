@@ -17,12 +17,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from types import FrameType
+from typing import Protocol, TypeVar
 
 from reos_memory import __version__
 from reos_memory.config import Config
 from reos_memory.errors import ReosError
-from reos_memory.logs import setup_logging
+from reos_memory.json_types import JSONObject
+from reos_memory.logs import Log, setup_logging
 
 # the signals that stop serving; the parent watch sends SIGTERM too
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT) + (
@@ -64,7 +66,7 @@ def claim_stdio() -> Stdio:
     return Stdio(proto_in, proto_out, interactive)
 
 
-def watch_parent(interval: float, log: Any, parent: int) -> None:
+def watch_parent(interval: float, log: Log, parent: int) -> None:
     """Stop when `parent`, the process that started us, is gone, even if it left our stdin open."""
 
     def watch() -> None:
@@ -78,7 +80,7 @@ def watch_parent(interval: float, log: Any, parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def on_stop_signals(handler: Callable[[int, Any], None]) -> None:
+def on_stop_signals(handler: Callable[[int, FrameType | None], None]) -> None:
     """Run `handler` (in the main thread) on each of STOP_SIGNALS."""
     for signum in STOP_SIGNALS:
         signal.signal(signum, handler)
@@ -86,13 +88,13 @@ def on_stop_signals(handler: Callable[[int, Any], None]) -> None:
 
 def run(
     config: Config,
-    open_app: Callable[[Any], AppT],
+    open_app: Callable[[Log], AppT],
     load: Callable[[], Loaded],
-    serve: Callable[[AppT, Loaded, Stdio, Any, dict[str, Any]], None],
+    serve: Callable[[AppT, Loaded, Stdio, Log, JSONObject], None],
     *,
     command: str,
     greeting: str,
-    **started: Any,
+    **started: object,
 ) -> int:
     """Serve one protocol until it stops; the exit code.
 
@@ -108,7 +110,7 @@ def run(
     except ReosError as exc:
         sys.stderr.write(f"reos-memory {command}: {exc.message}\n")
         return 1
-    stopped: dict[str, Any] = {}
+    stopped: JSONObject = {}
     try:
         loaded = load()
         app.start()

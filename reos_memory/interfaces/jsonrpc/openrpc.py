@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+
+import msgspec
 
 from reos_memory import __version__
 from reos_memory.errors import PayloadTooLarge
-from reos_memory.interfaces.openrpc import as_text, build_document, plain
+from reos_memory.interfaces.openrpc import as_text, build_document, encoded, plain
 from reos_memory.interfaces.registry import MethodTable
 from reos_memory.interfaces.rpc import ERROR_TABLE
+from reos_memory.json_types import JSONObject
 
 
 def render(registry: MethodTable) -> str:
@@ -18,10 +20,10 @@ def render(registry: MethodTable) -> str:
 
 
 @cache
-def openrpc_document(registry: MethodTable) -> dict[str, Any]:
+def openrpc_document(registry: MethodTable) -> JSONObject:
     """The document, built once per registry; any read may answer PayloadTooLarge when its
     result is over max_result_bytes."""
-    info = {
+    info: JSONObject = {
         "title": "reos-memory",
         "version": __version__,
         "description": (
@@ -33,3 +35,9 @@ def openrpc_document(registry: MethodTable) -> dict[str, Any]:
     return plain(
         build_document(registry, info=info, meanings=meanings, read_errors=[PayloadTooLarge])
     )
+
+
+@cache
+def discovered(registry: MethodTable) -> msgspec.Raw:
+    """The document as `rpc.discover` answers it, encoded once."""
+    return encoded(openrpc_document(registry))

@@ -13,7 +13,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -21,6 +21,9 @@ from reos_memory import errors as derr
 from reos_memory.interfaces import rpc
 from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter, Malformed, Oversized
 from reos_memory.interfaces.registry import MethodSpec, MethodTable
+from reos_memory.interfaces.rpc import RequestId
+from reos_memory.json_types import JSONObject
+from reos_memory.logs import Log
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
@@ -29,7 +32,7 @@ _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 _MISSING = object()
 
-Deliver = Callable[[dict[str, Any] | None], None]
+Deliver = Callable[[JSONObject | None], None]
 
 
 class StopServing(Exception):
@@ -39,7 +42,9 @@ class StopServing(Exception):
 class RequestContext:
     """What a handler may use besides its params: the app, cancellation and progress."""
 
-    def __init__(self, server: Server, req_id: Any, method: str, progress_token: Any) -> None:
+    def __init__(
+        self, server: Server, req_id: RequestId, method: str, progress_token: object
+    ) -> None:
         self.server = server
         self.app: Services = server.app
         self.id = req_id
@@ -67,10 +72,10 @@ class _Batch:
     def __init__(self, server: Server, n: int) -> None:
         self.server = server
         self.left = n
-        self.responses: list[dict[str, Any]] = []
+        self.responses: list[JSONObject] = []
         self.lock = threading.Lock()
 
-    def deliver(self, resp: dict[str, Any] | None) -> None:
+    def deliver(self, resp: JSONObject | None) -> None:
         with self.lock:
             if resp is not None:
                 self.responses.append(resp)
@@ -95,7 +100,7 @@ class Server:
         registry: MethodTable,
         reader: FrameReader,
         writer: FrameWriter,
-        log: Any,
+        log: Log,
         *,
         read_threads: int = 4,
         heavy_threads: int = 2,
@@ -119,7 +124,7 @@ class Server:
             "read": ThreadPoolExecutor(read_threads, thread_name_prefix="rpc-read"),
             "heavy": ThreadPoolExecutor(heavy_threads, thread_name_prefix="rpc-heavy"),
         }
-        self.inflight: dict[Any, RequestContext] = {}
+        self.inflight: dict[tuple[str, RequestId], RequestContext] = {}
         self._inflight_lock = threading.Lock()
         # completion of the newest write/pipeline request: what later requests wait for
         self._barrier: Future[None] | None = None
@@ -136,12 +141,12 @@ class Server:
 
     # -- output ----------------------------------------------------------------------------
 
-    def send(self, message: Any) -> None:
+    def send(self, message: object) -> None:
         if not self.writer.send(_encoder.encode(message)) and not self.stopping.is_set():
             self.log.warning("client_gone", detail="stdout closed; stopping")
             self.stopping.set()
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
+    def notify(self, method: str, params: JSONObject) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     # -- input -----------------------------------------------------------------------------
@@ -203,7 +208,7 @@ class Server:
         else:
             self._handle_one(msg, self._deliver_single, bad_text)
 
-    def _decode(self, frame: bytes | Oversized | Malformed) -> tuple[Any, bool]:
+    def _decode(self, frame: bytes | Oversized | Malformed) -> tuple[object, bool]:
         """The frame's JSON value, and whether it holds bad text (invalid UTF-8, a lone
         surrogate: refused per request, naming the field); rpc.Refused when it is not JSON."""
         if isinstance(frame, Oversized):
@@ -241,12 +246,12 @@ class Server:
                 ) from None
             return msg, True
 
-    def _handle_one(self, obj: Any, deliver: Deliver, bad_text: bool) -> None:
+    def _handle_one(self, obj: object, deliver: Deliver, bad_text: bool) -> None:
         """handle_request, with anything it raises answered as this request's -32603: one bad
         item never leaves its batch unanswered (the batch waits for every item's reply)."""
         answered = False
 
-        def once(resp: dict[str, Any] | None) -> None:
+        def once(resp: JSONObject | None) -> None:
             nonlocal answered
             answered = True
             deliver(resp)
@@ -261,16 +266,17 @@ class Server:
             resp = self._internal_error("request_failed", exc, rid)
             deliver(None if isinstance(obj, dict) and "id" not in obj else resp)
 
-    def _deliver_single(self, resp: dict[str, Any] | None) -> None:
+    def _deliver_single(self, resp: JSONObject | None) -> None:
         if resp is not None:
             self.send(resp)
 
     # -- one request -----------------------------------------------------------------------
 
-    def handle_request(self, obj: Any, deliver: Deliver, bad_text: bool = False) -> None:
+    def handle_request(self, obj: object, deliver: Deliver, bad_text: bool = False) -> None:
         """Validate one request object and answer it now (errors, inline) or from a pool."""
         try:
             rid, is_notification = rpc.envelope(obj, bad_text)
+            assert isinstance(obj, dict)  # the envelope refused anything else
             method = obj["method"]
             spec = rpc.lookup(self.registry, method, rid, is_notification)
             params = rpc.params_of(spec, obj.get("params"), rid, is_notification)
@@ -291,7 +297,7 @@ class Server:
         self,
         spec: MethodSpec,
         ctx: RequestContext,
-        params: Any,
+        params: msgspec.Struct,
         is_notification: bool,
         deliver: Deliver,
     ) -> None:
@@ -351,8 +357,8 @@ class Server:
         _when_done(earlier, submit)
 
     def _run(
-        self, spec: MethodSpec, ctx: RequestContext, params: Any, is_notification: bool
-    ) -> dict[str, Any] | None:
+        self, spec: MethodSpec, ctx: RequestContext, params: msgspec.Struct, is_notification: bool
+    ) -> JSONObject | None:
         """Execute the handler; its reply (None for a notification), errors mapped to rpc."""
         t0 = time.perf_counter()
         try:
@@ -361,7 +367,7 @@ class Server:
             if not is_notification:
                 # encoded here, once: the size is known before anything is sent
                 result = msgspec.Raw(self._bounded(spec, _encoder.encode(result)))
-            resp = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
+            resp: JSONObject = {"jsonrpc": "2.0", "id": ctx.id, "result": result}
         except derr.ReosError as exc:
             resp = rpc.domain_failure(ctx.id, exc)
         except Exception as exc:
@@ -401,7 +407,9 @@ class Server:
             narrow_with=narrow,
         )
 
-    def _internal_error(self, event: str, exc: Exception, rid: Any, **log: Any) -> dict[str, Any]:
+    def _internal_error(
+        self, event: str, exc: Exception, rid: RequestId, **log: object
+    ) -> JSONObject:
         """Log an unexpected exception with a fresh incident id (and its traceback); the -32603
         reply naming that incident, so a user's report can be matched to the log."""
         incident = uuid.uuid4().hex[:12]
@@ -410,7 +418,7 @@ class Server:
         )
         return rpc.internal_failure(rid, incident)
 
-    def cancel(self, req_id: Any) -> bool:
+    def cancel(self, req_id: RequestId) -> bool:
         """Mark an in-flight request as cancelled; False if it is not (or no longer) running."""
         with self._inflight_lock:
             ctx = self.inflight.get(_id_key(req_id))
@@ -461,11 +469,11 @@ def _when_done(futures: list[Future[None] | None], then: Callable[[], None]) -> 
         f.add_done_callback(one_done)
 
 
-def _id_key(req_id: Any) -> Any:
+def _id_key(req_id: RequestId) -> tuple[str, RequestId]:
     return (type(req_id).__name__, req_id)
 
 
-def _lenient_decode(frame: bytes) -> Any:
+def _lenient_decode(frame: bytes) -> object:
     """Parse JSON that is well-formed except for bad text, so the error can name the field."""
     import json
 

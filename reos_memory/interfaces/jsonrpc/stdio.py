@@ -6,15 +6,18 @@ import functools
 import os
 import signal
 from collections.abc import Callable
-from typing import Any
+from types import FrameType
 
 from reos_memory.config import Config
 from reos_memory.interfaces import stdio_process
 from reos_memory.interfaces.jsonrpc.methods import load_all
 from reos_memory.interfaces.registry import MethodTable
+from reos_memory.interfaces.services import Services
+from reos_memory.json_types import JSONObject
+from reos_memory.logs import Log
 
 
-def run_jsonrpc(config: Config, open_app: Callable[[Any], Any]) -> int:
+def run_jsonrpc(config: Config, open_app: Callable[[Log], Services]) -> int:
     """Serve JSON-RPC on stdin/stdout until end of input, SIGTERM or the parent's death."""
     return stdio_process.run(
         config,
@@ -32,11 +35,11 @@ def run_jsonrpc(config: Config, open_app: Callable[[Any], Any]) -> int:
 
 def _serve(
     config: Config,
-    app: Any,
+    app: Services,
     registry: MethodTable,
     stdio: stdio_process.Stdio,
-    log: Any,
-    stopped: dict[str, Any],
+    log: Log,
+    stopped: JSONObject,
 ) -> None:
     from reos_memory.interfaces.jsonrpc.framing import FrameReader, FrameWriter
     from reos_memory.interfaces.jsonrpc.server import Server, StopServing
@@ -54,7 +57,7 @@ def _serve(
         max_result_bytes=config.max_result_bytes,
     )
 
-    def on_signal(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("signal", signal=signal.Signals(signum).name)
         server.stopping.set()
         if server.reading:

@@ -378,7 +378,7 @@ class TeamMcp:
         """Validate the arguments and run one tool (`mcp_tools.run_tool`), logged with the key."""
         return run_tool(
             spec,
-            lambda: spec.handler(self.svc, caller, convert_params(spec, arguments)),
+            lambda: spec.handler((self.svc, caller), convert_params(spec, arguments)),
             self.log,
             fit=_fit,
             key_id=caller.key.key_id,

@@ -4,7 +4,7 @@ document and the team UI) and its MCP tools. A handler takes (service, caller, p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 
@@ -14,10 +14,10 @@ from reos_memory.team.team_service import Caller, TeamService
 
 P = TypeVar("P", bound=msgspec.Struct)
 R = TypeVar("R")
-Handler = Callable[[TeamService, Caller, Any], Any]
+TeamContext = tuple[TeamService, Caller]  # what a team handler runs with, besides its params
 
 
-class TeamRegistry(MethodTable):
+class TeamRegistry(MethodTable[TeamContext]):
     """Methods whose handlers take (service, caller, params); typed like `Registry.method`."""
 
     def method(
@@ -32,7 +32,18 @@ class TeamRegistry(MethodTable):
         def register(
             fn: Callable[[TeamService, Caller, P], R],
         ) -> Callable[[TeamService, Caller, P], R]:
-            self.add(name, fn, params=params, result=result, kind=kind, errors=errors)
+            def on_context(ctx: TeamContext, p: P) -> R:
+                return fn(ctx[0], ctx[1], p)
+
+            self.add(
+                name,
+                on_context,
+                params=params,
+                result=result,
+                kind=kind,
+                errors=errors,
+                doc=fn.__doc__,
+            )
             return fn
 
         return register

@@ -35,7 +35,7 @@ from reos_memory.interfaces import rpc
 from reos_memory.interfaces.openrpc import build_document, plain
 from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
 from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
-from reos_memory.interfaces.team_http.registry import Handler, registry
+from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.interfaces.team_http.ui import TeamUI
 from reos_memory.team.actions import Action
 from reos_memory.team.keys import KeyRefused, VerifiedKey
@@ -205,9 +205,8 @@ class TeamHttp:
             return refused.reply
         request_id = uuid.uuid4().hex
         caller = Caller(key=key, request_id=request_id)
-        handler: Handler = spec.handler
         try:
-            result = await run_in_threadpool(handler, self.svc, caller, params)
+            result = await run_in_threadpool(spec.handler, (self.svc, caller), params)
         except ReosError as exc:
             if isinstance(exc, DatabaseUnavailable):  # retryable, but the operator should know
                 self.log.warning(

@@ -40,7 +40,7 @@ def stats(ctx: RequestContext, p: t.StatsParams) -> t.StatsResult:
     return stats_svc.graph_stats(
         app.db,
         p,
-        embedder=t.EmbedderStatus(**app.embedder_status()),
+        embedder=app.embedder_status(),
         inflight_requests=ctx.server.inflight_count(),
         keyword_index=None if kx is None else t.KeywordIndexStatus(**kx.status()),
     )

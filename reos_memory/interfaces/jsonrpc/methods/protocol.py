@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 from reos_memory import __version__
 from reos_memory.interfaces.jsonrpc import types as t
 from reos_memory.interfaces.jsonrpc.methods import REGISTRY
 from reos_memory.interfaces.jsonrpc.server import RequestContext
+from reos_memory.interfaces.openrpc import DocumentResult
 
 method = REGISTRY.method
 
@@ -41,12 +41,12 @@ def info(ctx: RequestContext, p: t.NoParams) -> t.InfoResult:
     )
 
 
-@method("rpc.discover", params=t.NoParams, result=dict[str, Any], kind="inline")
-def discover(ctx: RequestContext, p: t.NoParams) -> dict[str, Any]:
+@method("rpc.discover", params=t.NoParams, result=DocumentResult, kind="inline")
+def discover(ctx: RequestContext, p: t.NoParams) -> DocumentResult:
     """The OpenRPC document describing every method (the same as rpc_schema/openrpc.json)."""
-    from reos_memory.interfaces.jsonrpc.openrpc import openrpc_document
+    from reos_memory.interfaces.jsonrpc.openrpc import discovered
 
-    return openrpc_document(REGISTRY)
+    return discovered(REGISTRY)
 
 
 @method("$/cancelRequest", params=t.CancelParams, result=type(None), kind="inline")
