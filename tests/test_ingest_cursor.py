@@ -530,8 +530,8 @@ def test_workspace_composers_are_read_again_only_once_changed(tmp_path, monkeypa
     ws = workspace(home, "w1", project(tmp_path), {"composer.composerData": {"allComposers": []}})
     glob = str(user_dir(home) / "globalStorage" / "state.vscdb")
     calls = []
-    real = cursor_db.vscdb.connect
-    monkeypatch.setattr(cursor_db.vscdb, "connect", lambda p: calls.append(p) or real(p))
+    real = cursor_db.vscdb_sql.connect
+    monkeypatch.setattr(cursor_db.vscdb_sql, "connect", lambda p: calls.append(p) or real(p))
     assert cursor_db.composer_folders(glob) == {}
     assert cursor_db.composer_folders(glob) == {} and len(calls) == 1
     write_db(ws, "ItemTable", {"composer.composerData": {"allComposers": [{"composerId": "x"}]}})

@@ -222,7 +222,7 @@ def test_legacy_document_and_its_held_back_last_message(app, tmp_path: Path) -> 
     assert rep.lines == 8 and rep.events == 13
     rep = tin.ingest_file(sq.ingest_deps, str(doc), tin.Options(session_end=True))
     assert (rep.lines, rep.events) == (0, 1) and rep.ended
-    ep = sq.get_episode(rep.episodes[-1]["episode_id"]).episode
+    ep = sq.get_episode(rep.learned()[-1].episode_id).episode
     assert ep.events[-1]["summary"] == "Glad it works now."
 
     # the CLI rewrites it whole: lastUpdated changes, a message is added after the held one

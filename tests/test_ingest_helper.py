@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 from harness.rpc_client import ROOT, SQRL
+from reos_memory.squirrel.api import EpisodeRun
 from reos_memory.squirrel.ingest import ingest as tin
 from reos_memory.squirrel.writer.helper_process import Helper, wanted
 from tools.bench_agents import generate
@@ -63,9 +64,7 @@ def _learned(app: Any) -> dict[str, Any]:
 
 
 def _reported(reps: list[tin.FileReport]) -> list[tuple[Any, ...]]:
-    return sorted(
-        (r.path, r.events, r.ended, sorted(e["outcome"] for e in r.episodes)) for r in reps
-    )
+    return sorted((r.path, r.events, r.ended, sorted(e.outcome for e in r.learned())) for r in reps)
 
 
 def _alive(pid: int) -> bool:
@@ -126,7 +125,7 @@ def test_the_helper_learns_what_this_process_would(home, reference, tmp_path: Pa
     assert learned["memories"] and learned["episodes"]["written"] > 0
     assert learned["open_sessions"] == 0 and learned["pending_events"] == 0
     assert _reported(reps) == reference["reported"]
-    cuts = Counter(e["cut_reason"] for r in reps for e in r.episodes)
+    cuts = Counter(e.cut_reason for r in reps for e in r.learned())
     assert cuts["size_cap"] > 0 and cuts["session_end"] > 0  # learned while reading, and at ends
 
 
@@ -175,9 +174,9 @@ class _FailsMidway:
         self.given = 0
         self.stopped = 0
 
-    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]:
+    def learn(self, episode: EpisodeRun) -> Future[EpisodeRun]:
         self.given += 1
-        done: Future[dict[str, Any]] = Future()
+        done: Future[EpisodeRun] = Future()
         if self.given < 4:
             done.set_result(self.sq.writer.after_cut(episode, True))
         else:

@@ -575,7 +575,7 @@ def test_a_hooks_blocking_message_is_not_the_users_words(app, tmp_path: Path) ->
     sq = app.squirrel  # type: ignore[attr-defined]
     rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=True))
     assert rep.counts["hook_messages"] == 1 and rep.episodes
-    ep = sq.db.read(lambda c: episode_sql.get_episode(c, rep.episodes[0]["episode_id"]))
+    ep = sq.db.read(lambda c: episode_sql.get_episode(c, rep.learned()[0].episode_id))
     said = [e.get("text") or e.get("summary") for e in ep.events if e["role"] == "user"]
     assert said == ["fix tests"]
     assert not any("stopped by hook" in json.dumps(e) for e in ep.events if e["role"] == "user")

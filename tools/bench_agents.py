@@ -34,10 +34,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reos_memory.squirrel.api import EpisodeRun
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -237,7 +240,12 @@ def bench_ingest(work: Path, megabytes: float, embedder: str, runs: int = 3) -> 
     }
 
 
-def _pending(after_cut: Any, ep: dict, process: bool, wait: bool = False) -> dict:
+def _pending(
+    after_cut: Callable[[EpisodeRun, bool], EpisodeRun],
+    ep: EpisodeRun,
+    process: bool,
+    wait: bool = False,
+) -> EpisodeRun:
     return after_cut(ep, False)
 
 

@@ -520,6 +520,8 @@ def _known_project_roots(config: Config) -> list[str]:
 
 
 def _ingest(config: Config, app: Services, args: Any, helper: Any = None) -> int:
+    import msgspec
+
     from reos_memory.squirrel.ingest import ingest as tin
     from reos_memory.squirrel.ingest.watch import Progress
 
@@ -536,15 +538,19 @@ def _ingest(config: Config, app: Services, args: Any, helper: Any = None) -> int
         r.session_id for r in reps if r.session_id and not r.ended
     )
     if args.json:
-        out = [{**r.public(), "pending_events": pending.get(r.session_id or "", 0)} for r in reps]
+        out = [
+            {
+                **msgspec.to_builtins(r.public()),
+                "pending_events": pending.get(r.session_id or "", 0),
+            }
+            for r in reps
+        ]
         sys.stdout.write(json.dumps(out, default=str) + "\n")
         return 0
     lines = sum(r.lines for r in reps)
     events = sum(r.events for r in reps)
     episodes = sum(len(r.episodes) for r in reps)
-    learned = sum(
-        len(e.get("ops") or []) for r in reps for e in r.episodes if e.get("outcome") == "written"
-    )
+    learned = sum(len(e.ops or []) for r in reps for e in r.learned() if e.outcome == "written")
     skipped = [r for r in reps if r.skipped_reason]
     sys.stdout.write(
         f"{len(reps)} file(s): {lines} new lines, {events} events, {episodes} episode(s),"

@@ -81,6 +81,18 @@ class EpisodeRun(Struct, kw_only=True):
     team: TeamEpisode | None = None  # queued for the team's Memory Writer
 
 
+class WriterRun(Struct, kw_only=True, omit_defaults=True):
+    """What the Memory Writer made of one stored episode: written (with its ops and call), or
+    why not (pending, failed, running elsewhere, already processed)."""
+
+    episode_id: str
+    outcome: str
+    reason: str | None = None
+    writer: str | None = None
+    ops: list[dict[str, Any]] | None = None
+    writer_call: dict[str, Any] | None = None
+
+
 class IngestResult(Struct, kw_only=True):
     project_id: str
     session_id: str

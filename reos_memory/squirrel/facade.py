@@ -204,15 +204,12 @@ class Squirrel:
         self.prune_logs()
         report = self.db.write(tx)
         results = [self.writer.after_cut(ep, process) for ep in report.episodes]
-        return _typed(
-            {
-                "project_id": proj.id,
-                "session_id": session_id,
-                "accepted": report.accepted,
-                "pending_events": report.pending_events,
-                "episodes": results,
-            },
-            api.IngestResult,
+        return api.IngestResult(
+            project_id=proj.id,
+            session_id=session_id,
+            accepted=report.accepted,
+            pending_events=report.pending_events,
+            episodes=results,
         )
 
     def ingest_transcript(self, p: api.IngestTranscriptParams) -> api.TranscriptResult:
@@ -221,7 +218,7 @@ class Squirrel:
 
         opts = Options(p.agent, p.session_end, self.settings.idle_seconds)
         rep = ingest_file(self.ingest_deps, p.path, opts)
-        return _typed(rep.public(), api.TranscriptResult)
+        return rep.public()
 
     def flush(self, p: api.FlushParams, *, process: bool = True) -> api.FlushResult:
         """Cut the open episode of a session (or of every session of the project) now; with
@@ -233,7 +230,7 @@ class Squirrel:
         limits = self.limits()
         session_id = safe_session_id(p.session_id)
 
-        def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
+        def tx(conn: apsw.Connection) -> list[api.EpisodeRun]:
             if session_id is not None:
                 sess = session_sql.get_session(conn, session_id)
                 if sess is not None and sess["project_id"] != proj.id:
@@ -251,12 +248,9 @@ class Squirrel:
             return out
 
         cut = self.db.write(tx)
-        return _typed(
-            {
-                "project_id": proj.id,
-                "episodes": [self.writer.after_cut(ep, process, p.wait) for ep in cut],
-            },
-            api.FlushResult,
+        return api.FlushResult(
+            project_id=proj.id,
+            episodes=[self.writer.after_cut(ep, process, p.wait) for ep in cut],
         )
 
     def ingest_paths(
@@ -341,12 +335,13 @@ class Squirrel:
         else:
             ids = self.db.read(lambda c: episode_sql.unprocessed_episodes(c, project_id, 1000))
         if wait or self.writer.writer_kind() == "rules":
-            return api.EpisodeRetryResult(episodes=[self.writer.process_episode(i) for i in ids])
-        for i in ids:
-            self.writer.enqueue(i, retry_failed=True)
-        return api.EpisodeRetryResult(
-            episodes=[{"episode_id": i, "outcome": "queued"} for i in ids]
-        )
+            runs = [self.writer.process_episode(i) for i in ids]
+        else:
+            for i in ids:
+                self.writer.enqueue(i, retry_failed=True)
+            runs = [api.WriterRun(episode_id=i, outcome="queued") for i in ids]
+        # published as plain objects (rpc_schema: `episodes` items are any object)
+        return api.EpisodeRetryResult(episodes=[msgspec.to_builtins(r) for r in runs])
 
     # -- explicit writes --------------------------------------------------------------------
 

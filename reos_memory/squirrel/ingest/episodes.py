@@ -13,6 +13,7 @@ import apsw
 import msgspec
 
 from reos_memory.models import Episode, EpisodeStats, EventIn, new_id, now_iso
+from reos_memory.squirrel.api import EpisodeRun
 from reos_memory.squirrel.events import call_ref, compress, main_text
 from reos_memory.squirrel.memory import feedback
 from reos_memory.squirrel.memory.policy import RegretWeights
@@ -42,7 +43,7 @@ class Limits:
 @dataclass
 class IngestReport:
     accepted: int = 0
-    episodes: list[dict[str, Any]] = field(default_factory=list)
+    episodes: list[EpisodeRun] = field(default_factory=list)
     pending_events: int = 0
 
 
@@ -239,7 +240,7 @@ def flush_session(
     limits: Limits,
     regret: RegretWeights,
     reason: str = "flush",
-) -> dict[str, Any] | None:
+) -> EpisodeRun | None:
     """Cut the open episode of a session now (None when it holds no events)."""
     sess = session_sql.get_session(conn, session_id)
     if sess is None or sess["state"]["n"] == 0:
@@ -257,7 +258,7 @@ def cut_episode(
     reason: str,
     limits: Limits,
     regret: RegretWeights,
-) -> dict[str, Any] | None:
+) -> EpisodeRun | None:
     """Turn the session's pending events up to `upto_seq` into a stored episode."""
     events = session_sql.take_events(conn, sess["session_id"], upto_seq)
     if not events:
@@ -287,7 +288,8 @@ def cut_episode(
         event_count=len(events),
         created_at=now,
     )
-    body = {"events": events, "stats": msgspec.structs.asdict(st)}
+    stats = msgspec.structs.asdict(st)
+    body = {"events": events, "stats": stats}
     episode_sql.insert_episode(conn, ep, _enc.encode(body).decode())
     # the outcome of this task judges the contexts served to the session before it ended
     judged = feedback.judge_session_contexts(
@@ -295,14 +297,15 @@ def cut_episode(
     )
     if not judged:
         project_sql.add_outcome(conn, sess["project_id"], st.error_count, st.retry_loops, now)
-    return {
-        "episode_id": ep.id,
-        "cut_reason": reason,
-        "events": len(events),
-        "call_writer": pre["call_writer"],
-        "stats": body["stats"],
-        "contexts_judged": judged,
-    }
+    return EpisodeRun(
+        episode_id=ep.id,
+        cut_reason=reason,
+        events=len(events),
+        call_writer=pre["call_writer"],
+        stats=stats,
+        contexts_judged=judged,
+        outcome="pending" if pre["call_writer"] else "skipped",  # until the writer is asked
+    )
 
 
 # -- the running state of an open episode ------------------------------------------------------

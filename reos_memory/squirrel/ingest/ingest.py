@@ -21,12 +21,13 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import apsw
 
 from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.models import EventIn, now_iso
+from reos_memory.squirrel.api import EpisodeRun, TranscriptResult
 from reos_memory.squirrel.ingest import AGENT_NAMES, episodes, reader
 from reos_memory.squirrel.ingest.base import Adapter, Parsed, ParseState, Place, Record
 from reos_memory.squirrel.markers import is_writer_run_dir
@@ -81,6 +82,12 @@ BATCH_BYTES = 4 << 20
 BATCH_EVENTS = 1000
 
 
+# a cut episode as the Memory Writer left it, or a Future of that when another thread or process
+# learns from it
+Learned = EpisodeRun | Future[EpisodeRun]
+Learn = Callable[[EpisodeRun], Learned]
+
+
 @dataclass
 class Options:
     agent: str = "auto"
@@ -88,7 +95,7 @@ class Options:
     idle_seconds: float = 1800.0
     # what becomes of a cut episode (default: the Memory Writer now, in this thread); it may
     # return a Future of the result instead
-    learn: Callable[[dict[str, Any]], Any] | None = None
+    learn: Learn | None = None
 
 
 @dataclass
@@ -103,24 +110,28 @@ class FileReport:
     rewritten: bool = False
     ended: bool = False
     skipped_reason: str | None = None
-    episodes: list[dict[str, Any]] = field(default_factory=list)
+    episodes: list[Learned] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
 
-    def public(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "agent": self.agent,
-            "session_id": self.session_id,
-            "project_id": self.project_id,
-            "lines": self.lines,
-            "events": self.events,
-            "malformed": self.malformed,
-            "rewritten": self.rewritten,
-            "session_ended": self.ended,
-            "skipped_reason": self.skipped_reason,
-            "episodes": self.episodes,
-            "counts": self.counts,
-        }
+    def learned(self) -> list[EpisodeRun]:
+        """The episodes, each as the writer left it (waiting for the ones still learning)."""
+        return [e.result() if isinstance(e, Future) else e for e in self.episodes]
+
+    def public(self) -> TranscriptResult:
+        return TranscriptResult(
+            path=self.path,
+            agent=self.agent,
+            session_id=self.session_id,
+            project_id=self.project_id,
+            lines=self.lines,
+            events=self.events,
+            malformed=self.malformed,
+            rewritten=self.rewritten,
+            session_ended=self.ended,
+            skipped_reason=self.skipped_reason,
+            episodes=self.learned(),
+            counts=self.counts,
+        )
 
 
 def detect(path: str) -> str | None:
@@ -348,7 +359,7 @@ def _batch(
     max_events: int,
     expected: Mark | None,
     size: int,
-    learn: Callable[[dict[str, Any]], Any],
+    learn: Learn,
 ) -> Mark | None:
     """Read, parse and commit one batch of records; returns what the cursor now holds, None
     when there was nothing new. Raises _Stale when another process moved the cursor
@@ -370,7 +381,7 @@ def _finish(
     rep: FileReport,
     expected: Mark | None,
     size: int,
-    learn: Callable[[dict[str, Any]], Any],
+    learn: Learn,
 ) -> Mark | None:
     """Store the events the adapter held back for the session's end (none for most)."""
     read = _Read({}, {}, 0, 0, 0, cur.offset)
@@ -389,7 +400,7 @@ def _commit(
     read: _Read,
     expected: Mark | None,
     size: int,
-    learn: Callable[[dict[str, Any]], Any],
+    learn: Learn,
     grown: reader.Head | None,
 ) -> Mark:
     """One write transaction: the batch's events and the cursor's new position and state."""
@@ -400,7 +411,7 @@ def _commit(
         read.events = {}
     plan = _plan(deps, read.events, read.cwds, state.cwd)
 
-    def tx(conn: apsw.Connection) -> tuple[list[dict[str, Any]], transcript_sql.Cursor, int]:
+    def tx(conn: apsw.Connection) -> tuple[list[EpisodeRun], transcript_sql.Cursor, int]:
         stored = transcript_sql.get(conn, path)
         if (None if stored is None else _mark(stored)) != expected:
             raise _Stale()
@@ -493,10 +504,10 @@ def _ingest_sessions(
     new: transcript_sql.Cursor,
     events: dict[str, list[EventIn]],
     plan: _Plan,
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[EpisodeRun], int]:
     """Each session's events stored in its project (inside the batch's transaction); returns
     the episodes cut and the count of events that had no project to go to."""
-    cut: list[dict[str, Any]] = []
+    cut: list[EpisodeRun] = []
     lost = 0
     for sid, evs in events.items():
         proj = _session_project(conn, sid) or plan.projects[sid]
@@ -558,15 +569,13 @@ def _session_project(conn: apsw.Connection, session_id: str) -> Project | None:
     return Project(sess["project_id"], project_sql.project_root(conn, sess["project_id"]))
 
 
-def end_session(
-    deps: IngestDeps, session_id: str, learn: Callable[[dict[str, Any]], Any] | None = None
-) -> list[Any]:
+def end_session(deps: IngestDeps, session_id: str, learn: Learn | None = None) -> list[Learned]:
     """Cut a session's open episode as ended and mark its files' cursors."""
     limits = deps.limits
     pid = deps.db.read(lambda c: (session_sql.get_session(c, session_id) or {}).get("project_id"))
     pol = deps.project_policy(pid)
 
-    def tx(conn: apsw.Connection) -> list[dict[str, Any]]:
+    def tx(conn: apsw.Connection) -> list[EpisodeRun]:
         ep = episodes.flush_session(conn, session_id, limits, pol.regret, reason="session_end")
         session_sql.end_session(conn, session_id)
         transcript_sql.mark_ended(conn, session_id, now_iso())
@@ -581,8 +590,8 @@ def end_idle_sessions(
     idle_seconds: float,
     only: set[str] | None = None,
     force: bool = False,
-    learn: Callable[[dict[str, Any]], Any] | None = None,
-) -> dict[str, list[Any]]:
+    learn: Learn | None = None,
+) -> dict[str, list[Learned]]:
     """End the open sessions (of `only`, when given) all of whose files have been idle past
     `idle_seconds` (every one of them, with `force`); returns the episodes each ended session
     was cut into. Sessions of a log that holds many end by their own latest event."""
@@ -592,7 +601,7 @@ def end_idle_sessions(
         if only is None or sid in only:
             by_session.setdefault(sid, []).append(path)
     now = time.time()
-    ended: dict[str, list[Any]] = {}
+    ended: dict[str, list[Learned]] = {}
     for sid, paths in by_session.items():
         try:
             idle = all(now - reader.last_write(p) >= idle_seconds for p in paths)
@@ -608,9 +617,7 @@ def end_idle_sessions(
     return ended
 
 
-def _finish_held_back(
-    deps: IngestDeps, path: str, learn: Callable[[dict[str, Any]], Any] | None
-) -> None:
+def _finish_held_back(deps: IngestDeps, path: str, learn: Learn | None) -> None:
     """Store what a log's adapter held back for the session's end (its last block)."""
     cur = deps.db.read(lambda c: transcript_sql.get(c, path))
     adapter = ADAPTERS.get(cur.agent) if cur is not None else None
@@ -638,9 +645,9 @@ def end_live_sessions(
     path: str,
     idle_seconds: float,
     force: bool = False,
-    learn: Callable[[dict[str, Any]], Any] | None = None,
+    learn: Learn | None = None,
     only: set[str] | None = None,
-) -> dict[str, list[Any]]:
+) -> dict[str, list[Learned]]:
     """End the sessions a log of many holds (a database) whose latest event is older than
     `idle_seconds` (all of them with `force`), and forget them in its cursor."""
     cur = deps.db.read(lambda c: transcript_sql.get(c, path))
@@ -724,7 +731,7 @@ def ingest_paths(
         left = Counter(_log_group(f) for f in files)
         group_sessions: dict[str, set[str]] = {}
         out = []
-        ended: dict[str, list[Any]] = {}
+        ended: dict[str, list[Learned]] = {}
         live: dict[str, set[str]] = {}
 
         def end(sessions: set[str]) -> None:
@@ -771,7 +778,7 @@ def ingest_paths(
                         reported.add(sid)
                         r.episodes.extend(ended[sid])
         for r in out:  # every writer call has finished: the results replace their futures
-            r.episodes = [e.result() if isinstance(e, Future) else e for e in r.episodes]
+            r.episodes = list(r.learned())
     finally:
         learning.close()
     return out

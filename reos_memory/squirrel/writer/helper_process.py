@@ -24,6 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from reos_memory.squirrel.api import EpisodeRun
     from reos_memory.squirrel.facade import Squirrel
 
 
@@ -89,7 +90,7 @@ class Helper:
         # {"pid", "dies_with_parent"} once the process is up
         self.ready: Future[dict[str, Any]] = self._pool.submit(_hello)
 
-    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]:
+    def learn(self, episode: EpisodeRun) -> Future[EpisodeRun]:
         """`Squirrel.after_cut(episode, process=True)` in the helper."""
         return self._pool.submit(_learn, episode)
 
@@ -187,6 +188,6 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _learn(episode: dict[str, Any]) -> dict[str, Any]:
+def _learn(episode: EpisodeRun) -> EpisodeRun:
     assert _APP is not None
     return _APP.squirrel.writer.after_cut(episode, True)

@@ -39,9 +39,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import apsw
 import msgspec
+from msgspec.structs import replace
 
 from reos_memory.errors import InvalidInput, NotFound
 from reos_memory.models import Memory, iso, new_id, now_iso
+from reos_memory.squirrel import api
 from reos_memory.squirrel.memory import local_context as ctxmod
 from reos_memory.squirrel.memory import ranking
 from reos_memory.squirrel.memory.commit import CommitContext, Vectors, commit
@@ -78,7 +80,7 @@ class Runner:
         log: Any,
         policy_for: Callable[[str | None], Policy],
         prune_logs: Callable[[], Any],
-        share: Callable[[str], Any] | None = None,
+        share: Callable[[str], api.TeamEpisode | None] | None = None,
     ) -> None:
         self.db = db
         # queues a cut episode for the team server's Memory Writer (None: not shared)
@@ -135,31 +137,36 @@ class Runner:
             "api_key_set": bool(st.api_key_env and os.environ.get(st.api_key_env)),
         }
 
-    def after_cut(self, ep: dict[str, Any], process: bool, wait: bool = False) -> dict[str, Any]:
-        out = dict(ep)
-        if ep["call_writer"] and self.share is not None:
-            out["team"] = self._share(ep["episode_id"])
-        if not ep["call_writer"]:
-            out["outcome"] = "skipped"
-        elif not process:
-            out["outcome"] = "pending"
-        elif wait or self.writer_kind() == "rules":
+    def after_cut(self, ep: api.EpisodeRun, process: bool, wait: bool = False) -> api.EpisodeRun:
+        team = self._share(ep.episode_id) if ep.call_writer and self.share is not None else None
+        if not ep.call_writer:
+            return replace(ep, outcome="skipped", team=team)
+        if not process:
+            return replace(ep, outcome="pending", team=team)
+        if wait or self.writer_kind() == "rules":
             # the offline writer takes milliseconds: its memories are part of this write
-            out.update(self.process_episode(ep["episode_id"]))
-        else:
-            # an LLM call can take seconds: it runs in the background, so no request of this
-            # connection waits on the network; its memories appear when it finishes
-            self.enqueue(ep["episode_id"])
-            out["outcome"] = "queued"
-        return out
+            run = self.process_episode(ep.episode_id)
+            return replace(
+                ep,
+                outcome=run.outcome,
+                reason=run.reason,
+                writer=run.writer,
+                ops=run.ops,
+                writer_call=run.writer_call,
+                team=team,
+            )
+        # an LLM call can take seconds: it runs in the background, so no request of this
+        # connection waits on the network; its memories appear when it finishes
+        self.enqueue(ep.episode_id)
+        return replace(ep, outcome="queued", team=team)
 
-    def _share(self, episode_id: str) -> dict[str, Any] | None:
+    def _share(self, episode_id: str) -> api.TeamEpisode | None:
         """Queue the episode for the team's Memory Writer (a local write; the next sync sends
         it). Sharing is an extra: a failure here is logged and the episode is learned here all
         the same."""
         assert self.share is not None
         try:
-            return msgspec.to_builtins(self.share(episode_id))  # type: ignore[no-any-return]
+            return self.share(episode_id)
         except Exception as exc:
             if self.log:
                 self.log.warning("team_episode_not_queued", episode_id=episode_id, error=repr(exc))
@@ -246,7 +253,7 @@ class Runner:
 
     def process_episode(
         self, episode_id: str, *, force: bool = False, retry_failed: bool = True
-    ) -> dict[str, Any]:
+    ) -> api.WriterRun:
         """Run the Memory Writer on one stored episode and commit its ops.
 
         The ops, the evidence and the episode's new state commit in one transaction, and only
@@ -258,12 +265,14 @@ class Runner:
         if ep is None:
             raise NotFound("episode", episode_id, field="episode_id")
         if ep.processed and not force:
-            return {"episode_id": episode_id, "outcome": ep.outcome, "reason": "already processed"}
+            return api.WriterRun(
+                episode_id=episode_id, outcome=ep.outcome, reason="already processed"
+            )
         if ep.outcome == "failed" and not retry_failed:
-            return {"episode_id": episode_id, "outcome": "failed", "reason": ep.outcome_reason}
+            return api.WriterRun(episode_id=episode_id, outcome="failed", reason=ep.outcome_reason)
         claimed = self._claim(ep, force)
         if claimed is None:
-            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
+            return _claimed_elsewhere(episode_id)
         try:
             kind = self.writer_kind()
             output, sources, call, turned_away = self._write(ep, kind)
@@ -271,14 +280,10 @@ class Runner:
             return self._unwritten(episode_id, claimed, exc)
         ops = self._commit(ep, claimed, output, sources, turned_away)
         if ops is None:
-            return {"episode_id": episode_id, "outcome": "running", "reason": "claimed elsewhere"}
-        return {
-            "episode_id": episode_id,
-            "outcome": "written",
-            "writer": kind,
-            "ops": ops,
-            "writer_call": call,
-        }
+            return _claimed_elsewhere(episode_id)
+        return api.WriterRun(
+            episode_id=episode_id, outcome="written", writer=kind, ops=ops, writer_call=call
+        )
 
     def _claim(self, ep: Any, force: bool) -> str | None:
         """Claim the episode for this process (its claim text), or None when another live
@@ -297,7 +302,7 @@ class Runner:
 
         return claimed if self.db.write(claim) else None
 
-    def _unwritten(self, episode_id: str, claimed: str, exc: Exception) -> dict[str, Any]:
+    def _unwritten(self, episode_id: str, claimed: str, exc: Exception) -> api.WriterRun:
         """The writer failed (or was not called: budget): the episode stays unprocessed with
         the reason, pending or failed."""
         reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
@@ -309,7 +314,7 @@ class Runner:
         )
         if self.log:
             self.log.warning("writer_failed", episode_id=episode_id, reason=reason)
-        return {"episode_id": episode_id, "outcome": outcome, "reason": reason}
+        return api.WriterRun(episode_id=episode_id, outcome=outcome, reason=reason)
 
     def _commit(
         self,
@@ -542,7 +547,7 @@ class Helper(Protocol):
     """A second process that learns from cut episodes on the same database
     (`reos_memory.squirrel.writer.helper_process`)."""
 
-    def learn(self, episode: dict[str, Any]) -> Future[dict[str, Any]]: ...
+    def learn(self, episode: api.EpisodeRun) -> Future[api.EpisodeRun]: ...
 
     def stop(self) -> None: ...
 
@@ -562,8 +567,8 @@ class CatchUp:
         self._lock = threading.Lock()
         self._closing = False
 
-    def learn(self, ep: dict[str, Any]) -> Future[dict[str, Any]]:
-        def here() -> dict[str, Any]:
+    def learn(self, ep: api.EpisodeRun) -> Future[api.EpisodeRun]:
+        def here() -> api.EpisodeRun:
             return self.runner.after_cut(ep, True)
 
         return self._route(lambda h: h.learn(ep), here)
@@ -616,3 +621,7 @@ def _copy(src: Future[T], dst: Future[T]) -> None:
         dst.set_exception(exc)
     else:
         dst.set_result(src.result())
+
+
+def _claimed_elsewhere(episode_id: str) -> api.WriterRun:
+    return api.WriterRun(episode_id=episode_id, outcome="running", reason="claimed elsewhere")
