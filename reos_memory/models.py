@@ -264,6 +264,35 @@ class Evidence(Struct, kw_only=True):
     created_at: str
 
 
+class Injection(Struct, kw_only=True):
+    """A context a memory was given in: the task, its place and score, how the task went."""
+
+    context_id: str
+    created_at: str
+    session_id: str | None
+    task: str
+    rank: int
+    score: float
+    feedback_at: str | None  # None: no outcome reported (yet)
+    errors: int | None
+    retries: int | None
+    tests_final_status: str | None
+    user_frustration: str | None
+
+
+class MemoryLink(Struct, kw_only=True):
+    """A step of a memory's history: a memory it replaced, or one that replaced it (the writer's
+    UPDATE, or a write to a held key, deprecates the old and adds the new), with the episode or
+    explicit write that did it."""
+
+    relation: Literal["replaced", "replaced_by"]
+    memory_id: str
+    episode_id: str
+    at: str
+    text: str | None  # None: that memory was forgotten since
+    status: str | None
+
+
 class MemoryMetrics(Struct, kw_only=True):
     """What CR-Memory decides on (seed 001 section 1.3)."""
 

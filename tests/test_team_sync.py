@@ -164,8 +164,8 @@ def test_local_cr_memory_leaves_cached_team_memories_to_the_server(db):
     out = cr_memory.run(
         db, project_id=None, policy_for=lambda _p: load_policy(None, None), dry_run=True
     )
-    assert "tmem-old" not in {d["memory_id"] for d in out["decisions"]}
-    assert out["evaluated"] == 1
+    assert "tmem-old" not in {d["memory_id"] for d in out.decisions}
+    assert out.evaluated == 1
 
 
 # -- the outbox -----------------------------------------------------------------------------------

@@ -265,9 +265,9 @@ def bench_cr(workdir: Path, n: int) -> dict:
     return {
         "memories": n,
         "seconds": round(secs, 3),
-        "promoted": res["promoted"],
-        "deprecated": res["deprecated"],
-        "kept": res["kept"],
+        "promoted": res.promoted,
+        "deprecated": res.deprecated,
+        "kept": res.kept,
     }
 
 

@@ -14,9 +14,11 @@ from reos_memory.models import (
     Evidence,
     Frustration,
     Ident,
+    Injection,
     Memory,
     MemoryKey,
     MemoryKind,
+    MemoryLink,
     MemoryMetrics,
     MemoryScope,
     MemoryStatus,
@@ -275,35 +277,6 @@ class MemoryAddResult(Struct, kw_only=True, omit_defaults=True):
 
 class MemoryIdParams(Params):
     memory_id: MemoryId
-
-
-class Injection(Struct, kw_only=True):
-    """A context a memory was given in: the task, its place and score, how the task went."""
-
-    context_id: str
-    created_at: str
-    session_id: str | None
-    task: str
-    rank: int
-    score: float
-    feedback_at: str | None  # None: no outcome reported (yet)
-    errors: int | None
-    retries: int | None
-    tests_final_status: str | None
-    user_frustration: str | None
-
-
-class MemoryLink(Struct, kw_only=True):
-    """A step of a memory's history: a memory it replaced, or one that replaced it (the writer's
-    UPDATE, or a write to a held key, deprecates the old and adds the new), with the episode or
-    explicit write that did it."""
-
-    relation: Literal["replaced", "replaced_by"]
-    memory_id: str
-    episode_id: str
-    at: str
-    text: str | None  # None: that memory was forgotten since
-    status: str | None
 
 
 class MemoryGetResult(Struct, kw_only=True):

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import msgspec
@@ -397,13 +397,13 @@ class Squirrel:
         if res["action"] == "rejected":
             raise InvalidInput("text", res["reason"])
         mid = res["memory_id"]
-        out: dict[str, Any] = {"memory": self.db.read(lambda c: memory_sql.get_memory(c, mid))}
-        if res["action"] == "deduplicated":
-            out["deduplicated_into"] = mid
-            out["reason"] = res["reason"]
-        if res.get("replaced"):
-            out["replaced"] = res["replaced"]
-        return _typed(out, api.MemoryAddResult)
+        deduplicated = res["action"] == "deduplicated"
+        return api.MemoryAddResult(
+            memory=self.db.read(lambda c: memory_sql.get_memory(c, mid)),
+            deduplicated_into=mid if deduplicated else None,
+            reason=res["reason"] if deduplicated else None,
+            replaced=res.get("replaced") or None,
+        )
 
     # -- reading memories -------------------------------------------------------------------
 
@@ -474,19 +474,19 @@ class Squirrel:
         """One memory with its evidence, metrics, the writer's UPDATE chain around it and the
         contexts it was given in."""
 
-        def read(conn: apsw.Connection) -> dict[str, Any]:
+        def read(conn: apsw.Connection) -> api.MemoryGetResult:
             m = memory_sql.get_memory(conn, memory_id)
             if m is None:
                 raise NotFound("memory", memory_id, field="memory_id")
-            return {
-                "memory": m,
-                "evidence": memory_sql.evidence_of(conn, memory_id),
-                "metrics": memory_sql.metrics_of(conn, [memory_id]).get(memory_id),
-                "history": memory_sql.history_of(conn, memory_id),
-                "injections": memory_sql.injections_of(conn, memory_id),
-            }
+            return api.MemoryGetResult(
+                memory=m,
+                evidence=memory_sql.evidence_of(conn, memory_id),
+                metrics=memory_sql.metrics_of(conn, [memory_id]).get(memory_id),
+                history=memory_sql.history_of(conn, memory_id),
+                injections=memory_sql.injections_of(conn, memory_id),
+            )
 
-        return _typed(self.db.read(read), api.MemoryGetResult)
+        return self.db.read(read)
 
     def list_memories(self, p: api.MemoryListParams) -> api.MemoryListResult:
         """Memories with their metrics, filtered, in `sort` order; paged by `cursor`."""
@@ -518,13 +518,8 @@ class Squirrel:
         mems, next_cursor = page(rows, limit)
         ids = [m.id for m in mems]
         metrics = self.db.read(lambda c: memory_sql.metrics_of(c, ids))
-        return _typed(
-            {
-                "memories": mems,
-                "metrics": [metrics.get(i) for i in ids],
-                "next_cursor": next_cursor,
-            },
-            api.MemoryListResult,
+        return api.MemoryListResult(
+            memories=mems, metrics=[metrics.get(i) for i in ids], next_cursor=next_cursor
         )
 
     # -- changing memories ------------------------------------------------------------------
@@ -712,7 +707,7 @@ class Squirrel:
             "user_frustration": p.user_frustration,
         }
 
-        def tx(conn: apsw.Connection) -> dict[str, Any]:
+        def tx(conn: apsw.Connection) -> api.FeedbackResult:
             ctx = context_sql.get_context(conn, context_id)
             if ctx is None:
                 raise NotFound("context", context_id, field="context_id")
@@ -720,7 +715,7 @@ class Squirrel:
             pol = self.policy(root)
             return feedback.apply(conn, context_id, outcome, pol.regret, now_iso(), "explicit")
 
-        return _typed(self.db.write(tx), api.FeedbackResult)
+        return self.db.write(tx)
 
     def cr_memory(
         self, p: api.CrMemoryParams, cancelled: Callable[[], bool] | None = None
@@ -735,14 +730,13 @@ class Squirrel:
             if project_id is not None or project_root is not None
             else None
         )
-        out = cr_memory.run(
+        return cr_memory.run(
             self.db,
             project_id=proj.id if proj else None,
             policy_for=self.project_policy,
             dry_run=p.dry_run,
             cancelled=cancelled,
         )
-        return _typed(out, api.CrMemoryResult)
 
     def activity(self, p: api.ActivityParams) -> api.ActivityResult:
         """Day by day over the last `days` (UTC): memories learned by kind, contexts given and
@@ -766,39 +760,34 @@ class Squirrel:
     def status(self) -> api.StatusResult:
         """Memories by status, kind and tier; episodes by outcome; writer calls and tokens."""
 
-        def read(conn: apsw.Connection) -> dict[str, Any]:
-            return {
-                "memories": {
+        try:
+            writer = self.writer.writer_kind()
+        except InvalidInput as exc:
+            writer = f"misconfigured: {exc.message}"
+        writer_config = self.writer.writer_config()
+        owner_id = self.owner(None, None)[1]
+
+        def read(conn: apsw.Connection) -> api.StatusResult:
+            return api.StatusResult(
+                memories={
                     "by_status": memory_sql.count_by(conn, "status"),
                     "by_kind": memory_sql.count_by(conn, "kind"),
                     "by_tier": memory_sql.count_by(conn, "tier"),
                 },
-                "episodes": episode_sql.count_episodes(conn),
-                "pending_events": session_sql.pending_event_count(conn),
-                "open_sessions": len(session_sql.open_sessions(conn, None)),
-                "projects": len(project_sql.project_ids(conn)),
-                "writer_calls_by_day": call_sql.calls_by_day(conn, 7),
-                "tokens_today": call_sql.tokens_today(conn, now_iso()[:10]),
-                "transcripts": transcript_sql.summary(conn),
-            }
+                episodes=episode_sql.count_episodes(conn),
+                pending_events=session_sql.pending_event_count(conn),
+                open_sessions=len(session_sql.open_sessions(conn, None)),
+                projects=len(project_sql.project_ids(conn)),
+                writer_calls_by_day=call_sql.calls_by_day(conn, 7),
+                tokens_today=call_sql.tokens_today(conn, now_iso()[:10]),
+                transcripts=transcript_sql.summary(conn),
+                writer=writer,
+                writer_daily_token_budget=self.settings.writer_daily_token_budget,
+                writer_config=writer_config,
+                owner_id=owner_id,
+            )
 
-        out = self.db.read(read)
-        try:
-            out["writer"] = self.writer.writer_kind()
-        except InvalidInput as exc:
-            out["writer"] = f"misconfigured: {exc.message}"
-        out["writer_daily_token_budget"] = self.settings.writer_daily_token_budget
-        out["writer_config"] = self.writer.writer_config()
-        out["owner_id"] = self.owner(None, None)[1]
-        return _typed(out, api.StatusResult)
-
-
-R = TypeVar("R")
-
-
-def _typed(value: Any, cls: type[R]) -> R:
-    """A result built as plain values, as its declared type (the wire shape checked here)."""
-    return msgspec.convert(value, cls, from_attributes=True)
+        return self.db.read(read)
 
 
 def _check_key_free(conn: apsw.Connection, m: Memory, changes: dict[str, Any]) -> None:

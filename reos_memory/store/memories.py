@@ -8,7 +8,7 @@ from typing import Any
 import apsw
 import msgspec
 
-from reos_memory.models import Evidence, Memory, MemoryMetrics
+from reos_memory.models import Evidence, Injection, Memory, MemoryLink, MemoryMetrics
 from reos_memory.store.connection import fetch, scalar
 from reos_memory.store.keywords import fts_match, like_escape
 
@@ -435,7 +435,7 @@ def words_held(
 # -- what a memory went through -----------------------------------------------------------------
 
 
-def injections_of(conn: apsw.Connection, memory_id: str, limit: int = 50) -> list[dict[str, Any]]:
+def injections_of(conn: apsw.Connection, memory_id: str, limit: int = 50) -> list[Injection]:
     """The contexts a memory was given in, newest first: the task, its rank and score there,
     and the outcome feedback when one came."""
     rows = fetch(
@@ -446,11 +446,34 @@ def injections_of(conn: apsw.Connection, memory_id: str, limit: int = 50) -> lis
         " WHERE i.memory_id = ? ORDER BY c.created_at DESC, c.context_id LIMIT ?",
         (memory_id, limit),
     )
-    names = (
-        "context_id", "created_at", "session_id", "task", "rank", "score", "feedback_at",
-        "errors", "retries", "tests_final_status", "user_frustration",
-    )  # fmt: skip
-    return [dict(zip(names, r, strict=True)) for r in rows]
+    return [
+        Injection(
+            context_id=cid,
+            created_at=created,
+            session_id=sid,
+            task=task,
+            rank=rank,
+            score=score,
+            feedback_at=feedback_at,
+            errors=errors,
+            retries=retries,
+            tests_final_status=tests,
+            user_frustration=frustration,
+        )
+        for (
+            cid,
+            created,
+            sid,
+            task,
+            rank,
+            score,
+            feedback_at,
+            errors,
+            retries,
+            tests,
+            frustration,
+        ) in rows
+    ]
 
 
 def record_replacements(
@@ -464,7 +487,7 @@ def record_replacements(
     )
 
 
-def history_of(conn: apsw.Connection, memory_id: str) -> list[dict[str, Any]]:
+def history_of(conn: apsw.Connection, memory_id: str) -> list[MemoryLink]:
     """The replacement chain around a memory, oldest first: the memories it replaced, and
     those that replaced it, each with the episode that did it."""
     rows = fetch(
@@ -477,14 +500,14 @@ def history_of(conn: apsw.Connection, memory_id: str) -> list[dict[str, Any]]:
     )
     known = get_memories(conn, [r[1] for r in rows])
     return [
-        {
-            "relation": rel,
-            "memory_id": mid,
-            "episode_id": ep,
-            "at": at,
-            "text": known[mid].text if mid in known else None,
-            "status": known[mid].status if mid in known else None,
-        }
+        MemoryLink(
+            relation=rel,
+            memory_id=mid,
+            episode_id=ep,
+            at=at,
+            text=known[mid].text if mid in known else None,
+            status=known[mid].status if mid in known else None,
+        )
         for rel, mid, ep, at in rows
     ]
 

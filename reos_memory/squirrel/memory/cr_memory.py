@@ -21,6 +21,7 @@ import apsw
 
 from reos_memory.errors import Cancelled
 from reos_memory.models import iso, now_iso
+from reos_memory.squirrel.api import CrMemoryResult
 from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.store import Database
 from reos_memory.store import memories as memory_sql
@@ -170,7 +171,7 @@ def run(
     policy_for: Callable[[str | None], Policy],
     dry_run: bool,
     cancelled: Callable[[], bool] | None = None,
-) -> dict[str, Any]:
+) -> CrMemoryResult:
     """Evaluate every live memory (of a project, or all) and apply the decisions in one tx."""
     t0 = datetime.now(UTC)
     rows = db.read(lambda c: memory_sql.live_with_metrics(c, project_id))
@@ -220,15 +221,15 @@ def run(
         a: sum(1 for d in decisions if d["action"] == a) for a in ("promote", "deprecate", "keep")
     }
     listed = decisions[:MAX_LISTED]
-    return {
-        "dry_run": dry_run,
-        "project_id": project_id,
-        "evaluated": len(decisions),
-        "promoted": counts["promote"],
-        "deprecated": counts["deprecate"],
-        "kept": counts["keep"],
-        "decisions": listed,
-        "decisions_truncated": len(decisions) > len(listed),
-        "seconds": round((datetime.now(UTC) - t0).total_seconds(), 3),
-        "policy_sources": sorted({s for p in policies.values() for s in p.sources}),
-    }
+    return CrMemoryResult(
+        dry_run=dry_run,
+        project_id=project_id,
+        evaluated=len(decisions),
+        promoted=counts["promote"],
+        deprecated=counts["deprecate"],
+        kept=counts["keep"],
+        decisions=listed,
+        decisions_truncated=len(decisions) > len(listed),
+        seconds=round((datetime.now(UTC) - t0).total_seconds(), 3),
+        policy_sources=sorted({s for p in policies.values() for s in p.sources}),
+    )

@@ -15,6 +15,7 @@ import apsw
 
 from reos_memory.errors import NotFound
 from reos_memory.models import EpisodeStats
+from reos_memory.squirrel.api import FeedbackResult
 from reos_memory.squirrel.memory.policy import RegretWeights
 from reos_memory.store import contexts as context_sql
 from reos_memory.store import memories as memory_sql
@@ -45,40 +46,40 @@ def apply(
     source: str,
     *,
     update_baseline: bool = True,
-) -> dict[str, Any]:
+) -> FeedbackResult:
     """Judge one context by a task outcome (inside a write tx); counts once per context."""
     ctx = context_sql.get_context(conn, context_id)
     if ctx is None:
         raise NotFound("context", context_id, field="context_id")
     project_id = ctx["project_id"]
     n, avg_err, avg_retry = project_sql.baseline(conn, project_id)
-    result: dict[str, Any] = {
-        "context_id": context_id,
-        "counted": False,
-        "regret_hit": False,
-        "regret_saved": 0.0,
-        "memory_ids": [],
-        "baseline": {
-            "outcomes": n,
-            "avg_errors": round(avg_err, 4),
-            "avg_retries": round(avg_retry, 4),
-        },
-    }
+    base = {"outcomes": n, "avg_errors": round(avg_err, 4), "avg_retries": round(avg_retry, 4)}
     if not context_sql.set_feedback(conn, context_id, now, source, outcome):
-        result["reason"] = "this context already has its outcome"
-        return result
-    result["counted"] = True
+        return FeedbackResult(
+            context_id=context_id,
+            counted=False,
+            regret_hit=False,
+            regret_saved=0.0,
+            memory_ids=[],
+            baseline=base,
+            reason="this context already has its outcome",
+        )
     mems = context_sql.injected_memories(conn, context_id)
-    result["memory_ids"] = mems
     saved, why = judge((n, avg_err, avg_retry), outcome["errors"], outcome["retries"], regret)
-    if saved > 0 and mems:
+    hit = saved > 0 and bool(mems)
+    if hit:
         memory_sql.add_regret(conn, mems, saved)
-        result.update(regret_hit=True, regret_saved=round(saved, 4))
-    elif why is not None:
-        result["reason"] = why
     if update_baseline and project_id is not None:
         project_sql.add_outcome(conn, project_id, outcome["errors"], outcome["retries"], now)
-    return result
+    return FeedbackResult(
+        context_id=context_id,
+        counted=True,
+        regret_hit=hit,
+        regret_saved=round(saved, 4) if hit else 0.0,
+        memory_ids=mems,
+        baseline=base,
+        reason=None if hit else why,
+    )
 
 
 def judge_session_contexts(
