@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, BinaryIO
 
 from reos_memory.cli import reos
 
 if TYPE_CHECKING:
+    from reos_memory.app import App
     from reos_memory.config import Config
+    from reos_memory.embeddings.base import Embedder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +72,7 @@ def _hook(args: argparse.Namespace, config: Config) -> int:
     return hook.run(args.agent, config, stdin, _open_app)
 
 
-def _drain(stream: Any, limit: int = 256 << 20) -> None:
+def _drain(stream: BinaryIO, limit: int = 256 << 20) -> None:
     """Read and drop what is left of a stream (at most `limit` bytes)."""
     left = limit
     while left > 0:
@@ -79,10 +82,26 @@ def _drain(stream: Any, limit: int = 256 << 20) -> None:
         left -= len(chunk)
 
 
-def _open_app(config: Config, **how: Any) -> Any:
+def _open_app(
+    config: Config,
+    *,
+    needs_model: bool,
+    embedder: str | None = None,
+    wait: bool = True,
+    preloaded: dict[str, Callable[[], Embedder]] | None = None,
+    defer_model: bool = False,
+) -> App:
+    """`reos_memory.app.open_app`, imported when a hook first opens the App."""
     from reos_memory.app import open_app
 
-    return open_app(config, **how)
+    return open_app(
+        config,
+        needs_model=needs_model,
+        embedder=embedder,
+        wait=wait,
+        preloaded=preloaded,
+        defer_model=defer_model,
+    )
 
 
 def sqrl_main(argv: list[str] | None = None) -> int:

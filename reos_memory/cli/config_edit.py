@@ -43,11 +43,13 @@ import os
 import re
 import tempfile
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from reos_memory.json_types import JSONMapping, JSONObject
 
 __all__ = [
     "ConfigError",
@@ -78,7 +80,7 @@ class Keyed:
 
     path: tuple[str, ...]
     key: str
-    value: Any
+    value: object  # a JSON value (a TOML file takes a table: a dict)
 
     @property
     def label(self) -> str:
@@ -90,7 +92,7 @@ class Listed:
     """One element of ours, `value`, in the array at `path`."""
 
     path: tuple[str, ...]
-    value: Any
+    value: object  # a JSON value
 
     @property
     def label(self) -> str:
@@ -107,9 +109,9 @@ class ConfigFile:
     path: Path
     entries: tuple[Entry, ...]
     format: Literal["json", "toml"] = "json"
-    owns: Callable[[Any], bool] = lambda value: False  # which array elements are ours
+    owns: Callable[[object], bool] = lambda value: False  # which array elements are ours
     strays_under: tuple[str, ...] | None = None  # arrays below this object may hold old ones
-    skeleton: Mapping[str, Any] = field(default_factory=dict)
+    skeleton: JSONMapping = field(default_factory=dict)
     stop_at: Path | None = None  # never remove this directory or one above it
 
 
@@ -133,7 +135,7 @@ class FileResult:
 class Node:
     start: int
     end: int
-    value: Any
+    value: object  # the JSON value: a dict for an object, a list for an array
     keys: list[str] | None = None  # objects: member names, in order
     key_starts: list[int] | None = None  # objects: where each member's name starts
     children: list[Node] = field(default_factory=list)  # members' values, or array items
@@ -213,7 +215,9 @@ class _Parser:
 
     def container(self, depth: int, close: str) -> Node:
         is_object = close == "}"
-        node = Node(self.pos, -1, {} if is_object else [])
+        members: JSONObject = {}
+        items: list[object] = []
+        node = Node(self.pos, -1, members if is_object else items)
         if is_object:
             node.keys, node.key_starts = [], []
         self.pos += 1
@@ -244,10 +248,10 @@ class _Parser:
                 child = self.value(depth + 1)
                 node.keys.append(key.value)
                 node.key_starts.append(key_start)
-                node.value[key.value] = child.value
+                members[key.value] = child.value
             else:
                 child = self.value(depth + 1)
-                node.value.append(child.value)
+                items.append(child.value)
             node.children.append(child)
         self.pos += 1
         node.end = self.pos
@@ -279,7 +283,7 @@ class _Style:
         m = re.search(r"\n([ \t]+)\S", text)
         return cls(newline, m.group(1) if m else "  ")
 
-    def render(self, value: Any, indent: str, inline: bool) -> str:
+    def render(self, value: object, indent: str, inline: bool) -> str:
         if inline:
             return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
         lines = json.dumps(value, ensure_ascii=False, indent=self.unit).split("\n")
@@ -299,7 +303,7 @@ def _ws_before(text: str, pos: int) -> str:
     return text[start:pos]
 
 
-def _insert(text: str, node: Node, key: str | None, value: Any, style: _Style) -> str:
+def _insert(text: str, node: Node, key: str | None, value: object, style: _Style) -> str:
     """Add a member (`key`) or an element at the end of the container `node`."""
 
     def child(indent: str, inline: bool) -> str:
@@ -407,7 +411,8 @@ class _Json:
             self.edit(self.text[: have.start] + new + self.text[have.end :])
             return "updated"
         found = self.ours(entry.path)
-        if container is not None and len(found) == 1 and container.value[found[0]] == entry.value:
+        have_items = container.value if container is not None else None
+        if isinstance(have_items, list) and len(found) == 1 and have_items[found[0]] == entry.value:
             return None
         for i in reversed(found):
             self.edit(_delete(self.text, self.container(entry.path), i))
@@ -487,7 +492,7 @@ class _Json:
 # The TOML engine: our table is a block of lines of its own
 
 
-def _toml_value(value: Any) -> str:
+def _toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -521,21 +526,21 @@ class _Toml:
         for entry in spec.entries:
             if not isinstance(entry, Keyed):
                 raise TypeError("a TOML file takes keyed entries only")
-            node: Any = self.data
+            node: object = self.data
             for depth, key in enumerate((*entry.path, entry.key)):
                 if not isinstance(node, dict):
                     where = ".".join((*entry.path, entry.key)[:depth])
                     raise ConfigError(spec.path, f"`{where}` is not a table")
                 node = node.get(key, {})
 
-    def parse(self, text: str) -> dict[str, Any]:
+    def parse(self, text: str) -> JSONObject:
         try:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(self.spec.path, f"is not valid TOML ({exc})") from None
 
-    def lookup(self, entry: Keyed) -> Any:
-        node: Any = self.data
+    def lookup(self, entry: Keyed) -> object:
+        node: object = self.data
         for key in (*entry.path, entry.key):
             node = node.get(key) if isinstance(node, dict) else None
         return node
@@ -560,7 +565,10 @@ class _Toml:
     def render(self, entry: Keyed) -> str:
         nl = self.newline
         head = "[" + ".".join(_toml_key(k) for k in (*entry.path, entry.key)) + "]"
-        lines = [head, *(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.value.items())]
+        table = entry.value
+        if not isinstance(table, dict):
+            raise TypeError("a TOML file takes tables (dicts) as its entries' values")
+        lines = [head, *(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in table.items())]
         return nl.join(lines) + nl
 
     def edit(self, text: str) -> None:
@@ -634,7 +642,7 @@ class _Toml:
 # Checking an edit: what is not ours is what it was
 
 
-def _without_ours(spec: ConfigFile, data: Any) -> Any:
+def _without_ours(spec: ConfigFile, data: object) -> object:
     data = json.loads(json.dumps(data))  # a deep copy
     paths: list[tuple[str, ...]] = []
     for entry in spec.entries:
@@ -666,11 +674,11 @@ def _without_ours(spec: ConfigFile, data: Any) -> Any:
     return data
 
 
-def _value_of(engine: _Json | _Toml) -> Any:
+def _value_of(engine: _Json | _Toml) -> object:
     return engine.root.value if isinstance(engine, _Json) else engine.data
 
 
-def _check(spec: ConfigFile, before: Any, engine: _Json | _Toml, remove: bool) -> None:
+def _check(spec: ConfigFile, before: object, engine: _Json | _Toml, remove: bool) -> None:
     after = _value_of(engine)
     if _without_ours(spec, before) != _without_ours(spec, after):
         raise ConfigError(spec.path, "an edit would have changed settings that are not ours")

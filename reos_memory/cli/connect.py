@@ -26,11 +26,11 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal, Required, TypedDict
 
 from reos_memory.cli import hooks_settings as hs
 from reos_memory.cli.config_edit import (
@@ -43,6 +43,7 @@ from reos_memory.cli.config_edit import (
     present,
 )
 from reos_memory.cli.config_edit import apply as apply_file
+from reos_memory.json_types import JSONMapping, JSONObject
 
 Scope = Literal["user", "project"]
 Kind = Literal["hooks", "mcp"]
@@ -70,7 +71,7 @@ class Hooks:
     name: str  # the last argument of `reos-memory hook <name>`
     grouped: bool  # `[{"matcher"?, "hooks": [hook]}]` per event (else `[hook]`)
     events: Mapping[str, int | None]  # event -> timeout, in the tool's unit (None: no timeout)
-    extra: Mapping[str, Any]  # further keys of each hook entry
+    extra: JSONMapping  # further keys of each hook entry
 
 
 # The events per tool, from /work/shared/formats/<tool>/NOTES.md ("Hooks" sections):
@@ -255,7 +256,7 @@ def reos_memory_argv() -> list[str]:
     return [sys.executable, "-m", "reos_memory"]
 
 
-def mcp_entry(tool: str, argv: list[str]) -> tuple[tuple[str, ...], Any]:
+def mcp_entry(tool: str, argv: list[str]) -> tuple[tuple[str, ...], JSONObject]:
     """The container path and the value of our MCP server entry in `tool`'s file."""
     command, args = argv[0], argv[1:]
     if tool == "opencode":
@@ -276,7 +277,7 @@ def hook_entries(tool: str, base: str) -> list[Listed]:
     spec = HOOKS[tool]
     out: list[Listed] = []
     for event, timeout in spec.events.items():
-        hook: dict[str, Any] = {"command": f"{base.strip()} hook {spec.name}"}
+        hook: JSONObject = {"command": f"{base.strip()} hook {spec.name}"}
         if spec.grouped or tool == "vscode":
             hook = {"type": "command", **hook}
         if timeout is not None:
@@ -286,7 +287,7 @@ def hook_entries(tool: str, base: str) -> list[Listed]:
     return out
 
 
-def owns(tool: str) -> Any:
+def owns(tool: str) -> Callable[[object], bool]:
     """Which elements of `tool`'s hook lists are ours (by command; a group only when every hook
     in it is ours)."""
     spec = HOOKS.get(tool)
@@ -414,9 +415,19 @@ def installed(tool: str, env: Mapping[str, str]) -> str | None:
     return None
 
 
-def connected(tool: str, scope: Scope, project: Path, env: Mapping[str, str]) -> dict[str, Any]:
+class FileState(TypedDict, total=False):
+    """One file of a tool's, for `sqrl doctor`: whether it holds ours, or why it cannot say."""
+
+    path: Required[str]
+    connected: Literal["yes", "partly", "no"]
+    error: str  # the file is unreadable or refused (then there is no `connected`)
+
+
+def connected(
+    tool: str, scope: Scope, project: Path, env: Mapping[str, str]
+) -> dict[Kind, FileState]:
     """Whether `tool`'s files of `scope` hold our hooks and MCP server (any command)."""
-    out: dict[str, Any] = {}
+    out: dict[Kind, FileState] = {}
     for item in plan(tool, scope, project, env, mcp_argv=["reos-memory"], hook_base="reos-memory"):
         if item.scope != scope:
             continue  # a user-only file, reported under user
@@ -429,12 +440,21 @@ def connected(tool: str, scope: Scope, project: Path, env: Mapping[str, str]) ->
         for kind in item.kinds:
             labels = [e.label for e in item.file.entries if (kind == "mcp") == isinstance(e, Keyed)]
             have = sum(found[label] for label in labels)
-            state = "yes" if have == len(labels) else ("partly" if have else "no")
+            state: Literal["yes", "partly", "no"] = (
+                "yes" if have == len(labels) else ("partly" if have else "no")
+            )
             out[kind] = {"path": str(item.file.path), "connected": state}
     return out
 
 
-def last_sessions(db: str) -> dict[str, dict[str, Any]] | str:
+class LogsRead(TypedDict):
+    """An agent's session logs read so far, from its cursors."""
+
+    logs: int
+    last_session_at: str | None  # when a log of the agent's was last read
+
+
+def last_sessions(db: str) -> dict[str, LogsRead] | str:
     """Per agent: logs read and when a log was last read, from the cursors (or why not)."""
     if not os.path.exists(db):
         return "no database yet"
@@ -461,11 +481,21 @@ def last_sessions(db: str) -> dict[str, dict[str, Any]] | str:
 _ERROR = re.compile(r"failed|Traceback|Error|not used")
 
 
-def hook_log(db: str, now: datetime | None = None) -> dict[str, Any]:
+class HookLog(TypedDict, total=False):
+    """What `<db>.hook.log` says of the last 24 hours."""
+
+    path: Required[str]
+    exists: Required[bool]
+    recent_errors: Required[int]
+    error: str  # the log could not be read
+    last_error: str  # the last problem's line (its first 200 characters)
+
+
+def hook_log(db: str, now: datetime | None = None) -> HookLog:
     """`<db>.hook.log`: how many problems it recorded in the last 24 hours, and the last one."""
     path = Path(os.path.abspath(os.path.expanduser(db)))
     path = path.with_name(path.name + ".hook.log")
-    out: dict[str, Any] = {"path": str(path), "exists": path.exists(), "recent_errors": 0}
+    out: HookLog = {"path": str(path), "exists": path.exists(), "recent_errors": 0}
     if not out["exists"]:
         return out
     since = ((now or datetime.now(UTC)).astimezone() - timedelta(days=1)).strftime(
@@ -490,9 +520,31 @@ def hook_log(db: str, now: datetime | None = None) -> dict[str, Any]:
     return out
 
 
-def doctor(db: str, project: Path, env: Mapping[str, str]) -> dict[str, Any]:
+class ToolReport(TypedDict):
+    """One agent in `sqrl doctor`."""
+
+    tool: str
+    installed: str | None  # its executable, or its folder, or None
+    user: dict[Kind, FileState] | None  # None: no such files (Aider)
+    project: dict[Kind, FileState] | None  # None: no project files
+    agent: str  # its name in the session-log cursors
+    logs: int
+    last_session_at: str | None
+
+
+class DoctorReport(TypedDict):
+    """`sqrl doctor`: the database, the hook log and every agent."""
+
+    database: str
+    database_state: str  # "ok", or why it cannot be read
+    project_root: str
+    hook_log: HookLog
+    tools: list[ToolReport]
+
+
+def doctor(db: str, project: Path, env: Mapping[str, str]) -> DoctorReport:
     sessions = last_sessions(db)
-    tools = []
+    tools: list[ToolReport] = []
     for tool in TOOLS:
         agent = AGENT[tool]
         seen = sessions.get(agent) if isinstance(sessions, dict) else None

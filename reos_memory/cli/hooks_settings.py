@@ -40,9 +40,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypedDict
+from typing import Final, Literal, NoReturn, TypedDict, TypeGuard
 
 from reos_memory.cli.config_edit import ConfigError, backup, target_of, write_atomic
+from reos_memory.json_types import JSONMapping, JSONObject
 
 __all__ = [
     "DEFAULT_TIMEOUTS",
@@ -159,8 +160,8 @@ def hook_command(command: str) -> str:
     return command.strip() + HOOK_SUFFIX
 
 
-def is_our_hook(entry: object) -> bool:
-    """Whether one entry of a matcher group's `hooks` list is ours."""
+def is_our_hook(entry: object) -> TypeGuard[JSONObject]:
+    """Whether one entry of a matcher group's `hooks` list is ours (a JSON object, then)."""
     if not isinstance(entry, dict) or entry.get("type") != "command":
         return False
     return is_our_command(entry.get("command"))
@@ -196,7 +197,7 @@ def install(path: Path, command: str, timeouts: Mapping[str, int] | None = None)
     raw, data = _load(target)
     before = _dump(data)
 
-    hooks = data.get("hooks")
+    hooks = _hooks(data)
     if hooks is None:
         hooks = {}
         data["hooks"] = hooks
@@ -208,16 +209,20 @@ def install(path: Path, command: str, timeouts: Mapping[str, int] | None = None)
     updated: list[str] = []
     removed: list[str] = []
     for event in EVENTS:
-        wanted: dict[str, Any] = {"type": "command", "command": full, "timeout": seconds[event]}
-        groups: list[Any] = hooks.get(event, [])
-        ours = [hook for group in _groups(groups) for hook in group["hooks"] if is_our_hook(hook)]
+        wanted: JSONObject = {"type": "command", "command": full, "timeout": seconds[event]}
+        groups = hooks.get(event)
+        if not isinstance(groups, list):  # no list yet (any other value was refused above)
+            hooks[event] = [{"hooks": [wanted]}]
+            added.append(event)
+            continue
+        ours = [hook for entries in _hook_lists(groups) for hook in entries if is_our_hook(hook)]
         if len(ours) == 1 and ours[0] == wanted:
             continue
         if ours:
             _replace_ours(groups, wanted)
             updated.append(event)
         else:
-            hooks.setdefault(event, []).append({"hooks": [wanted]})
+            groups.append({"hooks": [wanted]})
             added.append(event)
     for event in [name for name in hooks if name not in EVENTS]:
         if _strip_ours(hooks, event):
@@ -232,8 +237,8 @@ def uninstall(path: Path) -> Result:
     raw, data = _load(target)
     before = _dump(data)
     removed: list[str] = []
-    hooks = data.get("hooks")
-    if isinstance(hooks, dict):
+    hooks = _hooks(data)
+    if hooks is not None:
         for event in list(hooks):
             if _strip_ours(hooks, event):
                 removed.append(event)
@@ -246,12 +251,11 @@ def status(path: Path) -> Status:
     """Which events carry our hook, with which command, and how many other hooks sit beside it."""
     target = _target(path)
     raw, data = _load(target)
-    hooks = data.get("hooks")
-    hooks = hooks if isinstance(hooks, dict) else {}
+    hooks = _hooks(data) or {}
     events: dict[str, EventStatus] = {}
     for event in EVENTS:
         groups = hooks.get(event)
-        ours: list[dict[str, Any]] = []
+        ours: list[JSONObject] = []
         foreign = 0
         if isinstance(groups, list):
             for group in groups:
@@ -275,7 +279,7 @@ def status(path: Path) -> Status:
         for event, groups in hooks.items()
         if event not in EVENTS
         and isinstance(groups, list)
-        and any(is_our_hook(hook) for group in _groups(groups) for hook in group["hooks"])
+        and any(is_our_hook(hook) for entries in _hook_lists(groups) for hook in entries)
     ]
     return {
         "path": str(path),
@@ -290,44 +294,55 @@ def status(path: Path) -> Status:
 # Editing
 
 
-def _groups(groups: object) -> list[dict[str, Any]]:
-    """The well-formed matcher groups of an event's list (dicts whose `hooks` is a list)."""
-    if not isinstance(groups, list):
-        return []
-    return [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)]
+def _hooks(data: JSONObject) -> JSONObject | None:
+    """The file's `hooks` object, None when it has none (`_load` refused any other value)."""
+    hooks = data.get("hooks")
+    return hooks if isinstance(hooks, dict) else None
 
 
-def _replace_ours(groups: list[Any], wanted: dict[str, Any]) -> None:
-    """Put `wanted` where the first hook of ours is; remove the others (and groups they empty)."""
-    placed = False
-    kept_groups: list[Any] = []
+def _hook_lists(groups: list[object]) -> list[list[object]]:
+    """The `hooks` lists of an event's well-formed matcher groups (dicts whose `hooks` is a
+    list)."""
+    out: list[list[object]] = []
     for group in groups:
         entries = group.get("hooks") if isinstance(group, dict) else None
-        if isinstance(entries, list) and any(is_our_hook(hook) for hook in entries):
-            kept: list[Any] = []
-            for hook in entries:
-                if not is_our_hook(hook):
-                    kept.append(hook)
-                elif not placed:
-                    kept.append(dict(wanted))
-                    placed = True
-            if not kept:
-                continue
-            group["hooks"] = kept
+        if isinstance(entries, list):
+            out.append(entries)
+    return out
+
+
+def _replace_ours(groups: list[object], wanted: JSONObject) -> None:
+    """Put `wanted` where the first hook of ours is; remove the others (and groups they empty)."""
+    placed = False
+    kept_groups: list[object] = []
+    for group in groups:
+        if isinstance(group, dict):
+            entries = group.get("hooks")
+            if isinstance(entries, list) and any(is_our_hook(hook) for hook in entries):
+                kept: list[object] = []
+                for hook in entries:
+                    if not is_our_hook(hook):
+                        kept.append(hook)
+                    elif not placed:
+                        kept.append(dict(wanted))
+                        placed = True
+                if not kept:
+                    continue
+                group["hooks"] = kept
         kept_groups.append(group)
     groups[:] = kept_groups
 
 
-def _strip_ours(hooks: dict[str, Any], event: str) -> bool:
+def _strip_ours(hooks: JSONObject, event: str) -> bool:
     """Remove our hooks from one event; drop what that empties. Whether anything was removed."""
     groups = hooks.get(event)
     if not isinstance(groups, list):
         return False
-    kept_groups: list[Any] = []
+    kept_groups: list[object] = []
     removed = False
     for group in groups:
-        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-            entries = group["hooks"]
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        if isinstance(group, dict) and isinstance(entries, list):
             kept = [hook for hook in entries if not is_our_hook(hook)]
             if len(kept) != len(entries):
                 removed = True
@@ -388,8 +403,8 @@ def _kind(value: object) -> str:
     return names.get(type(value), "number")
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, object]]) -> JSONObject:
+    obj: JSONObject = {}
     for key, value in pairs:
         if key in obj:
             raise ValueError(f"duplicate key {key!r}")
@@ -397,11 +412,11 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _no_constants(name: str) -> Any:
+def _no_constants(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _load(target: Path) -> tuple[bytes | None, dict[str, Any]]:
+def _load(target: Path) -> tuple[bytes | None, JSONObject]:
     """The file's bytes (None when missing) and its parsed object."""
     try:
         raw = target.read_bytes()
@@ -427,7 +442,7 @@ def _load(target: Path) -> tuple[bytes | None, dict[str, Any]]:
     return raw, data
 
 
-def _dump(data: Mapping[str, Any]) -> str:
+def _dump(data: JSONMapping) -> str:
     return json.dumps(data, indent=_INDENT, ensure_ascii=False) + "\n"
 
 
@@ -436,7 +451,7 @@ def _finish(
     path: Path,
     raw: bytes | None,
     before: str,
-    data: Mapping[str, Any],
+    data: JSONMapping,
     *,
     added: list[str] | None = None,
     updated: list[str] | None = None,

@@ -11,13 +11,14 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, TypeVar
 
 from reos_memory import __version__
 
 if TYPE_CHECKING:
     import psycopg
 
+    from reos_memory.app import App
     from reos_memory.config import Config
     from reos_memory.store import Database
     from reos_memory.team.admin import Actor
@@ -73,10 +74,11 @@ def _served(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedder", choices=EMBEDDERS)
 
 
-def _open_app(config: Config) -> Callable[[Any], Any]:
-    """The opener a stdio interface calls: the App of a server (catch-up indexing, the model)."""
+def _open_app(config: Config) -> Callable[[object], App]:
+    """The opener a stdio interface calls: the App of a server (catch-up indexing, the model).
+    `log` is the interface's logger, handed on to the App as it is."""
 
-    def open_app(log: Any) -> Any:
+    def open_app(log: object) -> App:
         from reos_memory.app import App
 
         return App(config, log)
@@ -318,7 +320,7 @@ def dump(config: Config, args: argparse.Namespace) -> int:
         sys.stderr.write(f"reos-memory: {target} exists; a dump never overwrites a file\n")
         return 1
     db = Database(config.db, busy_timeout_ms=config.busy_timeout_ms, lock_wait_s=config.lock_wait_s)
-    out: Any = None
+    out: BinaryIO | None = None
     created = False
     try:
         _refuse_older(db, "dump")
@@ -782,7 +784,7 @@ def prune_audit(conn: psycopg.Connection, actor: Actor, args: argparse.Namespace
     return 0
 
 
-def _json_line(value: Any) -> None:
+def _json_line(value: object) -> None:
     import msgspec
 
     sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
@@ -828,10 +830,13 @@ def _team_server_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _at_least(kind: Callable[[str], Any], low: float) -> Callable[[str], Any]:
+Number = TypeVar("Number", int, float)
+
+
+def _at_least(kind: Callable[[str], Number], low: float) -> Callable[[str], Number]:
     """An argparse type: `kind(text)`, refused below `low` with a message saying the rule."""
 
-    def convert(text: str) -> Any:
+    def convert(text: str) -> Number:
         try:
             value = kind(text)
         except ValueError:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reos_memory.squirrel.token_count import shorten
 
 if TYPE_CHECKING:
+    from reos_memory.json_types import JSONMapping
+    from reos_memory.models import Memory, MemoryMetrics
     from reos_memory.squirrel import api
 
 
-def memories(rows: list[Any], metrics: list[Any]) -> str:
+def memories(rows: list[Memory], metrics: list[MemoryMetrics | None]) -> str:
     """One line per memory: id, status, kind, tier, uses/opportunities, text."""
     if not rows:
         return "no memories\n"
@@ -103,7 +105,7 @@ def cr_memory(result: api.CrMemoryResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _writer_config(c: dict[str, Any]) -> str:
+def _writer_config(c: JSONMapping) -> str:
     if "problem" in c:
         return f"{c.get('writer')}: {c['problem']}"
     if "model" not in c:

@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from reos_memory import __version__
 from reos_memory.config import Config, ConfigError
@@ -20,9 +20,17 @@ from reos_memory.errors import ReosError
 from reos_memory.squirrel.ingest import AGENT_NAMES
 
 if TYPE_CHECKING:
+    from types import FrameType
+
+    import msgspec
+
+    from reos_memory.cli.connect import FileState, Kind
+    from reos_memory.cli.connect import Scope as ConnectScope
     from reos_memory.cli.hooks_settings import Result, Status
+    from reos_memory.cli.hooks_settings import Scope as HooksScope
     from reos_memory.interfaces.services import Services
     from reos_memory.squirrel.facade import Squirrel
+    from reos_memory.squirrel.writer.helper_process import Helper
 
 KINDS = ["preference", "invariant", "pattern", "guard", "note"]
 
@@ -102,8 +110,17 @@ def command(
 
 # -- the memories: one call of Squirrel, its result as text or JSON --------------------------------
 
-Where = dict[str, Any]  # project_id and project_root, as Squirrel's methods take them
-OnMemories = Callable[["Squirrel", argparse.Namespace, Where], tuple[Any, str]]
+
+class Where(TypedDict):
+    """The project a command is about, as Squirrel's params take it: by id or by its root
+    directory (both None: no project, for global memories and every project's)."""
+
+    project_id: str | None
+    project_root: str | None
+
+
+Shown = tuple["msgspec.Struct", str]  # a command's result (its --json) and its text
+OnMemories = Callable[["Squirrel", argparse.Namespace, Where], Shown]
 
 
 def on_memories(
@@ -161,7 +178,7 @@ def _flush_args(p: argparse.ArgumentParser) -> None:
 
 
 @on_memories("flush", "cut the open episodes and learn now", _flush_args, needs_model=True)
-def flush(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def flush(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     from reos_memory.cli import report
     from reos_memory.squirrel import api
 
@@ -177,7 +194,7 @@ def _context_args(p: argparse.ArgumentParser) -> None:
 
 
 @on_memories("context", "the memories for a task", _context_args, needs_model=True)
-def context(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def context(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     from reos_memory.cli import report
     from reos_memory.squirrel import api
 
@@ -205,7 +222,7 @@ def _add_args(p: argparse.ArgumentParser) -> None:
 
 
 @on_memories("add", "remember something explicitly", _add_args, needs_model=True)
-def add(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def add(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     import msgspec
 
     from reos_memory.squirrel import api
@@ -264,7 +281,7 @@ def _memories_args(p: argparse.ArgumentParser) -> None:
 
 
 @on_memories("memories", "list memories, or show one with its evidence", _memories_args)
-def memories(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def memories(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     from reos_memory.cli import report
 
     if args.memory_id:
@@ -289,7 +306,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 @on_memories("search", "search memories", _search_args, needs_model=True)
-def search(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def search(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     from reos_memory.cli import report
     from reos_memory.squirrel import api
 
@@ -302,7 +319,7 @@ def _forget_args(p: argparse.ArgumentParser) -> None:
 
 
 @on_memories("forget", "erase a memory for good", _forget_args)
-def forget(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def forget(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     return sq.forget(args.memory_id), f"forgot {args.memory_id}\n"
 
 
@@ -312,7 +329,7 @@ def _cr_memory_args(p: argparse.ArgumentParser) -> None:
 
 
 @on_memories("cr-memory", "promote useful memories, deprecate useless ones", _cr_memory_args)
-def cr_memory(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def cr_memory(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     from reos_memory.cli import report
     from reos_memory.squirrel import api
 
@@ -322,7 +339,7 @@ def cr_memory(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any
 
 
 @on_memories("status", "memories, episodes, writer calls, tokens")
-def status(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def status(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     from reos_memory.cli import report
 
     out = sq.status()
@@ -338,7 +355,7 @@ def _share_args(p: argparse.ArgumentParser) -> None:
 
 
 @on_memories("share", "propose a memory of yours to your team", _share_args, needs_model=True)
-def share(sq: Squirrel, args: argparse.Namespace, where: Where) -> tuple[Any, str]:
+def share(sq: Squirrel, args: argparse.Namespace, where: Where) -> Shown:
     from reos_memory.cli import report
     from reos_memory.squirrel import api
 
@@ -361,7 +378,7 @@ def team(config: Config, args: argparse.Namespace) -> int:
     from reos_memory.cli import report
     from reos_memory.squirrel import api
 
-    def run(sq: Squirrel, a: argparse.Namespace, where: Where) -> tuple[Any, str]:
+    def run(sq: Squirrel, a: argparse.Namespace, where: Where) -> Shown:
         if a.team_command == "status":
             st = sq.team_status()
             return st, report.team_status(st)
@@ -454,7 +471,12 @@ def watch(config: Config, args: argparse.Namespace) -> int:
     return _on_logs(config, args, None, lambda app: _watch(config, app, args))
 
 
-def _on_logs(config: Config, args: Any, helper: Any, work: Callable[[Services], int]) -> int:
+def _on_logs(
+    config: Config,
+    args: argparse.Namespace,
+    helper: Helper | None,
+    work: Callable[[Services], int],
+) -> int:
     """Open the App for reading logs, run `work(app)`, and let the Memory Writer finish."""
     from reos_memory.app import open_app
 
@@ -519,7 +541,9 @@ def _known_project_roots(config: Config) -> list[str]:
         conn.close()
 
 
-def _ingest(config: Config, app: Services, args: Any, helper: Any = None) -> int:
+def _ingest(
+    config: Config, app: Services, args: argparse.Namespace, helper: Helper | None = None
+) -> int:
     import msgspec
 
     from reos_memory.squirrel.ingest import ingest as tin
@@ -568,7 +592,7 @@ def _ingest(config: Config, app: Services, args: Any, helper: Any = None) -> int
     return 0
 
 
-def _watch(config: Config, app: Services, args: Any) -> int:
+def _watch(config: Config, app: Services, args: argparse.Namespace) -> int:
     from reos_memory.squirrel.ingest.watch import AlreadyWatching, Progress, WatchLock
 
     roots = args.root or _default_roots(config)
@@ -582,7 +606,7 @@ def _watch(config: Config, app: Services, args: Any) -> int:
     refresh = None if args.root else (lambda: _default_roots(config))
     watcher = app.squirrel.watcher(roots, idle_seconds=idle, progress=Progress(), refresh=refresh)
 
-    def stop(signum: int, frame: Any) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         watcher.stop.set()
 
     signal.signal(signal.SIGTERM, stop)
@@ -635,14 +659,16 @@ def _hooks_args(hk: argparse.ArgumentParser) -> None:
 
 
 @command("hooks", "install Squirrel's Claude Code hooks", _hooks_args, common=False)
-def hooks(config: Config, args: Any) -> int:
+def hooks(config: Config, args: argparse.Namespace) -> int:
     """Install, remove or show Squirrel's hooks in a Claude Code settings file."""
     from reos_memory.cli import hooks_settings as hs
 
-    scope = "project" if args.project is not None else ("local" if args.local else "user")
+    scope: HooksScope = (
+        "project" if args.project is not None else ("local" if args.local else "user")
+    )
     project = Path(args.project or args.local or ".").resolve() if scope != "user" else None
-    path = hs.settings_path(scope, project)  # type: ignore[arg-type]
-    writer: dict[str, Any] | None = None
+    path = hs.settings_path(scope, project)
+    writer: WriterChoice | None = None
     try:
         if args.hooks_command == "install":
             writer = _writer_choice(config, args)
@@ -662,7 +688,7 @@ def hooks(config: Config, args: Any) -> int:
     return 0
 
 
-def _hook_command(config: Config, args: Any, writer: dict[str, Any] | None) -> str:
+def _hook_command(config: Config, args: argparse.Namespace, writer: WriterChoice | None) -> str:
     """The hook's command line: this installation's `reos-memory`, on the database this command
     opened (Claude Code runs it with its own environment), with the config that names the writer."""
     command = hook_executable()
@@ -687,7 +713,7 @@ def _hooks_status(st: Status, as_json: bool) -> None:
         sys.stdout.write(f"  {mark} {ev}{extra}{cmd}\n")
 
 
-def _hooks_changed(res: Result, writer: dict[str, Any] | None, as_json: bool) -> None:
+def _hooks_changed(res: Result, writer: WriterChoice | None, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(
             json.dumps(
@@ -722,7 +748,29 @@ def _hooks_changed(res: Result, writer: dict[str, Any] | None, as_json: bool) ->
         sys.stdout.write(f'{writer["config_file"]}: writer = "{writer["writer"]}"\n')
 
 
-def _writer_choice(config: Config, args: Any) -> dict[str, Any] | None:
+class WriterEstimate(TypedDict):
+    """What an agent-CLI Memory Writer will cost (`writer_setup.Estimate`), in `--json`."""
+
+    command: str
+    executable_found: str | None
+    tokens_per_episode: int
+    episodes_per_day: float
+    from_history: bool
+    tokens_per_day: int
+    daily_token_budget: int
+
+
+class WriterChoice(TypedDict, total=False):
+    """What `--writer` did: the writer, its cost (an agent's CLI) and the config file it was
+    written into; or `refused` alone when the user said no."""
+
+    writer: str
+    estimate: WriterEstimate
+    config_file: str
+    refused: bool
+
+
+def _writer_choice(config: Config, args: argparse.Namespace) -> WriterChoice | None:
     """With `--writer`: say what an agent-CLI writer will cost, ask when on a terminal (unless
     `--yes`), and write the setting into the user's config file."""
     choice = getattr(args, "writer", None)
@@ -730,7 +778,7 @@ def _writer_choice(config: Config, args: Any) -> dict[str, Any] | None:
         return None
     from reos_memory.cli import writer_setup as ws
 
-    out: dict[str, Any] = {"writer": choice}
+    out: WriterChoice = {"writer": choice}
     if choice in ("claude-code", "codex"):
         est = ws.estimate(config, choice)
         out["estimate"] = {
@@ -771,8 +819,24 @@ def _connect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--remove", action="store_true", help="take out exactly what connect added")
 
 
+class ConnectedFile(TypedDict):
+    """One file `sqrl connect` edited, in `--json`."""
+
+    path: str
+    kinds: list[Kind]
+    scope: ConnectScope  # the file's own scope
+    note: str | None
+    changed: bool
+    created: bool
+    deleted: bool
+    backup: str | None
+    added: list[str]
+    updated: list[str]
+    removed: list[str]
+
+
 @command("connect", "give an agent Squirrel's hooks and MCP server", _connect_args, common=False)
-def connect(config: Config, args: Any) -> int:
+def connect(config: Config, args: argparse.Namespace) -> int:
     """Write (or with --remove take out) `args.tool`'s hook and MCP entries."""
     from reos_memory.cli import connect as cn
 
@@ -799,7 +863,7 @@ def connect(config: Config, args: Any) -> int:
     except cn.ConfigError as exc:
         sys.stderr.write(f"sqrl: {exc}\n")
         return 1
-    files: list[dict[str, Any]] = [
+    files: list[ConnectedFile] = [
         {
             "path": str(r.path),
             "kinds": list(p.kinds),
@@ -822,10 +886,9 @@ def connect(config: Config, args: Any) -> int:
     where = f"project {project}" if scope == "project" else "user"
     sys.stdout.write(f"{args.tool} ({where}):\n")
     for f in files:
-        done = "; ".join(
-            f"{what} {', '.join(f[what])}" for what in ("added", "updated", "removed") if f[what]
-        )
-        extra = [w for w in ("created", "deleted") if f[w]]
+        changes = (("added", f["added"]), ("updated", f["updated"]), ("removed", f["removed"]))
+        done = "; ".join(f"{what} {', '.join(names)}" for what, names in changes if names)
+        extra = [w for w, did in (("created", f["created"]), ("deleted", f["deleted"])) if did]
         extra += [f"backup: {f['backup']}"] if f["backup"] else []
         tail = f" ({', '.join(extra)})" if extra else ""
         sys.stdout.write(f"  {f['path']} [{'+'.join(f['kinds'])}]: {done or 'unchanged'}{tail}\n")
@@ -844,7 +907,7 @@ def _doctor_args(p: argparse.ArgumentParser) -> None:
     _doctor_args,
     common=False,
 )
-def doctor(config: Config, args: Any) -> int:
+def doctor(config: Config, args: argparse.Namespace) -> int:
     """Show, per agent: installed?, connected (user / project files)?, its last session read."""
     from reos_memory.cli import connect as cn
 
@@ -866,7 +929,7 @@ def doctor(config: Config, args: Any) -> int:
         + "\n"
     )
 
-    def shown(conn: dict[str, Any] | None) -> str:
+    def shown(conn: dict[Kind, FileState] | None) -> str:
         if conn is None:
             return "n/a"
         parts = []
