@@ -4,7 +4,7 @@ document and the team UI) and its MCP tools. A handler takes (service, caller, p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 
@@ -14,7 +14,8 @@ from reos_memory.team.team_service import Caller, TeamService
 
 P = TypeVar("P", bound=msgspec.Struct)
 R = TypeVar("R")
-Handler = Callable[[TeamService, Caller, Any], Any]
+# a handler as the table holds it: its params are the Struct its spec names (`convert_params`)
+Handler = Callable[[TeamService, Caller, msgspec.Struct], object]
 
 
 class TeamRegistry(MethodTable):

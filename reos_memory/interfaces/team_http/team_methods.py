@@ -3,10 +3,9 @@ Struct in, one TeamService call, result Struct out."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from reos_memory.errors import Conflict, DatabaseUnavailable, Forbidden, InvalidInput, NotFound
 from reos_memory.interfaces.team_http.registry import NoParams, registry
+from reos_memory.json_types import JSONObject
 from reos_memory.team.members import Member, MemberList, MemberRemoved
 from reos_memory.team.team_service import (
     AddMemberParams,
@@ -22,6 +21,10 @@ from reos_memory.team.team_service import (
     TeamService,
     WhoAmI,
 )
+
+# a JSON object: at run time the bare class, whose JSON Schema is {"type": "object"} (msgspec
+# has no schema for `object` values)
+JSON_OBJECT: type[JSONObject] = dict
 
 
 @registry.method("team/whoami", params=NoParams, result=WhoAmI, errors=[DatabaseUnavailable])
@@ -96,8 +99,8 @@ def audit_list(svc: TeamService, caller: Caller, p: AuditQuery) -> AuditPage:
     return svc.list_audit(caller, p)
 
 
-@registry.method("rpc.discover", params=NoParams, result=dict[str, Any])
-def discover(svc: TeamService, caller: Caller, p: NoParams) -> dict[str, Any]:
+@registry.method("rpc.discover", params=NoParams, result=JSON_OBJECT)
+def discover(svc: TeamService, caller: Caller, p: NoParams) -> JSONObject:
     """The OpenRPC document of the team server's methods."""
     from reos_memory.interfaces.team_http.server import openrpc_document
 
