@@ -7,18 +7,30 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reos_memory.config import Config
 
 if TYPE_CHECKING:
+    from reos_memory.embeddings.base import Embedder
     from reos_memory.interfaces.services import Services
 
 LOG_BYTES = 1 << 20
 
-# Opens the App a hook works with (`reos_memory.app.open_app`, handed down by the command line:
-# an interface never imports the composition root).
-Opener = Callable[..., "Services"]
+
+class Opener(Protocol):
+    """Opens the App a hook works with (`reos_memory.app.open_app`, handed down by the command
+    line: an interface never imports the composition root). `preloaded` maps an embedder
+    setting to a callable returning that embedder, already being built."""
+
+    def __call__(
+        self,
+        config: Config,
+        *,
+        needs_model: bool,
+        wait: bool = True,
+        preloaded: dict[str, Callable[[], Embedder]] | None = None,
+    ) -> Services: ...
 
 
 def beside_db(config: Config, suffix: str) -> Path:

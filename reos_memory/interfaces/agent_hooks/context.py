@@ -10,13 +10,15 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from reos_memory.config import Config
 from reos_memory.interfaces.agent_hooks.common import Opener
 from reos_memory.interfaces.agent_hooks.dialects import CONTEXT_KINDS, DIALECTS, Call
+from reos_memory.json_types import JSONObject
 
 if TYPE_CHECKING:
+    from reos_memory.embeddings.base import Embedder
     from reos_memory.interfaces.services import Services
 
 MAX_INPUT = 4 << 20
@@ -32,7 +34,7 @@ class Ask(NamedTuple):
     budget: int
 
 
-def parse(stdin: bytes) -> dict[str, Any]:
+def parse(stdin: bytes) -> JSONObject:
     """The hook's JSON object (ValueError when it is not one)."""
     payload = json.loads(stdin[:MAX_INPUT])
     if not isinstance(payload, dict):
@@ -108,32 +110,31 @@ def reply(config: Config, call: Call, answer_with: Callable[[Ask], str | None]) 
     return b"" if req is None else DIALECTS[call.tool].render(call, answer_with(req))
 
 
-def _start_model(config: Config) -> dict[str, Any]:
+def _start_model(config: Config) -> dict[str, Callable[[], Embedder]]:
     """Start building the ONNX embedder on a thread now; {setting: callable returning it}."""
     if config.embedder != "onnx":
         return {}
     import threading
 
-    box: dict[str, Any] = {}
+    built: list[Embedder] = []
+    failed: list[BaseException] = []
 
     def build() -> None:
         try:
             from reos_memory.embeddings.onnx import OnnxEmbedder
 
-            box["embedder"] = OnnxEmbedder(
-                Path(config.model_dir), threads=config.onnx_threads or None
-            )
+            built.append(OnnxEmbedder(Path(config.model_dir), threads=config.onnx_threads or None))
         except BaseException as exc:  # handed to whoever asks for the model
-            box["error"] = exc
+            failed.append(exc)
 
     t = threading.Thread(target=build, name="model-preload", daemon=True)
     t.start()
 
-    def get() -> Any:
+    def get() -> Embedder:
         t.join()
-        if "error" in box:
-            raise box["error"]
-        return box["embedder"]
+        if failed:
+            raise failed[0]
+        return built[0]
 
     return {"onnx": get}
 

@@ -39,7 +39,9 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
+
+from reos_memory.json_types import JSONMapping, JSONObject
 
 Kind = Literal["session_start", "prompt", "ingest", "end", "tool_result"]
 CONTEXT_KINDS = ("session_start", "prompt")
@@ -58,7 +60,7 @@ class Call(NamedTuple):
     prompt: str | None
 
 
-def _text(payload: dict[str, Any], *keys: str) -> str | None:
+def _text(payload: JSONMapping, *keys: str) -> str | None:
     """The first of these fields that is a non-empty string."""
     for k in keys:
         v = payload.get(k)
@@ -67,11 +69,11 @@ def _text(payload: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
-def _hook_specific(call: Call, context: str) -> dict[str, Any]:
+def _hook_specific(call: Call, context: str) -> JSONObject:
     return {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": context}}
 
 
-def _cursor_answer(call: Call, context: str) -> dict[str, Any]:
+def _cursor_answer(call: Call, context: str) -> JSONObject:
     return {"additional_context": context}
 
 
@@ -81,14 +83,14 @@ class Dialect(NamedTuple):
     events: dict[str, Kind]
     event_keys: tuple[str, ...]
     session_keys: tuple[str, ...]
-    answer: Callable[[Call, str], dict[str, Any]] | None  # None: it cannot take context
+    answer: Callable[[Call, str], JSONObject] | None  # None: it cannot take context
     # where the project and the transcript are, when not in `cwd` and `transcript_path`
-    cwd_of: Callable[[dict[str, Any]], str | None] = lambda p: _text(p, "cwd")
-    transcript_of: Callable[[dict[str, Any], str | None], str | None] = lambda p, _cwd: _text(
+    cwd_of: Callable[[JSONMapping], str | None] = lambda p: _text(p, "cwd")
+    transcript_of: Callable[[JSONMapping, str | None], str | None] = lambda p, _cwd: _text(
         p, "transcript_path"
     )
 
-    def read(self, payload: dict[str, Any]) -> Call | None:
+    def read(self, payload: JSONMapping) -> Call | None:
         """The call a payload stands for; None for an event this hook does not handle."""
         event = _text(payload, *self.event_keys)
         kind = self.events.get(event or "")
@@ -114,7 +116,7 @@ class Dialect(NamedTuple):
         return json.dumps(out, ensure_ascii=False).encode("utf-8", "surrogateescape")
 
 
-def _cursor_cwd(payload: dict[str, Any]) -> str | None:
+def _cursor_cwd(payload: JSONMapping) -> str | None:
     roots = payload.get("workspace_roots")
     first = roots[0] if isinstance(roots, list) and roots else None
     if isinstance(first, str) and first:
@@ -122,7 +124,7 @@ def _cursor_cwd(payload: dict[str, Any]) -> str | None:
     return _text(payload, "cwd") or os.environ.get("CURSOR_PROJECT_DIR") or None
 
 
-def _cursor_transcript(payload: dict[str, Any], cwd: str | None) -> str | None:
+def _cursor_transcript(payload: JSONMapping, cwd: str | None) -> str | None:
     """`transcript_path`; the Cursor CLI sends null on stop and sessionEnd, so the file is then
     looked for where Cursor keeps it: `~/.cursor/projects/<slug>/agent-transcripts/` (`~/.cursor`
     moved by CURSOR_CONFIG_DIR), flat
@@ -142,14 +144,14 @@ def _cursor_transcript(payload: dict[str, Any], cwd: str | None) -> str | None:
     return None
 
 
-def _windsurf_transcript(payload: dict[str, Any], cwd: str | None) -> str | None:
+def _windsurf_transcript(payload: JSONMapping, cwd: str | None) -> str | None:
     info = payload.get("tool_info")
     return _text(info if isinstance(info, dict) else {}, "transcript_path") or _text(
         payload, "transcript_path"
     )
 
 
-def _copilot_transcript(payload: dict[str, Any], cwd: str | None) -> str | None:
+def _copilot_transcript(payload: JSONMapping, cwd: str | None) -> str | None:
     """`transcript_path`: the Copilot extension's hook transcript
     (`<workspaceStorage>/<id>/GitHub.copilot-chat/transcripts/<session>.jsonl`). When VS Code's
     chat session store of the same session lies in that workspace storage

@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Literal, NamedTuple, TypeGuard
 
 from reos_memory.config import Config
 from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
@@ -28,7 +28,22 @@ if TYPE_CHECKING:
 
 MAX_ROUNDS = 1000  # a worker that keeps finding work this long leaves the rest to the next
 
-Request = tuple[Path, dict[str, Any] | None]
+
+class Queued(NamedTuple):
+    """A request as its file has it (`enqueue`): the transcript, and the fields read loosely."""
+
+    transcript: str
+    end: object  # true: the session ended
+    agent: object  # the ingest adapter's name (absent or empty: "auto")
+
+
+Request = tuple[Path, Queued | None]  # a claimed file and its request (None: unreadable)
+# the names `api.IngestTranscriptParams.agent` takes: `AGENT_NAMES`, the ingest adapters' names
+# and "auto" (tests/test_ingest_framework.py holds the three equal)
+IngestAgent = Literal[
+    "auto", "claude-code", "codex", "gemini", "cursor", "copilot", "windsurf", "opencode",
+    "aider", "cline",
+]  # fmt: skip
 
 
 def queue_dir(config: Config) -> Path:
@@ -89,8 +104,10 @@ def _claim(q: Path) -> list[Request]:
             req = json.loads(mine.read_text())
         except (OSError, ValueError):
             req = None
-        ok = isinstance(req, dict) and isinstance(req.get("transcript"), str)
-        out.append((mine, req if ok else None))
+        if isinstance(req, dict) and isinstance(transcript := req.get("transcript"), str):
+            out.append((mine, Queued(transcript, req.get("end"), req.get("agent"))))
+        else:
+            out.append((mine, None))
     return out
 
 
@@ -116,16 +133,16 @@ class _Worker:
             self.app = self.open_app(self.config, needs_model=True, wait=False)
         return self.app.squirrel
 
-    def do(self, path: Path, req: dict[str, Any] | None) -> None:
+    def do(self, path: Path, req: Queued | None) -> None:
         """One request, done or logged; its file is gone afterwards either way."""
         try:
             if req is not None:
                 ingest(
                     self.config,
                     self.squirrel(),
-                    req["transcript"],
-                    bool(req.get("end")),
-                    str(req.get("agent") or "auto"),
+                    req.transcript,
+                    bool(req.end),
+                    str(req.agent or "auto"),
                 )
         except Exception:
             log_line(self.config, "hook worker: " + traceback.format_exc())
@@ -193,11 +210,9 @@ def ingest(config: Config, sq: Squirrel, transcript: str, end: bool, agent: str)
     """Ingest a session's transcript and its subagents' files from their cursors with the
     agent's adapter (found by its records while Squirrel has none of that name); end it."""
     from reos_memory.squirrel import api
-    from reos_memory.squirrel.ingest.ingest import ADAPTERS
 
-    # the name goes to the ingester, which checks it against ADAPTERS (the params' Literal
-    # lists the adapters of this release)
-    known = cast(Any, agent if agent in ADAPTERS else "auto")
+    # the name goes to the ingester, which checks it against ADAPTERS
+    known: IngestAgent = agent if _adapter_name(agent) else "auto"
     files = [transcript]
     sub = Path(transcript).with_suffix("") / "subagents"
     if sub.is_dir():
@@ -214,3 +229,10 @@ def ingest(config: Config, sq: Squirrel, transcript: str, end: bool, agent: str)
             log_line(config, f"ingest {f} failed: " + traceback.format_exc())
     if end and session is not None:
         sq.end_session(session)
+
+
+def _adapter_name(agent: str) -> TypeGuard[IngestAgent]:
+    """Whether Squirrel has an ingest adapter of this name."""
+    from reos_memory.squirrel.ingest.ingest import ADAPTERS
+
+    return agent in ADAPTERS

@@ -33,12 +33,16 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from reos_memory.config import Config
 from reos_memory.interfaces.agent_hooks import context
 from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
-from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call
+from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call, Kind
+from reos_memory.json_types import JSONMapping, JSONObject
+
+if TYPE_CHECKING:
+    from reos_memory.interfaces.services import Services
 
 SUN_PATH_MAX = 107  # bytes of an AF_UNIX path (108 with its NUL) on Linux
 START_WAIT_S = (
@@ -116,15 +120,15 @@ def ask(config: Config, hook_call: Call) -> bytes | None:
     return out
 
 
-def status(config: Config) -> dict[str, Any]:
+def status(config: Config) -> JSONObject:
     """The running service's own account (pid, calls served); OSError when none runs."""
     head, _ = call(config, {"op": "status"}, b"")
     return head
 
 
 def call(
-    config: Config, head: dict[str, Any], body: bytes, *, start: str | None = None
-) -> tuple[dict[str, Any], bytes]:
+    config: Config, head: JSONMapping, body: bytes, *, start: str | None = None
+) -> tuple[JSONObject, bytes]:
     """One exchange with the service; when none listens, started first by the hook command of
     the tool `start` names (None: not started)."""
     path = socket_path(config)
@@ -274,7 +278,7 @@ class _Service:
         self.config = config
         self.open_app = open_app
         self.fingerprint = fingerprint(config)
-        self.app: Any = None
+        self.app: Services | None = None
         self.stopping = threading.Event()
         self.why = ""
         self.mutex = threading.Lock()
@@ -359,15 +363,16 @@ class _Service:
                 self.served += 1
                 self.last = time.monotonic()
 
-    def _reply(self, head: Any, body: bytes) -> tuple[dict[str, Any], bytes]:
-        op = head.get("op") if isinstance(head, dict) else None
+    def _reply(self, head: object, body: bytes) -> tuple[JSONObject, bytes]:
+        fields = head if isinstance(head, dict) else {}  # (not an object: no op)
+        op = fields.get("op")
         if op == "status":
             with self.mutex:
                 served, busy = self.served, self.busy
             return {"ok": True, "pid": os.getpid(), "served": served, "busy": busy}, b""
         if op != "hook":
             return {"ok": False, "why": f"unknown op {op!r}"}, b""
-        if head.get("config") != self.fingerprint:
+        if fields.get("config") != self.fingerprint:
             self.stop("a call came with other settings")
             return {"ok": False, "why": "other settings than this service's"}, b""
         try:
@@ -377,13 +382,31 @@ class _Service:
             return {"ok": True}, b""
 
     def _answer(self, req: context.Ask) -> str | None:
+        assert self.app is not None  # (opened before the first call is accepted)
         return context.answer(self.app, req)
+
+
+class _CallFields(TypedDict):
+    """A call as a client sends it: `dialects.Call` as a JSON object (`Call._asdict()`)."""
+
+    tool: str
+    kind: Kind
+    event: str
+    session: str | None
+    transcript: str | None
+    cwd: str | None
+    prompt: str | None
 
 
 def _call_of(body: bytes) -> Call:
     """The call a client sent (ValueError or TypeError when it is not one)."""
+    import msgspec
+
     fields = context.parse(body)
-    got = Call(**fields)
+    unknown = sorted(fields.keys() - Call._fields)
+    if unknown:
+        raise TypeError(f"a hook call has no field {unknown[0]!r}")
+    got = Call(**msgspec.convert(fields, _CallFields))  # (ValidationError is a ValueError)
     if got.tool not in DIALECTS:
         raise ValueError(f"no hook dialect {got.tool!r}")
     return got

@@ -17,9 +17,9 @@ has no files), so an agent's prompt works against either."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
 import mcp.types as mt
@@ -27,12 +27,12 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from msgspec import Meta
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
 from reos_memory.interfaces import mcp_tools
 from reos_memory.interfaces.mcp_tools import (
     Args,
     AvoidArg,
+    Context,
     Fit,
     KindArg,
     LimitArg,
@@ -45,11 +45,16 @@ from reos_memory.interfaces.mcp_tools import (
 )
 from reos_memory.interfaces.registry import MethodSpec, convert_params
 from reos_memory.interfaces.team_http.registry import NoParams, TeamRegistry
+from reos_memory.interfaces.web.guard import Receive, Scope, Send
+from reos_memory.json_types import JSONMapping
 from reos_memory.models import Ident, MemoryKey, MemoryScope, OwnerId
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.team.keys import VerifiedKey
 from reos_memory.team.team_service import Caller, TeamService, WhoAmI, who
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 INSTRUCTIONS = (
     "reos-memory team memory: the memories this team and organisation share for coding work."
@@ -79,7 +84,7 @@ _FIT = {
 }
 
 
-def _fit(name: str, data: Any) -> Any:
+def _fit(name: str, data: object) -> object:
     return fit_result(data, MAX_RESULT_TOKENS, _FIT[name]) if name in _FIT else data
 
 
@@ -334,7 +339,11 @@ class TeamMcp:
     """The MCP server of one team server process and its `/mcp` ASGI endpoint."""
 
     def __init__(
-        self, svc: TeamService, log: Any, authenticate: Authenticate, max_body_bytes: int
+        self,
+        svc: TeamService,
+        log: FilteringBoundLogger,
+        authenticate: Authenticate,
+        max_body_bytes: int,
     ) -> None:
         self.svc = svc
         self.log = log
@@ -358,13 +367,17 @@ class TeamMcp:
         if isinstance(key, Response):
             await key(scope, receive, send)
             return
-        scope.setdefault("state", {})[KEY_STATE] = key
+        state = scope.setdefault("state", {})
+        if not isinstance(state, MutableMapping):
+            raise TypeError(f"the ASGI scope's state is a {type(state).__name__}")
+        state[KEY_STATE] = key
         await self.manager.handle_request(scope, receive, send)
 
     async def _call_tool(
-        self, spec: MethodSpec, arguments: dict[str, Any], ctx: Any
+        self, spec: MethodSpec, arguments: JSONMapping, ctx: Context
     ) -> mt.CallToolResult:
-        request = ctx.request
+        # the request context's `request` is the HTTP request: a Starlette Request here
+        request = ctx.request if isinstance(ctx.request, Request) else None
         key = request.scope.get("state", {}).get(KEY_STATE) if request is not None else None
         if not isinstance(key, VerifiedKey):  # only reachable if the endpoint were bypassed
             return tool_error("unauthorized: an API key is required", {"reason": "unauthorized"})
@@ -372,9 +385,7 @@ class TeamMcp:
         # database work and the embedder block: a worker thread keeps the loop answering
         return await anyio.to_thread.run_sync(self._run, spec, caller, arguments)
 
-    def _run(
-        self, spec: MethodSpec, caller: Caller, arguments: dict[str, Any]
-    ) -> mt.CallToolResult:
+    def _run(self, spec: MethodSpec, caller: Caller, arguments: JSONMapping) -> mt.CallToolResult:
         """Validate the arguments and run one tool (`mcp_tools.run_tool`), logged with the key."""
         return run_tool(
             spec,

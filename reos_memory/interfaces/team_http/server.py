@@ -9,13 +9,15 @@ registered in `registry.py` by the modules beside this one."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import msgspec
 from starlette.applications import Starlette
@@ -32,14 +34,18 @@ from reos_memory.errors import (
     published,
 )
 from reos_memory.interfaces import rpc
-from reos_memory.interfaces.openrpc import build_document, plain
+from reos_memory.interfaces.openrpc import build_document, encoded, plain
 from reos_memory.interfaces.team_http.limits import RateLimiter, retry_after
 from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
 from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.interfaces.team_http.ui import TeamUI
+from reos_memory.json_types import JSONObject
 from reos_memory.team.actions import Action
 from reos_memory.team.keys import KeyRefused, VerifiedKey
 from reos_memory.team.team_service import Caller, TeamService
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 MAX_BODY_BYTES = 1 << 20
 MAX_BATCH_ITEMS = 100
@@ -49,7 +55,7 @@ DEFAULT_RATE_LIMIT = 50.0  # requests a second per key (and failed authenticatio
 
 
 @cache
-def openrpc_document() -> dict[str, Any]:
+def openrpc_document() -> JSONObject:
     """The team server's OpenRPC document, by the local service's generator."""
     info = {
         "title": "reos-memory team server",
@@ -60,10 +66,18 @@ def openrpc_document() -> dict[str, Any]:
     return plain(build_document(registry, info=info, meanings=meanings))
 
 
+@cache
+def discovered() -> msgspec.Raw:
+    """The document as `rpc.discover` answers it, encoded once."""
+    return encoded(openrpc_document())
+
+
 class TeamHttp:
     """The ASGI app of one server process around one TeamService."""
 
-    def __init__(self, svc: TeamService, log: Any, rate_limit: float = DEFAULT_RATE_LIMIT) -> None:
+    def __init__(
+        self, svc: TeamService, log: FilteringBoundLogger, rate_limit: float = DEFAULT_RATE_LIMIT
+    ) -> None:
         self.svc = svc
         self.log = log
         # None: no limit (--rate-limit 0); the burst is two seconds' worth
@@ -100,8 +114,8 @@ class TeamHttp:
             self._limit(key, 1)
             return message
         # each request of a batch counts; a refused batch (empty, too long) runs none: one
-        batch = isinstance(message, list) and 0 < len(message) <= MAX_BATCH_ITEMS
-        limited = self._limit(key, len(message) if batch else 1)
+        items = len(message) if isinstance(message, list) else 0
+        limited = self._limit(key, items if 0 < items <= MAX_BATCH_ITEMS else 1)
         if limited is not None:
             return limited
         if isinstance(message, list):
@@ -192,12 +206,13 @@ class TeamHttp:
         self.log.info("rate_limited", key_id=key.key_id, requests=requests, wait_s=round(wait, 3))
         return _rate_limited(wait, f"API key {key.key_id} is over its rate limit")
 
-    async def _one(self, key: Any, obj: Any) -> dict[str, Any] | None:
+    async def _one(self, key: VerifiedKey, obj: object) -> JSONObject | None:
         """The reply to one request (None for a notification): the envelope, method and params
         checked as the stdio server checks them (`interfaces/rpc.py`), the handler on a worker
         thread."""
         try:
             rid, notification = rpc.envelope(obj)
+            assert isinstance(obj, dict)  # (the envelope refuses anything else)
             method = obj["method"]
             spec = rpc.lookup(registry, method, rid, notification)
             params = rpc.params_of(spec, obj.get("params"), rid, notification)
@@ -231,7 +246,7 @@ class TeamHttp:
         return None if notification else reply
 
 
-async def _read_json(request: Request) -> Any:
+async def _read_json(request: Request) -> object:
     """The parsed body, else its 413 (over MAX_BODY_BYTES, declared or streamed) or its JSON-RPC
     parse error."""
     declared = request.headers.get("content-length")
@@ -264,14 +279,15 @@ async def _read_json(request: Request) -> Any:
     )
 
 
-def _too_deep(value: Any, limit: int) -> bool:
+def _too_deep(value: object, limit: int) -> bool:
     """Whether arrays and objects nest in `value` deeper than `limit` (walked without
     recursion, stopping at the first too deep)."""
     stack = [(value, 1)]
     while stack:
         v, depth = stack.pop()
+        items: Iterable[object]
         if isinstance(v, dict):
-            items: Any = v.values()
+            items = v.values()
         elif isinstance(v, list):
             items = v
         else:
@@ -310,7 +326,7 @@ def serve(
     svc: TeamService,
     host: str,
     port: int,
-    log: Any,
+    log: FilteringBoundLogger,
     rate_limit: float = DEFAULT_RATE_LIMIT,
     header_timeout_s: float = HEADER_TIMEOUT_S,
 ) -> None:
@@ -339,9 +355,11 @@ def _header_timed_protocol(timeout_s: float) -> type:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeaderTimedProtocol(H11Protocol):
-        _headers_due: Any = None
+        _headers_due: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport: Any) -> None:
+        # uvicorn's own override narrows asyncio's BaseTransport to Transport (and ignores this
+        # in its source the same way); this one only adds to it
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._expect_headers()
 
@@ -385,7 +403,7 @@ def _server_class() -> type:
 
         @contextmanager
         def capture_signals(self) -> Iterator[None]:
-            def stop(signum: int, frame: Any) -> None:
+            def stop(signum: int, frame: FrameType | None) -> None:
                 if self.should_exit:
                     self.force_exit = True
                 self.should_exit = True

@@ -18,7 +18,7 @@ import hashlib
 import hmac
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 from urllib.parse import urlencode
 
 import msgspec
@@ -36,6 +36,8 @@ from reos_memory.interfaces.web.app import (
     SORTS,
     STATUSES,
     TIERS,
+    Endpoint,
+    Form,
     Renderer,
     _back,
     charts,
@@ -51,10 +53,12 @@ from reos_memory.interfaces.web.app import (
     toml_text,
     whole,
 )
-from reos_memory.interfaces.web.guard import Refused, SecurityHeaders
+from reos_memory.interfaces.web.guard import ASGIApp, Receive, Refused, Scope, SecurityHeaders, Send
 from reos_memory.interfaces.web.sessions import Sessions
+from reos_memory.json_types import JSONMapping, JSONObject
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
+from reos_memory.team.actions import Action
 from reos_memory.team.keys import VerifiedKey
 from reos_memory.team.memories import Who
 from reos_memory.team.team_service import (
@@ -86,8 +90,20 @@ TEAM_SORTS = {"updated": "last changed", **{k: v for k, v in SORTS.items() if k 
 
 Verify = Callable[[Request, str], Awaitable["VerifiedKey | Response"]]
 Limit = Callable[[VerifiedKey, int], "Response | None"]
-# an attempt into its org's audit log: (org, key, team, method, request id, detail ...)
-Audit = Callable[..., Awaitable[None]]
+
+
+class Audit(Protocol):
+    """Writes an attempt into its org's audit log (`TeamHttp._audit`)."""
+
+    def __call__(
+        self,
+        org_id: str,
+        key_id: str,
+        team_id: str | None,
+        method: Action,
+        request_id: str | None = None,
+        **detail: str,
+    ) -> Awaitable[None]: ...
 
 
 class TeamUI(Renderer):
@@ -125,7 +141,7 @@ class TeamUI(Renderer):
             return []
         return NAV + (ADMIN_NAV if key.role == "admin" else [])
 
-    def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
+    def render(self, request: Request, name: str, status: int = 200, **values: object) -> Response:
         signed = getattr(request.state, "key", None) is not None
         return super().render(request, name, status, signout=signed, **values)
 
@@ -135,7 +151,7 @@ class TeamUI(Renderer):
         if request.headers.get("origin") != f"{request.url.scheme}://{request.url.netloc}":
             raise Refused(403, "a change must come from a page of this server (Origin)")
 
-    def check_form(self, request: Request, form: dict[str, Any]) -> None:
+    def check_form(self, request: Request, form: Form) -> None:
         if not self.csrf(request) or not same_secret(str(form.get("csrf", "")), self.csrf(request)):
             raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
 
@@ -175,14 +191,14 @@ class TeamUI(Renderer):
             await self.call(self.svc.memories.deprecate, who(caller), p)
 
     async def run(
-        self, fn: Callable[[Who, P], R], caller: Caller, params: type[P], raw: dict[str, Any]
+        self, fn: Callable[[Who, P], R], caller: Caller, params: type[P], raw: JSONMapping
     ) -> R:
         """A team service method for this key (its role and reach checked there, as for /rpc),
         with `raw` (a form or a query, blank fields left out) as its params."""
         p = form_params(params, raw)
         return await run_in_threadpool(fn, who(caller), p)
 
-    def wrap(self, handler: Any) -> Any:
+    def wrap(self, handler: Endpoint) -> Endpoint:
         inner = super().wrap(handler)
 
         async def run(request: Request) -> Response:
@@ -195,7 +211,7 @@ class TeamUI(Renderer):
                         "/signin?" + urlencode({"notice": exc.reason}), status_code=303
                     )
                 return self.error(request, exc.status, exc.reason)
-            return await inner(request)  # type: ignore[no-any-return]
+            return await inner(request)
 
         return run
 
@@ -288,7 +304,7 @@ class TeamUI(Renderer):
     async def memories_bulk(self, request: Request) -> Response:
         caller = await self.signed_in(request)
 
-        async def fetch(mid: str) -> Any:
+        async def fetch(mid: str) -> tapi.TeamMemory:
             return (await self.memory_of(caller, mid)).memory
 
         async def apply(action: str, mid: str) -> None:
@@ -393,7 +409,7 @@ class TeamUI(Renderer):
     async def key_create(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         f = await self.form(request)
-        raw: dict[str, Any] = {k: f.get(k) for k in ("role", "team", "name", "member")}
+        raw: JSONObject = {k: f.get(k) for k in ("role", "team", "name", "member")}
         if f.get("expires_days"):
             try:
                 raw["expires_days"] = float(f["expires_days"])
@@ -438,7 +454,7 @@ class TeamUI(Renderer):
         caller = await self.signed_in(request)
         q = request.query_params
         filters = {k: q.get(k, "") for k in ("team_id", "method", "since", "until")}
-        raw: dict[str, Any] = {**filters, "limit": PAGE_SIZE}
+        raw: JSONObject = {**filters, "limit": PAGE_SIZE}
         if q.get("before_id"):
             raw["before_id"] = whole(q["before_id"], "before_id")
         q_ = form_params(AuditQuery, raw)
@@ -459,7 +475,7 @@ class TeamUI(Renderer):
         async def home(request: Request) -> Response:
             return RedirectResponse("/memories", status_code=303)
 
-        pages: list[tuple[str, Any, list[str]]] = [
+        pages: list[tuple[str, Endpoint, list[str]]] = [
             ("/", home, ["GET"]),
             ("/signin", self.signin, ["GET", "POST"]),
             ("/signout", self.signout, ["POST"]),
@@ -494,10 +510,10 @@ class TeamUI(Renderer):
         return out
 
 
-def _asgi(handler: Any) -> Any:
+def _asgi(handler: Endpoint) -> ASGIApp:
     """A request handler as an ASGI app (a Route takes either; SecurityHeaders wraps apps)."""
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
         response = await handler(Request(scope, receive))
         await response(scope, receive, send)
 

@@ -10,9 +10,9 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypedDict, TypeVar
 from urllib.parse import urlencode
 
 import jinja2
@@ -28,7 +28,10 @@ from reos_memory.errors import InvalidInput, ReosError
 from reos_memory.graph.api import ExportParams, ExportResult
 from reos_memory.interfaces.registry import parse
 from reos_memory.interfaces.web.guard import Guard, GuardMiddleware, Refused
+from reos_memory.json_types import JSONMapping, JSONObject
+from reos_memory.models import Episode, Memory, MemoryMetrics
 from reos_memory.squirrel import api
+from reos_memory.squirrel import team_api as tapi
 from reos_memory.squirrel.facade import Squirrel
 
 HERE = Path(__file__).resolve().parent
@@ -89,13 +92,23 @@ def _templates() -> jinja2.Environment:
     return env
 
 
-def form_params(kind: type[S], raw: dict[str, Any]) -> S:
+def form_params(kind: type[S], raw: JSONMapping) -> S:
     """Params from a query or form (blank fields left out, strings converted), checked as
     JSON-RPC checks them: the same Struct, an error naming the field and the rule."""
     return parse(kind, {k: v for k, v in raw.items() if v not in (None, "")}, strict=False)
 
 
 Graph = Callable[[ExportParams], ExportResult]
+Endpoint = Callable[[Request], Awaitable[Response]]  # a page: a request handler
+
+
+class Form(dict[str, str]):
+    """A POSTed form: each field's last text value ("" when it sent none) by its name; every
+    value of the repeated field `ids` (the ticked memories) in `ids`, not among the others."""
+
+    def __init__(self, fields: dict[str, str], ids: list[str]) -> None:
+        super().__init__(fields)
+        self.ids = ids
 
 
 class Renderer:
@@ -116,11 +129,11 @@ class Renderer:
         """Where a change may come from, checked before its body is read (the local guard
         checks it for every request already)."""
 
-    def check_form(self, request: Request, form: dict[str, Any]) -> None:
+    def check_form(self, request: Request, form: Form) -> None:
         if not same_secret(str(form.get("csrf", "")), self.csrf(request)):
             raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
 
-    def render(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
+    def render(self, request: Request, name: str, status: int = 200, **values: object) -> Response:
         html = self.env.get_template(name).render(
             title=self.title,
             nav=self.nav(request),
@@ -138,32 +151,36 @@ class Renderer:
         """A service method on a worker thread (it reads and writes the database)."""
         return await run_in_threadpool(fn, *args, **kwargs)
 
-    async def read_form(self, request: Request) -> dict[str, Any]:
+    async def read_form(self, request: Request) -> Form:
         """A POSTed form of at most FORM_BYTES (a page's forms are small: a bigger body is
-        refused before it is read); repeated fields (`ids`) as lists."""
+        refused before it is read); the repeated field `ids` as a list (`Form.ids`)."""
         length = request.headers.get("content-length")
         if length is None or not length.isdigit() or int(length) > FORM_BYTES:
             raise Refused(413, f"a form of at most {FORM_BYTES} bytes, with its length")
         data = await request.form(max_fields=FORM_FIELDS, max_part_size=FORM_BYTES)
-        out: dict[str, Any] = {}
+        fields: dict[str, str] = {}
+        ids: list[str] = []
         for key in data:
             values = [v for v in data.getlist(key) if isinstance(v, str)]
-            out[key] = values if key == "ids" else (values[-1] if values else "")
-        return out
+            if key == "ids":
+                ids = values
+            else:
+                fields[key] = values[-1] if values else ""
+        return Form(fields, ids)
 
-    async def form(self, request: Request) -> dict[str, Any]:
+    async def form(self, request: Request) -> Form:
         """A POSTed form of a change: its origin, size and CSRF token checked."""
         self.check_origin(request)
         out = await self.read_form(request)
         self.check_form(request, out)
         return out
 
-    def wrap(self, handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+    def wrap(self, handler: Endpoint) -> Endpoint:
         """A handler whose refusals and service errors become pages, never tracebacks."""
 
         async def run(request: Request) -> Response:
             try:
-                return await handler(request)  # type: ignore[no-any-return]
+                return await handler(request)
             except Refused as exc:
                 return self.error(request, exc.status, exc.reason)
             except ReosError as exc:
@@ -174,7 +191,7 @@ class Renderer:
     async def bulk(
         self,
         request: Request,
-        fetch: Callable[[str], Awaitable[Any]],
+        fetch: Callable[[str], Awaitable[Memory]],
         apply: Callable[[str, str], Awaitable[None]],
     ) -> Response:
         """Deprecate or forget the ticked memories: a confirmation page first (listing them,
@@ -183,7 +200,7 @@ class Renderer:
         action = f.get("action")
         if action not in ("deprecate", "forget"):
             raise InvalidInput("action", "deprecate or forget")
-        ids = [i for i in f.get("ids", []) if i]
+        ids = [i for i in f.ids if i]
         if not ids:
             raise InvalidInput("ids", "tick at least one memory")
         back = f.get("back") or "/memories"
@@ -227,7 +244,7 @@ class Pages(Renderer):
     async def memory(self, request: Request) -> Response:
         got = await self.call(self.sq.get_memory, request.path_params["memory_id"])
         # the episodes it came from, as stored (compressed and redacted when they were cut)
-        excerpts: dict[str, list[dict[str, Any]]] = {}
+        excerpts: dict[str, list[Line]] = {}
         for ev in got.evidence[:5]:
             try:
                 ep = (await self.call(self.sq.get_episode, ev.episode_id)).episode
@@ -270,7 +287,7 @@ class Pages(Renderer):
         return _back("/memories", "forgotten")
 
     async def memories_bulk(self, request: Request) -> Response:
-        async def fetch(mid: str) -> Any:
+        async def fetch(mid: str) -> Memory:
             return (await self.call(self.sq.get_memory, mid)).memory
 
         async def apply(action: str, mid: str) -> None:
@@ -336,7 +353,7 @@ class Pages(Renderer):
 
     # -- the block graph --------------------------------------------------------------------
 
-    def _export(self, q: Any) -> ExportParams:
+    def _export(self, q: Mapping[str, str]) -> ExportParams:
         if self.graph is None:
             raise InvalidInput("block", "this server has no block graph")
         raw = {"block_id": q.get("block"), "depth": whole(q.get("depth"), "depth", 2),
@@ -393,7 +410,7 @@ KIND_COLOURS = {  # the charts' series, the same colour for a kind everywhere
 }  # fmt: skip
 
 
-def toml_text(value: dict[str, Any], prefix: str = "") -> str:
+def toml_text(value: JSONMapping, prefix: str = "") -> str:
     """The effective policy as TOML text (sections for tables, values as TOML writes them)."""
     flat = [(k, v) for k, v in value.items() if not isinstance(v, dict)]
     lines = [f"{k} = {_toml_value(v)}" for k, v in flat]
@@ -405,7 +422,7 @@ def toml_text(value: dict[str, Any], prefix: str = "") -> str:
     return "\n".join(lines).strip("\n")
 
 
-def _toml_value(v: Any) -> str:
+def _toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
@@ -415,7 +432,20 @@ def _toml_value(v: Any) -> str:
     return str(v)
 
 
-def charts(out: api.ActivityResult) -> dict[str, Any]:
+class Charts(TypedDict):
+    """Bar charts as numbers `activity.html` draws."""
+
+    width: int
+    kinds: list[tuple[str, str]]  # (kind, colour)
+    memories: list[tuple[api.ActivityDay, list[tuple[str, int]]]]  # a day, its (kind, count)
+    memories_max: int
+    injections_max: int
+    tokens_max: int
+    calls: int
+    tokens: int
+
+
+def charts(out: api.ActivityResult) -> Charts:
     """Bar charts as numbers an SVG template draws (no script: the page's policy allows none)."""
     days = out.days
     kinds = [k for k in KIND_COLOURS if any(d.memories.get(k) for d in days)]
@@ -432,7 +462,16 @@ def charts(out: api.ActivityResult) -> dict[str, Any]:
     }
 
 
-def _line(event: dict[str, Any]) -> dict[str, Any]:
+class Line(TypedDict):
+    """One event of an episode as a line of an excerpt."""
+
+    role: str
+    kind: str
+    text: str
+    error: bool
+
+
+def _line(event: JSONMapping) -> Line:
     """One compressed event as a line of an excerpt: who, what, and its text or command."""
     text = (
         event.get("summary") or event.get("text") or event.get("command")
@@ -451,7 +490,16 @@ def _sha(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-def episodes_values(q: Any, out: api.EpisodeListResult) -> dict[str, Any]:
+class EpisodesValues(TypedDict):
+    """What `episodes.html` shows."""
+
+    episodes: list[Episode]
+    filters: dict[str, str]
+    next_link: str | None
+    outcomes: list[str]
+
+
+def episodes_values(q: Mapping[str, str], out: api.EpisodeListResult) -> EpisodesValues:
     """What the episodes page shows of a page of episodes and its filters."""
     filters = {k: q.get(k, "") for k in ("project", "session", "outcome")}
     nxt = None
@@ -461,7 +509,16 @@ def episodes_values(q: Any, out: api.EpisodeListResult) -> dict[str, Any]:
     return {"episodes": out.episodes, "filters": filters, "next_link": nxt, "outcomes": OUTCOMES}
 
 
-def episode_values(ep: Any) -> dict[str, Any]:
+class EpisodeValues(TypedDict):
+    """What `episode.html` shows."""
+
+    ep: Episode
+    lines: list[Line]
+    kept: Sequence[JSONMapping]  # the writer's ops
+    rejected: Sequence[JSONMapping]
+
+
+def episode_values(ep: Episode) -> EpisodeValues:
     """What an episode's page shows: its events as lines, the writer's ops kept and rejected."""
     ops = ep.ops or []
     return {
@@ -472,7 +529,19 @@ def episode_values(ep: Any) -> dict[str, Any]:
     }
 
 
-def cr_values(out: api.CrMemoryResult, project: str | None) -> dict[str, Any]:
+class CrValues(TypedDict):
+    """What `cr_memory.html` shows."""
+
+    out: api.CrMemoryResult
+    project: str
+    shown: int
+    changes: Sequence[JSONMapping]  # decisions
+    changes_total: int
+    kept: Sequence[JSONMapping]
+    kept_total: int
+
+
+def cr_values(out: api.CrMemoryResult, project: str | None) -> CrValues:
     """What the CR-Memory page shows of a dry run: the changes and the memories kept, the first
     CR_SHOWN of each ("apply" applies them all)."""
     changes = [d for d in out.decisions if d.get("action") != "keep"]
@@ -484,17 +553,17 @@ def cr_values(out: api.CrMemoryResult, project: str | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def whole(value: Any, field: str, default: int | None = None) -> int:
+def whole(value: str | None, field: str, default: int | None = None) -> int:
     """A whole number from a query or form field (empty: `default`); else InvalidInput."""
-    if value in (None, "") and default is not None:
+    if not value and default is not None:
         return default
     try:
-        return int(value)
-    except (TypeError, ValueError) as exc:
+        return int(value or "")  # (empty, without a default: not a whole number)
+    except ValueError as exc:
         raise InvalidInput(field, "a whole number") from exc
 
 
-def list_query(q: Any, default_sort: str) -> tuple[str, dict[str, Any]]:
+def list_query(q: Mapping[str, str], default_sort: str) -> tuple[str, JSONObject]:
     """The memories page's query as squirrel/memories/list params (both UIs), with its status
     choice."""
     status = q.get("status") or "live"
@@ -514,9 +583,29 @@ def list_query(q: Any, default_sort: str) -> tuple[str, dict[str, Any]]:
     }
 
 
+class MemoriesValues(TypedDict):
+    """What `memories.html` shows."""
+
+    rows: Sequence[tuple[Memory, MemoryMetrics | None]]
+    filters: dict[str, str]
+    kinds: list[str]
+    tiers: list[str]
+    scopes: list[str]
+    sorts: dict[str, str]
+    statuses: list[str]
+    next_link: str | None
+    first_link: str | None
+    sort_link: Callable[[str], str]  # the link that sorts by a key, keeping the filters
+    back: str
+
+
 def memories_values(
-    request: Request, out: Any, status: str, default_sort: str, sorts: dict[str, str]
-) -> dict[str, Any]:
+    request: Request,
+    out: api.MemoryListResult | tapi.TeamMemoryListResult,
+    status: str,
+    default_sort: str,
+    sorts: dict[str, str],
+) -> MemoriesValues:
     """What the memories page shows of a page of memories: rows, filters, links that keep
     them (next page, first page, each sort)."""
     q = request.query_params
@@ -538,7 +627,7 @@ def memories_values(
     }  # fmt: skip
 
 
-def context_query(q: Any) -> tuple[dict[str, str], dict[str, Any] | None]:
+def context_query(q: Mapping[str, str]) -> tuple[dict[str, str], JSONObject | None]:
     """The preview page's form, and its get_task_context params (a dry run) once a task is
     given (both UIs)."""
     form = {k: q.get(k, "") for k in ("project", "task", "path", "budget")}
@@ -553,10 +642,10 @@ def context_query(q: Any) -> tuple[dict[str, str], dict[str, Any] | None]:
     }
 
 
-def edits(memory_id: str, form: dict[str, Any], current: Any) -> dict[str, Any]:
+def edits(memory_id: str, form: Form, current: Memory) -> JSONObject:
     """The update params of an edit form (`_edit.html`): only the fields it changes, a key
     emptied as `clear_key`, a TTL in days from now or none (`clear_ttl`)."""
-    raw: dict[str, Any] = {"memory_id": memory_id}
+    raw: JSONObject = {"memory_id": memory_id}
     for name in ("text", "kind", "tier", "status"):
         if form.get(name) and form[name] != getattr(current, name):
             raw[name] = form[name]
@@ -598,7 +687,7 @@ def _back(path: str, notice: str) -> Response:
 
 def build(
     squirrel: Squirrel, guard: Guard, *, title: str = "reos-memory", graph: Graph | None = None
-) -> Any:
+) -> GuardMiddleware:
     """The UI as an ASGI app, every request through the guard; `graph` draws a block's
     neighbourhood (graph/export), when the server has the block graph."""
     pages = Pages(squirrel, guard, title=title, graph=graph)

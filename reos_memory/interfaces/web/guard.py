@@ -20,14 +20,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from urllib.parse import parse_qsl, quote, urlencode
 
 from reos_memory.interfaces.web.sessions import Sessions
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
+# ASGI's scope and messages: each value is narrowed where it is read (the server that makes
+# them follows the ASGI spec: headers are [name, value] byte strings, the query string bytes)
+Scope = MutableMapping[str, object]
+Message = MutableMapping[str, object]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -84,7 +85,10 @@ class Guard:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", []):
+    headers = scope.get("headers", [])
+    if not isinstance(headers, Iterable):
+        raise TypeError("the ASGI scope's headers are not [name, value] pairs")
+    for k, v in headers:
         if k == name:
             return bytes(v).decode("latin-1")
     return None
@@ -111,11 +115,11 @@ class SecurityHeaders:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                own = {bytes(k).lower() for k, _ in message.get("headers", [])}
-                message["headers"] = [
-                    *message.get("headers", []),
-                    *[(k, v) for k, v in HEADERS if k not in own],
-                ]
+                headers = message.get("headers", [])
+                if not isinstance(headers, Iterable):
+                    raise TypeError("an ASGI message's headers are not [name, value] pairs")
+                own = {bytes(k).lower() for k, _ in headers}
+                message["headers"] = [*headers, *[(k, v) for k, v in HEADERS if k not in own]]
             await send(message)
 
         await self.app(scope, receive, with_headers)
@@ -150,7 +154,10 @@ class GuardMiddleware:
         g = self.guard
         if _header(scope, b"host") not in g.hosts:
             raise Refused(403, "unexpected Host header: open the address sqrl ui printed")
-        query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
+        query_string = scope.get("query_string", b"")
+        if not isinstance(query_string, (bytes, bytearray, memoryview)):
+            raise TypeError("the ASGI scope's query string is not a byte string")
+        query = dict(parse_qsl(bytes(query_string).decode("latin-1")))
         if "token" in query:
             if not g.valid_token(query["token"]):
                 raise Refused(403, "wrong token: open the address sqrl ui printed")

@@ -11,13 +11,20 @@ import threading
 import time
 import webbrowser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reos_memory.interfaces.web.app import build
 from reos_memory.interfaces.web.guard import Guard
 
+if TYPE_CHECKING:
+    import uvicorn
 
-def serve(app: Any, port: int | None, *, open_browser: bool, log_level: str = "warning") -> int:
+    from reos_memory.interfaces.services import Services
+
+
+def serve(
+    app: Services, port: int | None, *, open_browser: bool, log_level: str = "warning"
+) -> int:
     """Serve the UI for `app`'s Squirrel until interrupted: prints the address with its token
     (and opens it in the browser unless told not to)."""
     import uvicorn
@@ -52,7 +59,7 @@ def serve(app: Any, port: int | None, *, open_browser: bool, log_level: str = "w
     return 0
 
 
-def _open_when_up(server: Any, url: str) -> None:
+def _open_when_up(server: uvicorn.Server, url: str) -> None:
     """Open the UI in the browser once the server listens, through a private file that
     redirects to it: a browser started with the address itself would show the token to every
     user of the machine in its command line (as Jupyter does, for the same reason)."""
