@@ -122,11 +122,11 @@ class TeamHttp:
             try:
                 rpc.check_batch(message, MAX_BATCH_ITEMS)
             except rpc.Refused as refused:
-                return JSONResponse(refused.reply)
+                return _reply(refused.reply)
             replies = [r for r in [await self._one(key, item) for item in message] if r is not None]
-            return JSONResponse(replies) if replies else Response(status_code=204)
+            return _reply(replies) if replies else Response(status_code=204)
         reply = await self._one(key, message)
-        return JSONResponse(reply) if reply is not None else Response(status_code=204)
+        return _reply(reply) if reply is not None else Response(status_code=204)
 
     async def authenticate(self, request: Request) -> VerifiedKey | Response:
         """The verified key of a request, else its 401, 429 or 503. Each failed attempt takes a
@@ -242,8 +242,14 @@ class TeamHttp:
             )  # fmt: skip
             reply = rpc.internal_failure(rid, incident)
         else:
-            reply = {"jsonrpc": "2.0", "id": rid, "result": msgspec.to_builtins(result)}
+            reply = {"jsonrpc": "2.0", "id": rid, "result": result}
         return None if notification else reply
+
+
+def _reply(body: object) -> Response:
+    """A JSON-RPC reply or batch of replies, results encoded by msgspec as they are (Structs,
+    or a document already encoded)."""
+    return Response(msgspec.json.encode(body), media_type="application/json")
 
 
 async def _read_json(request: Request) -> object:
