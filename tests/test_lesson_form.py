@@ -9,6 +9,7 @@ from reos_memory.squirrel.text.lesson_form import (
     impersonal,
     is_question,
     lost_subject,
+    one_off,
     outcome,
     plain,
     proposed_rule,
@@ -144,3 +145,24 @@ def test_the_people_leave_the_rule(said: str, rule: str) -> None:
 )
 def test_lost_subject(text: str, lost: bool) -> None:
     assert lost_subject(text) is lost
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("Unused variable retryCount at line 212 - set but never read.", "one line of the code"),
+        ("The `timeout: 5` on line 14 is not a field the deploy config knows.", "one line"),
+        ("See lines 40-52 of the parser for the fallback.", "one line"),
+        ("I'm not sold this approach works.", "a doubt"),
+        ("Not sure this is the right place for the cache.", "a doubt"),
+        ("It would be great if we can check the totals add up.", "a wish"),
+        ("The export should keep the ids, it'd be nice to see them in the report.", "a wish"),
+        # lasting rules stay
+        ("Lines longer than 100 characters fail the lint step.", None),
+        ("I'm not sure why, but the tests must run with TZ=UTC.", None),
+        ("Always pass --frozen-lockfile to pnpm install in CI.", None),
+    ],
+)
+def test_what_is_about_the_moment(text: str, why: str | None) -> None:
+    got = one_off(text)
+    assert (got is None) if why is None else (got is not None and why in got), got

@@ -448,3 +448,35 @@ def test_a_rejected_edit_is_remembered_with_what_it_added(tmp_path: Path) -> Non
         and "(on rejecting an edit of export.py that added `def export(rows, as_csv=False):`)" in t
         for t in texts
     ), texts
+
+
+def test_a_line_number_a_doubt_or_a_wish_is_no_memory(tmp_path: Path) -> None:
+    """What points at one line of the code as it is now, voices a doubt with no rule in it, or
+    wishes for something done in this task says nothing to a later session: turned away with
+    its reason; a rule said beside them is kept."""
+    recs = [
+        user("clean up the retry loop in the sync worker"),
+        bash("t1", "go test ./sync/..."),
+        result("t1", "ok  sync 0.3s"),
+        bash("d1", "deployctl check deploy.yaml"),
+        result("d1", "error: deploy.yaml: unknown field retries", True),
+        say("The issue is that `retries: 3` on line 31 isn't a valid field for the deploy config."),
+        bash("d2", "deployctl check deploy.yaml"),
+        result("d2", "deploy.yaml: ok"),
+        user("I'm not sold this backoff works really."),
+        say("It doubles up to 30 s."),
+        user("The retry totals should be in the sync log, would be great if we can validate this."),
+        say("They are: 7 retries, 7 log lines."),
+        user("The sync worker must never retry a request that returned 409."),
+    ]
+    mems, eps = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if "line 31" in t or "not sold" in t or "great if" in t], texts
+    assert any(t.startswith("The sync worker must never retry") for t in texts), texts
+    rejected = [r for e in eps for r in e["episode"]["ops"] or [] if r.get("action") == "rejected"]
+    reasons = {r["reason"] for r in rejected}
+    assert {
+        "about one line of the code as it is now, not a lasting rule",
+        "a doubt, not a rule",
+        "a wish for this task, not a rule",
+    } <= reasons, rejected

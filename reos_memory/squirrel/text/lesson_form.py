@@ -285,3 +285,35 @@ def lost_subject(text: str) -> bool:
     if _NO_SUBJECT.match(text):
         return True
     return bool(_POINTS_BACK.match(text)) and not SPECIFIC.search(text)
+
+
+# where a statement is about the code as it is now, one place of one file: code moves, so a
+# later session reads a line number as noise ("unused variable x at line 485", "on line 31")
+_LINE_OF_CODE = re.compile(
+    r"\b(?:at|on|in|near|see)\s+lines?\s+\d+\b|\blines?\s+\d+\s*[-\u2013]\s*\d+\b", re.I
+)
+# a doubt or an impression without the rule it would lead to ("I'm not sold this works")
+_DOUBT = re.compile(
+    r"^(?:i'?m|i am) not (?:sold|sure|convinced)\b|^i (?:doubt|don'?t think (?:this|that|it))\b"
+    r"|^not sure (?:this|that|it|if|whether)\b",
+    re.I,
+)
+# a wish for the task at hand ("would be great if we can validate this", "it'd be nice to")
+_WISH = re.compile(
+    r"\b(?:would|it'?d|that'?d) be (?:great|nice|good|cool|awesome|helpful) (?:if|to)\b", re.I
+)
+
+
+def one_off(text: str) -> str | None:
+    """Why a candidate is about the moment rather than a lasting rule, or None: it points at a
+    line of the code as it is, voices a doubt with no rule in it, or wishes for something done
+    in this task."""
+    if _LINE_OF_CODE.search(text):
+        return "about one line of the code as it is now, not a lasting rule"
+    if _DOUBT.match(text.strip()) and not re.search(
+        r"\b(?:" + MODALS + r"|never|always)\b", text, re.I
+    ):
+        return "a doubt, not a rule"
+    if _WISH.search(text):
+        return "a wish for this task, not a rule"
+    return None

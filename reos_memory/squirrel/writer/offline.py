@@ -121,6 +121,9 @@ def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
     if lesson is None:
         return None, "a plan for the moment, not a rule"
     lesson = lesson_form.impersonal(lesson)
+    moment = lesson_form.one_off(lesson)
+    if moment is not None:
+        return None, moment
     if lesson_form.opens_with_chat(lesson):
         return None, "nothing but an opener of conversation and a fragment"
     if lesson_form.lost_subject(lesson):
