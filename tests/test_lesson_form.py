@@ -157,10 +157,13 @@ def test_lost_subject(text: str, lost: bool) -> None:
         ("Not sure this is the right place for the cache.", "a doubt"),
         ("It would be great if we can check the totals add up.", "a wish"),
         ("The export should keep the ids, it'd be nice to see them in the report.", "a wish"),
+        ("The test is failing because the session path isn't being stored.", "a failure now"),
+        ("This integration test keeps failing since the fixture changed.", "a failure now"),
         # lasting rules stay
         ("Lines longer than 100 characters fail the lint step.", None),
         ("I'm not sure why, but the tests must run with TZ=UTC.", None),
         ("Always pass --frozen-lockfile to pnpm install in CI.", None),
+        ("A test that writes to $HOME fails in CI: point HOME at a temp dir.", None),
     ],
 )
 def test_what_is_about_the_moment(text: str, why: str | None) -> None:

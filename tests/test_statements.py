@@ -807,6 +807,22 @@ def test_text_inside_code_is_not_a_rule():
     assert explicit_statements(message) == []
     indented = "Look at this:\n    # always call close()\n    conn.close()\n"
     assert explicit_statements(indented) == []
+    # a program's output pasted between triple quotes is quoted, not said
+    pasted = (
+        'please make our usage text like this one:\n"""\nUsage:\n  tool install --verbose NAME\n'
+        '  never run tool as root\n"""'
+    )
+    assert explicit_statements(pasted) == []
+
+
+def test_a_call_closing_a_rule_keeps_its_bracket():
+    """A rule that ends in a call keeps the bracket that closes it; a smiley's goes."""
+    texts = [
+        s.text for s in explicit_statements("2. if there is an error, always exit with os.Exit(1)")
+    ]
+    assert texts == ["If there is an error, always exit with os.Exit(1)."]
+    texts = [s.text for s in explicit_statements("always run make lint before pushing :)")]
+    assert texts == ["Always run make lint before pushing."]
 
 
 def test_one_message_yields_each_statement_once():

@@ -150,6 +150,11 @@ class Hit:
     tools: list[str] = field(default_factory=list)
 
 
+def _closes(low: str, at: int) -> bool:
+    """Whether the ")" at `at` closes a "(" of the clause (`os.Exit(1)`), not a smiley."""
+    return low[at] == ")" and low.count("(", 0, at) > low.count(")", 0, at)
+
+
 def _trim_end(low: str) -> tuple[int, bool]:
     """Where the clause ends without trailing fillers ("lol", "!!", emoji), and if it asked "?"."""
     end = len(low)
@@ -157,7 +162,7 @@ def _trim_end(low: str) -> tuple[int, bool]:
     while end:
         e = end
         while e and (
-            low[e - 1] in _TRAIL_CHARS
+            (low[e - 1] in _TRAIL_CHARS and not _closes(low, e - 1))
             or "\u2600" <= low[e - 1] <= "\u27bf"
             or low[e - 1] >= "\U0001f300"
         ):

@@ -12,7 +12,8 @@ from reos_memory.squirrel.text.rule_openings import DURABLE_PREFIX_RE, skip_lead
 from reos_memory.squirrel.text.rule_scope import GLOBAL_PREFIX_RE, GLOBAL_RE
 from reos_memory.squirrel.text.tool_names import TOOL_CATEGORIES, tool_mentions
 
-_FENCE_RE = re.compile(r"(```|~~~).*?(?:\1|\Z)", re.S)
+# a block of code, or pasted between triple quotes (a program's output, a log): not the user's words
+_FENCE_RE = re.compile(r'(```|~~~|""")(?:.*?\1|.*\Z)', re.S)
 _MULTILINE_CODE_RE = re.compile(r"`[^`]*\n[^`]*`")
 _INLINE_CODE_RE = re.compile(r"`[^`\n]+`")
 _QUOTED_RE = re.compile(r"\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”")
@@ -75,7 +76,7 @@ def _sentences(raw: str, masked: str) -> list[tuple[str, str]]:
 
 def split_clauses(text: str, rejected: frozenset[str] = frozenset()) -> list[Clause]:
     """The clauses of a message's prose lines; `rejected` holds the words of a rejected call."""
-    if "```" in text or "~~~" in text:
+    if "```" in text or "~~~" in text or '"""' in text:
         text = _FENCE_RE.sub("\n", text)
     if "`" in text:
         text = _MULTILINE_CODE_RE.sub("\n", text)

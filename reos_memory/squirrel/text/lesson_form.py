@@ -304,6 +304,15 @@ _WISH = re.compile(
 )
 
 
+# the state of one failure now ("The test is failing because the path isn't stored"): the fix
+# that follows makes it false; the lesson, if any, is the cause as a rule
+_FAILING_NOW = re.compile(
+    r"^(?:the|this|that)\s+(?:[\w`.-]+\s+){0,2}(?:tests?|build|check|ci|job|pipeline|lint|step)"
+    r"\s+(?:is|are|keeps?)\s+(?:still\s+)?failing\b",
+    re.I,
+)
+
+
 def one_off(text: str) -> str | None:
     """Why a candidate is about the moment rather than a lasting rule, or None: it points at a
     line of the code as it is, voices a doubt with no rule in it, or wishes for something done
@@ -316,4 +325,6 @@ def one_off(text: str) -> str | None:
         return "a doubt, not a rule"
     if _WISH.search(text):
         return "a wish for this task, not a rule"
+    if _FAILING_NOW.match(text.strip()):
+        return "the state of a failure now, not a lesson"
     return None
