@@ -276,9 +276,9 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-team-"))
+    work.mkdir(parents=True, exist_ok=True)
     # (run as root, PostgreSQL's own OS user must traverse it for its cluster to live inside)
     work.chmod(work.stat().st_mode | 0o011)
-    work.mkdir(parents=True, exist_ok=True)
     rng = random.Random(21)
     report: dict[str, Any] = {"embedder": args.embedder, "startup": startup(work)}
 
