@@ -40,20 +40,22 @@ class TeamLearning:
             if ctx is None:
                 raise NotFound("context", p.context_id, field="context_id")
             base = pgsql.baseline(conn, who.org_id, ctx["project_id"])
-            out: dict[str, Any] = {
-                "context_id": p.context_id,
-                "counted": False,
-                "regret_hit": False,
-                "regret_saved": 0.0,
-                "memory_ids": list(ctx["memory_ids"]),
-                "baseline": {
-                    "outcomes": base[0],
-                    "avg_errors": round(base[1], 4),
-                    "avg_retries": round(base[2], 4),
-                },
+            mems = list(ctx["memory_ids"])
+            baseline = {
+                "outcomes": base[0],
+                "avg_errors": round(base[1], 4),
+                "avg_retries": round(base[2], 4),
             }
             if ctx["feedback"] is not None:
-                return api.FeedbackResult(**out, reason="this context already has its outcome")
+                return api.FeedbackResult(
+                    context_id=p.context_id,
+                    counted=False,
+                    regret_hit=False,
+                    regret_saved=0.0,
+                    memory_ids=mems,
+                    baseline=baseline,
+                    reason="this context already has its outcome",
+                )
             outcome = {
                 "errors": p.errors,
                 "retries": p.retries,
@@ -61,17 +63,22 @@ class TeamLearning:
                 "user_frustration": p.user_frustration,
             }
             pgsql.set_context_feedback(conn, who.org_id, p.context_id, outcome)
-            out["counted"] = True
             saved, why = judge(base, p.errors, p.retries, regret)
-            if saved > 0 and ctx["memory_ids"]:
-                for mid in ctx["memory_ids"]:
+            hit = saved > 0 and bool(mems)
+            if hit:
+                for mid in mems:
                     pgsql.add_metrics(conn, who.org_id, mid, regret_hits=1, regret_saved=saved)
-                out.update(regret_hit=True, regret_saved=round(saved, 4))
-            elif why is not None:
-                out["reason"] = why
             pgsql.add_outcome(conn, who.org_id, ctx["project_id"], p.errors, p.retries)
             self.memories.audit(conn, who, method, p.context_id)
-        return api.FeedbackResult(**out)
+        return api.FeedbackResult(
+            context_id=p.context_id,
+            counted=True,
+            regret_hit=hit,
+            regret_saved=round(saved, 4) if hit else 0.0,
+            memory_ids=mems,
+            baseline=baseline,
+            reason=None if hit else why,
+        )
 
     def cr_memory(self, who: Who, p: api.CrMemoryParams) -> api.CrMemoryResult:
         """Evaluate every live memory the key reaches (of one project, or all) and, unless a

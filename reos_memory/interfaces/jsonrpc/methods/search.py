@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from reos_memory.errors import Cancelled, EmbedderUnavailable, NotFound
 from reos_memory.graph import api as t
 from reos_memory.graph import retrieval
@@ -46,7 +44,15 @@ def index_batch(ctx: RequestContext, p: t.IndexBatchParams) -> t.IndexBatchResul
         progress=lambda done, total: ctx.progress(done, total, "embedding"),
         cancelled=ctx.cancelled.is_set,
     )
-    return msgspec.convert(report, t.IndexBatchResult, from_attributes=True)
+    return t.IndexBatchResult(
+        indexed=report.indexed,
+        failed=report.failed,
+        skipped=report.skipped,
+        total=report.total,
+        failures=[
+            t.IndexFailure(block_id=f["block_id"], reason=f["reason"]) for f in report.failures
+        ],
+    )
 
 
 @method("memory/index/remove", params=t.IndexRemoveParams, result=t.IndexRemoveResult, kind="write")
