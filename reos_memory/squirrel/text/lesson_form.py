@@ -298,6 +298,8 @@ _DOUBT = re.compile(
     r"|^not sure (?:this|that|it|if|whether)\b",
     re.I,
 )
+# a word that makes it a rule after all ("I'm not sure why, but the tests must run in UTC")
+_RULE_WORD = re.compile(r"\b(?:" + MODALS + r"|never|always)\b", re.I)
 # a wish for the task at hand ("would be great if we can validate this", "it'd be nice to")
 _WISH = re.compile(
     r"\b(?:would|it'?d|that'?d) be (?:great|nice|good|cool|awesome|helpful) (?:if|to)\b", re.I
@@ -319,9 +321,7 @@ def one_off(text: str) -> str | None:
     in this task."""
     if _LINE_OF_CODE.search(text):
         return "about one line of the code as it is now, not a lasting rule"
-    if _DOUBT.match(text.strip()) and not re.search(
-        r"\b(?:" + MODALS + r"|never|always)\b", text, re.I
-    ):
+    if _DOUBT.match(text.strip()) and not _RULE_WORD.search(text):
         return "a doubt, not a rule"
     if _WISH.search(text):
         return "a wish for this task, not a rule"

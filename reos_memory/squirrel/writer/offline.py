@@ -428,15 +428,19 @@ def _diagnoses(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> N
     for _, _, note in ranked:
         if n >= MAX_DIAGNOSES:
             break
-        op = WriterOp(
-            op="ADD",
-            kind="pattern",
-            tier="short_term",
-            text=_sentence(note),
-            ttl_days=PATTERN_TTL_DAYS,
-            confidence=0.6,
-        )
-        n += draft.add(op, "agent_diagnosis")
+        n += draft.add(_noted_pattern(note), "agent_diagnosis")
+
+
+def _noted_pattern(note: str) -> WriterOp:
+    """A note of the agent's (a diagnosis, a summary's finding) as a short-term pattern."""
+    return WriterOp(
+        op="ADD",
+        kind="pattern",
+        tier="short_term",
+        text=_sentence(note),
+        ttl_days=PATTERN_TTL_DAYS,
+        confidence=0.6,
+    )
 
 
 def _summaries(events: list[dict[str, Any]], draft: _Draft) -> None:
@@ -447,15 +451,7 @@ def _summaries(events: list[dict[str, Any]], draft: _Draft) -> None:
         for note in e.get("notes") or []:
             if n >= MAX_SUMMARY_NOTES:
                 return
-            op = WriterOp(
-                op="ADD",
-                kind="pattern",
-                tier="short_term",
-                text=_sentence(note),
-                ttl_days=PATTERN_TTL_DAYS,
-                confidence=0.6,
-            )
-            n += draft.add(op, "session_summary")
+            n += draft.add(_noted_pattern(note), "session_summary")
 
 
 # -- the project's commands ----------------------------------------------------------------------
