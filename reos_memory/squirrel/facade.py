@@ -700,12 +700,7 @@ class Squirrel:
         from reos_memory.squirrel.memory import feedback
 
         context_id = p.context_id
-        outcome = {
-            "errors": p.errors,
-            "retries": p.retries,
-            "tests_final_status": p.tests_final_status,
-            "user_frustration": p.user_frustration,
-        }
+        outcome = feedback.outcome_of(p)
 
         def tx(conn: apsw.Connection) -> api.FeedbackResult:
             ctx = context_sql.get_context(conn, context_id)

@@ -17,6 +17,7 @@ import psycopg
 from reos_memory.errors import NotFound
 from reos_memory.models import iso
 from reos_memory.squirrel import api
+from reos_memory.squirrel.memory import feedback
 from reos_memory.squirrel.memory.cr_memory import MAX_LISTED, decide
 from reos_memory.squirrel.memory.feedback import judge
 from reos_memory.store.team import memories as pgsql
@@ -41,28 +42,9 @@ class TeamLearning:
                 raise NotFound("context", p.context_id, field="context_id")
             base = pgsql.baseline(conn, who.org_id, ctx["project_id"])
             mems = list(ctx["memory_ids"])
-            baseline = {
-                "outcomes": base[0],
-                "avg_errors": round(base[1], 4),
-                "avg_retries": round(base[2], 4),
-            }
             if ctx["feedback"] is not None:
-                return api.FeedbackResult(
-                    context_id=p.context_id,
-                    counted=False,
-                    regret_hit=False,
-                    regret_saved=0.0,
-                    memory_ids=mems,
-                    baseline=baseline,
-                    reason="this context already has its outcome",
-                )
-            outcome = {
-                "errors": p.errors,
-                "retries": p.retries,
-                "tests_final_status": p.tests_final_status,
-                "user_frustration": p.user_frustration,
-            }
-            pgsql.set_context_feedback(conn, who.org_id, p.context_id, outcome)
+                return feedback.reply(p.context_id, mems, base, counted=False)
+            pgsql.set_context_feedback(conn, who.org_id, p.context_id, feedback.outcome_of(p))
             saved, why = judge(base, p.errors, p.retries, regret)
             hit = saved > 0 and bool(mems)
             if hit:
@@ -70,15 +52,7 @@ class TeamLearning:
                     pgsql.add_metrics(conn, who.org_id, mid, regret_hits=1, regret_saved=saved)
             pgsql.add_outcome(conn, who.org_id, ctx["project_id"], p.errors, p.retries)
             self.memories.audit(conn, who, method, p.context_id)
-        return api.FeedbackResult(
-            context_id=p.context_id,
-            counted=True,
-            regret_hit=hit,
-            regret_saved=round(saved, 4) if hit else 0.0,
-            memory_ids=mems,
-            baseline=baseline,
-            reason=None if hit else why,
-        )
+        return feedback.reply(p.context_id, mems, base, counted=True, hit=hit, saved=saved, why=why)
 
     def cr_memory(self, who: Who, p: api.CrMemoryParams) -> api.CrMemoryResult:
         """Evaluate every live memory the key reaches (of one project, or all) and, unless a

@@ -15,7 +15,7 @@ import apsw
 
 from reos_memory.errors import NotFound
 from reos_memory.models import EpisodeStats
-from reos_memory.squirrel.api import FeedbackResult
+from reos_memory.squirrel.api import FeedbackParams, FeedbackResult
 from reos_memory.squirrel.memory.policy import RegretWeights
 from reos_memory.store import contexts as context_sql
 from reos_memory.store import memories as memory_sql
@@ -37,6 +37,44 @@ def judge(
     return regret.alpha_errors * d_err + regret.beta_retries * d_retry, None
 
 
+def outcome_of(p: FeedbackParams) -> dict[str, Any]:
+    """A reported task outcome as the contexts store it."""
+    return {
+        "errors": p.errors,
+        "retries": p.retries,
+        "tests_final_status": p.tests_final_status,
+        "user_frustration": p.user_frustration,
+    }
+
+
+def reply(
+    context_id: str,
+    memory_ids: list[str],
+    base: tuple[int, float, float],
+    *,
+    counted: bool,
+    hit: bool = False,
+    saved: float = 0.0,
+    why: str | None = None,
+) -> FeedbackResult:
+    """The reply to a reported outcome, locally and on the team server: whether it counted,
+    the regret hit it gave the context's memories, and the project's baseline (outcomes,
+    average errors, average retries) it was judged against."""
+    return FeedbackResult(
+        context_id=context_id,
+        counted=counted,
+        regret_hit=hit,
+        regret_saved=round(saved, 4) if hit else 0.0,
+        memory_ids=memory_ids,
+        baseline={
+            "outcomes": base[0],
+            "avg_errors": round(base[1], 4),
+            "avg_retries": round(base[2], 4),
+        },
+        reason=(None if hit else why) if counted else "this context already has its outcome",
+    )
+
+
 def apply(
     conn: apsw.Connection,
     context_id: str,
@@ -52,34 +90,17 @@ def apply(
     if ctx is None:
         raise NotFound("context", context_id, field="context_id")
     project_id = ctx["project_id"]
-    n, avg_err, avg_retry = project_sql.baseline(conn, project_id)
-    base = {"outcomes": n, "avg_errors": round(avg_err, 4), "avg_retries": round(avg_retry, 4)}
+    base = project_sql.baseline(conn, project_id)
     if not context_sql.set_feedback(conn, context_id, now, source, outcome):
-        return FeedbackResult(
-            context_id=context_id,
-            counted=False,
-            regret_hit=False,
-            regret_saved=0.0,
-            memory_ids=[],
-            baseline=base,
-            reason="this context already has its outcome",
-        )
+        return reply(context_id, [], base, counted=False)
     mems = context_sql.injected_memories(conn, context_id)
-    saved, why = judge((n, avg_err, avg_retry), outcome["errors"], outcome["retries"], regret)
+    saved, why = judge(base, outcome["errors"], outcome["retries"], regret)
     hit = saved > 0 and bool(mems)
     if hit:
         memory_sql.add_regret(conn, mems, saved)
     if update_baseline and project_id is not None:
         project_sql.add_outcome(conn, project_id, outcome["errors"], outcome["retries"], now)
-    return FeedbackResult(
-        context_id=context_id,
-        counted=True,
-        regret_hit=hit,
-        regret_saved=round(saved, 4) if hit else 0.0,
-        memory_ids=mems,
-        baseline=base,
-        reason=None if hit else why,
-    )
+    return reply(context_id, mems, base, counted=True, hit=hit, saved=saved, why=why)
 
 
 def judge_session_contexts(
