@@ -17,6 +17,7 @@ what the server does not show is checked too."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import threading
@@ -90,7 +91,8 @@ def send(srv: Server, key: str, method: str, params: dict[str, Any]) -> Outcome:
             status, text = resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         status, text = exc.code, exc.read()
-    except OSError:  # refused, reset, timed out: no answer
+    except (OSError, http.client.IncompleteRead):
+        # refused, reset, timed out, or killed between the reply's head and its body: no answer
         status, text = None, b""
     reply = json.loads(text) if text else None
     return Outcome(srv.base, method, params, t, time.monotonic() - t, status, reply)
