@@ -930,6 +930,7 @@ PURE_IMPORTS = {
     "functools",
     "collections.abc",
     "typing",
+    "math",  # the lesson model's logistic function
 }
 IMPURE_CALLS = {"open", "print", "input", "exec", "eval", "__import__"}
 

@@ -480,3 +480,27 @@ def test_a_line_number_a_doubt_or_a_wish_is_no_memory(tmp_path: Path) -> None:
         "a doubt, not a rule",
         "a wish for this task, not a rule",
     } <= reasons, rejected
+
+
+def test_a_cause_said_in_passing_is_found_by_the_lesson_model(tmp_path: Path) -> None:
+    """No cue word of the diagnosis rules, no error before it, no correction: the agent explains
+    a cause in prose. The lesson model (`text.lesson_scorer`) finds that sentence; the task that
+    opened the episode and the agent's narration stay out."""
+    recs = [
+        user("two users see each other's language on the product page, please look into it"),
+        say("Let me look at the renderer first. Now I'll read the cache code."),
+        bash("c1", "grep -n cache_key app/render.py"),
+        result("c1", "41:    key = cache_key(page.id)"),
+        say(
+            "The page cache key in `render_page()` leaves out the locale, so two users with "
+            "different languages get the same rendered page, and clearing `CACHE_DIR` only hides "
+            "it until the next request."
+        ),
+        bash("c2", "pytest -q"),
+        result("c2", "============ 12 passed in 0.30s ============"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    (cause,) = [t for t in texts if "leaves out the locale" in t]
+    assert cause.startswith("The page cache key in `render_page()`"), texts
+    assert not [t for t in texts if "each other" in t or "Let me" in t or "I'll" in t], texts

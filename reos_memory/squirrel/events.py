@@ -14,6 +14,7 @@ from reos_memory.squirrel.text import (
     diagnosis,
     error_output,
     frustration,
+    lesson_scorer,
     replies,
     runner_output,
     shell_commands,
@@ -130,6 +131,11 @@ def compress(
         _add_tool_result(out, ev, command, summary, body, raw_body, red)
     else:
         _add_other(out, ev, text, raw_text, snippet, summary, command, red)
+    if ev.kind == "message" and ev.role in ("user", "assistant") and raw_text:
+        # the sentences that read most like a lesson, whole message read (`text.lesson_scorer`)
+        scored = [[red(s), p] for s, p in lesson_scorer.best(raw_text, ev.role, ev.origin)]
+        if scored:
+            out["scored"] = scored
     if ev.kind in ("tool_call", "tool_result"):
         out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
     return out

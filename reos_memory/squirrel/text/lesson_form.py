@@ -328,3 +328,29 @@ def one_off(text: str) -> str | None:
     if _FAILING_NOW.match(text.strip()):
         return "the state of a failure now, not a lesson"
     return None
+
+
+# the speaker's next step, told as it is taken ("I need to check where the registry is", "Looking
+# at the test file, I can see ...", "One concern: I'll verify ...")
+_NARRATION = re.compile(
+    r"^(?:[\w ]{1,24}:\s+)?(?:(?:now|first|next|then|so|ok(?:ay)?),?\s+)?(?:looking at\b"
+    r"|i(?:'ll| will| need to| have to| can see| see| am going to|'m going to| want to"
+    r"| also need to)\b)",
+    re.I,
+)
+# a sentence that answers the one before it ("However, that is not what happens: ...")
+_ANSWERS = re.compile(r"^(?:however|but|that said|instead|still|yet|otherwise)\b", re.I)
+
+
+def unanchored(text: str) -> str | None:
+    """Why a sentence picked alone from a message (not by a rule that read its context) cannot
+    stand alone as a memory, or None: it narrates the speaker's next step, answers the sentence
+    before it, or is a checklist of results."""
+    text = text.strip()
+    if _NARRATION.match(text):
+        return "the speaker's next step, not a lesson"
+    if _ANSWERS.match(text):
+        return "an answer to the sentence before it"
+    if "\u2705" in text or "\u2714" in text:
+        return "a checklist of results, not a lesson"
+    return None

@@ -59,6 +59,7 @@ PATTERN_TTL_DAYS = 90
 COMMANDS_KEY = "project.commands.checks"
 MAX_DIAGNOSES = 3  # standalone diagnosis memories per episode
 MAX_SUMMARY_NOTES = 4
+MAX_SCORED = 1  # sentences the lesson model found, per episode
 SHORT_REPLY_WORDS = 8  # a reply this short names its subject only with what it answers
 
 
@@ -149,13 +150,17 @@ class Answer(NamedTuple):
     decided: bool  # the user's words decide by themselves (the reason of a rejection)
 
 
+def _said_by_user(e: dict[str, Any]) -> bool:
+    return e["role"] == "user" and e["kind"] == "message"
+
+
 def _answer(events: list[dict[str, Any]], i: int, *, decided: bool) -> Answer:
     """What followed the user's message at event `i`, up to and with the user's next one."""
     said: list[str] = []
     acted = False
     reply = None
     for e in events[i + 1 :]:
-        if e["role"] == "user" and e["kind"] == "message":
+        if _said_by_user(e):
             reply = e.get("text") or e.get("summary")
             break
         if e["role"] == "assistant" and e["kind"] == "message":
@@ -179,6 +184,7 @@ def write(
     used_notes |= _failure_then_fix(events, frustration, draft, used_notes)
     _diagnoses(events, draft, used_notes)
     _summaries(events, draft)
+    _scored(events, draft, used_notes)
     _commands(events, draft)
     ops = [o for o, _ in draft.ops][:20]
     sources = {i: src for i, (_, src) in enumerate(draft.ops[:20])}
@@ -318,9 +324,7 @@ def _refused_without_a_word(events: list[dict[str, Any]], i: int, draft: _Draft)
     command = events[i].get("command")
     if not command or not shell_commands.is_destructive(command):
         return
-    reason = next(
-        (e for e in events[i + 1 :] if e["role"] == "user" and e["kind"] == "message"), None
-    )
+    reason = next((e for e in events[i + 1 :] if _said_by_user(e)), None)
     if reason is not None and reason.get("origin") == "rejection":
         return  # the reason says what to do instead; the user's words are read for it
     draft.add(
@@ -347,7 +351,7 @@ def _revised_call(events: list[dict[str, Any]], i: int) -> str | None:
     )
     after = None
     for e in events[i + 1 :]:
-        if e["role"] == "user" and e["kind"] == "message":
+        if _said_by_user(e):
             break
         if e["kind"] == "tool_call" and e.get("command"):
             after = e
@@ -454,6 +458,43 @@ def _summaries(events: list[dict[str, Any]], draft: _Draft) -> None:
             n += draft.add(_noted_pattern(note), "session_summary")
 
 
+def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None:
+    """The sentences the lesson model scored highest (`text.lesson_scorer`, kept at ingest) that
+    no rule above wrote: at most MAX_SCORED per episode, best first, each through the gate. The
+    user's words are a preference, the agent's a pattern; both short-term, kept only if used."""
+    ranked: list[tuple[float, int, str, str]] = []
+    task = next((i for i, e in enumerate(events) if _said_by_user(e)), None)
+    for i, e in enumerate(events):
+        if e["kind"] != "message" or e["role"] not in ("user", "assistant") or i == task:
+            continue  # (the message that opens the episode is its task, not a rule)
+        for sentence, p in e.get("scored") or []:
+            if sentence not in used:
+                ranked.append((-p, i, sentence, e["role"]))
+    ranked.sort()
+    n = 0
+    for _, i, sentence, role in ranked:
+        if n >= MAX_SCORED:
+            break
+        why = lesson_form.unanchored(sentence)
+        if why is not None:
+            draft.rejected.append(
+                {"text": shorten(sentence, 200), "source": "model", "reason": why}
+            )
+            continue
+        if role == "assistant":
+            n += draft.add(_noted_pattern(sentence), "agent_diagnosis")
+            continue
+        op = WriterOp(
+            op="ADD",
+            kind="preference",
+            tier="short_term",
+            text=_sentence(sentence),
+            ttl_days=PATTERN_TTL_DAYS,
+            confidence=0.5,
+        )
+        n += draft.add(op, "explicit_statement", answer=_answer(events, i, decided=False))
+
+
 # -- the project's commands ----------------------------------------------------------------------
 
 
@@ -474,7 +515,7 @@ def _commands(events: list[dict[str, Any]], draft: _Draft) -> None:
     for e in events:
         if e["kind"] == "tool_result" and e.get("command"):
             note(e["command"], failures if e.get("error") else found)
-        elif e["role"] == "user" and e["kind"] == "message":
+        elif _said_by_user(e):
             for cmd in _NAMED_COMMAND.findall(e.get("text", "")):
                 note(cmd, found)
     # a form that only failed here while a variant of it passed (`pytest` failing, then
