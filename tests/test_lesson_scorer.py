@@ -94,3 +94,29 @@ def test_the_shipped_weights_are_the_tools_fit_on_part_1() -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "the shipped weights are this fit" in run.stdout
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.5, 0.8, 0.93, 0.99])
+def test_best_reads_the_costly_cues_only_when_they_could_matter_and_gives_the_same_answer(
+    threshold: float,
+) -> None:
+    """`best` skips the costlier cues where even their best values cannot reach the threshold:
+    what it keeps, and each score, are those of the whole model."""
+    messages = [
+        ("user", "no, don't mock the database here; the tests must run against a real one"),
+        ("user", "why not use `orjson`? it is faster"),
+        ("user", "Found the bug: the loader drops unknown keys, so typos are never reported."),
+        ("assistant", "Let me check the loader. Now I'll run the tests."),
+        (
+            "assistant",
+            "The retry loop in `fetch_page()` never sees the timeout because `requests` raises "
+            "`ConnectTimeout`. I'll catch both.",
+        ),
+    ]
+    for role, text in messages:
+        whole = sorted(
+            ((score(s), s.sentence) for s in lesson_scorer.said(text, role)),
+            key=lambda t: -t[0],
+        )
+        expected = [(x, round(p, 3)) for p, x in whole if p >= threshold][:2]
+        assert best(text, role, threshold=threshold) == expected

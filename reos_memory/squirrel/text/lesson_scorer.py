@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from reos_memory.squirrel.text.diagnosis import find as diagnosis
@@ -33,60 +33,80 @@ MAX_CHARS = 400
 MAX_PER_MESSAGE = 2
 
 
-def _words(alternatives: str) -> re.Pattern[str]:
-    return re.compile(r"\b(?:" + alternatives + r")\b", re.I)
+def _phrases(text: str) -> frozenset[str]:
+    """Phrases separated by "|": words and runs of up to three words, lowercase."""
+    return frozenset(text.split("|"))
 
 
-# cue groups, each a feature alone and again when the user says it
-_CUES: dict[str, re.Pattern[str]] = {
-    "modal_strong": _words(r"always|never|must|mustn't|shall"),
-    "modal_should": _words(r"should(?:n't)?|ought to|needs? to|have to|has to"),
-    "negation": _words(
-        r"don't|do not|doesn't|does not|didn't|did not|not|no|won't|can't|cannot|isn't|aren't"
-        r"|wasn't"
+# cue groups, each a feature alone and again when the user says it: found among the sentence's
+# words and its runs of two and three words (one tokenisation, set lookups: ingest runs this on
+# every sentence of every message)
+_CUES: dict[str, frozenset[str]] = {
+    "modal_strong": _phrases("always|never|must|mustn't|shall"),
+    "modal_should": _phrases("should|shouldn't|ought to|need to|needs to|have to|has to"),
+    "negation": _phrases(
+        "don't|do not|doesn't|does not|didn't|did not|not|no|won't|can't|cannot|isn't|aren't|wasn't"
     ),
-    "contrast": _words(r"instead|rather than|instead of|but|however|only|except|unless"),
-    "prefer": _words(r"prefer|preferred|better|avoid|recommend(?:ed)?"),
-    "causal": _words(
-        r"because|since|due to|caus(?:e|es|ed)|reason|why|so that|which means|means that"
+    "contrast": _phrases("instead|rather than|but|however|only|except|unless"),
+    "prefer": _phrases("prefer|preferred|better|avoid|recommend|recommended"),
+    "causal": _phrases(
+        "because|since|due to|cause|causes|caused|reason|why|so that|which means|means that"
     ),
-    "finding": _words(
-        r"found|turns out|actually|root cause|the (?:issue|problem|bug|culprit)|it seems|appears"
-        r"|realized|noticed"
+    "finding": _phrases(
+        "found|turns out|actually|root cause|the issue|the problem|the bug|the culprit|it seems"
+        "|appears|realized|noticed"
     ),
-    "constraint": _words(
-        r"not supported|unsupported|ignored|overrid(?:e|es|den)|merge[sd]?|requires?|required"
-        r"|fails?|breaks?|silently"
+    "constraint": _phrases(
+        "not supported|unsupported|ignored|override|overrides|overridden|merge|merges|merged"
+        "|require|requires|required|fail|fails|break|breaks|silently"
     ),
-    "narration": _words(
-        r"let me|i'll|i will|i'm going to|now i|i need to|i see|i can see|looking at|checking"
-        r"|let's check|first,? i"
+    "narration": _phrases(
+        "let me|i'll|i will|i'm going to|now i|i need to|i see|i can see|looking at|checking"
+        "|let's check|first i"
     ),
-    "status": _words(
-        r"all tests pass|tests pass|passing|done|complete[d]?|successfully|fixed|implemented"
-        r"|updated|added|created|perfect|great"
+    "status": _phrases(
+        "all tests pass|tests pass|passing|done|complete|completed|successfully|fixed"
+        "|implemented|updated|added|created|perfect|great"
     ),
-    "convention": _words(r"convention|pattern|rule|policy|standard|idiomatic|by default|default"),
-    "person1": _words(r"i|me|my|i'm|i've|i'd"),
-    "person_we": _words(r"we|our|us|let's"),
-    "person_you": _words(r"you|your"),
-    "hedge": _words(r"maybe|perhaps|might|probably|i think|not sure|could"),
-    "chat_open": re.compile(
-        r"^(?:ok(?:ay)?|sure|yes|yeah|no|great|perfect|thanks|thank you|hmm|uh|oh|wait|good"
-        r"|nice|cool|alright|right|now)\b",
-        re.I,
-    ),
-    "imperative": re.compile(
-        r"^(?:please\s+)?(?:use|add|don't|do not|never|always|make|keep|run|avoid|prefer|remove"
-        r"|check|move|put|change|write|call|pass|set|let|ensure|return|store|read|create|delete"
-        r"|rename|replace|update|fix|try|stop|only)\b",
-        re.I,
-    ),
-    "plan_item": re.compile(r"^(?:step \d|\d+[.)]|first|then|next|finally)\b", re.I),
-    "question_word": re.compile(
-        r"^(?:why|what|how|can|could|would|should|is|are|do|does|did|will|shall)\b", re.I
-    ),
+    "convention": _phrases("convention|pattern|rule|policy|standard|idiomatic|by default|default"),
+    "person1": _phrases("i|me|my|i'm|i've|i'd"),
+    "person_we": _phrases("we|our|us|let's"),
+    "person_you": _phrases("you|your"),
+    "hedge": _phrases("maybe|perhaps|might|probably|i think|not sure|could"),
 }
+# cues of the sentence's first words
+_OPENS: dict[str, frozenset[str]] = {
+    "chat_open": _phrases(
+        "ok|okay|sure|yes|yeah|no|great|perfect|thanks|thank you|hmm|uh|oh|wait|good|nice|cool"
+        "|alright|right|now"
+    ),
+    "imperative": _phrases(
+        "use|add|don't|do not|never|always|make|keep|run|avoid|prefer|remove|check|move|put"
+        "|change|write|call|pass|set|let|ensure|return|store|read|create|delete|rename|replace"
+        "|update|fix|try|stop|only"
+    ),
+    "plan_item": _phrases("first|then|next|finally"),
+    "question_word": _phrases("why|what|how|can|could|would|should|is|are|do|does|did|will|shall"),
+}
+_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_NUMBERED = re.compile(r"\d+[.)]|step \d", re.I)
+
+
+def _grams(tokens: list[str]) -> set[str]:
+    """The words of a sentence and its runs of two and three words."""
+    grams = set(tokens)
+    grams.update(" ".join(tokens[i : i + 2]) for i in range(len(tokens) - 1))
+    grams.update(" ".join(tokens[i : i + 3]) for i in range(len(tokens) - 2))
+    return grams
+
+
+def _opening(tokens: list[str]) -> set[str]:
+    """The first word and the first two (after a "please")."""
+    if tokens[:1] == ["please"]:
+        tokens = tokens[1:]
+    return set(tokens[:1]) | {" ".join(tokens[:2])}
+
+
 _CODE = re.compile(r"`[^`]+`")
 _PATH = re.compile(r"\b[\w.-]+/[\w./-]+|\b\w+\.(?:[a-z]{1,4})\b")
 _IDENT = re.compile(r"\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\b\w+_\w+\b|\w+\(\)")
@@ -106,8 +126,8 @@ class Said(NamedTuple):
     message_chars: int
 
 
-def features(s: Said) -> dict[str, float]:
-    """The named cues of one sentence, each 0..1 (`bias` always 1)."""
+def _cheap(s: Said) -> dict[str, bool | float]:
+    """The cues read from the sentence's words and shape alone."""
     text = s.sentence
     user = s.role == "user"
     n = len(text.split())
@@ -127,27 +147,68 @@ def features(s: Said) -> dict[str, float]:
         "excl": end.endswith("!"),
         "colon_end": end.endswith(":"),
     }
-    for name, cue in _CUES.items():
-        hit = bool(cue.search(text))
+    tokens = _TOKEN.findall(text.lower())
+    grams = _grams(tokens)
+    opening = _opening(tokens)
+    hits = {name: not cue.isdisjoint(grams) for name, cue in _CUES.items()}
+    hits |= {name: not cue.isdisjoint(opening) for name, cue in _OPENS.items()}
+    hits["plan_item"] = hits["plan_item"] or bool(_NUMBERED.match(text))
+    for name, hit in hits.items():
         f[name] = hit
         f["u_" + name] = hit and user
     f["code"] = min(3, len(_CODE.findall(text))) / 3
     f["path"] = bool(_PATH.search(text))
     f["ident"] = bool(_IDENT.search(text))
     f["digits"] = bool(_DIGIT.search(text))
-    f["diag"] = bool(diagnosis(text))
-    f["u_diag"] = user and bool(find_in_users_words(text))
-    f["correction"] = user and is_correction(text)
-    f["chat"] = opens_with_chat(text)
-    f["lost"] = lost_subject(text)
-    f["oneoff"] = one_off(text) is not None
-    return {k: float(v) for k, v in f.items()}
+    return f
+
+
+def _read(s: Said) -> dict[str, bool]:
+    """The cues the other rules of this package read (each costs more than all of `_cheap`)."""
+    text = s.sentence
+    user = s.role == "user"
+    return {
+        "diag": bool(diagnosis(text)),
+        "u_diag": user and bool(find_in_users_words(text)),
+        "correction": user and is_correction(text),
+        "chat": opens_with_chat(text),
+        "lost": lost_subject(text),
+        "oneoff": one_off(text) is not None,
+    }
+
+
+_READ = ("diag", "u_diag", "correction", "chat", "lost", "oneoff")
+_USERS_ONLY = {"u_diag", "correction"}
+
+
+def features(s: Said) -> dict[str, float]:
+    """The named cues of one sentence, each 0..1 (`bias` always 1)."""
+    return {k: float(v) for k, v in (_cheap(s) | _read(s)).items()}
+
+
+def _z(f: Mapping[str, bool | float], weights: Mapping[str, float]) -> float:
+    return sum(weights.get(k, 0.0) * v for k, v in f.items())
+
+
+def _probability(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
 def score(s: Said, weights: dict[str, float] = WEIGHTS) -> float:
     """The model's probability that the sentence holds a lesson."""
-    z = sum(weights.get(k, 0.0) * v for k, v in features(s).items())
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+    return _probability(_z(_cheap(s), weights) + _z(_read(s), weights))
+
+
+def _reaches(s: Said, threshold: float, weights: dict[str, float]) -> float | None:
+    """The sentence's score if it reaches `threshold`, else None; the costlier cues are read
+    only when their most favourable values could still carry it there (the same answer)."""
+    z = _z(_cheap(s), weights)
+    user = s.role == "user"
+    most = sum(max(0.0, weights.get(k, 0.0)) for k in _READ if user or k not in _USERS_ONLY)
+    if _probability(z + most) < threshold:
+        return None
+    p = _probability(z + _z(_read(s), weights))
+    return p if p >= threshold else None
 
 
 def said(text: str, role: str, origin: str | None = None) -> list[Said]:
@@ -165,11 +226,14 @@ def best(
     role: str,
     origin: str | None = None,
     threshold: float = THRESHOLD,
-    scorer: Callable[[Said], float] = score,
+    weights: dict[str, float] = WEIGHTS,
 ) -> list[tuple[str, float]]:
     """A message's sentences that score at least `threshold`, best first, at most
     MAX_PER_MESSAGE, each with its score (rounded)."""
-    scored = [(scorer(s), s.sentence) for s in said(text, role, origin)]
-    scored = [(p, x) for p, x in scored if p >= threshold]
+    scored: list[tuple[float, str]] = []
+    for s in said(text, role, origin):
+        p = _reaches(s, threshold, weights)
+        if p is not None:
+            scored.append((p, s.sentence))
     scored.sort(key=lambda t: -t[0])
     return [(x, round(p, 3)) for p, x in scored[:MAX_PER_MESSAGE]]
