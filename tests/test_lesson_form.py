@@ -8,11 +8,13 @@ from reos_memory.squirrel.text.lesson_form import (
     from_lets,
     impersonal,
     is_question,
+    is_request,
     lost_subject,
     one_off,
     outcome,
     plain,
     proposed_rule,
+    unanchored,
 )
 
 
@@ -169,3 +171,45 @@ def test_lost_subject(text: str, lost: bool) -> None:
 def test_what_is_about_the_moment(text: str, why: str | None) -> None:
     got = one_off(text)
     assert (got is None) if why is None else (got is not None and why in got), got
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("add a discount field to the cart and make sure the tests pass", True),
+        ("Please fix the failing test in `cart_test.py`.", True),
+        ("can you update the changelog", True),
+        ("ok, now refactor the loader", True),
+        ("add a test for every bug fix, always", False),  # a rule word: a standing rule
+        ("never run the migrations against production", False),
+        ("Update the docs whenever the CLI flags change; they must match.", False),
+        ("The loader drops unknown keys silently.", False),
+        ("the staging deploy reads `deploy/staging.env`, not `.env`", False),
+    ],
+)
+def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
+    assert is_request(text) is order
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("I need to check where the registry is defined.", "the speaker's next step, not a lesson"),
+        (
+            "Looking at the test file, I can see the mock is reused.",
+            "the speaker's next step, not a lesson",
+        ),
+        (
+            "One concern: I'll verify the handler is registered.",
+            "the speaker's next step, not a lesson",
+        ),
+        (
+            "However, that is not what happens: the header is written later.",
+            "an answer to the sentence before it",
+        ),
+        ("\u2705 All unit tests pass \u2705 Lint is clean", "a checklist of results, not a lesson"),
+        ("The loader drops unknown keys silently, so typos go unreported.", None),
+    ],
+)
+def test_a_sentence_picked_alone_must_stand_alone(text: str, why: str | None) -> None:
+    assert unanchored(text) == why

@@ -504,3 +504,26 @@ def test_a_cause_said_in_passing_is_found_by_the_lesson_model(tmp_path: Path) ->
     (cause,) = [t for t in texts if "leaves out the locale" in t]
     assert cause.startswith("The page cache key in `render_page()`"), texts
     assert not [t for t in texts if "each other" in t or "Let me" in t or "I'll" in t], texts
+
+
+def test_the_opening_work_order_is_no_rule_but_the_review_pasted_with_it_is(
+    tmp_path: Path,
+) -> None:
+    """The message that opens an episode orders the task ("please address ..."): not a rule. The
+    review comment pasted into the same message states how the code must be: the lesson model
+    keeps it."""
+    recs = [
+        user(
+            "Please address the review comment below.\n\n"
+            "Reviewer: Reading `settings.toml` in every request handler means a typo in it is "
+            "only reported when the first request arrives, so the loader has to validate the "
+            "whole file once at start-up instead."
+        ),
+        say("I'll move the validation to start-up."),
+        bash("c1", "pytest -q"),
+        result("c1", "============ 9 passed in 0.20s ============"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert [t for t in texts if "validate the whole file once at start-up" in t], texts
+    assert not [t for t in texts if "address the review" in t], texts

@@ -342,6 +342,25 @@ _NARRATION = re.compile(
 _ANSWERS = re.compile(r"^(?:however|but|that said|instead|still|yet|otherwise)\b", re.I)
 
 
+# a work order to the agent: the task of the moment ("add a discount field and make sure the
+# tests pass", "please fix the failing test", "can you update the changelog")
+_REQUEST = re.compile(
+    r"^(?:(?:please|pls|now|ok(?:ay)?|so)[,]?\s+)*(?:(?:can|could|would|will) you|i (?:want|need)"
+    r" you to|help me|go ahead and|(?:add|fix|update|implement|create|write|make|change|remove"
+    r"|refactor|rename|move|run|check|look|investigate|review|build|set up|setup|migrate|bump"
+    r"|upgrade|delete|clean up|split|merge|rebase|commit|push|open|finish|continue|test"
+    r"|document|summari[sz]e|explain)\b)",
+    re.I,
+)
+
+
+def is_request(text: str) -> bool:
+    """Whether a sentence orders the task at hand rather than states a rule: a work order with
+    no rule word ("always", "never", "must", "should", ...) in it."""
+    text = text.strip()
+    return bool(_REQUEST.match(text)) and not _RULE_WORD.search(text)
+
+
 def unanchored(text: str) -> str | None:
     """Why a sentence picked alone from a message (not by a rule that read its context) cannot
     stand alone as a memory, or None: it narrates the speaker's next step, answers the sentence

@@ -465,10 +465,11 @@ def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None
     ranked: list[tuple[float, int, str, str]] = []
     task = next((i for i, e in enumerate(events) if _said_by_user(e)), None)
     for i, e in enumerate(events):
-        if e["kind"] != "message" or e["role"] not in ("user", "assistant") or i == task:
-            continue  # (the message that opens the episode is its task, not a rule)
+        if e["kind"] != "message" or e["role"] not in ("user", "assistant"):
+            continue
         for sentence, p in e.get("scored") or []:
-            if sentence not in used:
+            # (the work orders of the message that opens the episode are its task, not rules)
+            if sentence not in used and not (i == task and lesson_form.is_request(sentence)):
                 ranked.append((-p, i, sentence, e["role"]))
     ranked.sort()
     n = 0
