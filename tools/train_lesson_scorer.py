@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reos_memory.squirrel.events import strip_injected  # noqa: E402
+from reos_memory.squirrel.events import lesson_text  # noqa: E402
 from reos_memory.squirrel.ingest.base import EventIn, ParseState  # noqa: E402
 from reos_memory.squirrel.ingest.ingest import _adapters, detect  # noqa: E402
 from reos_memory.squirrel.text import lesson_scorer, lesson_weights  # noqa: E402
@@ -64,9 +64,10 @@ def rows(dataset: Path, part: int) -> tuple[np.ndarray, np.ndarray, int]:
         n += 1
         lessons = [it for it in s["gold"] if not it["id"].startswith("cmd")]
         for ev in log_events((dataset / s["path"]).resolve()):
-            if ev.kind != "message" or ev.role not in ("user", "assistant") or not ev.text:
+            read = lesson_text(ev)
+            if read is None:
                 continue
-            for said in lesson_scorer.said(strip_injected(ev.text), ev.role, ev.origin):
+            for said in lesson_scorer.said(*read):
                 f = lesson_scorer.features(said)
                 feats.append([f[k] for k in names])
                 labels.append(any(matches(said.sentence, it) for it in lessons))

@@ -131,14 +131,25 @@ def compress(
         _add_tool_result(out, ev, command, summary, body, raw_body, red)
     else:
         _add_other(out, ev, text, raw_text, snippet, summary, command, red)
-    if ev.kind == "message" and ev.role in ("user", "assistant") and raw_text:
-        # the sentences that read most like a lesson, whole message read (`text.lesson_scorer`)
-        scored = [[red(s), p] for s, p in lesson_scorer.best(raw_text, ev.role, ev.origin)]
+    said = lesson_text(ev)
+    if said is not None:
+        # the sentences that read most like a lesson, the whole text read (`text.lesson_scorer`)
+        scored = [[red(s), p] for s, p in lesson_scorer.best(*said)]
         if scored:
             out["scored"] = scored
     if ev.kind in ("tool_call", "tool_result"):
         out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
     return out
+
+
+def lesson_text(ev: EventIn) -> tuple[str, str, str | None] | None:
+    """What the lesson model reads of an event, as (text, role, origin): a message of the user or
+    the agent (not a compaction summary: its errors-and-fixes are read as notes); None otherwise."""
+    if ev.kind != "message" or ev.role not in ("user", "assistant") or not ev.text:
+        return None
+    if ev.origin == "compaction":
+        return None
+    return strip_injected(ev.text), ev.role, ev.origin
 
 
 def _common_fields(
