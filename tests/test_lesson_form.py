@@ -37,6 +37,15 @@ from reos_memory.squirrel.text.lesson_form import (
         ),
         ("Yes, but we don't need to commit.", "We don't need to commit."),
         ("No", "No"),  # nothing would remain: unchanged (the junk gate judges it)
+        (
+            "The issue is that `os.OpenFile` with `O_CREATE` won't create parent directories.",
+            "`os.OpenFile` with `O_CREATE` won't create parent directories.",
+        ),
+        (
+            "The real problem was that the cache key leaves out the locale.",
+            "The cache key leaves out the locale.",
+        ),
+        ("The issue is that it fails.", "The issue is that it fails."),  # too little would remain
     ],
 )
 def test_openers_of_conversation_go(said: str, lesson: str) -> None:
@@ -208,6 +217,10 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
             "an answer to the sentence before it",
         ),
         ("\u2705 All unit tests pass \u2705 Lint is clean", "a checklist of results, not a lesson"),
+        (
+            "\u2502 line 31: field retry not found Error: the process failed with exit code 1.",
+            "a line of a tool's output, not a lesson",
+        ),
         ("The loader drops unknown keys silently, so typos go unreported.", None),
     ],
 )

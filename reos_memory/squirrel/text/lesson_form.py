@@ -36,6 +36,9 @@ _LEAD_IN = re.compile(
     # a verdict on what the agent just did, before the rule itself: "That is not correct, we ..."
     r"|(?:that|this|it)(?:'s| is| was)(?: not|n'?t)? (?:quite )?(?:correct|right|true|wrong|it"
     r"|what i (?:meant|asked for|wanted))[,.;:!\u2014-]+\s+"
+    # the frame around a cause: "The issue is that X", "The real problem was that X" (X is it)
+    r"|(?:the|this|my|our) (?:(?:real|actual|underlying|root) )?(?:issue|problem|bug|cause"
+    r"|culprit|reason)(?: here)? (?:is|was) that\s+(?=\S)"
     # a report's label: "Diagnosed the issue - ", "Fixed the tests: "
     r"|[a-z]+ed (?:the |an? )?\w+(?: \w+)?\s+[-\u2013\u2014:]\s+)+",
     re.IGNORECASE,
@@ -338,6 +341,11 @@ _NARRATION = re.compile(
     r"| also need to)\b)",
     re.I,
 )
+# a line of a tool's output pasted into the conversation ("│ line 31: field retry not found ...
+# failed with exit code 1"): evidence, not a lesson
+_OUTPUT_LINE = re.compile(
+    r"^[\u2502\u2503|>\u00bb]|\bexit (?:code|status) \d+\b|^\W*(?:error|fatal|panic):", re.I
+)
 # a sentence that answers the one before it ("However, that is not what happens: ...")
 _ANSWERS = re.compile(r"^(?:however|but|that said|instead|still|yet|otherwise)\b", re.I)
 
@@ -364,12 +372,14 @@ def is_request(text: str) -> bool:
 def unanchored(text: str) -> str | None:
     """Why a sentence picked alone from a message (not by a rule that read its context) cannot
     stand alone as a memory, or None: it narrates the speaker's next step, answers the sentence
-    before it, or is a checklist of results."""
+    before it, is a line of a tool's output or a checklist of results."""
     text = text.strip()
     if _NARRATION.match(text):
         return "the speaker's next step, not a lesson"
     if _ANSWERS.match(text):
         return "an answer to the sentence before it"
+    if _OUTPUT_LINE.search(text):
+        return "a line of a tool's output, not a lesson"
     if "\u2705" in text or "\u2714" in text:
         return "a checklist of results, not a lesson"
     return None
