@@ -326,6 +326,36 @@ def test_the_input_cap_keeps_corrections_and_drops_ordinary_events_first() -> No
     assert any("omitted" in e for e in sent)
 
 
+def test_the_input_cap_keeps_the_agents_key_sentences_before_ordinary_events() -> None:
+    """The lesson model's picks (`key_sentences`, kept at ingest) reach the LLM writer too: an
+    agent message holding one outlives the cut of ordinary events, its sentence with it."""
+    from reos_memory.squirrel.writer.llm import build_prompt
+
+    events: list[dict[str, Any]] = [
+        {"role": "user", "kind": "message", "text": "two users see each other's language"}
+    ]
+    for i in range(300):
+        events.append(
+            {
+                "role": "assistant",
+                "kind": "message",
+                "summary": f"step {i}",
+                "raw_snippet": "lorem ipsum " * 40,
+            }
+        )
+        if i == 150:
+            events[-1]["key_sentences"] = [
+                ["The page cache key in `render_page()` leaves out the locale.", 0.97]
+            ]
+    ep = {"id": "ep", "project_id": "p", "events": events, "stats": {}}
+    system, user, report = build_prompt(ep, [], ("user", "dev"), "", 2500)
+    assert report["summarised"] and "key_sentences" in system
+    sent = json.loads(user)["events"]
+    assert [e["key_sentences"] for e in sent if e.get("key_sentences")] == [
+        [["The page cache key in `render_page()` leaves out the locale.", 0.97]]
+    ]
+
+
 # -- never recursive: the hook and ingestion pass the writer's own runs by ---------------------
 
 

@@ -136,7 +136,7 @@ def compress(
         # the sentences that read most like a lesson, the whole text read (`text.lesson_scorer`)
         scored = [[red(s), p] for s, p in lesson_scorer.best(*said)]
         if scored:
-            out["scored"] = scored
+            out["key_sentences"] = scored
     if ev.kind in ("tool_call", "tool_result"):
         out["key"] = call_key(out.get("tool_name"), out.get("command"), out.get("file"))
     return out

@@ -39,6 +39,8 @@ emergency (a high-severity guard that should change what tools are run). Scope: 
 path_prefix). key: optional dotted slot name such as "project.http_client" or \
 "user.pref.ask_before_delete"; reuse an existing memory's key to replace it.
 
+An event's `key_sentences` are the sentences of its message that read most like a lesson, each with the score of a small model (0-1): read them first, judge them yourself.
+
 Write each memory as a lesson addressed to a future session, not as a quote of the chat: a rule ("Use X for Y, not Z.") or a fact with its cause ("X fails when Y because Z; do W."), in plain declarative or imperative form, with its subject named (never a dangling "it", "this" or "the field"), without conversational openers, hedges, questions or first/second person. Write what the session decided, never a proposal that lost: follow a suggestion to its outcome (taken, argued against, reverted) and read the end of the session (summary, commit message, tests passing after the change) to tell a confirmed diagnosis from an abandoned guess. A request for work now ("update the changelog") is not a rule. Name files relative to the project, never a home directory. For a command that failed and a variant that passed, keep the variant.
 
 If an existing memory already says it, do not ADD it again. If an existing memory is now wrong, \
@@ -143,12 +145,13 @@ def build_prompt(
 def _priority(e: dict[str, Any]) -> int:
     """2: the user's words (a request, a correction, a rejected call) and compaction summaries
     (events of `origin` compaction, their errors-and-fixes kept as `notes`); 1: errors, failed
-    tests and the agent's diagnoses (`notes` of its messages); 0: the rest."""
+    tests, the agent's diagnoses (`notes` of its messages) and its messages holding a sentence
+    the lesson model scored high (`key_sentences`); 0: the rest."""
     if e.get("role") == "user" or e.get("rejected") or e.get("correction"):
         return 2
     if e.get("origin") == "compaction":
         return 2
-    if e.get("error") or e.get("test") == "failed" or e.get("notes"):
+    if e.get("error") or e.get("test") == "failed" or e.get("notes") or e.get("key_sentences"):
         return 1
     return 0
 

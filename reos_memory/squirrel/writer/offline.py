@@ -465,7 +465,7 @@ def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None
     ranked: list[tuple[float, int, str, str]] = []
     task = next((i for i, e in enumerate(events) if _said_by_user(e)), None)
     for i, e in enumerate(events):
-        for sentence, p in e.get("scored") or []:
+        for sentence, p in e.get("key_sentences") or []:
             # (the work orders of the message that opens the episode are its task, not rules)
             if sentence not in used and not (i == task and lesson_form.is_request(sentence)):
                 ranked.append((-p, i, sentence, e["role"]))
