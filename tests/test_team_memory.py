@@ -364,9 +364,9 @@ def test_team_cr_memory_decides_over_every_members_counts(server, org):
     pid = f"proj-cr-{uuid.uuid4().hex[:6]}"
     mem = add(server, org.backend_writer, "Feature branches are rebased, never merged",
               project_id=pid, kind="preference")["memory"]  # fmt: skip
-    # two members' machines report that it was given every time it could have been
-    for _ in range(2):
-        server.result(org.backend_reader, "squirrel/usage/report", {
+    # two members' machines (two keys) report that it was given every time it could have been
+    for key in (org.backend_reader, org.backend_writer):
+        server.result(key, "squirrel/usage/report", {
             "idempotency_key": f"usage-{uuid.uuid4().hex}",
             "items": [{"memory_id": mem["id"], "opportunities": 10, "uses": 10,
                        "regret_hits": 2, "regret_saved": 1.5}],
@@ -382,6 +382,42 @@ def test_team_cr_memory_decides_over_every_members_counts(server, org):
     got = server.result(org.backend_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
     assert got["memory"]["status"] == "active" and got["memory"]["version"] == 2
     assert got["history"][0]["status"] == "provisional"
+
+
+def test_one_key_alone_neither_promotes_nor_deprecates_a_team_memory(server, org):
+    """A reader key posting fabricated usage (within its daily bound, regret hits and all) is
+    one key's evidence: team CR-Memory waits for a second key's before it promotes; and one key
+    asking for contexts over and over (opportunities without use) deprecates nothing."""
+    pid = f"proj-cr-{uuid.uuid4().hex[:6]}"
+    faked = add(server, org.backend_writer, "Deploys go out on Fridays", project_id=pid,
+                kind="preference")["memory"]  # fmt: skip
+    idle = add(server, org.backend_writer, "The payment stub listens on port 4010",
+               project_id=pid, kind="preference")["memory"]  # fmt: skip
+
+    def report(key: str, mem: dict[str, Any], **counts: float) -> None:
+        server.result(key, "squirrel/usage/report", {
+            "idempotency_key": f"usage-{uuid.uuid4().hex}",
+            "items": [{"memory_id": mem["id"], **counts}]})  # fmt: skip
+
+    def decision(mem: dict[str, Any]) -> dict[str, Any]:
+        dry = server.result(org.backend_writer, "squirrel/cr_memory/run",
+                            {"project_id": pid, "dry_run": True})  # fmt: skip
+        return next(d for d in dry["decisions"] if d["memory_id"] == mem["id"])  # type: ignore[no-any-return]
+
+    report(
+        org.backend_reader, faked, opportunities=400, uses=400, regret_hits=400, regret_saved=9.0
+    )
+    report(org.backend_reader, idle, opportunities=400)
+    for mem in (faked, idle):
+        d = decision(mem)
+        assert d["action"] == "keep" and "evidence of 2 keys (1 key)" in d["reason"], d
+    run = server.result(org.backend_writer, "squirrel/cr_memory/run", {"project_id": pid})
+    assert run["promoted"] == 0 and run["deprecated"] == 0
+    got = server.result(org.backend_reader, "squirrel/memories/get", {"memory_id": faked["id"]})
+    assert got["memory"]["status"] == "provisional"
+    # a second key's evidence: now use decides
+    report(org.backend_writer, faked, opportunities=5, uses=5, regret_hits=2, regret_saved=1.0)
+    assert decision(faked)["action"] == "promote"
 
 
 def test_an_org_keys_write_into_a_team_is_audited_as_that_teams(server, org, db):

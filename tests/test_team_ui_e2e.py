@@ -284,10 +284,11 @@ def test_team_cr_memory_and_policy_pages(server, org, browser):
     mem = server.result(org.writer, "squirrel/memories/add",
                         {"project_id": pid, "kind": "preference", "text": "Squash merge PRs"})[
         "memory"]  # fmt: skip
-    server.result(org.reader, "squirrel/usage/report", {
-        "idempotency_key": "ui-usage-1",
-        "items": [{"memory_id": mem["id"], "opportunities": 10, "uses": 10, "regret_hits": 2}],
-    })  # fmt: skip
+    for n, key in enumerate((org.reader, org.writer)):  # two keys' evidence of its use
+        server.result(key, "squirrel/usage/report", {
+            "idempotency_key": f"ui-usage-{n}",
+            "items": [{"memory_id": mem["id"], "opportunities": 10, "uses": 10, "regret_hits": 2}],
+        })  # fmt: skip
     page = _signin(browser, server, org.writer)
     page.get_by_role("link", name="CR-Memory").click()
     page.get_by_label("Project", exact=True).fill(pid)

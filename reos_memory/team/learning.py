@@ -25,6 +25,9 @@ from reos_memory.team.actions import Action
 from reos_memory.team.memories import TeamMemories, Who, no_root, reach, require, writable
 
 _CHANGEABLE = ("status", "tier", "expires_at")
+# team CR-Memory decides by use on the evidence of at least this many keys: one key (a reader
+# posting fabricated usage, one machine) can neither promote nor deprecate a team memory alone
+MIN_REPORTERS = 2
 
 
 class TeamLearning:
@@ -50,6 +53,7 @@ class TeamLearning:
             if hit:
                 for mid in mems:
                     pgsql.add_metrics(conn, who.org_id, mid, regret_hits=1, regret_saved=saved)
+                pgsql.note_reporter(conn, who.org_id, who.key_id, mems)
             pgsql.add_outcome(conn, who.org_id, ctx["project_id"], p.errors, p.retries)
             self.memories.audit(conn, who, method, p.context_id)
         return feedback.reply(p.context_id, mems, base, counted=True, hit=hit, saved=saved, why=why)
@@ -66,7 +70,7 @@ class TeamLearning:
         now = datetime.now(UTC)
         with self.memories.tenant(who) as conn:
             rows = pgsql.live_with_metrics(conn, reach(who), p.project_id)
-            decisions = [decide(_as_local(r), policy, now) for r in rows]
+            decisions = [_decide(r, policy, now) for r in rows]
             if not p.dry_run:
                 self._apply(conn, who, method, rows, decisions)
         counts = {a: sum(d["action"] == a for d in decisions) for a in ("promote", "deprecate")}
@@ -108,6 +112,26 @@ class TeamLearning:
             pgsql.mark_evaluated(conn, who.org_id, [d["memory_id"] for d in decisions])
         if changed:
             self.memories.audit(conn, who, method, *changed)
+
+
+def _decide(r: dict[str, Any], policy: Any, now: datetime) -> dict[str, Any]:
+    """cr_memory.decide over a team row; while fewer than MIN_REPORTERS keys gave evidence of its
+    use, what its use alone would decide is not done (its time to live and its idleness still
+    count), and the decision says why."""
+    row = _as_local(r)
+    d = decide(row, policy, now)
+    if r["reporters"] >= MIN_REPORTERS or d["action"] == "keep":
+        return d
+    unused = decide({**row, "opportunities": 0, "use_count": 0, "hits": 0}, policy, now)
+    if unused["action"] == d["action"]:
+        return d
+    keys = f"{r['reporters']} key" + ("" if r["reporters"] == 1 else "s")
+    out = {k: v for k, v in d.items() if k != "changes"}
+    out["action"] = unused["action"]
+    out["reason"] = f"{d['action']} by use waits for the evidence of {MIN_REPORTERS} keys ({keys})"
+    if "changes" in unused:
+        out["changes"] = unused["changes"]
+    return out
 
 
 def _as_local(r: dict[str, Any]) -> dict[str, Any]:

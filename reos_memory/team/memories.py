@@ -686,6 +686,8 @@ class TeamMemories:
                 )
                 if got != wanted:
                     clipped.append(item.memory_id)
+                if any(got):
+                    pgsql.note_reporter(conn, who.org_id, who.key_id, [item.memory_id])
                 saved = item.regret_saved * (got[2] / wanted[2]) if wanted[2] else 0.0
                 pgsql.add_metrics(
                     conn,

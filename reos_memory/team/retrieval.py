@@ -110,9 +110,9 @@ class TeamRetrieval:
                     "tokens": out.tokens,
                 },
             )
-            pgsql.count_given(
-                conn, who.org_id, [c.memory.id for c in choice.eligible], out.memory_ids
-            )
+            eligible = [c.memory.id for c in choice.eligible]
+            pgsql.count_given(conn, who.org_id, eligible, out.memory_ids)
+            pgsql.note_reporter(conn, who.org_id, who.key_id, eligible)
         return out
 
     def _scope(

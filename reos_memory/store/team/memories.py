@@ -406,6 +406,20 @@ def count_given(
     )
 
 
+def note_reporter(
+    conn: psycopg.Connection, org_id: str, key_id: str, memory_ids: Sequence[str]
+) -> None:
+    """Record that key `key_id` gave evidence of these memories' use (team CR-Memory counts the
+    keys, `live_with_metrics` reporters)."""
+    ids = sorted(set(memory_ids))
+    if ids:
+        conn.execute(
+            "INSERT INTO usage_reporters (org_id, memory_id, key_id)"
+            " SELECT %s, unnest(%s::text[]), %s ON CONFLICT DO NOTHING",
+            (org_id, ids, key_id),
+        )
+
+
 def add_metrics(
     conn: psycopg.Connection,
     org_id: str,
@@ -761,7 +775,9 @@ def live_with_metrics(
         "SELECT m.id, m.project_id, m.kind, m.tier, m.status, m.expires_at, m.created_at,"
         " coalesce(x.opportunities, 0) AS opportunities, coalesce(x.use_count, 0) AS use_count,"
         " coalesce(x.suspected_regret_hits, 0) AS hits,"
-        " coalesce(x.estimated_regret_saved, 0) AS saved, x.last_used_at"
+        " coalesce(x.estimated_regret_saved, 0) AS saved, x.last_used_at,"
+        " (SELECT count(*) FROM usage_reporters r WHERE r.org_id = m.org_id"
+        " AND r.memory_id = m.id) AS reporters"
         " FROM memories m LEFT JOIN memory_metrics x"
         " ON x.org_id = m.org_id AND x.memory_id = m.id WHERE " + sql + " ORDER BY m.id",
         args,
