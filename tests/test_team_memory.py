@@ -387,7 +387,7 @@ def test_team_cr_memory_decides_over_every_members_counts(server, org):
 def test_one_key_alone_neither_promotes_nor_deprecates_a_team_memory(server, org):
     """A reader key posting fabricated usage (within its daily bound, regret hits and all) is
     one key's evidence: team CR-Memory waits for a second key's before it promotes; and one key
-    asking for contexts over and over (opportunities without use) deprecates nothing."""
+    reporting opportunities without use deprecates nothing."""
     pid = f"proj-cr-{uuid.uuid4().hex[:6]}"
     faked = add(server, org.backend_writer, "Deploys go out on Fridays", project_id=pid,
                 kind="preference")["memory"]  # fmt: skip
@@ -415,9 +415,17 @@ def test_one_key_alone_neither_promotes_nor_deprecates_a_team_memory(server, org
     assert run["promoted"] == 0 and run["deprecated"] == 0
     got = server.result(org.backend_reader, "squirrel/memories/get", {"memory_id": faked["id"]})
     assert got["memory"]["status"] == "provisional"
-    # a second key's evidence: now use decides
+    # a second key's evidence: now use decides; receiving a context that holds the memory is
+    # evidence too
     report(org.backend_writer, faked, opportunities=5, uses=5, regret_hits=2, regret_saved=1.0)
     assert decision(faked)["action"] == "promote"
+    given = server.result(
+        org.backend_writer,
+        "squirrel/get_task_context",
+        {"project_id": pid, "task": "which port does the payment stub listen on"},
+    )
+    assert idle["id"] in given["memory_ids"]
+    assert decision(idle)["action"] == "deprecate"
 
 
 def test_an_org_keys_write_into_a_team_is_audited_as_that_teams(server, org, db):

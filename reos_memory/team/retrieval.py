@@ -112,7 +112,8 @@ class TeamRetrieval:
             )
             eligible = [c.memory.id for c in choice.eligible]
             pgsql.count_given(conn, who.org_id, eligible, out.memory_ids)
-            pgsql.note_reporter(conn, who.org_id, who.key_id, eligible)
+            # the key received these: its evidence of their use (team CR-Memory counts keys)
+            pgsql.note_reporter(conn, who.org_id, who.key_id, out.memory_ids)
         return out
 
     def _scope(
