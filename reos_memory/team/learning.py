@@ -20,6 +20,7 @@ from reos_memory.squirrel import api
 from reos_memory.squirrel.memory import feedback
 from reos_memory.squirrel.memory.cr_memory import MAX_LISTED, decide
 from reos_memory.squirrel.memory.feedback import judge
+from reos_memory.squirrel.memory.policy import Policy
 from reos_memory.store.team import memories as pgsql
 from reos_memory.team.actions import Action
 from reos_memory.team.memories import TeamMemories, Who, no_root, reach, require, writable
@@ -114,24 +115,15 @@ class TeamLearning:
             self.memories.audit(conn, who, method, *changed)
 
 
-def _decide(r: dict[str, Any], policy: Any, now: datetime) -> dict[str, Any]:
+def _decide(r: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]:
     """cr_memory.decide over a team row; while fewer than MIN_REPORTERS keys gave evidence of its
     use, what its use alone would decide is not done (its time to live and its idleness still
     count), and the decision says why."""
-    row = _as_local(r)
-    d = decide(row, policy, now)
-    if r["reporters"] >= MIN_REPORTERS or d["action"] == "keep":
-        return d
-    unused = decide({**row, "opportunities": 0, "use_count": 0, "hits": 0}, policy, now)
-    if unused["action"] == d["action"]:
-        return d
-    keys = f"{r['reporters']} key" + ("" if r["reporters"] == 1 else "s")
-    out = {k: v for k, v in d.items() if k != "changes"}
-    out["action"] = unused["action"]
-    out["reason"] = f"{d['action']} by use waits for the evidence of {MIN_REPORTERS} keys ({keys})"
-    if "changes" in unused:
-        out["changes"] = unused["changes"]
-    return out
+    n = r["reporters"]
+    waits = None
+    if n < MIN_REPORTERS:
+        waits = f"waits for the evidence of {MIN_REPORTERS} keys ({n} key{'' if n == 1 else 's'})"
+    return decide(_as_local(r), policy, now, use_waits=waits)
 
 
 def _as_local(r: dict[str, Any]) -> dict[str, Any]:

@@ -36,8 +36,12 @@ def _parse(ts: str | None) -> datetime | None:
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
-def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]:
-    """The decision for one memory: action (promote, deprecate, keep), reason, changes."""
+def decide(
+    row: dict[str, Any], policy: Policy, now: datetime, *, use_waits: str | None = None
+) -> dict[str, Any]:
+    """The decision for one memory: action (promote, deprecate, keep), reason, changes.
+    `use_waits`: why its use may not decide yet (the team server's, while too few keys gave
+    evidence of it); then what use alone would decide is not done and the keep says why."""
     kind, status = row["kind"], row["status"]
     opp, uses, hits = row["opportunities"], row["use_count"], row["hits"]
     ratio = uses / opp if opp else 0.0
@@ -56,17 +60,22 @@ def decide(row: dict[str, Any], policy: Policy, now: datetime) -> dict[str, Any]
             "last_used_at": row["last_used_at"],
         },
     }
+    waited = None
     if status == "provisional":
         by_use = _by_use(row, out, policy, now, ratio)
         if by_use is not None:
-            return by_use
+            if use_waits is None:
+                return by_use
+            waited = f"{by_use['action']} by use {use_waits}"
     expired = _by_ttl(row, out, protected, now)
     if expired is not None:
         return expired
     idle = _by_inactivity(row, out, policy, protected, now)
     if idle is not None:
         return idle
-    if status == "provisional":
+    if waited is not None:
+        reason = waited
+    elif status == "provisional":
         prom = policy.promotion(kind)
         if opp < (prom.min_opportunities or 0):
             reason = f"not enough evidence yet ({opp} of {prom.min_opportunities} opportunities)"
