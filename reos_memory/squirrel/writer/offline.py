@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from reos_memory.models import Memory
+from reos_memory.models import Memory, MemoryKind
 from reos_memory.squirrel.text import (
     commands,
     instructions,
@@ -437,13 +437,18 @@ def _diagnoses(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> N
 
 def _noted_pattern(note: str) -> WriterOp:
     """A note of the agent's (a diagnosis, a summary's finding) as a short-term pattern."""
+    return _short_term("pattern", note, 0.6)
+
+
+def _short_term(kind: MemoryKind, text: str, confidence: float) -> WriterOp:
+    """An ADD of a short-term memory that lives PATTERN_TTL_DAYS unless it proves useful."""
     return WriterOp(
         op="ADD",
-        kind="pattern",
+        kind=kind,
         tier="short_term",
-        text=_sentence(note),
+        text=_sentence(text),
         ttl_days=PATTERN_TTL_DAYS,
-        confidence=0.6,
+        confidence=confidence,
     )
 
 
@@ -483,14 +488,7 @@ def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None
         if role == "assistant":
             n += draft.add(_noted_pattern(sentence), "agent_diagnosis")
             continue
-        op = WriterOp(
-            op="ADD",
-            kind="preference",
-            tier="short_term",
-            text=_sentence(sentence),
-            ttl_days=PATTERN_TTL_DAYS,
-            confidence=0.5,
-        )
+        op = _short_term("preference", sentence, 0.5)
         n += draft.add(op, "explicit_statement", answer=_answer(events, i, decided=False))
 
 
