@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from reos_memory.squirrel.text.diagnosis import find as diagnosis
@@ -163,22 +163,25 @@ def _cheap(s: Said) -> dict[str, bool | float]:
     return f
 
 
+# the cues the other rules of this package read, each costlier than all of `_cheap`: name ->
+# (read in the user's words only, the rule)
+_RULES: dict[str, tuple[bool, Callable[[str], bool]]] = {
+    "diag": (False, lambda text: bool(diagnosis(text))),
+    "u_diag": (True, lambda text: bool(find_in_users_words(text))),
+    "correction": (True, is_correction),
+    "chat": (False, opens_with_chat),
+    "lost": (False, lost_subject),
+    "oneoff": (False, lambda text: one_off(text) is not None),
+}
+
+
 def _read(s: Said) -> dict[str, bool]:
-    """The cues the other rules of this package read (each costs more than all of `_cheap`)."""
-    text = s.sentence
+    """The cues of `_RULES` (false where a cue of the user's words meets the agent's)."""
     user = s.role == "user"
     return {
-        "diag": bool(diagnosis(text)),
-        "u_diag": user and bool(find_in_users_words(text)),
-        "correction": user and is_correction(text),
-        "chat": opens_with_chat(text),
-        "lost": lost_subject(text),
-        "oneoff": one_off(text) is not None,
+        name: (user or not users_only) and rule(s.sentence)
+        for name, (users_only, rule) in _RULES.items()
     }
-
-
-_READ = ("diag", "u_diag", "correction", "chat", "lost", "oneoff")
-_USERS_ONLY = {"u_diag", "correction"}
 
 
 def features(s: Said) -> dict[str, float]:
@@ -204,7 +207,11 @@ def _reaches(s: Said, threshold: float, weights: dict[str, float]) -> float | No
     only when their most favourable values could still carry it there (the same answer)."""
     z = _z(_cheap(s), weights)
     user = s.role == "user"
-    most = sum(max(0.0, weights.get(k, 0.0)) for k in _READ if user or k not in _USERS_ONLY)
+    most = sum(
+        max(0.0, weights.get(name, 0.0))
+        for name, (users_only, _) in _RULES.items()
+        if user or not users_only
+    )
     if _probability(z + most) < threshold:
         return None
     p = _probability(z + _z(_read(s), weights))
