@@ -35,6 +35,8 @@ from tools.eval_memories import matches  # noqa: E402
 
 TARGET = ROOT / "reos_memory" / "squirrel" / "text" / "lesson_weights.py"
 L2 = 1.0
+# the model's features, in the order of its weights
+NAMES = list(lesson_scorer.features(lesson_scorer.Said("x", "user", None, 0, 1, 1)))
 THRESHOLD = 0.93  # read off the recall/junk trade-off of both parts (docs/benchmarks.md)
 
 
@@ -54,7 +56,6 @@ def log_events(path: Path) -> list[EventIn]:
 def rows(dataset: Path, part: int) -> tuple[np.ndarray, np.ndarray, int]:
     """(feature matrix, labels, sessions read) of the sentences of one part."""
     gold = json.loads((dataset / "gold.json").read_text())
-    names = list(lesson_scorer.features(lesson_scorer.Said("x", "user", None, 0, 1, 1)))
     feats: list[list[float]] = []
     labels: list[bool] = []
     n = 0
@@ -69,7 +70,7 @@ def rows(dataset: Path, part: int) -> tuple[np.ndarray, np.ndarray, int]:
                 continue
             for said in lesson_scorer.said(*read):
                 f = lesson_scorer.features(said)
-                feats.append([f[k] for k in names])
+                feats.append([f[k] for k in NAMES])
                 labels.append(any(matches(said.sentence, it) for it in lessons))
     return np.array(feats), np.array(labels), n
 
@@ -124,7 +125,6 @@ def main() -> int:
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     x, y, n = rows(args.dataset, args.part)
-    names = list(lesson_scorer.features(lesson_scorer.Said("x", "user", None, 0, 1, 1)))
     w = fit(x, y)
     p = 1 / (1 + np.exp(-(x @ w)))
     fit_ap, fit_auc = ranking(y, p)
@@ -141,11 +141,11 @@ def main() -> int:
             f"part {args.check_part} ({n2} sessions, {len(y2)} sentences, {int(y2.sum())} "
             f"holding a lesson): average precision {cap:.3f}, AUC {cauc:.3f}"
         )
-    text = render(names, w, about)
+    text = render(NAMES, w, about)
     if args.check:
         shipped = lesson_weights.WEIGHTS
-        same = list(shipped) == names and all(
-            abs(shipped[k] - v) < 1e-4 for k, v in zip(names, w, strict=True)
+        same = list(shipped) == NAMES and all(
+            abs(shipped[k] - v) < 1e-4 for k, v in zip(NAMES, w, strict=True)
         )
         print("the shipped weights are this fit" if same else "the shipped weights differ")
         return 0 if same else 1
