@@ -638,23 +638,31 @@ def _pattern(
         # ("2 errors", "[build failed]", "--- FAIL: TestX"): nothing a reader could reuse
         return []
     ops: list[WriterOp] = []
-    fix = []
+    # the lesson first, the failure that showed it after it: what a reader does differently
+    # (the variant to run, the cause) opens the memory; the command and its error are evidence
+    failure = f"`{shorten(cmd, 100)}` failed with {shorten(error, 160)}"
+    lesson = []
     if variant is not None:
-        fix.append(f"`{shorten(variant, 100)}` works")
+        lesson.append(f"Run `{shorten(variant, 100)}`")
     if reason:
         used.add(reason)
-        fix.append(reason.rstrip("."))
+        lesson.append(lesson_form.plain(reason).rstrip("."))
+    fix = []
     if switch is not None:
         ops.append(_switch_op(switch, error, draft))
         fix.append(f"switching from {switch[1]} to {switch[2]} fixed it")
     if edited:
         fix.append("fixed by changing " + ", ".join(edited[:3]))
+    if lesson:
+        text = f"{'. '.join(lesson)} ({'; '.join([failure, *fix])})."
+    else:
+        text = f"{failure}: {'; '.join(fix)}."
     ops.append(
         WriterOp(
             op="ADD",
             kind="pattern",
             tier="short_term",
-            text=f"`{shorten(cmd, 100)}` failed with {shorten(error, 160)}: {'; '.join(fix)}.",
+            text=text,
             ttl_days=PATTERN_TTL_DAYS,
             confidence=0.7,
         )
