@@ -275,7 +275,9 @@ def test_a_session_teaches_what_a_developer_would_write_down(tmp_path: Path) -> 
     assert any("we don't gitignore generated folders" in t.lower() for t in texts)
     # the cause opens the pattern; the failure that showed it and the fix are its evidence
     (pattern,) = [t for t in texts if "(`pytest tests/test_payment.py` failed" in t]
-    assert "missing the `timeout` key" in pattern.split("(")[0] and "settings.py" in pattern, pattern
+    assert "missing the `timeout` key" in pattern.split("(")[0] and "settings.py" in pattern, (
+        pattern
+    )
     assert texts["Project checks: lint with `mise run lint`; run the tests with `mise run test`."][
         "key"
     ] == ("project.commands.checks")
