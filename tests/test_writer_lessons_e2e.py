@@ -528,3 +528,29 @@ def test_the_opening_work_order_is_no_rule_but_the_review_pasted_with_it_is(
     texts = [m["text"] for m in mems]
     assert [t for t in texts if "validate the whole file once at start-up" in t], texts
     assert not [t for t in texts if "address the review" in t], texts
+
+
+def test_a_work_order_later_in_the_task_is_no_rule(tmp_path: Path) -> None:
+    """Work orders typed after the task opened ("Fix this: <error>", "Finally do that to X too")
+    order more of the same task: the held-out reader found them stored as preferences. Only what
+    states how things are or must be stays."""
+    recs = [
+        user("rename the `total` helper to `cart_total` in the cart module"),
+        bash("c1", "go build ./..."),
+        result("c1", "./cart.go:14:2: undefined: total", True),
+        user(
+            "Fix this: cannot use total (variable of type func() int) as int value in argument "
+            "to fmt.Sprintf in the checkout handler of cart.go."
+        ),
+        bash("c2", "go build ./..."),
+        result("c2", "ok"),
+        user(
+            "Finally do that to `TestCartTotal_WithDiscountAndRoundingRules` in cart_test.go "
+            "too, since the test helper calls the old name in three of its table cases."
+        ),
+        bash("c3", "go test ./..."),
+        result("c3", "ok  shop 0.3s"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if t.startswith(("Fix this", "Finally"))], texts

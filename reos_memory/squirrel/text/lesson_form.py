@@ -351,10 +351,11 @@ _ANSWERS = re.compile(r"^(?:however|but|that said|instead|still|yet|otherwise)\b
 
 
 # a work order to the agent: the task of the moment ("add a discount field and make sure the
-# tests pass", "please fix the failing test", "can you update the changelog")
+# tests pass", "please fix the failing test", "can you update the changelog", "finally do that
+# to the exporter too")
 _REQUEST = re.compile(
-    r"^(?:(?:please|pls|now|ok(?:ay)?|so)[,]?\s+)*(?:(?:can|could|would|will) you|i (?:want|need)"
-    r" you to|help me|go ahead and|(?:add|fix|update|implement|create|write|make|change|remove"
+    r"^(?:(?:please|pls|now|ok(?:ay)?|so|finally|also|then|and|next)[,]?\s+)*(?:(?:can|could|would"
+    r"|will) you|i (?:want|need) you to|help me|go ahead and|do (?:that|this|the same|it)\b|(?:add|fix|update|implement|create|write|make|change|remove"
     r"|refactor|rename|move|run|check|look|investigate|review|build|set up|setup|migrate|bump"
     r"|upgrade|delete|clean up|split|merge|rebase|commit|push|open|finish|continue|test"
     r"|document|summari[sz]e|explain)\b)",

@@ -468,11 +468,11 @@ def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None
     no rule above wrote: at most MAX_SCORED per episode, best first, each through the gate. The
     user's words are a preference, the agent's a pattern; both short-term, kept only if used."""
     ranked: list[tuple[float, int, str, str]] = []
-    task = next((i for i, e in enumerate(events) if _said_by_user(e)), None)
     for i, e in enumerate(events):
         for sentence, p in e.get("key_sentences") or []:
-            # (the work orders of the message that opens the episode are its task, not rules)
-            if sentence not in used and not (i == task and lesson_form.is_request(sentence)):
+            # (a work order of the user's, opening the task or later in it, is the task, not a
+            # rule: "add ...", "Fix this: <error>", "Finally do that to X too")
+            if sentence not in used and not (_said_by_user(e) and lesson_form.is_request(sentence)):
                 ranked.append((-p, i, sentence, e["role"]))
     ranked.sort()
     n = 0
