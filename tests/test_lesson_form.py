@@ -189,7 +189,7 @@ def test_what_is_about_the_moment(text: str, why: str | None) -> None:
         ("Please fix the failing test in `cart_test.py`.", True),
         ("can you update the changelog", True),
         ("ok, now refactor the loader", True),
-        ("Finally do that to `test_totals` too.", True),  # the same work, once more
+        ("Great, now finally do that to `test_totals` too", True),  # the same work, once more
         ("and then do the same for the exporter", True),
         ("Fix this: cannot use err (variable of type error) as string value", True),
         ("add a test for every bug fix, always", False),  # a rule word: a standing rule

@@ -545,7 +545,7 @@ def test_a_work_order_later_in_the_task_is_no_rule(tmp_path: Path) -> None:
         bash("c2", "go build ./..."),
         result("c2", "ok"),
         user(
-            "Finally do that to `TestCartTotal_WithDiscountAndRoundingRules` in cart_test.go "
+            "Great, now finally do that to `TestCartTotal_WithDiscountAndRoundingRules` in cart_test.go "
             "too, since the test helper calls the old name in three of its table cases."
         ),
         bash("c3", "go test ./..."),
@@ -553,4 +553,4 @@ def test_a_work_order_later_in_the_task_is_no_rule(tmp_path: Path) -> None:
     ]
     mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
     texts = [m["text"] for m in mems]
-    assert not [t for t in texts if t.startswith(("Fix this", "Finally"))], texts
+    assert not [t for t in texts if t.startswith(("Fix this", "Finally", "Great"))], texts

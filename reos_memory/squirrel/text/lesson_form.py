@@ -365,8 +365,9 @@ _REQUEST = re.compile(
 
 def is_request(text: str) -> bool:
     """Whether a sentence orders the task at hand rather than states a rule: a work order with
-    no rule word ("always", "never", "must", "should", ...) in it."""
-    text = text.strip()
+    no rule word ("always", "never", "must", "should", ...) in it, after its openers of
+    conversation ("Great, now finally do that to X too")."""
+    text = plain(text)
     return bool(_REQUEST.match(text)) and not _RULE_WORD.search(text)
 
 
