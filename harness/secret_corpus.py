@@ -218,6 +218,11 @@ SECRETS: list[tuple[str, list[str], str]] = [
         ["HHqodEvUF0f-UzpWcP1mLMwT3zWLA825gFKEOU0Ekm5h-Kt9sbg9bAjtbDV3J7Y59r5z"],
         "discord_webhook",
     ),
+    (
+        "Invoke-RestMethod -Method Post -Uri 'https://acme.webhook.office.com/webhookb2/6e1f2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b@9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d/IncomingWebhook/3f9c1b7e5d2a4c8e9b0a6f4d2c8e1b3a/0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f' -Body $json",
+        ["IncomingWebhook/3f9c1b7e5d2a4c8e9b0a6f4d2c8e1b3a"],
+        "teams_webhook",
+    ),
     # --- Bearer, Basic, JWT --------------------------------------------------------------------
     (
         'curl -sf https://internal.acme.dev/api/v2/jobs -H "Authorization: Bearer JbueX.bEaSmaUyp6haHpmE6TCE5xC.FcuSfVZshd" -H "Accept: application/json"',

@@ -230,6 +230,57 @@ KINDS: list[Kind] = [
         "DJANGO_SECRET_KEY",
     ),
     Kind("salesforce", cat("00D", r(ALNUM, 12), "!", r(ALNUM + "._", 96)), "SF_ACCESS_TOKEN"),
+    Kind("clojars", cat("CLOJARS_", r(LOWER_ALNUM, 60)), "CLOJARS_PASSWORD"),
+    Kind(
+        "flutterwave",
+        cat("FLWSECK_TEST-", r("abcdefgh0123456789", 32), "-X"),
+        "FLW_SECRET_KEY",
+    ),
+    Kind("gitlab_runner_reg", cat("GR1348941", r(B64URL, 20)), "RUNNER_REGISTRATION_TOKEN"),
+    Kind("gitlab_ff_client", cat("glffct-", r(B64URL, 20)), "UNLEASH_INSTANCE_ID"),
+    Kind(
+        "harness",
+        cat("pat.", r(B64URL, 22), ".", r(ALNUM, 24), ".", r(ALNUM, 20)),
+        "HARNESS_API_KEY",
+    ),
+    Kind("intra42", cat("s-s4t2ud-", r(HEX, 64)), "FT_CLIENT_SECRET"),
+    Kind("octopus", cat("API-", r(UPPER_ALNUM, 26)), "OCTOPUS_API_KEY"),
+    Kind("sendinblue", cat("xkeysib-", r(HEX, 64), "-", r(ALNUM, 16)), "BREVO_API_KEY"),
+    Kind("settlemint", cat("sm_pat_", r(ALNUM, 16)), "SETTLEMINT_ACCESS_TOKEN"),
+    Kind("shippo", cat("shippo_live_", r(HEX, 40)), "SHIPPO_API_TOKEN"),
+    Kind("slack_config_refresh", cat("xoxe-1-", r(UPPER_ALNUM, 146)), "SLACK_CONFIG_REFRESH"),
+    Kind("sourcegraph", cat("sgp_", r(HEX, 16), "_", r(HEX, 40)), "SRC_ACCESS_TOKEN"),
+    Kind("newrelic_browser", cat("NRJS-", r(HEX, 19)), "NEW_RELIC_BROWSER_KEY"),
+    Kind(
+        "hubspot",
+        cat("pat-na1-", r(HEX, 8), "-", r(HEX, 4), "-", r(HEX, 4), "-", r(HEX, 4), "-", r(HEX, 12)),
+        "HUBSPOT_ACCESS_TOKEN",
+    ),
+    Kind("crates_io", cat("cio", r(ALNUM, 32)), "CARGO_REGISTRY_TOKEN"),
+    Kind("lob", cat("live_", r(HEX, 35)), "LOB_API_KEY"),
+    Kind(
+        "plaid",
+        cat(
+            "access-production-",
+            r(HEX, 8),
+            "-",
+            r(HEX, 4),
+            "-",
+            r(HEX, 4),
+            "-",
+            r(HEX, 4),
+            "-",
+            r(HEX, 12),
+        ),
+        "PLAID_ACCESS_TOKEN",
+    ),
+    Kind("twitter_bearer", cat("A" * 22, r(ALNUM, 90)), "TWITTER_BEARER_TOKEN"),
+    Kind("yandex_iam", cat("t1.", r(B64URL, 40), ".", r(B64URL, 86)), "YC_IAM_TOKEN"),
+    Kind(
+        "aws_a3t",
+        cat("A3T", r(UPPER_ALNUM, 1), r("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)),
+        "AWS_ACCESS_KEY_ID",
+    ),
 ]
 
 # Formats without a prefix: a secret only by the name around it (mostly hex or base64 bodies).
@@ -396,6 +447,10 @@ def _named_leaks(rng: random.Random) -> list[Case]:
 
 # Not secrets: they must come out unchanged. (context, the string that must survive)
 LOOKALIKES: list[tuple[str, str]] = [
+    ("timeout on API-GATEWAY-REQUEST-FAILED-UPSTREAM", "API-GATEWAY-REQUEST-FAILED-UPSTREAM"),
+    ("aws ec2 run-instances --instance-type t1.micro", "t1.micro"),
+    ("cioPipelineConfigurationLoaderImpl failed", "cioPipelineConfigurationLoaderImpl"),
+    ("set live_reload_interval_ms=500 in dev", "live_reload_interval_ms=500"),
     ("sessionId: 3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a", "3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a"),
     (
         "request 6ba7b810-9dad-11d1-80b4-00c04fd430c8 timed out",

@@ -97,7 +97,38 @@ _FORMATS: list[tuple[str, str]] = [
     ("vercel_token", r"vc[pkia]_[A-Za-z0-9]{40,60}"),
     ("cloudflare_key", r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}"),
     ("django_secret", r"django-insecure-[^\s'\"`]{40,60}"),
-    ("gitlab_token", r"gl(?:rt|cbt|ptt|dt|ft|agent|oas|soat|imt|wt)-[A-Za-z0-9_\-]{20,50}"),
+    ("gitlab_token", r"gl(?:rt|cbt|ptt|dt|ft|agent|oas|soat|imt|wt|ffct)-[A-Za-z0-9_\-]{20,50}"),
+    # more of the public scanners' prefixed formats
+    ("clojars_token", r"CLOJARS_[a-z0-9]{60}"),
+    ("flutterwave_key", r"FLW(?:SECK|PUBK)_TEST-[a-hA-H0-9]{32}-X"),
+    ("flutterwave_key", r"FLWSECK_TEST-[a-hA-H0-9]{12}(?![A-Za-z0-9])"),
+    ("gitlab_token", r"GR1348941[A-Za-z0-9_\-]{20}"),
+    ("harness_key", r"pat\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
+    ("harness_key", r"sat\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
+    ("intra42_secret", r"s-s4t2(?:ud|af)-[a-fA-F0-9]{64}"),
+    ("octopus_key", r"API-[A-Z0-9]{26}(?![A-Za-z0-9])"),
+    ("sendinblue_key", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    ("settlemint_token", r"sm_[aps]at_[A-Za-z0-9]{16}(?![A-Za-z0-9])"),
+    ("shippo_token", r"shippo_(?:live|test)_[a-fA-F0-9]{40}"),
+    ("slack_token", r"xoxe-[0-9]-[A-Za-z0-9]{140,170}"),
+    ("sourcegraph_token", r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}"),
+    ("newrelic_key", r"NRJS-[a-f0-9]{19}(?![A-Za-z0-9])"),
+    (
+        "hubspot_token",
+        r"pat-(?:na|eu)[0-9]-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}",
+    ),
+    ("mailgun_key", r"pubkey-[a-f0-9]{32}"),
+    ("crates_token", r"cio[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
+    ("lob_key", r"live_(?:pub_[a-f0-9]{31}|[a-f0-9]{35})(?![A-Za-z0-9])"),
+    ("lob_key", r"test_(?:pub_[a-f0-9]{31}|[a-f0-9]{35})(?![A-Za-z0-9])"),
+    (
+        "plaid_token",
+        r"access-(?:sandbox|development|production)-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}"
+        r"-[a-f0-9]{4}-[a-f0-9]{12}",
+    ),
+    ("twitter_bearer", r"AAAAAAAAAAAAAAAAAAAAA[A-Za-z0-9%]{80,110}"),
+    ("yandex_token", r"t1\.[A-Za-z0-9_\-]{10,400}={0,2}\.[A-Za-z0-9_\-]{86}={0,2}"),
+    ("aws_access_key", r"A3T[A-Z0-9][A-Z2-7]{16}(?![A-Za-z0-9])"),
     ("aws_access_key", r"AKIA[A-Z0-9]{16}(?![A-Za-z0-9])"),
     ("aws_access_key", r"ASIA[A-Z0-9]{16}(?![A-Za-z0-9])"),
     ("aws_access_key", r"ABIA[A-Z0-9]{16}(?![A-Za-z0-9])"),
@@ -107,7 +138,8 @@ _FORMATS: list[tuple[str, str]] = [
 # Kinds whose prefix is also an ordinary word piece: their body must look random too.
 _NEEDS_RANDOM = frozenset(
     {"vault_token", "resend_key", "square_token", "facebook_token", "discord_token",
-     "notion_token", "terraform_token", "azure_ad_secret", "dropbox_token", "gitlab_token"}
+     "notion_token", "terraform_token", "azure_ad_secret", "dropbox_token", "gitlab_token",
+     "harness_key", "octopus_key", "settlemint_token", "crates_token", "lob_key"}
 )  # fmt: skip
 
 _COMPILED = [(kind, re.compile(rx)) for kind, rx in _FORMATS]

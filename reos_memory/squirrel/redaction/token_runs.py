@@ -37,7 +37,7 @@ _PROVIDER_RE = re.compile(
                     (?![A-Za-z0-9]))
                 |(?P<google_api_key>Iza[A-Za-z0-9_\-]{35}))
       | (?<=g)(?:(?P<github_token>h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})
-                |(?P<gitlab_token>l(?:pat|dt|ptt|rt|cbt|oas|soat|ft|imt)-[A-Za-z0-9_\-]{20,}))
+                |(?P<gitlab_token>l(?:pat|dt|ptt|rt|cbt|oas|soat|ft|imt|ffct)-[A-Za-z0-9_\-]{20,}))
       | (?<=x)(?P<slack_token>ox[abposre]-[A-Za-z0-9\-]{10,}|app-\d-[A-Za-z0-9\-]{10,})
       | (?<=y)(?P<google_oauth>a29\.[A-Za-z0-9_\-]{20,})
       | (?<=G)(?P<google_oauth__2>OCSPX-[A-Za-z0-9_\-]{20,})

@@ -18,6 +18,11 @@ _WEBHOOK_RES = (
         re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/\-]+)"),
     ),
     (b"/api/webhooks/", "discord_webhook", re.compile(r"/api/webhooks/(\d+/[A-Za-z0-9_\-]+)")),
+    (
+        b".webhook.office.com/",
+        "teams_webhook",
+        re.compile(r"\.webhook\.office\.com/webhookb2/([A-Za-z0-9@/_\-]+)"),
+    ),
 )
 
 
