@@ -144,13 +144,6 @@ SECRETS: list[tuple[str, list[str], str]] = [
         ],
         "stripe_key",
     ),
-    (
-        "// checkout.js\nconst stripe = Stripe('pk_live_vPKaHMPTlLyuiCB9rcRb1aNjXZyKIcVBDyY59PNWqDDdnJfOmi1mI5SIWFUEuStfbLJjTydZVy1HIPUNsDW437HCx15jG40qPqz');\nconst elements = stripe.elements();",
-        [
-            "pk_live_vPKaHMPTlLyuiCB9rcRb1aNjXZyKIcVBDyY59PNWqDDdnJfOmi1mI5SIWFUEuStfbLJjTydZVy1HIPUNsDW437HCx15jG40qPqz"
-        ],
-        "stripe_key",
-    ),
     # --- Google --------------------------------------------------------------------------------
     (
         "GET https://maps.googleapis.com/maps/api/geocode/json?address=Berlin&key=AIzaA2PQLUD_W1nW4kGeJ_ky88BV8_luteLKWMF 200 OK (143 ms)",
@@ -458,6 +451,13 @@ SECRETS: list[tuple[str, list[str], str]] = [
 ]
 
 BENIGN: list[tuple[str, list[str]]] = [
+    # a Stripe publishable key: made to ship in client code (Stripe's docs), no secret
+    (
+        "// checkout.js\nconst stripe = Stripe('pk_live_vPKaHMPTlLyuiCB9rcRb1aNjXZyKIcVBDyY59PNWqDDdnJfOmi1mI5SIWFUEuStfbLJjTydZVy1HIPUNsDW437HCx15jG40qPqz');\nconst elements = stripe.elements();",
+        [
+            "pk_live_vPKaHMPTlLyuiCB9rcRb1aNjXZyKIcVBDyY59PNWqDDdnJfOmi1mI5SIWFUEuStfbLJjTydZVy1HIPUNsDW437HCx15jG40qPqz"
+        ],
+    ),
     (
         'Traceback (most recent call last):\n  File "/home/alice/proj/src/app.py", line 42, in <module>\n    main()\n  File "/home/alice/proj/.venv/lib/python3.11/site-packages/httpx/_client.py", line 1054, in send\n    raise ConnectError(exc) from exc\nhttpx.ConnectError: [Errno 111] Connection refused',
         [

@@ -447,6 +447,15 @@ def _named_leaks(rng: random.Random) -> list[Case]:
 
 # Not secrets: they must come out unchanged. (context, the string that must survive)
 LOOKALIKES: list[tuple[str, str]] = [
+    # documented examples, defaults and public keys (the scanners' own false positives)
+    ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    (
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    ("STRIPE_PUBLISHABLE_KEY=pk_test_TYooMQauvdEDq54NiTphI7jx", "pk_test_TYooMQauvdEDq54NiTphI7jx"),
+    ("POSTGRES_PASSWORD=postgres", "POSTGRES_PASSWORD=postgres"),
+    ("password: example-password", "example-password"),
     ("timeout on API-GATEWAY-REQUEST-FAILED-UPSTREAM", "API-GATEWAY-REQUEST-FAILED-UPSTREAM"),
     ("aws ec2 run-instances --instance-type t1.micro", "t1.micro"),
     ("cioPipelineConfigurationLoaderImpl failed", "cioPipelineConfigurationLoaderImpl"),

@@ -118,6 +118,9 @@ def _collect_ascii(text: str) -> list[Span]:
         scan_go_dsn(text, b, spans)
     scan_flags(text, b, spans)
     scan_anchors(text, b, spans)
+    if b"EXAMPLE" in b:
+        # a provider's documented example value (AWS's AKIAIOSFODNN7EXAMPLE): never a credential
+        spans = [x for x in spans if "EXAMPLE" not in text[x.start : x.end]]
     if not spans:
         return spans
     spans = _merge(spans)

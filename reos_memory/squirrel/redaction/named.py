@@ -13,6 +13,7 @@ from reos_memory.squirrel.redaction.values import (
     DOTTED_RE,
     IDENT_RE,
     NEXT_WORD_RE,
+    PUBLIC_BY_DESIGN,
     WORDY_RE,
     fits_tier,
     has_digit_or_symbol,
@@ -274,7 +275,7 @@ def _judge_value(
             while ve < stop and not text[ve].isspace():
                 ve += 1
     value = text[vs:ve]
-    if is_placeholder(value):
+    if is_placeholder(value) or value.startswith(PUBLIC_BY_DESIGN):
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"

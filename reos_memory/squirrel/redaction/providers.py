@@ -18,6 +18,8 @@ import itertools
 import math
 import re
 
+from reos_memory.squirrel.redaction.values import PUBLIC_BY_DESIGN
+
 __all__ = ["scan_prefixed"]
 
 # (kind, regex of the whole token). Bodies are bounded so that a match never runs away.
@@ -281,6 +283,8 @@ def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]
         p = _GENERIC_PREFIX_RE.search(text, max(0, m.start() - 17), m.start())
         if p is None or _HEX_ONLY.fullmatch(body) or p.group().startswith(_HASH_WORDS):
             continue  # sha256-<hex>, build-<sha>: digests, not credentials
+        if text.startswith(PUBLIC_BY_DESIGN, p.start()):
+            continue  # a publishable key, made to ship in client code
         if _random_body(body):
             out.append((p.start(), m.end(), "api_token"))
     return out

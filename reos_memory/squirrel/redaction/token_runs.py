@@ -9,7 +9,7 @@ import string
 from reos_memory.squirrel.redaction.findings import P_BLOCK, P_ENTROPY, P_PROVIDER, Span
 from reos_memory.squirrel.redaction.providers import scan_prefixed
 from reos_memory.squirrel.redaction.randomness import CLASS_TABLE, looks_random, randomish
-from reos_memory.squirrel.redaction.values import is_placeholder
+from reos_memory.squirrel.redaction.values import PUBLIC_BY_DESIGN, is_placeholder
 
 _TOKEN_CHARS = string.ascii_letters + string.digits + "_-+/.=~"
 _RUN_TABLE = bytes(ord("a") if chr(i) in _TOKEN_CHARS else ord(" ") for i in range(256))
@@ -31,7 +31,7 @@ _PROVIDER_RE = re.compile(
         (?<=s)(?:(?P<anthropic_key>k-ant-[A-Za-z0-9_\-]{20,})
                 |(?P<openai_key>k-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})
                 |(?P<stripe_key>k_(?:live|test)_[A-Za-z0-9]{16,}))
-      | (?<=[rp])(?P<stripe_key__2>k_(?:live|test)_[A-Za-z0-9]{16,})
+      | (?<=r)(?P<stripe_key__2>k_(?:live|test)_[A-Za-z0-9]{16,})
       | (?<=w)(?P<stripe_key__3>hsec_[A-Za-z0-9+/=]{24,})
       | (?<=A)(?:(?P<aws_access_key>(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)[A-Z0-9]{16}
                     (?![A-Za-z0-9]))
@@ -147,7 +147,7 @@ def _scan_entropy(text: str, start: int, end: int, spans: list[Span]) -> None:
         s, e = m.span()
         # a blob longer than any key is judged on its head, and kept or redacted whole
         tok = m.group() if e - s <= _LONG_TOKEN else text[s : s + _LONG_TOKEN]
-        if tok.startswith(_HASH_LABEL_PREFIXES) or _HASH_LABEL_BEFORE_RE.search(
+        if tok.startswith(_HASH_LABEL_PREFIXES + PUBLIC_BY_DESIGN) or _HASH_LABEL_BEFORE_RE.search(
             text, max(0, s - 20), s
         ):
             continue

@@ -31,6 +31,15 @@ _PLACEHOLDER_WORDS = frozenset(
         "lambda", "yield", "typeof", "function", "async", "return", "if", "else",
     }
 )  # fmt: skip
+# what services ship as their default password, and the words of example values: a value made only
+# of these ("postgres", "changeme", "example-password", "my_secret") holds nothing secret
+_DEFAULT_WORDS = frozenset(
+    {"postgres", "mysql", "root", "admin", "guest", "changeme", "change", "me", "my", "your",
+     "demo", "dummy", "fake", "foo", "bar", "baz", "here", "local", "dev", "test"}
+)  # fmt: skip
+_WORD_SPLIT_RE = re.compile(r"[-_.]")
+# keys a provider publishes in client code by design (Stripe's publishable keys): no secret
+PUBLIC_BY_DESIGN = ("pk_live_", "pk_test_")
 
 
 def is_placeholder(v: str) -> bool:
@@ -49,6 +58,8 @@ def is_placeholder(v: str) -> bool:
         return True
     if low.startswith(("your", "insert", "enter-", "enter_", "replace", "put-", "my-")):
         return True
+    if all(w in _PLACEHOLDER_WORDS or w in _DEFAULT_WORDS for w in _WORD_SPLIT_RE.split(low)):
+        return True  # "example-password", "postgres": an example or a service's documented default
     return s[-1] == "}" and "{" in s
 
 
