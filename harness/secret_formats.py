@@ -233,7 +233,7 @@ KINDS: list[Kind] = [
     Kind("clojars", cat("CLOJARS_", r(LOWER_ALNUM, 60)), "CLOJARS_PASSWORD"),
     Kind(
         "flutterwave",
-        cat("FLWSECK_TEST-", r("abcdefgh0123456789", 32), "-X"),
+        cat("FLWSECK-", r("abcdefgh0123456789", 32), "-X"),
         "FLW_SECRET_KEY",
     ),
     Kind("gitlab_runner_reg", cat("GR1348941", r(B64URL, 20)), "RUNNER_REGISTRATION_TOKEN"),

@@ -102,7 +102,7 @@ _FORMATS: list[tuple[str, str]] = [
     ("gitlab_token", r"gl(?:rt|cbt|ptt|dt|ft|agent|oas|soat|imt|wt|ffct)-[A-Za-z0-9_\-]{20,50}"),
     # more of the public scanners' prefixed formats
     ("clojars_token", r"CLOJARS_[a-z0-9]{60}"),
-    ("flutterwave_key", r"FLW(?:SECK|PUBK)_TEST-[a-hA-H0-9]{32}-X"),
+    ("flutterwave_key", r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{32}-X"),
     ("flutterwave_key", r"FLWSECK_TEST-[a-hA-H0-9]{12}(?![A-Za-z0-9])"),
     ("gitlab_token", r"GR1348941[A-Za-z0-9_\-]{20}"),
     ("harness_key", r"pat\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
