@@ -300,6 +300,14 @@ UNNAMED_KINDS: list[Kind] = [
     Kind("rails_secret", r(HEX, 128), "SECRET_KEY_BASE", False),
     Kind("flask_secret", r(HEX, 48), "FLASK_SECRET_KEY", False),
     Kind("twilio_auth", r(HEX, 32), "TWILIO_AUTH_TOKEN", False),
+    # lowercase bodies with "_" in them (Adafruit IO, Beamer, RapidAPI keys): not snake_case names
+    Kind(
+        "adafruit",
+        cat("aio_", r(LOWER_ALNUM, 12), "_", r(LOWER_ALNUM, 15)),
+        "ADAFRUIT_IO_KEY",
+        False,
+    ),
+    Kind("rapidapi", cat(r(LOWER_ALNUM, 24), "_", r(LOWER_ALNUM, 25)), "RAPIDAPI_KEY", False),
     Kind(
         "db_password",
         cat(r(LETTERS, 6), r(string.digits, 2), "-", r(ALNUM, 10)),

@@ -326,7 +326,7 @@ def _not_literal(
     if IDENT_RE.fullmatch(value) and (
         value.lower() == name.lower().strip("-")
         or names_secret(value)
-        or ("_" in value and value.islower())
+        or ("_" in value and value.islower() and not randomish(value))
         or _CAMEL_IDENT_RE.fullmatch(value)
         or (text[ve : ve + 1] in (",", ")", ";") and not randomish(value))
     ):

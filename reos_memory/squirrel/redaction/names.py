@@ -54,6 +54,16 @@ _NOT_SECRET_SUFFIXES = frozenset(
     }
 )  # fmt: skip
 # Tokenizer and pagination tokens are not credentials.
+# "<x>_key" in code names a secret (adafruit_io_key, stripe_key) unless x says which key of data
+_NOT_SECRET_BEFORE_KEY = frozenset(
+    {
+        "cache", "sort", "partition", "primary", "foreign", "dict", "row", "lookup", "idempotency",
+        "dedup", "dedupe", "map", "object", "s3", "bucket", "index", "composite", "unique",
+        "cursor", "routing", "shard", "hot", "group", "message", "event", "react", "list", "item",
+        "query", "hash", "lock", "ssh", "public", "translation", "i18n", "config", "setting",
+        "settings", "registry", "metadata", "field", "column", "table", "record", "redis", "kv",
+    }
+)  # fmt: skip
 _NOT_SECRET_BEFORE_TOKEN = frozenset(
     {
         "page", "next", "prev", "previous", "continuation", "cursor", "sync", "pagination",
@@ -112,8 +122,10 @@ def name_info(name: str) -> NameInfo | None:
     if joined.endswith(("apikey", "secretkey", "accesskey", "privatekey")):
         return NameInfo(TIER_SECRET, "env_secret", False)
     if any(p in _WEAK_WORDS for p in parts) or (
-        last == "key" and len(parts) > 1 and bare.isupper()
-    ):
+        last == "key"
+        and len(parts) > 1
+        and (bare.isupper() or parts[-2] not in _NOT_SECRET_BEFORE_KEY)
+    ):  # (a weak name: its value must look random, and be no UUID or digest)
         return NameInfo(TIER_WEAK, "env_secret", False)
     return None
 
