@@ -354,6 +354,7 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "yaml_config", f"services:\n  api:\n    environment:\n      {env}: {v}\n", "tool"
     yield "python_environ", f'os.environ["{env}"] = "{v}"', "user"
     yield "cli_flag", f"deploy --{low.replace('_', '-')} {v} --region eu-west-1", "command"
+    yield "call_pair", f"define('{env}', '{v}');", "tool"
 
 
 def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:

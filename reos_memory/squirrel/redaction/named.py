@@ -32,7 +32,7 @@ _KV_TAIL_RE = re.compile(
     r"""
     (?P<nq>\\?["'])?+\]?
     (?:
-        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\]))(?P<sp2>[ \t]*)
+        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),)(?P<sp2>[ \t]*)
       | (?P<xml>>)
       | (?P<ws>[ \t]+)
     )
@@ -276,6 +276,10 @@ def _judge_value(
                 ve += 1
     value = text[vs:ve]
     if is_placeholder(value) or value.startswith(PUBLIC_BY_DESIGN):
+        return None
+    if sep == "," and not (quoted and randomish(value, 8) and not WORDY_RE.fullmatch(value)):
+        # ("DB_PASSWORD", "...") in a call: a pair only when the second string looks random;
+        # ["password", "email"] is a list of names
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"
