@@ -218,6 +218,11 @@ SECRETS: list[tuple[str, list[str], str]] = [
     ),
     # --- Bearer, Basic, JWT --------------------------------------------------------------------
     (
+        "> GET /dashboard HTTP/1.1\n> Host: app.acme.dev\n> Cookie: session=eyJ1c2VyX2lkIjo0Mn0.Zx8Kq2.Lm9Pq3Rt5Vx7Zb1Nc3Md5Qf7Hg9\n< HTTP/1.1 200 OK",
+        ["eyJ1c2VyX2lkIjo0Mn0.Zx8Kq2.Lm9Pq3Rt5Vx7Zb1Nc3Md5Qf7Hg9", "Lm9Pq3Rt5Vx7Zb1Nc3Md5Qf7Hg9"],
+        "env_secret",
+    ),
+    (
         'curl -sf https://internal.acme.dev/api/v2/jobs -H "Authorization: Bearer JbueX.bEaSmaUyp6haHpmE6TCE5xC.FcuSfVZshd" -H "Accept: application/json"',
         ["JbueX.bEaSmaUyp6haHpmE6TCE5xC.FcuSfVZshd"],
         "bearer",

@@ -321,8 +321,9 @@ def _not_literal(
 ) -> bool:
     """Whether an unquoted value outside a .env line is code or a sentence, not a literal."""
     sep = m.group("sep")
-    if DOTTED_RE.fullmatch(value):
-        return True  # settings.API_KEY, req.body.password, env::var
+    if DOTTED_RE.fullmatch(value) and not any(randomish(p, 12) for p in value.split(".")):
+        return True  # settings.API_KEY, req.body.password, env::var (a signed cookie's random
+        # parts joined by dots is a value: session=eyJ1c2Vy...Zx8Kq2.Lm9Pq3...)
     if code_ref and (
         _TYPE_NAME_RE.fullmatch(value) or (sep == ":" and _ANNOTATED_RE.match(text, ve))
     ):
