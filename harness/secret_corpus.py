@@ -216,6 +216,39 @@ SECRETS: list[tuple[str, list[str], str]] = [
         ["IncomingWebhook/3f9c1b7e5d2a4c8e9b0a6f4d2c8e1b3a"],
         "teams_webhook",
     ),
+    # --- passwords and keys in code and on command lines ------------------------------------
+    (
+        'ApiClient client = new ApiClient();\nclient.setApiKey("Ja8xLq2mK9vQ3rT5Yz4Wv");\nclient.connect();',
+        ["Ja8xLq2mK9vQ3rT5Yz4Wv"],
+        "env_secret",
+    ),
+    (
+        "      containers:\n        - name: api\n          env:\n            - name: STRIPE_API_KEY\n              value: Yv8xLq2mK9vQ3rT5Yz2Pd\n            - name: LOG_LEVEL\n              value: info",
+        ["Yv8xLq2mK9vQ3rT5Yz2Pd"],
+        "env_secret",
+    ),
+    (
+        "$ keytool -importkeystore -srckeystore app.p12 -srcstorepass Ks8xLq2mK9v -destkeystore app.jks -deststorepass Kd7wPq3nL8u",
+        ["Ks8xLq2mK9v", "Kd7wPq3nL8u"],
+        "password",
+    ),
+    ("$ redis-cli -h cache.internal -a Rc8xLq2mK9vQ ping\nPONG", ["Rc8xLq2mK9vQ"], "password"),
+    (
+        "sqlcmd -S tcp:db.internal,1433 -U sa -P Sq8xLq2mK9vQ! -Q 'SELECT 1'",
+        ["Sq8xLq2mK9vQ!"],
+        "password",
+    ),
+    (
+        "az login --service-principal -u http://ci-app -p Az8xLq2mK9vQ3rT5Yz --tenant acme.onmicrosoft.com",
+        ["Az8xLq2mK9vQ3rT5Yz"],
+        "password",
+    ),
+    (
+        "$ echo 'Dk8xLq2mK9vQ3rT5' | docker login registry.acme.dev -u deploy --password-stdin\nLogin Succeeded",
+        ["Dk8xLq2mK9vQ3rT5"],
+        "password",
+    ),
+    ("$ cat ~/.pgpass\ndb.internal:5432:app:appuser:Pg9xLq2mK8vQ", ["Pg9xLq2mK8vQ"], "password"),
     # --- Bearer, Basic, JWT --------------------------------------------------------------------
     (
         "> GET /dashboard HTTP/1.1\n> Host: app.acme.dev\n> Cookie: session=eyJ1c2VyX2lkIjo0Mn0.Zx8Kq2.Lm9Pq3Rt5Vx7Zb1Nc3Md5Qf7Hg9\n< HTTP/1.1 200 OK",
@@ -456,6 +489,18 @@ SECRETS: list[tuple[str, list[str], str]] = [
 ]
 
 BENIGN: list[tuple[str, list[str]]] = [
+    (
+        "- name: LOG_LEVEL\n  value: debug\n- name: API_KEY\n  valueFrom:\n    secretKeyRef:\n      name: api-keys",
+        ["value: debug", "api-keys"],
+    ),
+    (
+        "ping6 fe80:0:0:0:1 and localhost:5432:*:postgres:postgres",
+        ["fe80:0:0:0:1", "postgres:postgres"],
+    ),
+    (
+        'hash_password("correct horse battery staple") and echo hello | grep h',
+        ["correct horse battery staple"],
+    ),
     # a Stripe publishable key: made to ship in client code (Stripe's docs), no secret
     (
         "// checkout.js\nconst stripe = Stripe('pk_live_vPKaHMPTlLyuiCB9rcRb1aNjXZyKIcVBDyY59PNWqDDdnJfOmi1mI5SIWFUEuStfbLJjTydZVy1HIPUNsDW437HCx15jG40qPqz');\nconst elements = stripe.elements();",

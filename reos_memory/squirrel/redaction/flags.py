@@ -1,5 +1,6 @@
 """Rule 4 on command lines: passwords given to ``curl -u``, ``mysql -p``, ``sshpass -p``, ``docker
-login -p`` and ``ldap* -w``."""
+login -p``, ``az login -p``, ``redis-cli -a``, ``sqlcmd -P``, ``ldap* -w``, and echoed into a
+``--password-stdin``; and the password field of a ``.pgpass`` line."""
 
 from __future__ import annotations
 
@@ -12,12 +13,32 @@ _CURL_USER_RE = re.compile(
     r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]+):(?P<pw>[^\s"'`]+)\1"""
 )
 _LDAP_CMD_RE = re.compile(
-    r"(?:^|[\s;&|(])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b"
+    r"(?:^|[\s;&|(>`'\"])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b"
 )
 _P_FLAG_CMD_RE = re.compile(
-    r"(?:^|[\s;&|(])(?:(?P<attached>mysql|mysqldump|mysqladmin|mysqlsh|mariadb|mariadb-dump)"
-    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl)\s+login))\b",
+    r"(?:^|[\s;&|(>`'\"])(?:(?P<attached>mysql|mysqldump|mysqladmin|mysqlsh|mariadb|mariadb-dump)"
+    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl|az)\s+login))\b",
     re.MULTILINE,
+)
+# other one-letter password flags, each of its own commands (the value after blanks)
+_OTHER_FLAGS = (
+    (b" -a ", re.compile(r"(?:^|[\s;&|(>`'\"])redis-cli\b", re.MULTILINE)),
+    (b" -P ", re.compile(r"(?:^|[\s;&|(>`'\"])(?:sqlcmd|bcp|osql)\b", re.MULTILINE)),
+)
+# echo 'X' | docker login -u ci --password-stdin
+_ECHOED_RE = re.compile(
+    r"""(?:^|[\s;&(])(?:echo(?:[ \t]+-[ne]+)?|printf(?:[ \t]+(["'])%s\1)?)[ \t]+"""
+    r"""(["']?)(?P<pw>[^\s"'|$]+)\2[ \t]*\|[^|\n]*$"""
+)
+# a .pgpass line, host:port:database:user:password: alone on its line, or anywhere after the
+# file's name (its lines joined by blanks)
+_PGPASS_RE = re.compile(
+    r"^[ \t]*[A-Za-z0-9_.\-*]+:(?:[0-9]{1,5}|\*):[^:\s]+:[^:\s]+:(?P<pw>\S+)[ \t]*\r?$",
+    re.MULTILINE,
+)
+_PGPASS_NAMED_RE = re.compile(
+    r"(?:pgpass|PGPASSFILE)\b[^\n]{0,300}?(?<![^\s>])[A-Za-z0-9_.\-*]+:(?:[0-9]{1,5}|\*)"
+    r":[^:\s]+:[^:\s]+:(?P<pw>[^\s<]+)"
 )
 
 
@@ -31,6 +52,7 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
                 m is not None
                 and not is_placeholder(m.group("pw"))
                 and not (m.group("pw").isdigit() and m.group("user").isdigit())  # -u 1000:1000
+                and not m.group("pw").startswith("//")  # -u http://app-id: a URL, no password
             ):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
         i = b.find(b"-u", i + 2)
@@ -38,6 +60,33 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     while i >= 0:
         _p_flag(text, len(text), i, spans)
         i = b.find(b" -p", i + 3)
+    for flag, cmd_re in _OTHER_FLAGS:
+        i = b.find(flag)
+        while i >= 0:
+            lo = max(0, i - 300)
+            m = NEXT_WORD_RE.match(text, i + 3)
+            if (
+                cmd_re.search(text, max(text.rfind("\n", lo, i) + 1, lo), i) is not None
+                and m is not None
+                and not is_placeholder(m.group(1))
+            ):
+                spans.append(Span(m.start(1), m.end(1), P_NAMED, "password"))
+            i = b.find(flag, i + 3)
+    i = b.find(b"--password-stdin")
+    while i >= 0:
+        lo = max(0, i - 300)
+        e = _ECHOED_RE.search(text, max(text.rfind("\n", lo, i) + 1, lo), i)
+        if e is not None and not is_placeholder(e.group("pw")):
+            spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "password"))
+        i = b.find(b"--password-stdin", i + 16)
+    if b.count(b":") >= 4:
+        found = list(_PGPASS_RE.finditer(text))
+        if b"pgpass" in b or b"PGPASSFILE" in b:
+            found += _PGPASS_NAMED_RE.finditer(text)
+        for m in found:
+            pw = m.group("pw")
+            if len(pw) >= 4 and not pw.isdigit() and not is_placeholder(pw):
+                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         lo = max(0, i - 300)

@@ -32,7 +32,8 @@ _KV_TAIL_RE = re.compile(
     r"""
     (?P<nq>\\?["'])?+\]?
     (?:
-        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),)(?P<sp2>[ \t]*)
+        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),|\((?=[ \t]*[bBrRuUfF]{0,2}["'`]))
+        (?P<sp2>[ \t]*)
       | (?P<xml>>)
       | (?P<ws>[ \t]+)
     )
@@ -51,6 +52,13 @@ AUTH_SCHEME_RE = re.compile(
 )
 # <add key="Password" value="..."/>, <param name="apiToken" value="..."/>
 _XML_VALUE_RE = re.compile(r"""["'][ \t]+value[ \t]*=[ \t]*(["'])(?P<v>[^"'\n]{1,4096})\1""")
+# - name: API_KEY / value: ... (a Kubernetes container's env, a CI step's inputs)
+# (its lines may have been joined by blanks: whitespace collapsed, an error line)
+_NAME_KEY_RE = re.compile(r"""(?:^|\s)(?:-[ \t]+)?name:[ \t]*["']?\Z""")
+_PAIR_VALUE_RE = re.compile(
+    r"""["']?(?:[ \t]*\r?\n[ \t]*|[ \t]+)(?:-[ \t]+)?value:[ \t]*"""
+    r"""(?:(["'])(?P<qv>[^"'\n]{1,4096})\1|(?P<bare>[^\s"'#]{1,4096}))"""
+)
 _AUTH_TUPLE_RE = re.compile(r"""\(\s*(["'])[^"'\n]*\1\s*,\s*(["'])(?P<pw>[^"'\n]*)\2\s*\)""")
 _LINE_START_RE = re.compile(r"[ \t]*(?:(?:export|set|setenv|ENV|-|\+|declare -x)[ \t]+)?[\"']?")
 _CAMEL_IDENT_RE = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
@@ -141,7 +149,9 @@ def _named_at(
     before = text[max(0, start - 2) : start]
     if before.endswith(("$", "%")) or before == "${":
         return False  # "$API_TOKEN" is a reference, not an assignment
-    if _xml_value_at(text, start, end, info, spans, reach):
+    if _xml_value_at(text, start, end, info, spans, reach) or _pair_value_at(
+        text, start, end, info, spans, reach
+    ):
         return True
     if _words_follow(text, start, end):
         return False  # "secret token key": words, not an assignment (the fast way out)
@@ -197,6 +207,26 @@ def _xml_value_at(
     if x is None or is_placeholder(x.group("v")) or not fits_tier(info, x.group("v")):
         return False
     spans.append(Span(x.start("v"), x.end("v"), P_NAMED, info.kind))
+    reach[0] = max(reach[0], x.end())
+    return True
+
+
+def _pair_value_at(
+    text: str, start: int, end: int, info: NameInfo, spans: list[Span], reach: list[int]
+) -> bool:
+    """``- name: API_KEY`` and ``value: ...`` on the next line (Kubernetes and CI env lists)."""
+    if text[end : end + 1] not in ("\n", "\r", " ", "'", '"') or not _NAME_KEY_RE.search(
+        _line_prefix(text, start)
+    ):
+        return False
+    x = _PAIR_VALUE_RE.match(text, end)
+    if x is None:
+        return False
+    group = "qv" if x.group("qv") is not None else "bare"
+    value = x.group(group)
+    if is_placeholder(value) or not fits_tier(info, value):
+        return False
+    spans.append(Span(x.start(group), x.end(group), P_NAMED, info.kind))
     reach[0] = max(reach[0], x.end())
     return True
 
@@ -277,9 +307,10 @@ def _judge_value(
     value = text[vs:ve]
     if is_placeholder(value) or value.startswith(PUBLIC_BY_DESIGN):
         return None
-    if sep == "," and not (quoted and randomish(value, 8) and not WORDY_RE.fullmatch(value)):
-        # ("DB_PASSWORD", "...") in a call: a pair only when the second string looks random;
-        # ["password", "email"] is a list of names
+    if sep in (",", "(") and not (quoted and randomish(value, 8) and not WORDY_RE.fullmatch(value)):
+        # ("DB_PASSWORD", "...") and setApiKey("...") in code: a value only when the string
+        # looks random; ["password", "email"] is a list of names, ask_password("Password: ") a
+        # prompt
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"

@@ -9,7 +9,24 @@ from typing import NamedTuple
 _CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 _PASSWORD_WORDS = frozenset(
-    {"password", "passwd", "passwrd", "pwd", "pass", "pw", "passphrase", "passcode", "pword"}
+    {
+        "password",
+        "passwd",
+        "passwrd",
+        "pwd",
+        "pass",
+        "pw",
+        "passphrase",
+        "passcode",
+        "pword",
+        # keytool's and jarsigner's flags
+        "storepass",
+        "keypass",
+        "srcstorepass",
+        "deststorepass",
+        "srckeypass",
+        "destkeypass",
+    }
 )
 _SECRET_WORDS = frozenset(
     {
