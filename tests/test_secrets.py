@@ -113,6 +113,9 @@ CRAFTED: dict[str, Callable[[int], str]] = {
     "secret words": lambda n: "secret token key auth " * (n // 22),
     "base64 run": lambda n: "Ab3+" * (n // 4),
     "zero width": lambda n: "a\u200b" * (n // 2),
+    # a finding on every few characters: each was looked for again in the whole text
+    "-a redis-cli repeated": lambda n: " -a redis-cli" * (n // 13),
+    "distinct passwords": lambda n: "".join(f"sshpass -p Zq{i:06d}x " for i in range(n // 21)),
 }
 
 

@@ -72,6 +72,7 @@ span type. This module runs them and merges what they find.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from reos_memory.squirrel.redaction.findings import PLACEHOLDER_RE, Span
@@ -211,18 +212,30 @@ def _redact_found(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
         pos = s.end
     parts.append(text[pos:])
     found = tuple((s.kind, text[s.start : s.end]) for s in spans)
-    out = "".join(parts)
-    # a value found at one place of a text is redacted at every other place of it too, where no
-    # rule could see it ("here is my key: ABC..." after "KEY=ABC..."); longest first, so a value
-    # holding another is replaced whole
-    for kind, value in sorted(found, key=lambda f: len(f[1]), reverse=True):
+    return _echoes_redacted("".join(parts), found), found
+
+
+def _echoes_redacted(out: str, found: tuple[tuple[str, str], ...]) -> str:
+    """`out` with every other place of a value found in it redacted too, where no rule could see
+    it ("here is my key: ABC..." after "KEY=ABC..."); longest first, so a value holding another
+    is replaced whole. Past _MAX_ECHO_VALUES distinct values (a dump, or a crafted text) they are
+    looked up as whole runs in one pass, so the time stays linear in the text."""
+    values: dict[str, str] = {}
+    for kind, value in found:
         v = value.strip()
-        if len(v) >= _MIN_ECHO and v in out and not PLACEHOLDER_RE.search(v):
-            out = out.replace(v, f"[REDACTED:{kind}]")
-    return out, found
+        if len(v) >= _MIN_ECHO and v not in values and not PLACEHOLDER_RE.search(v):
+            values[v] = kind
+    if len(values) <= _MAX_ECHO_VALUES:
+        for v in sorted(values, key=len, reverse=True):
+            if v in out:
+                out = out.replace(v, f"[REDACTED:{values[v]}]")
+        return out
+    return _ECHO_RUN_RE.sub(lambda m: f"[REDACTED:{values[m[0]]}]" if m[0] in values else m[0], out)
 
 
 _MIN_ECHO = 6  # a shorter value is too likely an ordinary word to replace everywhere
+_MAX_ECHO_VALUES = 64
+_ECHO_RUN_RE = re.compile(r"[^\s\"'`,;()<>\[\]{}|]+")
 
 
 def redact_value(value: Any) -> Any:

@@ -33,12 +33,13 @@ _ECHOED_RE = re.compile(
 # a .pgpass line, host:port:database:user:password: alone on its line, or anywhere after the
 # file's name (its lines joined by blanks)
 _PGPASS_RE = re.compile(
-    r"^[ \t]*[A-Za-z0-9_.\-*]+:(?:[0-9]{1,5}|\*):[^:\s]+:[^:\s]+:(?P<pw>\S+)[ \t]*\r?$",
+    r"^[ \t]*[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}"
+    r":(?P<pw>\S{1,256})[ \t]*\r?$",
     re.MULTILINE,
 )
 _PGPASS_NAMED_RE = re.compile(
-    r"(?:pgpass|PGPASSFILE)\b[^\n]{0,300}?(?<![^\s>])[A-Za-z0-9_.\-*]+:(?:[0-9]{1,5}|\*)"
-    r":[^:\s]+:[^:\s]+:(?P<pw>[^\s<]+)"
+    r"(?:pgpass|PGPASSFILE)\b[^\n]{0,300}?(?<![^\s>])[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*)"
+    r":[^:\s]{1,128}:[^:\s]{1,128}:(?P<pw>[^\s<]{1,256})"
 )
 
 
