@@ -50,6 +50,8 @@ CRAFTED: dict[str, str] = {
     "hex run": "0123456789abcdef" * 65_536,
     "zero width": "a\u200b" * 524_288,
     "full width": "\uff41\uff22\uff13" * 349_525,
+    "-a redis-cli repeated": " -a redis-cli" * 80_659,
+    "distinct passwords": "".join(f"sshpass -p Zq{i:06d}x " for i in range(49_932)),
 }
 
 
