@@ -249,6 +249,14 @@ SECRETS: list[tuple[str, list[str], str]] = [
         "password",
     ),
     ("$ cat ~/.pgpass\ndb.internal:5432:app:appuser:Pg9xLq2mK8vQ", ["Pg9xLq2mK8vQ"], "password"),
+    ("$ sqlplus scott/Sp8xLq2mK9@ORCL @migrate.sql", ["Sp8xLq2mK9"], "password"),
+    (
+        "spring.datasource.url=jdbc:oracle:thin:app/Or8xLq2mK9@db.internal:1521/ORCLPDB1",
+        ["Or8xLq2mK9"],
+        "password",
+    ),
+    ("$ echo 'deploy:Ch8xLq2mK9' | sudo chpasswd", ["Ch8xLq2mK9"], "password"),
+    ("<?php define('DB_PASSWORD', 'correct horse 42!');", ["correct horse 42!"], "password"),
     # --- Bearer, Basic, JWT --------------------------------------------------------------------
     (
         "> GET /dashboard HTTP/1.1\n> Host: app.acme.dev\n> Cookie: session=eyJ1c2VyX2lkIjo0Mn0.Zx8Kq2.Lm9Pq3Rt5Vx7Zb1Nc3Md5Qf7Hg9\n< HTTP/1.1 200 OK",

@@ -1,6 +1,7 @@
 """Rule 4 on command lines: passwords given to ``curl -u``, ``mysql -p``, ``sshpass -p``, ``docker
-login -p``, ``az login -p``, ``redis-cli -a``, ``sqlcmd -P``, ``ldap* -w``, and echoed into a
-``--password-stdin``; and the password field of a ``.pgpass`` line."""
+login -p``, ``az login -p``, ``redis-cli -a``, ``sqlcmd -P``, ``ldap* -w``, Oracle's ``user/password@db``,
+and echoed into a ``--password-stdin`` or ``chpasswd``; and the password field of a ``.pgpass``
+line."""
 
 from __future__ import annotations
 
@@ -29,6 +30,16 @@ _OTHER_FLAGS = (
 _ECHOED_RE = re.compile(
     r"""(?:^|[\s;&(])(?:echo(?:[ \t]+-[ne]+)?|printf(?:[ \t]+(["'])%s\1)?)[ \t]+"""
     r"""(["']?)(?P<pw>[^\s"'|$]+)\2[ \t]*\|[^|\n]*$"""
+)
+# echo 'deploy:X' | chpasswd
+_CHPASSWD_RE = re.compile(
+    r"""(?:^|[\s;&(])echo[ \t]+(["']?)[A-Za-z0-9_.\-]{1,64}:(?P<pw>[^\s"'|]{1,256})\1[ \t]*\|"""
+    r"""[ \t]*(?:sudo[ \t]+)?chpasswd\b"""
+)
+# Oracle's user/password@database: sqlplus scott/X@ORCL, jdbc:oracle:thin:scott/X@db:1521/ORCL
+_ORACLE_RE = re.compile(
+    r"(?:\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-[A-Za-z]+)*[ \t]+|jdbc:oracle:\w+:)"
+    r"[A-Za-z0-9_$#]{1,128}/(?P<pw>[^@\s/\"']{1,256})@"
 )
 # a .pgpass line, host:port:database:user:password: alone on its line, or anywhere after the
 # file's name (its lines joined by blanks)
@@ -80,6 +91,14 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         if e is not None and not is_placeholder(e.group("pw")):
             spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "password"))
         i = b.find(b"--password-stdin", i + 16)
+    if b"chpasswd" in b:
+        for m in _CHPASSWD_RE.finditer(text):
+            if not is_placeholder(m.group("pw")):
+                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+    if b"/" in b and b"@" in b and (b"oracle" in b or b"sql" in b or b"dp " in b or b"rman" in b):
+        for m in _ORACLE_RE.finditer(text):
+            if not is_placeholder(m.group("pw")):
+                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
     if b.count(b":") >= 4:
         found = list(_PGPASS_RE.finditer(text))
         if b"pgpass" in b or b"PGPASSFILE" in b:

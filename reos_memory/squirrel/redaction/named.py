@@ -307,10 +307,14 @@ def _judge_value(
     value = text[vs:ve]
     if is_placeholder(value) or value.startswith(PUBLIC_BY_DESIGN):
         return None
-    if sep in (",", "(") and not (quoted and randomish(value, 8) and not WORDY_RE.fullmatch(value)):
+    if sep in (",", "(") and not (
+        quoted
+        and not WORDY_RE.fullmatch(value)
+        and (randomish(value, 8) or (name.isupper() and len(value) >= 12))
+    ):
         # ("DB_PASSWORD", "...") and setApiKey("...") in code: a value only when the string
-        # looks random; ["password", "email"] is a list of names, ask_password("Password: ") a
-        # prompt
+        # looks random, or is a long one given to a constant (define('AUTH_KEY', 'a b!c...'));
+        # ["password", "email"] is a list of names, ask_password("Password: ") a prompt
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"
