@@ -231,3 +231,16 @@ def test_blocks_store_what_the_client_sends_unless_redact_blocks_is_on(tmp_path,
     else:
         assert b["block"]["content"] == f"OpenRouter key {key}"
         assert u["block"]["content"] == f"still {key}"
+
+
+def test_a_documented_example_value_stays_but_a_block_holding_the_word_does_not():
+    # AWS's documented example key is no credential; a private key block (or any finding with
+    # blanks in it) that happens to hold "EXAMPLE" is still one
+    assert (
+        redact("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE") == "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE"
+    )
+    block = (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxEXAMPLEq8w2e4r6t8y0u2i4o6p8a0s2d4f6g8h0j2k4"
+        "\n-----END RSA PRIVATE KEY-----"
+    )
+    assert "q8w2e4r6t8y0u2i4" not in redact(block)

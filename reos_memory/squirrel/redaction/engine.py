@@ -121,13 +121,18 @@ def _collect_ascii(text: str) -> list[Span]:
     scan_anchors(text, b, spans)
     if b"EXAMPLE" in b:
         # a provider's documented example value (AWS's AKIAIOSFODNN7EXAMPLE): never a credential
-        spans = [x for x in spans if "EXAMPLE" not in text[x.start : x.end]]
+        # (one value, not a block or the rest of a dense text that happens to hold the word)
+        spans = [x for x in spans if not _documented_example(text[x.start : x.end])]
     if not spans:
         return spans
     spans = _merge(spans)
     if b"[REDACTED:" in b:
         spans = _carve(spans, [m.span() for m in PLACEHOLDER_RE.finditer(text)])
     return spans
+
+
+def _documented_example(value: str) -> bool:
+    return "EXAMPLE" in value and len(value) <= 200 and not any(c.isspace() for c in value)
 
 
 def _carve(spans: list[Span], done: list[tuple[int, int]]) -> list[Span]:
