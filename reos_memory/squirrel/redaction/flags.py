@@ -37,6 +37,7 @@ _CHPASSWD_RE = re.compile(
     r"""[ \t]*(?:sudo[ \t]+)?chpasswd\b"""
 )
 # Oracle's user/password@database: sqlplus scott/X@ORCL, jdbc:oracle:thin:scott/X@db:1521/ORCL
+_FLAG_AP_RE = re.compile(rb" -[aP] ")
 _ORACLE_RE = re.compile(
     r"(?:\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-[A-Za-z]+)*[ \t]+|jdbc:oracle:\w+:)"
     r"[A-Za-z0-9_$#]{1,128}/(?P<pw>[^@\s/\"']{1,256})@"
@@ -48,6 +49,7 @@ _PGPASS_RE = re.compile(
     r":(?P<pw>\S{1,256})[ \t]*\r?$",
     re.MULTILINE,
 )
+_PGPASS_HINT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):[^:\s\"',{}]{1,128}:[^:\s\"',{}]{1,128}:")
 _PGPASS_NAMED_RE = re.compile(
     r"(?:pgpass|PGPASSFILE)\b[^\n]{0,300}?(?<![^\s>])[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*)"
     r":[^:\s]{1,128}:[^:\s]{1,128}:(?P<pw>[^\s<]{1,256})"
@@ -72,6 +74,34 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     while i >= 0:
         _p_flag(text, len(text), i, spans)
         i = b.find(b" -p", i + 3)
+    if (
+        _FLAG_AP_RE.search(b) is not None
+        or b"passw" in b
+        or (b"@" in b and (b"sqlplus" in b or b"oracle" in b))
+    ):
+        _rare_commands(text, b, spans)
+    named = b"pgpass" in b or b"PGPASSFILE" in b
+    if named or _PGPASS_HINT_RE.search(b) is not None:
+        found = list(_PGPASS_RE.finditer(text))
+        if named:
+            found += _PGPASS_NAMED_RE.finditer(text)
+        for m in found:
+            pw = m.group("pw")
+            if len(pw) >= 4 and not pw.isdigit() and not is_placeholder(pw):
+                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+    i = b.find(b" -w ") if b"ldap" in b else -1
+    while i >= 0:
+        lo = max(0, i - 300)
+        line = text[max(text.rfind("\n", lo, i) + 1, lo) : i]
+        m = NEXT_WORD_RE.match(text, i + 3)
+        if _LDAP_CMD_RE.search(line) and m is not None and not is_placeholder(m.group(1)):
+            spans.append(Span(m.start(1), m.end(1), P_NAMED, "password"))
+        i = b.find(b" -w ", i + 4)
+
+
+def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
+    """``redis-cli -a``, ``sqlcmd -P``, a password echoed into ``--password-stdin`` or
+    ``chpasswd``, Oracle's ``user/password@db`` (the text holds one of their words)."""
     for flag, cmd_re in _OTHER_FLAGS:
         i = b.find(flag)
         while i >= 0:
@@ -95,26 +125,10 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         for m in _CHPASSWD_RE.finditer(text):
             if not is_placeholder(m.group("pw")):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
-    if b"/" in b and b"@" in b and (b"oracle" in b or b"sql" in b or b"dp " in b or b"rman" in b):
+    if b"@" in b and (b"sqlplus" in b or b"oracle" in b):
         for m in _ORACLE_RE.finditer(text):
             if not is_placeholder(m.group("pw")):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
-    if b.count(b":") >= 4:
-        found = list(_PGPASS_RE.finditer(text))
-        if b"pgpass" in b or b"PGPASSFILE" in b:
-            found += _PGPASS_NAMED_RE.finditer(text)
-        for m in found:
-            pw = m.group("pw")
-            if len(pw) >= 4 and not pw.isdigit() and not is_placeholder(pw):
-                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
-    i = b.find(b" -w ") if b"ldap" in b else -1
-    while i >= 0:
-        lo = max(0, i - 300)
-        line = text[max(text.rfind("\n", lo, i) + 1, lo) : i]
-        m = NEXT_WORD_RE.match(text, i + 3)
-        if _LDAP_CMD_RE.search(line) and m is not None and not is_placeholder(m.group(1)):
-            spans.append(Span(m.start(1), m.end(1), P_NAMED, "password"))
-        i = b.find(b" -w ", i + 4)
 
 
 def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:

@@ -215,8 +215,10 @@ def _pair_value_at(
     text: str, start: int, end: int, info: NameInfo, spans: list[Span], reach: list[int]
 ) -> bool:
     """``- name: API_KEY`` and ``value: ...`` on the next line (Kubernetes and CI env lists)."""
-    if text[end : end + 1] not in ("\n", "\r", " ", "'", '"') or not _NAME_KEY_RE.search(
-        _line_prefix(text, start)
+    if (
+        text[end : end + 1] not in ("\n", "\r", " ", "'", '"')
+        or text.rfind("name:", max(0, start - 12), start) < 0
+        or not _NAME_KEY_RE.search(_line_prefix(text, start))
     ):
         return False
     x = _PAIR_VALUE_RE.match(text, end)
