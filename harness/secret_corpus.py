@@ -250,13 +250,29 @@ SECRETS: list[tuple[str, list[str], str]] = [
     ),
     ("$ cat ~/.pgpass\ndb.internal:5432:app:appuser:Pg9xLq2mK8vQ", ["Pg9xLq2mK8vQ"], "password"),
     ("$ sqlplus scott/Sp8xLq2mK9@ORCL @migrate.sql", ["Sp8xLq2mK9"], "password"),
+    ("$ expdp system/Ex8xLq2mK9@ORCL dumpfile=app.dmp schemas=app", ["Ex8xLq2mK9"], "password"),
+    (
+        '{"command": "echo \'Dk8xLq2mK9vQ3rT5\' | docker login ghcr.io -u ci --password-stdin"}',
+        ["Dk8xLq2mK9vQ3rT5"],
+        "password",
+    ),
+    ("redis-cli -h cache -a 'Rq8xLq2mK9vQ' ping", ["Rq8xLq2mK9vQ"], "password"),
+    (
+        'kubectl get deploy api -o json | jq .spec.template.spec.containers[0].env\n[{"name": "STRIPE_API_KEY", "value": "Kj8xLq2mK9vQ3rT5Yz2Pd"}]',
+        ["Kj8xLq2mK9vQ3rT5Yz2Pd"],
+        "env_secret",
+    ),
+    (
+        'echo "db.internal:5432:app:appuser:Pw8xLq2mK9vQ" >> ~/.pgpass && chmod 600 ~/.pgpass',
+        ["Pw8xLq2mK9vQ"],
+        "password",
+    ),
     (
         "spring.datasource.url=jdbc:oracle:thin:app/Or8xLq2mK9@db.internal:1521/ORCLPDB1",
         ["Or8xLq2mK9"],
         "password",
     ),
     ("$ echo 'deploy:Ch8xLq2mK9' | sudo chpasswd", ["Ch8xLq2mK9"], "password"),
-    ("<?php define('DB_PASSWORD', 'correct horse 42!');", ["correct horse 42!"], "password"),
     # --- Bearer, Basic, JWT --------------------------------------------------------------------
     (
         "> GET /dashboard HTTP/1.1\n> Host: app.acme.dev\n> Cookie: session=eyJ1c2VyX2lkIjo0Mn0.Zx8Kq2.Lm9Pq3Rt5Vx7Zb1Nc3Md5Qf7Hg9\n< HTTP/1.1 200 OK",
@@ -497,6 +513,49 @@ SECRETS: list[tuple[str, list[str], str]] = [
 ]
 
 BENIGN: list[tuple[str, list[str]]] = [
+    # flags of other commands, colon lines that are no .pgpass entry, names and dates beside a
+    # secret's name, dotted names in code, keys of data, runs of A, test file names
+    (
+        "find . -name '*.log' | xargs -P 4 gzip; grep -P warnings build.log; redis-cli monitor | tee -a redismonitor.log; cp -P src dst",
+        ["-P 4 gzip", "-P warnings", "-a redismonitor.log", "-P src"],
+    ),
+    ("Use redis-cli -a flag only when the server requires AUTH", ["-a flag only"]),
+    (
+        "mac 00:11:22:33:44:55 ip fe80:0:0:0:204:61ff:fe9d:f156\nfd00:1:2:3:abcd\napp.py:42:main:ERROR:timeout\nlocalhost:6379:0:OK:PONG",
+        [
+            "00:11:22:33:44:55",
+            "fe80:0:0:0:204:61ff:fe9d:f156",
+            "fd00:1:2:3:abcd",
+            "ERROR:timeout",
+            "OK:PONG",
+        ],
+    ),
+    (
+        'errors.add("PASSWORD", "is too short (minimum is 8 characters)")\nconfig.define("API_KEY", "https://api.example.com/v1/keys")\ncheck("password", "2023-10-01T12:00:00Z")',
+        [
+            "is too short (minimum is 8 characters)",
+            "https://api.example.com/v1/keys",
+            "2023-10-01T12:00:00Z",
+        ],
+    ),
+    (
+        "token = self.oauth2Client.credentials\npassword: config.database.mysql8Password",
+        ["self.oauth2Client.credentials", "config.database.mysql8Password"],
+    ),
+    (
+        'image_key = "sha256:9f8e7d6c5b4a39281f2e3d4c5b6a7980"\nrequest_key = "req_01HXYZ8K2M3N4P5Q6R7S8T9V0W"\njob_key = "job-2024-05-01T10:00:00Z"',
+        [
+            "sha256:9f8e7d6c5b4a39281f2e3d4c5b6a7980",
+            "req_01HXYZ8K2M3N4P5Q6R7S8T9V0W",
+            "job-2024-05-01T10:00:00Z",
+        ],
+    ),
+    ("zeros: " + "A" * 120, ["A" * 120]),
+    (
+        "pytest tests/test_0a1b2c3d4e5f60718293a4b5c6d7e8f9012.py",
+        ["test_0a1b2c3d4e5f60718293a4b5c6d7e8f9012.py"],
+    ),
+    ("az login --service-principal -u $APP_ID -p /home/ci/cert.pem", ["/home/ci/cert.pem"]),
     (
         "- name: LOG_LEVEL\n  value: debug\n- name: API_KEY\n  valueFrom:\n    secretKeyRef:\n      name: api-keys",
         ["value: debug", "api-keys"],

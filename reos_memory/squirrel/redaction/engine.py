@@ -132,7 +132,12 @@ def _collect_ascii(text: str) -> list[Span]:
 
 
 def _documented_example(value: str) -> bool:
-    return "EXAMPLE" in value and len(value) <= 200 and not any(c.isspace() for c in value)
+    return "EXAMPLE" in value and _EXAMPLE_SHAPE_RE.fullmatch(value) is not None
+
+
+# one token of a key's alphabet: an env value that ran on over a JSON "\n" into the next lines
+# ("DB_PASSWORD=...\nAWS_ACCESS_KEY_ID=AKIA...EXAMPLE") is no documented example
+_EXAMPLE_SHAPE_RE = re.compile(r"[A-Za-z0-9/+=_\-.]{8,80}")
 
 
 def _carve(spans: list[Span], done: list[tuple[int, int]]) -> list[Span]:
@@ -240,7 +245,7 @@ def _echoes_redacted(out: str, found: tuple[tuple[str, str], ...]) -> str:
 
 _MIN_ECHO = 6  # a shorter value is too likely an ordinary word to replace everywhere
 _MAX_ECHO_VALUES = 64
-_ECHO_RUN_RE = re.compile(r"[^\s\"'`,;()<>\[\]{}|]+")
+_ECHO_RUN_RE = re.compile(r"[^\s\"'`,;:&?()<>\[\]{}|]+")
 
 
 def redact_value(value: Any) -> Any:

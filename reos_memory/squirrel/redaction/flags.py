@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
-from reos_memory.squirrel.redaction.values import NEXT_WORD_RE, is_placeholder
+from reos_memory.squirrel.redaction.values import NEXT_WORD_RE, has_digit_or_symbol, is_placeholder
 
 _CURL_USER_RE = re.compile(
     r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]+):(?P<pw>[^\s"'`]+)\1"""
@@ -21,39 +21,45 @@ _P_FLAG_CMD_RE = re.compile(
     r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl|az)\s+login))\b",
     re.MULTILINE,
 )
-# other one-letter password flags, each of its own commands (the value after blanks)
+# other one-letter password flags, each of its own command: the flag must belong to that
+# command (the command is in the segment of the line the flag is in: no pipe or ; between)
 _OTHER_FLAGS = (
-    (b" -a ", re.compile(r"(?:^|[\s;&|(>`'\"])redis-cli\b", re.MULTILINE)),
-    (b" -P ", re.compile(r"(?:^|[\s;&|(>`'\"])(?:sqlcmd|bcp|osql)\b", re.MULTILINE)),
+    (b" -a ", re.compile(r"(?<![\w-])redis-cli\b")),
+    (b" -P ", re.compile(r"(?<![\w-])(?:sqlcmd|bcp|osql)\b")),
 )
+_SEGMENT_END_RE = re.compile(r"[\n|;&`\"'$(>][ \t]*")  # what ends the segment before a command
+_FLAG_VALUE_RE = re.compile(r"""[ \t]+(["']?)(?P<v>[^\s"']{1,256})\1(?=\s|$|["'])""")
+# where a command may start: a line's start, or after a blank, ; & ( or a quote (JSON logs)
+_CMD_START = r"""(?<![^\s;&("'`])"""
 # echo 'X' | docker login -u ci --password-stdin
 _ECHOED_RE = re.compile(
-    r"""(?:^|[\s;&(])(?:echo(?:[ \t]+-[ne]+)?|printf(?:[ \t]+(["'])%s\1)?)[ \t]+"""
-    r"""(["']?)(?P<pw>[^\s"'|$]+)\2[ \t]*\|[^|\n]*$"""
+    _CMD_START + r"""(?:echo(?:[ \t]+-[ne]+)?|printf(?:[ \t]+(["'])%s(?:\\n)?\1)?)[ \t]+"""
+    r"""(["']?)(?P<pw>[^\s"'|$]{1,256})\2[ \t]*\|[^|\n]*$"""
 )
 # echo 'deploy:X' | chpasswd
 _CHPASSWD_RE = re.compile(
-    r"""(?:^|[\s;&(])echo[ \t]+(["']?)[A-Za-z0-9_.\-]{1,64}:(?P<pw>[^\s"'|]{1,256})\1[ \t]*\|"""
+    _CMD_START + r"""echo[ \t]+(["']?)[A-Za-z0-9_.\-]{1,64}:(?P<pw>[^\s"'|]{1,256})\1[ \t]*\|"""
     r"""[ \t]*(?:sudo[ \t]+)?chpasswd\b"""
 )
 # Oracle's user/password@database: sqlplus scott/X@ORCL, jdbc:oracle:thin:scott/X@db:1521/ORCL
 _FLAG_AP_RE = re.compile(rb" -[aP] ")
 _ORACLE_RE = re.compile(
-    r"(?:\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-[A-Za-z]+)*[ \t]+|jdbc:oracle:\w+:)"
+    r"(?:(?<![\w-])(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-[A-Za-z]{1,16}){0,4}[ \t]+"
+    r"(?:target[ \t]+)?|jdbc:oracle:\w{1,16}:)"
     r"[A-Za-z0-9_$#]{1,128}/(?P<pw>[^@\s/\"']{1,256})@"
 )
-# a .pgpass line, host:port:database:user:password: alone on its line, or anywhere after the
-# file's name (its lines joined by blanks)
-_PGPASS_RE = re.compile(
-    r"^[ \t]*[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}"
-    r":(?P<pw>\S{1,256})[ \t]*\r?$",
-    re.MULTILINE,
+_ORACLE_WORDS = (b"sqlplus", b"oracle", b"dp ", b"rman", b"sqlldr", b"dgmgrl")
+# a .pgpass line, host:port:database:user:password: alone on its line, or anywhere once the
+# file is named; the host names a host, the database and user are names, the password has no
+# colon (MAC and IPv6 addresses, file:line:function: lines and times are no .pgpass line)
+_PGPASS_LINE = (
+    r"[A-Za-z0-9_.\-]{0,252}[A-Za-z*][A-Za-z0-9_.\-]{0,252}:(?:[1-9][0-9]{1,4}|\*)"
+    r":(?=[^:\s]*[A-Za-z*])[^:\s\"']{1,128}:(?=[^:\s]*[A-Za-z*])[^:\s\"']{1,128}"
+    r":(?P<pw>[^:\s<\"']{4,256})"
 )
+_PGPASS_RE = re.compile(r"^[ \t]*" + _PGPASS_LINE + r"[ \t]*\r?$", re.MULTILINE)
 _PGPASS_HINT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):[^:\s\"',{}]{1,128}:[^:\s\"',{}]{1,128}:")
-_PGPASS_NAMED_RE = re.compile(
-    r"(?:pgpass|PGPASSFILE)\b[^\n]{0,300}?(?<![^\s>])[A-Za-z0-9_.\-*]{1,253}:(?:[0-9]{1,5}|\*)"
-    r":[^:\s]{1,128}:[^:\s]{1,128}:(?P<pw>[^\s<]{1,256})"
-)
+_PGPASS_NAMED_RE = re.compile(r"(?<![^\s>\"'])" + _PGPASS_LINE)
 
 
 def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
@@ -77,17 +83,16 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     if (
         _FLAG_AP_RE.search(b) is not None
         or b"passw" in b
-        or (b"@" in b and (b"sqlplus" in b or b"oracle" in b))
+        or (b"@" in b and b"/" in b and any(w in b for w in _ORACLE_WORDS))
     ):
         _rare_commands(text, b, spans)
     named = b"pgpass" in b or b"PGPASSFILE" in b
-    if named or _PGPASS_HINT_RE.search(b) is not None:
-        found = list(_PGPASS_RE.finditer(text))
-        if named:
-            found += _PGPASS_NAMED_RE.finditer(text)
+    if _PGPASS_HINT_RE.search(b) is not None:
+        # once the file is named, an entry anywhere; else one alone on its line
+        found = _PGPASS_NAMED_RE.finditer(text) if named else _PGPASS_RE.finditer(text)
         for m in found:
             pw = m.group("pw")
-            if len(pw) >= 4 and not pw.isdigit() and not is_placeholder(pw):
+            if not pw.isdigit() and not is_placeholder(pw) and (named or has_digit_or_symbol(pw)):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
@@ -105,14 +110,14 @@ def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
     for flag, cmd_re in _OTHER_FLAGS:
         i = b.find(flag)
         while i >= 0:
-            lo = max(0, i - 300)
-            m = NEXT_WORD_RE.match(text, i + 3)
+            m = _FLAG_VALUE_RE.match(text, i + 3)
             if (
-                cmd_re.search(text, max(text.rfind("\n", lo, i) + 1, lo), i) is not None
-                and m is not None
-                and not is_placeholder(m.group(1))
+                m is not None
+                and _password_like(m.group("v"))
+                and cmd_re.search(text, max(0, i - 300), i) is not None  # (the cheap test first)
+                and cmd_re.search(text, _segment_start(text, i), i) is not None
             ):
-                spans.append(Span(m.start(1), m.end(1), P_NAMED, "password"))
+                spans.append(Span(m.start("v"), m.end("v"), P_NAMED, "password"))
             i = b.find(flag, i + 3)
     i = b.find(b"--password-stdin")
     while i >= 0:
@@ -125,10 +130,29 @@ def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
         for m in _CHPASSWD_RE.finditer(text):
             if not is_placeholder(m.group("pw")):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
-    if b"@" in b and (b"sqlplus" in b or b"oracle" in b):
+    if b"@" in b and b"/" in b and any(w in b for w in _ORACLE_WORDS):
         for m in _ORACLE_RE.finditer(text):
             if not is_placeholder(m.group("pw")):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+
+
+def _segment_start(text: str, i: int) -> int:
+    """Where the command segment holding position `i` starts: after the last newline, pipe, ;, &,
+    backquote, quote, $, ( or > (a tag around an error) within 300 characters, its blanks
+    skipped."""
+    lo = max(0, i - 300)
+    start = lo
+    for m in _SEGMENT_END_RE.finditer(text, lo, i):
+        start = m.end()
+    while start < i and text[start] in " \t":
+        start += 1
+    return start
+
+
+def _password_like(v: str) -> bool:
+    """A flag's value that can be a password: no placeholder, no path, a digit or symbol in it
+    ("-a flag" in a sentence is a word)."""
+    return not is_placeholder(v) and v[:1] not in "/~." and has_digit_or_symbol(v)
 
 
 def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:
@@ -145,5 +169,7 @@ def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:
     while k < n and not text[k].isspace():
         k += 1
     value = text[j:k].strip("\"'")
+    if cmd.group("spaced") and value[:1] in ("/", "~", "."):
+        return  # az login -p /etc/ci/cert.pem: a certificate's path
     if k > j and text[j] not in " \t" and not is_placeholder(value):
         spans.append(Span(j, k, P_NAMED, "password"))

@@ -54,15 +54,21 @@ AUTH_SCHEME_RE = re.compile(
 _XML_VALUE_RE = re.compile(r"""["'][ \t]+value[ \t]*=[ \t]*(["'])(?P<v>[^"'\n]{1,4096})\1""")
 # - name: API_KEY / value: ... (a Kubernetes container's env, a CI step's inputs)
 # (its lines may have been joined by blanks: whitespace collapsed, an error line)
-_NAME_KEY_RE = re.compile(r"""(?:^|\s)(?:-[ \t]+)?name:[ \t]*["']?\Z""")
+# (also as JSON, {"name": "API_KEY", "value": "..."}, and in flow style, {name: X, value: ...})
+_NAME_KEY_RE = re.compile(r"""(?:^|[\s{,])(?:-[ \t]+)?["']?[Nn]ame["']?[ \t]*:[ \t]*["']?\Z""")
 _PAIR_VALUE_RE = re.compile(
-    r"""["']?(?:[ \t]*\r?\n[ \t]*|[ \t]+)(?:-[ \t]+)?value:[ \t]*"""
-    r"""(?:(["'])(?P<qv>[^"'\n]{1,4096})\1|(?P<bare>[^\s"'#]{1,4096}))"""
+    r"""["']?(?:[ \t]*\r?\n[ \t]*|[ \t]+|[ \t]*,[ \t]*)(?:-[ \t]+)?["']?[Vv]alue["']?[ \t]*:"""
+    r"""[ \t]*"""
+    r"""(?:(["'])(?P<qv>[^"'\n]{1,4096})\1|(?P<bare>[^\s"'#,}]{1,4096}))"""
 )
 _AUTH_TUPLE_RE = re.compile(r"""\(\s*(["'])[^"'\n]*\1\s*,\s*(["'])(?P<pw>[^"'\n]*)\2\s*\)""")
 _LINE_START_RE = re.compile(r"[ \t]*(?:(?:export|set|setenv|ENV|-|\+|declare -x)[ \t]+)?[\"']?")
 _CAMEL_IDENT_RE = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
 _ANNOTATED_RE = re.compile(r"[ \t]*(?:\[[^\]\n]*\])?[ \t]*(?:\|[ \t]*\w+[ \t]*)*=(?!=)")
+# values that name or date something rather than hold a secret, given beside a secret's name
+_NOT_A_LITERAL_SECRET_RE = re.compile(
+    r"\d{4}-\d{2}-\d{2}|[a-z][a-z0-9+.\-]*://|arn:|[\w.\-]+/[\w.\-]+/"
+)
 _TYPE_NAME_RE = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
 _PATH_RE = re.compile(
     r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:\\[\w.\-\\ ]+|(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z0-9]{1,5}"
@@ -128,6 +134,13 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         return
     reach[0] = end
     info = name_info(text[start:end])
+    if (
+        info is not None
+        and info.quoted_only
+        and text[start - 1 : start] not in ('"', "'")
+        and text[start : start + 1] != "-"
+    ):
+        info = None  # a config file's key or a flag, not a variable in code
     if (info is None or not _named_at(text, start, end, info, spans, reach)) and text[
         end : end + 1
     ].isspace():
@@ -214,10 +227,11 @@ def _xml_value_at(
 def _pair_value_at(
     text: str, start: int, end: int, info: NameInfo, spans: list[Span], reach: list[int]
 ) -> bool:
-    """``- name: API_KEY`` and ``value: ...`` on the next line (Kubernetes and CI env lists)."""
+    """``- name: API_KEY`` and ``value: ...`` on the next line (Kubernetes and CI env lists), or
+    beside it (JSON, flow style, or its lines joined)."""
     if (
-        text[end : end + 1] not in ("\n", "\r", " ", "'", '"')
-        or text.rfind("name:", max(0, start - 12), start) < 0
+        text[end : end + 1] not in ("\n", "\r", " ", "'", '"', ",")
+        or "name" not in text[max(0, start - 14) : start].lower()
         or not _NAME_KEY_RE.search(_line_prefix(text, start))
     ):
         return False
@@ -311,12 +325,13 @@ def _judge_value(
         return None
     if sep in (",", "(") and not (
         quoted
+        and randomish(value, 8)
         and not WORDY_RE.fullmatch(value)
-        and (randomish(value, 8) or (name.isupper() and len(value) >= 12))
+        and _NOT_A_LITERAL_SECRET_RE.match(value) is None
     ):
         # ("DB_PASSWORD", "...") and setApiKey("...") in code: a value only when the string
-        # looks random, or is a long one given to a constant (define('AUTH_KEY', 'a b!c...'));
-        # ["password", "email"] is a list of names, ask_password("Password: ") a prompt
+        # looks random; ["password", "email"] is a list of names, ask_password("Password: ") a
+        # prompt, getSecret("arn:aws:...") and ("password", "2023-10-01T12:00:00Z") name or date
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"
@@ -329,6 +344,13 @@ def _judge_value(
     ):
         return None
     return ve if fits_tier(info, value) else None
+
+
+def _random_parts(value: str) -> bool:
+    """Random parts joined by dots (a signed cookie, session=eyJ1c2Vy...Zx8Kq2.Lm9Pq3...), not a
+    dotted name in code (self.oauth2Client.credentials)."""
+    parts = value.split(".")
+    return parts[0].startswith("eyJ") or sum(randomish(p, 16) for p in parts) >= 2
 
 
 def _starts_line(text: str, start: int) -> bool:
@@ -358,9 +380,8 @@ def _not_literal(
 ) -> bool:
     """Whether an unquoted value outside a .env line is code or a sentence, not a literal."""
     sep = m.group("sep")
-    if DOTTED_RE.fullmatch(value) and not any(randomish(p, 12) for p in value.split(".")):
-        return True  # settings.API_KEY, req.body.password, env::var (a signed cookie's random
-        # parts joined by dots is a value: session=eyJ1c2Vy...Zx8Kq2.Lm9Pq3...)
+    if DOTTED_RE.fullmatch(value) and not _random_parts(value):
+        return True  # settings.API_KEY, req.body.password, env::var
     if code_ref and (
         _TYPE_NAME_RE.fullmatch(value) or (sep == ":" and _ANNOTATED_RE.match(text, ve))
     ):

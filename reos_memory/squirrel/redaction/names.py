@@ -94,6 +94,9 @@ class NameInfo(NamedTuple):
     tier: int  # 0: password words, 1: secret words, 2: weak words (value must look random)
     kind: str
     header: bool  # Authorization-style: the value may start with a scheme word
+    # a name like "adafruit_io_key": a secret as a config file's key ("...": "..."), but in code
+    # as often a key of data (image_key = "sha256:...", request_key = "req_01H...")
+    quoted_only: bool = False
 
 
 TIER_PASSWORD = 0
@@ -139,11 +142,11 @@ def name_info(name: str) -> NameInfo | None:
     if joined.endswith(("apikey", "secretkey", "accesskey", "privatekey")):
         return NameInfo(TIER_SECRET, "env_secret", False)
     if any(p in _WEAK_WORDS for p in parts) or (
-        last == "key"
-        and len(parts) > 1
-        and (bare.isupper() or parts[-2] not in _NOT_SECRET_BEFORE_KEY)
-    ):  # (a weak name: its value must look random, and be no UUID or digest)
-        return NameInfo(TIER_WEAK, "env_secret", False)
+        last == "key" and len(parts) > 1 and bare.isupper()
+    ):
+        return NameInfo(TIER_WEAK, "env_secret", False)  # (its value must look random)
+    if last == "key" and len(parts) > 1 and parts[-2] not in _NOT_SECRET_BEFORE_KEY:
+        return NameInfo(TIER_WEAK, "env_secret", False, quoted_only=True)
     return None
 
 

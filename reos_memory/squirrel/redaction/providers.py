@@ -121,8 +121,8 @@ _FORMATS: list[tuple[str, str]] = [
     ),
     ("mailgun_key", r"pubkey-[a-f0-9]{32}"),
     ("crates_token", r"cio[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
-    ("lob_key", r"live_(?:pub_[a-f0-9]{31}|[a-f0-9]{35})(?![A-Za-z0-9])"),
-    ("lob_key", r"test_(?:pub_[a-f0-9]{31}|[a-f0-9]{35})(?![A-Za-z0-9])"),
+    ("lob_key", r"live_(?:pub_[a-f0-9]{31}|[a-f0-9]{35})(?![A-Za-z0-9./])"),
+    ("lob_key", r"test_(?:pub_[a-f0-9]{31}|[a-f0-9]{35})(?![A-Za-z0-9./])"),
     (
         "plaid_token",
         r"access-(?:sandbox|development|production)-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}"
@@ -141,7 +141,8 @@ _FORMATS: list[tuple[str, str]] = [
 _NEEDS_RANDOM = frozenset(
     {"vault_token", "resend_key", "square_token", "facebook_token", "discord_token",
      "notion_token", "terraform_token", "azure_ad_secret", "dropbox_token", "gitlab_token",
-     "harness_key", "octopus_key", "settlemint_token", "crates_token", "lob_key"}
+     "harness_key", "octopus_key", "settlemint_token", "crates_token", "lob_key",
+     "twitter_bearer"}
 )  # fmt: skip
 
 _COMPILED = [(kind, re.compile(rx)) for kind, rx in _FORMATS]
