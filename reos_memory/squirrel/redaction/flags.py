@@ -86,9 +86,9 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         or (b"@" in b and b"/" in b and any(w in b for w in _ORACLE_WORDS))
     ):
         _rare_commands(text, b, spans)
-    named = b"pgpass" in b or b"PGPASSFILE" in b
     if _PGPASS_HINT_RE.search(b) is not None:
         # once the file is named, an entry anywhere; else one alone on its line
+        named = b"pgpass" in b or b"PGPASSFILE" in b
         found = _PGPASS_NAMED_RE.finditer(text) if named else _PGPASS_RE.finditer(text)
         for m in found:
             pw = m.group("pw")
