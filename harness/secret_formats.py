@@ -51,6 +51,10 @@ def _jwt_like(rng: random.Random) -> str:
     return f"{header}.{body}.{r(B64URL, 43)(rng)}"
 
 
+# a UUID's shape (HubSpot's and Plaid's tokens hold one)
+_uuid = cat(r(HEX, 8), "-", r(HEX, 4), "-", r(HEX, 4), "-", r(HEX, 4), "-", r(HEX, 12))
+
+
 @dataclass(frozen=True)
 class Kind:
     """One secret format: its name, a value generator, the variable people keep it in, and
@@ -253,25 +257,14 @@ KINDS: list[Kind] = [
     Kind("newrelic_browser", cat("NRJS-", r(HEX, 19)), "NEW_RELIC_BROWSER_KEY"),
     Kind(
         "hubspot",
-        cat("pat-na1-", r(HEX, 8), "-", r(HEX, 4), "-", r(HEX, 4), "-", r(HEX, 4), "-", r(HEX, 12)),
+        cat("pat-na1-", _uuid),
         "HUBSPOT_ACCESS_TOKEN",
     ),
     Kind("crates_io", cat("cio", r(ALNUM, 32)), "CARGO_REGISTRY_TOKEN"),
     Kind("lob", cat("live_", r(HEX, 35)), "LOB_API_KEY"),
     Kind(
         "plaid",
-        cat(
-            "access-production-",
-            r(HEX, 8),
-            "-",
-            r(HEX, 4),
-            "-",
-            r(HEX, 4),
-            "-",
-            r(HEX, 4),
-            "-",
-            r(HEX, 12),
-        ),
+        cat("access-production-", _uuid),
         "PLAID_ACCESS_TOKEN",
     ),
     Kind("twitter_bearer", cat("A" * 22, r(ALNUM, 90)), "TWITTER_BEARER_TOKEN"),

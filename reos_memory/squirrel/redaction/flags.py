@@ -27,6 +27,7 @@ _OTHER_FLAGS = (
     (b" -a ", re.compile(r"(?<![\w-])redis-cli\b")),
     (b" -P ", re.compile(r"(?<![\w-])(?:sqlcmd|bcp|osql)\b")),
 )
+_FLAG_AP_RE = re.compile(rb" -[aP] ")  # either flag above, found in one scan
 _SEGMENT_END_RE = re.compile(r"[\n|;&`\"'$(>][ \t]*")  # what ends the segment before a command
 _FLAG_VALUE_RE = re.compile(r"""[ \t]+(["']?)(?P<v>[^\s"']{1,256})\1(?=\s|$|["'])""")
 # where a command may start: a line's start, or after a blank, ; & ( or a quote (JSON logs)
@@ -42,7 +43,6 @@ _CHPASSWD_RE = re.compile(
     r"""[ \t]*(?:sudo[ \t]+)?chpasswd\b"""
 )
 # Oracle's user/password@database: sqlplus scott/X@ORCL, jdbc:oracle:thin:scott/X@db:1521/ORCL
-_FLAG_AP_RE = re.compile(rb" -[aP] ")
 _ORACLE_RE = re.compile(
     r"(?:(?<![\w-])(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[ \t]+-[A-Za-z]{1,16}){0,4}[ \t]+"
     r"(?:target[ \t]+)?|jdbc:oracle:\w{1,16}:)"
@@ -80,11 +80,7 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     while i >= 0:
         _p_flag(text, len(text), i, spans)
         i = b.find(b" -p", i + 3)
-    if (
-        _FLAG_AP_RE.search(b) is not None
-        or b"passw" in b
-        or (b"@" in b and b"/" in b and any(w in b for w in _ORACLE_WORDS))
-    ):
+    if _FLAG_AP_RE.search(b) is not None or b"passw" in b or _may_name_oracle(b):
         _rare_commands(text, b, spans)
     if _PGPASS_HINT_RE.search(b) is not None:
         # once the file is named, an entry anywhere; else one alone on its line
@@ -96,8 +92,7 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
-        lo = max(0, i - 300)
-        line = text[max(text.rfind("\n", lo, i) + 1, lo) : i]
+        line = text[_line_start(text, i) : i]
         m = NEXT_WORD_RE.match(text, i + 3)
         if _LDAP_CMD_RE.search(line) and m is not None and not is_placeholder(m.group(1)):
             spans.append(Span(m.start(1), m.end(1), P_NAMED, "password"))
@@ -121,8 +116,7 @@ def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
             i = b.find(flag, i + 3)
     i = b.find(b"--password-stdin")
     while i >= 0:
-        lo = max(0, i - 300)
-        e = _ECHOED_RE.search(text, max(text.rfind("\n", lo, i) + 1, lo), i)
+        e = _ECHOED_RE.search(text, _line_start(text, i), i)
         if e is not None and not is_placeholder(e.group("pw")):
             spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "password"))
         i = b.find(b"--password-stdin", i + 16)
@@ -130,10 +124,21 @@ def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
         for m in _CHPASSWD_RE.finditer(text):
             if not is_placeholder(m.group("pw")):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
-    if b"@" in b and b"/" in b and any(w in b for w in _ORACLE_WORDS):
+    if _may_name_oracle(b):
         for m in _ORACLE_RE.finditer(text):
             if not is_placeholder(m.group("pw")):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+
+
+def _may_name_oracle(b: bytes) -> bool:
+    """Whether the text could hold Oracle's user/password@database (a tool's word, / and @)."""
+    return b"@" in b and b"/" in b and any(w in b for w in _ORACLE_WORDS)
+
+
+def _line_start(text: str, i: int) -> int:
+    """Where the line holding position `i` starts, looking back at most 300 characters."""
+    lo = max(0, i - 300)
+    return max(text.rfind("\n", lo, i) + 1, lo)
 
 
 def _segment_start(text: str, i: int) -> int:
@@ -157,8 +162,7 @@ def _password_like(v: str) -> bool:
 
 def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:
     """``-p`` is a password only after mysql-like commands (attached) or sshpass/login (spaced)."""
-    lo = max(0, i - 300)
-    cmd = _P_FLAG_CMD_RE.search(text, max(text.rfind("\n", lo, i) + 1, lo), i)
+    cmd = _P_FLAG_CMD_RE.search(text, _line_start(text, i), i)
     if cmd is None:
         return
     j = i + 3

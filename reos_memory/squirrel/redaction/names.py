@@ -70,8 +70,8 @@ _NOT_SECRET_SUFFIXES = frozenset(
         "open", "close", "marker", "separator", "delimiter", "sep", "char", "chars", "map",
     }
 )  # fmt: skip
-# Tokenizer and pagination tokens are not credentials.
-# "<x>_key" in code names a secret (adafruit_io_key, stripe_key) unless x says which key of data
+# "<x>_key" as a config file's key or a flag names a secret (adafruit_io_key, stripe_key) unless x
+# says which key of data it is
 _NOT_SECRET_BEFORE_KEY = frozenset(
     {
         "cache", "sort", "partition", "primary", "foreign", "dict", "row", "lookup", "idempotency",
@@ -81,6 +81,7 @@ _NOT_SECRET_BEFORE_KEY = frozenset(
         "settings", "registry", "metadata", "field", "column", "table", "record", "redis", "kv",
     }
 )  # fmt: skip
+# Tokenizer and pagination tokens are not credentials.
 _NOT_SECRET_BEFORE_TOKEN = frozenset(
     {
         "page", "next", "prev", "previous", "continuation", "cursor", "sync", "pagination",
