@@ -348,6 +348,18 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "python_environ", f'os.environ["{env}"] = "{v}"', "user"
     yield "cli_flag", f"deploy --{low.replace('_', '-')} {v} --region eu-west-1", "command"
     yield "call_pair", f"define('{env}', '{v}');", "tool"
+    # the same name as a variable of code, in the forms scanners' fixtures write it
+    parts = low.split("_")
+    camel = parts[0] + "".join(p.title() for p in parts[1:])
+    yield "php_variable", f'${camel} = "{v}";', "tool"
+    yield "perl_my", f'my ${low} = "{v}";', "tool"
+    yield "go_typed_var", f'var {camel} string = "{v}"', "tool"
+    yield "ts_typed_const", f'export const {camel}: string = "{v}";', "tool"
+    yield "rust_typed_let", f'let {low}: &str = "{v}";', "tool"
+    yield "kotlin_typed_val", f'private val {camel}: String = "{v}"', "tool"
+    yield "r_assign", f'{low} <- "{v}"', "tool"
+    yield "clojure_def", f'(def {low.replace("_", "-")} "{v}")', "tool"
+    yield "makefile_default", f"{env} ?= {v}", "tool"
 
 
 def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:
@@ -432,6 +444,12 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         ("netrc", lambda v: f"machine api.corp.io login ci password {v}"),
         ("npmrc", lambda v: f"//registry.npmjs.org/:_authToken={v}"),
         ("env_bracket_password", lambda v: f"cat .env\nDB_PASSWORD={v}\nDEBUG=false"),
+        # a vendor's key in code and config: often hex or lowercase, under a `<vendor>_key` name
+        ("vendor_key_hex", lambda v: f'etsy_key = "{v}"'),
+        ("php_vendor_key_hex", lambda v: f'$flickrKey = "{v}";'),
+        ("yaml_vendor_key", lambda v: f"twitch:\n  client-key: {v}\n"),
+        ("env_vendor_key_hex", lambda v: f"BITTREX_KEY={v}"),
+        ("config_pass", lambda v: f"smtp_host: mail.corp.io\nsmtp_pass: {v}\n"),
     ]
     out = []
     for name, fmt in shapes:
@@ -441,6 +459,10 @@ def _named_leaks(rng: random.Random) -> list[Case]:
             v = cat(r("[]{}()<>", 9), r(string.digits, 2))(rng)
         elif name in ("api_token_header", "npmrc"):
             v = r(ALNUM, 32)(rng)
+        elif name.endswith("_hex"):
+            v = r(HEX, 32)(rng)
+        elif name == "yaml_vendor_key":
+            v = r(LOWER_ALNUM, 24)(rng)
         else:
             v = pw(rng)
         out.append(Case(name, "named", [fmt(v)], v, [v], "user"))
@@ -602,4 +624,21 @@ LOOKALIKES: list[tuple[str, str]] = [
         "DB_PASSWORD=settings().get(db_password_name)",
     ),
     ("salesforce org 00D5e000000AbCdEAA is the sandbox!", "00D5e000000AbCdEAA"),
+    # declarations and ids of data under a secret-looking name
+    (
+        'commit_key = "9fceb02d0ae598e95dc970b74767f19372d61af8"',
+        "9fceb02d0ae598e95dc970b74767f19372d61af8",
+    ),
+    (
+        "GIT_SHA_KEY=9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "9fceb02d0ae598e95dc970b74767f19372d61af8",
+    ),
+    ('request_key = "req_01HXYZ8K2M3N4P5Q6R7S8T9V0W"', "req_01HXYZ8K2M3N4P5Q6R7S8T9V0W"),
+    ('var sortKey string = "created_at_desc"', "created_at_desc"),
+    ('const tokenType: string = "Bearer";', "Bearer"),
+    ("API_TOKEN ?= $(API_TOKEN_FROM_ENV)", "$(API_TOKEN_FROM_ENV)"),
+    ('$password = $_POST["password"];', "$password = $_POST"),
+    ('(def secret-key "my-secret-key")', "my-secret-key"),
+    ("first_pass: true, backward_pass: 3", "first_pass: true, backward_pass: 3"),
+    ('var firstPass string = "compileStageOneResult"', "compileStageOneResult"),
 ]

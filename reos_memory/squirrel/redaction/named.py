@@ -61,6 +61,30 @@ _PAIR_VALUE_RE = re.compile(
     r"""[ \t]*"""
     r"""(?:(["'])(?P<qv>[^"'\n]{1,4096})\1|(?P<bare>[^\s"'#,}]{1,4096}))"""
 )
+_QUOTED_LITERAL = (
+    r"""[ \t]*[bBrRuUfF]{0,2}(?P<q>["'`])(?P<qv>(?:(?!(?P=q))[^\\\n]){1,4096})(?P=q)"""
+)
+# the operator and the literal after a name: a type between (Go's `apiToken string =`, the
+# annotation of TypeScript, Rust, Kotlin or Python), R's `<-`, Ruby's `||=`; make's `?=`
+_DECLARED_RE = re.compile(
+    r"""(?:
+          [ \t]*:[ \t]*[&*]?(?:'\w+[ \t]+)?[A-Za-z_][\w.<>\[\], ?|]{0,60}?[ \t]*=(?![=~>])
+        | [ \t]+\*?[A-Za-z_][\w.*\[\]]{0,40}[ \t]*=(?![=~>])
+        | [ \t]*(?:<<?-|\|\|=)
+    )"""
+    + _QUOTED_LITERAL
+    + r"""|[ \t]+\?=[ \t]*(?P<bare>[^\s"'`]{1,4096})""",
+    re.VERBOSE,
+)
+_DECLARED_OPENERS = frozenset(" \t:<|")
+_PLAIN_ASSIGN_RE = re.compile(r"[ \t]*:?=(?![=~>])" + _QUOTED_LITERAL)
+_LISP_VALUE_RE = re.compile(r"[ \t]+(?P<q>\")(?P<qv>[^\"\\\n]{1,4096})\"")
+_LISP_DEF_RE = re.compile(
+    r"\((?:def|defonce|defvar|defparameter|defconst|setq|setf|define)[ \t]+\Z"
+)
+_DOLLAR_ASSIGN_RE = re.compile(r"[ \t]*=(?![=~>])")
+_TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
+_TYPED_ULID_RE = re.compile(r"(?:[a-z]{2,12}_)?[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _AUTH_TUPLE_RE = re.compile(r"""\(\s*(["'])[^"'\n]*\1\s*,\s*(["'])(?P<pw>[^"'\n]*)\2\s*\)""")
 _LINE_START_RE = re.compile(r"[ \t]*(?:(?:export|set|setenv|ENV|-|\+|declare -x)[ \t]+)?[\"']?")
 _CAMEL_IDENT_RE = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
@@ -139,8 +163,15 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         and info.quoted_only
         and text[start - 1 : start] not in ('"', "'")
         and text[start : start + 1] != "-"
+        and not (text[end : end + 1] == ":" and _starts_line(text, start))  # a YAML key
     ):
-        info = None  # a config file's key or a flag, not a variable in code
+        # a variable in code, not a config file's key or a flag: its value is a secret only
+        # when it is a string literal shaped like a token (etsy_key = "0f3a..."), not an id
+        # with a type's prefix or a hash with its algorithm (image_key = "sha256:...")
+        if not _declared_at(text, start, end, info, spans, reach, token_only=True):
+            info = None
+        else:
+            return
     if (info is None or not _named_at(text, start, end, info, spans, reach)) and text[
         end : end + 1
     ].isspace():
@@ -160,10 +191,14 @@ def _named_at(
 
     `reach` is moved past the value read, so that no later hit reads it again."""
     before = text[max(0, start - 2) : start]
-    if before.endswith(("$", "%")) or before == "${":
-        return False  # "$API_TOKEN" is a reference, not an assignment
-    if _xml_value_at(text, start, end, info, spans, reach) or _pair_value_at(
-        text, start, end, info, spans, reach
+    if (before.endswith(("$", "%")) or before == "${") and not (
+        before.endswith("$") and _DOLLAR_ASSIGN_RE.match(text, end)
+    ):
+        return False  # "$API_TOKEN" is a reference, not an assignment ($apiToken = "..." is)
+    if (
+        _xml_value_at(text, start, end, info, spans, reach)
+        or _pair_value_at(text, start, end, info, spans, reach)
+        or _declared_at(text, start, end, info, spans, reach)
     ):
         return True
     if _words_follow(text, start, end):
@@ -217,7 +252,7 @@ def _xml_value_at(
     ):
         return False
     x = _XML_VALUE_RE.match(text, end)
-    if x is None or is_placeholder(x.group("v")) or not fits_tier(info, x.group("v")):
+    if x is None or not _literal_fits(info, x.group("v")):
         return False
     spans.append(Span(x.start("v"), x.end("v"), P_NAMED, info.kind))
     reach[0] = max(reach[0], x.end())
@@ -239,12 +274,72 @@ def _pair_value_at(
     if x is None:
         return False
     group = "qv" if x.group("qv") is not None else "bare"
-    value = x.group(group)
-    if is_placeholder(value) or not fits_tier(info, value):
+    if not _literal_fits(info, x.group(group)):
         return False
     spans.append(Span(x.start(group), x.end(group), P_NAMED, info.kind))
     reach[0] = max(reach[0], x.end())
     return True
+
+
+def _declared_at(
+    text: str,
+    start: int,
+    end: int,
+    info: NameInfo,
+    spans: list[Span],
+    reach: list[int],
+    *,
+    token_only: bool = False,
+) -> bool:
+    """A string literal given to the name by a declaration or an assignment operator that the
+    ``name <sep> value`` reading does not know: a type between (``var apiToken string = "..."``,
+    ``const apiToken: string = "..."``, ``let api_token: &str = "..."``), ``<-`` (R), ``||=``
+    (Ruby), ``?=`` (make), ``(def api-token "...")`` and ``:api-token "..."`` (Lisps, EDN).
+    With `token_only`, also a plain ``=`` or ``:=``, and the literal must be shaped like a token."""
+    ahead = text[end : end + 72]
+    if ahead[:1] not in _DECLARED_OPENERS or ("=" not in ahead and "<-" not in ahead):
+        x = None  # (name=value, the common case, is read by _KV_TAIL_RE; a sentence has none)
+    else:
+        x = _DECLARED_RE.match(text, end)
+    if x is None and (
+        text[start - 1 : start] == ":"
+        or (
+            text[start - 1 : start] in (" ", "\t")
+            and text.rfind("(", max(0, start - 24), start) >= 0
+            and _LISP_DEF_RE.search(text, max(0, start - 24), start)
+        )
+    ):
+        x = _LISP_VALUE_RE.match(text, end)
+    if x is None and token_only:
+        x = _PLAIN_ASSIGN_RE.match(text, end)
+    if x is None:
+        return False
+    group = "qv" if x.group("qv") is not None else "bare"
+    if group == "bare" and not text[start:end].isupper():
+        return False  # make's variables are UPPER_CASE; ?= elsewhere is no assignment
+    value = x.group(group)
+    if not _literal_fits(info, value) or (token_only and not _token_literal(value)):
+        return False
+    spans.append(Span(x.start(group), x.end(group), P_NAMED, info.kind))
+    reach[0] = max(reach[0], x.end())
+    return True
+
+
+def _literal_fits(info: NameInfo, value: str) -> bool:
+    """Whether a literal given to a secret's name is the secret the name promises."""
+    return not (is_placeholder(value) or value.startswith(PUBLIC_BY_DESIGN)) and fits_tier(
+        info, value
+    )
+
+
+def _token_literal(value: str) -> bool:
+    """Letters and digits (with ``_`` or ``-`` between), long and random: an issued token, not
+    an id whose random part is a ULID (``req_01HXYZ8K2M...``: time-ordered, meant to be shown)."""
+    return (
+        _TOKEN_LITERAL_RE.fullmatch(value) is not None
+        and randomish(value, 16)
+        and _TYPED_ULID_RE.fullmatch(value) is None
+    )
 
 
 def _words_follow(text: str, start: int, end: int) -> bool:

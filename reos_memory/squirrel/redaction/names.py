@@ -79,6 +79,7 @@ _NOT_SECRET_BEFORE_KEY = frozenset(
         "cursor", "routing", "shard", "hot", "group", "message", "event", "react", "list", "item",
         "query", "hash", "lock", "ssh", "public", "translation", "i18n", "config", "setting",
         "settings", "registry", "metadata", "field", "column", "table", "record", "redis", "kv",
+        "request", "commit", "sha", "git", "etag", "content", "digest", "job", "task",
     }
 )  # fmt: skip
 # Tokenizer and pagination tokens are not credentials.
@@ -98,6 +99,8 @@ class NameInfo(NamedTuple):
     # a name like "adafruit_io_key": a secret as a config file's key ("...": "..."), but in code
     # as often a key of data (image_key = "sha256:...", request_key = "req_01H...")
     quoted_only: bool = False
+    # a vendor's key (ETSY_KEY, etsy_key): hex is as likely a key as a digest under this name
+    hex_ok: bool = False
 
 
 TIER_PASSWORD = 0
@@ -131,6 +134,7 @@ def name_info(name: str) -> NameInfo | None:
         for p in parts
     ):
         return NameInfo(TIER_PASSWORD, "password", False)
+    loose_password = any(p in ("pass", "pw") for p in parts)  # db_pass, or first_pass
     if "aws" in parts and "secret" in parts:
         return NameInfo(TIER_SECRET, "aws_secret_key", False)
     for i, p in enumerate(parts):
@@ -142,12 +146,16 @@ def name_info(name: str) -> NameInfo | None:
             return NameInfo(TIER_SECRET, "env_secret", False)
     if joined.endswith(("apikey", "secretkey", "accesskey", "privatekey")):
         return NameInfo(TIER_SECRET, "env_secret", False)
+    vendor_key = last == "key" and len(parts) > 1 and parts[-2] not in _NOT_SECRET_BEFORE_KEY
     if any(p in _WEAK_WORDS for p in parts) or (
         last == "key" and len(parts) > 1 and bare.isupper()
     ):
-        return NameInfo(TIER_WEAK, "env_secret", False)  # (its value must look random)
-    if last == "key" and len(parts) > 1 and parts[-2] not in _NOT_SECRET_BEFORE_KEY:
-        return NameInfo(TIER_WEAK, "env_secret", False, quoted_only=True)
+        # (its value must look random)
+        return NameInfo(TIER_WEAK, "env_secret", False, hex_ok=vendor_key)
+    if vendor_key:
+        return NameInfo(TIER_WEAK, "env_secret", False, quoted_only=True, hex_ok=True)
+    if loose_password:
+        return NameInfo(TIER_WEAK, "password", False)  # a random value makes it a password
     return None
 
 

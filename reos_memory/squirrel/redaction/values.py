@@ -88,6 +88,8 @@ def fits_tier(info: NameInfo, value: str) -> bool:
     """Whether a literal under a name of this tier looks like the secret the name promises."""
     if info.tier == TIER_WEAK:
         v = value.strip()
+        if info.hex_ok and len(v) >= 20 and len(v) not in (40, 64) and _UUID_OR_HEX_RE.fullmatch(v):
+            return True  # (40 and 64 hex digits are git's and SHA-256's ids of content)
         return randomish(v) and not _UUID_OR_HEX_RE.fullmatch(v)
     if info.tier == TIER_SECRET:
         # EXPIRED_TOKEN = "expired_token" and IMAGE_TOKEN = "<|image|>" name no credential
