@@ -274,6 +274,13 @@ KINDS: list[Kind] = [
         cat("A3T", r(UPPER_ALNUM, 1), r("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)),
         "AWS_ACCESS_KEY_ID",
     ),
+    Kind(
+        "defined_networking",
+        cat("dnkey-", r(UPPER_ALNUM, 26), "-", r(UPPER_ALNUM, 52)),
+        "DN_API_KEY",
+    ),
+    Kind("adobe_client_secret", cat("p8e-", r(HEX, 32)), "ADOBE_CLIENT_SECRET"),
+    Kind("langfuse", cat("sk-lf-", _uuid), "LANGFUSE_SECRET_KEY"),
 ]
 
 # Formats without a prefix: a secret only by the name around it (mostly hex or base64 bodies).
@@ -293,6 +300,7 @@ UNNAMED_KINDS: list[Kind] = [
     Kind("rails_secret", r(HEX, 128), "SECRET_KEY_BASE", False),
     Kind("flask_secret", r(HEX, 48), "FLASK_SECRET_KEY", False),
     Kind("twilio_auth", r(HEX, 32), "TWILIO_AUTH_TOKEN", False),
+    Kind("azure_devops_pat", r("abcdefghijklmnopqrstuvwxyz234567", 52), "AZURE_DEVOPS_PAT", False),
     # lowercase bodies with "_" in them (Adafruit IO, Beamer, RapidAPI keys): not snake_case names
     Kind(
         "adafruit",

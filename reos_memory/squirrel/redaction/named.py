@@ -21,7 +21,12 @@ from reos_memory.squirrel.redaction.values import (
 )
 
 _TRIGGER_WORDS = (b"pwd", b"token", b"key", b"auth")
-_TRIGGER_RES = (re.compile(rb"ss(?<=pass|sess)"), re.compile(rb"cr(?:(?<=secr)et|ed)"))
+_TRIGGER_RES = (
+    re.compile(rb"ss(?<=pass|sess)"),
+    re.compile(rb"cr(?:(?<=secr)et|ed)"),
+    re.compile(rb"pat(?<=[_\-]pat)(?![a-z0-9])"),  # AZURE_DEVOPS_PAT, GITHUB_PAT (not path)
+)
+_CAMEL_PAT_RE = re.compile(rb"Pat(?<=[a-z0-9]Pat)(?![a-z0-9])")  # azureDevopsPat (read in case)
 _NAME_TABLE = bytes(
     ord("a") if chr(i) in string.ascii_letters + string.digits + "_.-" else ord(" ")
     for i in range(256)
@@ -121,6 +126,7 @@ def scan_named(text: str, b: bytes, spans: list[Span]) -> bool:
     # regex engine scans about as fast as bytes.find.
     for regex in _TRIGGER_RES:
         hits.extend(m.start() for m in regex.finditer(low))
+    hits.extend(m.start() for m in _CAMEL_PAT_RE.finditer(b))
     if not hits:
         return saw_key
     hits.sort()

@@ -44,7 +44,7 @@ _KEY_PAIRS = frozenset(
     }
 )  # fmt: skip
 _WEAK_WORDS = frozenset(
-    {"auth", "session", "sessionid", "sessid", "cookie", "signature", "sig", "salt", "sid"}
+    {"auth", "session", "sessionid", "sessid", "cookie", "signature", "sig", "salt", "sid", "pat"}
 )
 # A last part like these means the name is about the secret, not the secret itself.
 _NOT_SECRET_SUFFIXES = frozenset(

@@ -135,6 +135,9 @@ _FORMATS: list[tuple[str, str]] = [
     ("aws_access_key", r"ASIA[A-Z0-9]{16}(?![A-Za-z0-9])"),
     ("aws_access_key", r"ABIA[A-Z0-9]{16}(?![A-Za-z0-9])"),
     ("aws_access_key", r"ACCA[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("defined_networking_key", r"dnkey-[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}"),
+    ("adobe_client_secret", r"p8e-[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
+    ("langfuse_key", r"sk-lf-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}"),
 ]
 
 # Kinds whose prefix is also an ordinary word piece: their body must look random too.
