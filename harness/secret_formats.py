@@ -368,6 +368,10 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "r_assign", f'{low} <- "{v}"', "tool"
     yield "clojure_def", f'(def {low.replace("_", "-")} "{v}")', "tool"
     yield "makefile_default", f"{env} ?= {v}", "tool"
+    yield "c_array", f'static const char {env}[] = "{v}";', "tool"
+    yield "c_define", f'#define {env} "{v}"', "tool"
+    yield "objc_string", f'NSString *{camel} = @"{v}";', "tool"
+    yield "vb_dim", f'Dim {camel} As String = "{v}"', "tool"
 
 
 def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:
@@ -649,4 +653,8 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('(def secret-key "my-secret-key")', "my-secret-key"),
     ("first_pass: true, backward_pass: 3", "first_pass: true, backward_pass: 3"),
     ('var firstPass string = "compileStageOneResult"', "compileStageOneResult"),
+    ('#define API_TOKEN_HEADER "X-Api-Token"', "X-Api-Token"),
+    ('NSString *authTokenKey = @"auth_token";', "auth_token"),
+    ('static const char SECRET_ENV[] = "APP_SECRET";', "APP_SECRET"),
+    ("Dim password As String = Console.ReadLine()", "Console.ReadLine()"),
 ]

@@ -44,7 +44,7 @@ _KV_TAIL_RE = re.compile(
     )
     (?:
         [bBrRuUfF]{0,2}\\"(?P<eqv>(?:(?!\\")[^\n]){0,4096})(?:\\")?
-      | [bBrRuUfF]{0,2}(?P<q>["'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n]){0,4096})(?P=q)?
+      | (?:[bBrRuUfF]{1,2}|@)?(?P<q>["'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n]){0,4096})(?P=q)?
       | (?P<bare>[^\s"'`;&<>()\[\]{}|]{1,4096})
     )?
     """,
@@ -67,25 +67,27 @@ _PAIR_VALUE_RE = re.compile(
     r"""(?:(["'])(?P<qv>[^"'\n]{1,4096})\1|(?P<bare>[^\s"'#,}]{1,4096}))"""
 )
 _QUOTED_LITERAL = (
-    r"""[ \t]*[bBrRuUfF]{0,2}(?P<q>["'`])(?P<qv>(?:(?!(?P=q))[^\\\n]){1,4096})(?P=q)"""
+    r"""[ \t]*(?:[bBrRuUfF]{1,2}|@)?(?P<q>["'`])(?P<qv>(?:(?!(?P=q))[^\\\n]){1,4096})(?P=q)"""
 )
-# the operator and the literal after a name: a type between (Go's `apiToken string =`, the
-# annotation of TypeScript, Rust, Kotlin or Python), R's `<-`, Ruby's `||=`; make's `?=`
+# the operator and the literal after a name: a type between (Go's `apiToken string =`, VB's `As
+# String =`, the annotation of TypeScript, Rust, Kotlin or Python), C's `[] =`, R's `<-`, Ruby's
+# `||=`; make's `?=` (a literal may be Objective-C's or C#'s @"...")
 _DECLARED_RE = re.compile(
     r"""(?:
           [ \t]*:[ \t]*[&*]?(?:'\w+[ \t]+)?[A-Za-z_][\w.<>\[\], ?|]{0,60}?[ \t]*=(?![=~>])
-        | [ \t]+\*?[A-Za-z_][\w.*\[\]]{0,40}[ \t]*=(?![=~>])
+        | [ \t]+(?:[Aa]s[ \t]+)?\*?[A-Za-z_][\w.*\[\]]{0,40}[ \t]*=(?![=~>])
+        | [ \t]*\[[0-9]*\][ \t]*=(?![=~>])
         | [ \t]*(?:<<?-|\|\|=)
     )"""
     + _QUOTED_LITERAL
     + r"""|[ \t]+\?=[ \t]*(?P<bare>[^\s"'`]{1,4096})""",
     re.VERBOSE,
 )
-_DECLARED_OPENERS = frozenset(" \t:<|")
+_DECLARED_OPENERS = frozenset(" \t:<|[")
 _PLAIN_ASSIGN_RE = re.compile(r"[ \t]*:?=(?![=~>])" + _QUOTED_LITERAL)
 _LISP_VALUE_RE = re.compile(r"[ \t]+(?P<q>\")(?P<qv>[^\"\\\n]{1,4096})\"")
 _LISP_DEF_RE = re.compile(
-    r"\((?:def|defonce|defvar|defparameter|defconst|setq|setf|define)[ \t]+\Z"
+    r"(?:\((?:def|defonce|defvar|defparameter|defconst|setq|setf|define)|#[ \t]*define)[ \t]+\Z"
 )
 _DOLLAR_ASSIGN_RE = re.compile(r"[ \t]*=(?![=~>])")
 _TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
@@ -300,21 +302,15 @@ def _declared_at(
     """A string literal given to the name by a declaration or an assignment operator that the
     ``name <sep> value`` reading does not know: a type between (``var apiToken string = "..."``,
     ``const apiToken: string = "..."``, ``let api_token: &str = "..."``), ``<-`` (R), ``||=``
-    (Ruby), ``?=`` (make), ``(def api-token "...")`` and ``:api-token "..."`` (Lisps, EDN).
+    (Ruby), ``?=`` (make), ``(def api-token "...")`` and ``:api-token "..."`` (Lisps, EDN),
+    ``#define API_TOKEN "..."`` (C).
     With `token_only`, also a plain ``=`` or ``:=``, and the literal must be shaped like a token."""
     ahead = text[end : end + 72]
     if ahead[:1] not in _DECLARED_OPENERS or ("=" not in ahead and "<-" not in ahead):
         x = None  # (name=value, the common case, is read by _KV_TAIL_RE; a sentence has none)
     else:
         x = _DECLARED_RE.match(text, end)
-    if x is None and (
-        text[start - 1 : start] == ":"
-        or (
-            text[start - 1 : start] in (" ", "\t")
-            and text.rfind("(", max(0, start - 24), start) >= 0
-            and _LISP_DEF_RE.search(text, max(0, start - 24), start)
-        )
-    ):
+    if x is None and (text[start - 1 : start] == ":" or _after_definer(text, start)):
         x = _LISP_VALUE_RE.match(text, end)
     if x is None and token_only:
         x = _PLAIN_ASSIGN_RE.match(text, end)
@@ -329,6 +325,17 @@ def _declared_at(
     spans.append(Span(x.start(group), x.end(group), P_NAMED, info.kind))
     reach[0] = max(reach[0], x.end())
     return True
+
+
+def _after_definer(text: str, start: int) -> bool:
+    """Whether ``(def`` (a Lisp) or ``#define`` (C) and blanks come right before the name."""
+    lo = max(0, start - 24)
+    window = text[lo:start]
+    return (
+        window[-1:] in (" ", "\t")
+        and ("(" in window or "#" in window)
+        and _LISP_DEF_RE.search(text, lo, start) is not None
+    )
 
 
 def _literal_fits(info: NameInfo, value: str) -> bool:
