@@ -554,3 +554,26 @@ def test_a_work_order_later_in_the_task_is_no_rule(tmp_path: Path) -> None:
     mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
     texts = [m["text"] for m in mems]
     assert not [t for t in texts if t.startswith(("Fix this", "Finally", "Great"))], texts
+
+
+def test_how_the_opening_request_wants_its_task_done_is_no_rule(tmp_path: Path) -> None:
+    """The message that opens a task says how that task is to be done ("ensure that ... is
+    strict", "use X instead of Y", "I want the errors to name the key"): the task, not a rule for
+    the next sessions. A norm said to last in the same message ("always ...") is one."""
+    recs = [
+        user(
+            "Refactor the settings loader in config.go. Ensure that parsing of settings.json is "
+            "strict and fails on unknown keys. Use json.Decoder instead of unmarshalling into a "
+            "map. I want the error to name the unknown key. And always run `make lint` before "
+            "you commit anything in this repo."
+        ),
+        say("I'll switch the loader to json.Decoder with DisallowUnknownFields."),
+        bash("c1", "go test ./..."),
+        result("c1", "ok  app/config 0.2s"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert [t for t in texts if "always run `make lint`" in t.lower()], texts
+    assert not [
+        t for t in texts if "strict" in t or "instead of unmarshalling" in t or "I want" in t
+    ], texts

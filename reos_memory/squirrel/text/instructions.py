@@ -7,8 +7,9 @@ what should happen ("the cli should handle that automatically, not you"). This m
 those sentences and keeps them, cleaned, with the sentence that explains them.
 
 A message is read with its situation: a reply to a rejected tool call or a message typed while
-the agent worked is a correction by nature; the first request of a task is a task, so only its
-explicit norms ("make sure ...", "everywhere", "always", "never") count.
+the agent worked is a correction by nature; the first request of a task is a task, so only
+norms said to last ("always", "never", "from now on", "in this repo", "every commit") count there:
+its "make sure ...", "ensure ...", "use X instead of Y" and "I want ..." say how this task is done.
 """
 
 from __future__ import annotations
@@ -138,6 +139,8 @@ def find(text: str, situation: str) -> list[Instruction]:
     the agent) or `request` (the first request of a task)."""
     if _AGENT_WRITTEN.match(text):
         return []
+    # a long opening message is the task; a short one may answer the agent's turn before the cut
+    task = situation == "request" and len(text.split()) > SHORT_REQUEST
     sents = sentences(text)
     out: list[Instruction] = []
     used: set[int] = set()
@@ -149,7 +152,7 @@ def find(text: str, situation: str) -> list[Instruction]:
             continue
         if _INFO_QUESTION.match(low) or _TENTATIVE.search(low):
             continue  # asking, or thinking aloud: not telling
-        cue = _cue(low, situation)
+        cue = _cue(low, situation, task)
         if cue is None:
             continue
         start, end = i, i + 1
@@ -173,13 +176,19 @@ def find(text: str, situation: str) -> list[Instruction]:
     return out
 
 
-def _cue(low: str, situation: str) -> str | None:
+def _cue(low: str, situation: str, task: bool) -> str | None:
     if low.rstrip().endswith("?"):
         # a question tells only when it proposes a way ("why not ...?", "can't we ...?")
         return "proposal" if _PROPOSE.match(low) else None
     if _NORM.search(low):
-        # in a task's request, "make sure the tests pass" is how this task is done, not a rule
-        return None if situation == "request" and _ACCEPTANCE.search(low) else "norm"
+        # in a task's request, "make sure the tests pass" is how this task is done, not a rule,
+        # and in the long request that states a task so are "ensure that parsing is strict" and
+        # "use X instead of Y", unless said to last
+        if situation == "request" and (
+            _ACCEPTANCE.search(low) or (task and not _LASTING.search(low))
+        ):
+            return None
+        return "norm"
     if situation == "request" and len(low.split()) > SHORT_REQUEST:
         return None  # a task's own details are not rules
     if (_TODO.match(low) or _PLEASE_DO.match(low)) and not (
@@ -189,9 +198,11 @@ def _cue(low: str, situation: str) -> str | None:
         return None
     if _DISAGREE.search(low) and not (situation == "request" and _STATUS.search(low)):
         return "disagreement"
-    if _PROPOSE.match(low) or (
-        situation != "request" and _PLEASE.search(low) and len(low.split()) >= 8
-    ):
+    if (
+        _PROPOSE.match(low)
+        # ("I want the errors to name the key", in the request stating a task, is the task)
+        and (not task or _LASTING.search(low) or _CONTRAST.search(low))
+    ) or (situation != "request" and _PLEASE.search(low) and len(low.split()) >= 8):
         return "proposal"  # (a short "please update the docs" is a task, not a way of working)
     if situation == "rejection" and low.startswith(("let's", "lets ")):
         return "proposal"
@@ -199,6 +210,12 @@ def _cue(low: str, situation: str) -> str | None:
         # an order given on rejecting a call, or typed mid-work, steers the agent
         return situation
     return None
+
+
+def said_to_last(text: str) -> bool:
+    """Whether a sentence says its norm outlasts the task ("always", "from now on", "in this
+    repo", "every commit", ...)."""
+    return bool(_LASTING.search(text.lower()))
 
 
 def _imperative_no(low: str) -> bool:

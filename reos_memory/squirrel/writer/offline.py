@@ -233,6 +233,8 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
             for st in statements.corrections(text, rej_tool, rej_input):
                 if serious and not (st.tools or st.key):
                     continue
+                if _task_spec(first, text, st):
+                    continue
                 if not any(st.text == f.text for f, _ in said):
                     said.append((st, 0.8))
         about = _about(last_rejected, events) if last_rejected is not None else None
@@ -258,6 +260,17 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                 draft.add(op, source, judge=judge, answer=answer)
         last_rejected = None
         first = False
+
+
+def _task_spec(first: bool, text: str, st: statements.Statement) -> bool:
+    """Whether a correction the rules read in the message that opens a task is how that task is
+    to be done ("use json.Decoder instead of a map", in a request of many sentences): a short
+    opening message may answer the agent's last turn before the cut, a long one is the task."""
+    return (
+        first
+        and len(text.split()) > instructions.SHORT_REQUEST
+        and not (st.key or st.tools or instructions.said_to_last(st.text))
+    )
 
 
 def _statement_op(
