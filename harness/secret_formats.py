@@ -462,6 +462,7 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         ("yaml_vendor_key", lambda v: f"twitch:\n  client-key: {v}\n"),
         ("env_vendor_key_hex", lambda v: f"BITTREX_KEY={v}"),
         ("config_pass", lambda v: f"smtp_host: mail.corp.io\nsmtp_pass: {v}\n"),
+        ("bundler_source", lambda v: f"export BUNDLE_ENTERPRISE__CONTRIBSYS__COM=cafebabe:{v}"),
     ]
     out = []
     for name, fmt in shapes:
@@ -657,4 +658,5 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('NSString *authTokenKey = @"auth_token";', "auth_token"),
     ('static const char SECRET_ENV[] = "APP_SECRET";', "APP_SECRET"),
     ("Dim password As String = Console.ReadLine()", "Console.ReadLine()"),
+    ("BUNDLE_BUILD__NOKOGIRI=--use-system-libraries", "--use-system-libraries"),
 ]

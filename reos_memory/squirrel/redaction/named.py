@@ -25,6 +25,7 @@ _TRIGGER_RES = (
     re.compile(rb"ss(?<=pass|sess)"),
     re.compile(rb"cr(?:(?<=secr)et|ed)"),
     re.compile(rb"pat(?<=[_\-]pat)(?![a-z0-9])"),  # AZURE_DEVOPS_PAT, GITHUB_PAT (not path)
+    re.compile(rb"bundle_[a-z0-9]+__"),  # Bundler's credentials for a host: BUNDLE_GEMS__CORP__IO
 )
 _CAMEL_PAT_RE = re.compile(rb"Pat(?<=[a-z0-9]Pat)(?![a-z0-9])")  # azureDevopsPat (read in case)
 _NAME_TABLE = bytes(

@@ -92,6 +92,13 @@ _NOT_SECRET_BEFORE_TOKEN = frozenset(
 )  # fmt: skip
 
 
+# Bundler reads a gem source's "user:password" from BUNDLE_<HOST>, dots written as "__" (a host
+# ends in a top-level domain; BUNDLE_BUILD__NOKOGIRI and BUNDLE_PATH__SYSTEM are settings)
+_BUNDLER_HOST_RE = re.compile(
+    r"BUNDLE_[A-Z0-9_]+__(?:[A-Z]{2}|COM|ORG|NET|DEV|APP|CLOUD|TECH|SH|IT|IO)"
+)
+
+
 class NameInfo(NamedTuple):
     tier: int  # 0: password words, 1: secret words, 2: weak words (value must look random)
     kind: str
@@ -117,6 +124,8 @@ def name_info(name: str) -> NameInfo | None:
     parts = [p.lower() for chunk in re.split(r"[_.\-\s]+", bare) for p in _CAMEL_RE.findall(chunk)]
     if not parts:
         return None
+    if _BUNDLER_HOST_RE.fullmatch(bare):
+        return NameInfo(TIER_PASSWORD, "password", False)  # user:password for a gem source
     last = parts[-1]
     if last in _NOT_SECRET_SUFFIXES and not (last == "id" and parts[-2:-1] == ["session"]):
         return None
