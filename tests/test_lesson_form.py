@@ -46,6 +46,14 @@ from reos_memory.squirrel.text.lesson_form import (
             "The cache key leaves out the locale.",
         ),
         ("The issue is that it fails.", "The issue is that it fails."),  # too little would remain
+        # politeness is no part of the rule
+        ("Please use the project's logger.", "Use the project's logger."),
+        (
+            "Keep each commit with working code please (no broken state)",
+            "Keep each commit with working code (no broken state)",
+        ),
+        ("Use the logger, please.", "Use the logger."),
+        ("The please-wait screen must stay.", "The please-wait screen must stay."),
     ],
 )
 def test_openers_of_conversation_go(said: str, lesson: str) -> None:

@@ -176,13 +176,17 @@ def impersonal(text: str) -> str:
     return out[:1].upper() + out[1:] if out != text.strip() else text
 
 
+# politeness around an order ("please use X", "keep X please (...)", "use X, please.")
+_PLEASE = re.compile(r"^please,?\s+|,?\s+please\b(?=\s*(?:[.!;:,()]|$))", re.IGNORECASE)
+
+
 def plain(text: str) -> str:
-    """The text without the openers of conversation, capitalised; unchanged when nothing would
-    remain."""
+    """The text without the openers of conversation and its "please", capitalised; unchanged
+    when nothing would remain."""
     out, before = text.strip(), ""
     while out != before:
         before = out
-        out = _LEAD_IN.sub("", _OPENER.sub("", out))
+        out = _PLEASE.sub("", _LEAD_IN.sub("", _OPENER.sub("", out)))
     if len(out.split()) < 3:
         return text.strip()
     return out[:1].upper() + out[1:]
