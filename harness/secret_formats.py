@@ -463,6 +463,15 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         ("env_vendor_key_hex", lambda v: f"BITTREX_KEY={v}"),
         ("config_pass", lambda v: f"smtp_host: mail.corp.io\nsmtp_pass: {v}\n"),
         ("bundler_source", lambda v: f"export BUNDLE_ENTERPRISE__CONTRIBSYS__COM=cafebabe:{v}"),
+        # a random value that holds "pw" or "pat" is no secret-named identifier
+        ("random_with_pw", lambda v: f"stripe_key: c9gm1gxspjetvx6pw{v}"),
+        ("random_with_pat", lambda v: f"api_token: q7pat9x2mc4zr{v}"),
+        ("ts_optional_field", lambda v: f'public clientSecret?: string = "{v}";'),
+        ("csharp_property", lambda v: f'public string ApiKey {{ get; set; }} = "{v}";'),
+        ("clojure_meta_def", lambda v: f'(def ^:private api-token "{v}")'),
+        ("elixir_attribute", lambda v: f'@api_token "{v}"'),
+        ("rust_bytes", lambda v: f'const API_KEY: &[u8] = b"{v}";'),
+        ("lisp_def_next_line", lambda v: f'(def api-token\n  "{v}")'),
     ]
     out = []
     for name, fmt in shapes:
@@ -472,6 +481,8 @@ def _named_leaks(rng: random.Random) -> list[Case]:
             v = cat(r("[]{}()<>", 9), r(string.digits, 2))(rng)
         elif name in ("api_token_header", "npmrc"):
             v = r(ALNUM, 32)(rng)
+        elif name.startswith("random_with_"):
+            v = r(LOWER_ALNUM, 16)(rng)
         elif name.endswith("_hex"):
             v = r(HEX, 32)(rng)
         elif name == "yaml_vendor_key":
@@ -659,4 +670,27 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('static const char SECRET_ENV[] = "APP_SECRET";', "APP_SECRET"),
     ("Dim password As String = Console.ReadLine()", "Console.ReadLine()"),
     ("BUNDLE_BUILD__NOKOGIRI=--use-system-libraries", "--use-system-libraries"),
+    # what a review of the declaration rules found changed (none may be)
+    ("$password = $request->input('password');", "$request->input"),
+    ("my $password = $cgi->param('password');", "$cgi->param"),
+    ('{:password "Passwort" :forgot-password "Forgot your password?"}', "Passwort"),
+    ('#define ERR_BAD_PASSWORD "Incorrect password"', "Incorrect password"),
+    ('Dim lblPassword As String = "Password:"', "Password:"),
+    ('var wrongPassword string = "Wrong password, try again"', "Wrong password, try again"),
+    ('var pwd string = "/home/app"', "/home/app"),
+    ('pwd <- "C:/Users/me/Documents/thesis"', "C:/Users/me/Documents/thesis"),
+    ('const PASSWORD_ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz0123456789";', "abcdefghijkl"),
+    (
+        "image_key: sha256:9f8e7d6c5b4a39281f2e3d4c5b6a7980",
+        "sha256:9f8e7d6c5b4a39281f2e3d4c5b6a7980",
+    ),
+    ('file_key = "5d41402abc4b2a76b9719d911017c592"', "5d41402abc4b2a76b9719d911017c592"),
+    ('tenant_key = "3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a"', "3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a"),
+    ('build_key = "build-20240512-3f1a9d2"', "build-20240512-3f1a9d2"),
+    ('ip_pat = r"(\\d{1,3}\\.){3}\\d{1,3}"', "){3}"),
+    ("TAG_PAT=v[0-9]*.[0-9]*.[0-9]*", "v[0-9]*.[0-9]*.[0-9]*"),
+    ("BUNDLE_BUILD__PG=--with-pg-config=/usr/local/bin/pg_config", "--with-pg-config"),
+    ('auth: user_id="usr_2NfK8xQ7pLm3Rz" ip=10.0.0.1', "usr_2NfK8xQ7pLm3Rz"),
+    ("GPG_KEY ?= 0x4AA5C34371567BD2", "0x4AA5C34371567BD2"),
+    ("render_pass: shadowMapPassV2", "shadowMapPassV2"),
 ]

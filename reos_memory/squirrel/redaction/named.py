@@ -8,7 +8,7 @@ import string
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
 from reos_memory.squirrel.redaction.in_prose import prose_at
 from reos_memory.squirrel.redaction.names import TIER_WEAK, NameInfo, name_info, names_secret
-from reos_memory.squirrel.redaction.randomness import randomish, randomness
+from reos_memory.squirrel.redaction.randomness import SPACE_RE, randomish, randomness
 from reos_memory.squirrel.redaction.values import (
     DOTTED_RE,
     IDENT_RE,
@@ -18,14 +18,16 @@ from reos_memory.squirrel.redaction.values import (
     fits_tier,
     has_digit_or_symbol,
     is_placeholder,
+    token_literal,
 )
 
 _TRIGGER_WORDS = (b"pwd", b"token", b"key", b"auth")
 _TRIGGER_RES = (
     re.compile(rb"ss(?<=pass|sess)"),
     re.compile(rb"cr(?:(?<=secr)et|ed)"),
-    re.compile(rb"pat(?<=[_\-]pat)(?![a-z0-9])"),  # AZURE_DEVOPS_PAT, GITHUB_PAT (not path)
     re.compile(rb"bundle_[a-z0-9]+__"),  # Bundler's credentials for a host: BUNDLE_GEMS__CORP__IO
+    # a personal access token's name: AZURE_DEVOPS_PAT, GITHUB_PAT (not path, pattern)
+    re.compile(rb"pat(?<=[_\-]pat)(?![a-z0-9])"),
 )
 _CAMEL_PAT_RE = re.compile(rb"Pat(?<=[a-z0-9]Pat)(?![a-z0-9])")  # azureDevopsPat (read in case)
 _NAME_TABLE = bytes(
@@ -75,24 +77,24 @@ _QUOTED_LITERAL = (
 # `||=`; make's `?=` (a literal may be Objective-C's or C#'s @"...")
 _DECLARED_RE = re.compile(
     r"""(?:
-          [ \t]*:[ \t]*[&*]?(?:'\w+[ \t]+)?[A-Za-z_][\w.<>\[\], ?|]{0,60}?[ \t]*=(?![=~>])
+          \??[ \t]*::?[ \t]*[&*\[\]]{0,4}(?:'\w+[ \t]+)?[A-Za-z_][\w.<>\[\];, ?|]{0,60}?[ \t]+=(?![=~>])
+        | [ \t]*\{[ \t]*get;[^}\n]{0,24}\}[ \t]*=(?![=~>])
         | [ \t]+(?:[Aa]s[ \t]+)?\*?[A-Za-z_][\w.*\[\]]{0,40}[ \t]*=(?![=~>])
         | [ \t]*\[[0-9]*\][ \t]*=(?![=~>])
         | [ \t]*(?:<<?-|\|\|=)
     )"""
     + _QUOTED_LITERAL
-    + r"""|[ \t]+\?=[ \t]*(?P<bare>[^\s"'`]{1,4096})""",
+    + r"""|[ \t]*\?=[ \t]*(?P<bare>[^\s"'`]{1,4096})""",
     re.VERBOSE,
 )
-_DECLARED_OPENERS = frozenset(" \t:<|[")
+_DECLARED_OPENERS = frozenset(" \t:<|[?{")
+_WORD_RE = re.compile(r"(?<!\S)[A-Za-z][a-z]+[,.:;!?]?(?!\S)")
 _PLAIN_ASSIGN_RE = re.compile(r"[ \t]*:?=(?![=~>])" + _QUOTED_LITERAL)
-_LISP_VALUE_RE = re.compile(r"[ \t]+(?P<q>\")(?P<qv>[^\"\\\n]{1,4096})\"")
+_LISP_VALUE_RE = re.compile(r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)@?(?P<q>\")(?P<qv>[^\"\\\n]{1,4096})\"")
 _LISP_DEF_RE = re.compile(
-    r"(?:\((?:def|defonce|defvar|defparameter|defconst|setq|setf|define)|#[ \t]*define)[ \t]+\Z"
+    r"(?:\((?:def|defonce|defvar|defparameter|defconst|setq|setf|define)(?:[ \t]+\^[\w:.-]+)*"
+    r"|#[ \t]*define)[ \t]+\Z"
 )
-_DOLLAR_ASSIGN_RE = re.compile(r"[ \t]*=(?![=~>])")
-_TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
-_TYPED_ULID_RE = re.compile(r"(?:[a-z]{2,12}_)?[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _AUTH_TUPLE_RE = re.compile(r"""\(\s*(["'])[^"'\n]*\1\s*,\s*(["'])(?P<pw>[^"'\n]*)\2\s*\)""")
 _LINE_START_RE = re.compile(r"[ \t]*(?:(?:export|set|setenv|ENV|-|\+|declare -x)[ \t]+)?[\"']?")
 _CAMEL_IDENT_RE = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
@@ -103,7 +105,7 @@ _NOT_A_LITERAL_SECRET_RE = re.compile(
 )
 _TYPE_NAME_RE = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
 _PATH_RE = re.compile(
-    r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:\\[\w.\-\\ ]+|(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z0-9]{1,5}"
+    r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:[\\/][\w.\-\\/ ]+|(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z0-9]{1,5}"
 )
 _TYPE_CALL_CHARS = frozenset("([")
 # the arguments or subscripts that follow a name in code, closed before a blank or the line's
@@ -172,7 +174,7 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         and info.quoted_only
         and text[start - 1 : start] not in ('"', "'")
         and text[start : start + 1] != "-"
-        and not (text[end : end + 1] == ":" and _starts_line(text, start))  # a YAML key
+        and text[end : end + 1] != ":"  # a YAML key, or "key: value" said in a line
     ):
         # a variable in code, not a config file's key or a flag: its value is a secret only
         # when it is a string literal shaped like a token (etsy_key = "0f3a..."), not an id
@@ -200,10 +202,12 @@ def _named_at(
 
     `reach` is moved past the value read, so that no later hit reads it again."""
     before = text[max(0, start - 2) : start]
-    if (before.endswith(("$", "%")) or before == "${") and not (
-        before.endswith("$") and _DOLLAR_ASSIGN_RE.match(text, end)
-    ):
-        return False  # "$API_TOKEN" is a reference, not an assignment ($apiToken = "..." is)
+    if before.endswith("$") and before != "${":
+        # "$API_TOKEN" is a reference; PHP's and Perl's $apiToken = "..." assigns a literal
+        # ($password = $request->input(...) assigns none)
+        return _declared_at(text, start, end, info, spans, reach, plain=True)
+    if before.endswith("%") or before == "${":
+        return False
     if (
         _xml_value_at(text, start, end, info, spans, reach)
         or _pair_value_at(text, start, end, info, spans, reach)
@@ -299,21 +303,23 @@ def _declared_at(
     reach: list[int],
     *,
     token_only: bool = False,
+    plain: bool = False,
 ) -> bool:
     """A string literal given to the name by a declaration or an assignment operator that the
     ``name <sep> value`` reading does not know: a type between (``var apiToken string = "..."``,
     ``const apiToken: string = "..."``, ``let api_token: &str = "..."``), ``<-`` (R), ``||=``
-    (Ruby), ``?=`` (make), ``(def api-token "...")`` and ``:api-token "..."`` (Lisps, EDN),
-    ``#define API_TOKEN "..."`` (C).
-    With `token_only`, also a plain ``=`` or ``:=``, and the literal must be shaped like a token."""
+    (Ruby), ``?=`` (make), ``{ get; set; } =`` (C#), ``(def api-token "...")``, ``:api-token
+    "..."`` and ``@api_token "..."`` (Lisps, EDN, Elixir), ``#define API_TOKEN "..."`` (C).
+    With `plain` (or `token_only`: and the literal must be shaped like a token), also a plain
+    ``=`` or ``:=``."""
     ahead = text[end : end + 72]
     if ahead[:1] not in _DECLARED_OPENERS or ("=" not in ahead and "<-" not in ahead):
         x = None  # (name=value, the common case, is read by _KV_TAIL_RE; a sentence has none)
     else:
         x = _DECLARED_RE.match(text, end)
-    if x is None and (text[start - 1 : start] == ":" or _after_definer(text, start)):
+    if x is None and (text[start - 1 : start] in (":", "@") or _after_definer(text, start)):
         x = _LISP_VALUE_RE.match(text, end)
-    if x is None and token_only:
+    if x is None and (token_only or plain):
         x = _PLAIN_ASSIGN_RE.match(text, end)
     if x is None:
         return False
@@ -321,7 +327,9 @@ def _declared_at(
     if group == "bare" and not text[start:end].isupper():
         return False  # make's variables are UPPER_CASE; ?= elsewhere is no assignment
     value = x.group(group)
-    if not _literal_fits(info, value) or (token_only and not _token_literal(value)):
+    if _not_a_secret_literal(info, value):
+        return False
+    if not _literal_fits(info, value) or (token_only and not token_literal(value)):
         return False
     spans.append(Span(x.start(group), x.end(group), P_NAMED, info.kind))
     reach[0] = max(reach[0], x.end())
@@ -339,20 +347,29 @@ def _after_definer(text: str, start: int) -> bool:
     )
 
 
+def _not_a_secret_literal(info: NameInfo, value: str) -> bool:
+    """A literal a declaration gives a secret's name that is not the secret: a message or a
+    label in words ("Wrong password, try again", "Passwort"), a path (pwd = "/srv/app")."""
+    if SPACE_RE.search(value) and len(_WORD_RE.findall(value)) * 2 >= len(value.split()) + 1:
+        return True  # mostly words: a sentence
+    if info.tier != TIER_WEAK and not has_digit_or_symbol(value) and not randomish(value):
+        return True  # one plain word
+    return _names_a_path(value)
+
+
+def _names_a_path(value: str) -> bool:
+    """GOOGLE_APPLICATION_CREDENTIALS=/path/to/sa.json, pwd = "/srv/app": a file, no secret."""
+    return (
+        ("/" in value or "\\" in value)
+        and _PATH_RE.fullmatch(value) is not None
+        and randomness(value) < 0.15
+    )
+
+
 def _literal_fits(info: NameInfo, value: str) -> bool:
     """Whether a literal given to a secret's name is the secret the name promises."""
     return not (is_placeholder(value) or value.startswith(PUBLIC_BY_DESIGN)) and fits_tier(
         info, value
-    )
-
-
-def _token_literal(value: str) -> bool:
-    """Letters and digits (with ``_`` or ``-`` between), long and random: an issued token, not
-    an id whose random part is a ULID (``req_01HXYZ8K2M...``: time-ordered, meant to be shown)."""
-    return (
-        _TOKEN_LITERAL_RE.fullmatch(value) is not None
-        and randomish(value, 16)
-        and _TYPED_ULID_RE.fullmatch(value) is None
     )
 
 
@@ -444,8 +461,8 @@ def _judge_value(
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"
-    if ("/" in value or "\\" in value) and _PATH_RE.fullmatch(value) and randomness(value) < 0.15:
-        return None  # GOOGLE_APPLICATION_CREDENTIALS=/path/to/sa.json names a file
+    if _names_a_path(value):
+        return None
     if (
         not quoted
         and not env

@@ -44,7 +44,7 @@ _KEY_PAIRS = frozenset(
     }
 )  # fmt: skip
 _WEAK_WORDS = frozenset(
-    {"auth", "session", "sessionid", "sessid", "cookie", "signature", "sig", "salt", "sid", "pat"}
+    {"auth", "session", "sessionid", "sessid", "cookie", "signature", "sig", "salt", "sid"}
 )
 # A last part like these means the name is about the secret, not the secret itself.
 _NOT_SECRET_SUFFIXES = frozenset(
@@ -68,6 +68,7 @@ _NOT_SECRET_SUFFIXES = frozenset(
         "minutes", "mins", "hours", "days", "millis", "retries", "attempts", "offset",
         "through", "thru", "rate", "ratio", "number", "num", "at", "start", "end", "begin",
         "open", "close", "marker", "separator", "delimiter", "sep", "char", "chars", "map",
+        "alphabet", "charset",
     }
 )  # fmt: skip
 # "<x>_key" as a config file's key or a flag names a secret (adafruit_io_key, stripe_key) unless x
@@ -79,7 +80,10 @@ _NOT_SECRET_BEFORE_KEY = frozenset(
         "cursor", "routing", "shard", "hot", "group", "message", "event", "react", "list", "item",
         "query", "hash", "lock", "ssh", "public", "translation", "i18n", "config", "setting",
         "settings", "registry", "metadata", "field", "column", "table", "record", "redis", "kv",
-        "request", "commit", "sha", "git", "etag", "content", "digest", "job", "task",
+        "request", "commit", "sha", "git", "etag", "content", "digest", "job", "task", "image",
+        "file", "node", "blob", "layer", "manifest", "checksum", "doc", "document", "user",
+        "tenant", "trace", "build", "asset", "upload", "attachment", "media", "thumbnail",
+        "avatar", "video", "photo", "entity", "resource", "product", "order", "customer",
     }
 )  # fmt: skip
 # Tokenizer and pagination tokens are not credentials.
@@ -95,7 +99,8 @@ _NOT_SECRET_BEFORE_TOKEN = frozenset(
 # Bundler reads a gem source's "user:password" from BUNDLE_<HOST>, dots written as "__" (a host
 # ends in a top-level domain; BUNDLE_BUILD__NOKOGIRI and BUNDLE_PATH__SYSTEM are settings)
 _BUNDLER_HOST_RE = re.compile(
-    r"BUNDLE_[A-Z0-9_]+__(?:[A-Z]{2}|COM|ORG|NET|DEV|APP|CLOUD|TECH|SH|IT|IO)"
+    r"BUNDLE_[A-Z0-9_]+__(?:COM|ORG|NET|DEV|APP|CLOUD|TECH|SH|IO|CO|AI|ME|EU|US|UK|DE|FR|NL|CH"
+    r"|AT|SE|JP|XYZ)"
 )
 
 
@@ -108,6 +113,9 @@ class NameInfo(NamedTuple):
     quoted_only: bool = False
     # a vendor's key (ETSY_KEY, etsy_key): hex is as likely a key as a digest under this name
     hex_ok: bool = False
+    # the value must be shaped like an issued token (a PAT, a vendor's key in code): letters and
+    # digits, not a regex (url_pat = "^/api/...") nor a hash with its algorithm
+    token_only: bool = False
 
 
 TIER_PASSWORD = 0
@@ -143,7 +151,13 @@ def name_info(name: str) -> NameInfo | None:
         for p in parts
     ):
         return NameInfo(TIER_PASSWORD, "password", False)
-    loose_password = any(p in ("pass", "pw") for p in parts)  # db_pass, or first_pass
+    # words a name shows by its separators or case, not by digits ("q7pat9x2" is no name)
+    shown = {
+        w.lower()
+        for chunk in re.split(r"[_.\-\s]+", bare)
+        for w in (_CAMEL_RE.findall(chunk) if not any(c.isdigit() for c in chunk) else [chunk])
+    }
+    loose_password = bool(shown & {"pass", "pw"})  # db_pass, or first_pass
     if "aws" in parts and "secret" in parts:
         return NameInfo(TIER_SECRET, "aws_secret_key", False)
     for i, p in enumerate(parts):
@@ -162,7 +176,11 @@ def name_info(name: str) -> NameInfo | None:
         # (its value must look random)
         return NameInfo(TIER_WEAK, "env_secret", False, hex_ok=vendor_key)
     if vendor_key:
-        return NameInfo(TIER_WEAK, "env_secret", False, quoted_only=True, hex_ok=True)
+        return NameInfo(
+            TIER_WEAK, "env_secret", False, quoted_only=True, hex_ok=True, token_only=True
+        )
+    if "pat" in shown:  # AZURE_DEVOPS_PAT, githubPat: a personal access token
+        return NameInfo(TIER_WEAK, "env_secret", False, token_only=True)
     if loose_password:
         return NameInfo(TIER_WEAK, "password", False)  # a random value makes it a password
     return None

@@ -17,6 +17,12 @@ NEXT_WORD_RE = re.compile(r"[ \t]+([A-Za-z0-9][^\s]*)")
 _UUID_OR_HEX_RE = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-f]{8,64}"
 )
+_HEX_RE = re.compile(r"[0-9a-f]+")
+# what a weak name's value may look like and still be no secret: a hex number, a camelCase name
+_NOT_RANDOM_WEAK_RE = re.compile(r"0[xX][0-9a-fA-F]+|[a-z]+(?:[A-Z][a-z0-9]*)+")
+_TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
+_TOKEN_PART_RE = re.compile(r"[_-]")
+_TYPED_ULID_RE = re.compile(r"(?:[a-z]{2,12}_)?[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _PLACEHOLDER_WORDS = frozenset(
     {
         "null", "none", "nil", "undefined", "true", "false", "yes", "no", "on", "off",
@@ -88,8 +94,12 @@ def fits_tier(info: NameInfo, value: str) -> bool:
     """Whether a literal under a name of this tier looks like the secret the name promises."""
     if info.tier == TIER_WEAK:
         v = value.strip()
-        if info.hex_ok and len(v) >= 20 and len(v) not in (40, 64) and _UUID_OR_HEX_RE.fullmatch(v):
+        if info.token_only and not token_literal(v):
+            return False
+        if info.hex_ok and 32 <= len(v) < 64 and len(v) != 40 and _HEX_RE.fullmatch(v):
             return True  # (40 and 64 hex digits are git's and SHA-256's ids of content)
+        if _NOT_RANDOM_WEAK_RE.fullmatch(v):
+            return False  # 0x4AA5C34371567BD2 (a number, a key's public id), shadowMapPassV2
         return randomish(v) and not _UUID_OR_HEX_RE.fullmatch(v)
     if info.tier == TIER_SECRET:
         # EXPIRED_TOKEN = "expired_token" and IMAGE_TOKEN = "<|image|>" name no credential
@@ -101,6 +111,18 @@ def fits_tier(info: NameInfo, value: str) -> bool:
             < max(8, 0.4 * len(value))
         )
     return True  # any literal can be a password
+
+
+def token_literal(value: str) -> bool:
+    """Letters and digits (with ``_`` or ``-`` between), long and random: an issued token, not
+    an id whose random part is a ULID (``req_01HXYZ8K2M...``: time-ordered, meant to be shown),
+    nor a dated build id (``build-20240512-3f1a9d2``: no long random run)."""
+    return (
+        _TOKEN_LITERAL_RE.fullmatch(value) is not None
+        and randomish(value, 16)
+        and _TYPED_ULID_RE.fullmatch(value) is None
+        and max(map(len, _TOKEN_PART_RE.split(value))) >= 12
+    )
 
 
 def has_digit_or_symbol(v: str) -> bool:
