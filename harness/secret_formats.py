@@ -372,6 +372,11 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "c_define", f'#define {env} "{v}"', "tool"
     yield "objc_string", f'NSString *{camel} = @"{v}";', "tool"
     yield "vb_dim", f'Dim {camel} As String = "{v}"', "tool"
+    # the environment set from a script or another shell
+    yield "fish_set", f"set -gx {env} {v}", "command"
+    yield "csh_setenv", f"setenv {env} {v}", "command"
+    yield "perl_env", f"$ENV{{{env}}} = '{v}';", "tool"
+    yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"
 
 
 def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:
@@ -693,4 +698,6 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('auth: user_id="usr_2NfK8xQ7pLm3Rz" ip=10.0.0.1', "usr_2NfK8xQ7pLm3Rz"),
     ("GPG_KEY ?= 0x4AA5C34371567BD2", "0x4AA5C34371567BD2"),
     ("render_pass: shadowMapPassV2", "shadowMapPassV2"),
+    ("set -x API_TOKEN (cat ~/.config/token)", "(cat ~/.config/token)"),
+    ("set -x PATH $PATH /usr/local/bin", "$PATH /usr/local/bin"),
 ]

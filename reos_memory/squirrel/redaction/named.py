@@ -38,7 +38,7 @@ _NAME_TABLE = bytes(
 # Matched right after a secret-looking name (the scanner already knows where the name ends).
 _KV_TAIL_RE = re.compile(
     r"""
-    (?P<nq>\\?["'])?+\]?
+    (?P<nq>\\?["'])?+(?:\]|(?<=\w)\})?
     (?:
         (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),|\((?=[ \t]*[bBrRuUfF]{0,2}["'`]))
         (?P<sp2>[ \t]*)
@@ -76,7 +76,7 @@ _QUOTED_LITERAL = (
 # String =`, the annotation of TypeScript, Rust, Kotlin or Python), C's `[] =`, R's `<-`, Ruby's
 # `||=`; make's `?=` (a literal may be Objective-C's or C#'s @"...")
 _DECLARED_RE = re.compile(
-    r"""(?:
+    r"""(?:["']?\]|(?<=\w)\})?(?:
           \??[ \t]*::?[ \t]*[&*\[\]]{0,4}(?:'\w+[ \t]+)?[A-Za-z_][\w.<>\[\];, ?|]{0,60}?[ \t]+=(?![=~>])
         | [ \t]*\{[ \t]*get;[^}\n]{0,24}\}[ \t]*=(?![=~>])
         | [ \t]+(?:[Aa]s[ \t]+)?\*?[A-Za-z_][\w.*\[\]]{0,40}[ \t]*=(?![=~>])
@@ -87,7 +87,9 @@ _DECLARED_RE = re.compile(
     + r"""|[ \t]*\?=[ \t]*(?P<bare>[^\s"'`]{1,4096})""",
     re.VERBOSE,
 )
-_DECLARED_OPENERS = frozenset(" \t:<|[?{")
+# fish's `set -x NAME value` (-gx, -Ux) and csh's `setenv NAME value`: the value after a blank
+_SET_ENV_RE = re.compile(r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+|setenv)[ \t]+\Z")
+_DECLARED_OPENERS = frozenset(" \t:<|[?{]}\"'")
 _WORD_RE = re.compile(r"(?<!\S)[A-Za-z][a-z]+[,.:;!?]?(?!\S)")
 _PLAIN_ASSIGN_RE = re.compile(r"[ \t]*:?=(?![=~>])" + _QUOTED_LITERAL)
 _LISP_VALUE_RE = re.compile(r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)@?(?P<q>\")(?P<qv>[^\"\\\n]{1,4096})\"")
@@ -214,7 +216,7 @@ def _named_at(
         or _declared_at(text, start, end, info, spans, reach)
     ):
         return True
-    if _words_follow(text, start, end):
+    if _words_follow(text, start, end) and not _set_by_shell(text, start):
         return False  # "secret token key": words, not an assignment (the fast way out)
     m = _KV_TAIL_RE.match(text, end)
     if m is None:
@@ -396,8 +398,13 @@ def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[
             or text.rfind("login", max(0, start - 100), start) >= 0
             or _lone_netrc_line(text, start, m)
         )
-        return flag or netrc
+        return flag or netrc or _set_by_shell(text, start)
     return True
+
+
+def _set_by_shell(text: str, start: int) -> bool:
+    """Whether fish's ``set -x`` or csh's ``setenv`` comes right before the name."""
+    return _SET_ENV_RE.search(text, max(0, start - 40), start) is not None
 
 
 def _auth_tuple_at(text: str, m: re.Match[str], info: NameInfo, spans: list[Span]) -> None:
