@@ -1,4 +1,5 @@
-"""Rule 4: the value after a secret-named assignment, mapping entry, header, XML element or flag."""
+"""Rule 4: the value after a secret-named assignment, declaration, mapping entry, header, XML element
+or flag."""
 
 from __future__ import annotations
 
