@@ -577,3 +577,35 @@ def test_how_the_opening_request_wants_its_task_done_is_no_rule(tmp_path: Path) 
     assert not [
         t for t in texts if "strict" in t or "instead of unmarshalling" in t or "I want" in t
     ], texts
+
+
+def test_a_cause_taken_back_in_a_later_episode_is_deprecated(tmp_path: Path) -> None:
+    """A cause written from one episode, which the agent takes back in a later one when the user
+    quotes it ("You're right, I was wrong"), does not outlive the session: it is deprecated."""
+    recs = [
+        user("the nightly export job is slow on startup, find out why"),
+        bash("s1", "python -m export --once --profile"),
+        result("s1", "startup 31.8s, of which resolve_host 30.0s"),
+        say(
+            "Found it: startup is slow because `resolve_host()` waits on a DNS timeout for the"
+            " `metrics.internal` host before the export opens its database connection."
+        ),
+        user("ok thanks. now please add a --dry-run flag to the export command"),
+        bash("s2", "python -m export --dry-run"),
+        result("s2", "dry run: 120 rows would be exported"),
+        user(
+            "You also said `resolve_host()` waits on a DNS timeout for the `metrics.internal`"
+            " host. But metrics is disabled in this config, so there is no lookup at all, or"
+            " what do I miss?"
+        ),
+        say(
+            "You're right, I was wrong: with metrics disabled `resolve_host()` is never called,"
+            " so the DNS timeout is not the cause of the slow startup."
+        ),
+    ]
+    mems, eps = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems if m["status"] != "deprecated"]
+    assert not [t for t in texts if "DNS timeout" in t], texts
+    ops = [o for e in eps for o in e["episode"]["ops"] or []]
+    assert len(eps) >= 2, eps
+    assert [o for o in ops if o.get("action") not in ("rejected",) and "DEPRECATE" in str(o)], ops

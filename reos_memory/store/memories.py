@@ -543,6 +543,17 @@ def evidence_of(conn: apsw.Connection, memory_id: str) -> list[Evidence]:
     ]
 
 
+def session_memory_ids(conn: apsw.Connection, session_id: str, but_episode: str) -> list[str]:
+    """The memories earlier episodes of one session gave evidence for (not `but_episode`)."""
+    rows = fetch(
+        conn,
+        "SELECT DISTINCT ev.memory_id FROM evidence ev JOIN episodes ep ON ep.id = ev.episode_id"
+        " WHERE ep.session_id = ? AND ep.id != ? ORDER BY ev.memory_id",
+        (session_id, but_episode),
+    )
+    return [r[0] for r in rows]
+
+
 def has_evidence(conn: apsw.Connection, memory_id: str, episode_id: str) -> bool:
     return bool(
         scalar(

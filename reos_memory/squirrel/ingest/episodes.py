@@ -451,6 +451,8 @@ def prefilter(events: Sequence[dict[str, Any]], st: EpisodeStats, limits: Limits
         reasons.append("explicit statement")
     if any(e.get("notes") for e in events):
         reasons.append("agent diagnosis or session summary")
+    if any(e.get("retracts") for e in events):
+        reasons.append("the agent took back a cause")  # (one written earlier may be wrong)
     if any(e.get("origin") in ("queued", "rejection") for e in users):
         reasons.append("user instruction")
     if st.user_frustration in ("moderate", "severe"):

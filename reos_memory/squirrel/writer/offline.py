@@ -34,6 +34,7 @@ import msgspec
 from reos_memory.models import Memory, MemoryKind
 from reos_memory.squirrel.text import (
     commands,
+    diagnosis,
     instructions,
     junk,
     lesson_form,
@@ -176,11 +177,14 @@ def write(
     stats: dict[str, Any],
     existing: list[Memory],
 ) -> Written:
-    """Ops for one episode, the evidence source of each, and the candidates turned away."""
-    draft = _Draft(existing)
+    """Ops for one episode, the evidence source of each, and the candidates turned away.
+    `existing`: the project's keyed memories (slots the rules fill) and what earlier episodes of
+    the session wrote (a cause the session takes back here is deprecated)."""
+    draft = _Draft([m for m in existing if m.key])
     _users_words(events, draft)
     frustration = stats.get("user_frustration", "none")
     used_notes = _dropped_notes(events)  # (as if used: no memory says them)
+    _taken_back(events, existing, draft)
     used_notes |= _failure_then_fix(events, frustration, draft, used_notes)
     _diagnoses(events, draft, used_notes)
     _summaries(events, draft)
@@ -589,6 +593,39 @@ def _dropped_notes(events: list[dict[str, Any]]) -> set[str]:
                 dropped.update(said)
             said += e.get("notes") or []
     return dropped
+
+
+TAKEN_BACK_OVERLAP = 0.6  # share of a memory's content words the retraction's turn repeats
+
+
+def _taken_back(events: list[dict[str, Any]], existing: list[Memory], draft: _Draft) -> None:
+    """DEPRECATE a cause an earlier episode of the session wrote when the agent takes it back
+    here ("You're right, I was wrong"), answering a user who quoted it or naming it itself: the
+    advice was abandoned, the memory must not outlive it."""
+    causes = [
+        m
+        for m in existing
+        if m.key is None
+        and m.status != "deprecated"
+        and m.kind in ("pattern", "note")
+        and not diagnosis.retracts(m.text)  # ("Misdiagnosed X: ..." records the taking back)
+    ]
+    if not causes:
+        return
+    for i, e in enumerate(events):
+        if not (e["role"] == "assistant" and e["kind"] == "message" and e.get("retracts")):
+            continue
+        turn = [e.get("text") or "", e.get("summary") or "", e.get("raw_snippet") or ""]
+        before = next((x for x in reversed(events[max(0, i - 4) : i]) if _said_by_user(x)), None)
+        if before is not None:
+            turn.append(before.get("text") or "")
+        said = junk.content(" ".join(turn))
+        for m in causes:
+            words = junk.content(m.text)
+            repeated = len(words) >= 4 and len(words & said) >= TAKEN_BACK_OVERLAP * len(words)
+            if repeated and not any(o.memory_id == m.id for o, _ in draft.ops):
+                op = WriterOp(op="DEPRECATE", memory_id=m.id, reason="the session took it back")
+                draft.ops.append((op, "agent_diagnosis"))
 
 
 def _failure_then_fix(

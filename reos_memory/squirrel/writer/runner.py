@@ -468,11 +468,14 @@ class Runner:
         return output, {i: source for i in range(len(output.ops)) if source}, call, []
 
     def _keyed(self, ep: Any) -> list[Memory]:
-        """The live keyed memories of the episode's project and owner."""
+        """The live keyed memories of the episode's project and owner, and what earlier episodes
+        of its session wrote (the offline writer deprecates a cause the session took back)."""
         owner = (ep.owner_type, ep.owner_id)
 
         def read(conn: apsw.Connection) -> list[Memory]:
-            ids = memory_sql.keyed_ids(conn, ep.project_id, owner)
+            ids = set(memory_sql.keyed_ids(conn, ep.project_id, owner))
+            if ep.session_id is not None:
+                ids.update(memory_sql.session_memory_ids(conn, ep.session_id, ep.id))
             return list(memory_sql.get_memories(conn, sorted(ids)).values())
 
         return self.db.read(read)
