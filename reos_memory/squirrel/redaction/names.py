@@ -129,7 +129,8 @@ def name_info(name: str) -> NameInfo | None:
     bare = name.strip("-.$@:\\\"'").rpartition(".")[2]  # token.map is about a map
     if not bare:
         return None
-    parts = [p.lower() for chunk in re.split(r"[_.\-\s]+", bare) for p in _CAMEL_RE.findall(chunk)]
+    chunks = re.split(r"[_.\-\s]+", bare)
+    parts = [p.lower() for chunk in chunks for p in _CAMEL_RE.findall(chunk)]
     if not parts:
         return None
     if _BUNDLER_HOST_RE.fullmatch(bare):
@@ -154,7 +155,7 @@ def name_info(name: str) -> NameInfo | None:
     # words a name shows by its separators or case, not by digits ("q7pat9x2" is no name)
     shown = {
         w.lower()
-        for chunk in re.split(r"[_.\-\s]+", bare)
+        for chunk in chunks
         for w in (_CAMEL_RE.findall(chunk) if not any(c.isdigit() for c in chunk) else [chunk])
     }
     loose_password = bool(shown & {"pass", "pw"})  # db_pass, or first_pass

@@ -139,8 +139,7 @@ def find(text: str, situation: str) -> list[Instruction]:
     the agent) or `request` (the first request of a task)."""
     if _AGENT_WRITTEN.match(text):
         return []
-    # a long opening message is the task; a short one may answer the agent's turn before the cut
-    task = situation == "request" and len(text.split()) > SHORT_REQUEST
+    task = situation == "request" and states_task(text)
     sents = sentences(text)
     out: list[Instruction] = []
     used: set[int] = set()
@@ -210,6 +209,12 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         # an order given on rejecting a call, or typed mid-work, steers the agent
         return situation
     return None
+
+
+def states_task(text: str) -> bool:
+    """Whether a message that opens an episode is long enough to state its task: a short one may
+    answer the agent's turn before the cut."""
+    return len(text.split()) > SHORT_REQUEST
 
 
 def said_to_last(text: str) -> bool:

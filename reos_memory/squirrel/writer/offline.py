@@ -268,11 +268,10 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
 
 def _task_spec(first: bool, text: str, st: statements.Statement) -> bool:
     """Whether a correction the rules read in the message that opens a task is how that task is
-    to be done ("use json.Decoder instead of a map", in a request of many sentences): a short
-    opening message may answer the agent's last turn before the cut, a long one is the task."""
+    to be done ("use json.Decoder instead of a map", in a request of many sentences)."""
     return (
         first
-        and len(text.split()) > instructions.SHORT_REQUEST
+        and instructions.states_task(text)
         and not (st.key or st.tools or instructions.said_to_last(st.text))
     )
 
