@@ -14,6 +14,7 @@ from reos_memory.squirrel.text.lesson_form import (
     outcome,
     plain,
     proposed_rule,
+    restated,
     unanchored,
 )
 
@@ -140,11 +141,52 @@ def test_questions_are_recognised() -> None:
             "I did not say commit anything (on rejecting `git add x`)",
             "Do not commit anything unless asked (on rejecting `git add x`)",
         ),
+        ("I'd like the formula to be called tap-cli.", "The formula should be called tap-cli."),
+        (
+            "For every test in parser_test.go i'd like to see literal expectations instead of"
+            " substring checks.",
+            "For every test in parser_test.go, prefer literal expectations instead of substring"
+            " checks.",
+        ),
+        (
+            "I would like to have integration tests for the queue.",
+            "Prefer integration tests for the queue.",
+        ),
+        ("I'd like to know why it fails.", "I'd like to know why it fails."),  # a question
         ("The cache is per request.", "The cache is per request."),
     ],
 )
 def test_the_people_leave_the_rule(said: str, rule: str) -> None:
     assert impersonal(said) == rule
+
+
+TAKEN = (
+    "You're absolutely right! Let me fix that. The default `tool enable` should install the"
+    " binary's hooks, and only `tool enable --local-dev` should install the wrapper script."
+    " Now let me update the docs:"
+)
+
+
+def test_a_rule_that_points_back_is_written_as_the_agent_restated_it() -> None:
+    rule = (
+        "This should not be changed, only the `--local-dev` flag should install the wrapper script."
+    )
+    assert restated(rule, TAKEN) == (
+        "The default `tool enable` should install the binary's hooks, and only"
+        " `tool enable --local-dev` should install the wrapper script."
+    )
+    # what was rejected stays the caller's (the note is not read as the rule's words)
+    assert restated(rule + " (on rejecting an edit of enable.go)", TAKEN) is not None
+    # a rule that reads alone keeps its words; an answer that does not take it, or restates
+    # nothing of it, or only narrates its next step, gives nothing
+    assert restated("Only `--local-dev` installs the wrapper script.", TAKEN) is None
+    assert restated(rule, "Hmm. " + TAKEN) is None
+    assert restated(rule, "You're right! The release notes should mention the date.") is None
+    assert (
+        restated(rule, "Good idea. I'll make only the `--local-dev` flag install the wrapper.")
+        is None
+    )
+    assert restated(rule, None) is None
 
 
 @pytest.mark.parametrize(

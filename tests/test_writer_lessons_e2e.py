@@ -609,3 +609,46 @@ def test_a_cause_taken_back_in_a_later_episode_is_deprecated(tmp_path: Path) -> 
     ops = [o for e in eps for o in e["episode"]["ops"] or []]
     assert len(eps) >= 2, eps
     assert [o for o in ops if o.get("action") not in ("rejected",) and "DEPRECATE" in str(o)], ops
+
+
+def test_a_rule_that_points_back_is_written_from_the_pair(tmp_path: Path) -> None:
+    """ "This should not be changed, only the `--local-dev` flag should ..." names its subject
+    only with what it answers; the agent takes it and says the rule whole. The memory is the
+    rule as the agent restated it, the user's words stay on the episode as its evidence; with
+    an answer that restates nothing the user's words are the memory, as before."""
+    said = (
+        "`tool enable` now installs the wrapper script by default.\n\nThis should not be"
+        " changed, only the `--local-dev` flag should install the wrapper script"
+    )
+    recs = [
+        user("add a --local-dev flag to `tool enable` that installs hooks through a wrapper"),
+        bash("a1", "go test ./cmd/tool/..."),
+        result("a1", "ok  \texample.com/tool/cmd/tool\t0.4s"),
+        say("Done: `tool enable` installs hooks through scripts/wrapper.sh."),
+        user(said),
+        say(
+            "You're absolutely right! Let me fix that. The default `tool enable` should install"
+            " hooks that call `tool` directly, and only `tool enable --local-dev` should install"
+            " the wrapper script."
+        ),
+        bash("a2", "go test ./cmd/tool/..."),
+        result("a2", "ok  \texample.com/tool/cmd/tool\t0.4s"),
+    ]
+    mems, eps = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems if m["key"] is None]
+    restated = (
+        "The default `tool enable` should install hooks that call `tool` directly, and only"
+        " `tool enable --local-dev` should install the wrapper script."
+    )
+    assert restated in texts, texts
+    assert not [t for t in texts if t.startswith("This ")], texts
+    assert any(
+        "This should not be changed" in (ev.get("text") or "")
+        for e in eps
+        for ev in e["episode"]["events"]
+    )
+    # the same words answered by the agent's next step alone are written as they were said
+    plain = [*recs[:5], say("Let me fix that."), *recs[6:]]
+    mems, _ = learn(tmp_path / "n.db", write_log(tmp_path / "t.jsonl", plain), "onnx")
+    texts = [m["text"] for m in mems if m["key"] is None]
+    assert not [t for t in texts if t.startswith("The default")], texts

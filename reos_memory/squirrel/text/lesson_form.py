@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from reos_memory.squirrel.text.diagnosis import SPECIFIC
+from reos_memory.squirrel.text.junk import content
 from reos_memory.squirrel.text.rule_openings import CHAT_OPENERS, MODALS
 
 # words that open a turn of conversation without saying anything: those that open no rule,
@@ -144,10 +145,19 @@ _IMPERSONAL = (
     # "I want the formula to be called X" -> "The formula should be called X"
     (
         re.compile(
-            r"^i (?:want|would like|'d like) (?P<what>(?:the|this|that|our|each|every)\b[^.]*?) to be (?P<rest>.+)$",
+            r"^i(?: want| would like|'d like) (?P<what>(?:the|this|that|our|each|every)\b[^.]*?) to be (?P<rest>.+)$",
             re.IGNORECASE,
         ),
         lambda m: f"{m['what']} should be {m['rest']}",
+    ),
+    # "For every test i'd like to see X instead of Y" -> "For every test, prefer X instead of Y"
+    (
+        re.compile(
+            r"^(?P<scope>(?:for|in|on|with|when) [^,]{3,80}?,?\s+)?i(?: would|'d) (?:really )?"
+            r"(?:like|love|prefer) (?:to (?:see|have|get|use) )?(?!to\b)(?P<rest>\w.*)$",
+            re.IGNORECASE,
+        ),
+        lambda m: (f"{m['scope'].rstrip(' ,')}, prefer " if m["scope"] else "Prefer ") + m["rest"],
     ),
     # "I did not say commit anything" -> "Do not commit anything unless asked"
     (
@@ -261,6 +271,44 @@ def outcome(answer: str | None, reply: str | None, acted: bool = False) -> str:
     if any(_TAKEN.match(s.strip()) for s in said if s.strip()):
         return "taken"
     return "taken" if acted else "unknown"
+
+
+# what a sentence that states a rule or a fact holds: a modal, a rule word or a negation
+_RULE_SAID = re.compile(
+    r"\b(?:" + MODALS + r"|never|always|only|instead|not|don'?t|doesn'?t|can'?t)\b", re.I
+)
+# the people of a conversation: a sentence that names them speaks to the moment
+_PEOPLE = re.compile(r"\b(?:i|i'?m|i'?ll|i'?ve|me|my|you|your|you'?re|we|us|our|let'?s)\b", re.I)
+# a rule that points back ("This should not be changed, only ...") or speaks to a person
+_WEAK_FORM = re.compile(
+    r"^(?:it|this|that|these|those|they)\b|\b(?:i|me|my|you|your|you'?re)\b", re.I
+)
+RESTATED_WITHIN = 3  # sentences of the agent's answer, after the one that takes the rule
+
+
+def restated(rule: str, answer: str | None) -> str | None:
+    """The agent's own statement of a rule the user said in a form that points back or speaks to
+    a person, when its answer opens by taking it ("This should not be changed, only the
+    `--local-dev` flag should install the wrapper" answered "You're absolutely right! Let me fix
+    that. The default `enable` should use the binary, and only `enable --local-dev` should
+    install the wrapper."): written from the pair, the rule names its subject. None when the
+    rule reads well alone or no sentence of the answer restates it (two content words shared,
+    a rule word, no person, no question, not the agent's next step)."""
+    core = re.sub(r"\s*\(on rejecting .*$", "", rule.strip())
+    if not answer or not _WEAK_FORM.search(core):
+        return None
+    said = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", answer.strip()) if s.strip()]
+    if not said or not _TAKEN.match(said[0]):
+        return None
+    theirs = content(core)
+    for s in said[1 : 1 + RESTATED_WITHIN]:
+        if not 6 <= len(s.split()) <= 40 or s.endswith(("?", ":")):
+            continue
+        if _NARRATION.match(s) or _PEOPLE.search(s) or not _RULE_SAID.search(s):
+            continue
+        if len(content(s) & theirs) >= 2:
+            return s
+    return None
 
 
 def is_question(text: str) -> bool:

@@ -118,7 +118,8 @@ class _Draft:
 def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
     """The candidate written as a lesson, or None and why it is none: the opener of
     conversation dropped, "let's" made an order (or dropped when it is the moment's plan), a
-    proposal asked as a question made the rule it proposes when the session shows it taken."""
+    proposal asked as a question made the rule it proposes when the session shows it taken, a
+    rule that points back written as the agent restated it on taking it."""
     lesson = lesson_form.from_lets(lesson_form.plain(text))
     if lesson is None:
         return None, "a plan for the moment, not a rule"
@@ -131,7 +132,11 @@ def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
     if lesson_form.lost_subject(lesson):
         return None, "its subject is in a sentence before it"
     if not lesson_form.is_question(lesson):
-        return lesson, ""
+        said = lesson_form.restated(lesson, answer.said if answer is not None else None)
+        if said is None:
+            return lesson, ""
+        note = lesson.rfind(" (on rejecting ")  # (what was rejected stays on the rule)
+        return said + (lesson[note:] if note >= 0 else ""), ""
     if answer is None:
         fate = "unknown"
     else:
