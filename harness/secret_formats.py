@@ -377,6 +377,8 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "csh_setenv", f"setenv {env} {v}", "command"
     yield "perl_env", f"$ENV{{{env}}} = '{v}';", "tool"
     yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"
+    yield "rust_string_from", f'let {low}: String = String::from("{v}");', "tool"
+    yield "make_immediate", f"{env} ::= {v}", "tool"
 
 
 def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:

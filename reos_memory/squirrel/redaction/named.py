@@ -70,12 +70,14 @@ _PAIR_VALUE_RE = re.compile(
     r"""[ \t]*"""
     r"""(?:(["'])(?P<qv>[^"'\n]{1,4096})\1|(?P<bare>[^\s"'#,}]{1,4096}))"""
 )
+# (a string type's constructor may wrap it: Rust's `String::from("...")`, `str("...")`)
 _QUOTED_LITERAL = (
-    r"""[ \t]*(?:[bBrRuUfF]{1,2}|@)?(?P<q>["'`])(?P<qv>(?:(?!(?P=q))[^\\\n]){1,4096})(?P=q)"""
+    r"""[ \t]*(?:(?:String::from|String|str|SecretStr|SecretString|Secret)\()?"""
+    r"""(?:[bBrRuUfF]{1,2}|@)?(?P<q>["'`])(?P<qv>(?:(?!(?P=q))[^\\\n]){1,4096})(?P=q)"""
 )
 # the operator and the literal after a name: a type between (Go's `apiToken string =`, VB's `As
 # String =`, the annotation of TypeScript, Rust, Kotlin or Python), C's `[] =`, R's `<-`, Ruby's
-# `||=`; make's `?=` (a literal may be Objective-C's or C#'s @"...")
+# `||=`; make's `?=`, `::=` and `:::=` (a literal may be Objective-C's or C#'s @"...")
 _DECLARED_RE = re.compile(
     r"""(?:["']?\]|(?<=\w)\})?(?:
           \??[ \t]*::?[ \t]*[&*\[\]]{0,4}(?:'\w+[ \t]+)?[A-Za-z_][\w.<>\[\];, ?|]{0,60}?[ \t]+=(?![=~>])
@@ -85,7 +87,7 @@ _DECLARED_RE = re.compile(
         | [ \t]*(?:<<?-|\|\|=)
     )"""
     + _QUOTED_LITERAL
-    + r"""|[ \t]*\?=[ \t]*(?P<bare>[^\s"'`]{1,4096})""",
+    + r"""|[ \t]*(?:\?|:::?)=[ \t]*(?P<bare>[^\s"'`]{1,4096})""",
     re.VERBOSE,
 )
 # fish's `set -x NAME value` (-gx, -Ux) and csh's `setenv NAME value`: the value after a blank
