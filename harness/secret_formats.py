@@ -379,6 +379,9 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"
     yield "rust_string_from", f'let {low}: String = String::from("{v}");', "tool"
     yield "make_immediate", f"{env} ::= {v}", "tool"
+    yield "make_quoted", f'{env} ?= "{v}"', "tool"
+    yield "php_concat", f'${camel} .= "{v}";', "tool"
+    yield "xml_element", f"<settings>\n  <{camel}>\n    {v}\n  </{camel}>\n</settings>", "tool"
 
 
 def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:
@@ -702,4 +705,8 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("render_pass: shadowMapPassV2", "shadowMapPassV2"),
     ("set -x API_TOKEN (cat ~/.config/token)", "(cat ~/.config/token)"),
     ("set -x PATH $PATH /usr/local/bin", "$PATH /usr/local/bin"),
+    ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
+    ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),
+    ('$html .= "<input type=password>";', "<input type=password>"),
+    ('API_TOKEN ?= "$(shell cat .token)"', "$(shell cat .token)"),
 ]

@@ -43,7 +43,7 @@ _KV_TAIL_RE = re.compile(
     (?:
         (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),|\((?=[ \t]*[bBrRuUfF]{0,2}["'`]))
         (?P<sp2>[ \t]*)
-      | (?P<xml>>)
+      | (?P<xml>>(?:[ \t]*\r?\n[ \t]*)?)
       | (?P<ws>[ \t]+)
     )
     (?:
@@ -77,14 +77,15 @@ _QUOTED_LITERAL = (
 )
 # the operator and the literal after a name: a type between (Go's `apiToken string =`, VB's `As
 # String =`, the annotation of TypeScript, Rust, Kotlin or Python), C's `[] =`, R's `<-`, Ruby's
-# `||=`; make's `?=`, `::=` and `:::=` (a literal may be Objective-C's or C#'s @"...")
+# `||=`; make's `?=`, `::=` and `:::=`, its value quoted or bare (a literal may be Objective-C's
+# or C#'s @"...")
 _DECLARED_RE = re.compile(
     r"""(?:["']?\]|(?<=\w)\})?(?:
           \??[ \t]*::?[ \t]*[&*\[\]]{0,4}(?:'\w+[ \t]+)?[A-Za-z_][\w.<>\[\];, ?|]{0,60}?[ \t]+=(?![=~>])
         | [ \t]*\{[ \t]*get;[^}\n]{0,24}\}[ \t]*=(?![=~>])
         | [ \t]+(?:[Aa]s[ \t]+)?\*?[A-Za-z_][\w.*\[\]]{0,40}[ \t]*=(?![=~>])
         | [ \t]*\[[0-9]*\][ \t]*=(?![=~>])
-        | [ \t]*(?:<<?-|\|\|=)
+        | [ \t]*(?:<<?-|\|\|=|(?:\?|:::?)=)
     )"""
     + _QUOTED_LITERAL
     + r"""|[ \t]*(?:\?|:::?)=[ \t]*(?P<bare>[^\s"'`]{1,4096})""",
@@ -94,7 +95,7 @@ _DECLARED_RE = re.compile(
 _SET_ENV_RE = re.compile(r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+|setenv)[ \t]+\Z")
 _DECLARED_OPENERS = frozenset(" \t:<|[?{]}\"'")
 _WORD_RE = re.compile(r"(?<!\S)[A-Za-z][a-z]+[,.:;!?]?(?!\S)")
-_PLAIN_ASSIGN_RE = re.compile(r"[ \t]*:?=(?![=~>])" + _QUOTED_LITERAL)
+_PLAIN_ASSIGN_RE = re.compile(r"[ \t]*[:.]?=(?![=~>])" + _QUOTED_LITERAL)
 _LISP_VALUE_RE = re.compile(r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)@?(?P<q>\")(?P<qv>[^\"\\\n]{1,4096})\"")
 _LISP_DEF_RE = re.compile(
     r"(?:\((?:def|defonce|defvar|defparameter|defconst|setq|setf|define)(?:[ \t]+\^[\w:.-]+)*"
@@ -177,7 +178,7 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
     if (
         info is not None
         and info.quoted_only
-        and text[start - 1 : start] not in ('"', "'")
+        and text[start - 1 : start] not in ('"', "'", "<")  # (or an element's name)
         and text[start : start + 1] != "-"
         and text[end : end + 1] != ":"  # a YAML key, or "key: value" said in a line
     ):
