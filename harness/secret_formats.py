@@ -12,6 +12,7 @@ Used by ``tools/eval_secrets.py`` (every ingestion path, every table) and by the
 
 from __future__ import annotations
 
+import base64
 import random
 import string
 from collections.abc import Callable, Iterator
@@ -281,6 +282,28 @@ KINDS: list[Kind] = [
     ),
     Kind("adobe_client_secret", cat("p8e-", r(HEX, 32)), "ADOBE_CLIENT_SECRET"),
     Kind("langfuse", cat("sk-lf-", _uuid), "LANGFUSE_SECRET_KEY"),
+    Kind(
+        "tailscale",
+        cat("tskey-auth-", r(ALNUM, 7), "CNTRL-", r(ALNUM, 33)),
+        "TS_AUTHKEY",
+    ),
+    Kind(
+        "authress",
+        cat(
+            "sc_",
+            r(LOWER_ALNUM, 10),
+            ".",
+            r(LOWER_ALNUM, 4),
+            ".acc_",
+            r(LOWER_ALNUM, 10),
+            ".",
+            r(LOWER_ALNUM, 40),
+        ),
+        "AUTHRESS_SERVICE_KEY",
+    ),
+    Kind(
+        "facebook_app_token", cat(r(string.digits, 16), "|", r(ALNUM + "_-", 27)), "FB_ACCESS_TOKEN"
+    ),
 ]
 
 # Formats without a prefix: a secret only by the name around it (mostly hex or base64 bodies).
@@ -405,6 +428,11 @@ def cases(seed: int = 19) -> list[Case]:
         v = k.gen(rng)
         for ctx, text, channel in _named_contexts(k, v):
             out.append(Case(k.name, ctx, [text], v, [v], channel))
+        b64 = base64.b64encode(v.encode()).decode()
+        manifest = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\ndata:\n"
+        out.append(
+            Case(k.name, "k8s_secret_data", [f"{manifest}  config: {b64}\n"], b64, [b64], "tool")
+        )
         if not k.prefixed:
             continue
         v2 = k.gen(rng)

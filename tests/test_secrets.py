@@ -197,6 +197,26 @@ def test_memory_text_is_redacted_on_add_and_update(tmp_path):
     assert key not in _db_text(db) and key[4:] not in _db_text(db)
 
 
+def test_a_memory_is_redacted_before_its_lines_are_folded(tmp_path):
+    """A value on its own line (an XML element's, a Kubernetes Secret's data) is found in the
+    form it was written in; the memory's text is then folded to one line."""
+    token = "hT6kP9xQ2mW8rL4vZ3nB"
+    data = "c3VwZXItc2VjcmV0LXBhc3N3b3Jk"  # base64 of a password
+    manifest = f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  conn: {data}\n"
+    db = tmp_path / "m.db"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    with Server(db) as srv:
+        m = srv.call("squirrel/memories/add", {
+            "project_root": str(proj), "kind": "note",
+            "text": f"settings.xml holds\n<apiToken>\n    {token}\n</apiToken>"})["memory"]  # fmt: skip
+        upd = srv.call("squirrel/memories/update", {
+            "memory_id": m["id"], "text": f"the db Secret:\n{manifest}"})["memory"]  # fmt: skip
+    assert m["text"] == "settings.xml holds <apiToken> [REDACTED:env_secret] </apiToken>"
+    assert "conn: [REDACTED:kubernetes_secret]" in upd["text"] and "\n" not in upd["text"]
+    assert token not in _db_text(db) and data not in _db_text(db)
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("on", [False, True])
 def test_blocks_store_what_the_client_sends_unless_redact_blocks_is_on(tmp_path, on):
@@ -244,3 +264,39 @@ def test_a_documented_example_value_stays_but_a_block_holding_the_word_does_not(
         "\n-----END RSA PRIVATE KEY-----"
     )
     assert "q8w2e4r6t8y0u2i4" not in redact(block)
+
+
+_SECRET_DOC = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "gone", "kept"),
+    [
+        # any key of a Secret's data, comments skipped, the map ending at its own depth
+        (
+            _SECRET_DOC + "data:\n  # base64\n  extra: YWRtaW46c2VjcmV0cGFzcw==\nimmutable: true\n",
+            ["YWRtaW46c2VjcmV0cGFzcw=="],
+            ["immutable: true", "name: db"],
+        ),
+        (_SECRET_DOC + "stringData:\n  dsn: pg-Xk29fPq7\n", ["pg-Xk29fPq7"], []),
+        # kubectl's JSON
+        (
+            '{"kind": "Secret", "data": {"tls.key": "LS0tLS1CRUdJTiBQUklW"}, "type": "Opaque"}',
+            ["LS0tLS1CRUdJTiBQUklW"],
+            ['"type": "Opaque"'],
+        ),
+        # a ConfigMap's data, a short base64 value, a reference, another document's data
+        ("kind: ConfigMap\ndata:\n  LOG_LEVEL: debug-verbose-1\n", [], ["debug-verbose-1"]),
+        (_SECRET_DOC + "data:\n  flag: YmFyCg==\n", [], ["YmFyCg=="]),
+        (_SECRET_DOC + "stringData:\n  password: ${DB_PASSWORD}\n", [], ["${DB_PASSWORD}"]),
+        (
+            _SECRET_DOC + "---\nkind: ConfigMap\ndata:\n  mode: c3RyaWN0LW1vZGUtb24=\n",
+            [],
+            ["c3RyaWN0LW1vZGUtb24="],
+        ),
+    ],
+)
+def test_a_kubernetes_secrets_data_is_redacted_whatever_its_keys(text, gone, kept):
+    out = redact(text)
+    assert not [g for g in gone if g in out], out
+    assert all(k in out for k in kept), out

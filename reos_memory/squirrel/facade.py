@@ -545,11 +545,11 @@ class Squirrel:
 
     def _change(self, memory_id: str, changes: dict[str, Any]) -> api.MemoryResult:
         """Edit a memory in place (text, kind, tier, key, confidence, ttl, polarity, status)."""
-        from reos_memory.squirrel.redaction import redact
+        from reos_memory.squirrel.redaction import redact_folded
 
         text = changes.get("text")
         if text is not None:
-            text = redact(" ".join(text.split()))
+            text = redact_folded(text)
             if not text:  # as memories/add: a memory is never blank
                 raise InvalidInput("text", "must hold more than whitespace")
         vec_blob = None

@@ -11,7 +11,6 @@ answered from its first reply when sent again (an outbox replaying after a lost 
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 import uuid
@@ -31,7 +30,7 @@ from reos_memory.squirrel import activity, api
 from reos_memory.squirrel import team_api as tapi
 from reos_memory.squirrel.memory.policy import load_policy
 from reos_memory.squirrel.projects import normalize_prefix
-from reos_memory.squirrel.redaction import redact
+from reos_memory.squirrel.redaction import redact_folded
 from reos_memory.store.team import connection as pg
 from reos_memory.store.team import memories as pgsql
 from reos_memory.store.team import shares as share_sql
@@ -41,7 +40,6 @@ from reos_memory.team.actions import Action
 T = TypeVar("T")
 RANK = {"reader": 0, "writer": 1, "admin": 2}
 CALLERS_TEAM = ""  # audit(): the row is the caller's team's (no team id is empty)
-_SPACE = re.compile(r"\s+")
 # A memory's embedding as pgvector's text form ('[0.1,0.2,...]'); None: not embedded.
 Embed = Callable[[str], "str | None"]
 
@@ -145,8 +143,8 @@ def to_metrics(row: dict[str, Any] | None, memory_id: str) -> MemoryMetrics | No
 
 
 def clean_text(text: str) -> str:
-    """Text as stored: spacing folded, secrets redacted (again: members' machines redact first)."""
-    return redact(_SPACE.sub(" ", text.strip()))
+    """Text as stored: secrets redacted (again: members' machines redact first), spacing folded."""
+    return redact_folded(text)
 
 
 def no_root(project_root: str | None) -> None:

@@ -26,7 +26,7 @@ from reos_memory.errors import InvalidInput
 from reos_memory.models import Evidence, Memory, new_id, now_iso
 from reos_memory.squirrel.memory.dedup import same_meaning
 from reos_memory.squirrel.projects import normalize_prefix
-from reos_memory.squirrel.redaction import redact
+from reos_memory.squirrel.redaction import redact_folded
 from reos_memory.squirrel.text import paths
 from reos_memory.squirrel.writer.schema import WriterOp
 from reos_memory.store import Database
@@ -126,7 +126,7 @@ def _prepare(i: int, op: WriterOp, ctx: CommitContext) -> _Prepared:
         if op.kind is None or op.text is None or not op.text.strip():
             p.problem = f"{op.op} needs kind and text"
         else:
-            p.text = redact(_SPACE.sub(" ", op.text.strip()))
+            p.text = redact_folded(op.text)
             if ctx.known_secrets is not None:
                 p.text = ctx.known_secrets(p.text)
             if ctx.portable_paths:

@@ -6,7 +6,13 @@ episode-wide memory of values already found (a value redacted once is redacted e
 episode, and a key split over two adjacent events is found across them).
 """
 
-from reos_memory.squirrel.redaction.engine import find_secrets, redact, redact_found, redact_value
+from reos_memory.squirrel.redaction.engine import (
+    find_secrets,
+    redact,
+    redact_folded,
+    redact_found,
+    redact_value,
+)
 from reos_memory.squirrel.redaction.scope import SecretScope, peek_scope, redact_events, scope_for
 
 __all__ = [
@@ -15,6 +21,7 @@ __all__ = [
     "peek_scope",
     "redact",
     "redact_events",
+    "redact_folded",
     "redact_found",
     "redact_value",
     "scope_for",

@@ -40,7 +40,9 @@ Rules, strongest first (overlapping findings merge, the strongest kind names the
    "your-api-key-here" placeholder, or - outside ``.env``/shell lines, where every bare word is a
    literal - a code identifier (``password=password``, ``token=access_token``, ``f(pw=pw_in)``,
    ``token = Punctuation``). After ``name:`` outside a quoted key or a config line, a bare word
-   followed by more words is a sentence ("invalid password: must be 12 characters").
+   followed by more words is a sentence ("invalid password: must be 12 characters"). In a
+   Kubernetes Secret manifest (``kind: Secret``, YAML or JSON) every value of its ``data`` and
+   ``stringData`` maps, whatever its key is called.
 5. High-entropy strings: runs of 32+ base64/base64url characters whose non-word parts mix both
    cases and digits, whose class transitions per character minus vowel share of letters is
    >= 0.15 (random base64 scores about 0.4, identifiers and paths about 0 or below), whose Shannon
@@ -64,7 +66,7 @@ on something found by a C-level byte search - a secret word, ``://``, ``-u``/``-
 
 Where each rule lives: ``tokens`` (rules 1, 2 and 5, and the anchored signatures), ``urls`` (rule 3
 and webhook URLs), ``named`` (rule 4's assignments, headers, XML and flags) with ``prose`` (its chat
-phrases) and ``flags`` (its command lines); ``names`` says which names are secret, ``values``
+phrases), ``flags`` (its command lines) and ``manifests`` (Kubernetes Secrets); ``names`` says which names are secret, ``values``
 which values are literals and ``randomness`` which look machine-generated; ``findings`` holds the
 span type. This module runs them and merges what they find.
 """
@@ -77,6 +79,7 @@ from typing import Any
 
 from reos_memory.squirrel.redaction.findings import PLACEHOLDER_RE, Span
 from reos_memory.squirrel.redaction.flags import scan_flags
+from reos_memory.squirrel.redaction.manifests import scan_secret_manifests
 from reos_memory.squirrel.redaction.named import AUTH_SCHEME_RE, scan_named
 from reos_memory.squirrel.redaction.names import NameInfo, name_info
 from reos_memory.squirrel.redaction.normalize import normalized, to_original
@@ -84,7 +87,14 @@ from reos_memory.squirrel.redaction.token_runs import scan_anchors, scan_pem, sc
 from reos_memory.squirrel.redaction.urls import scan_go_dsn, scan_urls, scan_webhooks
 from reos_memory.squirrel.redaction.values import fits_tier, is_placeholder
 
-__all__ = ["PLACEHOLDER_RE", "find_secrets", "redact", "redact_found", "redact_value"]
+__all__ = [
+    "PLACEHOLDER_RE",
+    "find_secrets",
+    "redact",
+    "redact_folded",
+    "redact_found",
+    "redact_value",
+]
 
 
 def _analyse(text: str) -> tuple[str, list[Span]]:
@@ -114,11 +124,13 @@ def _collect_ascii(text: str) -> list[Span]:
     scan_runs(text, b, spans)
     if b"://" in b:
         scan_urls(text, b, spans)
-        scan_webhooks(text, b, spans)
+    scan_webhooks(text, b, spans)  # (also written without the scheme)
     if b"@" in b:
         scan_go_dsn(text, b, spans)
     scan_flags(text, b, spans)
     scan_anchors(text, b, spans)
+    if b"ecret" in b:
+        scan_secret_manifests(text, b, spans)
     if b"EXAMPLE" in b:
         # a provider's documented example value (AWS's AKIAIOSFODNN7EXAMPLE): never a credential
         # (one value, not a block or the rest of a dense text that happens to hold the word)
@@ -184,6 +196,14 @@ def redact(text: str) -> str:
     return _redact(text)
 
 
+def redact_folded(text: str) -> str:
+    """A memory's text as stored: secrets redacted, then every run of blanks and line breaks one
+    space. (In that order: a secret is found in the form it was written in, the value of an XML
+    element or a Kubernetes Secret's data on its own line.)"""
+    return _BLANKS.sub(" ", redact(text.strip())).strip()
+
+
+_BLANKS = re.compile(r"\s+")
 # Short strings (tool names, call ids, paths, commands) come back many times in a session: their
 # answers are remembered (the function is pure).
 _SHORT = 200

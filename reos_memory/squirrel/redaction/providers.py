@@ -138,6 +138,19 @@ _FORMATS: list[tuple[str, str]] = [
     ("defined_networking_key", r"dnkey-[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}"),
     ("adobe_client_secret", r"p8e-[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
     ("langfuse_key", r"sk-lf-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}"),
+    # GitHub's fine-grained PAT as the scanners' rules write it (82 characters of any case)
+    ("github_token", r"github_pat_[A-Za-z0-9_]{82}(?![A-Za-z0-9_])"),
+    ("tailscale_key", r"tskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{10,}"),
+    (
+        "authress_key",
+        r"sc_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120}",
+    ),
+    (
+        "authress_key",
+        r"scauth_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120}",
+    ),
+    # a Facebook app's access token: the app id, "|" (or %7C in a URL), the app secret
+    ("facebook_token", r"[0-9]{15,16}(?:\||%7C)[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
 ]
 
 # Kinds whose prefix is also an ordinary word piece: their body must look random too.
@@ -185,12 +198,16 @@ _ANCHORED = [
     ("Q~", "azure_ad_secret"),
     (".", "discord_token"),
     (":", "asana_token"),
+    ("|", "facebook_token"),
+    ("%7C", "facebook_token"),
 ]
 # One search for every needle above (a run holds none of them, mostly), then the exact ones.
-_ANCHOR_ANY_RE = re.compile(r"\.atlasv1\.|-us[0-9]|:AA|Q~|[MNO][A-Za-z0-9_\-]{23,25}\.|[12]/[0-9]")
+_ANCHOR_ANY_RE = re.compile(
+    r"\.atlasv1\.|-us[0-9]|:AA|Q~|[MNO][A-Za-z0-9_\-]{23,25}\.|[12]/[0-9]|[0-9]{15}(?:\||%7C)"
+)
 # anything that could make a run hold a token other than at its start: a delimiter, an anchor
 # of the formats above, or the 30-character body of an unknown vendor's token
-_ANYTHING_RE = re.compile(r"[+/.=~]|-us[0-9]|:AA|Q~")
+_ANYTHING_RE = re.compile(r"[+/.=~]|-us[0-9]|:AA|Q~|[0-9]{15}(?:\||%7C)")
 _ALNUM_MAP = bytes(
     ord("a") if chr(i).isascii() and chr(i).isalnum() else ord(" ") for i in range(256)
 )
@@ -253,7 +270,7 @@ def _literal_at(text: str, pos: int, end: int, out: list[tuple[int, int, str]]) 
 def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
     """(start, end, kind) of the prefixed tokens inside the run [start, end) of `text`."""
     out: list[tuple[int, int, str]] = []
-    lo, hi = max(0, start - 12), min(len(text), end + 40)
+    lo, hi = max(0, start - 18), min(len(text), end + 40)  # (an app id and "|" before a run)
     at_start = text[start : start + 2] in _BY_FIRST
     long_body = end - start >= 30 and _ALNUM30 in text[start:end].encode(
         "ascii", "replace"

@@ -19,7 +19,7 @@ _UUID_OR_HEX_RE = re.compile(
 )
 _HEX_RE = re.compile(r"[0-9a-f]+")
 # what a weak name's value may look like and still be no secret: a hex number, a camelCase name
-_NOT_RANDOM_WEAK_RE = re.compile(r"0[xX][0-9a-fA-F]+|[a-z]+(?:[A-Z][a-z0-9]*)+")
+_NOT_RANDOM_WEAK_RE = re.compile(r"0[xX][0-9a-fA-F]+|[a-z]+(?:[A-Z][a-z]*)+[0-9]*")
 _TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
 _TOKEN_PART_RE = re.compile(r"[_-]")
 _TYPED_ULID_RE = re.compile(r"(?:[a-z]{2,12}_)?[0-7][0-9A-HJKMNP-TV-Z]{25}")
