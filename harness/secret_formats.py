@@ -737,4 +737,25 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),
     ('$html .= "<input type=password>";', "<input type=password>"),
     ('API_TOKEN ?= "$(shell cat .token)"', "$(shell cat .token)"),
+    # stand-ins a person typed for a token: masks, sequences, camelCase words after a prefix
+    ("GROQ_API_KEY=gsk_" + "x" * 52, "gsk_" + "x" * 52),
+    ("aws configure set aws_access_key_id AKIAXXXXXXXXXXXXXXXX", "AKIAXXXXXXXXXXXXXXXX"),
+    ('stripe.api_key = "sk_test_' + "x" * 24 + '"', "sk_test_" + "x" * 24),
+    ("STRIPE_KEY=sk_live_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123", "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123"),
+    ("await s.writeFinalTaskCheckpoint(ctx)", "s.writeFinalTaskCheckpoint"),
+    ("- (id)hf_requiredCharacteristicTypesForDisplay;", "hf_requiredCharacteristicTypesForDisplay"),
+    # public by what holds them, templates of a usage line, a package's coordinates
+    (
+        "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBGTq3kQBEAC7xZ2vN8pL4mR9sK1wT6yB3hF0dJ5cA2eG"
+        "7iU4oY8nW\n=Kx7Q\n-----END PGP PUBLIC KEY BLOCK-----",
+        "mQINBGTq3kQBEAC7xZ2vN8pL4mR9sK1wT6yB3hF0dJ5cA2eG7iU4oY8nW",
+    ),
+    (
+        'vapid_public_key = "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUb"',
+        "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUb",
+    ),
+    ("usage: curl -u <user:password> https://api.example.io/v1/items", "<user:password>"),
+    ('curl --user "xxx:yyy" https://api.example.io', "xxx:yyy"),
+    ('-H "Authorization: Basic {base64(user:password)}"', "{base64(user:password)}"),
+    ('implementation "io.jsonwebtoken:jjwt-jackson-0.11.5"', "jjwt-jackson-0.11.5"),
 ]

@@ -13,6 +13,7 @@ import pytest
 from harness.rpc_client import Server
 from harness.secret_formats import ALL_KINDS, LOOKALIKES, cases, fullwidth
 from reos_memory.squirrel.redaction import SecretScope, find_secrets, redact, redact_events
+from reos_memory.squirrel.redaction.values import fake_token
 
 CASES = cases()
 CASE_IDS = [f"{i:04d}-{c.kind}-{c.context}" for i, c in enumerate(CASES)]
@@ -139,7 +140,7 @@ def test_redaction_time_grows_linearly_on_crafted_lines(shape):
 
 
 def test_find_secrets_offsets_point_into_the_original_text():
-    key = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"
+    key = "hf_" + "Qm7TzKp2WvX9rLd4BnYc8HsJf3GaUe6NkR"
     text = f"{fullwidth('x')} {key[:10]}\u200b{key[10:]} {fullwidth('y')}"
     ((kind, s, e),) = find_secrets(text)
     assert kind == "huggingface_token" and text[s:e].replace("\u200b", "") == key
@@ -182,7 +183,7 @@ def test_values_seen_in_one_ingest_are_redacted_in_a_later_one_and_in_memories(t
 
 @pytest.mark.e2e
 def test_memory_text_is_redacted_on_add_and_update(tmp_path):
-    key = "dapi" + "0123456789abcdef" * 2
+    key = "dapi" + "7c3e9a1f05bd4286e1f9a7c30d5b8e42"
     db = tmp_path / "m.db"
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -300,3 +301,29 @@ def test_a_kubernetes_secrets_data_is_redacted_whatever_its_keys(text, gone, kep
     out = redact(text)
     assert not [g for g in gone if g in out], out
     assert all(k in out for k in kept), out
+
+
+@pytest.mark.parametrize(
+    "stand_in",
+    [
+        "gsk_" + "x" * 52,
+        "AKIAXXXXXXXXXXXXXXXX",
+        "sk_live_abcdefghijklmnopqrstuvwxyz0123",
+        "re_1234abcd_aBcDeFgHiJkLmNoPqRsTuVwX",
+        "hf_requiredCharacteristicTypesForDisplay",
+        "s.writeFinalTaskCheckpoint",
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    ],
+)
+def test_a_token_a_person_typed_in_its_place_is_a_stand_in(stand_in):
+    assert fake_token(stand_in)
+
+
+def test_no_generated_token_reads_as_a_stand_in():
+    """Masks, sequences and camelCase words: a machine-made token of any kind in the corpus is
+    none of them (100 values of each)."""
+    import random
+
+    rng = random.Random(5)
+    found = [v for k in ALL_KINDS for v in (k.gen(rng) for _ in range(100)) if fake_token(v)]
+    assert not found

@@ -77,7 +77,7 @@ import functools
 import re
 from typing import Any
 
-from reos_memory.squirrel.redaction.findings import PLACEHOLDER_RE, Span
+from reos_memory.squirrel.redaction.findings import P_ENTROPY, P_PROVIDER, PLACEHOLDER_RE, Span
 from reos_memory.squirrel.redaction.flags import scan_flags
 from reos_memory.squirrel.redaction.manifests import scan_secret_manifests
 from reos_memory.squirrel.redaction.named import AUTH_SCHEME_RE, scan_named
@@ -85,7 +85,7 @@ from reos_memory.squirrel.redaction.names import NameInfo, name_info
 from reos_memory.squirrel.redaction.normalize import normalized, to_original
 from reos_memory.squirrel.redaction.token_runs import scan_anchors, scan_pem, scan_runs
 from reos_memory.squirrel.redaction.urls import scan_go_dsn, scan_urls, scan_webhooks
-from reos_memory.squirrel.redaction.values import fits_tier, is_placeholder
+from reos_memory.squirrel.redaction.values import fake_token, fits_tier, is_placeholder, masked
 
 __all__ = [
     "PLACEHOLDER_RE",
@@ -137,10 +137,75 @@ def _collect_ascii(text: str) -> list[Span]:
         spans = [x for x in spans if not _documented_example(text[x.start : x.end])]
     if not spans:
         return spans
+    spans = _without_stand_ins(text, spans)
+    if any(x.prio == P_ENTROPY for x in spans):
+        spans = _without_public(text, b, spans)
     spans = _merge(spans)
     if b"[REDACTED:" in b:
         spans = _carve(spans, [m.span() for m in PLACEHOLDER_RE.finditer(text)])
     return spans
+
+
+def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
+    """The findings without a token a person typed in its place (``gsk_xxxx...``,
+    ``sk_abcdefghijklmnop...``, ``hf_requiredCharacteristicTypes...``: `values.fake_token`), and
+    without the other findings inside it (its name's reading of the same value). Only what a
+    provider format or the entropy rule found is judged so: a value only a name makes secret
+    may be a person's weak one (``JWT_SECRET=mysecret123456``), which is still redacted, unless
+    it is masked (``STRIPE_KEY=sk_test_xxxxxxxx...``)."""
+    fake = [
+        (x.start, x.end)
+        for x in spans
+        if (x.prio in (P_PROVIDER, P_ENTROPY) and fake_token(text[x.start : x.end]))
+        or (x.kind not in _PASSWORDS and masked(text[x.start : x.end]))
+    ]
+    if not fake:
+        return spans
+    return [x for x in spans if not any(a <= x.start and x.end <= b for a, b in fake)]
+
+
+def _without_public(text: str, b: bytes, spans: list[Span]) -> list[Span]:
+    """The findings without the random-looking text that is public by what holds it: a public key
+    or a certificate block (``-----BEGIN PGP PUBLIC KEY BLOCK-----``), or a value given to a
+    name that says it is public (``public_key = "..."``, ``publicToken: ...``). Only the
+    entropy rule's findings: a provider's secret format is a secret whatever it is called."""
+    blocks = _public_blocks(text) if b"-----BEGIN " in b else []
+    named = b"ubli" in b or b"UBLI" in b
+    if not blocks and not named:
+        return spans
+    keep = []
+    for x in spans:
+        if x.prio == P_ENTROPY and (
+            any(a <= x.start and x.end <= z for a, z in blocks)
+            or (named and _PUBLIC_NAME_RE.search(text, max(0, x.start - 64), x.start) is not None)
+        ):
+            continue
+        keep.append(x)
+    return keep
+
+
+def _public_blocks(text: str) -> list[tuple[int, int]]:
+    """Where the public key and certificate blocks of `text` are (to their END line, or to the
+    end of the text when it was cut off); at most MAX_PUBLIC_BLOCKS of them."""
+    out: list[tuple[int, int]] = []
+    for m in _PUBLIC_BEGIN_RE.finditer(text):
+        if len(out) >= MAX_PUBLIC_BLOCKS or (out and m.start() < out[-1][1]):
+            break
+        end = text.find(f"-----END {m.group(1)}-----", m.end())
+        out.append((m.start(), len(text) if end < 0 else end))
+    return out
+
+
+_PUBLIC_BEGIN_RE = re.compile(
+    r"-----BEGIN (PGP PUBLIC KEY BLOCK|PUBLIC KEY|RSA PUBLIC KEY|SSH2 PUBLIC KEY|CERTIFICATE"
+    r"|PGP SIGNATURE)-----"
+)
+MAX_PUBLIC_BLOCKS = 64
+_PUBLIC_NAME_RE = re.compile(r"(?i)publi(?:c|shable)[\w.-]{0,30}[\"']?[ \t]*[:=][ \t]*[\"'`]?\Z")
+
+
+# a person's password may hold many x's ("xXx_Dragon_xXx"): only an all-x one is a mask there
+_PASSWORDS = frozenset({"password", "url_password", "basic_auth"})
 
 
 def _documented_example(value: str) -> bool:

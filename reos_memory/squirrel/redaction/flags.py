@@ -73,7 +73,8 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
                 and not is_placeholder(m.group("pw"))
                 and not (m.group("pw").isdigit() and m.group("user").isdigit())  # -u 1000:1000
                 and not m.group("pw").startswith("//")  # -u http://app-id: a URL, no password
-            ):
+                and not (m.group("user").startswith("<") and m.group("pw").endswith(">"))
+            ):  # (-u <user:password> is the usage line's template)
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
         i = b.find(b"-u", i + 2)
     i = b.find(b" -p")

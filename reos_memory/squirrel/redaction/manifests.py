@@ -33,7 +33,7 @@ MAX_MANIFESTS = 100  # Secrets read in one text, at most
 def scan_secret_manifests(text: str, b: bytes, spans: list[Span]) -> None:
     """The values of the data and stringData maps of each Kubernetes Secret in `text` (the
     caller found "ecret" in it)."""
-    if b"kind" not in b:
+    if b"ind" not in b or (b"kind:" not in b.lower() and b'"kind"' not in b):
         return
     read = -1  # the end of the last document read
     for n, kind in enumerate(_KIND_YAML.finditer(text)):

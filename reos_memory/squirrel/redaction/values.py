@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+import string
 
 from reos_memory.squirrel.redaction.names import TIER_SECRET, TIER_WEAK, NameInfo
 from reos_memory.squirrel.redaction.randomness import NON_ALNUM, SPACE_RE, randomish
@@ -62,11 +64,80 @@ def is_placeholder(v: str) -> bool:
     low = s.lower()
     if low in _PLACEHOLDER_WORDS or not s.strip("*xX.•-_#?…"):
         return True
+    if len(s) >= 3 and s.count(s[0]) == len(s):
+        return True  # "yyy", "aaaaaaaa": a mask
     if low.startswith(("your", "insert", "enter-", "enter_", "replace", "put-", "my-")):
         return True
     if all(w in _PLACEHOLDER_WORDS or w in _DEFAULT_WORDS for w in _WORD_SPLIT_RE.split(low)):
         return True  # "example-password", "postgres": an example or a service's documented default
     return s[-1] == "}" and "{" in s
+
+
+# a token's body: the longest run of letters and digits after its prefix
+_ALNUM_RUN_RE = re.compile(r"[A-Za-z0-9]+")
+_CAMEL_WORDS_RE = re.compile(r"[a-z]*(?:[A-Z][a-z]{2,}){2,}[A-Z]?[a-z]*")
+_CAMEL_WORD_RE = re.compile(r"[A-Z]?[a-z]+")
+_CONSONANTS_RE = re.compile(r"[b-df-hj-np-tv-xz]{4}", re.I)
+SEQUENCE_SHARE = 0.3  # of a fake token's letters and digits in runs like "abcd" or "3456"
+_NOT_ALNUM_RE = re.compile(r"[^A-Za-z0-9]+")
+# six ascending letters or digits (the fast test before a sequence is measured)
+_SIX_ASCENDING_RE = re.compile(
+    "|".join(
+        [string.digits[i : i + 6] for i in range(5)]
+        + [string.ascii_lowercase[i : i + 6] for i in range(21)]
+    )
+)
+
+
+def masked(value: str) -> bool:
+    """Whether half of a value of 8+ letters and digits is x, X, * or # (``sk_test_xxxx...``,
+    ``AKIAXXXXXXXXXXXXXXXX``): a mask, whatever name or prefix it has. ("1QQQQ..." and
+    "511111111" are real formats: only the mask characters count.)"""
+    marks = value.count("x") + value.count("X")
+    stars = value.count("*") + value.count("#")
+    if marks + stars < 4:
+        return False  # (most values: a mask of 8+ characters has 4 marks at least)
+    chars = len(_NOT_ALNUM_RE.sub("", value))
+    return chars >= 8 and (marks + stars) * 2 >= chars + stars
+
+
+def fake_token(value: str) -> bool:
+    """Whether a value shaped like an issued token is a stand-in a person typed: a mask
+    (``gsk_xxxxxxxx...``, ``AKIAXXXXXXXXXXXXXXXX``: x, X, * or # are half of it), a sequence
+    (``sk_abcdefghijklmnopqrstuvwxyz123``, ``re_1234abcd_aBcDeFgHiJkLmNoPqRsTuVwX``: a third
+    of it in runs of four or more ascending letters or digits, one of six or more), or words in
+    camelCase after a prefix (``hf_requiredCharacteristicTypesForDisplayMetadata``,
+    ``s.AcceptanceTimeoutSeconds``). A machine-made token is none of these (a run of six
+    ascending characters has a chance of about 1 in 10^8 in a random token)."""
+    if masked(value):
+        return True
+    low = value.lower()
+    if _SIX_ASCENDING_RE.search(low) is not None and _sequence_share(value) >= SEQUENCE_SHARE:
+        return True
+    runs = _ALNUM_RUN_RE.findall(value)
+    body = max(runs, key=len) if runs else ""
+    return (
+        len(body) >= 20
+        and _CAMEL_WORDS_RE.fullmatch(body) is not None
+        # each word says its vowels: "Rmwpua" is no word
+        and not any(_CONSONANTS_RE.search(w) for w in _CAMEL_WORD_RE.findall(body))
+    )
+
+
+def _sequence_share(value: str) -> float:
+    """The share of a value's letters and digits in runs of 4+ ascending ones ("abcd", "3456")."""
+    chars = _NOT_ALNUM_RE.sub("", value)
+    in_runs, run = 0, 1
+    for a, b in itertools.pairwise(chars):
+        if ord(b.lower()) - ord(a.lower()) == 1 and a.isdigit() == b.isdigit():
+            run += 1
+            continue
+        if run >= 4:
+            in_runs += run
+        run = 1
+    if run >= 4:
+        in_runs += run
+    return in_runs / max(1, len(chars))
 
 
 def _literal_despite_sigil(s: str) -> bool:
@@ -84,9 +155,14 @@ def _literal_despite_sigil(s: str) -> bool:
     inner = s.strip("{} ").lstrip(".")
     if s[-1] != "}" or not inner or DOTTED_RE.fullmatch(inner) or " " in inner:
         return False
+    if _CALL_IN_BRACES_RE.fullmatch(inner):
+        return False  # {base64(email:password)}: a template that computes the value
     return randomish(inner, 10) and not _TEMPLATE_WORDS_RE.fullmatch(inner)
 
 
+# a package and its version: lowercase words, then -1.2.3
+_VERSIONED_RE = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z][a-z0-9]*)*[-_]v?[0-9]+(?:\.[0-9]+)+")
+_CALL_IN_BRACES_RE = re.compile(r"[A-Za-z_][\w.]*\(.*\)")
 _TEMPLATE_WORDS_RE = re.compile(r"[a-z_]+|[A-Z_]+|[A-Za-z]+[0-9]?|[0-9]+|[A-Za-z_]+\|[a-z_]+")
 
 
@@ -109,6 +185,7 @@ def fits_tier(info: NameInfo, value: str) -> bool:
             or WORDY_RE.fullmatch(value)
             or len(value.encode("ascii", "replace").translate(None, NON_ALNUM))
             < max(8, 0.4 * len(value))
+            or _VERSIONED_RE.fullmatch(value) is not None  # jjwt-jackson-0.11.2: a package
         )
     return True  # any literal can be a password
 
