@@ -327,3 +327,24 @@ def test_no_generated_token_reads_as_a_stand_in():
     rng = random.Random(5)
     found = [v for k in ALL_KINDS for v in (k.gen(rng) for _ in range(100)) if fake_token(v)]
     assert not found
+
+
+def test_outside_fixtures_are_measured_from_a_file_kept_elsewhere(tmp_path, capsys):
+    """`tools/eval_secrets.py --fixtures FILE`: a reviewer's or a scanner's own cases, read from
+    outside the project; a true positive missed when a piece of its secret survives, a false
+    positive when it is changed."""
+    from tools.eval_secrets import main
+
+    token = "ghp_" + "Qm7TzKp2WvX9rLd4BnYc8HsJf3GaUe6NkR12"
+    cases = [
+        {"text": f"export GITHUB_TOKEN={token}", "kind": "tp", "secret": token, "label": "gh"},
+        {"text": "the build id is b7c1e09 for tag v2", "kind": "tp", "label": "made-up"},
+        {"text": "key = AKIAXXXXXXXXXXXXXXXX", "kind": "fp", "label": "aws"},
+        {"text": "DB_PASSWORD=hunter2hunter2", "kind": "fp", "label": "pw"},
+    ]
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(json.dumps(c) for c in cases) + "\n")
+    assert main(["--fixtures", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "true positives missed 0/2" in out  # (the second holds no 16-character run)
+    assert "false positives changed 1/2" in out and "pw: missed 0/0, changed 1/1" in out

@@ -3,6 +3,7 @@
     python tools/eval_secrets.py                 # every ingestion path through a real server
     python tools/eval_secrets.py --engines       # detection engines side by side, in process
     python tools/eval_secrets.py --worst         # time of redact() on 1 MB crafted lines
+    python tools/eval_secrets.py --fixtures F    # someone else's cases, kept outside the project
 
 Paths: each case goes in through ``squirrel/ingest`` (events), ``squirrel/ingest_transcript`` (a
 Claude Code JSONL log) and ``squirrel/memories/add``, each in a fresh database; then the SQLite
@@ -10,6 +11,14 @@ file (and its WAL) is scanned byte for byte and a ``reos-memory dump`` of it is 
 secret (as written, JSON-escaped, lowercased as the keyword index keeps words). A case leaks when
 any of its pieces is found. Look-alikes go in the same way and count as changed when the string
 that must survive is missing from the dump.
+
+Fixtures: a JSON-lines file of cases gathered elsewhere (a scanner's own test fixtures, a
+reviewer's corpus), one ``{"text": ..., "kind": "tp" | "fp", "secret": ..., "label": ...}`` per
+line (``secret``: the part of a true positive that must not survive, else its longest 16+
+character run holding a digit; ``label``: what to group the report by). A true positive is
+missed when an 8-character piece of its secret is in the output more often than in the rest of
+its text; a false positive is changed when ``redact()`` changes it. The file stays outside the
+project: the tool reads it, nothing of it is kept.
 
 Engines: each engine's findings are cut out of the case text (split keys joined by a newline) and
 the same needles are looked for; speed is MB/s over the corpus texts and the time of the crafted
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -464,6 +474,66 @@ def _feed(srv: object, path: str, items: list[Case], proj: Path, tmp: Path) -> N
             call("squirrel/ingest_transcript", {"path": str(log), "session_end": True}, timeout=120)
 
 
+_LABEL_RE = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+_RUN_RE = re.compile(r"\S{16,}")
+
+
+def fixture_missed(text: str, secret: str | None, out: str) -> bool:
+    """Whether a true positive's secret survives `redact()`'s output `out` (see the module's
+    docstring)."""
+    if not secret:
+        runs = [r for r in _RUN_RE.findall(text) if any(c.isdigit() for c in r)]
+        if not runs:
+            return False
+        secret = max(runs, key=len)
+    out = _LABEL_RE.sub("\0", out)
+    rest = text.replace(secret, "\0")
+    if len(secret) < 8:
+        return out.count(secret) > rest.count(secret)
+    return any(
+        out.count(secret[i : i + 8]) > rest.count(secret[i : i + 8]) for i in range(len(secret) - 7)
+    )
+
+
+def run_fixtures(path: Path, show: bool) -> int:
+    from reos_memory.squirrel.redaction import redact
+
+    tp = fp = missed = changed = 0
+    by_label: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # tp, missed, fp, changed
+    shown: list[str] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        if case.get("kind") not in ("tp", "fp") or not isinstance(case.get("text"), str):
+            raise SystemExit(f"{path}:{n}: needs text and kind tp or fp")
+        text, label = case["text"], str(case.get("label") or "-")
+        out = redact(text)
+        row = by_label[label]
+        if case["kind"] == "tp":
+            tp += 1
+            row[0] += 1
+            if fixture_missed(text, case.get("secret"), out):
+                missed += 1
+                row[1] += 1
+                shown.append(f"MISSED {label}: {text[:160]!r}")
+        else:
+            fp += 1
+            row[2] += 1
+            if out != text:
+                changed += 1
+                row[3] += 1
+                shown.append(f"CHANGED {label}: {text[:120]!r} -> {out[:120]!r}")
+    print(f"true positives missed {missed}/{tp} ({missed / max(1, tp):.1%})")
+    print(f"false positives changed {changed}/{fp} ({changed / max(1, fp):.1%})")
+    for label, (t, m, f, c) in sorted(by_label.items()):
+        if m or c:
+            print(f"  {label}: missed {m}/{t}, changed {c}/{f}")
+    if show:
+        print("\n".join(shown))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engines", action="store_true", help="compare detection engines in process")
@@ -476,7 +546,11 @@ def main(argv: list[str] | None = None) -> int:
         default=20.0,
         help="stop timing an engine's crafted lines after one takes this long",
     )
+    ap.add_argument("--fixtures", type=Path, help="a JSON-lines file of outside cases")
+    ap.add_argument("--show", action="store_true", help="with --fixtures: print each miss")
     a = ap.parse_args(argv)
+    if a.fixtures is not None:
+        return run_fixtures(a.fixtures, a.show)
     if a.engines:
         run_engines(a.crafted_limit)
         return 0
