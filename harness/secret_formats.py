@@ -301,6 +301,12 @@ KINDS: list[Kind] = [
         ),
         "AUTHRESS_SERVICE_KEY",
     ),
+    Kind("bitbucket_app_password", cat("ATBB", r(ALNUM, 32)), "BITBUCKET_APP_PASSWORD"),
+    Kind("rootly", cat("rootly_", r(HEX, 64)), "ROOTLY_API_TOKEN"),
+    Kind("neon", cat("napi_", r(LOWER_ALNUM, 60)), "NEON_API_KEY"),
+    Kind("cerebras", cat("csk-", r(LOWER_ALNUM, 48)), "CEREBRAS_API_KEY"),
+    Kind("paystack", cat("sk_live_", r(LOWER_ALNUM, 40)), "PAYSTACK_SECRET_KEY"),
+    Kind("zoho", cat("1000.", r(HEX, 32), ".", r(HEX, 32)), "ZOHO_REFRESH_TOKEN"),
     Kind(
         "facebook_app_token", cat(r(string.digits, 16), "|", r(ALNUM + "_-", 27)), "FB_ACCESS_TOKEN"
     ),
@@ -741,7 +747,10 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("GROQ_API_KEY=gsk_" + "x" * 52, "gsk_" + "x" * 52),
     ("aws configure set aws_access_key_id AKIAXXXXXXXXXXXXXXXX", "AKIAXXXXXXXXXXXXXXXX"),
     ('stripe.api_key = "sk_test_' + "x" * 24 + '"', "sk_test_" + "x" * 24),
-    ("STRIPE_KEY=sk_live_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123", "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123"),
+    (
+        'BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"',
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    ),
     ("await s.writeFinalTaskCheckpoint(ctx)", "s.writeFinalTaskCheckpoint"),
     ("- (id)hf_requiredCharacteristicTypesForDisplay;", "hf_requiredCharacteristicTypesForDisplay"),
     # public by what holds them, templates of a usage line, a package's coordinates

@@ -156,7 +156,10 @@ def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
     fake = [
         (x.start, x.end)
         for x in spans
-        if (x.prio in (P_PROVIDER, P_ENTROPY) and fake_token(text[x.start : x.end]))
+        if (
+            x.prio in (P_PROVIDER, P_ENTROPY)
+            and fake_token(text[x.start : x.end], prefixed=x.prio == P_PROVIDER)
+        )
         or (x.kind not in _PASSWORDS and masked(text[x.start : x.end]))
     ]
     if not fake:

@@ -73,7 +73,7 @@ _FORMATS: list[tuple[str, str]] = [
     ("readme_key", r"rdme_[a-f0-9]{70}"),
     ("dynatrace_token", r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}"),
     ("contentful_token", r"CFPAT-[A-Za-z0-9_\-]{43}"),
-    ("atlassian_token", r"ATATT3[A-Za-z0-9_\-=]{150,300}"),
+    ("atlassian_token", r"AT[A-Z]TT3[A-Za-z0-9_\-=]{150,300}"),
     ("artifactory_key", r"AKCp[A-Za-z0-9]{69}"),
     ("square_token", r"EAAA[A-Za-z0-9_\-]{60}"),
     ("square_token", r"sq0(?:csp|atp)-[A-Za-z0-9_\-]{22,43}"),
@@ -149,6 +149,12 @@ _FORMATS: list[tuple[str, str]] = [
         "authress_key",
         r"scauth_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120}",
     ),
+    ("bitbucket_app_password", r"ATBB[A-Za-z0-9_=.\-]{24,64}"),
+    ("rootly_key", r"rootly_[a-f0-9]{64}"),
+    ("neon_key", r"napi_[a-z0-9]{48,64}"),
+    ("cerebras_key", r"csk-[a-z0-9]{48}"),
+    ("paystack_key", r"sk_(?:live|test)_[a-z0-9]{40}(?![A-Za-z0-9])"),
+    ("zoho_token", r"1000\.[a-f0-9]{32}\.[a-f0-9]{32}"),
     # a Facebook app's access token: the app id, "|" (or %7C in a URL), the app secret
     ("facebook_token", r"[0-9]{15,16}(?:\||%7C)[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
 ]

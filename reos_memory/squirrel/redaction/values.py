@@ -101,18 +101,23 @@ def masked(value: str) -> bool:
     return chars >= 8 and (marks + stars) * 2 >= chars + stars
 
 
-def fake_token(value: str) -> bool:
+def fake_token(value: str, prefixed: bool = False) -> bool:
     """Whether a value shaped like an issued token is a stand-in a person typed: a mask
-    (``gsk_xxxxxxxx...``, ``AKIAXXXXXXXXXXXXXXXX``: x, X, * or # are half of it), a sequence
-    (``sk_abcdefghijklmnopqrstuvwxyz123``, ``re_1234abcd_aBcDeFgHiJkLmNoPqRsTuVwX``: a third
-    of it in runs of four or more ascending letters or digits, one of six or more), or words in
+    (``gsk_xxxxxxxx...``, ``AKIAXXXXXXXXXXXXXXXX``: x, X, * or # are half of it), words in
     camelCase after a prefix (``hf_requiredCharacteristicTypesForDisplayMetadata``,
-    ``s.AcceptanceTimeoutSeconds``). A machine-made token is none of these (a run of six
-    ascending characters has a chance of about 1 in 10^8 in a random token)."""
+    ``s.AcceptanceTimeoutSeconds``), or - for a random-looking run no provider's prefix names
+    (not `prefixed`) - a sequence (``0123456789abcdef0123456789abcdef``: a third of it in runs
+    of four or more ascending letters or digits, one of six or more). A machine-made token is
+    none of these (a run of six ascending characters has a chance of about 1 in 10^8 in a random
+    token). A provider's prefix before a sequence (``FlyV1 fm2_...abcdefghij...``) is how
+    scanners' own test secrets are written: still redacted."""
     if masked(value):
         return True
-    low = value.lower()
-    if _SIX_ASCENDING_RE.search(low) is not None and _sequence_share(value) >= SEQUENCE_SHARE:
+    if (
+        not prefixed
+        and _SIX_ASCENDING_RE.search(value.lower()) is not None
+        and _sequence_share(value) >= SEQUENCE_SHARE
+    ):
         return True
     runs = _ALNUM_RUN_RE.findall(value)
     body = max(runs, key=len) if runs else ""
