@@ -767,4 +767,5 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('curl --user "xxx:yyy" https://api.example.io', "xxx:yyy"),
     ('-H "Authorization: Basic {base64(user:password)}"', "{base64(user:password)}"),
     ('implementation "io.jsonwebtoken:jjwt-jackson-0.11.5"', "jjwt-jackson-0.11.5"),
+    ("the admin secret: shop-prod-4821.hasura.app (its host)", "shop-prod-4821.hasura.app"),
 ]

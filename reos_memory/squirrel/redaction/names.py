@@ -98,10 +98,10 @@ _NOT_SECRET_BEFORE_TOKEN = frozenset(
 
 # Bundler reads a gem source's "user:password" from BUNDLE_<HOST>, dots written as "__" (a host
 # ends in a top-level domain; BUNDLE_BUILD__NOKOGIRI and BUNDLE_PATH__SYSTEM are settings)
-_BUNDLER_HOST_RE = re.compile(
-    r"BUNDLE_[A-Z0-9_]+__(?:COM|ORG|NET|DEV|APP|CLOUD|TECH|SH|IO|CO|AI|ME|EU|US|UK|DE|FR|NL|CH"
-    r"|AT|SE|JP|XYZ)"
+TOP_LEVEL_DOMAINS = (
+    "COM|ORG|NET|DEV|APP|CLOUD|TECH|SH|IO|CO|AI|ME|EU|US|UK|DE|FR|NL|CH|AT|SE|JP|XYZ"
 )
+_BUNDLER_HOST_RE = re.compile(r"BUNDLE_[A-Z0-9_]+__(?:" + TOP_LEVEL_DOMAINS + ")")
 
 
 class NameInfo(NamedTuple):

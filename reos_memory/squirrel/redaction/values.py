@@ -6,7 +6,7 @@ import itertools
 import re
 import string
 
-from reos_memory.squirrel.redaction.names import TIER_SECRET, TIER_WEAK, NameInfo
+from reos_memory.squirrel.redaction.names import TIER_SECRET, TIER_WEAK, TOP_LEVEL_DOMAINS, NameInfo
 from reos_memory.squirrel.redaction.randomness import NON_ALNUM, SPACE_RE, randomish
 
 DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+")
@@ -165,6 +165,10 @@ def _literal_despite_sigil(s: str) -> bool:
     return randomish(inner, 10) and not _TEMPLATE_WORDS_RE.fullmatch(inner)
 
 
+# a host name: labels and dots, a top-level domain last
+_HOST_NAME_RE = re.compile(
+    r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:" + TOP_LEVEL_DOMAINS.lower() + ")"
+)
 # a package and its version: lowercase words, then -1.2.3
 _VERSIONED_RE = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z][a-z0-9]*)*[-_]v?[0-9]+(?:\.[0-9]+)+")
 _CALL_IN_BRACES_RE = re.compile(r"[A-Za-z_][\w.]*\(.*\)")
@@ -191,6 +195,7 @@ def fits_tier(info: NameInfo, value: str) -> bool:
             or len(value.encode("ascii", "replace").translate(None, NON_ALNUM))
             < max(8, 0.4 * len(value))
             or _VERSIONED_RE.fullmatch(value) is not None  # jjwt-jackson-0.11.2: a package
+            or _HOST_NAME_RE.fullmatch(value) is not None  # project-one-12345.hasura.app
         )
     return True  # any literal can be a password
 
