@@ -148,23 +148,27 @@ def _collect_ascii(text: str) -> list[Span]:
 
 def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
     """The findings without a token a person typed in its place (``gsk_xxxx...``,
-    ``sk_abcdefghijklmnop...``, ``hf_requiredCharacteristicTypes...``: `values.fake_token`), and
-    without the other findings inside it (its name's reading of the same value). Only what a
-    provider format or the entropy rule found is judged so: a value only a name makes secret
-    may be a person's weak one (``JWT_SECRET=mysecret123456``), which is still redacted, unless
-    it is masked (``STRIPE_KEY=sk_test_xxxxxxxx...``)."""
-    fake = [
-        (x.start, x.end)
-        for x in spans
-        if (
-            x.prio in (P_PROVIDER, P_ENTROPY)
-            and fake_token(text[x.start : x.end], prefixed=x.prio == P_PROVIDER)
-        )
-        or (x.kind not in _PASSWORDS and masked(text[x.start : x.end]))
-    ]
-    if not fake:
+    ``hf_requiredCharacteristicTypes...``: `values.fake_token`). A provider format's stand-in
+    takes the other findings inside it along (its name's reading of the same value); the
+    entropy rule's goes alone, so a name still redacts what it names. A value only a name makes
+    secret may be a person's weak one (``JWT_SECRET=mysecret123456``), which is still redacted,
+    unless it is masked (``STRIPE_KEY=sk_test_xxxxxxxx...``; a password never: its x's may be
+    the person's)."""
+    fake: list[tuple[int, int]] = []
+    gone: set[Span] = set()
+    for x in spans:
+        value = text[x.start : x.end]
+        if x.prio == P_PROVIDER and fake_token(value, prefixed=True):
+            fake.append((x.start, x.end))
+        elif (x.prio == P_ENTROPY and fake_token(value)) or (
+            x.kind not in _PASSWORDS and masked(value)
+        ):
+            gone.add(x)
+    if not fake and not gone:
         return spans
-    return [x for x in spans if not any(a <= x.start and x.end <= b for a, b in fake)]
+    return [
+        x for x in spans if x not in gone and not any(a <= x.start and x.end <= b for a, b in fake)
+    ]
 
 
 def _without_public(text: str, b: bytes, spans: list[Span]) -> list[Span]:
