@@ -302,6 +302,7 @@ KINDS: list[Kind] = [
         "AUTHRESS_SERVICE_KEY",
     ),
     Kind("bitbucket_app_password", cat("ATBB", r(ALNUM, 32)), "BITBUCKET_APP_PASSWORD"),
+    Kind("vault_secret_id", _uuid, "VAULT_SECRET_ID", prefixed=False),
     Kind("rootly", cat("rootly_", r(HEX, 64)), "ROOTLY_API_TOKEN"),
     Kind("neon", cat("napi_", r(LOWER_ALNUM, 60)), "NEON_API_KEY"),
     Kind("cerebras", cat("csk-", r(LOWER_ALNUM, 48)), "CEREBRAS_API_KEY"),
@@ -768,4 +769,6 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('-H "Authorization: Basic {base64(user:password)}"', "{base64(user:password)}"),
     ('implementation "io.jsonwebtoken:jjwt-jackson-0.11.5"', "jjwt-jackson-0.11.5"),
     ("the admin secret: shop-prod-4821.hasura.app (its host)", "shop-prod-4821.hasura.app"),
+    ("aws secretsmanager get-secret-value --secret-id prod/db/password", "prod/db/password"),
+    ('{"SecretId": "MyTestDatabaseSecret", "VersionStage": "AWSCURRENT"}', "MyTestDatabaseSecret"),
 ]

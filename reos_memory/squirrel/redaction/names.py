@@ -116,6 +116,8 @@ class NameInfo(NamedTuple):
     # the value must be shaped like an issued token (a PAT, a vendor's key in code): letters and
     # digits, not a regex (url_pat = "^/api/...") nor a hash with its algorithm
     token_only: bool = False
+    # the value must be a UUID (Vault's secret_id), not a name or an ARN
+    uuid_only: bool = False
 
 
 TIER_PASSWORD = 0
@@ -136,6 +138,9 @@ def name_info(name: str) -> NameInfo | None:
     if _BUNDLER_HOST_RE.fullmatch(bare):
         return NameInfo(TIER_PASSWORD, "password", False)  # user:password for a gem source
     last = parts[-1]
+    if parts[-2:] == ["secret", "id"]:
+        # Vault's AppRole secret_id is a credential, a UUID; AWS's SecretId names a secret
+        return NameInfo(TIER_SECRET, "env_secret", False, uuid_only=True)
     if last in _NOT_SECRET_SUFFIXES and not (last == "id" and parts[-2:-1] == ["session"]):
         return None
     joined = "".join(parts)

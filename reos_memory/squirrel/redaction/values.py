@@ -165,6 +165,9 @@ def _literal_despite_sigil(s: str) -> bool:
     return randomish(inner, 10) and not _TEMPLATE_WORDS_RE.fullmatch(inner)
 
 
+_UUID_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
 # a host name: labels and dots, a top-level domain last
 _HOST_NAME_RE = re.compile(
     r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:" + TOP_LEVEL_DOMAINS.lower() + ")"
@@ -186,6 +189,8 @@ def fits_tier(info: NameInfo, value: str) -> bool:
         if _NOT_RANDOM_WEAK_RE.fullmatch(v):
             return False  # 0x4AA5C34371567BD2 (a number, a key's public id), shadowMapPassV2
         return randomish(v) and not _UUID_OR_HEX_RE.fullmatch(v)
+    if info.uuid_only:
+        return _UUID_RE.fullmatch(value.strip()) is not None
     if info.tier == TIER_SECRET:
         # EXPIRED_TOKEN = "expired_token" and IMAGE_TOKEN = "<|image|>" name no credential
         return not (
