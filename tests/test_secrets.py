@@ -184,18 +184,28 @@ def test_values_seen_in_one_ingest_are_redacted_in_a_later_one_and_in_memories(t
 @pytest.mark.e2e
 def test_memory_text_is_redacted_on_add_and_update(tmp_path):
     key = "dapi" + "7c3e9a1f05bd4286e1f9a7c30d5b8e42"
+    m, upd, db = _add_then_update(
+        tmp_path,
+        f"the Databricks token is {key}",
+        f"use {fullwidth('dapi')}{key[4:]} for the jobs API",
+    )
+    assert key not in m["text"] and "[REDACTED:databricks_token]" in m["text"]
+    assert "[REDACTED:databricks_token]" in upd["text"]
+    assert key not in _db_text(db) and key[4:] not in _db_text(db)
+
+
+def _add_then_update(tmp_path: Path, text: str, new_text: str) -> tuple[dict, dict, Path]:
+    """A memory added over stdio with `text`, then updated to `new_text`: both as returned, and
+    the database file."""
     db = tmp_path / "m.db"
     proj = tmp_path / "proj"
     proj.mkdir()
     with Server(db) as srv:
-        m = srv.call("squirrel/memories/add", {
-            "project_root": str(proj), "kind": "note",
-            "text": f"the Databricks token is {key}"})["memory"]  # fmt: skip
-        upd = srv.call("squirrel/memories/update", {
-            "memory_id": m["id"], "text": f"use {fullwidth('dapi')}{key[4:]} for the jobs API"})  # fmt: skip
-    assert key not in m["text"] and "[REDACTED:databricks_token]" in m["text"]
-    assert "[REDACTED:databricks_token]" in upd["memory"]["text"]
-    assert key not in _db_text(db) and key[4:] not in _db_text(db)
+        m = srv.call(
+            "squirrel/memories/add", {"project_root": str(proj), "kind": "note", "text": text}
+        )["memory"]
+        upd = srv.call("squirrel/memories/update", {"memory_id": m["id"], "text": new_text})
+    return m, upd["memory"], db
 
 
 def test_a_memory_is_redacted_before_its_lines_are_folded(tmp_path):
@@ -204,15 +214,11 @@ def test_a_memory_is_redacted_before_its_lines_are_folded(tmp_path):
     token = "hT6kP9xQ2mW8rL4vZ3nB"
     data = "c3VwZXItc2VjcmV0LXBhc3N3b3Jk"  # base64 of a password
     manifest = f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  conn: {data}\n"
-    db = tmp_path / "m.db"
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    with Server(db) as srv:
-        m = srv.call("squirrel/memories/add", {
-            "project_root": str(proj), "kind": "note",
-            "text": f"settings.xml holds\n<apiToken>\n    {token}\n</apiToken>"})["memory"]  # fmt: skip
-        upd = srv.call("squirrel/memories/update", {
-            "memory_id": m["id"], "text": f"the db Secret:\n{manifest}"})["memory"]  # fmt: skip
+    m, upd, db = _add_then_update(
+        tmp_path,
+        f"settings.xml holds\n<apiToken>\n    {token}\n</apiToken>",
+        f"the db Secret:\n{manifest}",
+    )
     assert m["text"] == "settings.xml holds <apiToken> [REDACTED:env_secret] </apiToken>"
     assert "conn: [REDACTED:kubernetes_secret]" in upd["text"] and "\n" not in upd["text"]
     assert token not in _db_text(db) and data not in _db_text(db)
