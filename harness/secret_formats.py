@@ -309,7 +309,9 @@ KINDS: list[Kind] = [
     Kind("paystack", cat("sk_live_", r(LOWER_ALNUM, 40)), "PAYSTACK_SECRET_KEY"),
     Kind("zoho", cat("1000.", r(HEX, 32), ".", r(HEX, 32)), "ZOHO_REFRESH_TOKEN"),
     Kind(
-        "facebook_app_token", cat(r(string.digits, 16), "|", r(ALNUM + "_-", 27)), "FB_ACCESS_TOKEN"
+        "facebook_app_token",
+        cat(r(string.digits, 16), "%7C", r(ALNUM + "_-", 27)),
+        "FB_ACCESS_TOKEN",
     ),
 ]
 
@@ -765,10 +767,21 @@ LOOKALIKES: list[tuple[str, str]] = [
         "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUb",
     ),
     ("usage: curl -u <user:password> https://api.example.io/v1/items", "<user:password>"),
-    ('curl --user "xxx:yyy" https://api.example.io', "xxx:yyy"),
     ('-H "Authorization: Basic {base64(user:password)}"', "{base64(user:password)}"),
     ('implementation "io.jsonwebtoken:jjwt-jackson-0.11.5"', "jjwt-jackson-0.11.5"),
     ("the admin secret: shop-prod-4821.hasura.app (its host)", "shop-prod-4821.hasura.app"),
     ("aws secretsmanager get-secret-value --secret-id prod/db/password", "prod/db/password"),
+    ("1716239023123456|usr_2fXk9LmQ7pR3tV8wY1zB4cD6eF|signup", "usr_2fXk9LmQ7pR3tV8wY1zB4cD6eF"),
+    (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\ndata:\n"
+        "  api-key: {{.Values.apiKey|b64enc}}\n",
+        "{{.Values.apiKey|b64enc}}",
+    ),
+    (
+        "kind: List\nitems:\n- kind: ConfigMap\n  data:\n    DATABASE_HOST: db.internal.example.com"
+        "\n- kind: Secret\n  data:\n    password: c3VwZXItc2VjcmV0LXBhc3N3b3Jk\n",
+        "db.internal.example.com",
+    ),
+    ('"secretId": "3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a"', "3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a"),
     ('{"SecretId": "MyTestDatabaseSecret", "VersionStage": "AWSCURRENT"}', "MyTestDatabaseSecret"),
 ]

@@ -12,7 +12,13 @@ import pytest
 
 from harness.rpc_client import Server
 from harness.secret_formats import ALL_KINDS, LOOKALIKES, cases, fullwidth
-from reos_memory.squirrel.redaction import SecretScope, find_secrets, redact, redact_events
+from reos_memory.squirrel.redaction import (
+    SecretScope,
+    find_secrets,
+    redact,
+    redact_events,
+    redact_folded,
+)
 from reos_memory.squirrel.redaction.values import fake_token
 
 CASES = cases()
@@ -220,6 +226,8 @@ def test_a_memory_is_redacted_before_its_lines_are_folded(tmp_path):
         f"the db Secret:\n{manifest}",
     )
     assert m["text"] == "settings.xml holds <apiToken> [REDACTED:env_secret] </apiToken>"
+    # and once folded: a value on the line after its name reads as its value
+    assert redact_folded("password:\n  w67gR@5asJGqHA") == "password: [REDACTED:password]"
     assert "conn: [REDACTED:kubernetes_secret]" in upd["text"] and "\n" not in upd["text"]
     assert token not in _db_text(db) and data not in _db_text(db)
 

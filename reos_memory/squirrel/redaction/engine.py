@@ -184,7 +184,7 @@ def _without_public(text: str, b: bytes, spans: list[Span]) -> list[Span]:
     for x in spans:
         if x.prio == P_ENTROPY and (
             any(a <= x.start and x.end <= z for a, z in blocks)
-            or (named and _PUBLIC_NAME_RE.search(text, max(0, x.start - 64), x.start) is not None)
+            or (named and _public_name_before(text, x.start))
         ):
             continue
         keep.append(x)
@@ -192,14 +192,16 @@ def _without_public(text: str, b: bytes, spans: list[Span]) -> list[Span]:
 
 
 def _public_blocks(text: str) -> list[tuple[int, int]]:
-    """Where the public key and certificate blocks of `text` are (to their END line, or to the
-    end of the text when it was cut off); at most MAX_PUBLIC_BLOCKS of them."""
+    """Where the public key and certificate blocks of `text` are, to their END line (a block
+    cut off before it is not known to end anywhere); at most MAX_PUBLIC_BLOCKS of them."""
     out: list[tuple[int, int]] = []
     for m in _PUBLIC_BEGIN_RE.finditer(text):
         if len(out) >= MAX_PUBLIC_BLOCKS or (out and m.start() < out[-1][1]):
             break
         end = text.find(f"-----END {m.group(1)}-----", m.end())
-        out.append((m.start(), len(text) if end < 0 else end))
+        if end < 0:
+            break  # cut off: what follows may be anything
+        out.append((m.start(), end))
     return out
 
 
@@ -208,6 +210,16 @@ _PUBLIC_BEGIN_RE = re.compile(
     r"|PGP SIGNATURE)-----"
 )
 MAX_PUBLIC_BLOCKS = 64
+
+
+def _public_name_before(text: str, start: int) -> bool:
+    """Whether the value at `start` is given to a name that says it is public and names no
+    secret (``vapid_public_key = ...``; not ``NEXT_PUBLIC_API_SECRET=...``)."""
+    m = _PUBLIC_NAME_RE.search(text, max(0, start - 64), start)
+    return m is not None and _SECRET_WORD_RE.search(m.group()) is None
+
+
+_SECRET_WORD_RE = re.compile(r"(?i)secret|passw|private|token")
 _PUBLIC_NAME_RE = re.compile(r"(?i)publi(?:c|shable)[\w.-]{0,30}[\"']?[ \t]*[:=][ \t]*[\"'`]?\Z")
 
 
@@ -269,10 +281,11 @@ def redact(text: str) -> str:
 
 
 def redact_folded(text: str) -> str:
-    """A memory's text as stored: secrets redacted, then every run of blanks and line breaks one
-    space. (In that order: a secret is found in the form it was written in, the value of an XML
-    element or a Kubernetes Secret's data on its own line.)"""
-    return _BLANKS.sub(" ", redact(text.strip())).strip()
+    """A memory's text as stored: every run of blanks and line breaks one space, secrets
+    redacted in the form they were written in (the value of an XML element or a Kubernetes
+    Secret's data on its own line) and again once folded (a value on the line after its name,
+    ``password:`` then the value, reads as ``password: value``)."""
+    return redact(_BLANKS.sub(" ", redact(text.strip())).strip())
 
 
 _BLANKS = re.compile(r"\s+")

@@ -73,8 +73,12 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
                 and not is_placeholder(m.group("pw"))
                 and not (m.group("pw").isdigit() and m.group("user").isdigit())  # -u 1000:1000
                 and not m.group("pw").startswith("//")  # -u http://app-id: a URL, no password
-                and not (m.group("user").startswith("<") and m.group("pw").endswith(">"))
-            ):  # (-u <user:password> is the usage line's template)
+                and not (  # -u <user:password>: a usage line's template
+                    m.group("user").startswith("<")
+                    and m.group("pw").endswith(">")
+                    and is_placeholder(m.group("pw")[:-1])
+                )
+            ):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
         i = b.find(b"-u", i + 2)
     i = b.find(b" -p")

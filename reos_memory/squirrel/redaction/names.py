@@ -138,8 +138,12 @@ def name_info(name: str) -> NameInfo | None:
     if _BUNDLER_HOST_RE.fullmatch(bare):
         return NameInfo(TIER_PASSWORD, "password", False)  # user:password for a gem source
     last = parts[-1]
-    if parts[-2:] == ["secret", "id"]:
-        # Vault's AppRole secret_id is a credential, a UUID; AWS's SecretId names a secret
+    if parts[-2:] == ["secret", "id"] and (
+        parts[-3:-2] == ["vault"] or (parts[-3:-2] == [] and len(chunks) >= 2)
+    ):
+        # Vault's AppRole secret_id (secret_id, SECRET_ID, --secret-id, VAULT_SECRET_ID) is a
+        # credential, a UUID; AWS's SecretId names a secret, Bitwarden's secretId and Azure's
+        # client_secret_id are ids
         return NameInfo(TIER_SECRET, "env_secret", False, uuid_only=True)
     if last in _NOT_SECRET_SUFFIXES and not (last == "id" and parts[-2:-1] == ["session"]):
         return None

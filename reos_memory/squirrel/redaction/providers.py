@@ -155,8 +155,10 @@ _FORMATS: list[tuple[str, str]] = [
     ("cerebras_key", r"csk-[a-z0-9]{48}"),
     ("paystack_key", r"sk_(?:live|test)_[a-z0-9]{40}(?![A-Za-z0-9])"),
     ("zoho_token", r"1000\.[a-f0-9]{32}\.[a-f0-9]{32}"),
-    # a Facebook app's access token: the app id, "|" (or %7C in a URL), the app secret
-    ("facebook_token", r"[0-9]{15,16}(?:\||%7C)[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
+    # a Facebook app's access token in a URL's query: the app id, %7C ("|"), the app secret
+    # (after a bare "|" the same shape is as often a row of pipe-separated output,
+    # "1716239023123456|usr_2fXk9LmQ7pR3tV8wY1zB4cD6eF|signup")
+    ("facebook_token", r"[0-9]{15,16}%7C[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
 ]
 
 # Kinds whose prefix is also an ordinary word piece: their body must look random too.
@@ -164,7 +166,7 @@ _NEEDS_RANDOM = frozenset(
     {"vault_token", "resend_key", "square_token", "facebook_token", "discord_token",
      "notion_token", "terraform_token", "azure_ad_secret", "dropbox_token", "gitlab_token",
      "harness_key", "octopus_key", "settlemint_token", "crates_token", "lob_key",
-     "twitter_bearer"}
+     "twitter_bearer", "bitbucket_app_password"}
 )  # fmt: skip
 
 _COMPILED = [(kind, re.compile(rx)) for kind, rx in _FORMATS]
@@ -204,7 +206,6 @@ _ANCHORED = [
     ("Q~", "azure_ad_secret"),
     (".", "discord_token"),
     (":", "asana_token"),
-    ("|", "facebook_token"),
     ("%7C", "facebook_token"),
 ]
 # One search for every needle above (a run holds none of them, mostly), then the exact ones.
@@ -213,7 +214,7 @@ _ANCHOR_ANY_RE = re.compile(
 )
 # anything that could make a run hold a token other than at its start: a delimiter, an anchor
 # of the formats above, or the 30-character body of an unknown vendor's token
-_ANYTHING_RE = re.compile(r"[+/.=~|]|-us[0-9]|:AA|Q~|%7C")
+_ANYTHING_RE = re.compile(r"[+/.=~]|-us[0-9]|:AA|Q~|%7C")
 _ALNUM_MAP = bytes(
     ord("a") if chr(i).isascii() and chr(i).isalnum() else ord(" ") for i in range(256)
 )
@@ -276,7 +277,7 @@ def _literal_at(text: str, pos: int, end: int, out: list[tuple[int, int, str]]) 
 def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
     """(start, end, kind) of the prefixed tokens inside the run [start, end) of `text`."""
     out: list[tuple[int, int, str]] = []
-    lo, hi = max(0, start - 18), min(len(text), end + 40)  # (an app id and "|" before a run)
+    lo, hi = max(0, start - 18), min(len(text), end + 40)  # (an app id and %7C before a run)
     at_start = text[start : start + 2] in _BY_FIRST
     long_body = end - start >= 30 and _ALNUM30 in text[start:end].encode(
         "ascii", "replace"

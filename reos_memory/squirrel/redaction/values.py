@@ -64,8 +64,6 @@ def is_placeholder(v: str) -> bool:
     low = s.lower()
     if low in _PLACEHOLDER_WORDS or not s.strip("*xX.•-_#?…"):
         return True
-    if len(s) >= 3 and s.count(s[0]) == len(s):
-        return True  # "yyy", "aaaaaaaa": a mask
     if low.startswith(("your", "insert", "enter-", "enter_", "replace", "put-", "my-")):
         return True
     if all(w in _PLACEHOLDER_WORDS or w in _DEFAULT_WORDS for w in _WORD_SPLIT_RE.split(low)):
@@ -157,6 +155,8 @@ def _literal_despite_sigil(s: str) -> bool:
         if IDENT_RE.fullmatch(rest) and (rest.isupper() or rest.islower()):
             return False
         return randomish(rest, 8) or not IDENT_RE.fullmatch(rest)
+    if s.startswith("{{"):
+        return False  # {{ .Values.apiKey }}, {{.Values.apiKey|b64enc}}: a template's expression
     inner = s.strip("{} ").lstrip(".")
     if s[-1] != "}" or not inner or DOTTED_RE.fullmatch(inner) or " " in inner:
         return False
@@ -172,8 +172,9 @@ _UUID_RE = re.compile(
 _HOST_NAME_RE = re.compile(
     r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:" + TOP_LEVEL_DOMAINS.lower() + ")"
 )
-# a package and its version: lowercase words, then -1.2.3
-_VERSIONED_RE = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z][a-z0-9]*)*[-_]v?[0-9]+(?:\.[0-9]+)+")
+# a package and its version: lowercase words, then -1.2.3 (three numbers: "walrus-7.42" and
+# "secret_v2.1" may be a person's secret)
+_VERSIONED_RE = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z][a-z0-9]*)*-[0-9]+\.[0-9]+\.[0-9]+")
 _CALL_IN_BRACES_RE = re.compile(r"[A-Za-z_][\w.]*\(.*\)")
 _TEMPLATE_WORDS_RE = re.compile(r"[a-z_]+|[A-Z_]+|[A-Za-z]+[0-9]?|[0-9]+|[A-Za-z_]+\|[a-z_]+")
 
