@@ -410,6 +410,7 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "perl_env", f"$ENV{{{env}}} = '{v}';", "tool"
     yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"
     yield "rust_string_from", f'let {low}: String = String::from("{v}");', "tool"
+    yield "rust_untyped_from", f'let {low} = SecretString::from("{v}");', "tool"
     yield "make_immediate", f"{env} ::= {v}", "tool"
     yield "make_quoted", f'{env} ?= "{v}"', "tool"
     yield "php_concat", f'${camel} .= "{v}";', "tool"

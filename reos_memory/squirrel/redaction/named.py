@@ -70,9 +70,13 @@ _PAIR_VALUE_RE = re.compile(
     r"""[ \t]*"""
     r"""(?:(["'])(?P<qv>[^"'\n]{1,4096})\1|(?P<bare>[^\s"'#,}]{1,4096}))"""
 )
-# (a string type's constructor may wrap it: Rust's `String::from("...")`, `str("...")`)
+# a string type's constructor around a literal: Rust's String::from("..."), Python's str("...")
+_WRAPPERS = (
+    r"(?:String::from|SecretString::from|SecretString::new|Secret::new|String|str|SecretStr"
+    r"|SecretString|Secret)"
+)
 _QUOTED_LITERAL = (
-    r"""[ \t]*(?:(?:String::from|String|str|SecretStr|SecretString|Secret)\()?"""
+    r"""[ \t]*(?:""" + _WRAPPERS + r"""\()?"""
     r"""(?:[bBrRuUfF]{1,2}|@)?(?P<q>["'`])(?P<qv>(?:(?!(?P=q))[^\\\n]){1,4096})(?P=q)"""
 )
 # the operator and the literal after a name: a type between (Go's `apiToken string =`, VB's `As
@@ -96,6 +100,8 @@ _SET_ENV_RE = re.compile(r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+|setenv)[ \t
 _DECLARED_OPENERS = frozenset(" \t:<|[?{]}\"'")
 _WORD_RE = re.compile(r"(?<!\S)[A-Za-z][a-z]+[,.:;!?]?(?!\S)")
 _PLAIN_ASSIGN_RE = re.compile(r"[ \t]*[:.]?=(?![=~>])" + _QUOTED_LITERAL)
+# a plain = with a string type's constructor around the literal: let password = String::from("...")
+_WRAPPED_RE = re.compile(r"[ \t]*:?=[ \t]*" + _WRAPPERS + r"\([ \t]*[bBrRuUfF]{0,2}[\"'`]")
 _LISP_VALUE_RE = re.compile(r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)@?(?P<q>\")(?P<qv>[^\"\\\n]{1,4096})\"")
 _LISP_DEF_RE = re.compile(
     r"(?:\((?:def|defonce|defvar|defparameter|defconst|setq|setf|define)(?:[ \t]+\^[\w:.-]+)*"
@@ -325,7 +331,7 @@ def _declared_at(
         x = _DECLARED_RE.match(text, end)
     if x is None and (text[start - 1 : start] in (":", "@") or _after_definer(text, start)):
         x = _LISP_VALUE_RE.match(text, end)
-    if x is None and (token_only or plain):
+    if x is None and (token_only or plain or _WRAPPED_RE.match(text, end) is not None):
         x = _PLAIN_ASSIGN_RE.match(text, end)
     if x is None:
         return False
