@@ -66,9 +66,9 @@ on something found by a C-level byte search - a secret word, ``://``, ``-u``/``-
 
 Where each rule lives: ``tokens`` (rules 1, 2 and 5, and the anchored signatures), ``urls`` (rule 3
 and webhook URLs), ``named`` (rule 4's assignments, headers, XML and flags) with ``prose`` (its chat
-phrases), ``flags`` (its command lines) and ``manifests`` (Kubernetes Secrets); ``names`` says which names are secret, ``values``
-which values are literals and ``randomness`` which look machine-generated; ``findings`` holds the
-span type. This module runs them and merges what they find.
+phrases), ``flags`` (its command lines) and ``manifests`` (Kubernetes Secrets); ``names`` says
+which names are secret, ``values`` which values are literals and ``randomness`` which look
+machine-generated; ``findings`` holds the span type. This module runs them and merges what they find.
 """
 
 from __future__ import annotations
@@ -289,6 +289,7 @@ def redact_folded(text: str) -> str:
 
 
 _BLANKS = re.compile(r"\s+")
+
 # Short strings (tool names, call ids, paths, commands) come back many times in a session: their
 # answers are remembered (the function is pure).
 _SHORT = 200

@@ -152,7 +152,7 @@ def _json_secret_values(doc: Any) -> list[tuple[str, int]]:
 
 def _each(text: str, value: str, least: int, spans: list[Span]) -> None:
     """Every place of `value` in `text`."""
-    if len(value) < least or is_placeholder(value):
+    if not _secret(value, least):
         return
     pos = text.find(value)
     while pos >= 0:
@@ -161,5 +161,10 @@ def _each(text: str, value: str, least: int, spans: list[Span]) -> None:
 
 
 def _keep(text: str, start: int, end: int, least: int, spans: list[Span]) -> None:
-    if end - start >= least and not is_placeholder(text[start:end]):
+    if _secret(text[start:end], least):
         spans.append(Span(start, end, P_NAMED, "kubernetes_secret"))
+
+
+def _secret(value: str, least: int) -> bool:
+    """Whether a value of a Secret's map is one: long enough, no reference or placeholder."""
+    return len(value) >= least and not is_placeholder(value)

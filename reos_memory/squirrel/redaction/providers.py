@@ -210,7 +210,7 @@ _ANCHORED = [
 ]
 # One search for every needle above (a run holds none of them, mostly), then the exact ones.
 _ANCHOR_ANY_RE = re.compile(
-    r"\.atlasv1\.|-us[0-9]|:AA|Q~|[MNO][A-Za-z0-9_\-]{23,25}\.|[12]/[0-9]|\||%7C"
+    r"\.atlasv1\.|-us[0-9]|:AA|Q~|[MNO][A-Za-z0-9_\-]{23,25}\.|[12]/[0-9]|%7C"
 )
 # anything that could make a run hold a token other than at its start: a delimiter, an anchor
 # of the formats above, or the 30-character body of an unknown vendor's token

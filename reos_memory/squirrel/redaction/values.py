@@ -16,9 +16,9 @@ WORDY_RE = re.compile(
     r"[A-Za-z][a-z]*+(?:(?:[_.\-]++[A-Za-z]|[A-Z])[a-z]*+)*+|[A-Z]++(?:[_\-]++[A-Z]++)*+"
 )
 NEXT_WORD_RE = re.compile(r"[ \t]+([A-Za-z0-9][^\s]*)")
-_UUID_OR_HEX_RE = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-f]{8,64}"
-)
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_UUID_RE = re.compile(_UUID)
+_UUID_OR_HEX_RE = re.compile(_UUID + r"|[0-9a-f]{8,64}")
 _HEX_RE = re.compile(r"[0-9a-f]+")
 # what a weak name's value may look like and still be no secret: a hex number, a camelCase name
 _NOT_RANDOM_WEAK_RE = re.compile(r"0[xX][0-9a-fA-F]+|[a-z]+(?:[A-Z][a-z]*)+[0-9]*")
@@ -165,9 +165,6 @@ def _literal_despite_sigil(s: str) -> bool:
     return randomish(inner, 10) and not _TEMPLATE_WORDS_RE.fullmatch(inner)
 
 
-_UUID_RE = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-)
 # a host name: labels and dots, a top-level domain last
 _HOST_NAME_RE = re.compile(
     r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:" + TOP_LEVEL_DOMAINS.lower() + ")"

@@ -216,16 +216,19 @@ def from_lets(text: str) -> str | None:
     return rest[:1].upper() + rest[1:]
 
 
+def split_note(text: str) -> tuple[str, str]:
+    """A rule and the writer's own note on it, "(on rejecting Edit x.go)", which stays at its
+    end whatever the rule is rewritten to ("" when it has none)."""
+    at = text.rfind(" (on rejecting ")
+    return (text, "") if at < 0 else (text[:at], text[at:])
+
+
 def proposed_rule(question: str) -> str | None:
     """The rule a proposal asked as a question proposes ("Can we use our logger?" -> "Use the
     project's logger."), or None when it is not such a question."""
-    text = question.strip()
-    tail = ""
-    note = text.rfind(" (on rejecting ")
+    text, tail = split_note(question.strip())
     paren = re.search(r"\s*(\([^()]*\))\s*$", text)
-    if note >= 0:  # the writer's own note, "(on rejecting Edit x.go)", stays at the end
-        text, tail = text[:note], text[note:]
-    elif paren:
+    if not tail and paren:
         text, tail = text[: paren.start()], " " + paren.group(1)
     asked, mark, after = text.partition("?")
     if after.strip(" ?"):  # "Can we use our logger? should be WARN": the rest explains it
@@ -294,7 +297,7 @@ def restated(rule: str, answer: str | None) -> str | None:
     install the wrapper."): written from the pair, the rule names its subject. None when the
     rule reads well alone or no sentence of the answer restates it (two content words shared,
     a rule word, no person, no question, not the agent's next step)."""
-    core = re.sub(r"\s*\(on rejecting .*$", "", rule.strip())
+    core = split_note(rule.strip())[0]
     if not answer or not _WEAK_FORM.search(core):
         return None
     said = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", answer.strip()) if s.strip()]

@@ -135,8 +135,7 @@ def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
         said = lesson_form.restated(lesson, answer.said if answer is not None else None)
         if said is None:
             return lesson, ""
-        note = lesson.rfind(" (on rejecting ")  # (what was rejected stays on the rule)
-        return said + (lesson[note:] if note >= 0 else ""), ""
+        return said + lesson_form.split_note(lesson)[1], ""  # (what was rejected stays on it)
     if answer is None:
         fate = "unknown"
     else:
