@@ -355,7 +355,13 @@ UNNAMED_KINDS: list[Kind] = [
     ),
 ]
 
-ALL_KINDS = KINDS + UNNAMED_KINDS
+# Formats added after the others: drawn last, so the values of the cases above stay as they were.
+LATER_KINDS: list[Kind] = [
+    Kind("launchdarkly", cat("sdk-", _uuid), "LAUNCHDARKLY_SDK_KEY"),
+    Kind("tableau_pat", cat(r(B64, 22), "==:", r(ALNUM, 32)), "TABLEAU_PAT_SECRET"),
+]
+
+ALL_KINDS = KINDS + UNNAMED_KINDS + LATER_KINDS
 
 _ZW = "\u200b"
 
@@ -415,6 +421,9 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "make_quoted", f'{env} ?= "{v}"', "tool"
     yield "php_concat", f'${camel} .= "{v}";', "tool"
     yield "xml_element", f"<settings>\n  <{camel}>\n    {v}\n  </{camel}>\n</settings>", "tool"
+    # the form of the scanners' fixture lines and of notes: "twilio token - '...'"
+    word = "password" if "PASS" in env else "token"
+    yield "dash_quoted", f"{parts[0]} {word} - '{v}'", "user"
 
 
 def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:
@@ -434,39 +443,48 @@ def cases(seed: int = 19) -> list[Case]:
     """Every secret kind in every context that fits it."""
     rng = random.Random(seed)
     out: list[Case] = []
-    for k in ALL_KINDS:
-        v = k.gen(rng)
-        for ctx, text, channel in _named_contexts(k, v):
-            out.append(Case(k.name, ctx, [text], v, [v], channel))
-        b64 = base64.b64encode(v.encode()).decode()
-        manifest = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\ndata:\n"
-        out.append(
-            Case(k.name, "k8s_secret_data", [f"{manifest}  config: {b64}\n"], b64, [b64], "tool")
-        )
-        if not k.prefixed:
-            continue
-        v2 = k.gen(rng)
-        for ctx, text, channel in _unnamed_contexts(v2):
-            out.append(Case(k.name, ctx, [text], v2, [v2], channel))
-        v3 = k.gen(rng)
-        out.append(
-            Case(
-                k.name,
-                "fullwidth",
-                [f"my key is {fullwidth(v3)} please test"],
-                v3,
-                [v3, fullwidth(v3)],
-            )
-        )
-        v4 = k.gen(rng)
-        mid = len(v4) // 2
-        zw = v4[:mid] + _ZW + v4[mid:]
-        out.append(Case(k.name, "zero_width", [f"try {zw} now"], v4, [v4, zw]))
-        v5 = k.gen(rng)
-        mid = len(v5) // 2
-        a, b = v5[:mid], v5[mid:]
-        out.append(Case(k.name, "split", [f"the token is {a}", f"{b}"], v5, [v5, a, b]))
+    for k in KINDS + UNNAMED_KINDS:
+        out.extend(_kind_cases(k, rng))
     out.extend(_named_leaks(rng))
+    for k in LATER_KINDS:
+        out.extend(_kind_cases(k, rng))
+    return out
+
+
+def _kind_cases(k: Kind, rng: random.Random) -> list[Case]:
+    """One kind's value in every context that fits it."""
+    out: list[Case] = []
+    v = k.gen(rng)
+    for ctx, text, channel in _named_contexts(k, v):
+        out.append(Case(k.name, ctx, [text], v, [v], channel))
+    b64 = base64.b64encode(v.encode()).decode()
+    manifest = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\ndata:\n"
+    out.append(
+        Case(k.name, "k8s_secret_data", [f"{manifest}  config: {b64}\n"], b64, [b64], "tool")
+    )
+    if not k.prefixed:
+        return out
+    v2 = k.gen(rng)
+    for ctx, text, channel in _unnamed_contexts(v2):
+        out.append(Case(k.name, ctx, [text], v2, [v2], channel))
+    v3 = k.gen(rng)
+    out.append(
+        Case(
+            k.name,
+            "fullwidth",
+            [f"my key is {fullwidth(v3)} please test"],
+            v3,
+            [v3, fullwidth(v3)],
+        )
+    )
+    v4 = k.gen(rng)
+    mid = len(v4) // 2
+    zw = v4[:mid] + _ZW + v4[mid:]
+    out.append(Case(k.name, "zero_width", [f"try {zw} now"], v4, [v4, zw]))
+    v5 = k.gen(rng)
+    mid = len(v5) // 2
+    a, b = v5[:mid], v5[mid:]
+    out.append(Case(k.name, "split", [f"the token is {a}", f"{b}"], v5, [v5, a, b]))
     return out
 
 
@@ -785,4 +803,9 @@ LOOKALIKES: list[tuple[str, str]] = [
     ),
     ('"secretId": "3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a"', "3f2b8c1e-9d4a-4f6b-8e2a-1c7d9b0e5f3a"),
     ('{"SecretId": "MyTestDatabaseSecret", "VersionStage": "AWSCURRENT"}', "MyTestDatabaseSecret"),
+    # a name in words, a dash, a quoted value that is a sentence or another key's value
+    ("the password - 'must be 8 characters' - is checked", "must be 8 characters"),
+    ("cache key - 'user:1234:profile'", "user:1234:profile"),
+    ("launch - 'sdk-example-key-here-for-docs'", "sdk-example-key-here-for-docs"),
+    ("api-gateway-prod-eu-west-1-stage", "api-gateway-prod-eu-west-1-stage"),
 ]

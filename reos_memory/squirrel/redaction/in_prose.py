@@ -7,13 +7,23 @@ import re
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
 from reos_memory.squirrel.redaction.names import name_info
 from reos_memory.squirrel.redaction.randomness import randomish
-from reos_memory.squirrel.redaction.values import NEXT_WORD_RE, has_digit_or_symbol, is_placeholder
+from reos_memory.squirrel.redaction.values import (
+    NEXT_WORD_RE,
+    has_digit_or_symbol,
+    is_placeholder,
+    token_literal,
+)
 
 _PROSE_NAMES = ("password", "passphrase", "passcode", "pwd", "key", "token", "secret")
 _PROSE_TAIL_RE = re.compile(
     r"(?i)(?:[ \t]+(?:for|of)(?:[ \t]+\S{1,40}){1,3}?)?"
     r"[ \t]+(?:is|was)[ \t]+(?:now[ \t]+|still[ \t]+)?"
     r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`]{1,200})"
+)
+
+# "wandb api key - '...'", "flask secret key: '...'": a name in words, then the value quoted
+_PROSE_QUOTED_RE = re.compile(
+    r"(?:[ \t]+-|:)[ \t]+(?P<value>\"[^\"\s]{1,200}\"|'[^'\s]{1,200}'|`[^`\s]{1,200}`)"
 )
 
 
@@ -24,6 +34,7 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
         return
     is_password = name.endswith(("password", "passphrase", "passcode", "pwd"))
     m = _PROSE_TAIL_RE.match(text, end)
+    quoted_after = m is None and (m := _PROSE_QUOTED_RE.match(text, end)) is not None
     if m is None:
         if is_password:
             nxt = NEXT_WORD_RE.match(text, end)
@@ -33,7 +44,8 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
                     spans.append(Span(nxt.start(1), nxt.start(1) + len(v), P_NAMED, "password"))
         return
     if name.endswith("key") and not (
-        name_info(name) is not None
+        quoted_after
+        or name_info(name) is not None
         or text[max(0, start - 8) : start]
         .lower()
         .endswith(("api ", "access ", "secret ", "private "))
@@ -51,6 +63,8 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
         value = stripped
         ok = is_password and has_digit_or_symbol(value) and not is_placeholder(value)
     if not is_password:
-        ok = randomish(value, 12)
+        # after a dash or a colon the name may be any key's ("cache key - 'user:1234'"): only
+        # an issued token's shape is its secret
+        ok = token_literal(value) if quoted_after else randomish(value, 12)
     if ok and value:
         spans.append(Span(vs, ve, P_NAMED, "password" if is_password else "env_secret"))

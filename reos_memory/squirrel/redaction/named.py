@@ -41,7 +41,8 @@ _KV_TAIL_RE = re.compile(
     r"""
     (?P<nq>\\?["'])?+(?:\]|(?<=\w)\})?
     (?:
-        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),|\((?=[ \t]*[bBrRuUfF]{0,2}["'`]))
+        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),|\((?=[ \t]*[bBrRuUfF]{0,2}["'`])
+                         |(?<=[ \t])-(?=[ \t]+(?P<dq>["'`])[^\s"'`]+(?P=dq)))
         (?P<sp2>[ \t]*)
       | (?P<xml>>(?:[ \t]*\r?\n[ \t]*)?)
       | (?P<ws>[ \t]+)
@@ -98,6 +99,8 @@ _DECLARED_RE = re.compile(
 # fish's `set -x NAME value` (-gx, -Ux) and csh's `setenv NAME value`: the value after a blank
 _SET_ENV_RE = re.compile(r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+|setenv)[ \t]+\Z")
 _DECLARED_OPENERS = frozenset(" \t:<|[?{]}\"'")
+# "twilio auth token - '...'": a name in words, a dash between blanks, the value quoted
+_DASH_QUOTE_RE = re.compile(r"-[ \t]+[\"'`]")
 _WORD_RE = re.compile(r"(?<!\S)[A-Za-z][a-z]+[,.:;!?]?(?!\S)")
 _PLAIN_ASSIGN_RE = re.compile(r"[ \t]*[:.]?=(?![=~>])" + _QUOTED_LITERAL)
 # a plain = with a string type's constructor around the literal: let password = String::from("...")
@@ -392,7 +395,8 @@ def _words_follow(text: str, start: int, end: int) -> bool:
         text[start] == "-" or text[start:end].lower() in ("password", "passwd")
     ):
         return False
-    return text[end : end + 40].lstrip(" \t")[:1] not in ("=", ":")
+    ahead = text[end : end + 40].lstrip(" \t")
+    return ahead[:1] not in ("=", ":") and _DASH_QUOTE_RE.match(ahead) is None
 
 
 def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[str]) -> bool:
