@@ -359,6 +359,7 @@ UNNAMED_KINDS: list[Kind] = [
 LATER_KINDS: list[Kind] = [
     Kind("launchdarkly", cat("sdk-", _uuid), "LAUNCHDARKLY_SDK_KEY"),
     Kind("tableau_pat", cat(r(B64, 22), "==:", r(ALNUM, 32)), "TABLEAU_PAT_SECRET"),
+    Kind("jenkins_secret", cat("{AQAAABAAAAAQ", r(B64, 64), "=}"), "JENKINS_API_TOKEN"),
 ]
 
 ALL_KINDS = KINDS + UNNAMED_KINDS + LATER_KINDS
@@ -448,6 +449,22 @@ def cases(seed: int = 19) -> list[Case]:
     out.extend(_named_leaks(rng))
     for k in LATER_KINDS:
         out.extend(_kind_cases(k, rng))
+    out.extend(_joined_pieces(rng))
+    return out
+
+
+def _joined_pieces(rng: random.Random) -> list[Case]:
+    """Random values that "=" joins (two base64 values, a generated key with "=" inside) and a
+    secret in Jenkins' XML as the scanners' fixtures write it: every piece is secret."""
+    out = []
+    for sep in ("=", "=="):
+        a, b, c = r(ALNUM, 40)(rng), r(ALNUM, 12)(rng), r(ALNUM, 9)(rng)
+        v = f"{a}{sep}{b}{sep}{c}"
+        text = f"here is the key {v} can you check it"
+        out.append(Case("joined_base64", f"chat{sep}", [text], v, [v, a, b, c], "user"))
+    v = r(LOWER_ALNUM, 32)(rng)
+    text = f"<credentials>\n  <id>ci</id>\n  <secret>{{AQAAABAAA {v}}}</secret>\n</credentials>"
+    out.append(Case("jenkins_fixture", "xml", [text], v, [v], "tool"))
     return out
 
 

@@ -73,6 +73,13 @@ _ANCHOR_RES = (
         re.compile(r"Signature=(?P<v>[A-Za-z0-9%+/=_\-]{16,1000})"),
     ),
     (b"django-insecure-", "django_secret", re.compile(r"(?P<v>django-insecure-[^\s'\"`]{30,80})")),
+    # a secret Jenkins stores encrypted in its XML (credentials.xml, config.xml): "{AQAAAB...}",
+    # decryptable with the controller's key (scanners' fixtures write "{AQAAABAAA <secret>}")
+    (
+        b"AQAAAB",
+        "jenkins_secret",
+        re.compile(r"(?P<v>AQAAAB[^}\s]{0,2000}(?:[ \t]+[^}\s]{1,2000})?)\}"),
+    ),
     # a Salesforce session id: the org id, "!", and a body that "." cuts into short runs
     (
         b"00D",
@@ -80,7 +87,7 @@ _ANCHOR_RES = (
         re.compile(r"(?<![A-Za-z0-9])(?P<v>00D[A-Za-z0-9]{12,15}![A-Za-z0-9_.]{40,400})"),
     ),
 )
-_ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-|00D[A-Za-z0-9]{12,15}!")
+_ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-|AQAAAB|00D[A-Za-z0-9]{12,15}!")
 
 
 def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
@@ -143,6 +150,47 @@ def _scan_provider(text: str, start: int, end: int, spans: list[Span]) -> bool:
 
 
 def _scan_entropy(text: str, start: int, end: int, spans: list[Span]) -> None:
+    found = len(spans)
+    _entropy_pieces(text, start, end, spans)
+    if len(spans) > found and "=" in text[start:end]:
+        _across_padding(text, start, end, spans, found)
+
+
+# A random blob that "=" cuts (two base64 values joined, a generated key with "=" inside) is
+# one secret: the random pieces joined to a finding by "=" go with it ("KEY=" stays: a name).
+_PIECE_RE = re.compile(r"[A-Za-z0-9+/_\-]+")
+
+
+def _across_padding(text: str, start: int, end: int, spans: list[Span], found: int) -> None:
+    pieces = [(m.start(), m.end()) for m in _PIECE_RE.finditer(text, start, end)]
+    new = sorted((sp.start, sp.end) for sp in spans[found:])
+    hit = []
+    j = 0
+    for s, e in pieces:
+        while j < len(new) and new[j][1] <= s:
+            j += 1
+        hit.append(j < len(new) and new[j][0] <= s and e <= new[j][1])
+    added = [False] * len(pieces)
+
+    def joins(k: int, other: int) -> bool:
+        lo, hi = sorted((k, other))
+        gap = text[pieces[lo][1] : pieces[hi][0]]
+        return 0 < len(gap) <= 2 and set(gap) == {"="}
+
+    # a finding spreads forward, then back, over the random pieces "=" joins to it
+    for order in (range(1, len(pieces)), range(len(pieces) - 2, -1, -1)):
+        for k in order:
+            other = k - 1 if order.step == 1 else k + 1
+            if not hit[k] and hit[other] and joins(k, other):
+                s, e = pieces[k]
+                if randomish(text[s:e], 6):
+                    hit[k] = added[k] = True
+    spans.extend(
+        Span(s, e, P_ENTROPY, "high_entropy") for (s, e), a in zip(pieces, added, strict=True) if a
+    )
+
+
+def _entropy_pieces(text: str, start: int, end: int, spans: list[Span]) -> None:
     for m in _B64_RE.finditer(text, start, end):
         s, e = m.span()
         # a blob longer than any key is judged on its head, and kept or redacted whole
