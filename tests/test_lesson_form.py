@@ -55,6 +55,21 @@ from reos_memory.squirrel.text.lesson_form import (
         ),
         ("Use the logger, please.", "Use the logger."),
         ("The please-wait screen must stay.", "The please-wait screen must stay."),
+        # discourse markers before the statement
+        (
+            "Taking a step back: the retry loop hides the real timeout.",
+            "The retry loop hides the real timeout.",
+        ),
+        (
+            "To be clear, the staging cluster is eu-west.",
+            "The staging cluster is eu-west.",
+        ),
+        (
+            "In other words, the parser keeps unknown keys.",
+            "The parser keeps unknown keys.",
+        ),
+        ("Of course the cache must be warmed first.", "The cache must be warmed first."),
+        ("Obviously not.", "Obviously not."),  # nothing would remain: unchanged
     ],
 )
 def test_openers_of_conversation_go(said: str, lesson: str) -> None:

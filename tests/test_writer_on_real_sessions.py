@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.model, pytest.mark.slow]
 DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "agent-sessions"
 OPENER = re.compile(
     r"^(?:uh[- ]?oh|oh|hmm+|ah|well|ok(?:ay)?|alright|sure|yes|yeah|yep|no|nope|so|and|but|also"
-    r"|like|basically|actually|question|let'?s|found (?:it|the)|looking at)\b",
+    r"|like|basically|actually|question|let'?s|found (?:it|the)|looking at|taking a step back"
+    r"|to be clear|in other words|of course|the thing is)\b",
     re.IGNORECASE,
 )
 

@@ -186,6 +186,16 @@ def impersonal(text: str) -> str:
     return out[:1].upper() + out[1:] if out != text.strip() else text
 
 
+# a discourse marker before what is said ("Taking a step back: X", "To be clear, X", "In other
+# words, X"): X is the statement
+_DISCOURSE = re.compile(
+    r"^(?:taking a step back|stepping back|to be (?:clear|honest|fair)|in other words|that said"
+    r"|having said that|on second thought|come to think of it|long story short|in short"
+    r"|tl;?dr|for context|(?:as a )?side note|(?:just )?to clarify|frankly|of course|obviously"
+    r"|in fact|the thing is|the point is|i mean|to sum(?:mari[sz]e| up)|in summary|quick note"
+    r"|just so you know|for the record)\b[,:;!.\u2014-]*\s+",
+    re.IGNORECASE,
+)
 # politeness around an order ("please use X", "keep X please (...)", "use X, please.")
 _PLEASE = re.compile(r"^please,?\s+|,?\s+please\b(?=\s*(?:[.!;:,()]|$))", re.IGNORECASE)
 
@@ -196,7 +206,7 @@ def plain(text: str) -> str:
     out, before = text.strip(), ""
     while out != before:
         before = out
-        out = _PLEASE.sub("", _LEAD_IN.sub("", _OPENER.sub("", out)))
+        out = _PLEASE.sub("", _LEAD_IN.sub("", _OPENER.sub("", _DISCOURSE.sub("", out))))
     if len(out.split()) < 3:
         return text.strip()
     return out[:1].upper() + out[1:]
