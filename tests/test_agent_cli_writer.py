@@ -326,6 +326,44 @@ def test_the_input_cap_keeps_corrections_and_drops_ordinary_events_first() -> No
     assert any("omitted" in e for e in sent)
 
 
+def test_the_rules_reading_goes_with_the_events_and_outlives_their_cut() -> None:
+    """The LLM writer's input holds the offline writer's reading of the same episode (what it
+    would write, with each candidate's source), and the reading stays while ordinary events are
+    cut to fit the cap."""
+    from reos_memory.squirrel.token_count import count_tokens
+    from reos_memory.squirrel.writer import offline
+    from reos_memory.squirrel.writer.llm import build_prompt
+
+    events: list[dict[str, Any]] = [
+        {"role": "user", "kind": "message", "text": "add a retry to the upload client"},
+        {"role": "assistant", "kind": "message", "text": "I will add it to upload()."},
+        {
+            "role": "user",
+            "kind": "message",
+            "correction": True,
+            "text": "From now on, never call the payment API from tests; use the stub server.",
+        },
+    ]
+    events += [
+        {
+            "role": "assistant",
+            "kind": "tool_call",
+            "summary": f"make {i}",
+            "raw_snippet": "x " * 200,
+        }
+        for i in range(200)
+    ]
+    reading = offline.reading(offline.write("ep", events, {}, []))
+    assert [(c["source"], c["text"]) for c in reading["candidates"]] == [
+        ("explicit_statement", "Never call the payment API from tests.")
+    ], reading
+    ep = {"id": "ep", "project_id": "p", "events": events, "stats": {}}
+    system, user, report = build_prompt(ep, [], ("user", "dev"), "", 3000, reading=reading)
+    assert count_tokens(system) + count_tokens(user) <= 3000 and report["summarised"]
+    assert json.loads(user)["reading"] == reading
+    assert "`reading`" in system
+
+
 def test_the_input_cap_keeps_the_agents_key_sentences_before_ordinary_events() -> None:
     """The lesson model's picks (`key_sentences`, kept at ingest) reach the LLM writer too: an
     agent message holding one outlives the cut of ordinary events, its sentence with it."""

@@ -324,6 +324,10 @@ def two_sessions(tmp_path, db_path, provider: FakeProvider, writer: str, embedde
         sent = json.loads(user)
         assert sent["features"]["error_count"] == 3 and sent["owner"]["owner_id"] == "alice"
         assert any("SSLError" in json.dumps(e) for e in sent["events"])
+        # the rules' reading of the same episode goes with its events: what they would write
+        # (here the switch from requests to httpx after the SSL errors), with its source
+        candidates = sent["reading"]["candidates"]
+        assert any("httpx" in c["text"] and c["source"] for c in candidates), sent["reading"]
         assert status["writer_calls_by_day"][0]["input_tokens"] >= 642
 
 

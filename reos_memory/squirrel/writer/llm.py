@@ -41,6 +41,8 @@ path_prefix). key: optional dotted slot name such as "project.http_client" or \
 
 An event's `key_sentences` are the sentences of its message that read most like a lesson, each with the score of a small model (0-1): read them first, judge them yourself.
 
+`reading` is what a rule-based reader found in the episode: `candidates`, the memories it would write, each with its source (user_correction and explicit_statement: the user's words, written with what they answered, such as the call a rejection refused; failure_then_success: an error and the change after which it went away; agent_diagnosis: a cause the agent named; session_summary: a finding of a compaction summary; project_command: the commands that passed), and `turned_away`, candidates it dropped with the reason. Weigh them as evidence: keep, rewrite, merge or drop each; they are not the answer, and the events decide.
+
 Write each memory as a lesson addressed to a future session, not as a quote of the chat: a rule ("Use X for Y, not Z.") or a fact with its cause ("X fails when Y because Z; do W."), in plain declarative or imperative form, with its subject named (never a dangling "it", "this" or "the field"), without conversational openers, hedges, questions or first/second person. Write what the session decided, never a proposal that lost: follow a suggestion to its outcome (taken, argued against, reverted) and read the end of the session (summary, commit message, tests passing after the change) to tell a confirmed diagnosis from an abandoned guess. A request for work now ("update the changelog") is not a rule. Name files relative to the project, never a home directory. For a command that failed and a variant that passed, keep the variant.
 
 If an existing memory already says it, do not ADD it again. If an existing memory is now wrong, \
@@ -64,8 +66,11 @@ def build_prompt(
     owner: tuple[str, str],
     policy_text: str,
     max_input_tokens: int,
+    reading: dict[str, Any] | None = None,
 ) -> tuple[str, str, dict[str, Any]]:
-    """(system, user, report): the user message fits `max_input_tokens` with the system prompt."""
+    """(system, user, report): the user message fits `max_input_tokens` with the system prompt.
+    `reading`: the rules' reading of the episode (`offline.reading`), sent beside its events and
+    kept while they are cut, dropped only when nothing else would fit."""
     system = SYSTEM_PROMPT + "\n\nThe memory policy in force (TOML):\n" + policy_text.strip()
     memories = [
         {
@@ -86,6 +91,7 @@ def build_prompt(
         "owner": {"owner_type": owner[0], "owner_id": owner[1]},
         "features": episode["stats"],
         "existing_memories": memories,
+        **({"reading": reading} if reading is not None else {}),
         "events": events,
     }
     budget = max_input_tokens - count_tokens(system)
@@ -130,6 +136,9 @@ def build_prompt(
     while count_tokens(user) > budget and len(kept) > 2:
         drop = _middle_third(kept)
         kept = [i for i in kept if i not in drop]
+        user = render()
+    if count_tokens(user) > budget and "reading" in body:
+        del body["reading"]
         user = render()
     if count_tokens(user) > budget:
         body["existing_memories"] = memories[:3]

@@ -70,6 +70,33 @@ class Written(NamedTuple):
     rejected: list[dict[str, str]]  # candidates the junk gate turned away, with the reason
 
 
+READING_TURNED_AWAY = 10  # candidates the rules turned away, shown to an LLM writer
+READING_CHARS = 300
+
+
+def reading(written: Written) -> dict[str, Any]:
+    """What the rules read in an episode, for an LLM writer's input: the memories they would
+    write (each with its source: the user's words paired with what they answered, a failure and
+    the fix that followed, a diagnosis, the commands that passed) and the candidates they turned
+    away, with the reason. Evidence for the model to weigh, not its answer."""
+    return {
+        "candidates": [
+            {
+                "op": op.op,
+                "kind": op.kind,
+                "text": shorten(op.text or "", READING_CHARS),
+                "source": written.sources.get(i),
+                **({"key": op.key} if op.key else {}),
+            }
+            for i, op in enumerate(written.output.ops)
+        ],
+        "turned_away": [
+            {"text": shorten(r["text"], READING_CHARS), "reason": r["reason"]}
+            for r in written.rejected[:READING_TURNED_AWAY]
+        ],
+    }
+
+
 class _Draft:
     """The ops of one episode, each through the junk gate, in the order they were found."""
 

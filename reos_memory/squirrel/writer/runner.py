@@ -412,17 +412,16 @@ class Runner:
         client = self._llm() if self._llm else None
         assert client is not None
         pol = self.policy_for(ep.project_id)
+        stats = msgspec.structs.asdict(ep.stats)
+        # the rules' reading of the same episode (pairs, outcomes, what passed) goes with it
+        read = rules.reading(rules.write(ep.id, ep.events, stats, existing))
         system, user, report = llm_writer.build_prompt(
-            {
-                "id": ep.id,
-                "project_id": ep.project_id,
-                "events": ep.events,
-                "stats": msgspec.structs.asdict(ep.stats),
-            },
+            {"id": ep.id, "project_id": ep.project_id, "events": ep.events, "stats": stats},
             existing,
             (ep.owner_type, ep.owner_id),
             _policy_text(pol),
             self.settings.writer_max_input_tokens,
+            reading=read,
         )
         estimate = count_tokens(system) + count_tokens(user)
         day = started[:10]
