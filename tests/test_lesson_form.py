@@ -15,6 +15,7 @@ from reos_memory.squirrel.text.lesson_form import (
     plain,
     proposed_rule,
     restated,
+    taken_code,
     unanchored,
 )
 
@@ -294,3 +295,21 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
 )
 def test_a_sentence_picked_alone_must_stand_alone(text: str, why: str | None) -> None:
     assert unanchored(text) == why
+
+
+@pytest.mark.parametrize(
+    ("answer", "code"),
+    [
+        (
+            "You're right. I can use `json.Decoder.DisallowUnknownFields()`.",
+            "json.Decoder.DisallowUnknownFields()",
+        ),
+        ("Good idea, let me switch to `httpx.AsyncClient`.", "httpx.AsyncClient"),
+        ("However, `DisallowUnknownFields` would break old configs.", None),  # argued against
+        ("Let me look at `settings.go` first.", None),  # a next step, not an agreement
+        ("You're right, let me change that.", None),  # agrees, names no code
+        (None, None),
+    ],
+)
+def test_the_code_an_agreeing_answer_takes_up(answer: str | None, code: str | None) -> None:
+    assert taken_code(answer) == code

@@ -451,6 +451,61 @@ def test_a_rejected_edit_is_remembered_with_what_it_added(tmp_path: Path) -> Non
     ), texts
 
 
+def test_a_rejected_edit_is_remembered_with_what_was_done_instead(tmp_path: Path) -> None:
+    """A rejection followed to its outcome: the user refuses a hand-written list of known keys
+    and asks for the decoder's own option; the agent answers "You're right. I can use `X`" and
+    does it. The memory says what was refused and what was taken; when the answer names no
+    code, what the next edit of the file added is taken instead."""
+    from tests.test_offline_writer import _rec
+
+    def edit_call(cid: str, old: str, new: str) -> dict[str, object]:
+        return _rec(
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": cid,
+                    "name": "Edit",
+                    "input": {
+                        "file_path": f"{CWD}/config/load.go",
+                        "old_string": old,
+                        "new_string": new,
+                    },
+                }
+            ],
+        )
+
+    refused = "The user doesn't want to proceed with this tool use. The tool use was rejected"
+    recs = [
+        user("unknown keys in config.json must be an error"),
+        edit_call("e1", "func Load() {", "var allowedConfigKeys = map[string]bool{"),
+        result(
+            "e1",
+            refused + " (eg. if it was a file edit, the new_string was NOT written to the file)."
+            " To tell you how to proceed, the user said:\nno, use the decoder's built-in strict"
+            " option rather than a list of keys",
+            True,
+        ),
+        say("You're right. I can use `dec.DisallowUnknownFields()` on the decoder."),
+        edit_call("e2", "func Load() {", "dec.DisallowUnknownFields()"),
+        result("e2", "The file has been updated successfully."),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert any(
+        "allowedConfigKeys" in t and "done instead: `dec.DisallowUnknownFields()`" in t
+        for t in texts
+    ), texts
+    # the answer names no code: the next edit of the file says what was done
+    recs[3] = say("You're right, let me change that.")
+    mems, _ = learn(tmp_path / "m2.db", write_log(tmp_path / "s2.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert any(
+        "allowedConfigKeys" in t and "done instead: `dec.DisallowUnknownFields()`" in t
+        for t in texts
+    ), texts
+
+
 def test_a_line_number_a_doubt_or_a_wish_is_no_memory(tmp_path: Path) -> None:
     """What points at one line of the code as it is now, voices a doubt with no rule in it, or
     wishes for something done in this task says nothing to a later session: turned away with

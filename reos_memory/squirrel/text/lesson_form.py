@@ -286,6 +286,20 @@ def outcome(answer: str | None, reply: str | None, acted: bool = False) -> str:
     return "taken" if acted else "unknown"
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]{3,80})`")
+
+
+def taken_code(answer: str | None) -> str | None:
+    """The code an agent's answer takes up when it opens by agreeing ("You're right. I can use
+    `json.Decoder.DisallowUnknownFields()`."): the first code span of its first two sentences,
+    or None."""
+    said = [x for x in re.split(r"(?<=[.!?])\s+|\n+", (answer or "").strip()) if x.strip()][:2]
+    if not said or not _TAKEN.match(said[0].strip()) or _PUSHBACK.search(said[0]):
+        return None
+    m = next((m for m in map(_CODE_SPAN.search, said) if m is not None), None)
+    return m.group(1) if m is not None else None
+
+
 # what a sentence that states a rule or a fact holds: a modal, a rule word or a negation
 _RULE_SAID = re.compile(
     r"\b(?:" + MODALS + r"|never|always|only|instead|not|don'?t|doesn'?t|can'?t)\b", re.I

@@ -273,6 +273,9 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
                 if not any(st.text == f.text for f, _ in said):
                     said.append((st, 0.8))
         about = _about(last_rejected, events) if last_rejected is not None else None
+        instead = _made_instead(events, i, last_rejected) if last_rejected is not None else None
+        if about is not None and instead is not None:
+            about = f"{about}; done instead: `{instead}`"
         stated = [_statement_op(st, confidence, about, draft) for st, confidence in said]
         told: list[tuple[WriterOp, str, str]] = []
         if not serious:
@@ -415,6 +418,36 @@ def _revised_call(events: list[dict[str, Any]], i: int) -> str | None:
     if not added or len(added) > 3 or any(w not in now for w in was):
         return None
     return f"`{' '.join(added)}` (`{shorten(new[-1], 100)}`)."
+
+
+def _made_instead(events: list[dict[str, Any]], i: int, rejected: dict[str, Any]) -> str | None:
+    """What was done instead of a rejected edit after the user's reason at `i`, before the user
+    spoke again: the code the agent's answer took up ("You're right. I can use `X`."), else what
+    its next edit of the same file added. The outcome of the rejection, or None."""
+    code = lesson_form.taken_code(_answer(events, i, decided=True).said)
+    if code is not None:
+        return code
+    file = rejected.get("file")
+    if not file or rejected.get("command"):
+        return None
+    for j in range(i + 1, len(events)):
+        e = events[j]
+        if _said_by_user(e):
+            return None
+        if e["kind"] != "tool_call" or e.get("file") != file:
+            continue
+        if (e.get("tool_name") or "").lower() not in EDIT_TOOLS:
+            continue
+        refused = any(
+            x["kind"] == "tool_result"
+            and x.get("rejected")
+            and x.get("call_id") == e.get("call_id")
+            for x in events[j + 1 : j + 4]
+        )
+        _, sep, added = (e.get("summary") or "").partition(": + ")
+        if sep and not refused:
+            return shorten(added, 80)
+    return None
 
 
 def _about(rejected: dict[str, Any], events: list[dict[str, Any]]) -> str:
