@@ -825,4 +825,13 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("cache key - 'user:1234:profile'", "user:1234:profile"),
     ("launch - 'sdk-example-key-here-for-docs'", "sdk-example-key-here-for-docs"),
     ("api-gateway-prod-eu-west-1-stage", "api-gateway-prod-eu-west-1-stage"),
+    # after a dash, a value no token alphabet holds ("?" inside) is no token (a password is)
+    ("slack token - 'xoxb-65677559833?9613778673399u'", "xoxb-65677559833?9613778673399u"),
+    # an OAuth client id names an app and authenticates nothing: a Salesforce consumer key
+    (
+        'consumer_key = "3MVG9dBDux2v1sLoreCoilvmnP337XNeiV01JFJ8uAAVVyH5qX0NPaa0d54El.Wkce6JTB1Lms"',
+        "3MVG9dBDux2v1sLoreCoilvmnP337XNeiV01JFJ8uAAVVyH5qX0NPaa0d54El.Wkce6JTB1Lms",
+    ),
+    # a Dynatrace token's shape with a secret part far shorter than 64 characters
+    ("token=dt0c01.ST2EY72KQINMH574WMNVI7YN.TOOSHORT", "dt0c01.ST2EY72KQINMH574WMNVI7YN.TOOSHORT"),
 ]

@@ -8,7 +8,13 @@ import string
 
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
 from reos_memory.squirrel.redaction.in_prose import prose_at
-from reos_memory.squirrel.redaction.names import TIER_WEAK, NameInfo, name_info, names_secret
+from reos_memory.squirrel.redaction.names import (
+    TIER_PASSWORD,
+    TIER_WEAK,
+    NameInfo,
+    name_info,
+    names_secret,
+)
 from reos_memory.squirrel.redaction.randomness import SPACE_RE, randomish, randomness
 from reos_memory.squirrel.redaction.values import (
     DOTTED_RE,
@@ -479,6 +485,10 @@ def _judge_value(
         # ("DB_PASSWORD", "...") and setApiKey("...") in code: a value only when the string
         # looks random; ["password", "email"] is a list of names, ask_password("Password: ") a
         # prompt, getSecret("arn:aws:...") and ("password", "2023-10-01T12:00:00Z") name or date
+        return None
+    if sep == "-" and info.tier != TIER_PASSWORD and not token_literal(value):
+        # "slack token - 'xoxb-6567?96137'": after a dash, a token's shape or nothing (a password
+        # may hold any character)
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"

@@ -73,7 +73,7 @@ _FORMATS: list[tuple[str, str]] = [
     ("planetscale_token", r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}"),
     ("prefect_key", r"pnu_[A-Za-z0-9]{36}"),
     ("readme_key", r"rdme_[a-f0-9]{70}"),
-    ("dynatrace_token", r"dt0[a-z][0-9]{2}\.[A-Z0-9]{8,24}\.[A-Z0-9]{8,64}"),
+    ("dynatrace_token", r"dt0[a-z][0-9]{2}\.[A-Z0-9]{8,24}\.[A-Z0-9]{40,64}"),
     ("contentful_token", r"CFPAT-[A-Za-z0-9_\-]{43}"),
     ("atlassian_token", r"AT[A-Z]TT3[A-Za-z0-9_\-=]{150,300}"),
     ("artifactory_key", r"AKCp[A-Za-z0-9]{69}"),
