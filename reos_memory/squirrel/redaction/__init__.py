@@ -8,6 +8,7 @@ episode, and a key split over two adjacent events is found across them).
 
 from reos_memory.squirrel.redaction.engine import (
     find_secrets,
+    forget_short_answers,
     redact,
     redact_folded,
     redact_found,
@@ -18,6 +19,7 @@ from reos_memory.squirrel.redaction.scope import SecretScope, peek_scope, redact
 __all__ = [
     "SecretScope",
     "find_secrets",
+    "forget_short_answers",
     "peek_scope",
     "redact",
     "redact_events",

@@ -304,6 +304,12 @@ def _redact(text: str) -> str:
     return _redact_found(text)[0]
 
 
+def forget_short_answers() -> None:
+    """Empty the memory of short strings' answers (for a benchmark's first, cold pass)."""
+    _redact_short.cache_clear()
+    _redact_found_short.cache_clear()
+
+
 def redact_found(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """(`text` redacted, the (kind, value) of each secret it held); idempotent like redact()."""
     if len(text) <= _SHORT:
