@@ -450,6 +450,22 @@ def cases(seed: int = 19) -> list[Case]:
     for k in LATER_KINDS:
         out.extend(_kind_cases(k, rng))
     out.extend(_joined_pieces(rng))
+    out.extend(_curl_user_forms(rng))
+    return out
+
+
+def _curl_user_forms(rng: random.Random) -> list[Case]:
+    """``curl -u``'s other spellings: the password quoted after the user, no user (a token
+    after ":"), and an API key given as the user with no password (Stripe's way)."""
+    pw = cat(r(LETTERS, 5), r(string.digits, 2), "!", r(ALNUM, 6))
+    out = []
+    for ctx, fmt in (
+        ("quoted_password", "curl --user kevin:'{v}' -X PATCH https://api.corp.io/v1/me"),
+        ("no_user", 'curl -u ":{v}" https://localhost:9200/_cat/indices'),
+        ("key_as_user", 'curl -u "{v}:" https://api.corp.io/v1/charges'),
+    ):
+        v = pw(rng)
+        out.append(Case("curl_user", ctx, [fmt.format(v=v)], v, [v], "command"))
     return out
 
 

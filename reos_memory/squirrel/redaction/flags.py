@@ -8,10 +8,14 @@ from __future__ import annotations
 import re
 
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
+from reos_memory.squirrel.redaction.randomness import randomish
 from reos_memory.squirrel.redaction.values import NEXT_WORD_RE, has_digit_or_symbol, is_placeholder
 
+# -u user:pass, -u "user:pass", -u user:'pass', -u ":token" (no user), -u "token:" (an API key
+# given as the user name, Stripe's way)
 _CURL_USER_RE = re.compile(
-    r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]+):(?P<pw>[^\s"'`]+)\1"""
+    r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]*):"""
+    r"""(?:(?P<q>["'])(?P<qpw>[^"'\n]{1,256})(?P=q)|(?P<pw>[^\s"'`]*))\1"""
 )
 _LDAP_CMD_RE = re.compile(
     r"(?:^|[\s;&|(>`'\"])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b"
@@ -62,24 +66,32 @@ _PGPASS_HINT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):[^:\s\"',{}]{1,128}:[^:\s\"',
 _PGPASS_NAMED_RE = re.compile(r"(?<![^\s>\"'])" + _PGPASS_LINE)
 
 
+def _curl_user(m: re.Match[str], spans: list[Span]) -> None:
+    """The password of ``curl -u user:pass`` (or the key given as the user, ``-u "KEY:"``)."""
+    group = "qpw" if m.group("qpw") is not None else "pw"
+    pw, user = m.group(group), m.group("user")
+    if not pw:
+        if m.group(1) and randomish(user, 8) and has_digit_or_symbol(user):
+            spans.append(Span(m.start("user"), m.end("user"), P_NAMED, "password"))
+        return
+    if (
+        not is_placeholder(pw)
+        and not (pw.isdigit() and user.isdigit())  # -u 1000:1000
+        and not pw.startswith("//")  # -u http://app-id: a URL, no password
+        # -u <user:password>: a usage line's template
+        and not (user.startswith("<") and pw.endswith(">") and is_placeholder(pw[:-1]))
+    ):
+        spans.append(Span(m.start(group), m.end(group), P_NAMED, "password"))
+
+
 def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     """``curl -u user:pass``, ``mysql -pSECRET``, ``sshpass -p SECRET``, ``docker login -p X``."""
     i = b.find(b"-u")
     while i >= 0:
         if b[i - 1 : i] in (b" ", b"\t", b"-"):
             m = _CURL_USER_RE.match(text, i + 1)
-            if (
-                m is not None
-                and not is_placeholder(m.group("pw"))
-                and not (m.group("pw").isdigit() and m.group("user").isdigit())  # -u 1000:1000
-                and not m.group("pw").startswith("//")  # -u http://app-id: a URL, no password
-                and not (  # -u <user:password>: a usage line's template
-                    m.group("user").startswith("<")
-                    and m.group("pw").endswith(">")
-                    and is_placeholder(m.group("pw")[:-1])
-                )
-            ):
-                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+            if m is not None:
+                _curl_user(m, spans)
         i = b.find(b"-u", i + 2)
     i = b.find(b" -p")
     while i >= 0:
