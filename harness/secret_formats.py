@@ -357,7 +357,8 @@ UNNAMED_KINDS: list[Kind] = [
 
 # Formats added after the others: drawn last, so the values of the cases above stay as they were.
 LATER_KINDS: list[Kind] = [
-    Kind("launchdarkly", cat("sdk-", _uuid), "LAUNCHDARKLY_SDK_KEY"),
+    # ("sdk-<uuid>" alone is as often a trace's or a workspace's id: a secret by its name only)
+    Kind("launchdarkly", cat("sdk-", _uuid), "LAUNCHDARKLY_SDK_KEY", prefixed=False),
     Kind("tableau_pat", cat(r(B64, 22), "==:", r(ALNUM, 32)), "TABLEAU_PAT_SECRET"),
     Kind("jenkins_secret", cat("{AQAAABAAAAAQ", r(B64, 64), "=}"), "JENKINS_API_TOKEN"),
 ]
@@ -843,11 +844,25 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("api-gateway-prod-eu-west-1-stage", "api-gateway-prod-eu-west-1-stage"),
     # after a dash, a value no token alphabet holds ("?" inside) is no token (a password is)
     ("slack token - 'xoxb-65677559833?9613778673399u'", "xoxb-65677559833?9613778673399u"),
-    # an OAuth client id names an app and authenticates nothing: a Salesforce consumer key
+    # ids of the shapes of newer provider formats: a request id, an MD5 pair
     (
-        'consumer_key = "3MVG9dBDux2v1sLoreCoilvmnP337XNeiV01JFJ8uAAVVyH5qX0NPaa0d54El.Wkce6JTB1Lms"',
-        "3MVG9dBDux2v1sLoreCoilvmnP337XNeiV01JFJ8uAAVVyH5qX0NPaa0d54El.Wkce6JTB1Lms",
+        "request id: api-7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "api-7c9e6679-7425-40de-944b-e07fc1f90ae7",
     ),
+    (
+        "md5: rL0Y20zC+Fzt72VPzMSk2A==:acbd18db4cc2f85cedef654fccc4a4d8",
+        "rL0Y20zC+Fzt72VPzMSk2A==:acbd18db4cc2f85cedef654fccc4a4d8",
+    ),
+    # a JSON value that is base64 of small integers holds "AQAAAB" without being Jenkins'
+    ('{"blob":"AQAAABAAAAA=","name":"ids","owner":"team-data"}', "team-data"),
+    # after a password's dash, a word, an identifier or a file name: a label, not a password
+    ("Reset password - 'Submit' button", "Submit"),
+    ("The hint under password - 'MinLength8' shows", "MinLength8"),
+    # a name before "=" is no random piece of the value after it
+    ("export signingKeyV2=Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dEf", "signingKeyV2"),
+    # a path after rsync's or git's -u and a user name given alone
+    ("rsync -u deploy@web01:'/srv/my site/' ./backup/", "/srv/my site/"),
+    ('curl -u "jenkins2:" https://ci.corp.io', "jenkins2"),
     # a Dynatrace token's shape with a secret part far shorter than 64 characters
     ("token=dt0c01.ST2EY72KQINMH574WMNVI7YN.TOOSHORT", "dt0c01.ST2EY72KQINMH574WMNVI7YN.TOOSHORT"),
 ]

@@ -364,6 +364,34 @@ def test_the_rules_reading_goes_with_the_events_and_outlives_their_cut() -> None
     assert "`reading`" in system
 
 
+def test_a_large_reading_never_pushes_the_users_words_out() -> None:
+    """The reading takes at most a quarter of the input budget (what it turned away goes first,
+    then its last candidates): the user's messages that fit without it still fit."""
+    from reos_memory.squirrel.token_count import count_tokens
+    from reos_memory.squirrel.writer.llm import READING_SHARE, build_prompt
+
+    events: list[dict[str, Any]] = [
+        {"role": "user", "kind": "message", "text": f"rule {i}: keep the cache warm on deploy"}
+        for i in range(40)
+    ]
+    reading = {
+        "candidates": [
+            {"op": "ADD", "kind": "pattern", "text": "word " * 60, "source": "agent_diagnosis"}
+            for _ in range(20)
+        ],
+        "turned_away": [{"text": "x " * 100, "reason": "fragment"} for _ in range(10)],
+    }
+    ep = {"id": "ep", "project_id": "p", "events": events, "stats": {}}
+    _, alone, _ = build_prompt(ep, [], ("user", "dev"), "", 3000)
+    assert len(json.loads(alone)["events"]) == 40
+    system, user, _ = build_prompt(ep, [], ("user", "dev"), "", 3000, reading=reading)
+    sent = json.loads(user)
+    assert [e["text"] for e in sent["events"]] == [e["text"] for e in events]
+    assert sent["reading"]["turned_away"] == [] and 0 < len(sent["reading"]["candidates"]) < 20
+    budget = 3000 - count_tokens(system)
+    assert count_tokens(json.dumps(sent["reading"])) <= budget // READING_SHARE + 50
+
+
 def test_the_input_cap_keeps_the_agents_key_sentences_before_ordinary_events() -> None:
     """The lesson model's picks (`key_sentences`, kept at ingest) reach the LLM writer too: an
     agent message holding one outlives the cut of ordinary events, its sentence with it."""

@@ -69,7 +69,13 @@ from reos_memory.squirrel.text.lesson_form import (
             "In other words, the parser keeps unknown keys.",
             "The parser keeps unknown keys.",
         ),
-        ("Of course the cache must be warmed first.", "The cache must be warmed first."),
+        ("Of course, the cache must be warmed first.", "The cache must be warmed first."),
+        # a marker's words with no comma or colon after them are the sentence's own
+        (
+            "In short mode the CLI must never print secrets.",
+            "In short mode the CLI must never print secrets.",
+        ),
+        ("That said function must stay pure.", "That said function must stay pure."),
         ("Obviously not.", "Obviously not."),  # nothing would remain: unchanged
     ],
 )
@@ -308,6 +314,12 @@ def test_a_sentence_picked_alone_must_stand_alone(text: str, why: str | None) ->
         ("However, `DisallowUnknownFields` would break old configs.", None),  # argued against
         ("Let me look at `settings.go` first.", None),  # a next step, not an agreement
         ("You're right, let me change that.", None),  # agrees, names no code
+        ("Sure. Let me read `tests/test_api.py` first.", None),  # a file it reads, no use
+        ("You're right. I won't use `requests` here.", None),  # negated
+        (
+            "You're right, `rm -rf build` is too destructive. I'll use `make clean` instead.",
+            "make clean",
+        ),
         (None, None),
     ],
 )

@@ -504,6 +504,11 @@ def test_a_rejected_edit_is_remembered_with_what_was_done_instead(tmp_path: Path
         "allowedConfigKeys" in t and "done instead: `dec.DisallowUnknownFields()`" in t
         for t in texts
     ), texts
+    # the same edit made again after the reason is no "instead"
+    recs[4] = edit_call("e2", "func Load() {", "var allowedConfigKeys = map[string]bool{")
+    mems, _ = learn(tmp_path / "m3.db", write_log(tmp_path / "s3.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not any("done instead" in t for t in texts), texts
 
 
 def test_a_line_number_a_doubt_or_a_wish_is_no_memory(tmp_path: Path) -> None:

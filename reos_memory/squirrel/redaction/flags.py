@@ -9,13 +9,17 @@ import re
 
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
 from reos_memory.squirrel.redaction.randomness import randomish
-from reos_memory.squirrel.redaction.values import NEXT_WORD_RE, has_digit_or_symbol, is_placeholder
+from reos_memory.squirrel.redaction.values import (
+    NEXT_WORD_RE,
+    has_digit_or_symbol,
+    is_placeholder,
+)
 
 # -u user:pass, -u "user:pass", -u user:'pass', -u ":token" (no user), -u "token:" (an API key
 # given as the user name, Stripe's way)
 _CURL_USER_RE = re.compile(
     r"""u(?:ser)?(?:[ \t]+|=)(["']?)(?P<user>[^\s:"'`]*):"""
-    r"""(?:(?P<q>["'])(?P<qpw>[^"'\n]{1,256})(?P=q)|(?P<pw>[^\s"'`]*))\1"""
+    r"""(?:(?P<q>["'])(?P<qpw>[^"'\s]{1,256})(?P=q)|(?P<pw>[^\s"'`]*))\1"""
 )
 _LDAP_CMD_RE = re.compile(
     r"(?:^|[\s;&|(>`'\"])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b"
@@ -66,17 +70,31 @@ _PGPASS_HINT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):[^:\s\"',{}]{1,128}:[^:\s\"',
 _PGPASS_NAMED_RE = re.compile(r"(?<![^\s>\"'])" + _PGPASS_LINE)
 
 
-def _curl_user(m: re.Match[str], spans: list[Span]) -> None:
-    """The password of ``curl -u user:pass`` (or the key given as the user, ``-u "KEY:"``)."""
+_PATH_LIKE_RE = re.compile(r"[\w.\-]+(?:/[\w.\-]*)+")
+
+
+# the HTTP clients whose -u / --user takes "user:password" in its rarer spellings
+_CURL_LINE_RE = re.compile(r"(?<![\w-])(?:curl|wget|http|https|xh|curlie)\b")
+
+
+def _curl_user(m: re.Match[str], line: str, spans: list[Span]) -> None:
+    """The password of ``curl -u user:pass`` (or the key given as the user, ``-u "KEY:"``);
+    `line`: what precedes the flag on its line (the quoted and user-less spellings are
+    read only after an HTTP client's name)."""
     group = "qpw" if m.group("qpw") is not None else "pw"
     pw, user = m.group(group), m.group("user")
     if not pw:
-        if m.group(1) and randomish(user, 8) and has_digit_or_symbol(user):
+        # (a key of 12+ random characters; "jenkins2:", "admin123:" name a user)
+        if m.group(1) and randomish(user, 12) and has_digit_or_symbol(user):
             spans.append(Span(m.start("user"), m.end("user"), P_NAMED, "password"))
         return
+    if (group == "qpw" or not user) and not _CURL_LINE_RE.search(line):
+        return  # su -u app:'sh', htpasswd -u admin:'$apr1$', docker -u :1000: not curl's
+    if group == "qpw" and (pw.startswith(("/", "~", "-", ".")) or _PATH_LIKE_RE.fullmatch(pw)):
+        return  # rsync -u host:'/srv/site/', git diff -u HEAD~1:'src/app.py': a path
     if (
         not is_placeholder(pw)
-        and not (pw.isdigit() and user.isdigit())  # -u 1000:1000
+        and not (pw.isdigit() and (user.isdigit() or not user))  # -u 1000:1000, -u :1000
         and not pw.startswith("//")  # -u http://app-id: a URL, no password
         # -u <user:password>: a usage line's template
         and not (user.startswith("<") and pw.endswith(">") and is_placeholder(pw[:-1]))
@@ -91,7 +109,7 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         if b[i - 1 : i] in (b" ", b"\t", b"-"):
             m = _CURL_USER_RE.match(text, i + 1)
             if m is not None:
-                _curl_user(m, spans)
+                _curl_user(m, text[_line_start(text, i) : i], spans)
         i = b.find(b"-u", i + 2)
     i = b.find(b" -p")
     while i >= 0:

@@ -21,10 +21,8 @@ _PROSE_TAIL_RE = re.compile(
     r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`]{1,200})"
 )
 
-# "wandb api key - '...'", "flask secret key: '...'": a name in words, then the value quoted
-_PROSE_QUOTED_RE = re.compile(
-    r"(?:[ \t]+-|:)[ \t]+(?P<value>\"[^\"\s]{1,200}\"|'[^'\s]{1,200}'|`[^`\s]{1,200}`)"
-)
+# "wandb api key - '...'": a name in words, a dash, then the value quoted
+_PROSE_QUOTED_RE = re.compile(r"[ \t]+-[ \t]+(?P<value>\"[^\"\s]{1,200}\"|'[^'\s]{1,200}')")
 
 
 def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
@@ -44,8 +42,7 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
                     spans.append(Span(nxt.start(1), nxt.start(1) + len(v), P_NAMED, "password"))
         return
     if name.endswith("key") and not (
-        quoted_after
-        or name_info(name) is not None
+        name_info(name) is not None
         or text[max(0, start - 8) : start]
         .lower()
         .endswith(("api ", "access ", "secret ", "private "))
@@ -63,8 +60,7 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
         value = stripped
         ok = is_password and has_digit_or_symbol(value) and not is_placeholder(value)
     if not is_password:
-        # after a dash or a colon the name may be any key's ("cache key - 'user:1234'"): only
-        # an issued token's shape is its secret
+        # after a dash only an issued token's shape is the secret ("api token - 'user:1234'")
         ok = token_literal(value) if quoted_after else randomish(value, 12)
     if ok and value:
         spans.append(Span(vs, ve, P_NAMED, "password" if is_password else "env_secret"))

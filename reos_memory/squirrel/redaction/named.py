@@ -48,7 +48,7 @@ _KV_TAIL_RE = re.compile(
     (?P<nq>\\?["'])?+(?:\]|(?<=\w)\})?
     (?:
         (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),|\((?=[ \t]*[bBrRuUfF]{0,2}["'`])
-                         |(?<=[ \t])-(?=[ \t]+(?P<dq>["'`])[^\s"'`]+(?P=dq)))
+                         |(?<=[ \t])-(?=[ \t]+(?P<dq>["'])[^\s"'`]+(?P=dq)))
         (?P<sp2>[ \t]*)
       | (?P<xml>>(?:[ \t]*\r?\n[ \t]*)?)
       | (?P<ws>[ \t]+)
@@ -106,7 +106,7 @@ _DECLARED_RE = re.compile(
 _SET_ENV_RE = re.compile(r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+|setenv)[ \t]+\Z")
 _DECLARED_OPENERS = frozenset(" \t:<|[?{]}\"'")
 # "twilio auth token - '...'": a name in words, a dash between blanks, the value quoted
-_DASH_QUOTE_RE = re.compile(r"-[ \t]+[\"'`]")
+_DASH_QUOTE_RE = re.compile(r"-[ \t]+[\"']")
 _WORD_RE = re.compile(r"(?<!\S)[A-Za-z][a-z]+[,.:;!?]?(?!\S)")
 _PLAIN_ASSIGN_RE = re.compile(r"[ \t]*[:.]?=(?![=~>])" + _QUOTED_LITERAL)
 # a plain = with a string type's constructor around the literal: let password = String::from("...")
@@ -125,6 +125,7 @@ _NOT_A_LITERAL_SECRET_RE = re.compile(
     r"\d{4}-\d{2}-\d{2}|[a-z][a-z0-9+.\-]*://|arn:|[\w.\-]+/[\w.\-]+/"
 )
 _TYPE_NAME_RE = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)*")
+_FILE_NAME_RE = re.compile(r"[\w.\-/]+\.[A-Za-z0-9]{1,5}")
 _PATH_RE = re.compile(
     r"(?:~|\.{1,2})?/[\w.\-/@]+|[A-Za-z]:[\\/][\w.\-\\/ ]+|(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z0-9]{1,5}"
 )
@@ -486,9 +487,7 @@ def _judge_value(
         # looks random; ["password", "email"] is a list of names, ask_password("Password: ") a
         # prompt, getSecret("arn:aws:...") and ("password", "2023-10-01T12:00:00Z") name or date
         return None
-    if sep == "-" and info.tier != TIER_PASSWORD and not token_literal(value):
-        # "slack token - 'xoxb-6567?96137'": after a dash, a token's shape or nothing (a password
-        # may hold any character)
+    if sep == "-" and not _dashed_value(info, value):
         return None
     if sep is None and not quoted and (value.startswith("-") or WORDY_RE.fullmatch(value)):
         return None  # "--password requires --user", "--token --verbose"
@@ -501,6 +500,22 @@ def _judge_value(
     ):
         return None
     return ve if fits_tier(info, value) else None
+
+
+def _dashed_value(info: NameInfo, value: str) -> bool:
+    """Whether a quoted value after "<name> - " is the secret: a token's shape after a token's
+    name ("slack token - 'xoxb-6567?96137'", a character no token holds, is a near-copy); after
+    a password's, a value with a digit or a symbol that is no identifier or file name ("password
+    - 'MinLength8'", "Forgot password - 'ForgotPasswordForm.tsx'" name things)."""
+    if info.tier != TIER_PASSWORD:
+        return token_literal(value)
+    core = value.rstrip("0123456789")
+    return not (
+        not has_digit_or_symbol(value)
+        or _TYPE_NAME_RE.fullmatch(core) is not None
+        or _CAMEL_IDENT_RE.fullmatch(core) is not None
+        or _FILE_NAME_RE.fullmatch(value) is not None
+    )
 
 
 def _random_parts(value: str) -> bool:

@@ -22,8 +22,6 @@ from reos_memory.squirrel.redaction.values import PUBLIC_BY_DESIGN
 
 __all__ = ["scan_prefixed"]
 
-_LD_BODY = r"[a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}(?![A-Za-z0-9])"
-
 # (kind, regex of the whole token). Bodies are bounded so that a match never runs away.
 _FORMATS: list[tuple[str, str]] = [
     ("openrouter_key", r"sk-or-v1-[a-f0-9]{64}"),
@@ -161,10 +159,9 @@ _FORMATS: list[tuple[str, str]] = [
     # (after a bare "|" the same shape is as often a row of pipe-separated output,
     # "1716239023123456|usr_2fXk9LmQ7pR3tV8wY1zB4cD6eF|signup")
     ("facebook_token", r"[0-9]{15,16}%7C[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
-    # LaunchDarkly's SDK, mobile and API keys: the kind, "-", a UUID's shape
-    *(("launchdarkly_key", kind + _LD_BODY) for kind in ("sdk-", "mob-", "api-")),
     # a Tableau personal access token's secret: 16 bytes of base64, ":", 32 characters
-    ("tableau_token", r"[A-Za-z0-9+/]{22}==:[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
+    # (mixed case after ":": an MD5 in base64 and hex, "...==:acbd18db...", is none)
+    ("tableau_token", r"[A-Za-z0-9+/]{22}==:(?=[a-z0-9]*[A-Z])[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
 ]
 
 # Kinds whose prefix is also an ordinary word piece: their body must look random too.

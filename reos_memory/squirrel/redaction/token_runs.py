@@ -78,7 +78,7 @@ _ANCHOR_RES = (
     (
         b"AQAAAB",
         "jenkins_secret",
-        re.compile(r"(?P<v>AQAAAB[^}\s]{0,2000}(?:[ \t]+[^}\s]{1,2000})?)\}"),
+        re.compile(r"(?P<v>AQAAAB[A-Za-z0-9+/=]{0,2000}(?:\s+[^{}\s\"'<>,]{1,2000})?)\}"),
     ),
     # a Salesforce session id: the org id, "!", and a body that "." cuts into short runs
     (
@@ -88,6 +88,8 @@ _ANCHOR_RES = (
     ),
 )
 _ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-|AQAAAB|00D[A-Za-z0-9]{12,15}!")
+# what opens a Jenkins secret before its "AQAAAB": "{", or "{" and a word (scanners' fixtures)
+_JENKINS_OPEN_RE = re.compile(r"\{(?:[\w.\-]{1,40}[ \t]+)?\Z")
 
 
 def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
@@ -159,6 +161,10 @@ def _scan_entropy(text: str, start: int, end: int, spans: list[Span]) -> None:
 # A random blob that "=" cuts (two base64 values joined, a generated key with "=" inside) is
 # one secret: the random pieces joined to a finding by "=" go with it ("KEY=" stays: a name).
 _PIECE_RE = re.compile(r"[A-Za-z0-9+/_\-]+")
+# a piece made of words and a version or a number (`Tag2024v1`, `sha1Hex2a`): no random piece
+_WORDISH_RE = re.compile(
+    r"(?:[A-Z]?(?=[a-z]*[aeiouy])[a-z]{2,}|[A-Z]{2,5}|[0-9]{1,8}|v[0-9]{1,3})+"
+)
 
 
 def _across_padding(text: str, start: int, end: int, spans: list[Span], found: int) -> None:
@@ -177,14 +183,23 @@ def _across_padding(text: str, start: int, end: int, spans: list[Span], found: i
         gap = text[pieces[lo][1] : pieces[hi][0]]
         return 0 < len(gap) <= 2 and set(gap) == {"="}
 
-    # a finding spreads forward, then back, over the random pieces "=" joins to it
+    # a finding spreads forward, then back, over the random pieces "=" joins to it; back only
+    # over what is base64 itself (closed by "==", or 20+ random characters): a name before "="
+    # (`signingKeyV2=`, `userId42=`) stays, and so does an ETag's `W/0x8DC6...=`
     for order in (range(1, len(pieces)), range(len(pieces) - 2, -1, -1)):
         for k in order:
             other = k - 1 if order.step == 1 else k + 1
-            if not hit[k] and hit[other] and joins(k, other):
-                s, e = pieces[k]
-                if randomish(text[s:e], 6):
-                    hit[k] = added[k] = True
+            if hit[k] or not hit[other] or not joins(k, other):
+                continue
+            s, e = pieces[k]
+            piece = text[s:e]
+            if not randomish(piece, 6) or _WORDISH_RE.fullmatch(piece):
+                continue
+            if order.step == -1 and not (
+                text[e : e + 2] == "==" or (randomish(piece, 20) and "/" not in piece)
+            ):
+                continue
+            hit[k] = added[k] = True
     spans.extend(
         Span(s, e, P_ENTROPY, "high_entropy") for (s, e), a in zip(pieces, added, strict=True) if a
     )
@@ -226,7 +241,10 @@ def scan_anchors(text: str, b: bytes, spans: list[Span]) -> None:
     for needle, kind, regex in _ANCHOR_RES if _ANCHOR_NEEDLES_RE.search(b) else ():
         i = b.find(needle)
         while i >= 0:
+            if kind == "jenkins_secret" and not _JENKINS_OPEN_RE.search(text, max(0, i - 42), i):
+                i = b.find(needle, i + len(needle))
+                continue
             a = regex.match(text, i)
             if a is not None and len(a.group("v")) >= 16 and not is_placeholder(a.group("v")):
                 spans.append(Span(a.start("v"), a.end("v"), P_PROVIDER, kind))
-            i = b.find(needle, i + len(needle))
+            i = b.find(needle, max(i + len(needle), a.end() if a is not None else 0))

@@ -46,10 +46,8 @@ _DEFAULT_WORDS = frozenset(
      "demo", "dummy", "fake", "foo", "bar", "baz", "here", "local", "dev", "test"}
 )  # fmt: skip
 _WORD_SPLIT_RE = re.compile(r"[-_.]")
-# keys a provider publishes in client code by design (Stripe's publishable keys) and OAuth
-# client ids that name an app without authenticating it (a Salesforce connected app's consumer
-# key, "3MVG..."; its consumer secret is the secret): no secret
-PUBLIC_BY_DESIGN = ("pk_live_", "pk_test_", "3MVG")
+# keys a provider publishes in client code by design (Stripe's publishable keys): no secret
+PUBLIC_BY_DESIGN = ("pk_live_", "pk_test_")
 
 
 def is_placeholder(v: str) -> bool:

@@ -186,14 +186,15 @@ def impersonal(text: str) -> str:
     return out[:1].upper() + out[1:] if out != text.strip() else text
 
 
-# a discourse marker before what is said ("Taking a step back: X", "To be clear, X", "In other
-# words, X"): X is the statement
+# a discourse marker before what is said, with its comma, colon or dash ("Taking a step back:
+# X", "To be clear, X", "In other words, X"): X is the statement ("In short mode the CLI ...",
+# "I mean values ..." keep their words)
 _DISCOURSE = re.compile(
     r"^(?:taking a step back|stepping back|to be (?:clear|honest|fair)|in other words|that said"
     r"|having said that|on second thought|come to think of it|long story short|in short"
     r"|tl;?dr|for context|(?:as a )?side note|(?:just )?to clarify|frankly|of course|obviously"
     r"|in fact|the thing is|the point is|i mean|to sum(?:mari[sz]e| up)|in summary|quick note"
-    r"|just so you know|for the record)\b[,:;!.\u2014-]*\s+",
+    r"|just so you know|for the record)[,:;!\u2014-]+\s+",
     re.IGNORECASE,
 )
 # politeness around an order ("please use X", "keep X please (...)", "use X, please.")
@@ -289,15 +290,40 @@ def outcome(answer: str | None, reply: str | None, acted: bool = False) -> str:
 _CODE_SPAN = re.compile(r"`([^`\n]{3,80})`")
 
 
-def taken_code(answer: str | None) -> str | None:
+# what the agent will use, right before the code span ("I can use `X`", "let me switch to `X`")
+_USE_BEFORE = re.compile(
+    r"\b(?:use|using|add|adding|switch(?:ing)? to|go(?:ing)? with|rely on|call(?:ing)?|with"
+    r"|replace \w+ with|(?:change|move|rename|set|turn) (?:it|this|that|them) (?:to|into)"
+    r"|implement(?:ing)?|creat(?:e|ing)|writ(?:e|ing))"
+    r"(?:\s+(?:the|a|an))?(?:\s+[\w.'\-]+){0,3}\s+$",
+    re.IGNORECASE,
+)
+_NOT_BEFORE = re.compile(
+    r"\b(?:won'?t|will not|don'?t|do not|not|never|shouldn'?t|instead of|rather than|avoid"
+    r"|leave|stop)\b",
+    re.IGNORECASE,
+)
+
+
+def taken_code(answer: str | None, avoid: tuple[str, ...] = ()) -> str | None:
     """The code an agent's answer takes up when it opens by agreeing ("You're right. I can use
-    `json.Decoder.DisallowUnknownFields()`."): the first code span of its first two sentences,
-    or None."""
+    `json.Decoder.DisallowUnknownFields()`."): in its first two sentences, the code span right
+    after a verb of use with no negation before it ("I won't use `requests`" takes nothing),
+    that is none of `avoid` (what was rejected); or None."""
     said = [x for x in re.split(r"(?<=[.!?])\s+|\n+", (answer or "").strip()) if x.strip()][:2]
     if not said or not _TAKEN.match(said[0].strip()) or _PUSHBACK.search(said[0]):
         return None
-    m = next((m for m in map(_CODE_SPAN.search, said) if m is not None), None)
-    return m.group(1) if m is not None else None
+    for sentence in said:
+        for m in _CODE_SPAN.finditer(sentence):
+            before = sentence[: m.start()]
+            code = m.group(1)
+            if (
+                _USE_BEFORE.search(before)
+                and not _NOT_BEFORE.search(before)
+                and not any(code in a or a in code for a in avoid if a)
+            ):
+                return code
+    return None
 
 
 # what a sentence that states a rule or a fact holds: a modal, a rule word or a negation

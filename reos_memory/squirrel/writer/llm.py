@@ -95,6 +95,8 @@ def build_prompt(
         "events": events,
     }
     budget = max_input_tokens - count_tokens(system)
+    if reading is not None:
+        body["reading"] = _fit_reading(reading, budget // READING_SHARE)
     report = {"events": len(events), "summarised": False, "omitted_events": 0}
     user = _dump(body)
     if count_tokens(user) <= budget:
@@ -137,9 +139,9 @@ def build_prompt(
         drop = _middle_third(kept)
         kept = [i for i in kept if i not in drop]
         user = render()
-    if count_tokens(user) > budget and "reading" in body:
-        del body["reading"]
-        user = render()
+    if count_tokens(user) > budget and reading is not None:
+        # the events come first: without the reading, they may fit as they are
+        return build_prompt(episode, existing, owner, policy_text, max_input_tokens)
     if count_tokens(user) > budget:
         body["existing_memories"] = memories[:3]
         kept = kept[:1]
@@ -149,6 +151,21 @@ def build_prompt(
             f"the episode cannot be summarised under writer_max_input_tokens={max_input_tokens}"
         )
     return system, user, report
+
+
+READING_SHARE = 4  # the rules' reading takes at most a quarter of the input budget
+
+
+def _fit_reading(reading: dict[str, Any], cap: int) -> dict[str, Any]:
+    """The reading within `cap` tokens: the candidates turned away go first, then the last
+    candidates."""
+    out = {
+        "candidates": list(reading.get("candidates", [])),
+        "turned_away": list(reading.get("turned_away", [])),
+    }
+    while count_tokens(_dump(out)) > cap and (out["turned_away"] or out["candidates"]):
+        (out["turned_away"] or out["candidates"]).pop()
+    return out
 
 
 def _priority(e: dict[str, Any]) -> int:

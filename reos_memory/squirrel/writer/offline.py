@@ -86,7 +86,7 @@ def reading(written: Written) -> dict[str, Any]:
                 "kind": op.kind,
                 "text": shorten(op.text or "", READING_CHARS),
                 "source": written.sources.get(i),
-                **({"key": op.key} if op.key else {}),
+                **{k: v for k in ("key", "memory_id", "reason") if (v := getattr(op, k))},
             }
             for i, op in enumerate(written.output.ops)
         ],
@@ -424,7 +424,9 @@ def _made_instead(events: list[dict[str, Any]], i: int, rejected: dict[str, Any]
     """What was done instead of a rejected edit after the user's reason at `i`, before the user
     spoke again: the code the agent's answer took up ("You're right. I can use `X`."), else what
     its next edit of the same file added. The outcome of the rejection, or None."""
-    code = lesson_form.taken_code(_answer(events, i, decided=True).said)
+    refused_added = _added_by(_call_of(rejected, events))
+    avoid = tuple(x for x in (rejected.get("command"), refused_added) if x)
+    code = lesson_form.taken_code(_answer(events, i, decided=True).said, avoid)
     if code is not None:
         return code
     file = rejected.get("file")
@@ -434,20 +436,35 @@ def _made_instead(events: list[dict[str, Any]], i: int, rejected: dict[str, Any]
         e = events[j]
         if _said_by_user(e):
             return None
-        if e["kind"] != "tool_call" or e.get("file") != file:
+        if e.get("kind") != "tool_call" or e.get("file") != file:
             continue
         if (e.get("tool_name") or "").lower() not in EDIT_TOOLS:
             continue
         refused = any(
-            x["kind"] == "tool_result"
+            x.get("kind") == "tool_result"
             and x.get("rejected")
             and x.get("call_id") == e.get("call_id")
-            for x in events[j + 1 : j + 4]
+            for x in events[j + 1 :]
         )
-        _, sep, added = (e.get("summary") or "").partition(": + ")
-        if sep and not refused:
+        added = _added_by(e)
+        if added and not refused and added != refused_added:
             return shorten(added, 80)
     return None
+
+
+def _call_of(result: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The tool call a tool result answers (by its call id)."""
+    cid = result.get("call_id")
+    return next(
+        (e for e in events if cid and e.get("kind") == "tool_call" and e.get("call_id") == cid),
+        None,
+    )
+
+
+def _added_by(call: dict[str, Any] | None) -> str | None:
+    """What an edit call's summary says it added ("Edit a.go: + <line>"), or None."""
+    _, _, added = ((call or {}).get("summary") or "").partition(": + ")
+    return added or None
 
 
 def _about(rejected: dict[str, Any], events: list[dict[str, Any]]) -> str:
@@ -459,18 +476,8 @@ def _about(rejected: dict[str, Any], events: list[dict[str, Any]]) -> str:
     if name == "ExitPlanMode":
         return "the plan"
     file = rejected.get("file")
-    call = next(
-        (
-            e
-            for e in events
-            if e["kind"] == "tool_call"
-            and rejected.get("call_id")
-            and e.get("call_id") == rejected["call_id"]
-        ),
-        None,
-    )
-    _, sep, added = ((call or {}).get("summary") or "").partition(": + ")
-    if file and sep:
+    added = _added_by(_call_of(rejected, events))
+    if file and added:
         return f"an edit of {os.path.basename(file.rstrip('/'))} that added `{shorten(added, 80)}`"
     return f"{name} {os.path.basename(file.rstrip('/'))}" if file else name
 

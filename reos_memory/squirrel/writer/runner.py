@@ -413,8 +413,16 @@ class Runner:
         assert client is not None
         pol = self.policy_for(ep.project_id)
         stats = msgspec.structs.asdict(ep.stats)
-        # the rules' reading of the same episode (pairs, outcomes, what passed) goes with it
-        read = rules.reading(rules.write(ep.id, ep.events, stats, existing))
+        # the rules' reading of the same episode (pairs, outcomes, what passed) goes with it;
+        # evidence only: when the rules cannot read the episode, the model reads it alone
+        try:
+            read: dict[str, Any] | None = rules.reading(
+                rules.write(ep.id, ep.events, stats, existing)
+            )
+        except Exception as exc:
+            if self.log:
+                self.log.warning("rules_reading_failed", episode_id=ep.id, error=repr(exc))
+            read = None
         system, user, report = llm_writer.build_prompt(
             {"id": ep.id, "project_id": ep.project_id, "events": ep.events, "stats": stats},
             existing,
