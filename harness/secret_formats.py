@@ -863,6 +863,8 @@ LOOKALIKES: list[tuple[str, str]] = [
     # a path after rsync's or git's -u and a user name given alone
     ("rsync -u deploy@web01:'/srv/my site/' ./backup/", "/srv/my site/"),
     ('curl -u "jenkins2:" https://ci.corp.io', "jenkins2"),
+    ("Usage: curl -u USER[:PASSWORD] URL", "USER[:PASSWORD]"),
+    ("sed -u 's/:debug/:info/' app.log", "s/:debug/:info/"),
     # a Dynatrace token's shape with a secret part far shorter than 64 characters
     ("token=dt0c01.ST2EY72KQINMH574WMNVI7YN.TOOSHORT", "dt0c01.ST2EY72KQINMH574WMNVI7YN.TOOSHORT"),
 ]

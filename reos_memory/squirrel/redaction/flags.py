@@ -96,8 +96,10 @@ def _curl_user(m: re.Match[str], line: str, spans: list[Span]) -> None:
         not is_placeholder(pw)
         and not (pw.isdigit() and (user.isdigit() or not user))  # -u 1000:1000, -u :1000
         and not pw.startswith("//")  # -u http://app-id: a URL, no password
-        # -u <user:password>: a usage line's template
+        # -u <user:password>, -u USER[:PASSWORD]: a usage line's template
         and not (user.startswith("<") and pw.endswith(">") and is_placeholder(pw[:-1]))
+        and not (user.endswith("[") and pw.endswith("]"))
+        and not user.startswith("s/")  # sed -u 's/:debug/:info/': an expression
     ):
         spans.append(Span(m.start(group), m.end(group), P_NAMED, "password"))
 
