@@ -456,29 +456,26 @@ def test_a_rejected_edit_is_remembered_with_what_was_done_instead(tmp_path: Path
     and asks for the decoder's own option; the agent answers "You're right. I can use `X`" and
     does it. The memory says what was refused and what was taken; when the answer names no
     code, what the next edit of the file added is taken instead."""
-    from tests.test_offline_writer import _rec
+    from tests.test_offline_writer import edit
 
-    def edit_call(cid: str, old: str, new: str) -> dict[str, object]:
-        return _rec(
-            "assistant",
-            [
-                {
-                    "type": "tool_use",
-                    "id": cid,
-                    "name": "Edit",
-                    "input": {
-                        "file_path": f"{CWD}/config/load.go",
-                        "old_string": old,
-                        "new_string": new,
-                    },
-                }
-            ],
+    load = f"{CWD}/config/load.go"
+
+    def learned(recs: list[dict[str, object]], name: str) -> list[str]:
+        mems, _ = learn(
+            tmp_path / f"{name}.db", write_log(tmp_path / f"{name}.jsonl", recs), "onnx"
+        )
+        return [m["text"] for m in mems]
+
+    def done_instead(texts: list[str]) -> bool:
+        return any(
+            "allowedConfigKeys" in t and "done instead: `dec.DisallowUnknownFields()`" in t
+            for t in texts
         )
 
     refused = "The user doesn't want to proceed with this tool use. The tool use was rejected"
     recs = [
         user("unknown keys in config.json must be an error"),
-        edit_call("e1", "func Load() {", "var allowedConfigKeys = map[string]bool{"),
+        edit("e1", load, "var allowedConfigKeys = map[string]bool{"),
         result(
             "e1",
             refused + " (eg. if it was a file edit, the new_string was NOT written to the file)."
@@ -487,27 +484,18 @@ def test_a_rejected_edit_is_remembered_with_what_was_done_instead(tmp_path: Path
             True,
         ),
         say("You're right. I can use `dec.DisallowUnknownFields()` on the decoder."),
-        edit_call("e2", "func Load() {", "dec.DisallowUnknownFields()"),
+        edit("e2", load, "dec.DisallowUnknownFields()"),
         result("e2", "The file has been updated successfully."),
     ]
-    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
-    texts = [m["text"] for m in mems]
-    assert any(
-        "allowedConfigKeys" in t and "done instead: `dec.DisallowUnknownFields()`" in t
-        for t in texts
-    ), texts
+    texts = learned(recs, "taken")
+    assert done_instead(texts), texts
     # the answer names no code: the next edit of the file says what was done
     recs[3] = say("You're right, let me change that.")
-    mems, _ = learn(tmp_path / "m2.db", write_log(tmp_path / "s2.jsonl", recs), "onnx")
-    texts = [m["text"] for m in mems]
-    assert any(
-        "allowedConfigKeys" in t and "done instead: `dec.DisallowUnknownFields()`" in t
-        for t in texts
-    ), texts
+    texts = learned(recs, "edited")
+    assert done_instead(texts), texts
     # the same edit made again after the reason is no "instead"
-    recs[4] = edit_call("e2", "func Load() {", "var allowedConfigKeys = map[string]bool{")
-    mems, _ = learn(tmp_path / "m3.db", write_log(tmp_path / "s3.jsonl", recs), "onnx")
-    texts = [m["text"] for m in mems]
+    recs[4] = edit("e2", load, "var allowedConfigKeys = map[string]bool{")
+    texts = learned(recs, "again")
     assert not any("done instead" in t for t in texts), texts
 
 
