@@ -510,11 +510,11 @@ def _dashed_value(info: NameInfo, value: str) -> bool:
     if info.tier != TIER_PASSWORD:
         return token_literal(value)
     core = value.rstrip("0123456789")
-    return not (
-        not has_digit_or_symbol(value)
-        or _TYPE_NAME_RE.fullmatch(core) is not None
-        or _CAMEL_IDENT_RE.fullmatch(core) is not None
-        or _FILE_NAME_RE.fullmatch(value) is not None
+    return (
+        has_digit_or_symbol(value)
+        and _TYPE_NAME_RE.fullmatch(core) is None
+        and _CAMEL_IDENT_RE.fullmatch(core) is None
+        and _FILE_NAME_RE.fullmatch(value) is None
     )
 
 

@@ -64,32 +64,41 @@ _HASH_LABEL_BEFORE_RE = re.compile(
 )
 _HASH_LABEL_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-", "md5-")
 
-# Found from a literal anywhere: (needle, kind, regex matched at the needle with a group "v")
-_ANCHOR_RES = (
-    (b"sig=", "url_signature", re.compile(r"sig=(?P<v>[A-Za-z0-9%+/=_\-]{16,400})")),
+# Found from a literal anywhere: (needle, kind, regex matched at the needle with a group "v",
+# and what must come right before the needle, or None)
+_ANCHOR_RES: tuple[tuple[bytes, str, re.Pattern[str], re.Pattern[str] | None], ...] = (
+    (b"sig=", "url_signature", re.compile(r"sig=(?P<v>[A-Za-z0-9%+/=_\-]{16,400})"), None),
     (
         b"Signature=",
         "url_signature",
         re.compile(r"Signature=(?P<v>[A-Za-z0-9%+/=_\-]{16,1000})"),
+        None,
     ),
-    (b"django-insecure-", "django_secret", re.compile(r"(?P<v>django-insecure-[^\s'\"`]{30,80})")),
+    (
+        b"django-insecure-",
+        "django_secret",
+        re.compile(r"(?P<v>django-insecure-[^\s'\"`]{30,80})"),
+        None,
+    ),
     # a secret Jenkins stores encrypted in its XML (credentials.xml, config.xml): "{AQAAAB...}",
-    # decryptable with the controller's key (scanners' fixtures write "{AQAAABAAA <secret>}")
+    # decryptable with the controller's key (scanners' fixtures write "{AQAAABAAA <secret>}"):
+    # opened by "{", or "{" and a word
     (
         b"AQAAAB",
         "jenkins_secret",
         re.compile(r"(?P<v>AQAAAB[A-Za-z0-9+/=]{0,2000}(?:\s+[^{}\s\"'<>,]{1,2000})?)\}"),
+        re.compile(r"\{(?:[\w.\-]{1,40}[ \t]+)?\Z"),
     ),
     # a Salesforce session id: the org id, "!", and a body that "." cuts into short runs
     (
         b"00D",
         "salesforce_token",
         re.compile(r"(?<![A-Za-z0-9])(?P<v>00D[A-Za-z0-9]{12,15}![A-Za-z0-9_.]{40,400})"),
+        None,
     ),
 )
 _ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-|AQAAAB|00D[A-Za-z0-9]{12,15}!")
-# what opens a Jenkins secret before its "AQAAAB": "{", or "{" and a word (scanners' fixtures)
-_JENKINS_OPEN_RE = re.compile(r"\{(?:[\w.\-]{1,40}[ \t]+)?\Z")
+_OPENER_REACH = 42  # characters before a needle its opener may take
 
 
 def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
@@ -238,10 +247,10 @@ def scan_pem(text: str, spans: list[Span]) -> None:
 
 def scan_anchors(text: str, b: bytes, spans: list[Span]) -> None:
     """URL signatures and Django secret keys, found from their literal prefix."""
-    for needle, kind, regex in _ANCHOR_RES if _ANCHOR_NEEDLES_RE.search(b) else ():
+    for needle, kind, regex, opener in _ANCHOR_RES if _ANCHOR_NEEDLES_RE.search(b) else ():
         i = b.find(needle)
         while i >= 0:
-            if kind == "jenkins_secret" and not _JENKINS_OPEN_RE.search(text, max(0, i - 42), i):
+            if opener is not None and not opener.search(text, max(0, i - _OPENER_REACH), i):
                 i = b.find(needle, i + len(needle))
                 continue
             a = regex.match(text, i)

@@ -270,13 +270,17 @@ def proposed_rule(question: str) -> str | None:
     return rest[:1].upper() + rest[1:] + "." + tail
 
 
+# where an agent's answer is cut into sentences (an end mark and blanks, or a line break)
+_ANSWER_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
 def outcome(answer: str | None, reply: str | None, acted: bool = False) -> str:
     """What became of a proposal, from the agent's messages before the user's next turn
     (`answer`), whether it went on working then (`acted`) and that next turn (`reply`):
     `argued` when the agent's answer opens against it (or the user then drops it), `taken` when
     the answer takes it or the agent went on to work without a word against it, `unknown` when
     the session ends there."""
-    said = re.split(r"(?<=[.!?])\s+|\n+", (answer or "").strip())
+    said = _ANSWER_SENTENCES.split((answer or "").strip())
     dropped = reply is not None and _DROPPED.match(reply.strip()) is not None
     # an answer against it says so first ("However, ...", "That would break ..."); further on,
     # "would cause" is as likely a check the agent makes before it follows the proposal
@@ -310,7 +314,7 @@ def taken_code(answer: str | None, avoid: tuple[str, ...] = ()) -> str | None:
     `json.Decoder.DisallowUnknownFields()`."): in its first two sentences, the code span right
     after a verb of use with no negation before it ("I won't use `requests`" takes nothing),
     that is none of `avoid` (what was rejected); or None."""
-    said = [x for x in re.split(r"(?<=[.!?])\s+|\n+", (answer or "").strip()) if x.strip()][:2]
+    said = [x for x in _ANSWER_SENTENCES.split((answer or "").strip()) if x.strip()][:2]
     if not said or not _TAKEN.match(said[0].strip()) or _PUSHBACK.search(said[0]):
         return None
     for sentence in said:
@@ -350,7 +354,7 @@ def restated(rule: str, answer: str | None) -> str | None:
     core = split_note(rule.strip())[0]
     if not answer or not _WEAK_FORM.search(core):
         return None
-    said = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", answer.strip()) if s.strip()]
+    said = [s.strip() for s in _ANSWER_SENTENCES.split(answer.strip()) if s.strip()]
     if not said or not _TAKEN.match(said[0]):
         return None
     theirs = content(core)

@@ -85,18 +85,17 @@ def build_prompt(
         for m in existing
     ]
     events = [_slim(e) for e in episode["events"]]
+    budget = max_input_tokens - count_tokens(system)
+    fitted = {} if reading is None else {"reading": _fit_reading(reading, budget // READING_SHARE)}
     body: dict[str, Any] = {
         "episode_id": episode["id"],
         "project_id": episode["project_id"],
         "owner": {"owner_type": owner[0], "owner_id": owner[1]},
         "features": episode["stats"],
         "existing_memories": memories,
-        **({"reading": reading} if reading is not None else {}),
+        **fitted,
         "events": events,
     }
-    budget = max_input_tokens - count_tokens(system)
-    if reading is not None:
-        body["reading"] = _fit_reading(reading, budget // READING_SHARE)
     report = {"events": len(events), "summarised": False, "omitted_events": 0}
     user = _dump(body)
     if count_tokens(user) <= budget:
