@@ -113,6 +113,14 @@ def test_lets_is_an_order_or_the_moments_plan() -> None:
         ("is there no library to do UUID validation??", "Use a library to do UUID validation."),
         ("what does upper bound mean here?", None),
         ("Do we need this at all?", None),
+        (
+            "Do we need the change in CLAUDE.md at all then? it should just work, right?",
+            "The change in CLAUDE.md is not needed. It should just work.",
+        ),
+        ("do we even need our wrapper script?", "The project's wrapper script is not needed."),
+        ("Do we really need to call flush() here?", "There is no need to call flush()."),
+        ("Do we need a migration?", None),  # a real question: nothing doubted
+        ("Can we use our logger? what do you think?", None),  # a second question after it
         ("why not wondering about it?", None),
     ],
 )

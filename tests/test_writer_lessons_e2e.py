@@ -127,6 +127,39 @@ def test_a_proposal_is_written_as_what_was_decided(tmp_path: Path) -> None:
     ), rejected
 
 
+def test_a_doubt_that_something_is_needed_is_written_as_what_was_decided(
+    tmp_path: Path,
+) -> None:
+    """ "Do we need X at all?" is a proposal to drop X: when the agent agrees, the memory says X
+    is not needed (a statement tagged ", right?" after it is its reason, no question); when the
+    agent answers "yes", X stays and nothing is written."""
+    recs = [
+        user("set up the dev shell so mise tools are on PATH in every hook"),
+        say("I added a SessionStart hook and a note in `CLAUDE.md` telling you to run mise."),
+        user(
+            "Do we need the note in `CLAUDE.md` at all then? it should just work out of the box"
+            " through the hook, right?"
+        ),
+        say("You're right, the hook already does it. Removing the note."),
+        bash("a1", "git diff --stat"),
+        result("a1", " CLAUDE.md | 3 ---"),
+        user(
+            "Do we need the retry wrapper in `deploy.sh` at all? the upload should just work"
+            " the first time, right?"
+        ),
+        say("Yes, the registry drops uploads under load; without the retry the deploy fails."),
+        user("ok"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if "?" in t], texts
+    assert (
+        "The note in `CLAUDE.md` is not needed. It should just work out of the box through the"
+        " hook." in texts
+    ), texts
+    assert not [t for t in texts if "retry" in t.lower()], texts
+
+
 def test_chat_openers_and_the_moments_plans_are_not_memories(tmp_path: Path) -> None:
     """What the user says in passing is written without its opener, and "let's pause" or a bare
     request for the task is no memory at all."""

@@ -65,6 +65,20 @@ _THERE_IS = re.compile(
     r"|function|command|builtin|api|way|option|flag|setting)\b.+?)\s*\?+$",
     re.IGNORECASE,
 )
+# a doubt asked as a question: what it doubts is needed ("Do we even need the wrapper at all?")
+_NEED_DOUBT = re.compile(
+    r"^do (?:we|you|i) (?:(?:really|even|actually|still) +)+need (?P<rest>.+?)"
+    r"(?:\s+(?:at all|anymore|any more))?(?:\s+(?:then|now|here))?\s*\?+$"
+    r"|^do (?:we|you|i) need (?P<rest2>.+?)\s+(?:at all|anymore|any more)"
+    r"(?:\s+(?:then|now|here))?\s*\?+$",
+    re.IGNORECASE,
+)
+# a statement with a question tag after it ("it should just work, right?")
+_TAG = re.compile(
+    r",?\s*(?:right|no|correct|yes|isn'?t it|doesn'?t it|don'?t you think|wouldn'?t it)\s*\?+\s*$",
+    re.IGNORECASE,
+)
+_POINTER = frozenset({"it", "this", "that", "these", "those", "them"})
 _GERUNDS = {
     "adding": "add",
     "using": "use",
@@ -243,9 +257,10 @@ def proposed_rule(question: str) -> str | None:
         text, tail = text[: paren.start()], " " + paren.group(1)
     asked, mark, after = text.partition("?")
     if after.strip(" ?"):  # "Can we use our logger? should be WARN": the rest explains it
-        rest = after.strip(" ?")
-        if is_question(rest):
+        rest = _TAG.sub("", after.strip())  # (", right?": a statement, not a question)
+        if not rest.strip(" ?") or "?" in rest:
             return None
+        rest = rest.strip()
         tail = " " + rest[:1].upper() + rest[1:].rstrip(".") + "." + tail
     text = asked + mark
     there = _THERE_IS.match(text)
@@ -253,6 +268,9 @@ def proposed_rule(question: str) -> str | None:
         rest = there.group("rest").strip().rstrip(" ?.")
         article = "an" if rest[:1].lower() in "aeiou" else "a"
         return f"Use {article} {rest}." + tail if len(rest.split()) >= 2 else None
+    doubt = _NEED_DOUBT.match(text)
+    if doubt:  # "do we even need the wrapper at all?" -> "The wrapper is not needed."
+        return _not_needed(doubt.group("rest") or doubt.group("rest2"), tail)
     m = _PROPOSAL.match(text)
     if not m:
         return None
@@ -268,6 +286,25 @@ def proposed_rule(question: str) -> str | None:
     if len(rest.split()) < 2:
         return None
     return rest[:1].upper() + rest[1:] + "." + tail
+
+
+def doubts(question: str) -> bool:
+    """Whether a question doubts that something is needed ("Do we even need X at all?"): a
+    "yes" to it keeps X, where a "yes" to a proposal takes the proposal."""
+    return _NEED_DOUBT.match(split_note(question.strip())[0].partition("?")[0] + "?") is not None
+
+
+def _not_needed(what: str, tail: str) -> str | None:
+    """The rule a doubt proposes: what it doubts is not needed (None when that only points
+    back: "do we need this at all?")."""
+    what = what.strip().rstrip(" ?.")
+    if what.split(" ", 1)[0].lower() in _POINTER or (len(what.split()) < 2 and "`" not in what):
+        return None
+    for pat, repl in _FIRST_PERSON:
+        what = pat.sub(repl, what)
+    if what.lower().startswith("to "):
+        return f"There is no need {what}." + tail
+    return what[:1].upper() + what[1:] + " is not needed." + tail
 
 
 # where an agent's answer is cut into sentences (an end mark and blanks, or a line break)

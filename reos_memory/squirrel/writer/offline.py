@@ -61,6 +61,7 @@ COMMANDS_KEY = "project.commands.checks"
 MAX_DIAGNOSES = 3  # standalone diagnosis memories per episode
 MAX_SUMMARY_NOTES = 4
 MAX_SCORED = 1  # sentences the lesson model found, per episode
+_YES = re.compile(r"\s*(?:yes|yeah|yep)\b", re.IGNORECASE)
 SHORT_REPLY_WORDS = 8  # a reply this short names its subject only with what it answers
 
 
@@ -167,6 +168,8 @@ def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
         fate = "unknown"
     else:
         fate = "taken" if answer.decided else lesson_form.outcome(*answer[:3])
+        if fate == "taken" and lesson_form.doubts(lesson) and _YES.match(answer.said or ""):
+            fate = "unknown"  # a "yes" to "do we need X at all?" may keep X
     if fate == "argued":
         return None, "a proposal the agent argued against"
     rule = lesson_form.proposed_rule(lesson) if fate == "taken" else None
