@@ -867,4 +867,20 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("sed -u 's/:debug/:info/' app.log", "s/:debug/:info/"),
     # a Dynatrace token's shape with a secret part far shorter than 64 characters
     ("token=dt0c01.ST2EY72KQINMH574WMNVI7YN.TOOSHORT", "dt0c01.ST2EY72KQINMH574WMNVI7YN.TOOSHORT"),
+    # an agent's session id (the day, then a UUID) under a session name: an id, not a cookie
+    (
+        '"session_id": "2026-01-05-0bb9a2d9-a51e-4d5a-8275-566c766a0ff2",',
+        "2026-01-05-0bb9a2d9-a51e-4d5a-8275-566c766a0ff2",
+    ),
+    (
+        "Entire-Session: 2026-01-08-45f30e78-e233-4c58-9ed6-332d549a3521",
+        "2026-01-08-45f30e78-e233-4c58-9ed6-332d549a3521",
+    ),
+    # ids of LLM API objects in a pasted response
+    (
+        '{"id": "msg_bdrk_01P75ryByUmPybsgSkdRtaZU", "type": "message"}',
+        "msg_bdrk_01P75ryByUmPybsgSkdRtaZU",
+    ),
+    ('"tool_use_id": "toolu_01SKk2dM5q1c8gecaoatnwJnQx"', "toolu_01SKk2dM5q1c8gecaoatnwJnQx"),
+    ('{"id": "chatcmpl-9x8KXJ2mQpL4vRtYz7NcB3aWdE1fG"}', "chatcmpl-9x8KXJ2mQpL4vRtYz7NcB3aWdE1fG"),
 ]

@@ -56,6 +56,12 @@ _PROVIDER_RE = re.compile(
 _NEEDS_RANDOM_TAIL = frozenset({"openai_key", "anthropic_key", "slack_token", "gitlab_token"})
 
 _B64_RE = re.compile(r"[A-Za-z0-9+/_\-]{32,}")
+# ids of LLM API objects (Anthropic's messages and tool calls, on Bedrock and Vertex too; OpenAI's
+# completions, calls, responses, assistants, threads and runs): agents' logs are full of them
+_API_OBJECT_ID_RE = re.compile(
+    r"(?:(?:msg|toolu|srvtoolu|agent_msg|req|call|resp|asst|thread|run|batch)_(?:bdrk_|vrtx_)?"
+    r"|chatcmpl-)[A-Za-z0-9]{16,40}"
+)
 _LONG_TOKEN = 1024
 # Hash-labelled values and public keys are not secrets: sha256:..., go.sum h1:..., data URIs.
 _HASH_LABEL_BEFORE_RE = re.compile(
@@ -232,7 +238,7 @@ def _entropy_pieces(text: str, start: int, end: int, spans: list[Span]) -> None:
                     spans.append(Span(pos, pos + len(seg), P_ENTROPY, "high_entropy"))
                 pos += len(seg) + 1
             continue
-        if not looks_random(tok):
+        if not looks_random(tok) or _API_OBJECT_ID_RE.fullmatch(tok):
             continue
         while e < end and e - m.end() < 2 and text[e] == "=":
             e += 1

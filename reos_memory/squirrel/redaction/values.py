@@ -18,7 +18,9 @@ WORDY_RE = re.compile(
 NEXT_WORD_RE = re.compile(r"[ \t]+([A-Za-z0-9][^\s]*)")
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _UUID_RE = re.compile(_UUID)
-_UUID_OR_HEX_RE = re.compile(_UUID + r"|[0-9a-f]{8,64}")
+# an id under a weak name (session_id, sid): a UUID, one with the day it was made before it
+# (2026-01-05-<uuid>, as agents name their sessions), or a hex number
+_UUID_OR_HEX_RE = re.compile(r"(?:\d{4}-\d{2}-\d{2}-)?" + _UUID + r"|[0-9a-f]{8,64}")
 _HEX_RE = re.compile(r"[0-9a-f]+")
 # what a weak name's value may look like and still be no secret: a hex number, a camelCase name
 _NOT_RANDOM_WEAK_RE = re.compile(r"0[xX][0-9a-fA-F]+|[a-z]+(?:[A-Z][a-z]*)+[0-9]*")
