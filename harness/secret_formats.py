@@ -422,6 +422,10 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "make_immediate", f"{env} ::= {v}", "tool"
     yield "make_quoted", f'{env} ?= "{v}"', "tool"
     yield "php_concat", f'${camel} .= "{v}";', "tool"
+    yield "append_assign", f'{env} += "{v}"', "tool"
+    yield "csv_row", f"name,value\n{camel},{v},\nregion,eu-west-1", "tool"
+    yield "yaml_block", f"deploy:\n  {low}: |\n    {v}\n  region: eu-west-1\n", "tool"
+    yield "yaml_folded", f"{low}: >-\n  {v}\n", "tool"
     yield "xml_element", f"<settings>\n  <{camel}>\n    {v}\n  </{camel}>\n</settings>", "tool"
     # the form of the scanners' fixture lines and of notes: "twilio token - '...'"
     word = "password" if "PASS" in env else "token"
@@ -876,6 +880,13 @@ LOOKALIKES: list[tuple[str, str]] = [
         "Entire-Session: 2026-01-08-45f30e78-e233-4c58-9ed6-332d549a3521",
         "2026-01-08-45f30e78-e233-4c58-9ed6-332d549a3521",
     ),
+    # a YAML block under a secret's name holding prose or a reference; a counter added to
+    ("password_help: |\n  Use at least 12 characters.\n", "Use at least 12 characters."),
+    ("api_key: |\n  ${API_KEY}\n", "${API_KEY}"),
+    ("total_tokens += usage.output_tokens", "usage.output_tokens"),
+    # a CSV header and a list of names after a secret's name
+    ("token,count,model\nprompt,812,gpt-4o", "token,count,model"),
+    ("apiToken,refreshToken,sessionCookieName", "refreshToken,sessionCookieName"),
     # ids of LLM API objects in a pasted response
     (
         '{"id": "msg_bdrk_01P75ryByUmPybsgSkdRtaZU", "type": "message"}',

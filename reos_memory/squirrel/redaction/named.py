@@ -47,14 +47,15 @@ _KV_TAIL_RE = re.compile(
     r"""
     (?P<nq>\\?["'])?+(?:\]|(?<=\w)\})?
     (?:
-        (?P<sp1>[ \t]*)(?P<sep>:=|=>|=(?![=~>])|:(?![:/\\])|(?<=["']),|\((?=[ \t]*[bBrRuUfF]{0,2}["'`])
+        (?P<sp1>[ \t]*)(?P<sep>:=|=>|\+=(?![=~>])|=(?![=~>])|:(?![:/\\])|(?<=["']),|,(?=[^\s,])|\((?=[ \t]*[bBrRuUfF]{0,2}["'`])
                          |(?<=[ \t])-(?=[ \t]+(?P<dq>["'])[^\s"'`]+(?P=dq)))
         (?P<sp2>[ \t]*)
       | (?P<xml>>(?:[ \t]*\r?\n[ \t]*)?)
       | (?P<ws>[ \t]+)
     )
     (?:
-        [bBrRuUfF]{0,2}\\"(?P<eqv>(?:(?!\\")[^\n]){0,4096})(?:\\")?
+        [|>][-+]?[ \t]*\r?\n[ \t]+(?P<bv>\S{1,4096})(?=[ \t]*(?:\r?\n|\Z))  # YAML's block: a word
+      | [bBrRuUfF]{0,2}\\"(?P<eqv>(?:(?!\\")[^\n]){0,4096})(?:\\")?
       | (?:[bBrRuUfF]{1,2}|@)?(?P<q>["'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n]){0,4096})(?P=q)?
       | (?P<bare>[^\s"'`;&<>()\[\]{}|]{1,4096})
     )?
@@ -197,6 +198,7 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         and text[start - 1 : start] not in ('"', "'", "<")  # (or an element's name)
         and text[start : start + 1] != "-"
         and text[end : end + 1] != ":"  # a YAML key, or "key: value" said in a line
+        and not (text[end : end + 1] == "," and text[max(0, start - 1) : start] in ("", "\n"))
     ):
         # a variable in code, not a config file's key or a flag: its value is a secret only
         # when it is a string literal shaped like a token (etsy_key = "0f3a..."), not an id
@@ -246,7 +248,7 @@ def _named_at(
     if not _separates_value(text, start, name, before, m):
         return False
     group = m.lastgroup  # the value groups close last, so this names the one that matched
-    if group not in ("eqv", "qv", "bare"):
+    if group not in ("eqv", "qv", "bare", "bv"):
         if _env_line(text, m, name, _line_prefix(text, start), _starts_line(text, start)):
             # DB_PASSWORD=[[]]{}()x1: a .env value may open with a bracket
             vs = ve = m.end()
@@ -396,20 +398,27 @@ def _literal_fits(info: NameInfo, value: str) -> bool:
 
 
 def _words_follow(text: str, start: int, end: int) -> bool:
-    """Whether the name is followed by blanks and no ``=``/``:``, and is no flag or bare
+    """Whether the name is followed by blanks and no ``=``/``+=``/``:``, and is no flag or bare
     ``password`` (those take a value after blanks)."""
     if text[end : end + 1] not in (" ", "\t") or (
         text[start] == "-" or text[start:end].lower() in ("password", "passwd")
     ):
         return False
     ahead = text[end : end + 40].lstrip(" \t")
-    return ahead[:1] not in ("=", ":") and _DASH_QUOTE_RE.match(ahead) is None
+    return (
+        ahead[:1] not in ("=", ":")
+        and not ahead.startswith("+=")
+        and _DASH_QUOTE_RE.match(ahead) is None
+    )
 
 
 def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[str]) -> bool:
     """Whether what `m` matched after the name introduces its value: a separator, the ``>`` of an
     element opened right before the name, or the blanks after a flag or a .netrc ``password``."""
     xml, ws = m.group("xml", "ws")
+    if m.group("sep") == "," and m.group("nq") is None:
+        # "apiToken,<value>," opening a line: a CSV row; elsewhere a list of names
+        return text[max(0, start - 1) : start] in ("", "\n") and m.group("bare") is not None
     if xml is not None and not before.endswith("<"):
         return False
     if ws is not None:
@@ -478,7 +487,7 @@ def _judge_value(
     if is_placeholder(value) or value.startswith(PUBLIC_BY_DESIGN):
         return None
     if sep in (",", "(") and not (
-        quoted
+        (quoted or (sep == "," and _csv_value(info, value)))
         and randomish(value, 8)
         and not WORDY_RE.fullmatch(value)
         and _NOT_A_LITERAL_SECRET_RE.match(value) is None
@@ -500,6 +509,16 @@ def _judge_value(
     ):
         return None
     return ve if fits_tier(info, value) else None
+
+
+def _csv_value(info: NameInfo, value: str) -> bool:
+    """Whether a bare value in a CSV row after a secret's name is shaped like one: long and
+    random, an issued token, or (after a password's name) with a digit or a symbol in it."""
+    return (
+        randomish(value, 16)
+        or token_literal(value)
+        or (info.tier == TIER_PASSWORD and has_digit_or_symbol(value))
+    )
 
 
 def _dashed_value(info: NameInfo, value: str) -> bool:
