@@ -576,6 +576,9 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         ("elixir_attribute", lambda v: f'@api_token "{v}"'),
         ("rust_bytes", lambda v: f'const API_KEY: &[u8] = b"{v}";'),
         ("lisp_def_next_line", lambda v: f'(def api-token\n  "{v}")'),
+        # a log line naming the key bare, lowercase random as many vendors issue them
+        ("log_bare_key", lambda v: f"[DEBUG] Using Key={v}\n[INFO] Response received: 200 OK"),
+        ("bare_key_spaced", lambda v: f"[DEBUG] using key = {v}"),
     ]
     out = []
     for name, fmt in shapes:
@@ -589,6 +592,8 @@ def _named_leaks(rng: random.Random) -> list[Case]:
             v = r(LOWER_ALNUM, 16)(rng)
         elif name.endswith("_hex"):
             v = r(HEX, 32)(rng)
+        elif name in ("log_bare_key", "bare_key_spaced"):
+            v = r(LOWER_ALNUM, 40)(rng)
         elif name == "yaml_vendor_key":
             v = r(LOWER_ALNUM, 24)(rng)
         else:
@@ -884,6 +889,10 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("password_help: |\n  Use at least 12 characters.\n", "Use at least 12 characters."),
     ("api_key: |\n  ${API_KEY}\n", "${API_KEY}"),
     ("total_tokens += usage.output_tokens", "usage.output_tokens"),
+    # a bare key whose value is a cache's or a map's key, or a digest
+    ("cache hit for key=user:42:profile", "user:42:profile"),
+    ("key = 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c"),
+    ('<add key="EnableRetries" value="true"/>', "EnableRetries"),
     # a CSV header and a list of names after a secret's name
     ("token,count,model\nprompt,812,gpt-4o", "token,count,model"),
     ("apiToken,refreshToken,sessionCookieName", "refreshToken,sessionCookieName"),

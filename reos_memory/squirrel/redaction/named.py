@@ -180,6 +180,9 @@ def scan_named(text: str, b: bytes, spans: list[Span]) -> bool:
 # least 4,000, one per 100 characters) it is a crafted or generated blob, and the rest of it is
 # redacted as one finding rather than judged word by word in time that adds up to minutes.
 _HIT_BUDGET = 4000
+# what follows a bare key that gives it a value (key=, Key: , "key": ) - the name is a word
+# of prose and code far more often
+_BARE_KEY_SEP_RE = re.compile(r"""["']?[ \t]*[:=]""")
 
 
 def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: list[int]) -> None:
@@ -192,6 +195,8 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         return
     reach[0] = end
     info = name_info(text[start:end])
+    if info is not None and end - start == 3 and not _BARE_KEY_SEP_RE.match(text, end):
+        info = None  # a bare "key" in words or code (the common case, read no further)
     if (
         info is not None
         and info.quoted_only
@@ -207,10 +212,14 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
             info = None
         else:
             return
+    found = len(spans)
     if (info is None or not _named_at(text, start, end, info, spans, reach)) and text[
         end : end + 1
     ].isspace():
         prose_at(text, start, end, spans)
+    if len(spans) == found and text[start:end].lower() == "key":
+        # a bare key's value that is no secret may name one: <add key="Password" value="..."/>
+        reach[0] = end
 
 
 def _line_prefix(text: str, start: int) -> str:

@@ -189,6 +189,10 @@ def name_info(name: str) -> NameInfo | None:
         return NameInfo(
             TIER_WEAK, "env_secret", False, quoted_only=True, hex_ok=True, token_only=True
         )
+    if parts == ["key"]:
+        # a bare key=, Key: (a log's "Using Key=...", a form's field): a secret when its value
+        # is shaped like an issued token, not a cache's or a map's key (user:42, a digest)
+        return NameInfo(TIER_WEAK, "env_secret", False, token_only=True)
     if "pat" in shown:  # AZURE_DEVOPS_PAT, githubPat: a personal access token
         return NameInfo(TIER_WEAK, "env_secret", False, token_only=True)
     if loose_password:
