@@ -579,6 +579,8 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         # a log line naming the key bare, lowercase random as many vendors issue them
         ("log_bare_key", lambda v: f"[DEBUG] Using Key={v}\n[INFO] Response received: 200 OK"),
         ("bare_key_spaced", lambda v: f"[DEBUG] using key = {v}"),
+        # a token of random segments joined by dots, given alone: every segment goes
+        ("dotted_segments", lambda v: f"the export link is signed with {v} until Friday"),
     ]
     out = []
     for name, fmt in shapes:
@@ -592,13 +594,17 @@ def _named_leaks(rng: random.Random) -> list[Case]:
             v = r(LOWER_ALNUM, 16)(rng)
         elif name.endswith("_hex"):
             v = r(HEX, 32)(rng)
+        elif name == "dotted_segments":
+            v = cat(r(ALNUM, 18), ".", r(ALNUM, 40), ".", r(ALNUM, 14))(rng)
         elif name in ("log_bare_key", "bare_key_spaced"):
             v = r(LOWER_ALNUM, 40)(rng)
         elif name == "yaml_vendor_key":
             v = r(LOWER_ALNUM, 24)(rng)
         else:
             v = pw(rng)
-        out.append(Case(name, "named", [fmt(v)], v, [v], "user"))
+        # (a dotted token leaks by any of its segments)
+        needles = v.split(".") if name == "dotted_segments" else [v]
+        out.append(Case(name, "named", [fmt(v)], v, needles, "user"))
     return out
 
 
@@ -889,6 +895,9 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("password_help: |\n  Use at least 12 characters.\n", "Use at least 12 characters."),
     ("api_key: |\n  ${API_KEY}\n", "${API_KEY}"),
     ("total_tokens += usage.output_tokens", "usage.output_tokens"),
+    # words joined by dots to a random run: the words stay
+    ("saved report.Q8mX2pL9vR4tY7wK3nB6cF1hJ5dG0sAz.pdf to the bucket", "saved report."),
+    ("cache at v2.Q8mX2pL9vR4tY7wK3nB6cF1hJ5dG0sAz.tar.gz", ".tar.gz"),
     # a bare key whose value is a cache's or a map's key, or a digest
     ("cache hit for key=user:42:profile", "user:42:profile"),
     ("key = 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c"),

@@ -169,7 +169,7 @@ def _scan_provider(text: str, start: int, end: int, spans: list[Span]) -> bool:
 def _scan_entropy(text: str, start: int, end: int, spans: list[Span]) -> None:
     found = len(spans)
     _entropy_pieces(text, start, end, spans)
-    if len(spans) > found and "=" in text[start:end]:
+    if len(spans) > found and ("=" in text[start:end] or "." in text[start:end]):
         _across_padding(text, start, end, spans, found)
 
 
@@ -196,11 +196,12 @@ def _across_padding(text: str, start: int, end: int, spans: list[Span], found: i
     def joins(k: int, other: int) -> bool:
         lo, hi = sorted((k, other))
         gap = text[pieces[lo][1] : pieces[hi][0]]
-        return 0 < len(gap) <= 2 and set(gap) == {"="}
+        return (0 < len(gap) <= 2 and set(gap) == {"="}) or gap == "."
 
-    # a finding spreads forward, then back, over the random pieces "=" joins to it; back only
-    # over what is base64 itself (closed by "==", or 20+ random characters): a name before "="
-    # (`signingKeyV2=`, `userId42=`) stays, and so does an ETag's `W/0x8DC6...=`
+    # a finding spreads forward, then back, over the random pieces "=" or "." joins to it; back
+    # only over what is base64 itself (closed by "==", or 20+ random characters, 12+ before a
+    # dot): a name before "=" (`signingKeyV2=`, `userId42=`) stays, and so does an ETag's
+    # `W/0x8DC6...=`; a piece that reads like words joins only after base64's "==" padding
     for order in (range(1, len(pieces)), range(len(pieces) - 2, -1, -1)):
         for k in order:
             other = k - 1 if order.step == 1 else k + 1
@@ -208,10 +209,13 @@ def _across_padding(text: str, start: int, end: int, spans: list[Span], found: i
                 continue
             s, e = pieces[k]
             piece = text[s:e]
-            if not randomish(piece, 6) or _WORDISH_RE.fullmatch(piece):
+            padded = order.step == 1 and text[s - 2 : s] == "=="  # (after base64's padding)
+            if not randomish(piece, 6) or (_WORDISH_RE.fullmatch(piece) and not padded):
                 continue
+            dotted = text[e : e + 1] == "."  # (a segment of a dotted token: 12 random do)
             if order.step == -1 and not (
-                text[e : e + 2] == "==" or (randomish(piece, 20) and "/" not in piece)
+                text[e : e + 2] == "=="
+                or (randomish(piece, 12 if dotted else 20) and "/" not in piece)
             ):
                 continue
             hit[k] = added[k] = True
