@@ -120,6 +120,13 @@ def test_lets_is_an_order_or_the_moments_plan() -> None:
         ("do we even need our wrapper script?", "The project's wrapper script is not needed."),
         ("Do we really need to call flush() here?", "There is no need to call flush()."),
         ("Do we need a migration?", None),  # a real question: nothing doubted
+        (
+            "wouldn't it be better to keep the parser in its own package?",
+            "Keep the parser in its own package.",
+        ),
+        ("Isn't it simpler to pass the config as an argument?", "Pass the config as an argument."),
+        ("what if we cache the parsed config per request?", "Cache the parsed config per request."),
+        ("what if we just drop it?", None),  # what it proposes is in the turn before
         ("Can we use our logger? what do you think?", None),  # a second question after it
         ("why not wondering about it?", None),
     ],

@@ -56,7 +56,9 @@ _LETS_MOMENT = re.compile(
 # proposals asked as questions, and the rule each proposes when it is taken
 _PROPOSAL = re.compile(
     r"^(?:(?:can(?:'t|not)?|could(?:n'?t)?|should(?:n'?t)?|shall) (?:we|you|it|i)|why (?:not|don'?t we|are we not"
-    r"|aren'?t we|do we not|not just)|how about|what about|would it be better to)\s+(?:just\s+)?"
+    r"|aren'?t we|do we not|not just)|how about|what about|what if we"
+    r"|(?:would(?:n'?t)?|is(?:n'?t)?) it (?:be )?(?:better|cleaner|simpler|easier|safer) (?:to|if we))"
+    r"\s+(?:just\s+)?"
     r"(?P<rest>.+?)\s*\?+$",
     re.IGNORECASE,
 )
@@ -283,8 +285,9 @@ def proposed_rule(question: str) -> str | None:
     for pat, repl in _FIRST_PERSON:
         rest = pat.sub(repl, rest)
     rest = rest.rstrip(" ?.")
-    if len(rest.split()) < 2:
-        return None
+    words = rest.split()
+    if len(words) < 2 or all(w.lower() in _POINTER for w in words[1:]):
+        return None  # "can we drop it?": what it proposes is in the turn before
     return rest[:1].upper() + rest[1:] + "." + tail
 
 
