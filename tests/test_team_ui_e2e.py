@@ -429,12 +429,17 @@ def test_sign_in_is_limited_and_bounded_and_a_stale_edit_is_a_conflict(server, o
             _post(limited, "/signin", {"key": bogus}, {"Origin": limited.base}) for _ in range(40)
         ]
         elapsed = time.monotonic() - t0
-        rpc, _, _ = limited.post_raw(b'{"jsonrpc":"2.0","id":1,"method":"team/whoami"}', bogus)
+        # (five at once: on a loaded machine a token may come back between two of them, but
+        # a budget of /rpc's own, with its burst of 10, would refuse none)
+        rpcs = [
+            limited.post_raw(b'{"jsonrpc":"2.0","id":1,"method":"team/whoami"}', bogus)[0]
+            for _ in range(5)
+        ]
     finally:
         limited.stop()
     assert set(statuses) <= {401, 429} and 429 in statuses
     assert statuses.count(401) <= 10 + 5 * elapsed + 1, (statuses.count(401), elapsed)
-    assert rpc == 429  # the budget is the address's: /rpc is refused too
+    assert 429 in rpcs, rpcs  # the budget is the address's: /rpc is refused too
     assert _post(server, "/signin", {"key": "k" * 100_000}, {"Origin": server.base}) == 413
     mid = server.result(org.writer, "squirrel/memories/add",
                         {"project_id": PROJECT, "kind": "note", "text": "Version one"})[
