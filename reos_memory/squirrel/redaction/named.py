@@ -194,8 +194,10 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         reach[0] = name_map.find(b" ", i)
         return
     reach[0] = end
-    info = name_info(text[start:end])
-    if info is not None and end - start == 3 and not _BARE_KEY_SEP_RE.match(text, end):
+    name = text[start:end]
+    bare_key = name.lower() == "key"
+    info = name_info(name)
+    if bare_key and not _BARE_KEY_SEP_RE.match(text, end):
         info = None  # a bare "key" in words or code (the common case, read no further)
     if (
         info is not None
@@ -203,7 +205,7 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         and text[start - 1 : start] not in ('"', "'", "<")  # (or an element's name)
         and text[start : start + 1] != "-"
         and text[end : end + 1] != ":"  # a YAML key, or "key: value" said in a line
-        and not (text[end : end + 1] == "," and text[max(0, start - 1) : start] in ("", "\n"))
+        and not (text[end : end + 1] == "," and _opens_line(text, start))  # a CSV row
     ):
         # a variable in code, not a config file's key or a flag: its value is a secret only
         # when it is a string literal shaped like a token (etsy_key = "0f3a..."), not an id
@@ -217,9 +219,14 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         end : end + 1
     ].isspace():
         prose_at(text, start, end, spans)
-    if len(spans) == found and text[start:end].lower() == "key":
+    if len(spans) == found and bare_key:
         # a bare key's value that is no secret may name one: <add key="Password" value="..."/>
         reach[0] = end
+
+
+def _opens_line(text: str, start: int) -> bool:
+    """Whether the name at `start` is the first character of its line."""
+    return text[max(0, start - 1) : start] in ("", "\n")
 
 
 def _line_prefix(text: str, start: int) -> str:
@@ -427,7 +434,7 @@ def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[
     xml, ws = m.group("xml", "ws")
     if m.group("sep") == "," and m.group("nq") is None:
         # "apiToken,<value>," opening a line: a CSV row; elsewhere a list of names
-        return text[max(0, start - 1) : start] in ("", "\n") and m.group("bare") is not None
+        return _opens_line(text, start) and m.group("bare") is not None
     if xml is not None and not before.endswith("<"):
         return False
     if ws is not None:

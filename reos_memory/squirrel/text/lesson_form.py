@@ -67,12 +67,11 @@ _THERE_IS = re.compile(
     r"|function|command|builtin|api|way|option|flag|setting)\b.+?)\s*\?+$",
     re.IGNORECASE,
 )
-# a doubt asked as a question: what it doubts is needed ("Do we even need the wrapper at all?")
+# a doubt asked as a question: what it doubts is needed ("Do we even need the wrapper at all?");
+# a doubt needs its word of doubt before "need" or after what is needed (see `_doubt`)
 _NEED_DOUBT = re.compile(
-    r"^do (?:we|you|i) (?:(?:really|even|actually|still) +)+need (?P<rest>.+?)"
-    r"(?:\s+(?:at all|anymore|any more))?(?:\s+(?:then|now|here))?\s*\?+$"
-    r"|^do (?:we|you|i) need (?P<rest2>.+?)\s+(?:at all|anymore|any more)"
-    r"(?:\s+(?:then|now|here))?\s*\?+$",
+    r"^do (?:we|you|i) (?P<before>(?:(?:really|even|actually|still) +)+)?need (?P<rest>.+?)"
+    r"(?P<after>\s+(?:at all|anymore|any more))?(?:\s+(?:then|now|here))?\s*\?+$",
     re.IGNORECASE,
 )
 # a statement with a question tag after it ("it should just work, right?")
@@ -270,9 +269,9 @@ def proposed_rule(question: str) -> str | None:
         rest = there.group("rest").strip().rstrip(" ?.")
         article = "an" if rest[:1].lower() in "aeiou" else "a"
         return f"Use {article} {rest}." + tail if len(rest.split()) >= 2 else None
-    doubt = _NEED_DOUBT.match(text)
-    if doubt:  # "do we even need the wrapper at all?" -> "The wrapper is not needed."
-        return _not_needed(doubt.group("rest") or doubt.group("rest2"), tail)
+    doubt = _doubt(text)
+    if doubt is not None:  # "do we even need the wrapper at all?" -> "The wrapper is not needed."
+        return _not_needed(doubt.group("rest"), tail)
     m = _PROPOSAL.match(text)
     if not m:
         return None
@@ -294,7 +293,13 @@ def proposed_rule(question: str) -> str | None:
 def doubts(question: str) -> bool:
     """Whether a question doubts that something is needed ("Do we even need X at all?"): a
     "yes" to it keeps X, where a "yes" to a proposal takes the proposal."""
-    return _NEED_DOUBT.match(split_note(question.strip())[0].partition("?")[0] + "?") is not None
+    return _doubt(split_note(question.strip())[0].partition("?")[0] + "?") is not None
+
+
+def _doubt(asked: str) -> re.Match[str] | None:
+    """A question's doubt that something is needed ("do we need a migration?" asks, no doubt)."""
+    m = _NEED_DOUBT.match(asked)
+    return m if m is not None and (m.group("before") or m.group("after")) else None
 
 
 def _not_needed(what: str, tail: str) -> str | None:
