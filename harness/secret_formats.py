@@ -361,6 +361,18 @@ LATER_KINDS: list[Kind] = [
     Kind("launchdarkly", cat("sdk-", _uuid), "LAUNCHDARKLY_SDK_KEY", prefixed=False),
     Kind("tableau_pat", cat(r(B64, 22), "==:", r(ALNUM, 32)), "TABLEAU_PAT_SECRET"),
     Kind("jenkins_secret", cat("{AQAAABAAAAAQ", r(B64, 64), "=}"), "JENKINS_API_TOKEN"),
+    Kind("duffel", cat("duffel_live_", r(B64URL, 43)), "DUFFEL_API_TOKEN"),
+    # Asana's older personal access token: "0/" or "1/", the user's id, ":", 32 characters
+    Kind(
+        "asana_old",
+        cat("1/", r(string.digits, 16), ":", r(ALNUM, 32)),
+        "ASANA_ACCESS_TOKEN",
+    ),
+    Kind(
+        "airtable_oauth",
+        cat("oaa", r(ALNUM, 14), ".v1.", r(B64URL, 120), ".", r(HEX, 64)),
+        "AIRTABLE_OAUTH_TOKEN",
+    ),
 ]
 
 ALL_KINDS = KINDS + UNNAMED_KINDS + LATER_KINDS

@@ -93,7 +93,8 @@ _FORMATS: list[tuple[str, str]] = [
     ("mapbox_token", r"sk\.eyJ[A-Za-z0-9_\-]{20,200}\.[A-Za-z0-9_\-]{20,30}"),
     ("dropbox_token", r"sl\.[A-Za-z0-9_\-]{130,160}"),
     ("clickup_token", r"pk_[0-9]{6,10}_[A-Z0-9]{32}"),
-    ("asana_token", r"[12]/[0-9]{10,16}(?:/[0-9]{10,16})?:[a-f0-9]{32}"),
+    # Asana's personal access tokens, old (<n>/<user id>:<32>) and new (<n>/<user>/<app>:<32>)
+    ("asana_token", r"[0-9]{1,4}/[0-9]{10,32}(?:/[0-9]{10,32})?:[A-Za-z0-9]{32,80}"),
     ("frameio_token", r"fio-u-[A-Za-z0-9_\-=]{64}"),
     ("typeform_token", r"tfp_[A-Za-z0-9_\-=.]{40,64}"),
     ("vercel_token", r"vc[pkia]_[A-Za-z0-9]{40,60}"),
@@ -155,6 +156,9 @@ _FORMATS: list[tuple[str, str]] = [
     ("cerebras_key", r"csk-[a-z0-9]{48}"),
     ("paystack_key", r"sk_(?:live|test)_[a-z0-9]{40}(?![A-Za-z0-9])"),
     ("zoho_token", r"1000\.[a-f0-9]{32}\.[a-f0-9]{32}"),
+    ("duffel_token", r"duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}"),
+    # an Airtable OAuth access token: "oaa", 14 characters, ".v1.", a base64url payload
+    ("airtable_oauth_token", r"oaa[A-Za-z0-9]{14}\.v1\.[A-Za-z0-9_\-]{20,}(?:\.[a-f0-9]{16,})?"),
     # a Facebook app's access token in a URL's query: the app id, %7C ("|"), the app secret
     # (after a bare "|" the same shape is as often a row of pipe-separated output,
     # "1716239023123456|usr_2fXk9LmQ7pR3tV8wY1zB4cD6eF|signup")
@@ -214,7 +218,7 @@ _ANCHORED = [
 ]
 # One search for every needle above (a run holds none of them, mostly), then the exact ones.
 _ANCHOR_ANY_RE = re.compile(
-    r"\.atlasv1\.|-us[0-9]|:AA|Q~|[MNO][A-Za-z0-9_\-]{23,25}\.|[12]/[0-9]|%7C|==:"
+    r"\.atlasv1\.|-us[0-9]|:AA|Q~|[MNO][A-Za-z0-9_\-]{23,25}\.|[0-9]/[0-9]{10}|%7C|==:"
 )
 # anything that could make a run hold a token other than at its start: a delimiter, an anchor
 # of the formats above, or the 30-character body of an unknown vendor's token
@@ -295,6 +299,8 @@ def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]
         if text[d.end() : d.end() + 2] in _BY_FIRST:
             _literal_at(text, d.end(), end, out)
     # these may reach over a character that ends a run (":" in 123:AA..., 2/12/34:abc...)
+    # (Asana's "<n>/<user id>/<app id>:" may stand 70 characters before the run it prefixes)
+    lo = max(0, start - 72)
     anchored = _ANCHORED if _ANCHOR_ANY_RE.search(text, lo, hi) is not None else []
     run = text[lo:hi] if anchored else ""
     for needle, kind in anchored:
