@@ -362,6 +362,31 @@ LATER_KINDS: list[Kind] = [
     Kind("tableau_pat", cat(r(B64, 22), "==:", r(ALNUM, 32)), "TABLEAU_PAT_SECRET"),
     Kind("jenkins_secret", cat("{AQAAABAAAAAQ", r(B64, 64), "=}"), "JENKINS_API_TOKEN"),
     Kind("duffel", cat("duffel_live_", r(B64URL, 43)), "DUFFEL_API_TOKEN"),
+    # values whose prefix is a secret's own name ("secret_...", "token_...", "sm_pat_..."): no
+    # variable is named with a random tail
+    Kind("secret_prefixed", cat("secret_", r(ALNUM, 16)), "CLIENT_SECRET", False),
+    Kind(
+        "token_prefixed",
+        cat(
+            "token_",
+            r(string.ascii_lowercase, 9),
+            r(string.digits, 1),
+            r(string.ascii_lowercase, 6),
+        ),
+        "AUTH_TOKEN",
+        False,
+    ),
+    # a token of lowercase and digits whose prefix holds a secret's name ("pat": "sm_pat_...")
+    Kind(
+        "settlemint_lower",
+        cat(
+            "sm_pat_",
+            r(string.ascii_lowercase, 6),
+            r(string.digits, 1),
+            r(string.ascii_lowercase, 9),
+        ),
+        "SETTLEMINT_TOKEN",
+    ),
     # Asana's older personal access token: "0/" or "1/", the user's id, ":", 32 characters
     Kind(
         "asana_old",
@@ -704,6 +729,9 @@ LOOKALIKES: list[tuple[str, str]] = [
     ),
     ("password = getpass.getpass()", "getpass.getpass()"),
     ("token = os.environ['GITHUB_TOKEN']", "os.environ['GITHUB_TOKEN']"),
+    # a variable that names a secret, given as the value: code, not a literal
+    ("client_secret=client_secret_v2, timeout=30", "client_secret_v2"),
+    ("f(api_token=stripe_api_token_live)", "stripe_api_token_live"),
     ("api_key = settings.OPENAI_API_KEY", "settings.OPENAI_API_KEY"),
     (
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGp2mBEs6z1Kq3dQ7wzKx8Lr0yTnU5vHc2JfW9aPb4Ro dev@laptop",

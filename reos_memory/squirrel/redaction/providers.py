@@ -172,7 +172,7 @@ _FORMATS: list[tuple[str, str]] = [
 _NEEDS_RANDOM = frozenset(
     {"vault_token", "resend_key", "square_token", "facebook_token", "discord_token",
      "notion_token", "terraform_token", "azure_ad_secret", "dropbox_token", "gitlab_token",
-     "harness_key", "octopus_key", "settlemint_token", "crates_token", "lob_key",
+     "harness_key", "octopus_key", "crates_token", "lob_key",
      "twitter_bearer", "bitbucket_app_password"}
 )  # fmt: skip
 
