@@ -593,15 +593,13 @@ def _not_literal(
         _TYPE_NAME_RE.fullmatch(value) or (sep == ":" and _ANNOTATED_RE.match(text, ve))
     ):
         return True  # token = Punctuation, LAST_PASS: Final = 2, x: SecretStr
-    if (
-        IDENT_RE.fullmatch(value)
-        and (
-            value.lower() == name.lower().strip("-")
-            or (names_secret(value) and not token_literal(value))  # (not secret_7Hq2Lm9Xp4Rt8Vw3)
-            or ("_" in value and value.islower() and not randomish(value))
-            or _CAMEL_IDENT_RE.fullmatch(value)
-            or (text[ve : ve + 1] in (",", ")", ";") and not randomish(value))
-        )
+    # (a secret's name with a random tail, secret_7Hq2Lm9Xp4Rt8Vw3, names no variable)
+    if IDENT_RE.fullmatch(value) and (
+        value.lower() == name.lower().strip("-")
+        or (names_secret(value) and not token_literal(value))
+        or ("_" in value and value.islower() and not randomish(value))
+        or _CAMEL_IDENT_RE.fullmatch(value)
+        or (text[ve : ve + 1] in (",", ")", ";") and not randomish(value))
     ):
         return True  # password=password, token=access_token, f(password=pw, ...)
     if value.isdigit() and len(value) < 4:
