@@ -420,7 +420,7 @@ class Case:
     messages: list[str]
     secret: str
     needles: list[str] = field(default_factory=list)
-    channel: str = "user"  # user message, tool output (stack traces, files) or a command
+    channel: str = "user"  # user or assistant message, tool output (stack traces, files), command
 
 
 def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
@@ -467,6 +467,17 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     # the form of the scanners' fixture lines and of notes: "twilio token - '...'"
     word = "password" if "PASS" in env else "token"
     yield "dash_quoted", f"{parts[0]} {word} - '{v}'", "user"
+    # a table an agent writes of the settings, and a pasted table of variables
+    yield (
+        "markdown_table",
+        f"| Variable | Value |\n|---|---|\n| `{env}` | `{v}` |\n| `REGION` | `eu-west-1` |",
+        "assistant",
+    )
+    yield (
+        "variables_table",
+        f"Variable name | Initial Value\n{camel} |{v}\nbaseUrl |https://api.example.com",
+        "user",
+    )
 
 
 def _unnamed_contexts(v: str) -> Iterator[tuple[str, str, str]]:
@@ -729,6 +740,10 @@ LOOKALIKES: list[tuple[str, str]] = [
     ),
     ("password = getpass.getpass()", "getpass.getpass()"),
     ("token = os.environ['GITHUB_TOKEN']", "os.environ['GITHUB_TOKEN']"),
+    # tables that describe secrets without holding one
+    ("| `password` | bcrypt |", "| `password` | bcrypt |"),
+    ("| token | string | The access token |", "| token | string | The access token |"),
+    ("| API_KEY | `${{ secrets.API_KEY }}` |", "${{ secrets.API_KEY }}"),
     # a variable that names a secret, given as the value: code, not a literal
     ("client_secret=client_secret_v2, timeout=30", "client_secret_v2"),
     ("f(api_token=stripe_api_token_live)", "stripe_api_token_live"),

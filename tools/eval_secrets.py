@@ -62,6 +62,7 @@ CRAFTED: dict[str, str] = {
     "full width": "\uff41\uff22\uff13" * 349_525,
     "-a redis-cli repeated": " -a redis-cli" * 80_659,
     "distinct passwords": "".join(f"sshpass -p Zq{i:06d}x " for i in range(49_932)),
+    "table cells": "| api_token | " * 80_660,
 }
 
 
@@ -306,7 +307,8 @@ def _events_for(c: Case) -> list[dict[str, object]]:
             {"role": "tool", "kind": "tool_result", "tool_name": "Bash", "text": m, "exit_code": 1}
             for m in c.messages
         ]
-    return [{"role": "user", "kind": "message", "text": m} for m in c.messages]
+    role = "assistant" if c.channel == "assistant" else "user"
+    return [{"role": role, "kind": "message", "text": m} for m in c.messages]
 
 
 def _transcript_for(c: Case, session: str, cwd: str, start: int) -> list[str]:
@@ -368,6 +370,9 @@ def _transcript_for(c: Case, session: str, cwd: str, start: int) -> list[str]:
                 )
             )
             i += 2
+        elif c.channel == "assistant":
+            lines.append(_cc_line(session, cwd, i, "assistant", [{"type": "text", "text": m}]))
+            i += 1
         else:
             lines.append(_cc_line(session, cwd, i, "user", m))
             i += 1

@@ -206,6 +206,7 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         and text[start : start + 1] != "-"
         and text[end : end + 1] != ":"  # a YAML key, or "key: value" said in a line
         and not (text[end : end + 1] == "," and _opens_line(text, start))  # a CSV row
+        and not _table_cell(text, start, end)
     ):
         # a variable in code, not a config file's key or a flag: its value is a secret only
         # when it is a string literal shaped like a token (etsy_key = "0f3a..."), not an id
@@ -251,6 +252,7 @@ def _named_at(
     if (
         _xml_value_at(text, start, end, info, spans, reach)
         or _pair_value_at(text, start, end, info, spans, reach)
+        or _table_value_at(text, start, end, info, spans, reach)
         or _declared_at(text, start, end, info, spans, reach)
     ):
         return True
@@ -331,6 +333,36 @@ def _pair_value_at(
         return False
     spans.append(Span(x.start(group), x.end(group), P_NAMED, info.kind))
     reach[0] = max(reach[0], x.end())
+    return True
+
+
+# a row of a Markdown or a pasted variables table: the name's cell opens the line, the value's
+# cell is next ("| DB_PASSWORD | hunter2Xy9 |", "apiKey |e9e0f062...")
+_TABLE_NAME_CELL_RE = re.compile(r"[ \t]*(?:\|[ \t]*)?`?\Z")
+_TABLE_VALUE_RE = re.compile(r"`?[ \t]*\|[ \t]*`?(?P<v>[^\s|`]{1,4096})`?[ \t]*(?:\||\r?\n|\Z)")
+
+
+def _table_cell(text: str, start: int, end: int) -> bool:
+    """Whether the name at [start, end) fills the first cell of a table's row."""
+    return text[end : end + 3].lstrip("` \t")[:1] == "|" and (
+        _TABLE_NAME_CELL_RE.fullmatch(_line_prefix(text, start)) is not None
+    )
+
+
+def _table_value_at(
+    text: str, start: int, end: int, info: NameInfo, spans: list[Span], reach: list[int]
+) -> bool:
+    """The value in the cell after a secret-named cell of a table's row."""
+    if not _table_cell(text, start, end):
+        return False
+    x = _TABLE_VALUE_RE.match(text, end)
+    if x is None:
+        return False
+    value = x.group("v")
+    if _not_a_secret_literal(info, value) or not _literal_fits(info, value):
+        return False
+    spans.append(Span(x.start("v"), x.end("v"), P_NAMED, info.kind))
+    reach[0] = max(reach[0], x.end("v"))
     return True
 
 
