@@ -311,7 +311,17 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
             "\u2502 line 31: field retry not found Error: the process failed with exit code 1.",
             "a line of a tool's output, not a lesson",
         ),
+        (
+            "The old `stage()` helper still exists in `common.go` but is now only called from the"
+            " manual path.",
+            "the state of the work at the moment, not a lesson",
+        ),
+        (
+            "The issue is now that the remote branches are not fetched.",
+            "the state of the work at the moment, not a lesson",
+        ),
         ("The loader drops unknown keys silently, so typos go unreported.", None),
+        ("Now that the cache is keyed by locale, each user gets their own page.", None),
     ],
 )
 def test_a_sentence_picked_alone_must_stand_alone(text: str, why: str | None) -> None:

@@ -500,6 +500,11 @@ _NARRATION = re.compile(
 _OUTPUT_LINE = re.compile(
     r"^[\u2502\u2503|>\u00bb]|\bexit (?:code|status) \d+\b|^\W*(?:error|fatal|panic):", re.I
 )
+# the state of the work at the moment ("X still exists but is now only called from Y", "we still
+# need the shim", "the issue is now that ..."): true of this session's code, not of a later one
+_MOMENT_STATE = re.compile(
+    r"\b(?:still|anymore|any more|at the moment|so far|for now|(?:is|are) now|now only)\b", re.I
+)
 # a sentence that answers the one before it ("However, that is not what happens: ...")
 _ANSWERS = re.compile(r"^(?:however|but|that said|instead|still|yet|otherwise)\b", re.I)
 
@@ -528,7 +533,8 @@ def is_request(text: str) -> bool:
 def unanchored(text: str) -> str | None:
     """Why a sentence picked alone from a message (not by a rule that read its context) cannot
     stand alone as a memory, or None: it narrates the speaker's next step, answers the sentence
-    before it, is a line of a tool's output or a checklist of results."""
+    before it, is a line of a tool's output, tells the state of the work at the moment or is a
+    checklist of results."""
     text = text.strip()
     if _NARRATION.match(text):
         return "the speaker's next step, not a lesson"
@@ -536,6 +542,8 @@ def unanchored(text: str) -> str | None:
         return "an answer to the sentence before it"
     if _OUTPUT_LINE.search(text):
         return "a line of a tool's output, not a lesson"
+    if _MOMENT_STATE.search(text):
+        return "the state of the work at the moment, not a lesson"
     if "\u2705" in text or "\u2714" in text:
         return "a checklist of results, not a lesson"
     return None
