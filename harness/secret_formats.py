@@ -398,6 +398,12 @@ LATER_KINDS: list[Kind] = [
         cat("oaa", r(ALNUM, 14), ".v1.", r(B64URL, 120), ".", r(HEX, 64)),
         "AIRTABLE_OAUTH_TOKEN",
     ),
+    # a dotted token with a short segment inside (Paperform's): the chain goes through it
+    Kind(
+        "dotted_short_segment",
+        cat(r(ALNUM, 24), ".", r(ALNUM, 18), ".", r(ALNUM, 2), ".", r(ALNUM, 60)),
+        "PAPERFORM_TOKEN",
+    ),
 ]
 
 ALL_KINDS = KINDS + UNNAMED_KINDS + LATER_KINDS

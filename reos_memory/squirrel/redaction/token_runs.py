@@ -209,6 +209,9 @@ def _across_padding(text: str, start: int, end: int, spans: list[Span], found: i
                 continue
             s, e = pieces[k]
             piece = text[s:e]
+            if order.step == -1 and _bridges(text, pieces, k):
+                hit[k] = added[k] = True  # ("...db1iQpLM0fsype86LD.Vk.<finding>": "Vk" goes too)
+                continue
             padded = order.step == 1 and text[s - 2 : s] == "=="  # (after base64's padding)
             if not randomish(piece, 6) or (_WORDISH_RE.fullmatch(piece) and not padded):
                 continue
@@ -222,6 +225,16 @@ def _across_padding(text: str, start: int, end: int, spans: list[Span], found: i
     spans.extend(
         Span(s, e, P_ENTROPY, "high_entropy") for (s, e), a in zip(pieces, added, strict=True) if a
     )
+
+
+def _bridges(text: str, pieces: list[tuple[int, int]], k: int) -> bool:
+    """Whether piece `k` is a short segment (1-4 letters or digits) of a dotted token between a
+    finding after it and a random segment of 12+ before it: the chain goes on through it."""
+    s, e = pieces[k]
+    if k == 0 or e - s > 4 or text[e : e + 1] != "." or text[s - 1 : s] != ".":
+        return False
+    ps, pe = pieces[k - 1]
+    return pe == s - 1 and randomish(text[ps:pe], 12) and "/" not in text[ps:pe]
 
 
 def _entropy_pieces(text: str, start: int, end: int, spans: list[Span]) -> None:
