@@ -404,6 +404,14 @@ LATER_KINDS: list[Kind] = [
         cat(r(ALNUM, 24), ".", r(ALNUM, 18), ".", r(ALNUM, 2), ".", r(ALNUM, 60)),
         "PAPERFORM_TOKEN",
     ),
+    # "pass" after what owns the password (db_pass, --smtp-pass): a password, where a code's
+    # first_pass is a step of an algorithm
+    Kind(
+        "smtp_pass",
+        cat(r(LETTERS, 4), r(string.digits, 2), "!", r(LETTERS, 3)),
+        "SMTP_PASS",
+        False,
+    ),
 ]
 
 ALL_KINDS = KINDS + UNNAMED_KINDS + LATER_KINDS
@@ -479,6 +487,8 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
         f"| Variable | Value |\n|---|---|\n| `{env}` | `{v}` |\n| `REGION` | `eu-west-1` |",
         "assistant",
     )
+    # JSON inside a string: a request body in a shell command, a payload in a log line
+    yield "escaped_json", f'curl -d "{{\\"user\\":\\"ci\\",\\"{low}\\":\\"{v}\\"}}" $URL', "command"
     yield (
         "variables_table",
         f"Variable name | Initial Value\n{camel} |{v}\nbaseUrl |https://api.example.com",
@@ -746,6 +756,9 @@ LOOKALIKES: list[tuple[str, str]] = [
     ),
     ("password = getpass.getpass()", "getpass.getpass()"),
     ("token = os.environ['GITHUB_TOKEN']", "os.environ['GITHUB_TOKEN']"),
+    # a code's "pass" is a step of an algorithm
+    ("first_pass = run_pass(graph)", "first_pass = run_pass(graph)"),
+    ("backward_pass=compute_grads(loss_fn)", "backward_pass=compute_grads(loss_fn)"),
     # tables that describe secrets without holding one
     ("| `password` | bcrypt |", "| `password` | bcrypt |"),
     ("| token | string | The access token |", "| token | string | The access token |"),

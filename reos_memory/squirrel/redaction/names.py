@@ -125,6 +125,16 @@ TIER_SECRET = 1
 TIER_WEAK = 2
 
 
+# what owns a "pass" or a "pw" that is a password (db_pass, --smtp-pass, adminPw), where a code's
+# pass is a step of an algorithm (first_pass, render_pass, backward_pass)
+_PASS_OWNERS = frozenset(
+    {"db", "database", "mysql", "postgres", "pg", "sql", "mongo", "redis", "smtp", "mail",
+     "email", "ftp", "sftp", "ssh", "admin", "root", "user", "login", "wifi", "vnc", "ldap",
+     "proxy", "keystore", "store", "basic", "bind", "master", "rabbitmq", "amqp", "vault",
+     "account", "sa", "rdp"}
+)  # fmt: skip
+
+
 @lru_cache(maxsize=4096)
 def name_info(name: str) -> NameInfo | None:
     """Classify a variable/key/flag name by the secret word among its parts, or None."""
@@ -156,9 +166,12 @@ def name_info(name: str) -> NameInfo | None:
     # backward_pass); they name a password only in UPPER_CASE env names or on their own.
     loose_ok = bare.isupper() or len(parts) == 1
     if any(
-        (p in _PASSWORD_WORDS and (loose_ok or p not in ("pass", "pw")))
+        (
+            p in _PASSWORD_WORDS
+            and (loose_ok or p not in ("pass", "pw") or (i > 0 and parts[i - 1] in _PASS_OWNERS))
+        )
         or p.endswith(("password", "passwd"))
-        for p in parts
+        for i, p in enumerate(parts)
     ):
         return NameInfo(TIER_PASSWORD, "password", False)
     # words a name shows by its separators or case, not by digits ("q7pat9x2" is no name)
