@@ -465,6 +465,9 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "vb_dim", f'Dim {camel} As String = "{v}"', "tool"
     # the environment set from a script or another shell
     yield "fish_set", f"set -gx {env} {v}", "command"
+    yield "windows_setx", f"setx {env} {v}", "command"
+    if "TOKEN" in env:
+        yield "npm_config_set", f"npm config set //npm.example.com/:_authToken {v}", "command"
     yield "csh_setenv", f"setenv {env} {v}", "command"
     yield "perl_env", f"$ENV{{{env}}} = '{v}';", "tool"
     yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"

@@ -104,7 +104,11 @@ _DECLARED_RE = re.compile(
     re.VERBOSE,
 )
 # fish's `set -x NAME value` (-gx, -Ux) and csh's `setenv NAME value`: the value after a blank
-_SET_ENV_RE = re.compile(r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+|setenv)[ \t]+\Z")
+# (and Windows' `setx NAME value`, a package manager's `npm config set //host/:_authToken value`)
+_SET_ENV_RE = re.compile(
+    r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+[ \t]+|setenv[ \t]+|setx[ \t]+"
+    r"|(?:npm|pnpm|yarn)[ \t]+config[ \t]+set[ \t]+(?://[^\s:]+:)?)\Z"
+)
 _DECLARED_OPENERS = frozenset(" \t:<|[?{]}\"'")
 # "twilio auth token - '...'": a name in words, a dash between blanks, the value quoted
 _DASH_QUOTE_RE = re.compile(r"-[ \t]+[\"']")
@@ -481,8 +485,9 @@ def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[
 
 
 def _set_by_shell(text: str, start: int) -> bool:
-    """Whether fish's ``set -x`` or csh's ``setenv`` comes right before the name."""
-    return _SET_ENV_RE.search(text, max(0, start - 40), start) is not None
+    """Whether fish's ``set -x``, csh's ``setenv``, Windows' ``setx`` or a package manager's
+    ``config set`` comes right before the name."""
+    return _SET_ENV_RE.search(text, max(0, start - 120), start) is not None
 
 
 def _auth_tuple_at(text: str, m: re.Match[str], info: NameInfo, spans: list[Span]) -> None:
