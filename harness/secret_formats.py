@@ -355,6 +355,18 @@ UNNAMED_KINDS: list[Kind] = [
     ),
 ]
 
+
+def _one_digit_inside(prefix: str, before: int, after: int) -> Gen:
+    """A prefix, then lowercase letters with one digit among them, as scanners' samples write
+    tokens whose body alone looks like no random string."""
+    return cat(
+        prefix,
+        r(string.ascii_lowercase, before),
+        r(string.digits, 1),
+        r(string.ascii_lowercase, after),
+    )
+
+
 # Formats added after the others: drawn last, so the values of the cases above stay as they were.
 LATER_KINDS: list[Kind] = [
     # ("sdk-<uuid>" alone is as often a trace's or a workspace's id: a secret by its name only)
@@ -365,28 +377,9 @@ LATER_KINDS: list[Kind] = [
     # values whose prefix is a secret's own name ("secret_...", "token_...", "sm_pat_..."): no
     # variable is named with a random tail
     Kind("secret_prefixed", cat("secret_", r(ALNUM, 16)), "CLIENT_SECRET", False),
-    Kind(
-        "token_prefixed",
-        cat(
-            "token_",
-            r(string.ascii_lowercase, 9),
-            r(string.digits, 1),
-            r(string.ascii_lowercase, 6),
-        ),
-        "AUTH_TOKEN",
-        False,
-    ),
+    Kind("token_prefixed", _one_digit_inside("token_", 9, 6), "AUTH_TOKEN", False),
     # a token of lowercase and digits whose prefix holds a secret's name ("pat": "sm_pat_...")
-    Kind(
-        "settlemint_lower",
-        cat(
-            "sm_pat_",
-            r(string.ascii_lowercase, 6),
-            r(string.digits, 1),
-            r(string.ascii_lowercase, 9),
-        ),
-        "SETTLEMINT_TOKEN",
-    ),
+    Kind("settlemint_lower", _one_digit_inside("sm_pat_", 6, 9), "SETTLEMINT_TOKEN"),
     # Asana's older personal access token: "0/" or "1/", the user's id, ":", 32 characters
     Kind(
         "asana_old",

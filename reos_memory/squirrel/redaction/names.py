@@ -125,7 +125,7 @@ TIER_SECRET = 1
 TIER_WEAK = 2
 
 
-# what owns a "pass" or a "pw" that is a password (db_pass, --smtp-pass, adminPw), where a code's
+# what owns a "pass" or a "pw" that is a password (db_pass, --smtp-pass, smtpPass), where a code's
 # pass is a step of an algorithm (first_pass, render_pass, backward_pass)
 _PASS_OWNERS = frozenset(
     {"db", "database", "mysql", "postgres", "pg", "sql", "mongo", "redis", "smtp", "mail",

@@ -216,6 +216,7 @@ _ANCHORED = [
     ("%7C", "facebook_token"),
     ("==:", "tableau_token"),
 ]
+_ANCHOR_REACH = 72  # how far before a run an anchored format may start
 # One search for every needle above (a run holds none of them, mostly), then the exact ones.
 _ANCHOR_ANY_RE = re.compile(
     r"\.atlasv1\.|-us[0-9]|:AA|Q~|[MNO][A-Za-z0-9_\-]{23,25}\.|[0-9]/[0-9]{10}|%7C|==:"
@@ -298,16 +299,17 @@ def scan_prefixed(text: str, start: int, end: int) -> list[tuple[int, int, str]]
     for d in _DELIMS_RE.finditer(text, start, end):
         if text[d.end() : d.end() + 2] in _BY_FIRST:
             _literal_at(text, d.end(), end, out)
-    # these may reach over a character that ends a run (":" in 123:AA..., 2/12/34:abc...)
-    # (Asana's "<n>/<user id>/<app id>:" may stand 70 characters before the run it prefixes)
-    lo = max(0, start - 72)
-    anchored = _ANCHORED if _ANCHOR_ANY_RE.search(text, lo, hi) is not None else []
-    run = text[lo:hi] if anchored else ""
+    # these may reach over a character that ends a run (":" in 123:AA..., 2/12/34:abc...), and
+    # further back than `lo` (Asana's "<n>/<user id>/<app id>:" may stand 70 characters before
+    # the run it prefixes)
+    back = max(0, start - _ANCHOR_REACH)
+    anchored = _ANCHORED if _ANCHOR_ANY_RE.search(text, back, hi) is not None else []
+    run = text[back:hi] if anchored else ""
     for needle, kind in anchored:
         if needle not in run:
             continue
         rx = _BY_KIND[kind]
-        for m in rx.finditer(text, lo, hi):
+        for m in rx.finditer(text, back, hi):
             s = m.start()
             if (s > 0 and text[s - 1] in _BOUNDARY) or text[m.end() : m.end() + 1] in _BOUNDARY:
                 continue
