@@ -70,6 +70,12 @@ from reos_memory.squirrel.text.lesson_form import (
             "The parser keeps unknown keys.",
         ),
         ("Of course, the cache must be warmed first.", "The cache must be warmed first."),
+        # an approval before what is corrected
+        (
+            "That looks good, but the flag must stay off by default.",
+            "The flag must stay off by default.",
+        ),
+        ("Looks fine, the retries need a jitter.", "The retries need a jitter."),
         # a marker's words with no comma or colon after them are the sentence's own
         (
             "In short mode the CLI must never print secrets.",
@@ -127,6 +133,8 @@ def test_lets_is_an_order_or_the_moments_plan() -> None:
         ("Isn't it simpler to pass the config as an argument?", "Pass the config as an argument."),
         ("what if we cache the parsed config per request?", "Cache the parsed config per request."),
         ("what if we just drop it?", None),  # what it proposes is in the turn before
+        ("How about we move this to the strategy package?", None),  # (this: the turn before)
+        ("how about we cache the parsed config?", "Cache the parsed config."),
         ("Can we use our logger? what do you think?", None),  # a second question after it
         ("why not wondering about it?", None),
     ],

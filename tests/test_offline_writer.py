@@ -124,8 +124,23 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "I wonder now if we should add this somewhere": "reply",
         "add a --json flag to the status command": "request",
         "I'll take it from here.": "rejection",
+        # work asked for now, in a reply as in a request: the work's acceptance, one more case
+        # of it, something to be made, a change to a thing of this work
+        "Make sure it works with worktrees as well.": "reply",
+        "We should also add the flag to the list command too.": "reply",
+        "There should be a test for the rebase case.": "reply",
+        "Make the function return an error instead of panicking.": "reply",
+        "I want the summary to show the token count.": "queued",
+        "I want the formula to be called homebrew-tab instead.": "reply",
     }.items():
         assert instructions.find(text, situation) == [], text
+    # ... unless said to last; and on a rejected call, an order says what the user chose
+    for text, situation in {
+        "There should always be a test for every new hook.": "reply",
+        "Make sure every command works from a subdirectory as well, always.": "reply",
+        "fix the test, the code is right": "rejection",
+    }.items():
+        assert instructions.find(text, situation), text
     # a prohibition said as one is a guard
     (guard,) = instructions.find("no, I did not say commit anything", "rejection")
     assert guard.kind == "guard" and guard.polarity == -1

@@ -186,6 +186,34 @@ def test_chat_openers_and_the_moments_plans_are_not_memories(tmp_path: Path) -> 
     assert any("mock the upload client" in t for t in texts), texts
 
 
+def test_more_work_asked_for_is_no_memory(tmp_path: Path) -> None:
+    """Replies that ask for more of this work (its acceptance, one more case, a thing to make,
+    a change to a thing of it, a proposal about "this") are no memories; a rule said in the
+    same session is one, and an approval before a correction is not written with it."""
+    recs = [
+        user("add a --json flag to the status command"),
+        bash("b1", "go test ./..."),
+        result("b1", "ok  \tgithub.com/acme/cli/cmd\t0.2s"),
+        user("Make sure it works with worktrees as well."),
+        say("It does: the flag reads the common git dir."),
+        user("There should be a test for the rebase case."),
+        say("Added TestStatusJSON_Rebase."),
+        user("Make the function return an error instead of panicking."),
+        say("Done."),
+        user("I want the summary to show the token count."),
+        say("Done."),
+        user("How about we move this to the strategy package?"),
+        say("Sure, moved it."),
+        user("That looks good, but status output must never include absolute paths."),
+        say("Understood: paths are now relative to the repository root."),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    assert "Status output must never include absolute paths." in texts, texts
+    asked = ("worktrees", "rebase case", "panicking", "token count", "strategy package")
+    assert not [t for t in texts if any(a in t for a in asked)], texts
+
+
 def test_a_fix_of_an_error_that_says_nothing_is_no_lesson(tmp_path: Path) -> None:
     """`npm run lint` fails twice with "2 errors", api.ts is edited, it passes: a reader of
     "failed with 2 errors: fixed by changing api.ts" learns nothing, so no pattern is written;

@@ -175,7 +175,31 @@ def find(text: str, situation: str) -> list[Instruction]:
     return out
 
 
+# work asked for now in any situation, unless said to last: the work's acceptance ("make sure
+# it works"), one more case of it ("... for the list command as well", "... too"), something
+# to be made ("there should be a test for the rebase case")
+_MORE_OF_THE_TASK = re.compile(
+    r"\b(?:as well|too)\W*$|^there (?:should|needs? to) be (?:an?|one|some)\b"
+    # a change to a thing of this work wished for: "I want the summary to show the count"
+    r"|^i (?:want|need|'d like|would like) (?:the|this|that|it|these|those)\b"
+)
+# ... or ordered: "make the function return an error instead", "rename it to --output" (on
+# rejecting a call, the same words say what the user chose instead of it: "fix the test, the
+# code is right")
+_CHANGE_ORDER = re.compile(
+    r"^(?:(?:no|ok(?:ay)?|please|just|and|but|so|then|now)\W+)*(?:make|change|rename|move|add"
+    r"|remove|delete|update|fix|refactor|rewrite|split|merge|extract|inline|replace|separate"
+    r"|turn|convert) (?:the|this|that|these|those|it|them)\b"
+)
+
+
 def _cue(low: str, situation: str, task: bool) -> str | None:
+    if (
+        _ACCEPTANCE.search(low)
+        or _MORE_OF_THE_TASK.search(low)
+        or (situation != "rejection" and _CHANGE_ORDER.match(low))
+    ) and not _LASTING.search(low):
+        return None
     if low.rstrip().endswith("?"):
         # a question tells only when it proposes a way ("why not ...?", "can't we ...?")
         return "proposal" if _PROPOSE.match(low) else None
@@ -183,9 +207,7 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         # in a task's request, "make sure the tests pass" is how this task is done, not a rule,
         # and in the long request that states a task so are "ensure that parsing is strict" and
         # "use X instead of Y", unless said to last
-        if situation == "request" and (
-            _ACCEPTANCE.search(low) or (task and not _LASTING.search(low))
-        ):
+        if situation == "request" and task and not _LASTING.search(low):
             return None
         return "norm"
     if situation == "request" and len(low.split()) > SHORT_REQUEST:

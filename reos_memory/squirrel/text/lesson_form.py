@@ -37,6 +37,9 @@ _LEAD_IN = re.compile(
     # a verdict on what the agent just did, before the rule itself: "That is not correct, we ..."
     r"|(?:that|this|it)(?:'s| is| was)(?: not|n'?t)? (?:quite )?(?:correct|right|true|wrong|it"
     r"|what i (?:meant|asked for|wanted))[,.;:!\u2014-]+\s+"
+    # an approval before what is corrected: "That looks good, but X", "Looks fine, X"
+    r"|(?:(?:that|this|it)(?:'s| is)? )?(?:looks?|sounds?|seems?|is) (?:\w+ )?(?:good|great|fine"
+    r"|ok(?:ay)?|nice|better|right)[,.;:!\u2014-]+\s+"
     # the frame around a cause: "The issue is that X", "The real problem was that X" (X is it)
     r"|(?:the|this|my|our) (?:(?:real|actual|underlying|root) )?(?:issue|problem|bug|cause"
     r"|culprit|reason)(?: here)? (?:is|was) that\s+(?=\S)"
@@ -56,7 +59,7 @@ _LETS_MOMENT = re.compile(
 # proposals asked as questions, and the rule each proposes when it is taken
 _PROPOSAL = re.compile(
     r"^(?:(?:can(?:'t|not)?|could(?:n'?t)?|should(?:n'?t)?|shall) (?:we|you|it|i)|why (?:not|don'?t we|are we not"
-    r"|aren'?t we|do we not|not just)|how about|what about|what if we"
+    r"|aren'?t we|do we not|not just)|(?:how|what) about(?: (?:we|you))?|what if we"
     r"|(?:would(?:n'?t)?|is(?:n'?t)?) it (?:be )?(?:better|cleaner|simpler|easier|safer) (?:to|if we))"
     r"\s+(?:just\s+)?"
     r"(?P<rest>.+?)\s*\?+$",
@@ -285,8 +288,10 @@ def proposed_rule(question: str) -> str | None:
         rest = pat.sub(repl, rest)
     rest = rest.rstrip(" ?.")
     words = rest.split()
-    if len(words) < 2 or all(w.lower() in _POINTER for w in words[1:]):
-        return None  # "can we drop it?": what it proposes is in the turn before
+    if len(words) < 2 or words[1].lower() in _POINTER:
+        # "can we drop it?", "how about we move this to X?": what it proposes is in the turn
+        # before
+        return None
     return rest[:1].upper() + rest[1:] + "." + tail
 
 
