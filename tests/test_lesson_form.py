@@ -70,6 +70,15 @@ from reos_memory.squirrel.text.lesson_form import (
             "The parser keeps unknown keys.",
         ),
         ("Of course, the cache must be warmed first.", "The cache must be warmed first."),
+        # code keeps its case where the sentence starts with it
+        (
+            "The root cause is that git.PlainOpen swallows the error.",
+            "git.PlainOpen swallows the error.",
+        ),
+        (
+            "Found it: openRepo() returns nil outside a repository.",
+            "openRepo() returns nil outside a repository.",
+        ),
         # an approval before what is corrected
         (
             "That looks good, but the flag must stay off by default.",

@@ -137,6 +137,16 @@ _DROPPED = re.compile(
 )
 
 
+# a word that is code: a qualified name, a call, a path, camelCase ("git.PlainOpen",
+# "openRepo()", "os/exec"): it keeps its case at the start of a sentence
+_CODE_WORD = re.compile(r"[\w$-]*(?:[._/\[]\w|\(|[a-z][A-Z])")
+
+
+def capital(text: str) -> str:
+    """`text` with its first letter upper-case, unless its first word is code."""
+    return text if _CODE_WORD.match(text) else text[:1].upper() + text[1:]
+
+
 def opens_with_chat(text: str) -> bool:
     """Whether the text opens with an opener of conversation or an agent's lead-in."""
     return bool(_OPENER.match(text.strip()) or _LEAD_IN.match(text.strip()))
@@ -201,7 +211,7 @@ def impersonal(text: str) -> str:
             out = rule(m)
             break
     out = re.sub(r"\s+if we can help it\b", " where possible", out)
-    return out[:1].upper() + out[1:] if out != text.strip() else text
+    return capital(out) if out != text.strip() else text
 
 
 # a discourse marker before what is said, with its comma, colon or dash ("Taking a step back:
@@ -228,7 +238,7 @@ def plain(text: str) -> str:
         out = _PLEASE.sub("", _LEAD_IN.sub("", _OPENER.sub("", _DISCOURSE.sub("", out))))
     if len(out.split()) < 3:
         return text.strip()
-    return out[:1].upper() + out[1:]
+    return capital(out)
 
 
 def from_lets(text: str) -> str | None:
@@ -242,7 +252,7 @@ def from_lets(text: str) -> str | None:
         return None
     if re.match(r"not\b", rest, re.IGNORECASE):
         rest = "do " + rest
-    return rest[:1].upper() + rest[1:]
+    return capital(rest)
 
 
 def split_note(text: str) -> tuple[str, str]:
@@ -265,7 +275,7 @@ def proposed_rule(question: str) -> str | None:
         if not rest.strip(" ?") or "?" in rest:
             return None
         rest = rest.strip()
-        tail = " " + rest[:1].upper() + rest[1:].rstrip(".") + "." + tail
+        tail = " " + capital(rest).rstrip(".") + "." + tail
     text = asked + mark
     there = _THERE_IS.match(text)
     if there:  # "is there no library to validate UUIDs?" -> "Use a library to validate UUIDs."
@@ -292,7 +302,7 @@ def proposed_rule(question: str) -> str | None:
         # "can we drop it?", "how about we move this to X?": what it proposes is in the turn
         # before
         return None
-    return rest[:1].upper() + rest[1:] + "." + tail
+    return capital(rest) + "." + tail
 
 
 def doubts(question: str) -> bool:
@@ -317,7 +327,7 @@ def _not_needed(what: str, tail: str) -> str | None:
         what = pat.sub(repl, what)
     if what.lower().startswith("to "):
         return f"There is no need {what}." + tail
-    return what[:1].upper() + what[1:] + " is not needed." + tail
+    return capital(what) + " is not needed." + tail
 
 
 # where an agent's answer is cut into sentences (an end mark and blanks, or a line break)

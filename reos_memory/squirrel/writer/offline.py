@@ -490,7 +490,7 @@ def _about(rejected: dict[str, Any], events: list[dict[str, Any]]) -> str:
 
 def _sentence(text: str) -> str:
     text = text.strip()
-    text = text[:1].upper() + text[1:]
+    text = lesson_form.capital(text)
     return text if text[-1:] in ".!?…)\"'`" else text + "."
 
 
