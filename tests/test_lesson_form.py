@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reos_memory.squirrel.text.lesson_form import (
+    cause_before,
     from_lets,
     impersonal,
     is_question,
@@ -367,3 +368,9 @@ def test_a_sentence_picked_alone_must_stand_alone(text: str, why: str | None) ->
 )
 def test_the_code_an_agreeing_answer_takes_up(answer: str | None, code: str | None) -> None:
     assert taken_code(answer) == code
+
+
+def test_an_effect_whose_cause_is_the_sentence_before() -> None:
+    assert cause_before("This is why the test fails only on CI.")
+    assert cause_before("That's why `settings.local.json` is gitignored.")
+    assert not cause_before("The cache is why the test fails only on CI.")

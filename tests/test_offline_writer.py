@@ -132,6 +132,9 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "Make the function return an error instead of panicking.": "reply",
         "I want the summary to show the token count.": "queued",
         "I want the formula to be called homebrew-tab instead.": "reply",
+        "make sure the tests cover the timeout path in fetchUser": "reply",
+        "the retry count in this PR should be 5 instead of 3": "reply",
+        "ok, don't worry about the docs, I'll do them": "reply",
     }.items():
         assert instructions.find(text, situation) == [], text
     # ... unless said to last; and on a rejected call, an order says what the user chose
@@ -139,6 +142,14 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "There should always be a test for every new hook.": "reply",
         "Make sure every command works from a subdirectory as well, always.": "reply",
         "fix the test, the code is right": "rejection",
+        # a constraint to hold, a statement with a prohibition after it, a scope named
+        "the CLI has to keep working on Go 1.21, so don't use newer stdlib APIs": "reply",
+        "we pin every provider version in Terraform, don't leave it as >=": "reply",
+        # (in a task's long request, a way said to last for a named scope)
+        "Please add the retry helper to the client module and wire it into the sync command so"
+        " that it retries twice. In this crate we use thiserror instead of anyhow for errors.": (
+            "request"
+        ),
     }.items():
         assert instructions.find(text, situation), text
     # a prohibition said as one is a guard

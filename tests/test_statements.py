@@ -430,6 +430,9 @@ EXPLICIT_CASES: list[tuple[str, list[tuple[str | None, str, int, str, str | None
 # task limits, quoted text and code.
 EXPLICIT_NEGATIVES = [
     "I never understood this error",
+    # a time of this task is no standing cue
+    "we need to add pagination to the /orders endpoint before this is done",
+    "you should rebase after that",
     "should we always use httpx?",
     "Why do you always use npm?",
     "Maybe we should always pin versions?",

@@ -39,7 +39,11 @@ _NORM = re.compile(
     r"\b(?:always|never|from now on|going forward|make sure|ensure|everywhere|by default"
     r"|in (?:this|our) (?:repo|project|codebase)|(?:we|you) (?:must|should)(?: not|n't)?"
     r"|must(?: not|n't)?|should(?: not|n't)? (?:be|use|never|always|handle|only|not|just|go|live|stay)"
-    r"|prefer|rather than|instead of|keep (?:each|every|all)|(?:each|every) (?:commit|change|step|time))\b"
+    r"|prefer|rather than|instead of|keep (?:each|every|all)|(?:each|every) (?:commit|change|step|time)"
+    # a constraint to hold ("the CLI has to keep working on Go 1.21")
+    r"|(?:has|have|needs?) to (?:keep|stay|remain)"
+    # a statement with a prohibition after it ("we pin every version, don't leave it as >=")
+    r"|, (?:so |and )?(?:don'?t|do not|never) (?!worry|bother|mind|care)\w+)\b"
 )
 # a user turn the agent wrote: a plan accepted into a new context
 _AGENT_WRITTEN = re.compile(r"^\s*(?:implement the following plan|here is the plan)\b", re.I)
@@ -69,7 +73,8 @@ _PROPOSE = re.compile(
     r"|are we (?:missing|doing|using|not)|do we (?:need|have|really)|shouldn'?t (?:we|it|this)"
     r"|let'?s (?:not|just|use|keep|stick|avoid|go with|rather)"
     r"|i (?:would|'d) (?:rather|prefer|like)|i (?:want|expect)|we (?:want|need|should|use|prefer)"
-    r"|please|remember to|remove it|rather|instead|use |don'?t |do not |never |always |only )"
+    r"|please|remember to|remove it|rather|instead|use |(?:don'?t|do not) (?!worry|bother|mind|care)"
+    r"|never |always |only )"
 )
 _NEGATIVE = re.compile(
     r"\b(?:never|don'?t|do not|shouldn'?t|should not|must not|mustn'?t|no need to|not you|let'?s not"
@@ -79,7 +84,8 @@ _NEGATIVE = re.compile(
 _ACCEPTANCE = re.compile(
     r"\b(?:make sure|ensure|check|verify)(?: that)? (?:the |all (?:the )?|our )?(?:tests?|specs?|build"
     r"|lint(?:er)?|ci|checks?|it|everything|nothing|the code)(?: \w+)? (?:still )?(?:pass(?:es)?"
-    r"|work(?:s)?|succeeds?|compiles?|builds?|breaks?|(?:is|are|stays?) green|runs?)\b"
+    r"|work(?:s)?|succeeds?|compiles?|builds?|breaks?|(?:is|are|stays?) green|runs?"
+    r"|cover(?:s)?|exercises?)\b"
 )
 # work asked for now: "we need to update the changelog", "you have to rerun it"
 _TASK_LEAD = r"^(?:(?:ok(?:ay)?|so|and|also|now|then|next)\W+)*"  # ("ok so we need to ...")
@@ -92,7 +98,8 @@ _CONTRAST = re.compile(r"\b(?:instead|rather than|not|never|only|no longer|don'?
 # a norm meant to outlast the task it is said in
 _LASTING = re.compile(
     r"\b(?:always|never|from now on|going forward|everywhere|by default|in general|whenever"
-    r"|in (?:this|our|the) (?:repo|repository|project|codebase|team)|(?:each|every) (?:commit|change"
+    r"|in (?:this|our|the) (?:repo|repository|project|codebase|team|crate|monorepo|workspace|org"
+    r"|company)|(?:each|every) (?:commit|change"
     r"|pr|pull request|time|step|file|test|function|module))\b"
 )
 _DURABLE = re.compile(r"\b(?:always|never|from now on|going forward|everywhere|make sure|ensure)\b")
@@ -180,6 +187,9 @@ def find(text: str, situation: str) -> list[Instruction]:
 # to be made ("there should be a test for the rebase case")
 _MORE_OF_THE_TASK = re.compile(
     r"\b(?:as well|too)\W*$|^there (?:should|needs? to) be (?:an?|one|some)\b"
+    # said of this work by name: "the retry count in this PR should be 5", "for now"
+    r"|\b(?:in|for) this (?:pr|pull request|change|branch|commit|diff|ticket|task|patch)\b"
+    r"|\bfor now\b"
     # a change to a thing of this work wished for: "I want the summary to show the count"
     r"|^i (?:want|need|'d like|would like) (?:the|this|that|it|these|those)\b"
 )

@@ -437,9 +437,10 @@ def is_question(text: str) -> bool:
 # a sentence whose subject only points back ("It must happen in flush.", "This breaks the
 # build.") and that names nothing itself; or that has no subject at all, opening with its verb
 # in the third person ("Never executes the defaulting logic.")
-_POINTS_BACK = re.compile(
-    r"^(?:it|this|that|these|those|they|he|she)\b(?!\s+(?:is|was) why\b)", re.I
-)
+_POINTS_BACK = re.compile(r"^(?:it|this|that|these|those|they|he|she)\b", re.I)
+# an effect whose cause is the sentence before, whatever it names ("This is why the test fails
+# only on CI.")
+_WHY_BEFORE = re.compile(r"^(?:this|that)(?:'s| is| was) (?:exactly |precisely )?why\b", re.I)
 _NO_SUBJECT = re.compile(
     r"^(?:(?:never|always|only|also|still|just|then|now|silently|actually)\s+)?"
     r"(?!(?:as|is|was|has|does|his|its|this|thus|plus|unless|perhaps|sometimes|always|besides"
@@ -457,6 +458,13 @@ def lost_subject(text: str) -> bool:
     if _NO_SUBJECT.match(text):
         return True
     return bool(_POINTS_BACK.match(text)) and not SPECIFIC.search(text)
+
+
+def cause_before(text: str) -> bool:
+    """Whether a memory's text states an effect whose cause is the sentence before it ("This is
+    why the test fails only on CI."), whatever it names. (Not a cue of the lesson model, which
+    was fitted with `lost_subject` alone.)"""
+    return bool(_WHY_BEFORE.match(text.strip()))
 
 
 # where a statement is about the code as it is now, one place of one file: code moves, so a
@@ -531,7 +539,7 @@ _REQUEST = re.compile(
     r"^(?:(?:please|pls|now|ok(?:ay)?|so|finally|also|then|and|next)[,]?\s+)*(?:(?:can|could|would"
     r"|will) you|i (?:want|need) you to|help me|go ahead and|do (?:that|this|the same|it)\b|(?:add|fix|update|implement|create|write|make|change|remove"
     r"|refactor|rename|move|run|check|look|investigate|review|build|set up|setup|migrate|bump"
-    r"|upgrade|delete|clean up|split|merge|rebase|commit|push|open|finish|continue|test"
+    r"|upgrade|delete|clean up|split|merge|rebase|commit|push|open|finish|continue|test|undo|revert"
     r"|document|summari[sz]e|explain)\b)",
     re.I,
 )

@@ -124,7 +124,9 @@ _WE_STOP = wordset(
 )
 # Words that make a plain instruction durable ("remember to ... before every release").
 CUE_RE = re.compile(
-    r"\b(?:always|never|ever|anymore|any\s+more|again|whenever|every|each|after|before|when)\b"
+    r"\b(?:always|never|ever|anymore|any\s+more|again|whenever|every|each"
+    # (not a time of this task: "before this is done", "after that", "when it's ready")
+    r"|(?:after|before|when)(?!\s+(?:this|that|it|it's|then|now)\b))\b"
 )
 WORD_RE = re.compile(r"[a-z][a-z0-9'_-]*")
 
