@@ -86,6 +86,13 @@ from reos_memory.squirrel.text.lesson_form import (
             "The flag must stay off by default.",
         ),
         ("Looks fine, the retries need a jitter.", "The retries need a jitter."),
+        (
+            "The module looks good but use `for_each` for these buckets.",
+            "Use `for_each` for these buckets.",
+        ),
+        ("lol no, never force push to main", "Never force push to main"),
+        ("ehh, the cache key must include the locale", "The cache key must include the locale"),
+        ("thats wrong, the header row is data", "The header row is data"),
         # a marker's words with no comma or colon after them are the sentence's own
         (
             "In short mode the CLI must never print secrets.",

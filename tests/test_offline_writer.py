@@ -135,6 +135,14 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "make sure the tests cover the timeout path in fetchUser": "reply",
         "the retry count in this PR should be 5 instead of 3": "reply",
         "ok, don't worry about the docs, I'll do them": "reply",
+        "no no, revert that. i wanted the error mapped to a 404": "reply",
+        "I dont want any new dependencies for this, its like 10 lines": "reply",
+        "can you use table-driven tests for that, its the same thing 6 times": "reply",
+        "why does this function take a `&String` instead of `&str`": "reply",
+        "don't change anything yet": "reply",
+        # trouble of the moment reported: the task
+        "hmm pytest is picking up the wrong settings, its hitting the dev db": "reply",
+        "thats wrong, the CSV has a header row, you're skipping the first data row now": "reply",
     }.items():
         assert instructions.find(text, situation) == [], text
     # ... unless said to last; and on a rejected call, an order says what the user chose

@@ -391,6 +391,11 @@ EXPLICIT_CASES: list[tuple[str, list[tuple[str | None, str, int, str, str | None
         [("Use conventional commits.", "preference", 1, "global", None)],
     ),
     ("no emojis please", [("No emojis.", "preference", -1, "global", "user.pref.emoji")]),
+    # "make sure" before a clause stays on it ("the tests pass" is no order)
+    (
+        "make sure the tests pass before you push",
+        [("Make sure the tests pass before you push.", "invariant", 1, "project", None)],
+    ),
     (
         "Don't delete files without asking.",
         [
@@ -433,6 +438,9 @@ EXPLICIT_NEGATIVES = [
     # a time of this task is no standing cue
     "we need to add pagination to the /orders endpoint before this is done",
     "you should rebase after that",
+    # an interaction word inside something else: a flag, what a bug report holds
+    "please add a --verbose flag to the sync command",
+    "like the one in the bug report with the emoji",
     "should we always use httpx?",
     "Why do you always use npm?",
     "Maybe we should always pin versions?",

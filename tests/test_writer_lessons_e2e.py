@@ -206,11 +206,16 @@ def test_more_work_asked_for_is_no_memory(tmp_path: Path) -> None:
         say("Sure, moved it."),
         user("That looks good, but status output must never include absolute paths."),
         say("Understood: paths are now relative to the repository root."),
+        user(
+            "ok so the jest tests pass locally but fail in CI with `ReferenceError: TextEncoder"
+            " is not defined`. jsdom thing probably"
+        ),
+        say("I'll add a TextEncoder polyfill to the jest setup."),
     ]
     mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
     texts = [m["text"] for m in mems]
     assert "Status output must never include absolute paths." in texts, texts
-    asked = ("worktrees", "rebase case", "panicking", "token count", "strategy package")
+    asked = ("worktrees", "rebase case", "panicking", "token count", "strategy package", "jest")
     assert not [t for t in texts if any(a in t for a in asked)], texts
 
 

@@ -119,6 +119,7 @@ _MOMENT = re.compile(
 )
 _INFO_QUESTION = re.compile(
     r"^(?:(?:also|and|but|so|ok(?:ay)?)\W+)?(?:what|where|when|which|who|how (?:do|does|did|is|are|can)"
+    r"|why (?:does|did|is|was)\b(?! (?:it|this|that) not\b)"
     r"|what'?s|did (?:we|you)|is (?:that|this|it) because|do we also|have (?:we|you)"
     r"|can you (?:do a|search|check|look|explain|tell|show)|can we double check)\b",
     re.I,
@@ -189,7 +190,8 @@ _MORE_OF_THE_TASK = re.compile(
     r"\b(?:as well|too)\W*$|^there (?:should|needs? to) be (?:an?|one|some)\b"
     # said of this work by name: "the retry count in this PR should be 5", "for now"
     r"|\b(?:in|for) this (?:pr|pull request|change|branch|commit|diff|ticket|task|patch)\b"
-    r"|\bfor now\b"
+    r"|\bfor now\b|\b(?:yet|right now|for the moment)\W*$"
+    r"|\bfor (?:this|that)\b(?! (?:kind|sort|type|reason|purpose|matter)\b)"
     # a change to a thing of this work wished for: "I want the summary to show the count"
     r"|^i (?:want|need|'d like|would like) (?:the|this|that|it|these|those)\b"
 )
@@ -199,8 +201,26 @@ _MORE_OF_THE_TASK = re.compile(
 _CHANGE_ORDER = re.compile(
     r"^(?:(?:no|ok(?:ay)?|please|just|and|but|so|then|now)\W+)*(?:make|change|rename|move|add"
     r"|remove|delete|update|fix|refactor|rewrite|split|merge|extract|inline|replace|separate"
-    r"|turn|convert) (?:the|this|that|these|those|it|them)\b"
+    r"|turn|convert|revert|undo|scrap|ditch|drop|restore|redo) (?:the|this|that|these|those|it|them)\b"
 )
+
+
+# a report of trouble now, which is the task ("the login screen is crashing on android 13",
+# "pytest is picking up the wrong settings", "the tests fail in CI with ...", "you're skipping
+# the first row now"), not a rule
+_TROUBLE = re.compile(
+    r"\b(?:(?:is|are|was|were|keeps?)\s+(?:still\s+)?(?:crashing|failing|hanging|throwing|erroring"
+    r"|timing out|breaking)|(?:crash|fail|hang|throw|error)(?:s|ed)?\s+(?:in|on|with|when|locally"
+    r"|again)|stack ?trace|traceback|(?:is|are|was|were)\s+(?:still\s+)?(?:hitting|picking up"
+    r"|skipping|ignoring|returning|showing|using)\s+the\s+wrong|you(?:'re|\s+are)\s+(?:still\s+)?"
+    r"\w+ing\b[^.]*\bnow)\b",
+    re.IGNORECASE,
+)
+
+
+def reports_trouble(text: str) -> bool:
+    """Whether the user's sentence reports trouble of the moment (the task), not a rule."""
+    return _TROUBLE.search(text) is not None
 
 
 def _cue(low: str, situation: str, task: bool) -> str | None:
@@ -227,7 +247,11 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
     ):
         # "we need to update the changelog", "please fix my unit test": work asked for now
         return None
-    if _DISAGREE.search(low) and not (situation == "request" and _STATUS.search(low)):
+    if (
+        _DISAGREE.search(low)
+        and not (situation == "request" and _STATUS.search(low))
+        and not reports_trouble(low)
+    ):
         return "disagreement"
     if (
         _PROPOSE.match(low)

@@ -42,7 +42,7 @@ _PREF_SLUGS: tuple[tuple[re.Pattern[str], str, str, bool], ...] = (
     ),
     (
         re.compile(
-            r"\b(?:concise|terse|brief|succinct|verbose|wordy|long-?winded|shorter\s+(?:answers"
+            r"\b(?:concise|terse|brief|succinct|(?<!-)verbose|wordy|long-?winded|shorter\s+(?:answers"
             r"|responses|replies)|short\s+(?:answers|responses|replies)|to\s+the\s+point|essays?"
             r"|walls?\s+of\s+text|long\s+explanations?|keep\s+(?:it|answers|responses|replies"
             r"|your\s+(?:answers|responses|replies))\s+(?:short|brief))\b"
@@ -52,7 +52,16 @@ _PREF_SLUGS: tuple[tuple[re.Pattern[str], str, str, bool], ...] = (
         True,
     ),
     (re.compile(r"\bapologi[sz]\w*|\bsay(?:ing)?\s+sorry\b"), "apologies", "preference", True),
-    (re.compile(r"\bemojis?\b"), "emoji", "preference", True),
+    # (with a word of use or of doing without: "the one with the emoji" says nothing of them)
+    (
+        re.compile(
+            r"\b(?:no|without|stop|avoid|never|don'?t|do not|skip|use|using|add|include)\b"
+            r"[^.]{0,20}\bemojis?\b"
+        ),
+        "emoji",
+        "preference",
+        True,
+    ),
     (
         re.compile(
             r"\b(?:reply|respond|answer|talk|write|speak)\w*\b.*\bin\s+(?:english|german|french"

@@ -25,7 +25,8 @@ from reos_memory.squirrel.text.rule_openings import CHAT_OPENERS, MODALS
 _OPENER = re.compile(
     r"^(?:(?:" + CHAT_OPENERS + r"|uh[- ]?oh|oh\s+(?:no|wow)|huh|ah+|aha|ok(?:ay)?\s+so"
     r"|all\s+right|sure|no|nope|nah|like|basically|actually|honestly|question|note|anyway"
-    r"|right|great|good|cool|nice|thanks|wait|now|then)\b[,:;!.?\u2014-]*\s+)+",
+    r"|right|great|good|cool|nice|thanks|wait|now|then|lol|lmao|wow|ehh?|meh|ugh|oops|whoa"
+    r"|yikes)\b[,:;!.?\u2014-]*\s+)+",
     re.IGNORECASE,
 )
 # what an agent says before the finding itself
@@ -35,11 +36,11 @@ _LEAD_IN = re.compile(
     r"|(?:interesting|got it|i see|i understand)[!:.,]+\s+"
     r"|(?:please )?(?:remember|don'?t forget|do not forget) to\s+(?=\w)"
     # a verdict on what the agent just did, before the rule itself: "That is not correct, we ..."
-    r"|(?:that|this|it)(?:'s| is| was)(?: not|n'?t)? (?:quite )?(?:correct|right|true|wrong|it"
+    r"|(?:that|this|it)(?:'?s| is| was)(?: not|n'?t)? (?:quite )?(?:correct|right|true|wrong|it"
     r"|what i (?:meant|asked for|wanted))[,.;:!\u2014-]+\s+"
     # an approval before what is corrected: "That looks good, but X", "Looks fine, X"
-    r"|(?:(?:that|this|it)(?:'s| is)? )?(?:looks?|sounds?|seems?|is) (?:\w+ )?(?:good|great|fine"
-    r"|ok(?:ay)?|nice|better|right)[,.;:!\u2014-]+\s+"
+    r"|(?:(?:that|this|it|the \w+)(?:'s| is)? )?(?:looks?|sounds?|seems?|is) (?:\w+ )?(?:good|great|fine"
+    r"|ok(?:ay)?|nice|better|right)(?:[,.;:!\u2014-]+\s+|\s+(?=but\b))"
     # the frame around a cause: "The issue is that X", "The real problem was that X" (X is it)
     r"|(?:the|this|my|our) (?:(?:real|actual|underlying|root) )?(?:issue|problem|bug|cause"
     r"|culprit|reason)(?: here)? (?:is|was) that\s+(?=\S)"
@@ -540,6 +541,7 @@ _REQUEST = re.compile(
     r"|will) you|i (?:want|need) you to|help me|go ahead and|do (?:that|this|the same|it)\b|(?:add|fix|update|implement|create|write|make|change|remove"
     r"|refactor|rename|move|run|check|look|investigate|review|build|set up|setup|migrate|bump"
     r"|upgrade|delete|clean up|split|merge|rebase|commit|push|open|finish|continue|test|undo|revert"
+    r"|scrap|ditch|discard|forget|next up"
     r"|document|summari[sz]e|explain)\b)",
     re.I,
 )

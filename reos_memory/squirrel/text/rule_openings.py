@@ -170,6 +170,8 @@ def read_prefixes(low: str, i: int, st: State) -> int:
             st.durable = True
         elif m := _MAKE_SURE_RE.match(low, i):
             st.needs_cue = not st.durable
+            if not m.group().rstrip().endswith((" to", " you", " we")) and not st.lead:
+                st.lead = "Make sure "  # ("make sure the tests pass ...": a clause, no order)
         elif m := _MODAL_RE.match(low, i):
             if m.group("always") or m.group().startswith(("you always", "we always")):
                 st.durable = True

@@ -566,7 +566,11 @@ def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None
         for sentence, p in e.get("key_sentences") or []:
             # (a work order of the user's, opening the task or later in it, is the task, not a
             # rule: "add ...", "Fix this: <error>", "Finally do that to X too")
-            if sentence not in used and not (_said_by_user(e) and lesson_form.is_request(sentence)):
+            said_by_user = _said_by_user(e)
+            if sentence not in used and not (
+                said_by_user
+                and (lesson_form.is_request(sentence) or instructions.reports_trouble(sentence))
+            ):
                 ranked.append((-p, i, sentence, e["role"]))
     ranked.sort()
     n = 0
