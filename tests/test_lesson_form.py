@@ -381,3 +381,9 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     assert cause_before("This is why the test fails only on CI.")
     assert cause_before("That's why `settings.local.json` is gitignored.")
     assert not cause_before("The cache is why the test fails only on CI.")
+    # an order about what the turn before showed, unless it carries its own reason
+    assert cause_before("Avoid that in a useEffect.")
+    assert cause_before("Set that up on the base model.")
+    assert not cause_before(
+        "Change that to not be strict, we do not want to play catch up and add new hook types."
+    )

@@ -108,6 +108,10 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "why not adding .entire/.gitignore?": "rejection",
         "why are we not just using the `entire enable` command?": "rejection",
         "fix the test, the code is right": "rejection",
+        # each of a kind, all of a kind, what the team does to everything
+        "every new dbt model needs a schema.yml entry, the CI check enforces it": "reply",
+        "all user facing strings go through the i18n files": "reply",
+        "we squash merge everything, so the history of a branch does not matter": "reply",
         "Sure, but the cli should handle that automatically for the user, not you adding that"
         " for the current repo now.": "reply",
         "can we use our logging framework? should be WARN": "rejection",
@@ -140,6 +144,7 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "can you use table-driven tests for that, its the same thing 6 times": "reply",
         "why does this function take a `&String` instead of `&str`": "reply",
         "don't change anything yet": "reply",
+        "i wanted the error mapped to a 404 not swallowed": "reply",
         # trouble of the moment reported: the task
         "hmm pytest is picking up the wrong settings, its hitting the dev db": "reply",
         "thats wrong, the CSV has a header row, you're skipping the first data row now": "reply",
@@ -382,3 +387,32 @@ def test_project_commands_are_updated_never_duplicated(tmp_path: Path) -> None:
     )
     again, _ = learn(db, third)
     assert [m["id"] for m in again if m["key"] == "project.commands.checks"] == [checks[0]["id"]]
+
+
+def test_a_turn_typed_in_lowercase_is_read_sentence_by_sentence() -> None:
+    """People type to an agent as they chat: "yep refunds. ok so revenue is always net of
+    refunds" holds a rule after a reply, which is read on its own; after a "?" the lowercase
+    words stay with the question ("can we use our logger? should be WARN")."""
+    (rule,) = instructions.find(
+        "yep refunds. ok so revenue is always net of refunds in every report", "reply"
+    )
+    assert rule.text.startswith("ok so revenue is always net"), rule
+    (asked,) = instructions.find("can we use our logging framework? should be WARN", "rejection")
+    assert asked.text.endswith("should be WARN"), asked
+    # (an abbreviation's full stop is no end: "e.g. the parser")
+    (eg,) = instructions.find("always log through slog, e.g. the parser uses it", "reply")
+    assert "e.g. the parser" in eg.text
+
+
+def test_a_statement_the_gate_turns_away_covers_no_instruction(tmp_path: Path) -> None:
+    """ "State management is riverpod." is too short to stand alone; the user's whole sentence,
+    which says it is so everywhere and what not to bring in, is the memory."""
+    recs = [
+        user("add a settings screen"),
+        say("Added the settings screen with a local ChangeNotifier."),
+        user("state management is riverpod everywhere, dont introduce provider or bloc"),
+        say("Understood, switched the screen to a riverpod provider."),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs))
+    texts = [m["text"] for m in mems]
+    assert any("riverpod everywhere" in t for t in texts), texts

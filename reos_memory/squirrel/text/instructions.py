@@ -42,6 +42,13 @@ _NORM = re.compile(
     r"|prefer|rather than|instead of|keep (?:each|every|all)|(?:each|every) (?:commit|change|step|time)"
     # a constraint to hold ("the CLI has to keep working on Go 1.21")
     r"|(?:has|have|needs?) to (?:keep|stay|remain)"
+    # what each of a kind needs, where all of a kind go ("every new model needs a schema
+    # entry", "all user facing strings go through the i18n files")
+    r"|(?:every|each|all|any) [\w -]{1,40}? (?:needs?|requires?|goes|go|lives?|belongs?)"
+    r" (?:an?|the|at least|through|in|into|under|to)"
+    # what the team does to all of a kind ("we squash merge everything")
+    r"|^(?:\w+\W+){0,2}we (?!need|have|want|should|must|can|could|will|tried)[a-z]+(?: [a-z]+)?"
+    r" (?:everything|every|all)"
     # a statement with a prohibition after it ("we pin every version, don't leave it as >=")
     r"|, (?:so |and )?(?:don'?t|do not|never) (?!worry|bother|mind|care)\w+)\b"
 )
@@ -114,7 +121,8 @@ _POINTS_BACK = re.compile(r"^(?:this|that|it|they|these|those)\b(?! is (?:a|the)
 # only about the moment: consent, thanks, process steps of this task
 _MOMENT = re.compile(
     r"^(?:yes|yep|yeah|ok(?:ay)?|sure|thanks?|thank you|great|perfect|cool|nice|lgtm|looks good"
-    r"|go ahead|continue|proceed|do it|sounds good)\b(?!.*\b(?:but|should|instead|don'?t|not)\b)",
+    r"|go ahead|continue|proceed|do it|sounds good)\b"
+    r"(?!.*\b(?:but|should|instead|don'?t|not|always|never|every|must)\b)",
     re.I,
 )
 _INFO_QUESTION = re.compile(
@@ -148,7 +156,7 @@ def find(text: str, situation: str) -> list[Instruction]:
     if _AGENT_WRITTEN.match(text):
         return []
     task = situation == "request" and states_task(text)
-    sents = sentences(text)
+    sents = [part for s in sentences(text) for part in _typed_lowercase(s)]
     out: list[Instruction] = []
     used: set[int] = set()
     for i, s in enumerate(sents):
@@ -194,6 +202,8 @@ _MORE_OF_THE_TASK = re.compile(
     r"|\bfor (?:this|that)\b(?! (?:kind|sort|type|reason|purpose|matter)\b)"
     # a change to a thing of this work wished for: "I want the summary to show the count"
     r"|^i (?:want|need|'d like|would like) (?:the|this|that|it|these|those)\b"
+    # what the user meant by the last request: "i wanted the error mapped to a 404"
+    r"|^i (?:wanted|meant|asked for|was asking)\b"
 )
 # ... or ordered: "make the function return an error instead", "rename it to --output" (on
 # rejecting a call, the same words say what the user chose instead of it: "fix the test, the
@@ -221,6 +231,25 @@ _TROUBLE = re.compile(
 def reports_trouble(text: str) -> bool:
     """Whether the user's sentence reports trouble of the moment (the task), not a rule."""
     return _TROUBLE.search(text) is not None
+
+
+# a full stop between sentences of a turn typed in lowercase ("yep refunds. ok so revenue is
+# always net of refunds"): people type to an agent as they chat (after "?" the lowercase words
+# are the question's own reason: "can we use our logger? should be WARN")
+_LOWER_STOP = re.compile(r"(?<=[a-z0-9)`'\"]\.)\s+(?=[a-z])")
+_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|resp)\.$", re.IGNORECASE)
+
+
+def _typed_lowercase(sentence: str) -> list[str]:
+    """A sentence cut where a full stop is followed by a lowercase word (not an abbreviation's)."""
+    out: list[str] = []
+    start = 0
+    for m in _LOWER_STOP.finditer(sentence):
+        if not _ABBREVIATION.search(sentence, 0, m.start()):
+            out.append(sentence[start : m.start()])
+            start = m.end()
+    out.append(sentence[start:])
+    return [s for s in out if s]
 
 
 def _cue(low: str, situation: str, task: bool) -> str | None:

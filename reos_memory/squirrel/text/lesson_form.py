@@ -191,7 +191,8 @@ _IMPERSONAL = (
     # "I did not say commit anything" -> "Do not commit anything unless asked"
     (
         re.compile(
-            r"^i (?:did not|didn'?t) (?:say|ask(?: you)?(?: to)?) (?P<rest>\w[^(]*?)(?P<tail>\s*\(.*)?$",
+            r"^i (?:did not|didn'?t) (?:say|ask(?: you)?(?: to)?) (?!(?:for|about|that|if|whether)\b)"
+            r"(?P<rest>\w[^(]*?)(?P<tail>\s*\(.*)?$",
             re.IGNORECASE,
         ),
         lambda m: (
@@ -440,8 +441,17 @@ def is_question(text: str) -> bool:
 # in the third person ("Never executes the defaulting logic.")
 _POINTS_BACK = re.compile(r"^(?:it|this|that|these|those|they|he|she)\b", re.I)
 # an effect whose cause is the sentence before, whatever it names ("This is why the test fails
-# only on CI.")
+# only on CI."), or an order about what the turn before showed ("Set that up on the base
+# model", "Avoid that in a useEffect")
 _WHY_BEFORE = re.compile(r"^(?:this|that)(?:'s| is| was) (?:exactly |precisely )?why\b", re.I)
+# (an order of a few words: a longer one carries its own reason, "Change that to not be
+# strict, we don't want to play catch up with new hook types")
+_ORDER_ON_BEFORE = re.compile(
+    r"^(?:set|put|move|do|make|keep|use|avoid|change|fix|add|remove|handle|call|run|wrap|leave"
+    r"|apply|revert|drop|delete|rename|split|merge|test) (?:it|that|this|them|those|these)\b",
+    re.I,
+)
+ORDER_ON_BEFORE_WORDS = 10
 _NO_SUBJECT = re.compile(
     r"^(?:(?:never|always|only|also|still|just|then|now|silently|actually)\s+)?"
     r"(?!(?:as|is|was|has|does|his|its|this|thus|plus|unless|perhaps|sometimes|always|besides"
@@ -463,9 +473,14 @@ def lost_subject(text: str) -> bool:
 
 def cause_before(text: str) -> bool:
     """Whether a memory's text states an effect whose cause is the sentence before it ("This is
-    why the test fails only on CI."), whatever it names. (Not a cue of the lesson model, which
-    was fitted with `lost_subject` alone.)"""
-    return bool(_WHY_BEFORE.match(text.strip()))
+    why the test fails only on CI."), or orders what to do with what the turn before showed
+    ("Avoid that in a useEffect"), whatever it names. (Not a cue of the lesson model, which was
+    fitted with `lost_subject` alone.)"""
+    text = text.strip()
+    return bool(
+        _WHY_BEFORE.match(text)
+        or (_ORDER_ON_BEFORE.match(text) and len(text.split()) <= ORDER_ON_BEFORE_WORDS)
+    )
 
 
 # where a statement is about the code as it is now, one place of one file: code moves, so a

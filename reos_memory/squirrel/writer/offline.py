@@ -291,7 +291,13 @@ def _users_words(events: list[dict[str, Any]], draft: _Draft) -> None:
             # on a rejection the user's whole sentence, when it says more than the clause a
             # statement rule read in it ("no, a second function, don't overload this one"),
             # is written instead of the clause; elsewhere the statement rules read first
-            covered = [] if about is not None else [st.text for st, _ in said]
+            # (a statement the gate will turn away covers nothing: "State management is
+            # riverpod." is a fragment, the user's sentence is the rule)
+            covered = (
+                []
+                if about is not None
+                else [st.text for st, _ in said if st.key or junk.reason(st.text, [], []) is None]
+            )
             revised = _revised_call(events, i) if about is None else None
             told = _instruction_ops(text, situation, about, revised, covered)
             stated = [x for x in stated if not any(_says_more(t[2], x) for t in told)]
