@@ -416,3 +416,23 @@ def test_a_statement_the_gate_turns_away_covers_no_instruction(tmp_path: Path) -
     mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs))
     texts = [m["text"] for m in mems]
     assert any("riverpod everywhere" in t for t in texts), texts
+
+
+def test_the_invented_talk_tool_reads_every_file() -> None:
+    """`tools/eval_invented.py` over `harness/invented_talk/`: every case is read, and a rule
+    said plainly is written where work asked for now is not."""
+    from tools import eval_invented
+
+    turns = eval_invented.TALK / "user_turns.jsonl"
+    counts = eval_invented.users(turns, show=False)
+    assert counts["rules"] == sum(
+        len(json.loads(x)["rules"]) for x in turns.read_text().split("\n") if x
+    )
+    assert counts["memories holding a rule"] + counts["rules missed"] >= counts["rules"]
+    assert eval_invented.user_says("never push to main directly, always open a PR") != []
+    assert eval_invented.user_says("we need to update the changelog") == []
+    found = eval_invented.agent_says(
+        "The crash happens because `openRepo()` returns a nil repository without an error when"
+        " no .git directory is found, and `status` dereferences it."
+    )
+    assert found and "openRepo()" in found[0]
