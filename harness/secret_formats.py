@@ -473,6 +473,12 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "csv_row", f"name,value\n{camel},{v},\nregion,eu-west-1", "tool"
     yield "yaml_block", f"deploy:\n  {low}: |\n    {v}\n  region: eu-west-1\n", "tool"
     yield "yaml_folded", f"{low}: >-\n  {v}\n", "tool"
+    # an anchor before the value, its alias reusing it further down
+    yield (
+        "yaml_anchor",
+        f"production:\n  {low}: &{camel} {v}\nreplica:\n  {low}: *{camel}\n",
+        "tool",
+    )
     yield "xml_element", f"<settings>\n  <{camel}>\n    {v}\n  </{camel}>\n</settings>", "tool"
     # the form of the scanners' fixture lines and of notes: "twilio token - '...'"
     word = "password" if "PASS" in env else "token"
@@ -964,6 +970,12 @@ LOOKALIKES: list[tuple[str, str]] = [
     # a YAML block under a secret's name holding prose or a reference; a counter added to
     ("password_help: |\n  Use at least 12 characters.\n", "Use at least 12 characters."),
     ("api_key: |\n  ${API_KEY}\n", "${API_KEY}"),
+    # YAML's anchors and aliases of a block of settings, and an alias given to a secret's name
+    (
+        "secrets: &secret_defaults\n  region: eu-west-1\nprod:\n  <<: *secret_defaults\n",
+        "secrets: &secret_defaults",
+    ),
+    ("db:\n  password: *shared_db_password\n", "*shared_db_password"),
     ("total_tokens += usage.output_tokens", "usage.output_tokens"),
     # a short prefix before camel-case words: a page's widget or a CSS class, no token
     (

@@ -280,3 +280,25 @@ def test_a_salesforce_session_id_is_redacted_whole_and_an_org_id_stays():
     assert out == "sf login: [REDACTED:salesforce_token]"
     kept = "org 00D5e000000AbCdEAA is the sandbox!"
     assert redact(kept) == kept
+
+
+def test_a_yaml_anchor_before_a_value_is_no_part_of_it():
+    """``password: &pw <value>`` gives the value after its anchor; an alias (``*pw``) and an
+    anchor over a block of settings are references and stay."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    for said in (
+        f"password: &pw {v}",
+        f"db:\n  password: &dbpass {v}\n  replica_password: *dbpass",
+        f'api_token: &tok "{v}"',
+    ):
+        out = redact(said)
+        assert v not in out and "&" in out and "[REDACTED:" in out, out
+        assert "*dbpass" in out or "*dbpass" not in said
+    for kept in (
+        "base: &defaults\n  adapter: postgres\ndevelopment:\n  <<: *defaults\n",
+        "db:\n  password: *shared_db_password\n",
+        "password: &pw\n  length: 12\n",
+    ):
+        assert redact(kept) == kept
