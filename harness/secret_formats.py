@@ -462,6 +462,10 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     if "TOKEN" in env:
         yield "npm_config_set", f"npm config set //npm.example.com/:_authToken {v}", "command"
     yield "csh_setenv", f"setenv {env} {v}", "command"
+    # a secret store's command line: the value after gh's --body or -b (its four spellings, one
+    # per name in turn)
+    body = ("--body {}", '--body "{}"', '-b"{}"', "-b {}")[sum(map(ord, env)) % 4]
+    yield "gh_secret_body", f"gh secret set {env} {body.format(v)} --repo acme/api", "command"
     yield "perl_env", f"$ENV{{{env}}} = '{v}';", "tool"
     yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"
     yield "rust_string_from", f'let {low}: String = String::from("{v}");', "tool"
@@ -886,6 +890,10 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("render_pass: shadowMapPassV2", "shadowMapPassV2"),
     ("set -x API_TOKEN (cat ~/.config/token)", "(cat ~/.config/token)"),
     ("set -x PATH $PATH /usr/local/bin", "$PATH /usr/local/bin"),
+    # a secret store given a variable or a file, not the value
+    ('gh secret set API_TOKEN --body "$API_TOKEN"', "$API_TOKEN"),
+    ("gh secret set -f .env.production --repo acme/api", "-f .env.production"),
+    ("gh secret set SIGNING_KEY --body-file ./keys/signing.pem", "--body-file ./keys/signing.pem"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),
     ('$html .= "<input type=password>";', "<input type=password>"),

@@ -302,3 +302,28 @@ def test_a_yaml_anchor_before_a_value_is_no_part_of_it():
         "password: &pw\n  length: 12\n",
     ):
         assert redact(kept) == kept
+
+
+def test_the_value_gh_secret_set_is_given_is_redacted_and_a_variable_or_file_stays():
+    """``gh secret set NAME --body VALUE`` in its four spellings stores VALUE as a secret; a
+    variable, a command's output or a file given instead is no secret."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    for said in (
+        f"gh secret set API_TOKEN --body {v}",
+        f'gh secret set API_TOKEN --body "{v}" --repo acme/api',
+        f'gh secret set API_TOKEN -b"{v}"',
+        f"gh secret set --env prod API_TOKEN -b {v}",
+        f"gh secret set A\ngh secret set B --body={v}",
+    ):
+        out = redact(said)
+        assert v not in out and "[REDACTED:env_secret]" in out, out
+    for kept in (
+        'gh secret set API_TOKEN --body "$TOKEN"',
+        'gh secret set API_TOKEN --body "$(cat token.txt)"',
+        "gh secret set API_TOKEN --body-file .env",
+        "gh secret set -f .env.production",
+        "gh secret set API_TOKEN < token.txt",
+    ):
+        assert redact(kept) == kept

@@ -45,6 +45,13 @@ _ECHOED_RE = re.compile(
     _CMD_START + r"""(?:echo(?:[ \t]+-[ne]+)?|printf(?:[ \t]+(["'])%s(?:\\n)?\1)?)[ \t]+"""
     r"""(["']?)(?P<pw>[^\s"'|$]{1,256})\2[ \t]*\|[^|\n]*$"""
 )
+# gh secret set NAME --body X (--body=X, --body "X", -b X, -b"X"): the secret's value; the
+# flag is looked for up to the end of the command (--repo and --env may come before it)
+_GH_BODY_RE = re.compile(
+    r"""[^\n|;&]{0,512}?[ \t](?:--body(?:=|[ \t]+)|-b[ \t]*)"""
+    r"""(?:(?P<q>["'])(?P<qv>[^"'\n]{1,4096})(?P=q)|(?P<bare>[^\s"'|;&<>]{1,4096}))"""
+)
+_GH_COMMAND_RE = re.compile(r"[^\n|;&]{0,512}")  # what the flag is looked for in
 # echo 'deploy:X' | chpasswd
 _CHPASSWD_RE = re.compile(
     _CMD_START + r"""echo[ \t]+(["']?)[A-Za-z0-9_.\-]{1,64}:(?P<pw>[^\s"'|]{1,256})\1[ \t]*\|"""
@@ -127,6 +134,10 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
             pw = m.group("pw")
             if not pw.isdigit() and not is_placeholder(pw) and (named or has_digit_or_symbol(pw)):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+    i = b.find(b"gh secret set")
+    while i >= 0:
+        # (a command read to its end is not read again from a later hit inside it)
+        i = b.find(b"gh secret set", _gh_body(text, i + 13, spans))
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         line = text[_line_start(text, i) : i]
@@ -134,6 +145,20 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         if _LDAP_CMD_RE.search(line) and m is not None and not is_placeholder(m.group(1)):
             spans.append(Span(m.start(1), m.end(1), P_NAMED, "password"))
         i = b.find(b" -w ", i + 4)
+
+
+def _gh_body(text: str, i: int, spans: list[Span]) -> int:
+    """The value of ``gh secret set NAME --body VALUE`` (or ``-b``) in the command at `i`;
+    returns where the reading stopped."""
+    m = _GH_BODY_RE.match(text, i)
+    if m is None:
+        read = _GH_COMMAND_RE.match(text, i)
+        return read.end() if read is not None else i
+    group = "bare" if m.group("qv") is None else "qv"
+    value = m.group(group)
+    if not is_placeholder(value) and value[0] != "-":  # "$TOKEN", "$(cat key)"; no flag
+        spans.append(Span(m.start(group), m.end(group), P_NAMED, "env_secret"))
+    return m.end()
 
 
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
