@@ -466,6 +466,13 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     # per name in turn)
     body = ("--body {}", '--body "{}"', '-b"{}"', "-b {}")[sum(map(ord, env)) % 4]
     yield "gh_secret_body", f"gh secret set {env} {body.format(v)} --repo acme/api", "command"
+    # the value piped into a secret store that reads its standard input (one store per name)
+    piped = (
+        "echo {v} | npx wrangler secret put {env}",
+        "echo -n '{v}' | gh secret set {env}",
+        "printf '%s' \"{v}\" | vercel env add {env} production",
+    )[sum(map(ord, env)) % 3]
+    yield "piped_secret_store", piped.format(v=v, env=env), "command"
     yield "perl_env", f"$ENV{{{env}}} = '{v}';", "tool"
     yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"
     yield "rust_string_from", f'let {low}: String = String::from("{v}");', "tool"
@@ -894,6 +901,8 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('gh secret set API_TOKEN --body "$API_TOKEN"', "$API_TOKEN"),
     ("gh secret set -f .env.production --repo acme/api", "-f .env.production"),
     ("gh secret set SIGNING_KEY --body-file ./keys/signing.pem", "--body-file ./keys/signing.pem"),
+    ('echo "$API_TOKEN" | npx wrangler secret put API_TOKEN', "$API_TOKEN"),
+    ("echo hello | wc -c && echo ok | gh secret list", "echo hello | wc -c && echo ok |"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),
     ('$html .= "<input type=password>";', "<input type=password>"),

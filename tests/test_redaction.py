@@ -327,3 +327,38 @@ def test_the_value_gh_secret_set_is_given_is_redacted_and_a_variable_or_file_sta
         "gh secret set API_TOKEN < token.txt",
     ):
         assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "echo {v} | npx wrangler secret put API_TOKEN",
+        "echo -n '{v}' | gh secret set API_TOKEN",
+        "printf '%s' \"{v}\" | vercel env add API_TOKEN production",
+        "printf {v} | vercel env add API_TOKEN production",
+        "echo {v} | docker secret create db_password -",
+    ],
+)
+def test_a_value_piped_into_a_secret_store_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:env_secret]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "echo hello | grep h",
+        "echo hello | wc -c",
+        "echo hello | grep secret",
+        'echo "$API_TOKEN" | npx wrangler secret put API_TOKEN',
+        "echo ok | gh secret list",
+        "cat token.txt | gh secret set API_TOKEN",
+    ],
+)
+def test_an_echo_piped_elsewhere_or_a_variable_piped_into_a_store_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept

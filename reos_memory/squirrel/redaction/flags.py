@@ -45,6 +45,16 @@ _ECHOED_RE = re.compile(
     _CMD_START + r"""(?:echo(?:[ \t]+-[ne]+)?|printf(?:[ \t]+(["'])%s(?:\\n)?\1)?)[ \t]+"""
     r"""(["']?)(?P<pw>[^\s"'|$]{1,256})\2[ \t]*\|[^|\n]*$"""
 )
+# what stores a secret it reads from its standard input, right after the pipe: echo X | npx
+# wrangler secret put NAME, gh secret set NAME, vercel env add NAME production
+_STDIN_STORE_RE = re.compile(
+    r"[ \t]*(?:sudo[ \t]+)?(?:(?:npx|bunx|pnpx)[ \t]+)?"
+    r"(?:wrangler[ \t]+secret[ \t]+put|gh[ \t]+secret[ \t]+set|vercel[ \t]+env[ \t]+add"
+    r"|doppler[ \t]+secrets[ \t]+set|docker[ \t]+secret[ \t]+create"
+    r"|gcloud[ \t]+secrets[ \t]+(?:create|versions[ \t]+add)|firebase[ \t]+functions:secrets:set)"
+    r"(?![\w-])"
+)
+_STORE_WORDS = (b"secret", b"env add")
 # gh secret set NAME --body X (--body=X, --body "X", -b X, -b"X"): the secret's value; the
 # flag is looked for up to the end of the command (--repo and --env may come before it)
 _GH_BODY_RE = re.compile(
@@ -138,6 +148,12 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     while i >= 0:
         # (a command read to its end is not read again from a later hit inside it)
         i = b.find(b"gh secret set", _gh_body(text, i + 13, spans))
+    if b"|" in b:
+        for word in _STORE_WORDS:
+            i = b.find(word)
+            while i >= 0:
+                _echoed_into_store(text, i, spans)
+                i = b.find(word, i + len(word))
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         line = text[_line_start(text, i) : i]
@@ -159,6 +175,23 @@ def _gh_body(text: str, i: int, spans: list[Span]) -> int:
     if not is_placeholder(value) and value[0] != "-":  # "$TOKEN", "$(cat key)"; no flag
         spans.append(Span(m.start(group), m.end(group), P_NAMED, "env_secret"))
     return m.end()
+
+
+def _echoed_into_store(text: str, i: int, spans: list[Span]) -> None:
+    """The value echoed into a secret store at `i` (``echo X | wrangler secret put NAME``):
+    the store's command follows a pipe, the echo is the command before it."""
+    lo = _line_start(text, i)
+    pipe = text.rfind("|", lo, i)
+    if pipe < 0:
+        return
+    store = _STDIN_STORE_RE.match(text, pipe + 1)
+    if store is None or store.end() <= i:
+        return  # echo hello | grep secret: no store
+    # (the echo is read only in its own command: the one before the pipe)
+    start = max(text.rfind("|", lo, pipe), text.rfind(";", lo, pipe), text.rfind("&", lo, pipe))
+    e = _ECHOED_RE.search(text, max(lo, start + 1), pipe + 1)
+    if e is not None and not is_placeholder(e.group("pw")):
+        spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "env_secret"))
 
 
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
