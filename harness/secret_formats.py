@@ -462,6 +462,15 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     if "TOKEN" in env:
         yield "npm_config_set", f"npm config set //npm.example.com/:_authToken {v}", "command"
     yield "csh_setenv", f"setenv {env} {v}", "command"
+    if "PASS" in env:
+        # commands that take only a password: an encryption's, an archive's
+        yield (
+            "openssl_k",
+            f"openssl enc -aes-256-cbc -salt -k {v} -in db.tar -out db.enc",
+            "command",
+        )
+        yield "zip_password", f"zip -r -P {v} backup.zip data/", "command"
+        yield "7z_password", f"7z a -p{v} -mhe=on backup.7z data/", "command"
     # a secret store's command line: the value after gh's --body or -b (its four spellings, one
     # per name in turn)
     body = ("--body {}", '--body "{}"', '-b"{}"', "-b {}")[sum(map(ord, env)) % 4]
@@ -903,6 +912,11 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("gh secret set SIGNING_KEY --body-file ./keys/signing.pem", "--body-file ./keys/signing.pem"),
     ('echo "$API_TOKEN" | npx wrangler secret put API_TOKEN', "$API_TOKEN"),
     ("echo hello | wc -c && echo ok | gh secret list", "echo hello | wc -c && echo ok |"),
+    # an archive's or an encryption's password flag given a variable, or no password at all
+    ("openssl enc -aes-256-cbc -k $BACKUP_PASS -in a.txt", "-k $BACKUP_PASS"),
+    ('zip -r out.zip src && unzip -P "$ZIP_PASSWORD" in.zip', "$ZIP_PASSWORD"),
+    ("7z a -p -mhe=on out.7z src && curl -k https://localhost:8443", "-p -mhe=on"),
+    ("7z x -o/tmp/out a.7z && tar -pxf b.tar", "tar -pxf b.tar"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),
     ('$html .= "<input type=password>";', "<input type=password>"),

@@ -362,3 +362,42 @@ def test_an_echo_piped_elsewhere_or_a_variable_piped_into_a_store_stays(kept):
     from reos_memory.squirrel.redaction.engine import redact
 
     assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "openssl enc -aes-256-cbc -k {v} -in a.txt",
+        "zip -P {v} out.zip f",
+        "zip -r -P {v} backup.zip data/",
+        "unzip -P {v} out.zip",
+        "7z a -p{v} out.7z f",
+        "7za x -p{v} -o/tmp/out in.7z",
+        "rar a -p{v} out.rar f",
+    ],
+)
+def test_an_archive_or_an_encryption_password_flag_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "zip -r out.zip src",
+        "openssl enc -aes-256-cbc -k $PASS -in a.txt",
+        'unzip -P "$ZIP_PASSWORD" in.zip',
+        "7z a -p out.7z src",
+        "rar a -p- out.rar src",
+        "7z x a.7z && tar -pxf b.tar",
+        "curl -k https://localhost:8443",
+        "xargs -P 4 zip -q",
+    ],
+)
+def test_an_archive_flag_without_a_password_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept

@@ -24,19 +24,25 @@ _CURL_USER_RE = re.compile(
 _LDAP_CMD_RE = re.compile(
     r"(?:^|[\s;&|(>`'\"])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b"
 )
+# (an archiver's -p is attached too, 7z a -pX, and its own only in its command: tar -pxf)
 _P_FLAG_CMD_RE = re.compile(
     r"(?:^|[\s;&|(>`'\"])(?:(?P<attached>mysql|mysqldump|mysqladmin|mysqlsh|mariadb|mariadb-dump)"
-    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl|az)\s+login))\b",
+    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl|az)\s+login)"
+    r"|(?P<archive>7z|7za|7zr|7zz|rar|unrar))\b",
     re.MULTILINE,
 )
 # other one-letter password flags, each of its own command: the flag must belong to that
-# command (the command is in the segment of the line the flag is in: no pipe or ; between)
+# command (the command is in the segment of the line the flag is in: no pipe or ; between);
+# openssl's -k is a passphrase and its -K the key itself, in hex
 _OTHER_FLAGS = (
     (b" -a ", re.compile(r"(?<![\w-])redis-cli\b")),
-    (b" -P ", re.compile(r"(?<![\w-])(?:sqlcmd|bcp|osql)\b")),
+    (b" -P ", re.compile(r"(?<![\w-])(?:sqlcmd|bcp|osql|zip|unzip)\b")),
+    (b" -k ", re.compile(r"(?<![\w-])openssl\b")),
+    (b" -K ", re.compile(r"(?<![\w-])openssl\b")),
 )
-_FLAG_AP_RE = re.compile(rb" -[aP] ")  # either flag above, found in one scan
+_FLAG_AP_RE = re.compile(rb" -[aPkK] ")  # any flag above, found in one scan
 _SEGMENT_END_RE = re.compile(r"[\n|;&`\"'$(>][ \t]*")  # what ends the segment before a command
+_COMMAND_END_RE = re.compile(r"[\n|;&]")
 _FLAG_VALUE_RE = re.compile(r"""[ \t]+(["']?)(?P<v>[^\s"']{1,256})\1(?=\s|$|["'])""")
 # where a command may start: a line's start, or after a blank, ; & ( or a quote (JSON logs)
 _CMD_START = r"""(?<![^\s;&("'`])"""
@@ -195,8 +201,9 @@ def _echoed_into_store(text: str, i: int, spans: list[Span]) -> None:
 
 
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
-    """``redis-cli -a``, ``sqlcmd -P``, a password echoed into ``--password-stdin`` or
-    ``chpasswd``, Oracle's ``user/password@db`` (the text holds one of their words)."""
+    """``redis-cli -a``, ``sqlcmd -P``, ``zip -P``, ``openssl -k``, a password echoed into
+    ``--password-stdin`` or ``chpasswd``, Oracle's ``user/password@db`` (the text holds one of
+    their words)."""
     for flag, cmd_re in _OTHER_FLAGS:
         i = b.find(flag)
         while i >= 0:
@@ -256,7 +263,8 @@ def _password_like(v: str) -> bool:
 
 
 def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:
-    """``-p`` is a password only after mysql-like commands (attached) or sshpass/login (spaced)."""
+    """``-p`` is a password only after mysql-like commands or archivers (attached) or
+    sshpass/login (spaced)."""
     cmd = _P_FLAG_CMD_RE.search(text, _line_start(text, i), i)
     if cmd is None:
         return
@@ -264,6 +272,8 @@ def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:
     if cmd.group("spaced"):
         while j < n and text[j] in " \t":
             j += 1
+    if cmd.group("archive") and _COMMAND_END_RE.search(text, cmd.end(), i) is not None:
+        return  # 7z x a.7z && tar -pxf b.tar: the flag of another command
     k = j
     while k < n and not text[k].isspace():
         k += 1
