@@ -471,6 +471,8 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
         )
         yield "zip_password", f"zip -r -P {v} backup.zip data/", "command"
         yield "7z_password", f"7z a -p{v} -mhe=on backup.7z data/", "command"
+        # htpasswd's batch mode: the password after the file and the user
+        yield "htpasswd_batch", f"htpasswd -b -c /etc/nginx/.htpasswd admin {v}", "command"
     # a secret store's command line: the value after gh's --body or -b (its four spellings, one
     # per name in turn)
     body = ("--body {}", '--body "{}"', '-b"{}"', "-b {}")[sum(map(ord, env)) % 4]
@@ -917,6 +919,12 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('zip -r out.zip src && unzip -P "$ZIP_PASSWORD" in.zip', "$ZIP_PASSWORD"),
     ("7z a -p -mhe=on out.7z src && curl -k https://localhost:8443", "-p -mhe=on"),
     ("7z x -o/tmp/out a.7z && tar -pxf b.tar", "tar -pxf b.tar"),
+    # htpasswd deleting a user, asking for the password, or given a variable
+    (
+        "htpasswd -D .htpasswd admin && htpasswd -c .htpasswd deploy2024",
+        "htpasswd -D .htpasswd admin && htpasswd -c .htpasswd deploy2024",
+    ),
+    ('htpasswd -nbB ci "$HTPASSWD_PASSWORD"', "$HTPASSWD_PASSWORD"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),
     ('$html .= "<input type=password>";', "<input type=password>"),

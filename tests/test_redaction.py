@@ -401,3 +401,36 @@ def test_an_archive_flag_without_a_password_stays(kept):
     from reos_memory.squirrel.redaction.engine import redact
 
     assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "htpasswd -b -c .htpasswd admin {v}",
+        "htpasswd -bc file user {v}",
+        "htpasswd -nbB user {v}",
+        "sudo htpasswd -nbB -C 12 ci '{v}' > .htpasswd",
+    ],
+)
+def test_the_password_htpasswd_takes_in_batch_mode_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "htpasswd -D .htpasswd admin",
+        "htpasswd -c .htpasswd deploy2024",
+        'htpasswd -nbB ci "$HTPASSWD_PASSWORD"',
+        "htpasswd -b .htpasswd admin",
+        "the htpasswd -b flag takes the password",
+    ],
+)
+def test_htpasswd_without_a_password_in_batch_mode_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept

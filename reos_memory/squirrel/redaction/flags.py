@@ -68,6 +68,10 @@ _GH_BODY_RE = re.compile(
     r"""(?:(?P<q>["'])(?P<qv>[^"'\n]{1,4096})(?P=q)|(?P<bare>[^\s"'|;&<>]{1,4096}))"""
 )
 _GH_COMMAND_RE = re.compile(r"[^\n|;&]{0,512}")  # what the flag is looked for in
+# htpasswd's options (-b -c, -bc, -nbB, -C 12): in batch mode (-b) the password is given after
+# the file and the user (htpasswd -b -c FILE USER PASSWORD), after the user alone with -n
+_HTPASSWD_OPTS_RE = re.compile(r"(?:[ \t]+-(?:[A-Za-z]*[Cr][ \t]+\d{1,3}|[A-Za-z]{1,8})){1,8}")
+_ARG_RE = re.compile(r"""[ \t]+(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?P<w>[^\s"'|;&<>]{1,256}))""")
 # echo 'deploy:X' | chpasswd
 _CHPASSWD_RE = re.compile(
     _CMD_START + r"""echo[ \t]+(["']?)[A-Za-z0-9_.\-]{1,64}:(?P<pw>[^\s"'|]{1,256})\1[ \t]*\|"""
@@ -93,6 +97,7 @@ _PGPASS_HINT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):[^:\s\"',{}]{1,128}:[^:\s\"',
 _PGPASS_NAMED_RE = re.compile(r"(?<![^\s>\"'])" + _PGPASS_LINE)
 
 
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _PATH_LIKE_RE = re.compile(r"[\w.\-]+(?:/[\w.\-]*)+")
 
 
@@ -160,6 +165,11 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
             while i >= 0:
                 _echoed_into_store(text, i, spans)
                 i = b.find(word, i + len(word))
+    i = b.find(b"htpasswd")
+    while i >= 0:
+        if text[i - 1 : i] not in _WORD_CHARS:  # (not a longer name's end)
+            _htpasswd(text, i + 8, spans)
+        i = b.find(b"htpasswd", i + 8)
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         line = text[_line_start(text, i) : i]
@@ -198,6 +208,26 @@ def _echoed_into_store(text: str, i: int, spans: list[Span]) -> None:
     e = _ECHOED_RE.search(text, max(lo, start + 1), pipe + 1)
     if e is not None and not is_placeholder(e.group("pw")):
         spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "env_secret"))
+
+
+def _htpasswd(text: str, i: int, spans: list[Span]) -> None:
+    """The password of ``htpasswd -b [-c] FILE USER PASSWORD`` (``-nb USER PASSWORD``) whose
+    options start at `i`; without -b htpasswd asks for it, and -D deletes a user."""
+    opts = _HTPASSWD_OPTS_RE.match(text, i)
+    if opts is None or "b" not in opts.group():
+        return
+    args: list[re.Match[str]] = []
+    while len(args) < (2 if "n" in opts.group() else 3):
+        arg = _ARG_RE.match(text, args[-1].end() if args else opts.end())
+        if arg is None:
+            return
+        args.append(arg)
+    pw = args[-1]
+    group = "q" if pw.group("q") is not None else "w"
+    value = pw.group(group)
+    # (a bare word of letters is as likely prose about the flag: "htpasswd -b takes the ...")
+    if not is_placeholder(value) and (group == "q" or has_digit_or_symbol(value)):
+        spans.append(Span(pw.start(group), pw.end(group), P_NAMED, "password"))
 
 
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
