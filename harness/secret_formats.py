@@ -473,6 +473,19 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
         yield "7z_password", f"7z a -p{v} -mhe=on backup.7z data/", "command"
         # htpasswd's batch mode: the password after the file and the user
         yield "htpasswd_batch", f"htpasswd -b -c /etc/nginx/.htpasswd admin {v}", "command"
+        # a database account's password set in SQL: PostgreSQL's PASSWORD '...', MySQL's
+        # IDENTIFIED BY '...'
+        yield (
+            "sql_with_password",
+            f"psql -c \"ALTER ROLE app WITH LOGIN PASSWORD '{v}'\"",
+            "command",
+        )
+        yield (
+            "sql_identified_by",
+            f"-- 002_users.sql\nCREATE USER 'app'@'%' IDENTIFIED BY '{v}';\n"
+            "GRANT ALL ON app.* TO 'app'@'%';",
+            "tool",
+        )
     # a secret store's command line: the value after gh's --body or -b (its four spellings, one
     # per name in turn)
     body = ("--body {}", '--body "{}"', '-b"{}"', "-b {}")[sum(map(ord, env)) % 4]
@@ -925,6 +938,10 @@ LOOKALIKES: list[tuple[str, str]] = [
         "htpasswd -D .htpasswd admin && htpasswd -c .htpasswd deploy2024",
     ),
     ('htpasswd -nbB ci "$HTPASSWD_PASSWORD"', "$HTPASSWD_PASSWORD"),
+    # SQL that sets a password from a bind parameter, or none
+    ("CREATE USER app WITH PASSWORD :app_password;", "PASSWORD :app_password"),
+    ("ALTER ROLE app WITH PASSWORD NULL;", "PASSWORD NULL"),
+    ("the key identified by 'deploy-2024' in the vault", "identified by 'deploy-2024'"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),
     ('$html .= "<input type=password>";', "<input type=password>"),

@@ -434,3 +434,40 @@ def test_htpasswd_without_a_password_in_batch_mode_stays(kept):
     from reos_memory.squirrel.redaction.engine import redact
 
     assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "CREATE USER app WITH PASSWORD '{v}';",
+        'ALTER ROLE app with password "{v}"',
+        "CREATE ROLE app WITH\n  LOGIN\n  ENCRYPTED PASSWORD '{v}';",
+        "CREATE USER 'app'@'%' IDENTIFIED BY '{v}';",
+        "create user app identified with mysql_native_password by '{v}'",
+        "CREATE USER scott IDENTIFIED BY {v};",
+        "GRANT ALL ON *.* TO 'app'@'localhost' IDENTIFIED BY '{v}'",
+    ],
+)
+def test_a_database_accounts_password_set_in_sql_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "CREATE USER app WITH PASSWORD :app_password;",
+        "ALTER ROLE app WITH PASSWORD NULL;",
+        "CREATE USER app IDENTIFIED BY :pw",
+        "CREATE USER app IDENTIFIED BY PASSWORD '*6C8989366EAF75BB670AD8EA7A7FC1176A95CEF4'",
+        "the key identified by 'deploy-2024' in the vault",
+        "SELECT id FROM accounts WHERE role = 'admin'; UPDATE t SET password 'x2'",
+    ],
+)
+def test_sql_that_sets_no_literal_password_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept

@@ -72,6 +72,17 @@ _GH_COMMAND_RE = re.compile(r"[^\n|;&]{0,512}")  # what the flag is looked for i
 # the file and the user (htpasswd -b -c FILE USER PASSWORD), after the user alone with -n
 _HTPASSWD_OPTS_RE = re.compile(r"(?:[ \t]+-(?:[A-Za-z]*[Cr][ \t]+\d{1,3}|[A-Za-z]{1,8})){1,8}")
 _ARG_RE = re.compile(r"""[ \t]+(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?P<w>[^\s"'|;&<>]{1,256}))""")
+# a statement about a database account before its password: CREATE or ALTER USER, ROLE or LOGIN,
+# MySQL's older GRANT ... IDENTIFIED BY, Oracle's CONNECT TO of a database link
+_SQL_ACCOUNT_RE = re.compile(
+    r"(?i)\b(?:(?:create|alter)\s+(?:user|role|login)|grant|connect\s+to)\b[^;]{0,300}\Z"
+)
+# MySQL's and Oracle's IDENTIFIED [WITH plugin] BY 'password' (Oracle's unquoted); BY PASSWORD
+# '*<hash>', BY VALUES '<hash>' and BY RANDOM PASSWORD give none
+_IDENTIFIED_BY_RE = re.compile(
+    r"""(?i)identified(?:[ \t]+with[ \t]+\w{1,64})?[ \t]+by[ \t]+"""
+    r"""(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?!(?:password|values|random)\b)(?P<w>[^\s;"'`,)]{1,256}))"""
+)
 # echo 'deploy:X' | chpasswd
 _CHPASSWD_RE = re.compile(
     _CMD_START + r"""echo[ \t]+(["']?)[A-Za-z0-9_.\-]{1,64}:(?P<pw>[^\s"'|]{1,256})\1[ \t]*\|"""
@@ -170,6 +181,11 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         if text[i - 1 : i] not in _WORD_CHARS:  # (not a longer name's end)
             _htpasswd(text, i + 8, spans)
         i = b.find(b"htpasswd", i + 8)
+    for word in (b"IDENTIFIED", b"identified"):
+        i = b.find(word)
+        while i >= 0:
+            _identified_by(text, i, spans)
+            i = b.find(word, i + 10)
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         line = text[_line_start(text, i) : i]
@@ -228,6 +244,23 @@ def _htpasswd(text: str, i: int, spans: list[Span]) -> None:
     # (a bare word of letters is as likely prose about the flag: "htpasswd -b takes the ...")
     if not is_placeholder(value) and (group == "q" or has_digit_or_symbol(value)):
         spans.append(Span(pw.start(group), pw.end(group), P_NAMED, "password"))
+
+
+def sql_account_before(text: str, i: int) -> bool:
+    """Whether a statement creating or altering a database account comes before `i` (within
+    300 characters, no ``;`` between): its ``PASSWORD '...'`` is the account's password."""
+    return _SQL_ACCOUNT_RE.search(text, max(0, i - 300), i) is not None
+
+
+def _identified_by(text: str, i: int, spans: list[Span]) -> None:
+    """The password of ``CREATE USER ... IDENTIFIED BY '...'`` at `i` (MySQL, Oracle)."""
+    m = _IDENTIFIED_BY_RE.match(text, i)
+    if m is None or not sql_account_before(text, i):
+        return  # "the key identified by 'deploy-2024'": no account's statement
+    group = "q" if m.group("q") is not None else "w"
+    value = m.group(group)
+    if not is_placeholder(value) and value[0] not in ":?":  # (:pw, ?: a bind parameter)
+        spans.append(Span(m.start(group), m.end(group), P_NAMED, "password"))
 
 
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:

@@ -7,6 +7,7 @@ import re
 import string
 
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
+from reos_memory.squirrel.redaction.flags import sql_account_before
 from reos_memory.squirrel.redaction.in_prose import prose_at
 from reos_memory.squirrel.redaction.names import (
     TIER_PASSWORD,
@@ -467,7 +468,8 @@ def _words_follow(text: str, start: int, end: int) -> bool:
 
 def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[str]) -> bool:
     """Whether what `m` matched after the name introduces its value: a separator, the ``>`` of an
-    element opened right before the name, or the blanks after a flag or a .netrc ``password``."""
+    element opened right before the name, or the blanks after a flag, a .netrc ``password`` or
+    SQL's ``PASSWORD`` (of a database account's statement)."""
     xml, ws = m.group("xml", "ws")
     if m.group("sep") == "," and m.group("nq") is None:
         # "apiToken,<value>," opening a line: a CSV row; elsewhere a list of names
@@ -481,7 +483,13 @@ def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[
             or text.rfind("login", max(0, start - 100), start) >= 0
             or _lone_netrc_line(text, start, m)
         )
-        return flag or netrc or _set_by_shell(text, start)
+        # CREATE USER app WITH PASSWORD '...', ALTER ROLE app ENCRYPTED PASSWORD '...'
+        sql = (
+            name.lower() == "password"
+            and m.group("qv") is not None
+            and sql_account_before(text, start)
+        )
+        return flag or netrc or sql or _set_by_shell(text, start)
     return True
 
 
