@@ -462,6 +462,9 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     if "TOKEN" in env:
         yield "npm_config_set", f"npm config set //npm.example.com/:_authToken {v}", "command"
     yield "csh_setenv", f"setenv {env} {v}", "command"
+    # a command line tool's settings: `aws configure set NAME value`, `<tool> config set ...`
+    verb = "configure" if parts[0] == "aws" else "config"
+    yield "config_set", f"{parts[0]} {verb} set {low} {v} --profile ci", "command"
     if "PASS" in env:
         # commands that take only a password: an encryption's, an archive's
         yield (
@@ -941,6 +944,9 @@ LOOKALIKES: list[tuple[str, str]] = [
     # SQL that sets a password from a bind parameter, or none
     ("CREATE USER app WITH PASSWORD :app_password;", "PASSWORD :app_password"),
     ("ALTER ROLE app WITH PASSWORD NULL;", "PASSWORD NULL"),
+    # a tool's setting of a secret's name given a variable, and one about the secret
+    ("aws configure set aws_secret_access_key $AWS_SECRET_ACCESS_KEY", "$AWS_SECRET_ACCESS_KEY"),
+    ("poetry config set token_ttl_seconds 3600", "token_ttl_seconds 3600"),
     ("the key identified by 'deploy-2024' in the vault", "identified by 'deploy-2024'"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),

@@ -471,3 +471,27 @@ def test_sql_that_sets_no_literal_password_stays(kept):
     from reos_memory.squirrel.redaction.engine import redact
 
     assert redact(kept) == kept
+
+
+def test_a_tools_config_set_gives_the_value_after_a_blank():
+    """``aws configure set NAME value`` (and ``<tool> config set``) sets a secret when NAME names
+    one, as ``setx NAME value`` does; a variable, or a setting about the secret, stays."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    for said in (
+        f"aws configure set aws_secret_access_key {v}",
+        f"aws configure set profile.prod.aws_secret_access_key {v} --profile prod",
+        f"aws configure set --profile prod aws_secret_access_key {v}",
+        f"kubectl config set users.admin.token {v}",
+        f"adafruit config set adafruit_io_key aio_{v}",
+    ):
+        out = redact(said)
+        assert v not in out and "[REDACTED:" in out, out
+    for kept in (
+        "aws configure set aws_secret_access_key $AWS_SECRET_ACCESS_KEY",
+        "aws configure set region eu-west-1",
+        "poetry config set token_ttl_seconds 3600",
+        "the app config set password to default",
+    ):
+        assert redact(kept) == kept

@@ -106,10 +106,12 @@ _DECLARED_RE = re.compile(
     re.VERBOSE,
 )
 # fish's `set -x NAME value` (-gx, -Ux) and csh's `setenv NAME value`: the value after a blank
-# (and Windows' `setx NAME value`, a package manager's `npm config set //host/:_authToken value`)
+# (and Windows' `setx NAME value`, a tool's settings: `aws configure set [--profile p] NAME value`,
+# `kubectl config set NAME value`, a package manager's `npm config set //host/:_authToken value`)
 _SET_ENV_RE = re.compile(
     r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+[ \t]+|setenv[ \t]+|setx[ \t]+"
-    r"|(?:npm|pnpm|yarn)[ \t]+config[ \t]+set[ \t]+(?://[^\s:]+:)?)\Z"
+    r"|[\w.\-]{1,40}[ \t]+config(?:ure)?[ \t]+set[ \t]+"
+    r"(?:--[\w\-]{1,30}[ \t]+[^\s-]\S{0,60}[ \t]+){0,3}(?://[^\s:]+:)?)\Z"
 )
 _DECLARED_OPENERS = frozenset(" \t:<|[?{]}\"'")
 # "twilio auth token - '...'": a name in words, a dash between blanks, the value quoted
@@ -213,6 +215,7 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         and text[end : end + 1] != ":"  # a YAML key, or "key: value" said in a line
         and not (text[end : end + 1] == "," and _opens_line(text, start))  # a CSV row
         and not _table_cell(text, start, end)
+        and not _set_by_shell(text, start)  # aws configure set <name> ...: a setting's key
     ):
         # a variable in code, not a config file's key or a flag: its value is a secret only
         # when it is a string literal shaped like a token (etsy_key = "0f3a..."), not an id
@@ -494,8 +497,8 @@ def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[
 
 
 def _set_by_shell(text: str, start: int) -> bool:
-    """Whether fish's ``set -x``, csh's ``setenv``, Windows' ``setx`` or a package manager's
-    ``config set`` comes right before the name."""
+    """Whether fish's ``set -x``, csh's ``setenv``, Windows' ``setx`` or a tool's ``config
+    set`` (``configure set``) comes right before the name."""
     return _SET_ENV_RE.search(text, max(0, start - 120), start) is not None
 
 
