@@ -476,6 +476,13 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
         yield "7z_password", f"7z a -p{v} -mhe=on backup.7z data/", "command"
         # htpasswd's batch mode: the password after the file and the user
         yield "htpasswd_batch", f"htpasswd -b -c /etc/nginx/.htpasswd admin {v}", "command"
+        # a file share's user and password: Samba's -U user%password, Windows' net use
+        yield "smbclient_user", f"smbclient //fs01/backup -U svc_backup%{v} -c 'ls'", "command"
+        yield (
+            "net_use",
+            f"net use Z: \\\\fs01\\backup /user:CORP\\svc_backup {v} /persistent:no",
+            "command",
+        )
         # a database account's password set in SQL: PostgreSQL's PASSWORD '...', MySQL's
         # IDENTIFIED BY '...'
         yield (
@@ -947,6 +954,10 @@ LOOKALIKES: list[tuple[str, str]] = [
     # a tool's setting of a secret's name given a variable, and one about the secret
     ("aws configure set aws_secret_access_key $AWS_SECRET_ACCESS_KEY", "$AWS_SECRET_ACCESS_KEY"),
     ("poetry config set token_ttl_seconds 3600", "token_ttl_seconds 3600"),
+    # a file share mounted with no password given, or a variable
+    ('smbclient -L //fs01 -U guest% && smbclient //fs01/s -U "svc%$SMB_PASS"', "svc%$SMB_PASS"),
+    ("net use Z: \\\\fs01\\backup /user:CORP\\svc * /persistent:no", "svc * /persistent:no"),
+    ("net use shows the mapped drives; net use Z: /delete", "net use shows the mapped drives"),
     ("the key identified by 'deploy-2024' in the vault", "identified by 'deploy-2024'"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),

@@ -495,3 +495,39 @@ def test_a_tools_config_set_gives_the_value_after_a_blank():
         "the app config set password to default",
     ):
         assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "smbclient //h/s -U user%{v}",
+        'smbclient //fs01/backup -U "CORP\\svc%{v}" -c ls',
+        "rpcclient -U admin%{v} 10.0.0.5",
+        "net use Z: \\\\srv\\share /user:me {v}",
+        "net use Z: \\\\srv\\share {v} /user:CORP\\me /persistent:no",
+        'NET USE * \\\\srv\\share "{v}" /USER:me',
+    ],
+)
+def test_a_file_shares_password_on_the_command_line_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "smbclient -L //fs01 -U guest%",
+        'smbclient //fs01/s -U "svc%$SMB_PASS"',
+        "net use Z: \\\\fs01\\backup /user:CORP\\svc * /persistent:no",
+        "net use shows the mapped drives; net use Z: /delete",
+        "run `net use \\\\fs01\\backup` then check the drive",
+        "date -U +%Y && sort -U 50%",
+    ],
+)
+def test_a_file_share_mounted_with_no_password_given_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept

@@ -71,7 +71,7 @@ _GH_COMMAND_RE = re.compile(r"[^\n|;&]{0,512}")  # what the flag is looked for i
 # htpasswd's options (-b -c, -bc, -nbB, -C 12): in batch mode (-b) the password is given after
 # the file and the user (htpasswd -b -c FILE USER PASSWORD), after the user alone with -n
 _HTPASSWD_OPTS_RE = re.compile(r"(?:[ \t]+-(?:[A-Za-z]*[Cr][ \t]+\d{1,3}|[A-Za-z]{1,8})){1,8}")
-_ARG_RE = re.compile(r"""[ \t]+(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?P<w>[^\s"'|;&<>]{1,256}))""")
+_ARG_RE = re.compile(r"""[ \t]+(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?P<w>[^\s"'`|;&<>]{1,256}))""")
 # a statement about a database account before its password: CREATE or ALTER USER, ROLE or LOGIN,
 # MySQL's older GRANT ... IDENTIFIED BY, Oracle's CONNECT TO of a database link
 _SQL_ACCOUNT_RE = re.compile(
@@ -82,6 +82,14 @@ _SQL_ACCOUNT_RE = re.compile(
 _IDENTIFIED_BY_RE = re.compile(
     r"""(?i)identified(?:[ \t]+with[ \t]+\w{1,64})?[ \t]+by[ \t]+"""
     r"""(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?!(?:password|values|random)\b)(?P<w>[^\s;"'`,)]{1,256}))"""
+)
+# Samba's user%password: smbclient //host/share -U user%password (rpcclient, smbcacls, net ads
+# ... -U, --user=); the command must be in the flag's segment (a -U of another tool takes no %)
+_SAMBA_USER_RE = re.compile(
+    r"""(?:-U[ \t]*|--user(?:=|[ \t]+))(["']?)[^\s%"']{0,128}%(?P<pw>[^\s"']{1,256})\1"""
+)
+_SAMBA_CMD_RE = re.compile(
+    r"(?<![\w-])(?:smbclient|rpcclient|smbcacls|smbcquotas|smbget|smbtree|smbmap|net|winexe)\b"
 )
 # echo 'deploy:X' | chpasswd
 _CHPASSWD_RE = re.compile(
@@ -186,6 +194,18 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         while i >= 0:
             _identified_by(text, i, spans)
             i = b.find(word, i + 10)
+    if b"%" in b:
+        for flag in (b"-U", b"--user"):
+            i = b.find(flag)
+            while i >= 0:
+                _samba_user(text, i, spans)
+                i = b.find(flag, i + 2)
+    for word in (b"net use", b"NET USE"):
+        i = b.find(word)
+        while i >= 0:
+            if i == 0 or text[i - 1] not in _WORD_CHARS:
+                _net_use(text, i + 7, spans)
+            i = b.find(word, i + 7)
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         line = text[_line_start(text, i) : i]
@@ -261,6 +281,40 @@ def _identified_by(text: str, i: int, spans: list[Span]) -> None:
     value = m.group(group)
     if not is_placeholder(value) and value[0] not in ":?":  # (:pw, ?: a bind parameter)
         spans.append(Span(m.start(group), m.end(group), P_NAMED, "password"))
+
+
+def _samba_user(text: str, i: int, spans: list[Span]) -> None:
+    """The password of Samba's ``-U user%password`` at `i`."""
+    if text[i - 1 : i] not in (" ", "\t"):
+        return
+    m = _SAMBA_USER_RE.match(text, i)
+    if (
+        m is not None
+        and not is_placeholder(m.group("pw"))
+        and _SAMBA_CMD_RE.search(text, _segment_start(text, i), i) is not None
+    ):
+        spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+
+
+def _net_use(text: str, i: int, spans: list[Span]) -> None:
+    """The password of Windows' ``net use [drive] \\\\host\\share [password] [/user:name]``
+    whose arguments start at `i`: the one word after the share that is no switch (``*`` asks
+    for it)."""
+    pos, share = i, False
+    for _ in range(8):
+        arg = _ARG_RE.match(text, pos)
+        if arg is None:
+            return
+        pos = arg.end()
+        group = "q" if arg.group("q") is not None else "w"
+        word = arg.group(group)
+        if word.startswith(("\\\\", "//")):
+            share = True
+        elif share and word[0] != "/":
+            # (a bare word of letters is as likely the words after the command)
+            if not is_placeholder(word) and (group == "q" or has_digit_or_symbol(word)):
+                spans.append(Span(arg.start(group), arg.end(group), P_NAMED, "password"))
+            return
 
 
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
