@@ -462,6 +462,12 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     if "TOKEN" in env:
         yield "npm_config_set", f"npm config set //npm.example.com/:_authToken {v}", "command"
     yield "csh_setenv", f"setenv {env} {v}", "command"
+    # PowerShell's secure string made from a literal
+    yield (
+        "powershell_secure_string",
+        f"${camel} = ConvertTo-SecureString '{v}' -AsPlainText -Force",
+        "command",
+    )
     # a command line tool's settings: `aws configure set NAME value`, `<tool> config set ...`
     verb = "configure" if parts[0] == "aws" else "config"
     yield "config_set", f"{parts[0]} {verb} set {low} {v} --profile ci", "command"
@@ -958,6 +964,12 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('smbclient -L //fs01 -U guest% && smbclient //fs01/s -U "svc%$SMB_PASS"', "svc%$SMB_PASS"),
     ("net use Z: \\\\fs01\\backup /user:CORP\\svc * /persistent:no", "svc * /persistent:no"),
     ("net use shows the mapped drives; net use Z: /delete", "net use shows the mapped drives"),
+    # a secure string made from a variable, or read from the person
+    (
+        "$pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force",
+        "ConvertTo-SecureString $env:DB_PASSWORD",
+    ),
+    ('$sec = ConvertTo-SecureString "$Password" -AsPlainText -Force', "$Password"),
     ("the key identified by 'deploy-2024' in the vault", "identified by 'deploy-2024'"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),

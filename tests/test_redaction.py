@@ -531,3 +531,34 @@ def test_a_file_share_mounted_with_no_password_given_stays(kept):
     from reos_memory.squirrel.redaction.engine import redact
 
     assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "ConvertTo-SecureString '{v}' -AsPlainText -Force",
+        '$s = convertto-securestring -String "{v}" -asplaintext -force',
+        "ConvertTo-SecureString -AsPlainText -Force -String '{v}'",
+        "'{v}' | ConvertTo-SecureString -AsPlainText -Force",
+    ],
+)
+def test_a_literal_made_a_powershell_secure_string_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "$pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force",
+        '$sec = ConvertTo-SecureString "$Password" -AsPlainText -Force',
+        "Read-Host -AsSecureString | ConvertFrom-SecureString",
+    ],
+)
+def test_a_secure_string_made_from_a_variable_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept

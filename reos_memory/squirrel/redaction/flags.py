@@ -91,6 +91,18 @@ _SAMBA_USER_RE = re.compile(
 _SAMBA_CMD_RE = re.compile(
     r"(?<![\w-])(?:smbclient|rpcclient|smbcacls|smbcquotas|smbget|smbtree|smbmap|net|winexe)\b"
 )
+# PowerShell's ConvertTo-SecureString 'X' -AsPlainText -Force (-String 'X', its switches first),
+# or the literal piped into it: 'X' | ConvertTo-SecureString -AsPlainText -Force
+_SECURE_STRING_RE = re.compile(
+    r"""(?i)convertto-securestring(?:[ \t]+-(?:asplaintext|force))*[ \t]+(?:-string[ \t]+)?"""
+    r"""(["'])(?P<v>[^"'\n]{1,4096})\1"""
+)
+_PIPED_LITERAL_RE = re.compile(r"""(["'])(?P<v>[^"'\n]{1,4096})\1[ \t]*\|[ \t]*\Z""")
+_SECURE_STRING_WORDS = (
+    b"onvertTo-SecureString",
+    b"onvertto-securestring",
+    b"ONVERTTO-SECURESTRING",
+)
 # echo 'deploy:X' | chpasswd
 _CHPASSWD_RE = re.compile(
     _CMD_START + r"""echo[ \t]+(["']?)[A-Za-z0-9_.\-]{1,64}:(?P<pw>[^\s"'|]{1,256})\1[ \t]*\|"""
@@ -206,6 +218,12 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
             if i == 0 or text[i - 1] not in _WORD_CHARS:
                 _net_use(text, i + 7, spans)
             i = b.find(word, i + 7)
+    if b"ecure" in b or b"ECURE" in b:
+        for word in _SECURE_STRING_WORDS:
+            i = b.find(word)
+            while i >= 1:
+                _secure_string(text, i - 1, spans)
+                i = b.find(word, i + len(word))
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         line = text[_line_start(text, i) : i]
@@ -315,6 +333,16 @@ def _net_use(text: str, i: int, spans: list[Span]) -> None:
             if not is_placeholder(word) and (group == "q" or has_digit_or_symbol(word)):
                 spans.append(Span(arg.start(group), arg.end(group), P_NAMED, "password"))
             return
+
+
+def _secure_string(text: str, i: int, spans: list[Span]) -> None:
+    """The literal PowerShell's ``ConvertTo-SecureString`` at `i` is given, after it or piped
+    into it (a variable, ``$env:DB_PASSWORD``, is no literal)."""
+    m = _SECURE_STRING_RE.match(text, i)
+    if m is None:
+        m = _PIPED_LITERAL_RE.search(text, _line_start(text, i), i)
+    if m is not None and not is_placeholder(m.group("v")):
+        spans.append(Span(m.start("v"), m.end("v"), P_NAMED, "password"))
 
 
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
