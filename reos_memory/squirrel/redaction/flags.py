@@ -1,7 +1,10 @@
 """Rule 4 on command lines: passwords given to ``curl -u``, ``mysql -p``, ``sshpass -p``, ``docker
 login -p``, ``az login -p``, ``redis-cli -a``, ``sqlcmd -P``, ``ldap* -w``, Oracle's ``user/password@db``,
-and echoed into a ``--password-stdin`` or ``chpasswd``; and the password field of a ``.pgpass``
-line."""
+an archiver (``zip -P``, ``7z -p``), ``openssl -k``, ``htpasswd -b``, Samba's ``-U user%password``
+and ``net use``, echoed into a ``--password-stdin`` or ``chpasswd``; secrets given to a store
+(``gh secret set --body``, echoed into ``wrangler secret put``) or made a PowerShell secure string
+(``ConvertTo-SecureString '...'``); SQL's ``IDENTIFIED BY '...'``; and the password field of a
+``.pgpass`` line."""
 
 from __future__ import annotations
 
