@@ -462,6 +462,57 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     if "TOKEN" in env:
         yield "npm_config_set", f"npm config set //npm.example.com/:_authToken {v}", "command"
     yield "csh_setenv", f"setenv {env} {v}", "command"
+    # PowerShell's secure string made from a literal
+    yield (
+        "powershell_secure_string",
+        f"${camel} = ConvertTo-SecureString '{v}' -AsPlainText -Force",
+        "command",
+    )
+    # a command line tool's settings: `aws configure set NAME value`, `<tool> config set ...`
+    verb = "configure" if parts[0] == "aws" else "config"
+    yield "config_set", f"{parts[0]} {verb} set {low} {v} --profile ci", "command"
+    if "PASS" in env:
+        # commands that take only a password: an encryption's, an archive's
+        yield (
+            "openssl_k",
+            f"openssl enc -aes-256-cbc -salt -k {v} -in db.tar -out db.enc",
+            "command",
+        )
+        yield "zip_password", f"zip -r -P {v} backup.zip data/", "command"
+        yield "7z_password", f"7z a -p{v} -mhe=on backup.7z data/", "command"
+        # htpasswd's batch mode: the password after the file and the user
+        yield "htpasswd_batch", f"htpasswd -b -c /etc/nginx/.htpasswd admin {v}", "command"
+        # a file share's user and password: Samba's -U user%password, Windows' net use
+        yield "smbclient_user", f"smbclient //fs01/backup -U svc_backup%{v} -c 'ls'", "command"
+        yield (
+            "net_use",
+            f"net use Z: \\\\fs01\\backup /user:CORP\\svc_backup {v} /persistent:no",
+            "command",
+        )
+        # a database account's password set in SQL: PostgreSQL's PASSWORD '...', MySQL's
+        # IDENTIFIED BY '...'
+        yield (
+            "sql_with_password",
+            f"psql -c \"ALTER ROLE app WITH LOGIN PASSWORD '{v}'\"",
+            "command",
+        )
+        yield (
+            "sql_identified_by",
+            f"-- 002_users.sql\nCREATE USER 'app'@'%' IDENTIFIED BY '{v}';\n"
+            "GRANT ALL ON app.* TO 'app'@'%';",
+            "tool",
+        )
+    # a secret store's command line: the value after gh's --body or -b (its four spellings, one
+    # per name in turn)
+    body = ("--body {}", '--body "{}"', '-b"{}"', "-b {}")[sum(map(ord, env)) % 4]
+    yield "gh_secret_body", f"gh secret set {env} {body.format(v)} --repo acme/api", "command"
+    # the value piped into a secret store that reads its standard input (one store per name)
+    piped = (
+        "echo {v} | npx wrangler secret put {env}",
+        "echo -n '{v}' | gh secret set {env}",
+        "printf '%s' \"{v}\" | vercel env add {env} production",
+    )[sum(map(ord, env)) % 3]
+    yield "piped_secret_store", piped.format(v=v, env=env), "command"
     yield "perl_env", f"$ENV{{{env}}} = '{v}';", "tool"
     yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"
     yield "rust_string_from", f'let {low}: String = String::from("{v}");', "tool"
@@ -473,6 +524,12 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "csv_row", f"name,value\n{camel},{v},\nregion,eu-west-1", "tool"
     yield "yaml_block", f"deploy:\n  {low}: |\n    {v}\n  region: eu-west-1\n", "tool"
     yield "yaml_folded", f"{low}: >-\n  {v}\n", "tool"
+    # an anchor before the value, its alias reusing it further down
+    yield (
+        "yaml_anchor",
+        f"production:\n  {low}: &{camel} {v}\nreplica:\n  {low}: *{camel}\n",
+        "tool",
+    )
     yield "xml_element", f"<settings>\n  <{camel}>\n    {v}\n  </{camel}>\n</settings>", "tool"
     # the form of the scanners' fixture lines and of notes: "twilio token - '...'"
     word = "password" if "PASS" in env else "token"
@@ -880,6 +937,40 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("render_pass: shadowMapPassV2", "shadowMapPassV2"),
     ("set -x API_TOKEN (cat ~/.config/token)", "(cat ~/.config/token)"),
     ("set -x PATH $PATH /usr/local/bin", "$PATH /usr/local/bin"),
+    # a secret store given a variable or a file, not the value
+    ('gh secret set API_TOKEN --body "$API_TOKEN"', "$API_TOKEN"),
+    ("gh secret set -f .env.production --repo acme/api", "-f .env.production"),
+    ("gh secret set SIGNING_KEY --body-file ./keys/signing.pem", "--body-file ./keys/signing.pem"),
+    ('echo "$API_TOKEN" | npx wrangler secret put API_TOKEN', "$API_TOKEN"),
+    ("echo hello | wc -c && echo ok | gh secret list", "echo hello | wc -c && echo ok |"),
+    # an archive's or an encryption's password flag given a variable, or no password at all
+    ("openssl enc -aes-256-cbc -k $BACKUP_PASS -in a.txt", "-k $BACKUP_PASS"),
+    ('zip -r out.zip src && unzip -P "$ZIP_PASSWORD" in.zip', "$ZIP_PASSWORD"),
+    ("7z a -p -mhe=on out.7z src && curl -k https://localhost:8443", "-p -mhe=on"),
+    ("7z x -o/tmp/out a.7z && tar -pxf b.tar", "tar -pxf b.tar"),
+    # htpasswd deleting a user, asking for the password, or given a variable
+    (
+        "htpasswd -D .htpasswd admin && htpasswd -c .htpasswd deploy2024",
+        "htpasswd -D .htpasswd admin && htpasswd -c .htpasswd deploy2024",
+    ),
+    ('htpasswd -nbB ci "$HTPASSWD_PASSWORD"', "$HTPASSWD_PASSWORD"),
+    # SQL that sets a password from a bind parameter, or none
+    ("CREATE USER app WITH PASSWORD :app_password;", "PASSWORD :app_password"),
+    ("ALTER ROLE app WITH PASSWORD NULL;", "PASSWORD NULL"),
+    # a tool's setting of a secret's name given a variable, and one about the secret
+    ("aws configure set aws_secret_access_key $AWS_SECRET_ACCESS_KEY", "$AWS_SECRET_ACCESS_KEY"),
+    ("poetry config set token_ttl_seconds 3600", "token_ttl_seconds 3600"),
+    # a file share mounted with no password given, or a variable
+    ('smbclient -L //fs01 -U guest% && smbclient //fs01/s -U "svc%$SMB_PASS"', "svc%$SMB_PASS"),
+    ("net use Z: \\\\fs01\\backup /user:CORP\\svc * /persistent:no", "svc * /persistent:no"),
+    ("net use shows the mapped drives; net use Z: /delete", "net use shows the mapped drives"),
+    # a secure string made from a variable, or read from the person
+    (
+        "$pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force",
+        "ConvertTo-SecureString $env:DB_PASSWORD",
+    ),
+    ('$sec = ConvertTo-SecureString "$Password" -AsPlainText -Force', "$Password"),
+    ("the key identified by 'deploy-2024' in the vault", "identified by 'deploy-2024'"),
     ("<password>\n    ${env.DB_PASSWORD}\n</password>", "${env.DB_PASSWORD}"),
     ("<passwordHash>\n    sha256\n</passwordHash>", "sha256"),
     ('$html .= "<input type=password>";', "<input type=password>"),
@@ -964,6 +1055,12 @@ LOOKALIKES: list[tuple[str, str]] = [
     # a YAML block under a secret's name holding prose or a reference; a counter added to
     ("password_help: |\n  Use at least 12 characters.\n", "Use at least 12 characters."),
     ("api_key: |\n  ${API_KEY}\n", "${API_KEY}"),
+    # YAML's anchors and aliases of a block of settings, and an alias given to a secret's name
+    (
+        "secrets: &secret_defaults\n  region: eu-west-1\nprod:\n  <<: *secret_defaults\n",
+        "secrets: &secret_defaults",
+    ),
+    ("db:\n  password: *shared_db_password\n", "*shared_db_password"),
     ("total_tokens += usage.output_tokens", "usage.output_tokens"),
     # a short prefix before camel-case words: a page's widget or a CSS class, no token
     (

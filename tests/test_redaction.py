@@ -280,3 +280,285 @@ def test_a_salesforce_session_id_is_redacted_whole_and_an_org_id_stays():
     assert out == "sf login: [REDACTED:salesforce_token]"
     kept = "org 00D5e000000AbCdEAA is the sandbox!"
     assert redact(kept) == kept
+
+
+def test_a_yaml_anchor_before_a_value_is_no_part_of_it():
+    """``password: &pw <value>`` gives the value after its anchor; an alias (``*pw``) and an
+    anchor over a block of settings are references and stay."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    for said in (
+        f"password: &pw {v}",
+        f"db:\n  password: &dbpass {v}\n  replica_password: *dbpass",
+        f'api_token: &tok "{v}"',
+    ):
+        out = redact(said)
+        assert v not in out and "&" in out and "[REDACTED:" in out, out
+        assert "*dbpass" in out or "*dbpass" not in said
+    for kept in (
+        "base: &defaults\n  adapter: postgres\ndevelopment:\n  <<: *defaults\n",
+        "db:\n  password: *shared_db_password\n",
+        "password: &pw\n  length: 12\n",
+    ):
+        assert redact(kept) == kept
+
+
+def test_the_value_gh_secret_set_is_given_is_redacted_and_a_variable_or_file_stays():
+    """``gh secret set NAME --body VALUE`` in its four spellings stores VALUE as a secret; a
+    variable, a command's output or a file given instead is no secret."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    for said in (
+        f"gh secret set API_TOKEN --body {v}",
+        f'gh secret set API_TOKEN --body "{v}" --repo acme/api',
+        f'gh secret set API_TOKEN -b"{v}"',
+        f"gh secret set --env prod API_TOKEN -b {v}",
+        f"gh secret set A\ngh secret set B --body={v}",
+    ):
+        out = redact(said)
+        assert v not in out and "[REDACTED:env_secret]" in out, out
+    for kept in (
+        'gh secret set API_TOKEN --body "$TOKEN"',
+        'gh secret set API_TOKEN --body "$(cat token.txt)"',
+        "gh secret set API_TOKEN --body-file .env",
+        "gh secret set -f .env.production",
+        "gh secret set API_TOKEN < token.txt",
+    ):
+        assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "echo {v} | npx wrangler secret put API_TOKEN",
+        "echo -n '{v}' | gh secret set API_TOKEN",
+        "printf '%s' \"{v}\" | vercel env add API_TOKEN production",
+        "printf {v} | vercel env add API_TOKEN production",
+        "echo {v} | docker secret create db_password -",
+    ],
+)
+def test_a_value_piped_into_a_secret_store_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:env_secret]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "echo hello | grep h",
+        "echo hello | wc -c",
+        "echo hello | grep secret",
+        'echo "$API_TOKEN" | npx wrangler secret put API_TOKEN',
+        "echo ok | gh secret list",
+        "cat token.txt | gh secret set API_TOKEN",
+    ],
+)
+def test_an_echo_piped_elsewhere_or_a_variable_piped_into_a_store_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "openssl enc -aes-256-cbc -k {v} -in a.txt",
+        "zip -P {v} out.zip f",
+        "zip -r -P {v} backup.zip data/",
+        "unzip -P {v} out.zip",
+        "7z a -p{v} out.7z f",
+        "7za x -p{v} -o/tmp/out in.7z",
+        "rar a -p{v} out.rar f",
+    ],
+)
+def test_an_archive_or_an_encryption_password_flag_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "zip -r out.zip src",
+        "openssl enc -aes-256-cbc -k $PASS -in a.txt",
+        'unzip -P "$ZIP_PASSWORD" in.zip',
+        "7z a -p out.7z src",
+        "rar a -p- out.rar src",
+        "7z x a.7z && tar -pxf b.tar",
+        "curl -k https://localhost:8443",
+        "xargs -P 4 zip -q",
+    ],
+)
+def test_an_archive_flag_without_a_password_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "htpasswd -b -c .htpasswd admin {v}",
+        "htpasswd -bc file user {v}",
+        "htpasswd -nbB user {v}",
+        "sudo htpasswd -nbB -C 12 ci '{v}' > .htpasswd",
+    ],
+)
+def test_the_password_htpasswd_takes_in_batch_mode_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "htpasswd -D .htpasswd admin",
+        "htpasswd -c .htpasswd deploy2024",
+        'htpasswd -nbB ci "$HTPASSWD_PASSWORD"',
+        "htpasswd -b .htpasswd admin",
+        "the htpasswd -b flag takes the password",
+    ],
+)
+def test_htpasswd_without_a_password_in_batch_mode_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "CREATE USER app WITH PASSWORD '{v}';",
+        'ALTER ROLE app with password "{v}"',
+        "CREATE ROLE app WITH\n  LOGIN\n  ENCRYPTED PASSWORD '{v}';",
+        "CREATE USER 'app'@'%' IDENTIFIED BY '{v}';",
+        "create user app identified with mysql_native_password by '{v}'",
+        "CREATE USER scott IDENTIFIED BY {v};",
+        "GRANT ALL ON *.* TO 'app'@'localhost' IDENTIFIED BY '{v}'",
+    ],
+)
+def test_a_database_accounts_password_set_in_sql_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "CREATE USER app WITH PASSWORD :app_password;",
+        "ALTER ROLE app WITH PASSWORD NULL;",
+        "CREATE USER app IDENTIFIED BY :pw",
+        "CREATE USER app IDENTIFIED BY PASSWORD '*6C8989366EAF75BB670AD8EA7A7FC1176A95CEF4'",
+        "the key identified by 'deploy-2024' in the vault",
+        "SELECT id FROM accounts WHERE role = 'admin'; UPDATE t SET password 'x2'",
+    ],
+)
+def test_sql_that_sets_no_literal_password_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept
+
+
+def test_a_tools_config_set_gives_the_value_after_a_blank():
+    """``aws configure set NAME value`` (and ``<tool> config set``) sets a secret when NAME names
+    one, as ``setx NAME value`` does; a variable, or a setting about the secret, stays."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    for said in (
+        f"aws configure set aws_secret_access_key {v}",
+        f"aws configure set profile.prod.aws_secret_access_key {v} --profile prod",
+        f"aws configure set --profile prod aws_secret_access_key {v}",
+        f"kubectl config set users.admin.token {v}",
+        f"adafruit config set adafruit_io_key aio_{v}",
+    ):
+        out = redact(said)
+        assert v not in out and "[REDACTED:" in out, out
+    for kept in (
+        "aws configure set aws_secret_access_key $AWS_SECRET_ACCESS_KEY",
+        "aws configure set region eu-west-1",
+        "poetry config set token_ttl_seconds 3600",
+        "the app config set password to default",
+    ):
+        assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "smbclient //h/s -U user%{v}",
+        'smbclient //fs01/backup -U "CORP\\svc%{v}" -c ls',
+        "rpcclient -U admin%{v} 10.0.0.5",
+        "net use Z: \\\\srv\\share /user:me {v}",
+        "net use Z: \\\\srv\\share {v} /user:CORP\\me /persistent:no",
+        'NET USE * \\\\srv\\share "{v}" /USER:me',
+    ],
+)
+def test_a_file_shares_password_on_the_command_line_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "smbclient -L //fs01 -U guest%",
+        'smbclient //fs01/s -U "svc%$SMB_PASS"',
+        "net use Z: \\\\fs01\\backup /user:CORP\\svc * /persistent:no",
+        "net use shows the mapped drives; net use Z: /delete",
+        "run `net use \\\\fs01\\backup` then check the drive",
+        "date -U +%Y && sort -U 50%",
+    ],
+)
+def test_a_file_share_mounted_with_no_password_given_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "ConvertTo-SecureString '{v}' -AsPlainText -Force",
+        '$s = convertto-securestring -String "{v}" -asplaintext -force',
+        "ConvertTo-SecureString -AsPlainText -Force -String '{v}'",
+        "'{v}' | ConvertTo-SecureString -AsPlainText -Force",
+    ],
+)
+def test_a_literal_made_a_powershell_secure_string_is_redacted(said):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    v = "Xq7pLm2Rt9Vw4Zk8"
+    out = redact(said.format(v=v))
+    assert v not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "$pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force",
+        '$sec = ConvertTo-SecureString "$Password" -AsPlainText -Force',
+        "Read-Host -AsSecureString | ConvertFrom-SecureString",
+    ],
+)
+def test_a_secure_string_made_from_a_variable_stays(kept):
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert redact(kept) == kept

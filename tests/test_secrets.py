@@ -123,6 +123,9 @@ CRAFTED: dict[str, Callable[[int], str]] = {
     # a finding on every few characters: each was looked for again in the whole text
     "-a redis-cli repeated": lambda n: " -a redis-cli" * (n // 13),
     "distinct passwords": lambda n: "".join(f"sshpass -p Zq{i:06d}x " for i in range(n // 21)),
+    "echo | secret put": lambda n: "echo x | wrangler secret put " * (n // 29),
+    "htpasswd -b": lambda n: "htpasswd -b f u p1 " * (n // 19),
+    "-U user%": lambda n: "smbclient -U u%p " * (n // 17),
 }
 
 

@@ -63,6 +63,10 @@ CRAFTED: dict[str, str] = {
     "-a redis-cli repeated": " -a redis-cli" * 80_659,
     "distinct passwords": "".join(f"sshpass -p Zq{i:06d}x " for i in range(49_932)),
     "table cells": "| api_token | " * 80_660,
+    # the command lines read from a tool's word, each a finding
+    "echo | secret put": "echo x | wrangler secret put " * 36_158,
+    "htpasswd -b": "htpasswd -b f u p1 " * 55_188,
+    "-U user%": "smbclient -U u%p " * 61_681,
 }
 
 

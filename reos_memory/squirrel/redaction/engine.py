@@ -21,6 +21,9 @@ Rules, strongest first (overlapping findings merge, the strongest kind names the
    name has a secret word as one of its parts (``DB_PASSWORD``, ``api_key``, ``clientSecret``,
    ``X-Api-Key``, ``--token``, ``spring.datasource.password``, ``Password=...;``), plus
    ``curl -u user:pass``, ``mysql -pXXX``, ``sshpass -p``/``docker login -p``, ``.netrc`` lines,
+   the password flags of archivers, ``openssl``, ``htpasswd``, Samba and ``net use``, SQL's
+   ``PASSWORD '...'``/``IDENTIFIED BY '...'``, a value given to a secret store (``gh secret set
+   --body``, echoed into ``wrangler secret put``) or to ``ConvertTo-SecureString``,
    ``auth=("user", "pw")`` and chat phrases like "my password is hunter2!" or "the api token is
    <random>". Names are split into parts (snake, kebab, dotted - the last dotted segment counts -
    and camelCase). Password words (password, passwd, pwd, passphrase; ``pass``/``pw`` only in

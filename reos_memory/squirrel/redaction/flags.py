@@ -1,7 +1,10 @@
 """Rule 4 on command lines: passwords given to ``curl -u``, ``mysql -p``, ``sshpass -p``, ``docker
 login -p``, ``az login -p``, ``redis-cli -a``, ``sqlcmd -P``, ``ldap* -w``, Oracle's ``user/password@db``,
-and echoed into a ``--password-stdin`` or ``chpasswd``; and the password field of a ``.pgpass``
-line."""
+an archiver (``zip -P``, ``7z -p``), ``openssl -k``, ``htpasswd -b``, Samba's ``-U user%password``
+and ``net use``, echoed into a ``--password-stdin`` or ``chpasswd``; secrets given to a store
+(``gh secret set --body``, echoed into ``wrangler secret put``) or made a PowerShell secure string
+(``ConvertTo-SecureString '...'``); SQL's ``IDENTIFIED BY '...'``; and the password field of a
+``.pgpass`` line."""
 
 from __future__ import annotations
 
@@ -24,19 +27,25 @@ _CURL_USER_RE = re.compile(
 _LDAP_CMD_RE = re.compile(
     r"(?:^|[\s;&|(>`'\"])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b"
 )
+# (an archiver's -p is attached too, 7z a -pX, and its own only in its command: tar -pxf)
 _P_FLAG_CMD_RE = re.compile(
     r"(?:^|[\s;&|(>`'\"])(?:(?P<attached>mysql|mysqldump|mysqladmin|mysqlsh|mariadb|mariadb-dump)"
-    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl|az)\s+login))\b",
+    r"|(?P<spaced>sshpass|(?:docker|podman|buildah|skopeo|nerdctl|az)\s+login)"
+    r"|(?P<archive>7z|7za|7zr|7zz|rar|unrar))\b",
     re.MULTILINE,
 )
 # other one-letter password flags, each of its own command: the flag must belong to that
-# command (the command is in the segment of the line the flag is in: no pipe or ; between)
+# command (the command is in the segment of the line the flag is in: no pipe or ; between);
+# openssl's -k is a passphrase and its -K the key itself, in hex
 _OTHER_FLAGS = (
     (b" -a ", re.compile(r"(?<![\w-])redis-cli\b")),
-    (b" -P ", re.compile(r"(?<![\w-])(?:sqlcmd|bcp|osql)\b")),
+    (b" -P ", re.compile(r"(?<![\w-])(?:sqlcmd|bcp|osql|zip|unzip)\b")),
+    (b" -k ", re.compile(r"(?<![\w-])openssl\b")),
+    (b" -K ", re.compile(r"(?<![\w-])openssl\b")),
 )
-_FLAG_AP_RE = re.compile(rb" -[aP] ")  # either flag above, found in one scan
+_FLAG_AP_RE = re.compile(rb" -[aPkK] ")  # any flag above, found in one scan
 _SEGMENT_END_RE = re.compile(r"[\n|;&`\"'$(>][ \t]*")  # what ends the segment before a command
+_COMMAND_END_RE = re.compile(r"[\n|;&]")
 _FLAG_VALUE_RE = re.compile(r"""[ \t]+(["']?)(?P<v>[^\s"']{1,256})\1(?=\s|$|["'])""")
 # where a command may start: a line's start, or after a blank, ; & ( or a quote (JSON logs)
 _CMD_START = r"""(?<![^\s;&("'`])"""
@@ -44,6 +53,58 @@ _CMD_START = r"""(?<![^\s;&("'`])"""
 _ECHOED_RE = re.compile(
     _CMD_START + r"""(?:echo(?:[ \t]+-[ne]+)?|printf(?:[ \t]+(["'])%s(?:\\n)?\1)?)[ \t]+"""
     r"""(["']?)(?P<pw>[^\s"'|$]{1,256})\2[ \t]*\|[^|\n]*$"""
+)
+# what stores a secret it reads from its standard input, right after the pipe: echo X | npx
+# wrangler secret put NAME, gh secret set NAME, vercel env add NAME production
+_STDIN_STORE_RE = re.compile(
+    r"[ \t]*(?:sudo[ \t]+)?(?:(?:npx|bunx|pnpx)[ \t]+)?"
+    r"(?:wrangler[ \t]+secret[ \t]+put|gh[ \t]+secret[ \t]+set|vercel[ \t]+env[ \t]+add"
+    r"|doppler[ \t]+secrets[ \t]+set|docker[ \t]+secret[ \t]+create"
+    r"|gcloud[ \t]+secrets[ \t]+(?:create|versions[ \t]+add)|firebase[ \t]+functions:secrets:set)"
+    r"(?![\w-])"
+)
+_STORE_WORDS = (b"secret", b"env add")
+# gh secret set NAME --body X (--body=X, --body "X", -b X, -b"X"): the secret's value; the
+# flag is looked for up to the end of the command (--repo and --env may come before it)
+_GH_BODY_RE = re.compile(
+    r"""[^\n|;&]{0,512}?[ \t](?:--body(?:=|[ \t]+)|-b[ \t]*)"""
+    r"""(?:(?P<q>["'])(?P<qv>[^"'\n]{1,4096})(?P=q)|(?P<bare>[^\s"'|;&<>]{1,4096}))"""
+)
+_GH_COMMAND_RE = re.compile(r"[^\n|;&]{0,512}")  # what the flag is looked for in
+# htpasswd's options (-b -c, -bc, -nbB, -C 12): in batch mode (-b) the password is given after
+# the file and the user (htpasswd -b -c FILE USER PASSWORD), after the user alone with -n
+_HTPASSWD_OPTS_RE = re.compile(r"(?:[ \t]+-(?:[A-Za-z]*[Cr][ \t]+\d{1,3}|[A-Za-z]{1,8})){1,8}")
+_ARG_RE = re.compile(r"""[ \t]+(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?P<w>[^\s"'`|;&<>]{1,256}))""")
+# a statement about a database account before its password: CREATE or ALTER USER, ROLE or LOGIN,
+# MySQL's older GRANT ... IDENTIFIED BY, Oracle's CONNECT TO of a database link
+_SQL_ACCOUNT_RE = re.compile(
+    r"(?i)\b(?:(?:create|alter)\s+(?:user|role|login)|grant|connect\s+to)\b[^;]{0,300}\Z"
+)
+# MySQL's and Oracle's IDENTIFIED [WITH plugin] BY 'password' (Oracle's unquoted); BY PASSWORD
+# '*<hash>', BY VALUES '<hash>' and BY RANDOM PASSWORD give none
+_IDENTIFIED_BY_RE = re.compile(
+    r"""(?i)identified(?:[ \t]+with[ \t]+\w{1,64})?[ \t]+by[ \t]+"""
+    r"""(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?!(?:password|values|random)\b)(?P<w>[^\s;"'`,)]{1,256}))"""
+)
+# Samba's user%password: smbclient //host/share -U user%password (rpcclient, smbcacls, net ads
+# ... -U, --user=); the command must be in the flag's segment (a -U of another tool takes no %)
+_SAMBA_USER_RE = re.compile(
+    r"""(?:-U[ \t]*|--user(?:=|[ \t]+))(["']?)[^\s%"']{0,128}%(?P<pw>[^\s"']{1,256})\1"""
+)
+_SAMBA_CMD_RE = re.compile(
+    r"(?<![\w-])(?:smbclient|rpcclient|smbcacls|smbcquotas|smbget|smbtree|smbmap|net|winexe)\b"
+)
+# PowerShell's ConvertTo-SecureString 'X' -AsPlainText -Force (-String 'X', its switches first),
+# or the literal piped into it: 'X' | ConvertTo-SecureString -AsPlainText -Force
+_SECURE_STRING_RE = re.compile(
+    r"""(?i)convertto-securestring(?:[ \t]+-(?:asplaintext|force))*[ \t]+(?:-string[ \t]+)?"""
+    r"""(["'])(?P<v>[^"'\n]{1,4096})\1"""
+)
+_PIPED_LITERAL_RE = re.compile(r"""(["'])(?P<v>[^"'\n]{1,4096})\1[ \t]*\|[ \t]*\Z""")
+_SECURE_STRING_WORDS = (
+    b"onvertTo-SecureString",
+    b"onvertto-securestring",
+    b"ONVERTTO-SECURESTRING",
 )
 # echo 'deploy:X' | chpasswd
 _CHPASSWD_RE = re.compile(
@@ -70,6 +131,7 @@ _PGPASS_HINT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):[^:\s\"',{}]{1,128}:[^:\s\"',
 _PGPASS_NAMED_RE = re.compile(r"(?<![^\s>\"'])" + _PGPASS_LINE)
 
 
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _PATH_LIKE_RE = re.compile(r"[\w.\-]+(?:/[\w.\-]*)+")
 
 
@@ -127,6 +189,44 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
             pw = m.group("pw")
             if not pw.isdigit() and not is_placeholder(pw) and (named or has_digit_or_symbol(pw)):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+    i = b.find(b"gh secret set")
+    while i >= 0:
+        # (a command read to its end is not read again from a later hit inside it)
+        i = b.find(b"gh secret set", _gh_body(text, i + 13, spans))
+    if b"|" in b:
+        for word in _STORE_WORDS:
+            i = b.find(word)
+            while i >= 0:
+                _echoed_into_store(text, i, spans)
+                i = b.find(word, i + len(word))
+    i = b.find(b"htpasswd")
+    while i >= 0:
+        if text[i - 1 : i] not in _WORD_CHARS:  # (not a longer name's end)
+            _htpasswd(text, i + 8, spans)
+        i = b.find(b"htpasswd", i + 8)
+    for word in (b"IDENTIFIED", b"identified"):
+        i = b.find(word)
+        while i >= 0:
+            _identified_by(text, i, spans)
+            i = b.find(word, i + 10)
+    if b"%" in b:
+        for flag in (b"-U", b"--user"):
+            i = b.find(flag)
+            while i >= 0:
+                _samba_user(text, i, spans)
+                i = b.find(flag, i + 2)
+    for word in (b"net use", b"NET USE"):
+        i = b.find(word)
+        while i >= 0:
+            if i == 0 or text[i - 1] not in _WORD_CHARS:
+                _net_use(text, i + 7, spans)
+            i = b.find(word, i + 7)
+    if b"ecure" in b or b"ECURE" in b:
+        for word in _SECURE_STRING_WORDS:
+            i = b.find(word)
+            while i >= 1:
+                _secure_string(text, i - 1, spans)
+                i = b.find(word, i + len(word))
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         line = text[_line_start(text, i) : i]
@@ -136,9 +236,122 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         i = b.find(b" -w ", i + 4)
 
 
+def _gh_body(text: str, i: int, spans: list[Span]) -> int:
+    """The value of ``gh secret set NAME --body VALUE`` (or ``-b``) in the command at `i`;
+    returns where the reading stopped."""
+    m = _GH_BODY_RE.match(text, i)
+    if m is None:
+        read = _GH_COMMAND_RE.match(text, i)
+        return read.end() if read is not None else i
+    group = "bare" if m.group("qv") is None else "qv"
+    value = m.group(group)
+    if not is_placeholder(value) and value[0] != "-":  # "$TOKEN", "$(cat key)"; no flag
+        spans.append(Span(m.start(group), m.end(group), P_NAMED, "env_secret"))
+    return m.end()
+
+
+def _echoed_into_store(text: str, i: int, spans: list[Span]) -> None:
+    """The value echoed into a secret store at `i` (``echo X | wrangler secret put NAME``):
+    the store's command follows a pipe, the echo is the command before it."""
+    lo = _line_start(text, i)
+    pipe = text.rfind("|", lo, i)
+    if pipe < 0:
+        return
+    store = _STDIN_STORE_RE.match(text, pipe + 1)
+    if store is None or store.end() <= i:
+        return  # echo hello | grep secret: no store
+    # (the echo is read only in its own command: the one before the pipe)
+    start = max(text.rfind("|", lo, pipe), text.rfind(";", lo, pipe), text.rfind("&", lo, pipe))
+    e = _ECHOED_RE.search(text, max(lo, start + 1), pipe + 1)
+    if e is not None and not is_placeholder(e.group("pw")):
+        spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "env_secret"))
+
+
+def _htpasswd(text: str, i: int, spans: list[Span]) -> None:
+    """The password of ``htpasswd -b [-c] FILE USER PASSWORD`` (``-nb USER PASSWORD``) whose
+    options start at `i`; without -b htpasswd asks for it, and -D deletes a user."""
+    opts = _HTPASSWD_OPTS_RE.match(text, i)
+    if opts is None or "b" not in opts.group():
+        return
+    args: list[re.Match[str]] = []
+    while len(args) < (2 if "n" in opts.group() else 3):
+        arg = _ARG_RE.match(text, args[-1].end() if args else opts.end())
+        if arg is None:
+            return
+        args.append(arg)
+    pw = args[-1]
+    group = "q" if pw.group("q") is not None else "w"
+    value = pw.group(group)
+    # (a bare word of letters is as likely prose about the flag: "htpasswd -b takes the ...")
+    if not is_placeholder(value) and (group == "q" or has_digit_or_symbol(value)):
+        spans.append(Span(pw.start(group), pw.end(group), P_NAMED, "password"))
+
+
+def sql_account_before(text: str, i: int) -> bool:
+    """Whether a statement creating or altering a database account comes before `i` (within
+    300 characters, no ``;`` between): its ``PASSWORD '...'`` is the account's password."""
+    return _SQL_ACCOUNT_RE.search(text, max(0, i - 300), i) is not None
+
+
+def _identified_by(text: str, i: int, spans: list[Span]) -> None:
+    """The password of ``CREATE USER ... IDENTIFIED BY '...'`` at `i` (MySQL, Oracle)."""
+    m = _IDENTIFIED_BY_RE.match(text, i)
+    if m is None or not sql_account_before(text, i):
+        return  # "the key identified by 'deploy-2024'": no account's statement
+    group = "q" if m.group("q") is not None else "w"
+    value = m.group(group)
+    if not is_placeholder(value) and value[0] not in ":?":  # (:pw, ?: a bind parameter)
+        spans.append(Span(m.start(group), m.end(group), P_NAMED, "password"))
+
+
+def _samba_user(text: str, i: int, spans: list[Span]) -> None:
+    """The password of Samba's ``-U user%password`` at `i`."""
+    if text[i - 1 : i] not in (" ", "\t"):
+        return
+    m = _SAMBA_USER_RE.match(text, i)
+    if (
+        m is not None
+        and not is_placeholder(m.group("pw"))
+        and _SAMBA_CMD_RE.search(text, _segment_start(text, i), i) is not None
+    ):
+        spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+
+
+def _net_use(text: str, i: int, spans: list[Span]) -> None:
+    """The password of Windows' ``net use [drive] \\\\host\\share [password] [/user:name]``
+    whose arguments start at `i`: the one word after the share that is no switch (``*`` asks
+    for it)."""
+    pos, share = i, False
+    for _ in range(8):
+        arg = _ARG_RE.match(text, pos)
+        if arg is None:
+            return
+        pos = arg.end()
+        group = "q" if arg.group("q") is not None else "w"
+        word = arg.group(group)
+        if word.startswith(("\\\\", "//")):
+            share = True
+        elif share and word[0] != "/":
+            # (a bare word of letters is as likely the words after the command)
+            if not is_placeholder(word) and (group == "q" or has_digit_or_symbol(word)):
+                spans.append(Span(arg.start(group), arg.end(group), P_NAMED, "password"))
+            return
+
+
+def _secure_string(text: str, i: int, spans: list[Span]) -> None:
+    """The literal PowerShell's ``ConvertTo-SecureString`` at `i` is given, after it or piped
+    into it (a variable, ``$env:DB_PASSWORD``, is no literal)."""
+    m = _SECURE_STRING_RE.match(text, i)
+    if m is None:
+        m = _PIPED_LITERAL_RE.search(text, _line_start(text, i), i)
+    if m is not None and not is_placeholder(m.group("v")):
+        spans.append(Span(m.start("v"), m.end("v"), P_NAMED, "password"))
+
+
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
-    """``redis-cli -a``, ``sqlcmd -P``, a password echoed into ``--password-stdin`` or
-    ``chpasswd``, Oracle's ``user/password@db`` (the text holds one of their words)."""
+    """``redis-cli -a``, ``sqlcmd -P``, ``zip -P``, ``openssl -k``, a password echoed into
+    ``--password-stdin`` or ``chpasswd``, Oracle's ``user/password@db`` (the text holds one of
+    their words)."""
     for flag, cmd_re in _OTHER_FLAGS:
         i = b.find(flag)
         while i >= 0:
@@ -198,7 +411,8 @@ def _password_like(v: str) -> bool:
 
 
 def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:
-    """``-p`` is a password only after mysql-like commands (attached) or sshpass/login (spaced)."""
+    """``-p`` is a password only after mysql-like commands or archivers (attached) or
+    sshpass/login (spaced)."""
     cmd = _P_FLAG_CMD_RE.search(text, _line_start(text, i), i)
     if cmd is None:
         return
@@ -206,6 +420,8 @@ def _p_flag(text: str, n: int, i: int, spans: list[Span]) -> None:
     if cmd.group("spaced"):
         while j < n and text[j] in " \t":
             j += 1
+    if cmd.group("archive") and _COMMAND_END_RE.search(text, cmd.end(), i) is not None:
+        return  # 7z x a.7z && tar -pxf b.tar: the flag of another command
     k = j
     while k < n and not text[k].isspace():
         k += 1

@@ -7,6 +7,7 @@ import re
 import string
 
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
+from reos_memory.squirrel.redaction.flags import sql_account_before
 from reos_memory.squirrel.redaction.in_prose import prose_at
 from reos_memory.squirrel.redaction.names import (
     TIER_PASSWORD,
@@ -50,6 +51,7 @@ _KV_TAIL_RE = re.compile(
         (?P<sp1>[ \t]*)(?P<sep>:=|=>|\+=(?![=~>])|=(?![=~>])|:(?![:/]|\\(?!"))|(?<=["']),|,(?=[^\s,])|\((?=[ \t]*[bBrRuUfF]{0,2}["'`])
                          |(?<=[ \t])-(?=[ \t]+(?P<dq>["'])[^\s"'`]+(?P=dq)))
         (?P<sp2>[ \t]*)
+        (?:(?<=:[ \t])&[^\s,\[\]{}]{1,128}[ \t]+)?  # YAML's anchor: password: &pw value
       | (?P<xml>>(?:[ \t]*\r?\n[ \t]*)?)
       | (?P<ws>[ \t]+)
     )
@@ -104,10 +106,12 @@ _DECLARED_RE = re.compile(
     re.VERBOSE,
 )
 # fish's `set -x NAME value` (-gx, -Ux) and csh's `setenv NAME value`: the value after a blank
-# (and Windows' `setx NAME value`, a package manager's `npm config set //host/:_authToken value`)
+# (and Windows' `setx NAME value`, a tool's settings: `aws configure set [--profile p] NAME value`,
+# `kubectl config set NAME value`, a package manager's `npm config set //host/:_authToken value`)
 _SET_ENV_RE = re.compile(
     r"(?:^|[\s;&|(])(?:set(?:[ \t]+-[a-zA-Z]+)+[ \t]+|setenv[ \t]+|setx[ \t]+"
-    r"|(?:npm|pnpm|yarn)[ \t]+config[ \t]+set[ \t]+(?://[^\s:]+:)?)\Z"
+    r"|[\w.\-]{1,40}[ \t]+config(?:ure)?[ \t]+set[ \t]+"
+    r"(?:--[\w\-]{1,30}[ \t]+[^\s-]\S{0,60}[ \t]+){0,3}(?://[^\s:]+:)?)\Z"
 )
 _DECLARED_OPENERS = frozenset(" \t:<|[?{]}\"'")
 # "twilio auth token - '...'": a name in words, a dash between blanks, the value quoted
@@ -211,6 +215,7 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         and text[end : end + 1] != ":"  # a YAML key, or "key: value" said in a line
         and not (text[end : end + 1] == "," and _opens_line(text, start))  # a CSV row
         and not _table_cell(text, start, end)
+        and not _set_by_shell(text, start)  # aws configure set <name> ...: a setting's key
     ):
         # a variable in code, not a config file's key or a flag: its value is a secret only
         # when it is a string literal shaped like a token (etsy_key = "0f3a..."), not an id
@@ -466,7 +471,8 @@ def _words_follow(text: str, start: int, end: int) -> bool:
 
 def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[str]) -> bool:
     """Whether what `m` matched after the name introduces its value: a separator, the ``>`` of an
-    element opened right before the name, or the blanks after a flag or a .netrc ``password``."""
+    element opened right before the name, or the blanks after a flag, a .netrc ``password`` or
+    SQL's ``PASSWORD`` (of a database account's statement)."""
     xml, ws = m.group("xml", "ws")
     if m.group("sep") == "," and m.group("nq") is None:
         # "apiToken,<value>," opening a line: a CSV row; elsewhere a list of names
@@ -480,13 +486,19 @@ def _separates_value(text: str, start: int, name: str, before: str, m: re.Match[
             or text.rfind("login", max(0, start - 100), start) >= 0
             or _lone_netrc_line(text, start, m)
         )
-        return flag or netrc or _set_by_shell(text, start)
+        # CREATE USER app WITH PASSWORD '...', ALTER ROLE app ENCRYPTED PASSWORD '...'
+        sql = (
+            name.lower() == "password"
+            and m.group("qv") is not None
+            and sql_account_before(text, start)
+        )
+        return flag or netrc or sql or _set_by_shell(text, start)
     return True
 
 
 def _set_by_shell(text: str, start: int) -> bool:
-    """Whether fish's ``set -x``, csh's ``setenv``, Windows' ``setx`` or a package manager's
-    ``config set`` comes right before the name."""
+    """Whether fish's ``set -x``, csh's ``setenv``, Windows' ``setx`` or a tool's ``config
+    set`` (``configure set``) comes right before the name."""
     return _SET_ENV_RE.search(text, max(0, start - 120), start) is not None
 
 
