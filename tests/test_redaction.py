@@ -329,236 +329,104 @@ def test_the_value_gh_secret_set_is_given_is_redacted_and_a_variable_or_file_sta
         assert redact(kept) == kept
 
 
-@pytest.mark.parametrize(
-    "said",
-    [
-        "echo {v} | npx wrangler secret put API_TOKEN",
-        "echo -n '{v}' | gh secret set API_TOKEN",
-        "printf '%s' \"{v}\" | vercel env add API_TOKEN production",
-        "printf {v} | vercel env add API_TOKEN production",
-        "echo {v} | docker secret create db_password -",
-    ],
-)
-def test_a_value_piped_into_a_secret_store_is_redacted(said):
+# the command lines and settings commands that give a secret after a flag, a blank or a pipe:
+# (form, the label its value is redacted with); each form's look-alikes below stay as they are
+_COMMAND_LINE_SECRETS = [
+    # a value piped into a secret store
+    ("echo {v} | npx wrangler secret put API_TOKEN", "env_secret"),
+    ("echo -n '{v}' | gh secret set API_TOKEN", "env_secret"),
+    ("printf '%s' \"{v}\" | vercel env add API_TOKEN production", "env_secret"),
+    ("printf {v} | vercel env add API_TOKEN production", "env_secret"),
+    ("echo {v} | docker secret create db_password -", "env_secret"),
+    # an archive's or an encryption's password flag
+    ("openssl enc -aes-256-cbc -k {v} -in a.txt", "password"),
+    ("zip -P {v} out.zip f", "password"),
+    ("zip -r -P {v} backup.zip data/", "password"),
+    ("unzip -P {v} out.zip", "password"),
+    ("7z a -p{v} out.7z f", "password"),
+    ("7za x -p{v} -o/tmp/out in.7z", "password"),
+    ("rar a -p{v} out.rar f", "password"),
+    # the password htpasswd takes in batch mode
+    ("htpasswd -b -c .htpasswd admin {v}", "password"),
+    ("htpasswd -bc file user {v}", "password"),
+    ("htpasswd -nbB user {v}", "password"),
+    ("sudo htpasswd -nbB -C 12 ci '{v}' > .htpasswd", "password"),
+    # a database account's password set in SQL
+    ("CREATE USER app WITH PASSWORD '{v}';", "password"),
+    ('ALTER ROLE app with password "{v}"', "password"),
+    ("CREATE ROLE app WITH\n  LOGIN\n  ENCRYPTED PASSWORD '{v}';", "password"),
+    ("CREATE USER 'app'@'%' IDENTIFIED BY '{v}';", "password"),
+    ("create user app identified with mysql_native_password by '{v}'", "password"),
+    ("CREATE USER scott IDENTIFIED BY {v};", "password"),
+    ("GRANT ALL ON *.* TO 'app'@'localhost' IDENTIFIED BY '{v}'", "password"),
+    # a file share's password
+    ("smbclient //h/s -U user%{v}", "password"),
+    ('smbclient //fs01/backup -U "CORP\\svc%{v}" -c ls', "password"),
+    ("rpcclient -U admin%{v} 10.0.0.5", "password"),
+    ("net use Z: \\\\srv\\share /user:me {v}", "password"),
+    ("net use Z: \\\\srv\\share {v} /user:CORP\\me /persistent:no", "password"),
+    ('NET USE * \\\\srv\\share "{v}" /USER:me', "password"),
+    # a literal made a PowerShell secure string
+    ("ConvertTo-SecureString '{v}' -AsPlainText -Force", "password"),
+    ('$s = convertto-securestring -String "{v}" -asplaintext -force', "password"),
+    ("ConvertTo-SecureString -AsPlainText -Force -String '{v}'", "password"),
+    ("'{v}' | ConvertTo-SecureString -AsPlainText -Force", "password"),
+]
+_COMMAND_LINE_LOOKALIKES = [
+    # an echo piped elsewhere or a variable piped into a store
+    "echo hello | grep h",
+    "echo hello | wc -c",
+    "echo hello | grep secret",
+    'echo "$API_TOKEN" | npx wrangler secret put API_TOKEN',
+    "echo ok | gh secret list",
+    "cat token.txt | gh secret set API_TOKEN",
+    # an archive flag without a password
+    "zip -r out.zip src",
+    "openssl enc -aes-256-cbc -k $PASS -in a.txt",
+    'unzip -P "$ZIP_PASSWORD" in.zip',
+    "7z a -p out.7z src",
+    "rar a -p- out.rar src",
+    "7z x a.7z && tar -pxf b.tar",
+    "curl -k https://localhost:8443",
+    "xargs -P 4 zip -q",
+    # htpasswd without a password in batch mode
+    "htpasswd -D .htpasswd admin",
+    "htpasswd -c .htpasswd deploy2024",
+    'htpasswd -nbB ci "$HTPASSWD_PASSWORD"',
+    "htpasswd -b .htpasswd admin",
+    "the htpasswd -b flag takes the password",
+    # SQL that sets no literal password
+    "CREATE USER app WITH PASSWORD :app_password;",
+    "ALTER ROLE app WITH PASSWORD NULL;",
+    "CREATE USER app IDENTIFIED BY :pw",
+    "CREATE USER app IDENTIFIED BY PASSWORD '*6C8989366EAF75BB670AD8EA7A7FC1176A95CEF4'",
+    "the key identified by 'deploy-2024' in the vault",
+    "SELECT id FROM accounts WHERE role = 'admin'; UPDATE t SET password 'x2'",
+    # a file share mounted with no password given
+    "smbclient -L //fs01 -U guest%",
+    'smbclient //fs01/s -U "svc%$SMB_PASS"',
+    "net use Z: \\\\fs01\\backup /user:CORP\\svc * /persistent:no",
+    "net use shows the mapped drives; net use Z: /delete",
+    "run `net use \\\\fs01\\backup` then check the drive",
+    "date -U +%Y && sort -U 50%",
+    # a secure string made from a variable
+    "$pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force",
+    '$sec = ConvertTo-SecureString "$Password" -AsPlainText -Force',
+    "Read-Host -AsSecureString | ConvertFrom-SecureString",
+]
+
+
+@pytest.mark.parametrize(("said", "label"), _COMMAND_LINE_SECRETS)
+def test_a_secret_given_on_a_command_line_is_redacted(said, label):
     from reos_memory.squirrel.redaction.engine import redact
 
     v = "Xq7pLm2Rt9Vw4Zk8"
     out = redact(said.format(v=v))
-    assert v not in out and "[REDACTED:env_secret]" in out, out
+    assert v not in out and f"[REDACTED:{label}]" in out, out
 
 
-@pytest.mark.parametrize(
-    "kept",
-    [
-        "echo hello | grep h",
-        "echo hello | wc -c",
-        "echo hello | grep secret",
-        'echo "$API_TOKEN" | npx wrangler secret put API_TOKEN',
-        "echo ok | gh secret list",
-        "cat token.txt | gh secret set API_TOKEN",
-    ],
-)
-def test_an_echo_piped_elsewhere_or_a_variable_piped_into_a_store_stays(kept):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    assert redact(kept) == kept
-
-
-@pytest.mark.parametrize(
-    "said",
-    [
-        "openssl enc -aes-256-cbc -k {v} -in a.txt",
-        "zip -P {v} out.zip f",
-        "zip -r -P {v} backup.zip data/",
-        "unzip -P {v} out.zip",
-        "7z a -p{v} out.7z f",
-        "7za x -p{v} -o/tmp/out in.7z",
-        "rar a -p{v} out.rar f",
-    ],
-)
-def test_an_archive_or_an_encryption_password_flag_is_redacted(said):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    v = "Xq7pLm2Rt9Vw4Zk8"
-    out = redact(said.format(v=v))
-    assert v not in out and "[REDACTED:password]" in out, out
-
-
-@pytest.mark.parametrize(
-    "kept",
-    [
-        "zip -r out.zip src",
-        "openssl enc -aes-256-cbc -k $PASS -in a.txt",
-        'unzip -P "$ZIP_PASSWORD" in.zip',
-        "7z a -p out.7z src",
-        "rar a -p- out.rar src",
-        "7z x a.7z && tar -pxf b.tar",
-        "curl -k https://localhost:8443",
-        "xargs -P 4 zip -q",
-    ],
-)
-def test_an_archive_flag_without_a_password_stays(kept):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    assert redact(kept) == kept
-
-
-@pytest.mark.parametrize(
-    "said",
-    [
-        "htpasswd -b -c .htpasswd admin {v}",
-        "htpasswd -bc file user {v}",
-        "htpasswd -nbB user {v}",
-        "sudo htpasswd -nbB -C 12 ci '{v}' > .htpasswd",
-    ],
-)
-def test_the_password_htpasswd_takes_in_batch_mode_is_redacted(said):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    v = "Xq7pLm2Rt9Vw4Zk8"
-    out = redact(said.format(v=v))
-    assert v not in out and "[REDACTED:password]" in out, out
-
-
-@pytest.mark.parametrize(
-    "kept",
-    [
-        "htpasswd -D .htpasswd admin",
-        "htpasswd -c .htpasswd deploy2024",
-        'htpasswd -nbB ci "$HTPASSWD_PASSWORD"',
-        "htpasswd -b .htpasswd admin",
-        "the htpasswd -b flag takes the password",
-    ],
-)
-def test_htpasswd_without_a_password_in_batch_mode_stays(kept):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    assert redact(kept) == kept
-
-
-@pytest.mark.parametrize(
-    "said",
-    [
-        "CREATE USER app WITH PASSWORD '{v}';",
-        'ALTER ROLE app with password "{v}"',
-        "CREATE ROLE app WITH\n  LOGIN\n  ENCRYPTED PASSWORD '{v}';",
-        "CREATE USER 'app'@'%' IDENTIFIED BY '{v}';",
-        "create user app identified with mysql_native_password by '{v}'",
-        "CREATE USER scott IDENTIFIED BY {v};",
-        "GRANT ALL ON *.* TO 'app'@'localhost' IDENTIFIED BY '{v}'",
-    ],
-)
-def test_a_database_accounts_password_set_in_sql_is_redacted(said):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    v = "Xq7pLm2Rt9Vw4Zk8"
-    out = redact(said.format(v=v))
-    assert v not in out and "[REDACTED:password]" in out, out
-
-
-@pytest.mark.parametrize(
-    "kept",
-    [
-        "CREATE USER app WITH PASSWORD :app_password;",
-        "ALTER ROLE app WITH PASSWORD NULL;",
-        "CREATE USER app IDENTIFIED BY :pw",
-        "CREATE USER app IDENTIFIED BY PASSWORD '*6C8989366EAF75BB670AD8EA7A7FC1176A95CEF4'",
-        "the key identified by 'deploy-2024' in the vault",
-        "SELECT id FROM accounts WHERE role = 'admin'; UPDATE t SET password 'x2'",
-    ],
-)
-def test_sql_that_sets_no_literal_password_stays(kept):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    assert redact(kept) == kept
-
-
-def test_a_tools_config_set_gives_the_value_after_a_blank():
-    """``aws configure set NAME value`` (and ``<tool> config set``) sets a secret when NAME names
-    one, as ``setx NAME value`` does; a variable, or a setting about the secret, stays."""
-    from reos_memory.squirrel.redaction.engine import redact
-
-    v = "Xq7pLm2Rt9Vw4Zk8"
-    for said in (
-        f"aws configure set aws_secret_access_key {v}",
-        f"aws configure set profile.prod.aws_secret_access_key {v} --profile prod",
-        f"aws configure set --profile prod aws_secret_access_key {v}",
-        f"kubectl config set users.admin.token {v}",
-        f"adafruit config set adafruit_io_key aio_{v}",
-    ):
-        out = redact(said)
-        assert v not in out and "[REDACTED:" in out, out
-    for kept in (
-        "aws configure set aws_secret_access_key $AWS_SECRET_ACCESS_KEY",
-        "aws configure set region eu-west-1",
-        "poetry config set token_ttl_seconds 3600",
-        "the app config set password to default",
-    ):
-        assert redact(kept) == kept
-
-
-@pytest.mark.parametrize(
-    "said",
-    [
-        "smbclient //h/s -U user%{v}",
-        'smbclient //fs01/backup -U "CORP\\svc%{v}" -c ls',
-        "rpcclient -U admin%{v} 10.0.0.5",
-        "net use Z: \\\\srv\\share /user:me {v}",
-        "net use Z: \\\\srv\\share {v} /user:CORP\\me /persistent:no",
-        'NET USE * \\\\srv\\share "{v}" /USER:me',
-    ],
-)
-def test_a_file_shares_password_on_the_command_line_is_redacted(said):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    v = "Xq7pLm2Rt9Vw4Zk8"
-    out = redact(said.format(v=v))
-    assert v not in out and "[REDACTED:password]" in out, out
-
-
-@pytest.mark.parametrize(
-    "kept",
-    [
-        "smbclient -L //fs01 -U guest%",
-        'smbclient //fs01/s -U "svc%$SMB_PASS"',
-        "net use Z: \\\\fs01\\backup /user:CORP\\svc * /persistent:no",
-        "net use shows the mapped drives; net use Z: /delete",
-        "run `net use \\\\fs01\\backup` then check the drive",
-        "date -U +%Y && sort -U 50%",
-    ],
-)
-def test_a_file_share_mounted_with_no_password_given_stays(kept):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    assert redact(kept) == kept
-
-
-@pytest.mark.parametrize(
-    "said",
-    [
-        "ConvertTo-SecureString '{v}' -AsPlainText -Force",
-        '$s = convertto-securestring -String "{v}" -asplaintext -force',
-        "ConvertTo-SecureString -AsPlainText -Force -String '{v}'",
-        "'{v}' | ConvertTo-SecureString -AsPlainText -Force",
-    ],
-)
-def test_a_literal_made_a_powershell_secure_string_is_redacted(said):
-    from reos_memory.squirrel.redaction.engine import redact
-
-    v = "Xq7pLm2Rt9Vw4Zk8"
-    out = redact(said.format(v=v))
-    assert v not in out and "[REDACTED:password]" in out, out
-
-
-@pytest.mark.parametrize(
-    "kept",
-    [
-        "$pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force",
-        '$sec = ConvertTo-SecureString "$Password" -AsPlainText -Force',
-        "Read-Host -AsSecureString | ConvertFrom-SecureString",
-    ],
-)
-def test_a_secure_string_made_from_a_variable_stays(kept):
+@pytest.mark.parametrize("kept", _COMMAND_LINE_LOOKALIKES)
+def test_a_command_line_that_gives_no_secret_stays(kept):
     from reos_memory.squirrel.redaction.engine import redact
 
     assert redact(kept) == kept
