@@ -461,6 +461,8 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     yield "windows_setx", f"setx {env} {v}", "command"
     if "TOKEN" in env:
         yield "npm_config_set", f"npm config set //npm.example.com/:_authToken {v}", "command"
+        # poetry's settings name the repository the token is for
+        yield "poetry_pypi_token", f"poetry config pypi-token.private {v}", "command"
     yield "csh_setenv", f"setenv {env} {v}", "command"
     # PowerShell's secure string made from a literal
     yield (
@@ -479,6 +481,8 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
             "command",
         )
         yield "zip_password", f"zip -r -P {v} backup.zip data/", "command"
+        # (the flag last in a cluster of zip's one-letter options)
+        yield "zip_cluster", f"zip -9rP {v} backup.zip data/", "command"
         yield "7z_password", f"7z a -p{v} -mhe=on backup.7z data/", "command"
         # htpasswd's batch mode: the password after the file and the user
         yield "htpasswd_batch", f"htpasswd -b -c /etc/nginx/.htpasswd admin {v}", "command"
@@ -487,6 +491,16 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
         yield (
             "net_use",
             f"net use Z: \\\\fs01\\backup /user:CORP\\svc_backup {v} /persistent:no",
+            "command",
+        )
+        # a Windows account's password after its name: net user NAME PASSWORD /add
+        yield "net_user", f"net user svc_backup {v} /add /domain", "command"
+        # poetry's credentials for a package repository: the user, then the password
+        yield "poetry_http_basic", f"poetry config http-basic.private ci {v}", "command"
+        # MySQL's SET PASSWORD for an account named before the value
+        yield (
+            "sql_set_password",
+            f"mysql -e \"SET PASSWORD FOR 'app'@'localhost' = '{v}'\"",
             "command",
         )
         # a database account's password set in SQL: PostgreSQL's PASSWORD '...', MySQL's
@@ -513,6 +527,8 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
         "printf '%s' \"{v}\" | vercel env add {env} production",
     )[sum(map(ord, env)) % 3]
     yield "piped_secret_store", piped.format(v=v, env=env), "command"
+    # fly reads NAME=VALUE lines from its standard input
+    yield "fly_secrets_import", f'echo "{env}={v}" | fly secrets import -a api', "command"
     yield "perl_env", f"$ENV{{{env}}} = '{v}';", "tool"
     yield "ruby_env_default", f'ENV["{env}"] ||= "{v}"', "tool"
     yield "rust_string_from", f'let {low}: String = String::from("{v}");', "tool"
@@ -530,6 +546,8 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
         f"production:\n  {low}: &{camel} {v}\nreplica:\n  {low}: *{camel}\n",
         "tool",
     )
+    # a YAML tag before the value (a core tag: !!str, not a local one such as !secret)
+    yield "yaml_tag", f"production:\n  {low}: !!str {v}\n  region: eu-west-1\n", "tool"
     yield "xml_element", f"<settings>\n  <{camel}>\n    {v}\n  </{camel}>\n</settings>", "tool"
     # the form of the scanners' fixture lines and of notes: "twilio token - '...'"
     word = "password" if "PASS" in env else "token"
@@ -964,6 +982,23 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('smbclient -L //fs01 -U guest% && smbclient //fs01/s -U "svc%$SMB_PASS"', "svc%$SMB_PASS"),
     ("net use Z: \\\\fs01\\backup /user:CORP\\svc * /persistent:no", "svc * /persistent:no"),
     ("net use shows the mapped drives; net use Z: /delete", "net use shows the mapped drives"),
+    # a Windows account listed, asked for its password, deleted or switched off
+    (
+        "net user && net user bob * && net user bob /delete && net user admin2 /active:no",
+        "net user && net user bob * && net user bob /delete && net user admin2 /active:no",
+    ),
+    # poetry's settings of no secret, and the user alone (poetry asks for the password)
+    (
+        "poetry config virtualenvs.in-project true && poetry config http-basic.corp ci2",
+        "poetry config virtualenvs.in-project true && poetry config http-basic.corp ci2",
+    ),
+    # zip's clusters of options with no password (-e asks for it), or a variable
+    ("zip -9rq out.zip src && zip -er out.zip src && zip -rP $ZIP_PASS o.zip s", "$ZIP_PASS"),
+    # MySQL's SET PASSWORD given a variable
+    ("SET PASSWORD FOR 'app'@'%' = @new_pw; SET PASSWORD = PASSWORD(@pw);", "@new_pw"),
+    # Home Assistant's !secret names an entry of secrets.yaml; an echo piped into fly's logs
+    ("api_password: !secret http_password", "!secret http_password"),
+    ("echo hello | fly logs -a api", "echo hello | fly logs -a api"),
     # a secure string made from a variable, or read from the person
     (
         "$pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force",

@@ -346,6 +346,9 @@ _COMMAND_LINE_SECRETS = [
     ("7z a -p{v} out.7z f", "password"),
     ("7za x -p{v} -o/tmp/out in.7z", "password"),
     ("rar a -p{v} out.rar f", "password"),
+    ("zip -rP {v} out.zip dir", "password"),
+    ("zip -9erP '{v}' out.zip dir", "password"),
+    ("unzip -oP {v} in.zip", "password"),
     # the password htpasswd takes in batch mode
     ("htpasswd -b -c .htpasswd admin {v}", "password"),
     ("htpasswd -bc file user {v}", "password"),
@@ -359,6 +362,25 @@ _COMMAND_LINE_SECRETS = [
     ("create user app identified with mysql_native_password by '{v}'", "password"),
     ("CREATE USER scott IDENTIFIED BY {v};", "password"),
     ("GRANT ALL ON *.* TO 'app'@'localhost' IDENTIFIED BY '{v}'", "password"),
+    ("SET PASSWORD FOR 'app'@'%' = '{v}';", "password"),
+    ("SET PASSWORD = '{v}';", "password"),
+    ("set password for app@localhost = password('{v}')", "password"),
+    ("ALTER USER 'app'@'%' IDENTIFIED BY '{v}';", "password"),
+    # a Windows account's password after its name
+    ("net user svc_backup {v} /add", "password"),
+    ("net user svc_backup {v}", "password"),
+    ('NET USER "Backup Svc" "{v}" /ADD /DOMAIN', "password"),
+    # a package repository's credentials in poetry's settings
+    ("poetry config http-basic.private ci {v}", "password"),
+    ("poetry config --local http-basic.corp-pypi ci '{v}'", "password"),
+    ("poetry config pypi-token.pypi {v}", "env_secret"),
+    # a YAML core tag before a secret's value (the anchor's place)
+    ("password: !!str {v}", "password"),
+    ("db:\n  api_token: !!str '{v}'\n", "env_secret"),
+    ("password: &pw !!binary {v}", "password"),
+    # fly reads NAME=VALUE lines on its standard input
+    ('echo "API_KEY={v}" | fly secrets import', "env_secret"),
+    ("fly secrets set API_KEY={v} -a api", "env_secret"),
     # a file share's password
     ("smbclient //h/s -U user%{v}", "password"),
     ('smbclient //fs01/backup -U "CORP\\svc%{v}" -c ls', "password"),
@@ -389,6 +411,9 @@ _COMMAND_LINE_LOOKALIKES = [
     "7z x a.7z && tar -pxf b.tar",
     "curl -k https://localhost:8443",
     "xargs -P 4 zip -q",
+    "zip -9rq out.zip src && zip -er out.zip src",
+    "zip -rP $ZIP_PASS out.zip src",
+    "tar -cvP -f a.tar /etc",
     # htpasswd without a password in batch mode
     "htpasswd -D .htpasswd admin",
     "htpasswd -c .htpasswd deploy2024",
@@ -402,6 +427,26 @@ _COMMAND_LINE_LOOKALIKES = [
     "CREATE USER app IDENTIFIED BY PASSWORD '*6C8989366EAF75BB670AD8EA7A7FC1176A95CEF4'",
     "the key identified by 'deploy-2024' in the vault",
     "SELECT id FROM accounts WHERE role = 'admin'; UPDATE t SET password 'x2'",
+    "SET PASSWORD FOR 'app'@'%' = @new_pw;",
+    "SET PASSWORD = PASSWORD(@pw);",
+    # a Windows account listed, asked for its password, deleted or switched off
+    "net user",
+    "net user bob *",
+    "net user bob /delete",
+    "net user admin2 /active:no",
+    "net user /domain",
+    "net users are listed by net user alone",
+    # poetry's settings of no secret, the user alone (poetry asks), one removed
+    "poetry config virtualenvs.in-project true",
+    "poetry config http-basic.corp ci2",
+    "poetry config --unset http-basic.corp",
+    'poetry config pypi-token.pypi "$PYPI_TOKEN"',
+    # a local YAML tag names where the value is: Home Assistant's !secret, CloudFormation's !Ref
+    "api_password: !secret http_password",
+    "DbPassword: !Ref DbPasswordParam",
+    # an echo piped into fly's other commands, a variable into its import
+    "echo hello | fly logs",
+    'echo "API_KEY=$API_KEY" | fly secrets import',
     # a file share mounted with no password given
     "smbclient -L //fs01 -U guest%",
     'smbclient //fs01/s -U "svc%$SMB_PASS"',

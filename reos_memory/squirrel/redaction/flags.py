@@ -1,10 +1,11 @@
 """Rule 4 on command lines: passwords given to ``curl -u``, ``mysql -p``, ``sshpass -p``, ``docker
 login -p``, ``az login -p``, ``redis-cli -a``, ``sqlcmd -P``, ``ldap* -w``, Oracle's ``user/password@db``,
-an archiver (``zip -P``, ``7z -p``), ``openssl -k``, ``htpasswd -b``, Samba's ``-U user%password``
-and ``net use``, echoed into a ``--password-stdin`` or ``chpasswd``; secrets given to a store
-(``gh secret set --body``, echoed into ``wrangler secret put``) or made a PowerShell secure string
-(``ConvertTo-SecureString '...'``); SQL's ``IDENTIFIED BY '...'``; and the password field of a
-``.pgpass`` line."""
+an archiver (``zip -P``, ``zip -rP``, ``7z -p``), ``openssl -k``, ``htpasswd -b``, Samba's ``-U
+user%password``, ``net use`` and ``net user NAME PASSWORD``, poetry's ``http-basic`` and
+``pypi-token`` settings, echoed into a ``--password-stdin`` or ``chpasswd``; secrets given to a
+store (``gh secret set --body``, echoed into ``wrangler secret put``) or made a PowerShell secure
+string (``ConvertTo-SecureString '...'``); SQL's ``IDENTIFIED BY '...'`` and MySQL's ``SET
+PASSWORD = '...'``; and the password field of a ``.pgpass`` line."""
 
 from __future__ import annotations
 
@@ -86,6 +87,12 @@ _IDENTIFIED_BY_RE = re.compile(
     r"""(?i)identified(?:[ \t]+with[ \t]+\w{1,64})?[ \t]+by[ \t]+"""
     r"""(?:(["'])(?P<q>[^"'\n]{1,256})\1|(?!(?:password|values|random)\b)(?P<w>[^\s;"'`,)]{1,256}))"""
 )
+# MySQL's SET PASSWORD [FOR 'user'@'host'] = 'password' (5.x's = PASSWORD('password') too); a
+# variable (@new_pw) or a bind parameter is no literal
+_SET_PASSWORD_RE = re.compile(
+    r"""(?i)set[ \t]+password(?:[ \t]+for[ \t]+[^\s=;]{1,200})?[ \t]*=[ \t]*"""
+    r"""(?:(?:old_)?password[ \t]*\([ \t]*)?(["'])(?P<v>[^"'\n]{1,256})\1"""
+)
 # Samba's user%password: smbclient //host/share -U user%password (rpcclient, smbcacls, net ads
 # ... -U, --user=); the command must be in the flag's segment (a -U of another tool takes no %)
 _SAMBA_USER_RE = re.compile(
@@ -94,6 +101,15 @@ _SAMBA_USER_RE = re.compile(
 _SAMBA_CMD_RE = re.compile(
     r"(?<![\w-])(?:smbclient|rpcclient|smbcacls|smbcquotas|smbget|smbtree|smbmap|net|winexe)\b"
 )
+# poetry's credentials for a repository: poetry config [--local] http-basic.REPO USER PASSWORD,
+# pypi-token.REPO TOKEN (the user alone: poetry asks for the password)
+_POETRY_CONFIG_RE = re.compile(
+    r"[ \t]+config(?:[ \t]+--(?:local|no-interaction|quiet|-?n|-?q))*"
+    r"[ \t]+(?:(?P<basic>http-basic)|pypi-token)\.[\w.\-]{1,128}(?=[ \t])"
+)
+# zip's cluster of one-letter options ending in P, the password's flag: zip -rP X, zip -9erP X
+_ZIP_CLUSTER_RE = re.compile(rb" -[A-Za-z0-9]{1,8}P ")
+_ZIP_CMD_RE = re.compile(r"(?<![\w-])(?:zip|unzip)\b")
 # PowerShell's ConvertTo-SecureString 'X' -AsPlainText -Force (-String 'X', its switches first),
 # or the literal piped into it: 'X' | ConvertTo-SecureString -AsPlainText -Force
 _SECURE_STRING_RE = re.compile(
@@ -219,8 +235,24 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         i = b.find(word)
         while i >= 0:
             if i == 0 or text[i - 1] not in _WORD_CHARS:
-                _net_use(text, i + 7, spans)
+                # (net user's arguments are others: the account's name, then its password)
+                if text[i + 7 : i + 8] in ("r", "R"):
+                    _net_user(text, i + 8, spans)
+                else:
+                    _net_use(text, i + 7, spans)
             i = b.find(word, i + 7)
+    for word in (b"SET PASSWORD", b"set password", b"Set Password"):
+        i = b.find(word)
+        while i >= 0:
+            _set_password(text, i, spans)
+            i = b.find(word, i + 12)
+    i = b.find(b"poetry")
+    while i >= 0:
+        _poetry_config(text, i + 6, spans)
+        i = b.find(b"poetry", i + 6)
+    if b"zip" in b:
+        for z in _ZIP_CLUSTER_RE.finditer(b):
+            _flag_value(text, z.end() - 1, _ZIP_CMD_RE, spans)
     if b"ecure" in b or b"ECURE" in b:
         for word in _SECURE_STRING_WORDS:
             i = b.find(word)
@@ -338,6 +370,53 @@ def _net_use(text: str, i: int, spans: list[Span]) -> None:
             return
 
 
+def _net_user(text: str, i: int, spans: list[Span]) -> None:
+    """The password of Windows' ``net user NAME PASSWORD [/add]`` whose arguments start at `i`:
+    the word after the account's name, no switch (``*`` asks for it)."""
+    name = _ARG_RE.match(text, i)
+    if name is None or name.group(0).lstrip()[0] == "/":
+        return  # net user /domain: the accounts listed
+    pw = _ARG_RE.match(text, name.end())
+    if pw is None:
+        return
+    group = "q" if pw.group("q") is not None else "w"
+    value = pw.group(group)
+    # (a bare word of letters is as likely the words after the command)
+    if (
+        value[0] != "/"
+        and not is_placeholder(value)
+        and (group == "q" or has_digit_or_symbol(value))
+    ):
+        spans.append(Span(pw.start(group), pw.end(group), P_NAMED, "password"))
+
+
+def _set_password(text: str, i: int, spans: list[Span]) -> None:
+    """The literal of MySQL's ``SET PASSWORD [FOR user] = '...'`` at `i`."""
+    m = _SET_PASSWORD_RE.match(text, i)
+    if m is not None and not is_placeholder(m.group("v")):
+        spans.append(Span(m.start("v"), m.end("v"), P_NAMED, "password"))
+
+
+def _poetry_config(text: str, i: int, spans: list[Span]) -> None:
+    """The password of ``poetry config http-basic.REPO USER PASSWORD`` (the token of
+    ``pypi-token.REPO TOKEN``) whose arguments start at `i`."""
+    if text[i - 7 : i - 6] not in ("", " ", "\t", "\n", ";", "&", "|", "(", "`", "'", '"'):
+        return  # (a longer name's end)
+    m = _POETRY_CONFIG_RE.match(text, i)
+    if m is None:
+        return
+    arg = _ARG_RE.match(text, m.end())
+    if arg is not None and m.group("basic"):
+        arg = _ARG_RE.match(text, arg.end())  # (the user first)
+    if arg is None:
+        return
+    group = "q" if arg.group("q") is not None else "w"
+    value = arg.group(group)
+    if value[0] != "-" and not is_placeholder(value):
+        label = "password" if m.group("basic") else "env_secret"
+        spans.append(Span(arg.start(group), arg.end(group), P_NAMED, label))
+
+
 def _secure_string(text: str, i: int, spans: list[Span]) -> None:
     """The literal PowerShell's ``ConvertTo-SecureString`` at `i` is given, after it or piped
     into it (a variable, ``$env:DB_PASSWORD``, is no literal)."""
@@ -355,14 +434,7 @@ def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
     for flag, cmd_re in _OTHER_FLAGS:
         i = b.find(flag)
         while i >= 0:
-            m = _FLAG_VALUE_RE.match(text, i + 3)
-            if (
-                m is not None
-                and _password_like(m.group("v"))
-                and cmd_re.search(text, max(0, i - 300), i) is not None  # (the cheap test first)
-                and cmd_re.search(text, _segment_start(text, i), i) is not None
-            ):
-                spans.append(Span(m.start("v"), m.end("v"), P_NAMED, "password"))
+            _flag_value(text, i + 3, cmd_re, spans)
             i = b.find(flag, i + 3)
     i = b.find(b"--password-stdin")
     while i >= 0:
@@ -378,6 +450,19 @@ def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
         for m in _ORACLE_RE.finditer(text):
             if not is_placeholder(m.group("pw")):
                 spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+
+
+def _flag_value(text: str, i: int, cmd_re: re.Pattern[str], spans: list[Span]) -> None:
+    """The password given after a flag ending at `i` (its blank), when `cmd_re`'s command is
+    the one the flag is in."""
+    m = _FLAG_VALUE_RE.match(text, i)
+    if (
+        m is not None
+        and _password_like(m.group("v"))
+        and cmd_re.search(text, max(0, i - 303), i) is not None  # (the cheap test first)
+        and cmd_re.search(text, _segment_start(text, i - 3), i - 3) is not None
+    ):
+        spans.append(Span(m.start("v"), m.end("v"), P_NAMED, "password"))
 
 
 def _may_name_oracle(b: bytes) -> bool:

@@ -51,7 +51,9 @@ _KV_TAIL_RE = re.compile(
         (?P<sp1>[ \t]*)(?P<sep>:=|=>|\+=(?![=~>])|=(?![=~>])|:(?![:/]|\\(?!"))|(?<=["']),|,(?=[^\s,])|\((?=[ \t]*[bBrRuUfF]{0,2}["'`])
                          |(?<=[ \t])-(?=[ \t]+(?P<dq>["'])[^\s"'`]+(?P=dq)))
         (?P<sp2>[ \t]*)
-        (?:(?<=:[ \t])&[^\s,\[\]{}]{1,128}[ \t]+)?  # YAML's anchor: password: &pw value
+        # YAML's anchor and core tag: password: &pw value, password: !!str value (a local tag,
+        # Home Assistant's !secret name, names where the value is)
+        (?:(?<=:[ \t])(?:(?:&[^\s,\[\]{}]{1,128}|!![a-z]{1,16})[ \t]+){1,2})?
       | (?P<xml>>(?:[ \t]*\r?\n[ \t]*)?)
       | (?P<ws>[ \t]+)
     )
