@@ -126,6 +126,12 @@ CRAFTED: dict[str, Callable[[int], str]] = {
     "echo | secret put": lambda n: "echo x | wrangler secret put " * (n // 29),
     "htpasswd -b": lambda n: "htpasswd -b f u p1 " * (n // 19),
     "-U user%": lambda n: "smbclient -U u%p " * (n // 17),
+    "net user u p1": lambda n: "net user u p1 " * (n // 14),
+    "zip -rP p1": lambda n: "zip -rP p1 " * (n // 11),
+    "poetry http-basic": lambda n: "poetry config http-basic.r u p1 " * (n // 32),
+    "SET PASSWORD FOR": lambda n: "SET PASSWORD FOR 'u'@'h' = 'p1' " * (n // 32),
+    "SET PASSWORD FOR, no =": lambda n: "SET PASSWORD FOR " * (n // 17),
+    "password: !!str p1": lambda n: "password: !!str p1\n" * (n // 19),
 }
 
 

@@ -67,6 +67,12 @@ CRAFTED: dict[str, str] = {
     "echo | secret put": "echo x | wrangler secret put " * 36_158,
     "htpasswd -b": "htpasswd -b f u p1 " * 55_188,
     "-U user%": "smbclient -U u%p " * 61_681,
+    "net user u p1": "net user u p1 " * 74_898,
+    "zip -rP p1": "zip -rP p1 " * 95_325,
+    "poetry http-basic": "poetry config http-basic.r u p1 " * 32_768,
+    "SET PASSWORD FOR": "SET PASSWORD FOR 'u'@'h' = 'p1' " * 32_768,
+    "SET PASSWORD FOR, no =": "SET PASSWORD FOR " * 61_681,
+    "password: !!str p1": "password: !!str p1\n" * 55_188,
 }
 
 
