@@ -299,6 +299,15 @@ def _echoed_into_store(text: str, i: int, spans: list[Span]) -> None:
         spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "env_secret"))
 
 
+def _password_arg(arg: re.Match[str], spans: list[Span]) -> None:
+    """An argument (`_ARG_RE`) taken as a password: a quoted one always, a bare word only with a
+    digit or a symbol (a bare word of letters is as likely the prose after the command)."""
+    group = "q" if arg.group("q") is not None else "w"
+    value = arg.group(group)
+    if not is_placeholder(value) and (group == "q" or has_digit_or_symbol(value)):
+        spans.append(Span(arg.start(group), arg.end(group), P_NAMED, "password"))
+
+
 def _htpasswd(text: str, i: int, spans: list[Span]) -> None:
     """The password of ``htpasswd -b [-c] FILE USER PASSWORD`` (``-nb USER PASSWORD``) whose
     options start at `i`; without -b htpasswd asks for it, and -D deletes a user."""
@@ -311,12 +320,7 @@ def _htpasswd(text: str, i: int, spans: list[Span]) -> None:
         if arg is None:
             return
         args.append(arg)
-    pw = args[-1]
-    group = "q" if pw.group("q") is not None else "w"
-    value = pw.group(group)
-    # (a bare word of letters is as likely prose about the flag: "htpasswd -b takes the ...")
-    if not is_placeholder(value) and (group == "q" or has_digit_or_symbol(value)):
-        spans.append(Span(pw.start(group), pw.end(group), P_NAMED, "password"))
+    _password_arg(args[-1], spans)  # ("htpasswd -b takes the ...": prose about the flag)
 
 
 def sql_account_before(text: str, i: int) -> bool:
@@ -364,9 +368,7 @@ def _net_use(text: str, i: int, spans: list[Span]) -> None:
         if word.startswith(("\\\\", "//")):
             share = True
         elif share and word[0] != "/":
-            # (a bare word of letters is as likely the words after the command)
-            if not is_placeholder(word) and (group == "q" or has_digit_or_symbol(word)):
-                spans.append(Span(arg.start(group), arg.end(group), P_NAMED, "password"))
+            _password_arg(arg, spans)
             return
 
 
@@ -377,17 +379,8 @@ def _net_user(text: str, i: int, spans: list[Span]) -> None:
     if name is None or name.group(0).lstrip()[0] == "/":
         return  # net user /domain: the accounts listed
     pw = _ARG_RE.match(text, name.end())
-    if pw is None:
-        return
-    group = "q" if pw.group("q") is not None else "w"
-    value = pw.group(group)
-    # (a bare word of letters is as likely the words after the command)
-    if (
-        value[0] != "/"
-        and not is_placeholder(value)
-        and (group == "q" or has_digit_or_symbol(value))
-    ):
-        spans.append(Span(pw.start(group), pw.end(group), P_NAMED, "password"))
+    if pw is not None and (pw.group("q") or pw.group("w"))[0] != "/":  # (no switch)
+        _password_arg(pw, spans)
 
 
 def _set_password(text: str, i: int, spans: list[Span]) -> None:
