@@ -347,6 +347,29 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
         ),
         ("The loader drops unknown keys silently, so typos go unreported.", None),
         ("Now that the cache is keyed by locale, each user gets their own page.", None),
+        # the story of an edit (aider's replies end with one)
+        *[
+            (told, "the story of an edit, not a lesson")
+            for told in (
+                "This change adds the `paginate` parameter to `cmd_diff` with a default of `False`.",
+                "These changes will add the `--beta` flag to the argument parser.",
+                "The new implementation creates a `Spinner` and calls `end()` when done.",
+                "To fix this, we need to modify the `RepoMap` class to accept the `repo` parameter.",
+                "To address the issue with YAML files, we need to modify `main()` in `cli.py`.",
+                "First, we need to import `all_fences` at the top of the file.",
+                "In `test_map_tokens`, we've added a return value for `max_map_tokens`.",
+                "You're right, we need to modify the test to use `os.path.samefile`.",
+                "Let's modify the test to remove the check for the `edit_format` attribute.",
+                "This test will create a temporary file and read it back with `--read`.",
+                "If the class needs the repo, you may need to modify `RepoMap` to accept it.",
+                "In this case, we don't need to make any further modifications to `test_add`.",
+                "We removed the `content = None` assignments, as they're now unnecessary.",
+            )
+        ],
+        # a cause said with a change in it is no story
+        ("The change to `flush()` broke the ordering of the batches.", None),
+        ("We need to check where the registry is defined first, it moved in 2.0.", None),
+        ("This test fails because the fixture leaks the database between cases.", None),
     ],
 )
 def test_a_sentence_picked_alone_must_stand_alone(text: str, why: str | None) -> None:

@@ -621,6 +621,38 @@ def test_a_cause_said_in_passing_is_found_by_the_lesson_model(tmp_path: Path) ->
     assert not [t for t in texts if "each other" in t or "Let me" in t or "I'll" in t], texts
 
 
+def test_the_story_of_an_edit_is_no_lesson(tmp_path: Path) -> None:
+    """An agent that tells what its change does ("This change adds ...", "To fix this, we need
+    to modify ...", "Let's modify the test to ...") says what the diff already holds: none of it
+    is a memory (found in aider's own chat history, where nearly every reply ends so)."""
+    recs = [
+        user("add a paginate option to the diff command"),
+        say(
+            "This change adds the `paginate` parameter to the `cmd_diff` method with a default "
+            "value of `False`, which keeps `cmd_web` from paging its output."
+        ),
+        bash("t1", "pytest -q tests/test_commands.py"),
+        result(
+            "t1", "E   TypeError: cmd_diff() got an unexpected keyword argument 'paginate'", True
+        ),
+        say(
+            "To fix this, we need to modify the `Commands` class in `aider/commands.py` to accept"
+            " and pass on the `paginate` parameter. Let's modify the test to remove the check for "
+            "the `edit_format` attribute and focus on what `SwitchCoder` actually has."
+        ),
+        bash("t2", "pytest -q tests/test_commands.py"),
+        result("t2", "============ 14 passed in 0.41s ============"),
+        say(
+            "These changes make `paginate` an optional parameter of `cmd_diff`, maintaining "
+            "consistency with the `AutoCompleter` class."
+        ),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    texts = [m["text"] for m in mems]
+    told = ("This change", "we need to modify", "These changes", "the test to remove")
+    assert not [t for t in texts if any(x.lower() in t.lower() for x in told)], texts
+
+
 def test_the_opening_work_order_is_no_rule_but_the_review_pasted_with_it_is(
     tmp_path: Path,
 ) -> None:

@@ -534,6 +534,39 @@ _NARRATION = re.compile(
     r"| also need to)\b)",
     re.I,
 )
+# the speaker telling what its change does or will do ("This change adds the `paginate`
+# parameter ...", "To fix this, we need to modify the `RepoMap` class ...", "These changes make
+# ...", "In `test_x`, we've added ...", "First, we need to import ..."): the edit is in the code,
+# the sentence is its story
+_EDIT_VERBS = (
+    r"(?:modify|add|update|change|remove|replace|refactor|create|move|rename|implement|import"
+    r"|adjust|edit|introduce|wrap|extend|make)"
+)
+_CHANGE_TOLD = re.compile(
+    r"^(?:(?:first|next|then|finally|now|so|also|additionally|lastly|you'?re right|good (?:point"
+    r"|catch)|ok(?:ay)?|alright|i see)[,.!]?\s+)*(?:(?:in|inside|within|for) [^,]{1,80},\s*)?(?:"
+    r"(?:this|these|my|the (?:new|updated|modified|revised|above|following|proposed))"
+    r"(?: [\w`-]+){0,2}? (?:change|changes|edit|edits|update|updates|modifications?"
+    r"|implementation|approach|version|patch|diff|solution|refactor(?:ing)?)\b"
+    r"|to (?:fix|address|resolve|implement|add|support|handle|make|include|achieve|accomplish"
+    r"|solve|enable|avoid|prevent|ensure|update|change|get|allow|do)\b[^,]{0,160},\s*(?:we|i)"
+    r"(?:'ll| will| (?:also )?need to| must| should| can| have to| want to)\b"
+    r"|this (?:new )?(?:test|code|function|method|class) will\b"
+    r"|(?:we|i)(?:'ve| have)? (?:just |also )?(?:added|updated|modified|changed|removed|replaced"
+    r"|refactored|introduced|created|moved|renamed|implemented|wrapped|adjusted|made)\b"
+    r"|(?:we|i) (?:also )?(?:will |'ll )?" + _EDIT_VERBS + r"\b"
+    # the speaker's own plan as an order ("Modify the test to remove the check ...")
+    r"|(?:let'?s (?:also )?" + _EDIT_VERBS + r"|(?:modify|update|change|edit|adjust) the)\b)",
+    re.I,
+)
+_EDIT_NEEDED = re.compile(
+    r"\b(?:(?:we|i) (?:also |then |first )?(?:need to|will need to|have to|should)"
+    r"|(?:we|i|you) (?:may|might) (?:also )?need to|(?:we|i) (?:don'?t|do not) need to)"
+    r" (?:make (?:any )?(?:further |more |other )?(?:changes|modifications) |"
+    + _EDIT_VERBS
+    + r"\b)",
+    re.I,
+)
 # a line of a tool's output pasted into the conversation ("│ line 31: field retry not found ...
 # failed with exit code 1"): evidence, not a lesson
 _OUTPUT_LINE = re.compile(
@@ -570,6 +603,13 @@ def is_request(text: str) -> bool:
     return bool(_REQUEST.match(text)) and not _RULE_WORD.search(text)
 
 
+def tells_an_edit(text: str) -> bool:
+    """Whether a sentence tells what the speaker's change does or is about to do ("This change
+    adds ...", "To fix this, we need to modify ...", "Modify the test to ...")."""
+    text = text.strip()
+    return bool(_CHANGE_TOLD.match(text) or _EDIT_NEEDED.search(text))
+
+
 def unanchored(text: str) -> str | None:
     """Why a sentence picked alone from a message (not by a rule that read its context) cannot
     stand alone as a memory, or None: it narrates the speaker's next step, answers the sentence
@@ -578,6 +618,8 @@ def unanchored(text: str) -> str | None:
     text = text.strip()
     if _NARRATION.match(text):
         return "the speaker's next step, not a lesson"
+    if tells_an_edit(text):
+        return "the story of an edit, not a lesson"
     if _ANSWERS.match(text):
         return "an answer to the sentence before it"
     if _OUTPUT_LINE.search(text):

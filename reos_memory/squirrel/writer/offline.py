@@ -525,7 +525,7 @@ def _diagnoses(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> N
         else:
             continue
         for note in e["notes"]:
-            if note not in used:
+            if note not in used and not lesson_form.tells_an_edit(note):
                 ranked.append((rank, i, note))
     ranked.sort()
     n = 0
@@ -873,7 +873,7 @@ def _first_note(between: list[dict[str, Any]], used: set[str]) -> str | None:
             for x in between
             if x["role"] == "assistant"
             for n in x.get("notes") or []
-            if n not in used
+            if n not in used and not lesson_form.tells_an_edit(n)
         ),
         None,
     )
