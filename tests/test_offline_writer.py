@@ -148,13 +148,28 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         # trouble of the moment reported: the task
         "hmm pytest is picking up the wrong settings, its hitting the dev db": "reply",
         "thats wrong, the CSV has a header row, you're skipping the first data row now": "reply",
+        # the work done, pointed at: its acceptance
+        "Mock RepoMap and ensure it is not called.": "reply",
+        "Make sure they exist, print an error and skip any that dont.": "reply",
     }.items():
         assert instructions.find(text, situation) == [], text
+    # on a rejected call (an undo too), the next piece of work ordered with no choice between
+    # ways, no reason and nothing said to last is the task again (aider's users work so)
+    for text in (
+        "Add a paginate param to cmd_diff",
+        "Add a bar graph at the top which plots the pass rate for each model.",
+        "Make the x-axis be the version number",
+        "Mock RepoMap and ensure it is not called",
+    ):
+        assert instructions.find(text, "rejection") == [], text
     # ... unless said to last; and on a rejected call, an order says what the user chose
     for text, situation in {
         "There should always be a test for every new hook.": "reply",
         "Make sure every command works from a subdirectory as well, always.": "reply",
         "fix the test, the code is right": "rejection",
+        "no, add a second function, don't overload this one": "rejection",
+        "Keep the backticks for other completions, just not for file names": "rejection",
+        "Add the flag to every subcommand, not only to status": "rejection",
         # a constraint to hold, a statement with a prohibition after it, a scope named
         "the CLI has to keep working on Go 1.21, so don't use newer stdlib APIs": "reply",
         "we pin every provider version in Terraform, don't leave it as >=": "reply",

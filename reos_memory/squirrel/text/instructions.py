@@ -93,6 +93,9 @@ _ACCEPTANCE = re.compile(
     r"|lint(?:er)?|ci|checks?|it|everything|nothing|the code)(?: \w+)? (?:still )?(?:pass(?:es)?"
     r"|work(?:s)?|succeeds?|compiles?|builds?|breaks?|(?:is|are|stays?) green|runs?"
     r"|cover(?:s)?|exercises?)\b"
+    # ... or what this work did, pointed at ("ensure it is not called", "make sure they exist",
+    # "ensure it picked up the new function")
+    r"|\b(?:make sure|ensure|check|verify) (?:that )?(?:it|they|this|these|those)\b"
 )
 # work asked for now: "we need to update the changelog", "you have to rerun it"
 _TASK_LEAD = r"^(?:(?:ok(?:ay)?|so|and|also|now|then|next)\W+)*"  # ("ok so we need to ...")
@@ -215,6 +218,24 @@ _CHANGE_ORDER = re.compile(
 )
 
 
+# ... or something to make, in a turn after the task's request (aider's users type each next
+# piece of work as an order: "Add a paginate param to cmd_diff", "Mock RepoMap and ensure it is
+# not called", after an undo too): the work itself, unless it chooses between ways ("instead",
+# "only", "don't", "not the X"), gives a reason or is said to last
+_MAKE_ORDER = re.compile(
+    r"^(?:(?:no|ok(?:ay)?|please|just|and|but|so|then|now|also)\W+)*(?:add|make|create|write"
+    r"|implement|build|mock|generate|plot|draw|show|print|include|refactor|have|accumulate|catch"
+    r"|call|pass|emit|raise|return|put|accept|offer|store|save|send|set|log|give|allow|support)\b"
+)
+_CHOICE = re.compile(
+    r"\b(?:instead|rather|don'?t|do not|never|only|not (?:a|an|the|in|on|to|by|via|with|from)"
+    r"|no longer|without|prefer|always)\b"
+)
+_REASON = re.compile(
+    r"\b(?:because|since|so that|otherwise)\b|, (?:the|it|that|this) (?:is|are|was|'s)\b"
+)
+
+
 # a report of trouble now, which is the task ("the login screen is crashing on android 13",
 # "pytest is picking up the wrong settings", "the tests fail in CI with ...", "you're skipping
 # the first row now"), not a rule
@@ -258,6 +279,12 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         or _MORE_OF_THE_TASK.search(low)
         or (situation != "rejection" and _CHANGE_ORDER.match(low))
     ) and not _LASTING.search(low):
+        return None
+    if (
+        situation == "rejection"
+        and _MAKE_ORDER.match(low)
+        and not (_CHOICE.search(low) or _LASTING.search(low) or _REASON.search(low))
+    ):
         return None
     if low.rstrip().endswith("?"):
         # a question tells only when it proposes a way ("why not ...?", "can't we ...?")
