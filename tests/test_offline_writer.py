@@ -151,6 +151,11 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         # the work done, pointed at: its acceptance
         "Mock RepoMap and ensure it is not called.": "reply",
         "Make sure they exist, print an error and skip any that dont.": "reply",
+        # what the user sees now, pointed at; what the last request meant
+        "Notice it got the filename wrong, use the full path instead.": "reply",
+        "Same problem if the app runs as an API rather than in a terminal.": "reply",
+        "This happens even on wide desktop browsers.": "rejection",
+        "I mean for the processes that run inside the image, not the host.": "reply",
     }.items():
         assert instructions.find(text, situation) == [], text
     # on a rejected call (an undo too), the next piece of work ordered with no choice between

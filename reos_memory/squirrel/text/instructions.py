@@ -206,7 +206,7 @@ _MORE_OF_THE_TASK = re.compile(
     # a change to a thing of this work wished for: "I want the summary to show the count"
     r"|^i (?:want|need|'d like|would like) (?:the|this|that|it|these|those)\b"
     # what the user meant by the last request: "i wanted the error mapped to a 404"
-    r"|^i (?:wanted|meant|asked for|was asking)\b"
+    r"|^i (?:wanted|meant|mean|asked for|was asking)\b"
 )
 # ... or ordered: "make the function return an error instead", "rename it to --output" (on
 # rejecting a call, the same words say what the user chose instead of it: "fix the test, the
@@ -247,11 +247,18 @@ _TROUBLE = re.compile(
     r"\w+ing\b[^.]*\bnow)\b",
     re.IGNORECASE,
 )
+# what the user sees now, pointed at: "This happens even on wide screens", "Same problem if the
+# app runs as an API", "Notice it got the filename wrong"
+_OBSERVED = re.compile(
+    r"^(?:(?:this|that|it) (?:still |also )?(?:happens|occurs)|same (?:problem|issue|thing|error"
+    r"|bug)|notice (?:that |how )?(?:it|this|that|they))\b",
+    re.IGNORECASE,
+)
 
 
 def reports_trouble(text: str) -> bool:
     """Whether the user's sentence reports trouble of the moment (the task), not a rule."""
-    return _TROUBLE.search(text) is not None
+    return _TROUBLE.search(text) is not None or _OBSERVED.match(text) is not None
 
 
 # a full stop between sentences of a turn typed in lowercase ("yep refunds. ok so revenue is
@@ -278,6 +285,7 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         _ACCEPTANCE.search(low)
         or _MORE_OF_THE_TASK.search(low)
         or (situation != "rejection" and _CHANGE_ORDER.match(low))
+        or _OBSERVED.match(low)
     ) and not _LASTING.search(low):
         return None
     if (
