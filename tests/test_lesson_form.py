@@ -366,6 +366,19 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
                 "We removed the `content = None` assignments, as they're now unnecessary.",
             )
         ],
+        (
+            "Based on the error message, it appears there's a conflict with the `tokenizers` "
+            "package version.",
+            "a guess, not a cause found",
+        ),
+        (
+            "The error message suggests that the test fails because the paths differ.",
+            "a guess, not a cause found",
+        ),
+        (
+            "Temporarily simplify the `send` method to raise a known exception.",
+            "the state of the work at the moment, not a lesson",
+        ),
         # a cause said with a change in it is no story
         ("The change to `flush()` broke the ordering of the batches.", None),
         ("We need to check where the registry is defined first, it moved in 2.0.", None),

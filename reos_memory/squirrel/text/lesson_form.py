@@ -575,7 +575,8 @@ _OUTPUT_LINE = re.compile(
 # the state of the work at the moment ("X still exists but is now only called from Y", "we still
 # need the shim", "the issue is now that ..."): true of this session's code, not of a later one
 _MOMENT_STATE = re.compile(
-    r"\b(?:still|anymore|any more|at the moment|so far|for now|(?:is|are) now|now only)\b", re.I
+    r"\b(?:still|anymore|any more|at the moment|so far|for now|(?:is|are) now|now only|temporarily)\b",
+    re.I,
 )
 # a sentence that answers the one before it ("However, that is not what happens: ...")
 _ANSWERS = re.compile(r"^(?:however|but|that said|instead|still|yet|otherwise)\b", re.I)
@@ -603,6 +604,15 @@ def is_request(text: str) -> bool:
     return bool(_REQUEST.match(text)) and not _RULE_WORD.search(text)
 
 
+# a guess read off an error, not a cause found ("Based on the error message, it appears there's
+# a conflict ...", "The error message suggests that the test fails because ...")
+_GUESS = re.compile(
+    r"\b(?:it (?:appears|seems|looks like)|(?:appears|seems) to be|(?:suggests|indicates)"
+    r"(?: that)?|i suspect|(?:is|are) (?:probably|likely)|might be|may be|could be)\b",
+    re.I,
+)
+
+
 def tells_an_edit(text: str) -> bool:
     """Whether a sentence tells what the speaker's change does or is about to do ("This change
     adds ...", "To fix this, we need to modify ...", "Modify the test to ...")."""
@@ -620,6 +630,8 @@ def unanchored(text: str) -> str | None:
         return "the speaker's next step, not a lesson"
     if tells_an_edit(text):
         return "the story of an edit, not a lesson"
+    if _GUESS.search(text):
+        return "a guess, not a cause found"
     if _ANSWERS.match(text):
         return "an answer to the sentence before it"
     if _OUTPUT_LINE.search(text):
