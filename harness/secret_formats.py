@@ -1119,4 +1119,12 @@ LOOKALIKES: list[tuple[str, str]] = [
     ),
     ('"tool_use_id": "toolu_01SKk2dM5q1c8gecaoatnwJnQx"', "toolu_01SKk2dM5q1c8gecaoatnwJnQx"),
     ('{"id": "chatcmpl-9x8KXJ2mQpL4vRtYz7NcB3aWdE1fG"}', "chatcmpl-9x8KXJ2mQpL4vRtYz7NcB3aWdE1fG"),
+    # a token partly masked: its secret part hidden behind a run of *, # or bullets
+    (
+        "SLACK_USER_TOKEN=xoxp-918273645012-564738291034-102938475610-********************",
+        "xoxp-918273645012-564738291034-102938475610-********************",
+    ),
+    ('"token": "xoxb-271828182845-314159265358-####################"', "####"),
+    ("GITHUB_TOKEN=ghp_Q7mT2vR9kL4pX8nB3c##############", "ghp_Q7mT2vR9kL4pX8nB3c####"),
+    ('api_key: "sk_live_9fKd2LqP7xWv••••••••••••••••"', "sk_live_9fKd2LqP7xWv••••"),
 ]

@@ -88,7 +88,13 @@ from reos_memory.squirrel.redaction.names import NameInfo, name_info
 from reos_memory.squirrel.redaction.normalize import normalized, to_original
 from reos_memory.squirrel.redaction.token_runs import scan_anchors, scan_pem, scan_runs
 from reos_memory.squirrel.redaction.urls import scan_go_dsn, scan_urls, scan_webhooks
-from reos_memory.squirrel.redaction.values import fake_token, fits_tier, is_placeholder, masked
+from reos_memory.squirrel.redaction.values import (
+    fake_token,
+    fits_tier,
+    is_placeholder,
+    mask_follows,
+    masked,
+)
 
 __all__ = [
     "PLACEHOLDER_RE",
@@ -161,7 +167,7 @@ def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
     gone: set[Span] = set()
     for x in spans:
         value = text[x.start : x.end]
-        if x.prio == P_PROVIDER and fake_token(value, prefixed=True):
+        if x.prio == P_PROVIDER and (fake_token(value, prefixed=True) or mask_follows(text, x.end)):
             fake.append((x.start, x.end))
         elif (x.prio == P_ENTROPY and fake_token(value)) or (
             x.kind not in _PASSWORDS and masked(value)

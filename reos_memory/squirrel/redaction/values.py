@@ -91,14 +91,29 @@ _SIX_ASCENDING_RE = re.compile(
 
 def masked(value: str) -> bool:
     """Whether half of a value of 8+ letters and digits is x, X, * or # (``sk_test_xxxx...``,
-    ``AKIAXXXXXXXXXXXXXXXX``): a mask, whatever name or prefix it has. ("1QQQQ..." and
-    "511111111" are real formats: only the mask characters count.)"""
+    ``AKIAXXXXXXXXXXXXXXXX``), or a run of 8 or more of them (or of bullets) hides its secret
+    part (``xoxp-<team>-<user>-<bot>-####################``): a mask, whatever name or prefix
+    it has. ("1QQQQ..." and "511111111" are real formats: only the mask characters count; no
+    provider's alphabet holds *, # or a bullet, and 8 x's in a row have a chance of about 1 in
+    10^14 in a random token.)"""
     marks = value.count("x") + value.count("X")
-    stars = value.count("*") + value.count("#")
+    stars = value.count("*") + value.count("#") + value.count("\u2022")
     if marks + stars < 4:
         return False  # (most values: a mask of 8+ characters has 4 marks at least)
+    if _MASK_RUN_RE.search(value) is not None:
+        return True
     chars = len(_NOT_ALNUM_RE.sub("", value))
     return chars >= 8 and (marks + stars) * 2 >= chars + stars
+
+
+# the run of mask characters that hides a token's secret part
+_MASK_RUN_RE = re.compile("[*#\u2022]{8}|[xX]{8}")
+
+
+def mask_follows(text: str, end: int) -> bool:
+    """Whether a run of mask characters goes on right after a token's finding that ends at
+    `end` (a provider's alphabet stops before it: ``xoxb-<ids>-####...``)."""
+    return _MASK_RUN_RE.match(text, end) is not None
 
 
 def fake_token(value: str, prefixed: bool = False) -> bool:
