@@ -1127,4 +1127,9 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('"token": "xoxb-271828182845-314159265358-####################"', "####"),
     ("GITHUB_TOKEN=ghp_Q7mT2vR9kL4pX8nB3c##############", "ghp_Q7mT2vR9kL4pX8nB3c####"),
     ('api_key: "sk_live_9fKd2LqP7xWv••••••••••••••••"', "sk_live_9fKd2LqP7xWv••••"),
+    # a provider's prefix before a body too short for its format: a stand-in or a cut token
+    ('ANTHROPIC_API_KEY="sk-ant-api03-x7Tq2"', "sk-ant-api03-x7Tq2"),
+    ("SLACK_BOT_TOKEN=xoxb-42424242", "xoxb-42424242"),
+    ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
+    ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
 ]
