@@ -1132,4 +1132,29 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("SLACK_BOT_TOKEN=xoxb-42424242", "xoxb-42424242"),
     ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
     ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
+    # values a SOPS file keeps encrypted (made to be committed), and ciphertext blocks
+    (
+        "    db_password: ENC[AES256_GCM,data:TzRKSaifmSoM,iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk"
+        "+BsE=,tag:yCBSKv9cAaT7pcNMLR2DfA==,type:str]",
+        "iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk+BsE=,tag:yCBSKv9cAaT7pcNMLR2DfA==",
+    ),
+    (
+        "sops:\n    mac: ENC[AES256_GCM,data:qSpPnibLkkBBwj71Fu5YpkwRWksayUBX,iv:bI+rtA2PvddNxeYcE6hY"
+        "Ezx/lYPxzf3MUcYa8XoKK2g=,tag:Rw/TuH2wpVoxqxa3iICirw==,type:str]",
+        "data:qSpPnibLkkBBwj71Fu5YpkwRWksayUBX,iv:bI+rtA2PvddNxeYcE6hYEzx/lYPxzf3MUcYa8XoKK2g=",
+    ),
+    (
+        "enc: |\n    -----BEGIN PGP MESSAGE-----\n\n"
+        "    h6cnn8QeGidMozMn4jXRI8bRre+Y/jc2OLSfJLi8U0aZG9+k8TD0fckT6CMGBmZx\n"
+        "    PKN9p+cJ6dyLu4B5222DEfbZqdKwNtQUxykydRQUVcKhhyxbLtwCdEajOT92bQoE\n"
+        "    =dJa3\n    -----END PGP MESSAGE-----",
+        "PKN9p+cJ6dyLu4B5222DEfbZqdKwNtQUxykydRQUVcKhhyxbLtwCdEajOT92bQoE",
+    ),
+    (
+        "-----BEGIN AGE ENCRYPTED FILE-----\n"
+        "3lUiWsGQQ5y4TMuD/Gejgi3HiycuvjDRZucIFLzvNql6gl6CDh90XU5VwmYp8jre\n"
+        "VMsWCajMwFwPu92a20AAZzGSQ7jXUGNwB/PZscue34Z7g3AwTta/HqS4amxi19c3\n"
+        "-----END AGE ENCRYPTED FILE-----",
+        "3lUiWsGQQ5y4TMuD/Gejgi3HiycuvjDRZucIFLzvNql6gl6CDh90XU5VwmYp8jre",
+    ),
 ]

@@ -76,6 +76,7 @@ machine-generated; ``findings`` holds the span type. This module runs them and m
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from typing import Any
@@ -184,18 +185,24 @@ def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
 
 def _without_public(text: str, b: bytes, spans: list[Span]) -> list[Span]:
     """The findings without the random-looking text that is public by what holds it: a public key
-    or a certificate block (``-----BEGIN PGP PUBLIC KEY BLOCK-----``), or a value given to a
-    name that says it is public (``public_key = "..."``, ``publicToken: ...``). Only the
-    entropy rule's findings: a provider's secret format is a secret whatever it is called."""
+    or a certificate block (``-----BEGIN PGP PUBLIC KEY BLOCK-----``), ciphertext (a PGP message
+    or an age file to its END line, a value SOPS encrypted: ``ENC[AES256_GCM,data:...,iv:...,
+    tag:...,type:str]``, made to be committed), or a value given to a name that says it is
+    public (``public_key = "..."``, ``publicToken: ...``). Only the entropy rule's findings: a
+    provider's secret format is a secret whatever it is called."""
     blocks = _public_blocks(text) if b"-----BEGIN " in b else []
+    if b"ENC[" in b:
+        blocks += [m.span() for m in _SOPS_VALUE_RE.finditer(text)]
     named = b"ubli" in b or b"UBLI" in b
     if not blocks and not named:
         return spans
+    blocks.sort()  # (they do not overlap: a block's BEGIN line holds no ENC[)
+    starts = [a for a, _z in blocks]
     keep = []
     for x in spans:
+        i = bisect.bisect_right(starts, x.start) - 1
         if x.prio == P_ENTROPY and (
-            any(a <= x.start and x.end <= z for a, z in blocks)
-            or (named and _public_name_before(text, x.start))
+            (i >= 0 and x.end <= blocks[i][1]) or (named and _public_name_before(text, x.start))
         ):
             continue
         keep.append(x)
@@ -218,7 +225,12 @@ def _public_blocks(text: str) -> list[tuple[int, int]]:
 
 _PUBLIC_BEGIN_RE = re.compile(
     r"-----BEGIN (PGP PUBLIC KEY BLOCK|PUBLIC KEY|RSA PUBLIC KEY|SSH2 PUBLIC KEY|CERTIFICATE"
-    r"|PGP SIGNATURE)-----"
+    r"|PGP SIGNATURE|PGP MESSAGE|AGE ENCRYPTED FILE)-----"
+)
+# a value SOPS encrypted: its ciphertext, nonce and tag in base64, and the plain value's type
+_SOPS_VALUE_RE = re.compile(
+    r"ENC\[AES256_GCM,data:[A-Za-z0-9+/=]{0,100000},iv:[A-Za-z0-9+/=]{16,64},"
+    r"tag:[A-Za-z0-9+/=]{16,64},type:[a-z]{3,8}\]"
 )
 MAX_PUBLIC_BLOCKS = 64
 
