@@ -1132,6 +1132,16 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("SLACK_BOT_TOKEN=xoxb-42424242", "xoxb-42424242"),
     ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
     ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
+    # a SAS token's parameters without its signature: the dates and rights alone grant nothing
+    (
+        "STORAGE_SAS_TOKEN=sv=2023-08-03&ss=b&srt=co&sp=rl&se=2027-01-31T00:00:00Z&spr=https",
+        "sv=2023-08-03&ss=b&srt=co&sp=rl&se=2027-01-31T00:00:00Z&spr=https",
+    ),
+    (
+        'sas_token: "sp=racwdl&st=2026-11-02T08:15:00Z&se=2026-11-09T16:15:00Z&sip=10.0.4.0-10.0.4.255'
+        '&spr=https&sv=2022-11-02&sr=c"',
+        "sp=racwdl&st=2026-11-02T08:15:00Z",
+    ),
     # values a SOPS file keeps encrypted (made to be committed), and ciphertext blocks
     (
         "    db_password: ENC[AES256_GCM,data:TzRKSaifmSoM,iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk"

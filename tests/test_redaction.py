@@ -498,3 +498,19 @@ def test_a_short_value_is_a_stand_in_only_after_a_providers_prefix(said):
     from reos_memory.squirrel.redaction.engine import redact
 
     assert "[REDACTED:" in redact(said)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "AZURE_SAS_TOKEN=sv=2022-11-02&ss=b&sp=rl&se=2027-01-01T00:00:00Z&sig=Xq7pLm2Rt9Vw4Zk8Ab3d%3D",
+        "API_TOKEN=user=app&password=hunter22&db=orders",
+        "AUTH_TOKEN=a=Xq7pLm2Rt9Vw4Zk8&b=c&d=e",
+    ],
+)
+def test_a_query_under_a_tokens_name_is_settings_only_without_a_secret_in_it(said):
+    """A SAS token's parameters alone (``sv=...&sp=rl&se=...``) grant nothing and stay; with
+    its ``sig``, a password or a random value the query is redacted."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert "[REDACTED:" in redact(said)

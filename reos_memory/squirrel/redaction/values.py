@@ -216,8 +216,31 @@ def fits_tier(info: NameInfo, value: str) -> bool:
             < max(8, 0.4 * len(value))
             or _VERSIONED_RE.fullmatch(value) is not None  # jjwt-jackson-0.11.2: a package
             or _HOST_NAME_RE.fullmatch(value) is not None  # project-one-12345.hasura.app
+            or _settings_query(value)  # sv=2023-08-03&sp=rl&se=...: a SAS token without sig
         )
     return True  # any literal can be a password
+
+
+# a URL query's parameters, three or more; a value of dates, addresses and short codes
+_QUERY_RE = re.compile(r"[a-z][a-z_]{0,11}=[^&=\s]{0,60}(?:&[a-z][a-z_]{0,11}=[^&=\s]{0,60}){2,40}")
+_SETTING_VALUE_RE = re.compile(
+    r"[A-Za-z]{0,12}|[0-9.\-]{1,40}|[\w.\-]{1,8}"
+    r"|\d{4}-\d{2}-\d{2}(?:T\d{2}(?::|%3A)\d{2}(?:(?::|%3A)\d{2}(?:\.\d{1,7})?)?Z?)?"
+)
+_SECRET_PARAM_RE = re.compile(r"sig|key|token|secret|pass|pwd|auth|code|cred")
+
+
+def _settings_query(value: str) -> bool:
+    """Whether `value` is a query of settings only (``sv=2023-08-03&sp=rl&se=2027-...Z``, the
+    parameters of an Azure SAS token with no ``sig``): no parameter named for a secret, none
+    with a random value. Such a "token" grants nothing."""
+    if "&" not in value or _QUERY_RE.fullmatch(value) is None:
+        return False
+    for pair in value.split("&"):
+        name, _eq, v = pair.partition("=")
+        if _SECRET_PARAM_RE.search(name) or not _SETTING_VALUE_RE.fullmatch(v):
+            return False
+    return True
 
 
 def token_literal(value: str) -> bool:
