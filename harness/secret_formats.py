@@ -1119,4 +1119,52 @@ LOOKALIKES: list[tuple[str, str]] = [
     ),
     ('"tool_use_id": "toolu_01SKk2dM5q1c8gecaoatnwJnQx"', "toolu_01SKk2dM5q1c8gecaoatnwJnQx"),
     ('{"id": "chatcmpl-9x8KXJ2mQpL4vRtYz7NcB3aWdE1fG"}', "chatcmpl-9x8KXJ2mQpL4vRtYz7NcB3aWdE1fG"),
+    # a token partly masked: its secret part hidden behind a run of *, # or bullets
+    (
+        "SLACK_USER_TOKEN=xoxp-918273645012-564738291034-102938475610-********************",
+        "xoxp-918273645012-564738291034-102938475610-********************",
+    ),
+    ('"token": "xoxb-271828182845-314159265358-####################"', "####"),
+    ("GITHUB_TOKEN=ghp_Q7mT2vR9kL4pX8nB3c##############", "ghp_Q7mT2vR9kL4pX8nB3c####"),
+    ('api_key: "sk_live_9fKd2LqP7xWv••••••••••••••••"', "sk_live_9fKd2LqP7xWv••••"),
+    # a provider's prefix before a body too short for its format: a stand-in or a cut token
+    ('ANTHROPIC_API_KEY="sk-ant-api03-x7Tq2"', "sk-ant-api03-x7Tq2"),
+    ("SLACK_BOT_TOKEN=xoxb-42424242", "xoxb-42424242"),
+    ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
+    ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
+    # a SAS token's parameters without its signature: the dates and rights alone grant nothing
+    (
+        "STORAGE_SAS_TOKEN=sv=2023-08-03&ss=b&srt=co&sp=rl&se=2027-01-31T00:00:00Z&spr=https",
+        "sv=2023-08-03&ss=b&srt=co&sp=rl&se=2027-01-31T00:00:00Z&spr=https",
+    ),
+    (
+        'sas_token: "sp=racwdl&st=2026-11-02T08:15:00Z&se=2026-11-09T16:15:00Z&sip=10.0.4.0-10.0.4.255'
+        '&spr=https&sv=2022-11-02&sr=c"',
+        "sp=racwdl&st=2026-11-02T08:15:00Z",
+    ),
+    # values a SOPS file keeps encrypted (made to be committed), and ciphertext blocks
+    (
+        "    db_password: ENC[AES256_GCM,data:TzRKSaifmSoM,iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk"
+        "+BsE=,tag:yCBSKv9cAaT7pcNMLR2DfA==,type:str]",
+        "iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk+BsE=,tag:yCBSKv9cAaT7pcNMLR2DfA==",
+    ),
+    (
+        "sops:\n    mac: ENC[AES256_GCM,data:qSpPnibLkkBBwj71Fu5YpkwRWksayUBX,iv:bI+rtA2PvddNxeYcE6hY"
+        "Ezx/lYPxzf3MUcYa8XoKK2g=,tag:Rw/TuH2wpVoxqxa3iICirw==,type:str]",
+        "data:qSpPnibLkkBBwj71Fu5YpkwRWksayUBX,iv:bI+rtA2PvddNxeYcE6hYEzx/lYPxzf3MUcYa8XoKK2g=",
+    ),
+    (
+        "enc: |\n    -----BEGIN PGP MESSAGE-----\n\n"
+        "    h6cnn8QeGidMozMn4jXRI8bRre+Y/jc2OLSfJLi8U0aZG9+k8TD0fckT6CMGBmZx\n"
+        "    PKN9p+cJ6dyLu4B5222DEfbZqdKwNtQUxykydRQUVcKhhyxbLtwCdEajOT92bQoE\n"
+        "    =dJa3\n    -----END PGP MESSAGE-----",
+        "PKN9p+cJ6dyLu4B5222DEfbZqdKwNtQUxykydRQUVcKhhyxbLtwCdEajOT92bQoE",
+    ),
+    (
+        "-----BEGIN AGE ENCRYPTED FILE-----\n"
+        "3lUiWsGQQ5y4TMuD/Gejgi3HiycuvjDRZucIFLzvNql6gl6CDh90XU5VwmYp8jre\n"
+        "VMsWCajMwFwPu92a20AAZzGSQ7jXUGNwB/PZscue34Z7g3AwTta/HqS4amxi19c3\n"
+        "-----END AGE ENCRYPTED FILE-----",
+        "3lUiWsGQQ5y4TMuD/Gejgi3HiycuvjDRZucIFLzvNql6gl6CDh90XU5VwmYp8jre",
+    ),
 ]

@@ -475,3 +475,42 @@ def test_a_command_line_that_gives_no_secret_stays(kept):
     from reos_memory.squirrel.redaction.engine import redact
 
     assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # a weak secret a person chose that opens with a word, not with a provider's prefix
+        "JWT_SECRET=secret_abc123x",
+        "API_KEY=test_x9k2Lq7",
+        "SESSION_SECRET=key-hunter22",
+        # a password stays a password whatever it opens with
+        "DB_PASSWORD=sk_live_pw12",
+        # a whole token after the prefix, and one with its secret part in clear before a mask
+        "STRIPE_KEY=sk_live_51Hq8ZtLmN4pQ2rS7vW9xY3bC6dF",
+        "SECRET_KEY = 'django-insecure-k#2z@8v!q(w3e$r5t^y7u&i9o'",
+    ],
+)
+def test_a_short_value_is_a_stand_in_only_after_a_providers_prefix(said):
+    """`providers.cut_token`: a provider's prefix before a body too short for a token
+    (``xoxb-42424242``) is no credential; the same shortness after a word a person may choose
+    (``secret_``, ``test_``) may be their weak secret."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert "[REDACTED:" in redact(said)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "AZURE_SAS_TOKEN=sv=2022-11-02&ss=b&sp=rl&se=2027-01-01T00:00:00Z&sig=Xq7pLm2Rt9Vw4Zk8Ab3d%3D",
+        "API_TOKEN=user=app&password=hunter22&db=orders",
+        "AUTH_TOKEN=a=Xq7pLm2Rt9Vw4Zk8&b=c&d=e",
+    ],
+)
+def test_a_query_under_a_tokens_name_is_settings_only_without_a_secret_in_it(said):
+    """A SAS token's parameters alone (``sv=...&sp=rl&se=...``) grant nothing and stay; with
+    its ``sig``, a password or a random value the query is redacted."""
+    from reos_memory.squirrel.redaction.engine import redact
+
+    assert "[REDACTED:" in redact(said)

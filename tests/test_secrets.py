@@ -112,6 +112,10 @@ def test_a_scope_keeps_values_between_calls():
 
 # -- time: linear in the input, judged by how time grows with size (no time limit) -----------
 
+_SOPS_VALUE = (
+    "ENC[AES256_GCM,data:TzRKSaifmSoM,iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk+BsE=,"
+    "tag:yCBSKv9cAaT7pcNMLR2DfA==,type:str] "
+)
 CRAFTED: dict[str, Callable[[int], str]] = {
     "token: repeated": lambda n: "token:" * (n // 6),
     "API_KEY=y repeated": lambda n: "API_KEY=y" * (n // 9),
@@ -132,6 +136,7 @@ CRAFTED: dict[str, Callable[[int], str]] = {
     "SET PASSWORD FOR": lambda n: "SET PASSWORD FOR 'u'@'h' = 'p1' " * (n // 32),
     "SET PASSWORD FOR, no =": lambda n: "SET PASSWORD FOR " * (n // 17),
     "password: !!str p1": lambda n: "password: !!str p1\n" * (n // 19),
+    "sops values": lambda n: _SOPS_VALUE * (n // len(_SOPS_VALUE)),
 }
 
 

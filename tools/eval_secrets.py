@@ -73,6 +73,12 @@ CRAFTED: dict[str, str] = {
     "SET PASSWORD FOR": "SET PASSWORD FOR 'u'@'h' = 'p1' " * 32_768,
     "SET PASSWORD FOR, no =": "SET PASSWORD FOR " * 61_681,
     "password: !!str p1": "password: !!str p1\n" * 55_188,
+    # values SOPS encrypted, each with a random nonce the entropy rule finds
+    "sops values": (
+        "ENC[AES256_GCM,data:TzRKSaifmSoM,iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk+BsE=,"
+        "tag:yCBSKv9cAaT7pcNMLR2DfA==,type:str] "
+    )
+    * 9_868,
 }
 
 

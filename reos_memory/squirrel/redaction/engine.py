@@ -76,6 +76,7 @@ machine-generated; ``findings`` holds the span type. This module runs them and m
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from typing import Any
@@ -86,9 +87,16 @@ from reos_memory.squirrel.redaction.manifests import scan_secret_manifests
 from reos_memory.squirrel.redaction.named import AUTH_SCHEME_RE, scan_named
 from reos_memory.squirrel.redaction.names import NameInfo, name_info
 from reos_memory.squirrel.redaction.normalize import normalized, to_original
+from reos_memory.squirrel.redaction.providers import cut_token
 from reos_memory.squirrel.redaction.token_runs import scan_anchors, scan_pem, scan_runs
 from reos_memory.squirrel.redaction.urls import scan_go_dsn, scan_urls, scan_webhooks
-from reos_memory.squirrel.redaction.values import fake_token, fits_tier, is_placeholder, masked
+from reos_memory.squirrel.redaction.values import (
+    fake_token,
+    fits_tier,
+    is_placeholder,
+    mask_follows,
+    masked,
+)
 
 __all__ = [
     "PLACEHOLDER_RE",
@@ -156,15 +164,16 @@ def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
     entropy rule's goes alone, so a name still redacts what it names. A value only a name makes
     secret may be a person's weak one (``JWT_SECRET=mysecret123456``), which is still redacted,
     unless it is masked (``STRIPE_KEY=sk_test_xxxxxxxx...``; a password never: its x's may be
-    the person's)."""
+    the person's) or a provider's prefix before too short a body (``sk-ant-api03-x7Tq2``:
+    `providers.cut_token`)."""
     fake: list[tuple[int, int]] = []
     gone: set[Span] = set()
     for x in spans:
         value = text[x.start : x.end]
-        if x.prio == P_PROVIDER and fake_token(value, prefixed=True):
+        if x.prio == P_PROVIDER and (fake_token(value, prefixed=True) or mask_follows(text, x.end)):
             fake.append((x.start, x.end))
         elif (x.prio == P_ENTROPY and fake_token(value)) or (
-            x.kind not in _PASSWORDS and masked(value)
+            x.kind not in _PASSWORDS and (masked(value) or cut_token(value))
         ):
             gone.add(x)
     if not fake and not gone:
@@ -176,18 +185,24 @@ def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
 
 def _without_public(text: str, b: bytes, spans: list[Span]) -> list[Span]:
     """The findings without the random-looking text that is public by what holds it: a public key
-    or a certificate block (``-----BEGIN PGP PUBLIC KEY BLOCK-----``), or a value given to a
-    name that says it is public (``public_key = "..."``, ``publicToken: ...``). Only the
-    entropy rule's findings: a provider's secret format is a secret whatever it is called."""
+    or a certificate block (``-----BEGIN PGP PUBLIC KEY BLOCK-----``), ciphertext (a PGP message
+    or an age file to its END line, a value SOPS encrypted: ``ENC[AES256_GCM,data:...,iv:...,
+    tag:...,type:str]``, made to be committed), or a value given to a name that says it is
+    public (``public_key = "..."``, ``publicToken: ...``). Only the entropy rule's findings: a
+    provider's secret format is a secret whatever it is called."""
     blocks = _public_blocks(text) if b"-----BEGIN " in b else []
+    if b"ENC[" in b:
+        blocks += [m.span() for m in _SOPS_VALUE_RE.finditer(text)]
     named = b"ubli" in b or b"UBLI" in b
     if not blocks and not named:
         return spans
+    blocks.sort()  # (they do not overlap: a block's BEGIN line holds no ENC[)
+    starts = [a for a, _z in blocks]
     keep = []
     for x in spans:
+        i = bisect.bisect_right(starts, x.start) - 1
         if x.prio == P_ENTROPY and (
-            any(a <= x.start and x.end <= z for a, z in blocks)
-            or (named and _public_name_before(text, x.start))
+            (i >= 0 and x.end <= blocks[i][1]) or (named and _public_name_before(text, x.start))
         ):
             continue
         keep.append(x)
@@ -210,7 +225,12 @@ def _public_blocks(text: str) -> list[tuple[int, int]]:
 
 _PUBLIC_BEGIN_RE = re.compile(
     r"-----BEGIN (PGP PUBLIC KEY BLOCK|PUBLIC KEY|RSA PUBLIC KEY|SSH2 PUBLIC KEY|CERTIFICATE"
-    r"|PGP SIGNATURE)-----"
+    r"|PGP SIGNATURE|PGP MESSAGE|AGE ENCRYPTED FILE)-----"
+)
+# a value SOPS encrypted: its ciphertext, nonce and tag in base64, and the plain value's type
+_SOPS_VALUE_RE = re.compile(
+    r"ENC\[AES256_GCM,data:[A-Za-z0-9+/=]{0,100000},iv:[A-Za-z0-9+/=]{16,64},"
+    r"tag:[A-Za-z0-9+/=]{16,64},type:[a-z]{3,8}\]"
 )
 MAX_PUBLIC_BLOCKS = 64
 

@@ -348,3 +348,72 @@ def _camel_words(body: str) -> bool:
 
 def _alnum(s: str) -> str:
     return "".join(c for c in s if c.isalnum())
+
+
+def _literal_prefix(rx: str) -> str:
+    """The literal characters a format's regex opens with, up to its first class or group."""
+    out, i = "", 0
+    while i < len(rx):
+        if rx[i] == "\\" and i + 1 < len(rx) and not rx[i + 1].isalnum():
+            out += rx[i + 1]
+            i += 2
+        elif rx[i].isalnum() or rx[i] in "-_~:/":
+            out += rx[i]
+            i += 1
+        else:
+            break
+    if i < len(rx) and rx[i] in "?*{":
+        out = out[:-1]  # the last character is optional or repeated
+    return out
+
+
+def _distinct_prefix(p: str) -> bool:
+    """A prefix no person's own value opens with: 4+ letters and digits before its separator,
+    a letter among them, and no word ("secret_", "test_", "access-" may open a weak secret a
+    person chose, which stays redacted)."""
+    core = p[:-1]
+    return (
+        p[-1:] in ("_", "-", ".")
+        and sum(c.isalnum() for c in core) >= 4
+        and any(c.isalpha() for c in core)
+        and core.lower() not in _WORD_PREFIXES
+    )
+
+
+_WORD_PREFIXES = frozenset({"access", "live", "test", "secret", "pubkey"})
+# What opens a provider's token: the formats above with a distinct literal prefix ("duffel_",
+# "xoxe-", "sk-or-v1-"), and the older formats of `token_runs` (Anthropic, Slack, GitHub, GitLab,
+# Stripe, npm, PyPI, DigitalOcean, Google) and SettleMint's three.
+_OLDER_PREFIXES = frozenset(
+    {
+        "sk-ant-", "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxr-", "xoxs-", "xapp-", "ghp_", "gho_",
+        "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk_live_", "sk_test_", "rk_live_",
+        "rk_test_", "whsec_", "npm_", "pypi-", "dop_v1_", "doo_v1_", "dor_v1_", "ya29.",
+        "GOCSPX-", "sm_pat_", "sm_aat_", "sm_sat_",
+    }
+)  # fmt: skip
+_TOKEN_PREFIXES = tuple(
+    sorted(
+        {p for _k, rx in _FORMATS for p in [_literal_prefix(rx)] if _distinct_prefix(p)}
+        | _OLDER_PREFIXES
+    )
+)
+_SHORT_BODY = 12  # every provider's random body is longer (most are 20-64 characters)
+
+
+def cut_token(value: str) -> bool:
+    """Whether `value` opens with a provider's token prefix but has too short a body for any
+    token (``sk-ant-api03-x7Tq2``, ``xoxb-42424242``, ``duffel_live_q8w2e4``): a stand-in a
+    person typed, or the visible head of a cut token; either way no credential. The body after
+    the prefix has fewer than 20 characters, and its runs of letters and digits fewer than 12
+    (Django's keys hold symbols: ``django-insecure-`` and 20 of them is one)."""
+    v = value.strip().strip("\"'`")
+    if not v.startswith(_TOKEN_PREFIXES):
+        return False
+    prefix = max((p for p in _TOKEN_PREFIXES if v.startswith(p)), key=len)
+    body = v[len(prefix) :]
+    runs = _ALNUM_RUN_RE.findall(body)
+    return bool(runs) and len(body) < 20 and max(map(len, runs)) < _SHORT_BODY
+
+
+_ALNUM_RUN_RE = re.compile(r"[A-Za-z0-9]+")

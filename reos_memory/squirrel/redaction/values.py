@@ -91,14 +91,29 @@ _SIX_ASCENDING_RE = re.compile(
 
 def masked(value: str) -> bool:
     """Whether half of a value of 8+ letters and digits is x, X, * or # (``sk_test_xxxx...``,
-    ``AKIAXXXXXXXXXXXXXXXX``): a mask, whatever name or prefix it has. ("1QQQQ..." and
-    "511111111" are real formats: only the mask characters count.)"""
+    ``AKIAXXXXXXXXXXXXXXXX``), or a run of 8 or more of them (or of bullets) hides its secret
+    part (``xoxp-<team>-<user>-<bot>-####################``): a mask, whatever name or prefix
+    it has. ("1QQQQ..." and "511111111" are real formats: only the mask characters count; no
+    provider's alphabet holds *, # or a bullet, and 8 x's in a row have a chance of about 1 in
+    10^14 in a random token.)"""
     marks = value.count("x") + value.count("X")
-    stars = value.count("*") + value.count("#")
+    stars = value.count("*") + value.count("#") + value.count("\u2022")
     if marks + stars < 4:
         return False  # (most values: a mask of 8+ characters has 4 marks at least)
+    if _MASK_RUN_RE.search(value) is not None:
+        return True
     chars = len(_NOT_ALNUM_RE.sub("", value))
     return chars >= 8 and (marks + stars) * 2 >= chars + stars
+
+
+# the run of mask characters that hides a token's secret part
+_MASK_RUN_RE = re.compile("[*#\u2022]{8}|[xX]{8}")
+
+
+def mask_follows(text: str, end: int) -> bool:
+    """Whether a run of mask characters goes on right after a token's finding that ends at
+    `end` (a provider's alphabet stops before it: ``xoxb-<ids>-####...``)."""
+    return _MASK_RUN_RE.match(text, end) is not None
 
 
 def fake_token(value: str, prefixed: bool = False) -> bool:
@@ -201,8 +216,31 @@ def fits_tier(info: NameInfo, value: str) -> bool:
             < max(8, 0.4 * len(value))
             or _VERSIONED_RE.fullmatch(value) is not None  # jjwt-jackson-0.11.2: a package
             or _HOST_NAME_RE.fullmatch(value) is not None  # project-one-12345.hasura.app
+            or _settings_query(value)  # sv=2023-08-03&sp=rl&se=...: a SAS token without sig
         )
     return True  # any literal can be a password
+
+
+# a URL query's parameters, three or more; a value of dates, addresses and short codes
+_QUERY_RE = re.compile(r"[a-z][a-z_]{0,11}=[^&=\s]{0,60}(?:&[a-z][a-z_]{0,11}=[^&=\s]{0,60}){2,40}")
+_SETTING_VALUE_RE = re.compile(
+    r"[A-Za-z]{0,12}|[0-9.\-]{1,40}|[\w.\-]{1,8}"
+    r"|\d{4}-\d{2}-\d{2}(?:T\d{2}(?::|%3A)\d{2}(?:(?::|%3A)\d{2}(?:\.\d{1,7})?)?Z?)?"
+)
+_SECRET_PARAM_RE = re.compile(r"sig|key|token|secret|pass|pwd|auth|code|cred")
+
+
+def _settings_query(value: str) -> bool:
+    """Whether `value` is a query of settings only (``sv=2023-08-03&sp=rl&se=2027-...Z``, the
+    parameters of an Azure SAS token with no ``sig``): no parameter named for a secret, none
+    with a random value. Such a "token" grants nothing."""
+    if "&" not in value or _QUERY_RE.fullmatch(value) is None:
+        return False
+    for pair in value.split("&"):
+        name, _eq, v = pair.partition("=")
+        if _SECRET_PARAM_RE.search(name) or not _SETTING_VALUE_RE.fullmatch(v):
+            return False
+    return True
 
 
 def token_literal(value: str) -> bool:
