@@ -199,6 +199,14 @@ def test_diagnoses_name_something_and_are_not_hedged() -> None:
     assert found == "The `sessionStateFromStrategy` function is missing the `TranscriptPath` field."
     assert diagnosis.find("I found and fixed the root cause of the issue.") == []
     assert diagnosis.find("The problem might be that the cache is stale somewhere.") == []
+    # a reading of an error message is a guess, not a cause found
+    assert (
+        diagnosis.find("The error message suggests that the test fails because `path` differs.")
+        == []
+    )
+    assert (
+        diagnosis.find("It appears the build fails because `gcc` is missing the -m32 libs.") == []
+    )
     assert diagnosis.find("A `.env` file alone won't work because: 1.") == []
 
 

@@ -62,7 +62,8 @@ _ANCHORS = (
 )
 _HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|may be|seems?|i think|i guess"
-    r"|let me|i'?ll|i will|i need to|we need to check|not sure|unclear|wonder)\b|\?$"
+    r"|let me|i'?ll|i will|i need to|we need to check|not sure|unclear|wonder"
+    r"|(?:suggests|indicates)(?: that)?|it appears|appears to)\b|\?$"
 )
 
 
