@@ -440,6 +440,8 @@ EXPLICIT_NEGATIVES = [
     "you should rebase after that",
     # an interaction word inside something else: a flag, what a bug report holds
     "please add a --verbose flag to the sync command",
+    "`check_version` should take a verbose arg.",
+    "call it with verbose=True in the nightly job",
     "like the one in the bug report with the emoji",
     "should we always use httpx?",
     "Why do you always use npm?",

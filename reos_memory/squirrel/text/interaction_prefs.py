@@ -42,7 +42,8 @@ _PREF_SLUGS: tuple[tuple[re.Pattern[str], str, str, bool], ...] = (
     ),
     (
         re.compile(
-            r"\b(?:concise|terse|brief|succinct|(?<!-)verbose|wordy|long-?winded|shorter\s+(?:answers"
+            r"\b(?:concise|terse|brief|succinct|(?<![-.])verbose(?!\s*(?:[=(:]|args?\b|arguments?\b"
+            r"|params?\b|parameters?\b|flags?\b|options?\b|mode\b|level\b|logging\b))|wordy|long-?winded|shorter\s+(?:answers"
             r"|responses|replies)|short\s+(?:answers|responses|replies)|to\s+the\s+point|essays?"
             r"|walls?\s+of\s+text|long\s+explanations?|keep\s+(?:it|answers|responses|replies"
             r"|your\s+(?:answers|responses|replies))\s+(?:short|brief))\b"
