@@ -423,3 +423,7 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     assert not cause_before(
         "Change that to not be strict, we do not want to play catch up and add new hook types."
     )
+    # a way whose alternative was in the sentence before
+    assert cause_before("Instead, accumulate `cost` in self.message_cost.")
+    assert cause_before("But instead check each opening fence from `all_fences`.")
+    assert not cause_before("Instead of mocking the client, mock the HTTP transport.")

@@ -452,6 +452,9 @@ _ORDER_ON_BEFORE = re.compile(
     re.I,
 )
 ORDER_ON_BEFORE_WORDS = 10
+# a way whose alternative is in the sentence before ("Instead, accumulate the cost in the
+# session."): what it replaces is lost with it
+_INSTEAD_OF_BEFORE = re.compile(r"^(?:(?:but|so|and|or)\s+)?instead\b(?!\s+of\b)", re.I)
 _NO_SUBJECT = re.compile(
     r"^(?:(?:never|always|only|also|still|just|then|now|silently|actually)\s+)?"
     r"(?!(?:as|is|was|has|does|his|its|this|thus|plus|unless|perhaps|sometimes|always|besides"
@@ -473,12 +476,14 @@ def lost_subject(text: str) -> bool:
 
 def cause_before(text: str) -> bool:
     """Whether a memory's text states an effect whose cause is the sentence before it ("This is
-    why the test fails only on CI."), or orders what to do with what the turn before showed
+    why the test fails only on CI."), a way whose alternative is there ("Instead, X"), or
+    orders what to do with what the turn before showed
     ("Avoid that in a useEffect"), whatever it names. (Not a cue of the lesson model, which was
     fitted with `lost_subject` alone.)"""
     text = text.strip()
     return bool(
         _WHY_BEFORE.match(text)
+        or _INSTEAD_OF_BEFORE.match(text)
         or (_ORDER_ON_BEFORE.match(text) and len(text.split()) <= ORDER_ON_BEFORE_WORDS)
     )
 
