@@ -154,6 +154,7 @@ def test_lets_is_an_order_or_the_moments_plan() -> None:
         ("how about we cache the parsed config?", "Cache the parsed config."),
         ("Can we use our logger? what do you think?", None),  # a second question after it
         ("why not wondering about it?", None),
+        ("Shouldn't it be called, since it's in finally: ?", None),  # (it: the turn before)
     ],
 )
 def test_a_proposal_asked_as_a_question_has_a_rule(question: str, rule: str | None) -> None:
@@ -423,6 +424,12 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     assert not cause_before(
         "Change that to not be strict, we do not want to play catch up and add new hook types."
     )
+    # what it is about is in the sentence before
+    assert cause_before("Ensure that coder.main_model.info agrees with that.")
+    assert cause_before("That you'll need to pass the flag from the main script.")
+    assert cause_before("Be called, since it's in finally.")
+    assert not cause_before("Be explicit about the timezone in every timestamp.")
+    assert not cause_before("Never compare floats with ==, compare them within a tolerance.")
     # a way whose alternative was in the sentence before
     assert cause_before("Instead, accumulate `cost` in self.message_cost.")
     assert cause_before("But instead check each opening fence from `all_fences`.")

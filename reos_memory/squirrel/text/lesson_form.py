@@ -264,6 +264,9 @@ def split_note(text: str) -> tuple[str, str]:
     return (text, "") if at < 0 else (text[:at], text[at:])
 
 
+_ASKED_OF_IT = re.compile(r"^(?:can|could|should|shall)(?:n'?t|not)? it\b", re.I)
+
+
 def proposed_rule(question: str) -> str | None:
     """The rule a proposal asked as a question proposes ("Can we use our logger?" -> "Use the
     project's logger."), or None when it is not such a question."""
@@ -288,7 +291,8 @@ def proposed_rule(question: str) -> str | None:
     if doubt is not None:  # "do we even need the wrapper at all?" -> "The wrapper is not needed."
         return _not_needed(doubt.group("rest"), tail)
     m = _PROPOSAL.match(text)
-    if not m:
+    if not m or _ASKED_OF_IT.match(text):
+        # ("shouldn't it be called, since ...?": what "it" is was said before)
         return None
     rest = m.group("rest").strip()
     first, _, more = rest.partition(" ")
@@ -455,6 +459,16 @@ ORDER_ON_BEFORE_WORDS = 10
 # a way whose alternative is in the sentence before ("Instead, accumulate the cost in the
 # session."): what it replaces is lost with it
 _INSTEAD_OF_BEFORE = re.compile(r"^(?:(?:but|so|and|or)\s+)?instead\b(?!\s+of\b)", re.I)
+# what the sentence is about is in the one before: it ends on a word pointing back ("Ensure the
+# model info agrees with that."), opens as the rest of a sentence ("That you'll need to pass
+# ..."), or as a passive verb with no subject ("Be called, since it's in finally.")
+_ENDS_POINTING_BACK = re.compile(
+    r"\b(?:with|to|like|as|from|about|than|on|for) (?:that|this|those|these)\W*$", re.I
+)
+_REST_OF_A_SENTENCE = re.compile(
+    r"^(?:that (?:you|we|i|it|they)(?:'ll| will| need| should| can| must)\b|be \w+(?:ed|en)\b)",
+    re.I,
+)
 _NO_SUBJECT = re.compile(
     r"^(?:(?:never|always|only|also|still|just|then|now|silently|actually)\s+)?"
     r"(?!(?:as|is|was|has|does|his|its|this|thus|plus|unless|perhaps|sometimes|always|besides"
@@ -484,6 +498,8 @@ def cause_before(text: str) -> bool:
     return bool(
         _WHY_BEFORE.match(text)
         or _INSTEAD_OF_BEFORE.match(text)
+        or _ENDS_POINTING_BACK.search(text.split(" (on rejecting ")[0])
+        or _REST_OF_A_SENTENCE.match(text)
         or (_ORDER_ON_BEFORE.match(text) and len(text.split()) <= ORDER_ON_BEFORE_WORDS)
     )
 
