@@ -155,6 +155,9 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "Notice it got the filename wrong, use the full path instead.": "reply",
         "Same problem if the app runs as an API rather than in a terminal.": "reply",
         "This happens even on wide desktop browsers.": "rejection",
+        "no, this happens even on wide desktop browsers. it's not just a small screen issue": (
+            "rejection"
+        ),
         "I mean for the processes that run inside the image, not the host.": "reply",
     }.items():
         assert instructions.find(text, situation) == [], text

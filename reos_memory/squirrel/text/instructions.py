@@ -250,7 +250,8 @@ _TROUBLE = re.compile(
 # what the user sees now, pointed at: "This happens even on wide screens", "Same problem if the
 # app runs as an API", "Notice it got the filename wrong"
 _OBSERVED = re.compile(
-    r"^(?:(?:this|that|it) (?:still |also )?(?:happens|occurs)|same (?:problem|issue|thing|error"
+    r"^(?:(?:no|nope|nah|but|and|also|yeah|well|hmm+|ok(?:ay)?|so)\W+)*"
+    r"(?:(?:this|that|it) (?:still |also )?(?:happens|occurs)|same (?:problem|issue|thing|error"
     r"|bug)|notice (?:that |how )?(?:it|this|that|they))\b",
     re.IGNORECASE,
 )
