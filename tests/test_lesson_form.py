@@ -380,6 +380,14 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
             "Temporarily simplify the `send` method to raise a known exception.",
             "the state of the work at the moment, not a lesson",
         ),
+        (
+            "Module not found: Error: Can't resolve './settings/page' (anonymous) @ polyfills.js:12",
+            "a line of a tool's output, not a lesson",
+        ),
+        (
+            "TypeError: x is undefined at render (app.js:41:7)",
+            "a line of a tool's output, not a lesson",
+        ),
         # a cause said with a change in it is no story
         ("The change to `flush()` broke the ordering of the batches.", None),
         ("We need to check where the registry is defined first, it moved in 2.0.", None),

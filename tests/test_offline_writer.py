@@ -168,6 +168,7 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "Add a bar graph at the top which plots the pass rate for each model.",
         "Make the x-axis be the version number",
         "Mock RepoMap and ensure it is not called",
+        "Change the name of the menu item from Parameters to Settings, and link it to the page",
     ):
         assert instructions.find(text, "rejection") == [], text
     # ... unless said to last; and on a rejected call, an order says what the user chose

@@ -225,7 +225,8 @@ _CHANGE_ORDER = re.compile(
 _MAKE_ORDER = re.compile(
     r"^(?:(?:no|ok(?:ay)?|please|just|and|but|so|then|now|also)\W+)*(?:add|make|create|write"
     r"|implement|build|mock|generate|plot|draw|show|print|include|refactor|have|accumulate|catch"
-    r"|call|pass|emit|raise|return|put|accept|offer|store|save|send|set|log|give|allow|support)\b"
+    r"|call|pass|emit|raise|return|put|accept|offer|store|save|send|set|log|give|allow|support"
+    r"|change|rename|move|update|replace)\b"
 )
 _CHOICE = re.compile(
     r"\b(?:instead|rather|don'?t|do not|never|only|not (?:a|an|the|in|on|to|by|via|with|from)"

@@ -591,7 +591,10 @@ _EDIT_NEEDED = re.compile(
 # a line of a tool's output pasted into the conversation ("│ line 31: field retry not found ...
 # failed with exit code 1"): evidence, not a lesson
 _OUTPUT_LINE = re.compile(
-    r"^[\u2502\u2503|>\u00bb]|\bexit (?:code|status) \d+\b|^\W*(?:error|fatal|panic):", re.I
+    r"^[\u2502\u2503|>\u00bb]|\bexit (?:code|status) \d+\b|^\W*(?:error|fatal|panic):"
+    # a stack's frames: "(anonymous) @ polyfills.js:12", "at render (app.js:41:7)"
+    r"|@ [\w./\\-]+\.\w+:\d+|\bat [\w.$<>]+ \([^)]*:\d+(?::\d+)?\)|\(anonymous\)",
+    re.I,
 )
 # the state of the work at the moment ("X still exists but is now only called from Y", "we still
 # need the shim", "the issue is now that ..."): true of this session's code, not of a later one
@@ -634,6 +637,11 @@ _GUESS = re.compile(
 )
 
 
+def is_output(text: str) -> bool:
+    """Whether a sentence is a line of a tool's output pasted into the conversation."""
+    return _OUTPUT_LINE.search(text.strip()) is not None
+
+
 def tells_an_edit(text: str) -> bool:
     """Whether a sentence tells what the speaker's change does or is about to do ("This change
     adds ...", "To fix this, we need to modify ...", "Modify the test to ...")."""
@@ -655,7 +663,7 @@ def unanchored(text: str) -> str | None:
         return "a guess, not a cause found"
     if _ANSWERS.match(text):
         return "an answer to the sentence before it"
-    if _OUTPUT_LINE.search(text):
+    if is_output(text):
         return "a line of a tool's output, not a lesson"
     if _MOMENT_STATE.search(text):
         return "the state of the work at the moment, not a lesson"

@@ -525,7 +525,7 @@ def _diagnoses(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> N
         else:
             continue
         for note in e["notes"]:
-            if note not in used and not lesson_form.tells_an_edit(note):
+            if note not in used and _finding(note):
                 ranked.append((rank, i, note))
     ranked.sort()
     n = 0
@@ -533,6 +533,12 @@ def _diagnoses(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> N
         if n >= MAX_DIAGNOSES:
             break
         n += draft.add(_noted_pattern(note), "agent_diagnosis")
+
+
+def _finding(note: str) -> bool:
+    """Whether a diagnosis note says what the agent found, not the story of its edit or the
+    error it quotes ("Error: settings.page.ts is missing from the TypeScript compilation.")."""
+    return not (lesson_form.tells_an_edit(note) or lesson_form.is_output(note))
 
 
 def _noted_pattern(note: str) -> WriterOp:
@@ -873,7 +879,7 @@ def _first_note(between: list[dict[str, Any]], used: set[str]) -> str | None:
             for x in between
             if x["role"] == "assistant"
             for n in x.get("notes") or []
-            if n not in used and not lesson_form.tells_an_edit(n)
+            if n not in used and _finding(n)
         ),
         None,
     )
