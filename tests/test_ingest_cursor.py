@@ -769,6 +769,41 @@ def test_cursor_logs_to_memories_to_mcp_context(tmp_path) -> None:
     assert "pnpm" in deps["context_prompt"], (texts, deps["context_prompt"])
 
 
+@needs_sample
+def test_a_database_outside_its_workspace_goes_to_the_project_named(tmp_path) -> None:
+    """The real workspace database copied out of its folder names no directory: without a
+    project its events are not learned from and `sqrl ingest` says so; `--project-root`
+    (`project_root` over JSON-RPC) gives them one."""
+    home = tmp_path / "home"
+    copied = tmp_path / "copied" / "state.vscdb"
+    copied.parent.mkdir()
+    shutil.copyfile(SAMPLE, copied)
+    env = agent_env(home, tmp_path / "a.db")
+    r = sqrl(env, "ingest", str(copied), "--end")
+    assert r.returncode == 0, r.stderr
+    assert "0 episode(s)" in r.stdout and "name no project directory" in r.stdout, r.stdout
+    assert "--project-root" in r.stdout
+    # (nothing was stored, the file's cursor did not move: naming a project reads it all)
+
+    folder = project(tmp_path, "mobilechat")
+    r = sqrl(env, "ingest", str(copied), "--end", "--json", "--project-root", str(folder))
+    assert r.returncode == 0, r.stderr
+    (rep,) = json.loads(r.stdout)
+    assert rep["episodes"] and rep["project_id"] is not None
+    assert "no_project" not in rep["counts"], rep["counts"]
+
+    # JSON-RPC, the project by id
+    with Server(tmp_path / "b.db", env={"REOS_MEMORY_OWNER_ID": "dev", "HOME": str(home)}) as srv:
+        srv.wait_ready()
+        got = srv.call(
+            "squirrel/ingest_transcript",
+            {"path": str(copied), "agent": "cursor", "session_end": True, "project_id": "chat"},
+        )
+        assert got["project_id"] == "chat" and got["episodes"], got
+        bad = srv.error("squirrel/ingest_transcript", {"path": str(copied), "project_id": "../x"})
+        assert bad.code == -32602 and "project_id" in str(bad), bad
+
+
 def test_a_global_database_before_its_first_composer(tmp_path, monkeypatch) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))

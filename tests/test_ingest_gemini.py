@@ -292,11 +292,15 @@ def test_cursor_unknown_records_partial_lines_and_a_restart(tmp_path: Path) -> N
     log.write_bytes(b"".join(lines[:1] + unknown + lines[1:4]) + lines[4][:50])
     with running_app(tmp_path) as app:
         sq = app.squirrel
-        rep = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
+        # (a log outside Gemini's folders names no project until one is given)
+        bare = tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False))
+        assert bare.skipped_reason == tin.NO_PROJECT and bare.lines == 0
+        here = tin.Options(session_end=False, project=sq.project(None, str(tmp_path)))
+        rep = tin.ingest_file(sq.ingest_deps, str(log), here)
         assert rep.agent == "gemini" and rep.lines == 7 and rep.malformed == 1
         assert rep.counts["skipped"] == 2 and rep.counts["pending_results"] == 1
         first = rep.events
-        assert tin.ingest_file(sq.ingest_deps, str(log), tin.Options(session_end=False)).lines == 0
+        assert tin.ingest_file(sq.ingest_deps, str(log), here).lines == 0
     # the database opened again (a restart): the rest is read from the stored cursor and state
     with running_app(tmp_path) as app:
         sq = app.squirrel

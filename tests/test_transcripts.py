@@ -64,9 +64,14 @@ def test_real_logs_ingest_and_match_the_field_notes(app) -> None:
     sq = app.squirrel  # type: ignore[attr-defined]
     reps = {Path(r.path).name: r for r in tin.ingest_paths(sq.ingest_deps, [str(FORMATS)])}
     assert len(reps) == 7
-    assert all(r.skipped_reason is None and r.malformed == 0 for r in reps.values())
-    # Cursor's workspace database, a copy outside Cursor's folders, known by its chat keys
-    assert reps["state.vscdb"].agent == "cursor"
+    assert all(r.malformed == 0 for r in reps.values())
+    # Cursor's workspace database, a copy outside Cursor's folders, known by its chat keys; it
+    # names no directory (its workspace.json is not beside it): nothing is stored and its cursor
+    # stays until a project is named
+    cursor = reps.pop("state.vscdb")
+    assert cursor.agent == "cursor" and cursor.skipped_reason == tin.NO_PROJECT
+    assert cursor.counts["no_project"] == 314 and cursor.lines == 0
+    assert all(r.skipped_reason is None for r in reps.values())
 
     cc = reps[SPOTTER.name]  # Claude Code 2.1.39
     assert cc.agent == "claude-code"

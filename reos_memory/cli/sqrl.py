@@ -554,7 +554,14 @@ def _ingest(
         sys.stderr.write(f"sqrl: no such file or directory: {missing[0]}\n")
         return 1
     end = True if args.end else None
-    opts = tin.Options(args.agent, end, config.session_idle_minutes * 60.0)
+    # a project named on the command line takes the sessions whose log names no directory
+    named = args.project_id is not None or args.project_root is not None
+    fallback = (
+        app.squirrel.project(args.project_id, None if args.project_id else args.project_root)
+        if named
+        else None
+    )
+    opts = tin.Options(args.agent, end, config.session_idle_minutes * 60.0, project=fallback)
     progress = None if args.json else Progress()
     reps = app.squirrel.ingest_paths(args.paths, opts, progress, helper)
     # sessions left open (their logs are fresh): their last events wait for the session to end
@@ -582,6 +589,12 @@ def _ingest(
     )
     for r in skipped:
         sys.stdout.write(f"  skipped {r.path}: {r.skipped_reason}\n")
+    for r in reps:
+        if r.counts.get("no_project") and not r.skipped_reason:
+            sys.stdout.write(
+                f"  {r.path}: {r.counts['no_project']} events name no project directory, not"
+                " learned from: give the project with --project-root DIR or --project-id ID\n"
+            )
     if pending:
         sys.stdout.write(
             f"  still pending: {sum(pending.values())} event(s) of {len(pending)} open session(s),"

@@ -103,7 +103,10 @@ class IngestResult(Struct, kw_only=True):
     episodes: list[EpisodeRun]
 
 
-class IngestTranscriptParams(Params, kw_only=True):
+class IngestTranscriptParams(ProjectParams, kw_only=True):
+    """A session log; the project (`project_id` or `project_root`), when given, takes the
+    sessions whose log names no directory (else their events are counted as `no_project`)."""
+
     path: PathText
     agent: Literal[
         "auto",

@@ -216,7 +216,9 @@ class Squirrel:
         """A Claude Code or Codex session log, from where it was last read."""
         from reos_memory.squirrel.ingest.ingest import Options, ingest_file
 
-        opts = Options(p.agent, p.session_end, self.settings.idle_seconds)
+        named = p.project_id is not None or p.project_root is not None
+        fallback = self.project(p.project_id, p.project_root) if named else None
+        opts = Options(p.agent, p.session_end, self.settings.idle_seconds, project=fallback)
         rep = ingest_file(self.ingest_deps, p.path, opts)
         return rep.public()
 

@@ -96,6 +96,9 @@ class Options:
     # what becomes of a cut episode (default: the Memory Writer now, in this thread); it may
     # return a Future of the result instead
     learn: Learn | None = None
+    # the project of sessions whose log names no directory (Cursor's global history, a log
+    # copied elsewhere): `sqrl ingest --project-root/--project-id`
+    project: Project | None = None
 
 
 @dataclass
@@ -190,6 +193,20 @@ def _mark(c: transcript_sql.Cursor) -> Mark:
     return (c.offset, c.head_sha256, c.rewrites, c.lines, c.events)
 
 
+NO_PROJECT = (
+    "its sessions name no project directory: give the project with --project-root DIR or"
+    " --project-id ID (project_root / project_id)"
+)
+
+
+class _NoProject(Exception):
+    """A batch none of whose sessions has a project to go to (and none was named)."""
+
+    def __init__(self, events: int) -> None:
+        super().__init__(events)
+        self.events = events
+
+
 class _Stale(Exception):
     """Another process moved this file's cursor while we were reading: start again from it."""
 
@@ -268,7 +285,14 @@ def _ingest_file(deps: IngestDeps, path: str, opts: Options, rep: FileReport) ->
     batch = max(1, min(BATCH_EVENTS, deps.settings.max_events_per_ingest))
     learn = opts.learn or (lambda ep: deps.writer().after_cut(ep, True))
     while True:
-        moved = _batch(deps, path, cur, adapter, state, rep, batch, expected, size, learn)
+        try:
+            moved = _batch(
+                deps, path, cur, adapter, state, rep, batch, expected, size, learn, opts.project
+            )
+        except _NoProject as none:
+            rep.skipped_reason = NO_PROJECT
+            rep.counts = {**state.counts, "no_project": none.events}
+            return rep
         if moved is None:
             break  # (the cursor is still where `expected` says: the held-back events go on it)
         expected = moved
@@ -280,7 +304,9 @@ def _ingest_file(deps: IngestDeps, path: str, opts: Options, rep: FileReport) ->
     idle = time.time() - reader.last_write(path) >= opts.idle_seconds
     end = opts.session_end if opts.session_end is not None else idle
     if end and cur.session_id is not None and not cur.ended:
-        expected = _finish(deps, path, cur, adapter, state, rep, expected, size, learn)
+        expected = _finish(
+            deps, path, cur, adapter, state, rep, expected, size, learn, opts.project
+        )
         rep.episodes.extend(end_session(deps, cur.session_id, opts.learn))
         rep.ended = True
     if state.live and opts.session_end is not False:
@@ -360,6 +386,7 @@ def _batch(
     expected: Mark | None,
     size: int,
     learn: Learn,
+    fallback: Project | None = None,
 ) -> Mark | None:
     """Read, parse and commit one batch of records; returns what the cursor now holds, None
     when there was nothing new. Raises _Stale when another process moved the cursor
@@ -369,7 +396,7 @@ def _batch(
         return None
     # a young file's identity grows with it (read here, not inside the write transaction)
     grown = adapter.identity(path) if cur.head_bytes < reader.HEAD_BYTES else None
-    return _commit(deps, path, cur, state, rep, read, expected, size, learn, grown)
+    return _commit(deps, path, cur, state, rep, read, expected, size, learn, grown, fallback)
 
 
 def _finish(
@@ -382,13 +409,17 @@ def _finish(
     expected: Mark | None,
     size: int,
     learn: Learn,
+    fallback: Project | None = None,
 ) -> Mark | None:
     """Store the events the adapter held back for the session's end (none for most)."""
     read = _Read({}, {}, 0, 0, 0, cur.offset)
     _collect(read, adapter.finish(state), state)
     if not read.n_events:
         return expected
-    return _commit(deps, path, cur, state, rep, read, expected, size, learn, None)
+    try:
+        return _commit(deps, path, cur, state, rep, read, expected, size, learn, None, fallback)
+    except _NoProject:
+        return expected  # (held back still: they go in once a project is named)
 
 
 def _commit(
@@ -402,6 +433,7 @@ def _commit(
     size: int,
     learn: Learn,
     grown: reader.Head | None,
+    fallback: Project | None = None,
 ) -> Mark:
     """One write transaction: the batch's events and the cursor's new position and state."""
     if read.events and is_writer_run_dir(state.cwd):
@@ -409,7 +441,10 @@ def _commit(
         # log is read past, never learned from
         state.count("writer_runs_skipped", read.n_events)
         read.events = {}
-    plan = _plan(deps, read.events, read.cwds, state.cwd)
+    plan = _plan(deps, read.events, read.cwds, state.cwd, fallback)
+    if read.events and all(p is None for p in plan.projects.values()):
+        # nothing here has a project: the cursor stays, so that naming one reads it all
+        raise _NoProject(read.n_events)
 
     def tx(conn: apsw.Connection) -> tuple[list[EpisodeRun], transcript_sql.Cursor, int]:
         stored = transcript_sql.get(conn, path)
@@ -483,12 +518,16 @@ def _collect(read: _Read, parsed: list[Parsed], state: ParseState) -> None:
 
 
 def _plan(
-    deps: IngestDeps, events: dict[str, list[EventIn]], cwds: dict[str, str], cwd: str | None
+    deps: IngestDeps,
+    events: dict[str, list[EventIn]],
+    cwds: dict[str, str],
+    cwd: str | None,
+    fallback: Project | None = None,
 ) -> _Plan:
     """Each session's project and policy, and its events prepared: the costly part (redaction,
     signals, cutting) before the write lock is taken, so other processes on the database wait
-    only for the writes."""
-    projects = {sid: _project(deps, sid, cwds.get(sid) or cwd) for sid in events}
+    only for the writes. `fallback`: the project of a session whose log names no directory."""
+    projects = {sid: _project(deps, sid, cwds.get(sid) or cwd) or fallback for sid in events}
     owner = deps.owner
     pols = {sid: deps.policy(p.root) for sid, p in projects.items() if p is not None}
     limits = deps.limits
@@ -726,7 +765,7 @@ def ingest_paths(
     force = bool(opts.session_end)
     learning = CatchUp(deps.writer(), helper)
     try:
-        each = Options(opts.agent, False, opts.idle_seconds, learning.learn)
+        each = Options(opts.agent, False, opts.idle_seconds, learning.learn, opts.project)
         files = find(paths)
         left = Counter(_log_group(f) for f in files)
         group_sessions: dict[str, set[str]] = {}
