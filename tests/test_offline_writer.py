@@ -159,8 +159,13 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
             "rejection"
         ),
         "I mean for the processes that run inside the image, not the host.": "reply",
+        # a document pasted into the turn
+        'Use "/help" to [ask for help about using aider](/docs/support.html), always. --- parent:'
+        " Troubleshooting": "reply",
     }.items():
         assert instructions.find(text, situation) == [], text
+    assert instructions.pasted_doc("see [the guide](https://example.com/guide) for more")
+    assert not instructions.pasted_doc("never link [x] items to the tracker")
     # on a rejected call (an undo too), the next piece of work ordered with no choice between
     # ways, no reason and nothing said to last is the task again (aider's users work so)
     for text in (

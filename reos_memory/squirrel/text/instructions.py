@@ -52,6 +52,12 @@ _NORM = re.compile(
     # a statement with a prohibition after it ("we pin every version, don't leave it as >=")
     r"|, (?:so |and )?(?:don'?t|do not|never) (?!worry|bother|mind|care)\w+)\b"
 )
+# a document pasted into the turn, not the user's words: a page's links and front matter
+# ("... [ask for help](/docs/support.html) ... --- parent: Troubleshooting"), its tags
+_PASTED_DOC = re.compile(
+    r"\[[^\]\n]+\]\((?:/|https?:|\.\.?/)[^)\s]*\)|</?(?:doc|document|file|context)>"
+    r"|(?:^|\s)---\s+[a-z_]+:\s"
+)
 # a user turn the agent wrote: a plan accepted into a new context
 _AGENT_WRITTEN = re.compile(r"^\s*(?:implement the following plan|here is the plan)\b", re.I)
 _PLEASE = re.compile(r"\bplease\b")
@@ -166,7 +172,7 @@ def find(text: str, situation: str) -> list[Instruction]:
         if i in used:
             continue
         low = s.lower()
-        if len(words(s)) < 4 or _MOMENT.match(low) or s.count("`") > 8:
+        if len(words(s)) < 4 or _MOMENT.match(low) or s.count("`") > 8 or _PASTED_DOC.search(s):
             continue
         if _INFO_QUESTION.match(low) or _TENTATIVE.search(low):
             continue  # asking, or thinking aloud: not telling
@@ -256,6 +262,11 @@ _OBSERVED = re.compile(
     r"|bug)|notice (?:that |how )?(?:it|this|that|they))\b",
     re.IGNORECASE,
 )
+
+
+def pasted_doc(text: str) -> bool:
+    """Whether a sentence of the user's turn comes from a document pasted into it."""
+    return _PASTED_DOC.search(text) is not None
 
 
 def reports_trouble(text: str) -> bool:

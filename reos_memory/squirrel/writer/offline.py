@@ -581,7 +581,11 @@ def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None
             said_by_user = _said_by_user(e)
             if sentence not in used and not (
                 said_by_user
-                and (lesson_form.is_request(sentence) or instructions.reports_trouble(sentence))
+                and (
+                    lesson_form.is_request(sentence)
+                    or instructions.reports_trouble(sentence)
+                    or instructions.pasted_doc(sentence)
+                )
             ):
                 ranked.append((-p, i, sentence, e["role"]))
     ranked.sort()
