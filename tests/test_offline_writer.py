@@ -159,11 +159,15 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
             "rejection"
         ),
         "I mean for the processes that run inside the image, not the host.": "reply",
+        "no, i mean for processing that run inside the image": "reply",
         # a document pasted into the turn
         'Use "/help" to [ask for help about using aider](/docs/support.html), always. --- parent:'
         " Troubleshooting": "reply",
     }.items():
         assert instructions.find(text, situation) == [], text
+    # the same reading for the user's sentences the lesson model picks
+    assert instructions.asked_now("Make sure they exist before the copy.")
+    assert not instructions.asked_now("Always make sure they exist before the copy.")
     assert instructions.pasted_doc("see [the guide](https://example.com/guide) for more")
     assert not instructions.pasted_doc("never link [x] items to the tracker")
     # on a rejected call (an undo too), the next piece of work ordered with no choice between

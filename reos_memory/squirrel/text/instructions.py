@@ -212,7 +212,8 @@ _MORE_OF_THE_TASK = re.compile(
     # a change to a thing of this work wished for: "I want the summary to show the count"
     r"|^i (?:want|need|'d like|would like) (?:the|this|that|it|these|those)\b"
     # what the user meant by the last request: "i wanted the error mapped to a 404"
-    r"|^i (?:wanted|meant|mean|asked for|was asking)\b"
+    r"|^(?:(?:no|nope|nah|ok(?:ay)?|sorry|well|so|and|but)\W+)*i (?:wanted|meant|mean|asked for"
+    r"|was asking)\b"
 )
 # ... or ordered: "make the function return an error instead", "rename it to --output" (on
 # rejecting a call, the same words say what the user chose instead of it: "fix the test, the
@@ -262,6 +263,17 @@ _OBSERVED = re.compile(
     r"|bug)|notice (?:that |how )?(?:it|this|that|they))\b",
     re.IGNORECASE,
 )
+
+
+def asked_now(text: str) -> bool:
+    """Whether a sentence of the user's asks for work now (its acceptance, more of it, what
+    the last request meant) or reports what is seen now, and says nothing to last: the reading
+    `find` gives every situation, for the user's sentences picked another way."""
+    low = text.lower().strip()
+    return bool(
+        (_ACCEPTANCE.search(low) or _MORE_OF_THE_TASK.search(low) or _OBSERVED.match(low))
+        and not _LASTING.search(low)
+    )
 
 
 def pasted_doc(text: str) -> bool:

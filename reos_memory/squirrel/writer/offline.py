@@ -585,6 +585,7 @@ def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None
                     lesson_form.is_request(sentence)
                     or instructions.reports_trouble(sentence)
                     or instructions.pasted_doc(sentence)
+                    or instructions.asked_now(sentence)
                 )
             ):
                 ranked.append((-p, i, sentence, e["role"]))
