@@ -365,6 +365,8 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
                 "If the class needs the repo, you may need to modify `RepoMap` to accept it.",
                 "In this case, we don't need to make any further modifications to `test_add`.",
                 "We removed the `content = None` assignments, as they're now unnecessary.",
+                "The `get_head()` method we added to `GitRepo` will handle an empty repository.",
+                "The changes in the REPLACE section address the issue with `confirm()`.",
             )
         ],
         (
@@ -390,6 +392,7 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
         ),
         # a cause said with a change in it is no story
         ("The change to `flush()` broke the ordering of the batches.", None),
+        ("The flag we added in 2.0 is read before the config file.", None),
         ("We need to check where the registry is defined first, it moved in 2.0.", None),
         ("This test fails because the fixture leaks the database between cases.", None),
     ],

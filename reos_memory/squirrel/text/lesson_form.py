@@ -642,11 +642,23 @@ def is_output(text: str) -> bool:
     return _OUTPUT_LINE.search(text.strip()) is not None
 
 
+# ... or what it just made does ("The `get_head()` method we added will handle ...", "The
+# changes in the REPLACE section address ...")
+_MADE_HERE = re.compile(
+    r"\b(?:we|i)(?:'ve| have)? just (?:added|introduced|created|wrote|made)\b"
+    r"|^the \S+(?: \w+){0,3} (?:we|i)(?:'ve| have)? (?:just )?(?:added|introduced|created|wrote)\b"
+    r"[^.]*\b(?:will|should|now|already)\b"
+    r"|^the changes? (?:in|to|made|above|below)\b[^.]{0,80}\b(?:address|fix|resolve|ensure|make|add"
+    r"|remove)(?:s|es)?\b",
+    re.I,
+)
+
+
 def tells_an_edit(text: str) -> bool:
     """Whether a sentence tells what the speaker's change does or is about to do ("This change
     adds ...", "To fix this, we need to modify ...", "Modify the test to ...")."""
     text = text.strip()
-    return bool(_CHANGE_TOLD.match(text) or _EDIT_NEEDED.search(text))
+    return bool(_CHANGE_TOLD.match(text) or _EDIT_NEEDED.search(text) or _MADE_HERE.search(text))
 
 
 def unanchored(text: str) -> str | None:
