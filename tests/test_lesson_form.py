@@ -184,6 +184,10 @@ def test_questions_are_recognised() -> None:
     assert is_question("Can we use X? should be WARN")
     assert is_question("Why not Y?? (on rejecting Edit a.go)")
     assert not is_question("Use X (why? it is faster).") and not is_question("Use a?b syntax.")
+    # typed without its mark
+    assert is_question("Can we use prompt toolkits filesystem autocompleter for completions_read.")
+    assert is_question("shouldn't we cache the token in load_config")
+    assert not is_question("Cannot use the shared runner for release builds.")
 
 
 @pytest.mark.parametrize(

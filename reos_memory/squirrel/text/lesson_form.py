@@ -437,7 +437,13 @@ def restated(rule: str, answer: str | None) -> str | None:
 def is_question(text: str) -> bool:
     """Whether a memory text holds a question."""
     core = re.sub(r"\s*\([^()]*\)", "", text.strip())  # (its notes in brackets aside)
-    return bool(re.search(r"\?(?:\s|$)", core))
+    return bool(re.search(r"\?(?:\s|$)", core) or _ASKED_WITHOUT_MARK.match(core))
+
+
+# a question typed without its mark: "Can we use prompt toolkit's completer for the files."
+_ASKED_WITHOUT_MARK = re.compile(
+    r"^(?:can|could|should|shall|would|do|does|did)(?:n'?t| not)? (?:we|you|i)\b", re.I
+)
 
 
 # a sentence whose subject only points back ("It must happen in flush.", "This breaks the
