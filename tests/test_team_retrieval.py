@@ -316,5 +316,6 @@ def test_recall_holds_for_a_whole_large_org(loaded):
           f" exact {truth.ms:.1f})")  # fmt: skip
     # pgvector draws each node's HNSW level at random (a per-backend seed no setting fixes):
     # builds of this index gave 0.948, 0.974, 0.992 and, on 2026-12-07, 0.928 and 0.920 (two
-    # builds in a row below the 0.93 bar before): the bar is what every build clears, with room
+    # builds in a row below the 0.93 bar before), then 0.998 and 0.976 (no drift: the draw):
+    # the bar is what every build clears, with room
     assert r >= 0.88
