@@ -364,6 +364,12 @@ _COMMAND_LINE_SECRETS = [
     ("GRANT ALL ON *.* TO 'app'@'localhost' IDENTIFIED BY '{v}'", "password"),
     ("SET PASSWORD FOR 'app'@'%' = '{v}';", "password"),
     ("SET PASSWORD = '{v}';", "password"),
+    # any case the statement or command is typed in
+    ("create user app Identified By '{v}';", "password"),
+    ("Set Password for 'app'@'%' = '{v}';", "password"),
+    ("Net Use Z: \\\\srv\\share {v} /user:bob", "password"),
+    ("NET USER svc_backup {v} /ADD", "password"),
+    ("$pw = convertto-SecureString '{v}' -AsPlainText -Force", "password"),
     ("set password for app@localhost = password('{v}')", "password"),
     ("ALTER USER 'app'@'%' IDENTIFIED BY '{v}';", "password"),
     # a Windows account's password after its name

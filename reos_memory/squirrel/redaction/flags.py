@@ -10,6 +10,7 @@ PASSWORD = '...'``; and the password field of a ``.pgpass`` line."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from reos_memory.squirrel.redaction.findings import P_NAMED, Span
 from reos_memory.squirrel.redaction.randomness import randomish
@@ -117,11 +118,7 @@ _SECURE_STRING_RE = re.compile(
     r"""(["'])(?P<v>[^"'\n]{1,4096})\1"""
 )
 _PIPED_LITERAL_RE = re.compile(r"""(["'])(?P<v>[^"'\n]{1,4096})\1[ \t]*\|[ \t]*\Z""")
-_SECURE_STRING_WORDS = (
-    b"onvertTo-SecureString",
-    b"onvertto-securestring",
-    b"ONVERTTO-SECURESTRING",
-)
+_SECURE_STRING_WORD = b"onvertto-securestring"  # (read in the case-folded text)
 # echo 'deploy:X' | chpasswd
 _CHPASSWD_RE = re.compile(
     _CMD_START + r"""echo[ \t]+(["']?)[A-Za-z0-9_.\-]{1,64}:(?P<pw>[^\s"'|]{1,256})\1[ \t]*\|"""
@@ -182,6 +179,15 @@ def _curl_user(m: re.Match[str], line: str, spans: list[Span]) -> None:
         spans.append(Span(m.start(group), m.end(group), P_NAMED, "password"))
 
 
+def _places(b: bytes, word: bytes, step: int = 0) -> Iterator[int]:
+    """Every place of `word` in `b`, left to right; the next search starts `step` past a hit
+    (default: the word's length)."""
+    i = b.find(word)
+    while i >= 0:
+        yield i
+        i = b.find(word, i + (step or len(word)))
+
+
 def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     """``curl -u user:pass``, ``mysql -pSECRET``, ``sshpass -p SECRET``, ``docker login -p X``."""
     i = b.find(b"-u")
@@ -215,50 +221,34 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
             while i >= 0:
                 _echoed_into_store(text, i, spans)
                 i = b.find(word, i + len(word))
-    i = b.find(b"htpasswd")
-    while i >= 0:
+    # the words of commands and statements any case may spell ("IDENTIFIED BY", "Net Use")
+    low = b.lower()
+    for i in _places(low, b"htpasswd"):
         if text[i - 1 : i] not in _WORD_CHARS:  # (not a longer name's end)
             _htpasswd(text, i + 8, spans)
-        i = b.find(b"htpasswd", i + 8)
-    for word in (b"IDENTIFIED", b"identified"):
-        i = b.find(word)
-        while i >= 0:
-            _identified_by(text, i, spans)
-            i = b.find(word, i + 10)
+    for i in _places(low, b"identified"):
+        _identified_by(text, i, spans)
     if b"%" in b:
         for flag in (b"-U", b"--user"):
-            i = b.find(flag)
-            while i >= 0:
+            for i in _places(b, flag, 2):
                 _samba_user(text, i, spans)
-                i = b.find(flag, i + 2)
-    for word in (b"net use", b"NET USE"):
-        i = b.find(word)
-        while i >= 0:
-            if i == 0 or text[i - 1] not in _WORD_CHARS:
-                # (net user's arguments are others: the account's name, then its password)
-                if text[i + 7 : i + 8] in ("r", "R"):
-                    _net_user(text, i + 8, spans)
-                else:
-                    _net_use(text, i + 7, spans)
-            i = b.find(word, i + 7)
-    for word in (b"SET PASSWORD", b"set password", b"Set Password"):
-        i = b.find(word)
-        while i >= 0:
-            _set_password(text, i, spans)
-            i = b.find(word, i + 12)
-    i = b.find(b"poetry")
-    while i >= 0:
+    for i in _places(low, b"net use"):
+        if i == 0 or text[i - 1] not in _WORD_CHARS:
+            # (net user's arguments are others: the account's name, then its password)
+            if text[i + 7 : i + 8] in ("r", "R"):
+                _net_user(text, i + 8, spans)
+            else:
+                _net_use(text, i + 7, spans)
+    for i in _places(low, b"set password"):
+        _set_password(text, i, spans)
+    for i in _places(low, b"poetry"):
         _poetry_config(text, i + 6, spans)
-        i = b.find(b"poetry", i + 6)
     if b"zip" in b:
         for z in _ZIP_CLUSTER_RE.finditer(b):
             _flag_value(text, z.end() - 1, _ZIP_CMD_RE, spans)
-    if b"ecure" in b or b"ECURE" in b:
-        for word in _SECURE_STRING_WORDS:
-            i = b.find(word)
-            while i >= 1:
-                _secure_string(text, i - 1, spans)
-                i = b.find(word, i + len(word))
+    for i in _places(low, _SECURE_STRING_WORD):
+        if i >= 1:
+            _secure_string(text, i - 1, spans)
     i = b.find(b" -w ") if b"ldap" in b else -1
     while i >= 0:
         line = text[_line_start(text, i) : i]
