@@ -1168,3 +1168,52 @@ LOOKALIKES: list[tuple[str, str]] = [
         "3lUiWsGQQ5y4TMuD/Gejgi3HiycuvjDRZucIFLzvNql6gl6CDh90XU5VwmYp8jre",
     ),
 ]
+
+
+# -- crafted single lines: the shapes that made redaction quadratic (issue 19) ----------------
+
+
+def _repeated(unit: str) -> Callable[[int], str]:
+    """A maker of `unit` repeated to about `n` characters."""
+    return lambda n: unit * (n // len(unit))
+
+
+_SOPS_VALUE = (
+    "ENC[AES256_GCM,data:TzRKSaifmSoM,iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk+BsE=,"
+    "tag:yCBSKv9cAaT7pcNMLR2DfA==,type:str] "
+)
+# each shape a maker of one line of about n characters: `tools/eval_secrets.py --worst` times
+# them at 1 MB, `tests/test_secrets.py` checks that the time grows linearly with n
+CRAFTED: dict[str, Callable[[int], str]] = {
+    "token: repeated": _repeated("token:"),
+    "API_KEY=y...": lambda n: "API_KEY=" + "y" * (n - 8),
+    "API_KEY=y repeated": _repeated("API_KEY=y"),
+    "export X_TOKEN=": _repeated("export X_TOKEN="),
+    "pass=... repeated": _repeated("pass="),
+    "base64 run": _repeated("Ab3+"),
+    "key=value pairs": _repeated("key=aB3dE5fG7hI9 "),
+    "password: words": _repeated("password: is "),
+    "url userinfo": lambda n: "https://" + "u:p@" * ((n - 8) // 4),
+    "dotted tokens": _repeated("eyJhbGciOi."),
+    "secret words": _repeated("secret token key auth "),
+    "quotes": _repeated('"password": "'),
+    "hex run": _repeated("0123456789abcdef"),
+    "zero width": _repeated("a\u200b"),
+    "full width": _repeated("\uff41\uff22\uff13"),
+    # a finding on every few characters: each was looked for again in the whole text
+    "-a redis-cli repeated": _repeated(" -a redis-cli"),
+    "distinct passwords": lambda n: "".join(f"sshpass -p Zq{i:06d}x " for i in range(n // 21)),
+    "table cells": _repeated("| api_token | "),
+    # the command lines read from a tool's word, each a finding
+    "echo | secret put": _repeated("echo x | wrangler secret put "),
+    "htpasswd -b": _repeated("htpasswd -b f u p1 "),
+    "-U user%": _repeated("smbclient -U u%p "),
+    "net user u p1": _repeated("net user u p1 "),
+    "zip -rP p1": _repeated("zip -rP p1 "),
+    "poetry http-basic": _repeated("poetry config http-basic.r u p1 "),
+    "SET PASSWORD FOR": _repeated("SET PASSWORD FOR 'u'@'h' = 'p1' "),
+    "SET PASSWORD FOR, no =": _repeated("SET PASSWORD FOR "),
+    "password: !!str p1": _repeated("password: !!str p1\n"),
+    # values SOPS encrypted, each with a random nonce the entropy rule finds
+    "sops values": _repeated(_SOPS_VALUE),
+}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import secret_formats
 from harness.rpc_client import Server
 from harness.secret_formats import ALL_KINDS, LOOKALIKES, cases, fullwidth
 from reos_memory.squirrel.redaction import (
@@ -112,31 +113,31 @@ def test_a_scope_keeps_values_between_calls():
 
 # -- time: linear in the input, judged by how time grows with size (no time limit) -----------
 
-_SOPS_VALUE = (
-    "ENC[AES256_GCM,data:TzRKSaifmSoM,iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk+BsE=,"
-    "tag:yCBSKv9cAaT7pcNMLR2DfA==,type:str] "
-)
+# (the shapes whose time once grew faster than their length, and the command lines read from
+# a tool's word, each a finding every few characters)
 CRAFTED: dict[str, Callable[[int], str]] = {
-    "token: repeated": lambda n: "token:" * (n // 6),
-    "API_KEY=y repeated": lambda n: "API_KEY=y" * (n // 9),
-    "pass= repeated": lambda n: "pass=" * (n // 5),
-    "export X_TOKEN= repeated": lambda n: "export X_TOKEN=" * (n // 15),
-    "secret words": lambda n: "secret token key auth " * (n // 22),
-    "base64 run": lambda n: "Ab3+" * (n // 4),
-    "zero width": lambda n: "a\u200b" * (n // 2),
-    # a finding on every few characters: each was looked for again in the whole text
-    "-a redis-cli repeated": lambda n: " -a redis-cli" * (n // 13),
-    "distinct passwords": lambda n: "".join(f"sshpass -p Zq{i:06d}x " for i in range(n // 21)),
-    "echo | secret put": lambda n: "echo x | wrangler secret put " * (n // 29),
-    "htpasswd -b": lambda n: "htpasswd -b f u p1 " * (n // 19),
-    "-U user%": lambda n: "smbclient -U u%p " * (n // 17),
-    "net user u p1": lambda n: "net user u p1 " * (n // 14),
-    "zip -rP p1": lambda n: "zip -rP p1 " * (n // 11),
-    "poetry http-basic": lambda n: "poetry config http-basic.r u p1 " * (n // 32),
-    "SET PASSWORD FOR": lambda n: "SET PASSWORD FOR 'u'@'h' = 'p1' " * (n // 32),
-    "SET PASSWORD FOR, no =": lambda n: "SET PASSWORD FOR " * (n // 17),
-    "password: !!str p1": lambda n: "password: !!str p1\n" * (n // 19),
-    "sops values": lambda n: _SOPS_VALUE * (n // len(_SOPS_VALUE)),
+    name: secret_formats.CRAFTED[name]
+    for name in (
+        "token: repeated",
+        "API_KEY=y repeated",
+        "pass=... repeated",
+        "export X_TOKEN=",
+        "secret words",
+        "base64 run",
+        "zero width",
+        "-a redis-cli repeated",
+        "distinct passwords",
+        "echo | secret put",
+        "htpasswd -b",
+        "-U user%",
+        "net user u p1",
+        "zip -rP p1",
+        "poetry http-basic",
+        "SET PASSWORD FOR",
+        "SET PASSWORD FOR, no =",
+        "password: !!str p1",
+        "sops values",
+    )
 }
 
 

@@ -41,45 +41,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.secret_formats import CRAFTED as CRAFTED_SHAPES  # noqa: E402
 from harness.secret_formats import LOOKALIKES, Case, cases  # noqa: E402
 
 # Crafted single lines of 1 MB: the shapes that made redaction quadratic (issue 19).
-CRAFTED: dict[str, str] = {
-    "token: repeated": "token:" * 174_763,
-    "API_KEY=y...": "API_KEY=" + "y" * 1_048_568,
-    "API_KEY=y repeated": "API_KEY=y" * 116_509,
-    "export X_TOKEN=": "export X_TOKEN=" * 69_905,
-    "pass=... repeated": "pass=" * 209_716,
-    "base64 run": ("Ab3+" * 262_144),
-    "key=value pairs": "key=aB3dE5fG7hI9 " * 61_681,
-    "password: words": "password: is " * 80_660,
-    "url userinfo": "https://" + "u:p@" * 262_142,
-    "dotted tokens": "eyJhbGciOi." * 95_325,
-    "secret words": "secret token key auth " * 47_663,
-    "quotes": '"password": "' * 74_898,
-    "hex run": "0123456789abcdef" * 65_536,
-    "zero width": "a\u200b" * 524_288,
-    "full width": "\uff41\uff22\uff13" * 349_525,
-    "-a redis-cli repeated": " -a redis-cli" * 80_659,
-    "distinct passwords": "".join(f"sshpass -p Zq{i:06d}x " for i in range(49_932)),
-    "table cells": "| api_token | " * 80_660,
-    # the command lines read from a tool's word, each a finding
-    "echo | secret put": "echo x | wrangler secret put " * 36_158,
-    "htpasswd -b": "htpasswd -b f u p1 " * 55_188,
-    "-U user%": "smbclient -U u%p " * 61_681,
-    "net user u p1": "net user u p1 " * 74_898,
-    "zip -rP p1": "zip -rP p1 " * 95_325,
-    "poetry http-basic": "poetry config http-basic.r u p1 " * 32_768,
-    "SET PASSWORD FOR": "SET PASSWORD FOR 'u'@'h' = 'p1' " * 32_768,
-    "SET PASSWORD FOR, no =": "SET PASSWORD FOR " * 61_681,
-    "password: !!str p1": "password: !!str p1\n" * 55_188,
-    # values SOPS encrypted, each with a random nonce the entropy rule finds
-    "sops values": (
-        "ENC[AES256_GCM,data:TzRKSaifmSoM,iv:KaNLdAVmz99Aa2h6wfP5h81Bj5WAGzA3VjMOcLk+BsE=,"
-        "tag:yCBSKv9cAaT7pcNMLR2DfA==,type:str] "
-    )
-    * 9_868,
-}
+CRAFTED: dict[str, str] = {name: make(1 << 20) for name, make in CRAFTED_SHAPES.items()}
 
 
 def needles_of(case: Case) -> list[str]:
