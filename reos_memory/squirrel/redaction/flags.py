@@ -188,19 +188,24 @@ def _places(b: bytes, word: bytes, step: int = 0) -> Iterator[int]:
         i = b.find(word, i + (step or len(word)))
 
 
+def _literal(
+    m: re.Match[str], group: int | str, spans: list[Span], label: str = "password"
+) -> None:
+    """The secret a match's `group` holds (a password unless `label` says), unless it is a
+    placeholder."""
+    if not is_placeholder(m.group(group)):
+        spans.append(Span(m.start(group), m.end(group), P_NAMED, label))
+
+
 def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     """``curl -u user:pass``, ``mysql -pSECRET``, ``sshpass -p SECRET``, ``docker login -p X``."""
-    i = b.find(b"-u")
-    while i >= 0:
+    for i in _places(b, b"-u"):
         if b[i - 1 : i] in (b" ", b"\t", b"-"):
             m = _CURL_USER_RE.match(text, i + 1)
             if m is not None:
                 _curl_user(m, text[_line_start(text, i) : i], spans)
-        i = b.find(b"-u", i + 2)
-    i = b.find(b" -p")
-    while i >= 0:
+    for i in _places(b, b" -p"):
         _p_flag(text, len(text), i, spans)
-        i = b.find(b" -p", i + 3)
     if _FLAG_AP_RE.search(b) is not None or b"passw" in b or _may_name_oracle(b):
         _rare_commands(text, b, spans)
     if _PGPASS_HINT_RE.search(b) is not None:
@@ -217,10 +222,8 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
         i = b.find(b"gh secret set", _gh_body(text, i + 13, spans))
     if b"|" in b:
         for word in _STORE_WORDS:
-            i = b.find(word)
-            while i >= 0:
+            for i in _places(b, word):
                 _echoed_into_store(text, i, spans)
-                i = b.find(word, i + len(word))
     # the words of commands and statements any case may spell ("IDENTIFIED BY", "Net Use")
     low = b.lower()
     for i in _places(low, b"htpasswd"):
@@ -249,13 +252,11 @@ def scan_flags(text: str, b: bytes, spans: list[Span]) -> None:
     for i in _places(low, _SECURE_STRING_WORD):
         if i >= 1:
             _secure_string(text, i - 1, spans)
-    i = b.find(b" -w ") if b"ldap" in b else -1
-    while i >= 0:
+    for i in _places(b, b" -w ") if b"ldap" in b else ():
         line = text[_line_start(text, i) : i]
         m = NEXT_WORD_RE.match(text, i + 3)
-        if _LDAP_CMD_RE.search(line) and m is not None and not is_placeholder(m.group(1)):
-            spans.append(Span(m.start(1), m.end(1), P_NAMED, "password"))
-        i = b.find(b" -w ", i + 4)
+        if _LDAP_CMD_RE.search(line) and m is not None:
+            _literal(m, 1, spans)
 
 
 def _gh_body(text: str, i: int, spans: list[Span]) -> int:
@@ -285,8 +286,8 @@ def _echoed_into_store(text: str, i: int, spans: list[Span]) -> None:
     # (the echo is read only in its own command: the one before the pipe)
     start = max(text.rfind("|", lo, pipe), text.rfind(";", lo, pipe), text.rfind("&", lo, pipe))
     e = _ECHOED_RE.search(text, max(lo, start + 1), pipe + 1)
-    if e is not None and not is_placeholder(e.group("pw")):
-        spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "env_secret"))
+    if e is not None:
+        _literal(e, "pw", spans, "env_secret")
 
 
 def _password_arg(arg: re.Match[str], spans: list[Span]) -> None:
@@ -376,8 +377,8 @@ def _net_user(text: str, i: int, spans: list[Span]) -> None:
 def _set_password(text: str, i: int, spans: list[Span]) -> None:
     """The literal of MySQL's ``SET PASSWORD [FOR user] = '...'`` at `i`."""
     m = _SET_PASSWORD_RE.match(text, i)
-    if m is not None and not is_placeholder(m.group("v")):
-        spans.append(Span(m.start("v"), m.end("v"), P_NAMED, "password"))
+    if m is not None:
+        _literal(m, "v", spans)
 
 
 def _poetry_config(text: str, i: int, spans: list[Span]) -> None:
@@ -406,8 +407,8 @@ def _secure_string(text: str, i: int, spans: list[Span]) -> None:
     m = _SECURE_STRING_RE.match(text, i)
     if m is None:
         m = _PIPED_LITERAL_RE.search(text, _line_start(text, i), i)
-    if m is not None and not is_placeholder(m.group("v")):
-        spans.append(Span(m.start("v"), m.end("v"), P_NAMED, "password"))
+    if m is not None:
+        _literal(m, "v", spans)
 
 
 def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
@@ -415,24 +416,18 @@ def _rare_commands(text: str, b: bytes, spans: list[Span]) -> None:
     ``--password-stdin`` or ``chpasswd``, Oracle's ``user/password@db`` (the text holds one of
     their words)."""
     for flag, cmd_re in _OTHER_FLAGS:
-        i = b.find(flag)
-        while i >= 0:
+        for i in _places(b, flag, 3):
             _flag_value(text, i + 3, cmd_re, spans)
-            i = b.find(flag, i + 3)
-    i = b.find(b"--password-stdin")
-    while i >= 0:
+    for i in _places(b, b"--password-stdin"):
         e = _ECHOED_RE.search(text, _line_start(text, i), i)
-        if e is not None and not is_placeholder(e.group("pw")):
-            spans.append(Span(e.start("pw"), e.end("pw"), P_NAMED, "password"))
-        i = b.find(b"--password-stdin", i + 16)
+        if e is not None:
+            _literal(e, "pw", spans)
     if b"chpasswd" in b:
         for m in _CHPASSWD_RE.finditer(text):
-            if not is_placeholder(m.group("pw")):
-                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+            _literal(m, "pw", spans)
     if _may_name_oracle(b):
         for m in _ORACLE_RE.finditer(text):
-            if not is_placeholder(m.group("pw")):
-                spans.append(Span(m.start("pw"), m.end("pw"), P_NAMED, "password"))
+            _literal(m, "pw", spans)
 
 
 def _flag_value(text: str, i: int, cmd_re: re.Pattern[str], spans: list[Span]) -> None:
