@@ -269,9 +269,19 @@ def asked_now(text: str) -> bool:
     """Whether a sentence of the user's asks for work now (its acceptance, more of it, what
     the last request meant) or reports what is seen now, and says nothing to last: the reading
     `find` gives every situation, for the user's sentences picked another way."""
-    low = text.lower().strip()
+    return _asks_now(text.lower().strip())
+
+
+def _asks_now(low: str, order_too: bool = False) -> bool:
+    """`asked_now` of a lowercased sentence; `order_too`: a change ordered to a thing of this
+    work ("make the function return ...") counts as well."""
     return bool(
-        (_ACCEPTANCE.search(low) or _MORE_OF_THE_TASK.search(low) or _OBSERVED.match(low))
+        (
+            _ACCEPTANCE.search(low)
+            or _MORE_OF_THE_TASK.search(low)
+            or (order_too and _CHANGE_ORDER.match(low))
+            or _OBSERVED.match(low)
+        )
         and not _LASTING.search(low)
     )
 
@@ -306,12 +316,7 @@ def _typed_lowercase(sentence: str) -> list[str]:
 
 
 def _cue(low: str, situation: str, task: bool) -> str | None:
-    if (
-        _ACCEPTANCE.search(low)
-        or _MORE_OF_THE_TASK.search(low)
-        or (situation != "rejection" and _CHANGE_ORDER.match(low))
-        or _OBSERVED.match(low)
-    ) and not _LASTING.search(low):
+    if _asks_now(low, order_too=situation != "rejection"):
         return None
     if (
         situation == "rejection"
