@@ -555,12 +555,7 @@ def _ingest(
         return 1
     end = True if args.end else None
     # a project named on the command line takes the sessions whose log names no directory
-    named = args.project_id is not None or args.project_root is not None
-    fallback = (
-        app.squirrel.project(args.project_id, None if args.project_id else args.project_root)
-        if named
-        else None
-    )
+    fallback = app.squirrel.named_project(args.project_id, args.project_root)
     opts = tin.Options(args.agent, end, config.session_idle_minutes * 60.0, project=fallback)
     progress = None if args.json else Progress()
     reps = app.squirrel.ingest_paths(args.paths, opts, progress, helper)

@@ -150,6 +150,13 @@ class Squirrel:
         assert p is not None
         return p
 
+    def named_project(self, project_id: str | None, project_root: str | None) -> Project | None:
+        """The project a caller named by id or root, None when it named none (the project of a
+        log's sessions that name no directory, `squirrel/ingest_transcript`, `sqrl ingest`)."""
+        if project_id is None and project_root is None:
+            return None
+        return self.project(project_id, project_root)
+
     def policy(self, project_root: str | None = None) -> Policy:
         return load_policy(self.settings.policy_file or None, project_root)
 
@@ -216,8 +223,7 @@ class Squirrel:
         """A Claude Code or Codex session log, from where it was last read."""
         from reos_memory.squirrel.ingest.ingest import Options, ingest_file
 
-        named = p.project_id is not None or p.project_root is not None
-        fallback = self.project(p.project_id, p.project_root) if named else None
+        fallback = self.named_project(p.project_id, p.project_root)
         opts = Options(p.agent, p.session_end, self.settings.idle_seconds, project=fallback)
         rep = ingest_file(self.ingest_deps, p.path, opts)
         return rep.public()

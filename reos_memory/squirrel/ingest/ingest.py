@@ -442,9 +442,6 @@ def _commit(
         state.count("writer_runs_skipped", read.n_events)
         read.events = {}
     plan = _plan(deps, read.events, read.cwds, state.cwd, fallback)
-    if read.events and all(p is None for p in plan.projects.values()):
-        # nothing here has a project: the cursor stays, so that naming one reads it all
-        raise _NoProject(read.n_events)
 
     def tx(conn: apsw.Connection) -> tuple[list[EpisodeRun], transcript_sql.Cursor, int]:
         stored = transcript_sql.get(conn, path)
@@ -526,8 +523,12 @@ def _plan(
 ) -> _Plan:
     """Each session's project and policy, and its events prepared: the costly part (redaction,
     signals, cutting) before the write lock is taken, so other processes on the database wait
-    only for the writes. `fallback`: the project of a session whose log names no directory."""
+    only for the writes. `fallback`: the project of a session whose log names no directory.
+    Raises _NoProject, before any of that, when no session has a project."""
     projects = {sid: _project(deps, sid, cwds.get(sid) or cwd) or fallback for sid in events}
+    if events and all(p is None for p in projects.values()):
+        # nothing here has a project: the cursor stays, so that naming one reads it all
+        raise _NoProject(sum(len(evs) for evs in events.values()))
     owner = deps.owner
     pols = {sid: deps.policy(p.root) for sid, p in projects.items() if p is not None}
     limits = deps.limits
