@@ -496,15 +496,15 @@ def lost_subject(text: str) -> bool:
 
 def cause_before(text: str) -> bool:
     """Whether a memory's text states an effect whose cause is the sentence before it ("This is
-    why the test fails only on CI."), a way whose alternative is there ("Instead, X"), or
-    orders what to do with what the turn before showed
+    why the test fails only on CI."), a way whose alternative is there ("Instead, X"), what it is
+    about ("... agrees with that."), or orders what to do with what the turn before showed
     ("Avoid that in a useEffect"), whatever it names. (Not a cue of the lesson model, which was
     fitted with `lost_subject` alone.)"""
     text = text.strip()
     return bool(
         _WHY_BEFORE.match(text)
         or _INSTEAD_OF_BEFORE.match(text)
-        or _ENDS_POINTING_BACK.search(text.split(" (on rejecting ")[0])
+        or _ENDS_POINTING_BACK.search(split_note(text)[0])
         or _REST_OF_A_SENTENCE.match(text)
         or (_ORDER_ON_BEFORE.match(text) and len(text.split()) <= ORDER_ON_BEFORE_WORDS)
     )
