@@ -314,6 +314,10 @@ def test_what_is_about_the_moment(text: str, why: str | None) -> None:
         ("Update the docs whenever the CLI flags change; they must match.", False),
         ("The loader drops unknown keys silently.", False),
         ("the staging deploy reads `deploy/staging.env`, not `.env`", False),
+        # a turn typed in lowercase: what follows the order is its spec, unless said to last
+        ("Make a CachedLoader subclass of Loader. it should override fetch as async.", True),
+        ("Refactor `render` into methods. the main one should call each of them.", True),
+        ("Add a retry to the uploader. it must always back off.", False),
     ],
 )
 def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
@@ -371,6 +375,13 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
                 "We removed the `content = None` assignments, as they're now unnecessary.",
                 "The `get_head()` method we added to `GitRepo` will handle an empty repository.",
                 "The changes in the REPLACE section address the issue with `confirm()`.",
+                "This test ensures that the `--read` files end up in `read_only`.",
+                "Both tests mock the `fetch_page` method to return a fixed body.",
+                "Finally, it asserts that `refresh` was called once with `files`.",
+                "In this corrected version, the wrapper is returned directly from the factory.",
+                "The functionality remains the same, but it now lives on the `Exporter` class.",
+                "To make this test pass, you'll need to implement the `--apply` option.",
+                "This should resolve the `TypeError`, as the method now returns a tuple.",
             )
         ],
         (
@@ -399,6 +410,7 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
         ("The flag we added in 2.0 is read before the config file.", None),
         ("We need to check where the registry is defined first, it moved in 2.0.", None),
         ("This test fails because the fixture leaks the database between cases.", None),
+        ("The test suite checks the schema of every fixture on each push.", None),
     ],
 )
 def test_a_sentence_picked_alone_must_stand_alone(text: str, why: str | None) -> None:

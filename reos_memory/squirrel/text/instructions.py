@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reos_memory.squirrel.text.prose import clip, sentences, words
+from reos_memory.squirrel.text.prose import clip, sentences, typed_lowercase, words
 
 MAX_CHARS = 420
 # a message opening an episode is its task; a short one may still be a correction that the
@@ -165,7 +165,7 @@ def find(text: str, situation: str) -> list[Instruction]:
     if _AGENT_WRITTEN.match(text):
         return []
     task = situation == "request" and states_task(text)
-    sents = [part for s in sentences(text) for part in _typed_lowercase(s)]
+    sents = [part for s in sentences(text) for part in typed_lowercase(s)]
     out: list[Instruction] = []
     used: set[int] = set()
     for i, s in enumerate(sents):
@@ -294,25 +294,6 @@ def pasted_doc(text: str) -> bool:
 def reports_trouble(text: str) -> bool:
     """Whether the user's sentence reports trouble of the moment (the task), not a rule."""
     return _TROUBLE.search(text) is not None or _OBSERVED.match(text) is not None
-
-
-# a full stop between sentences of a turn typed in lowercase ("yep refunds. ok so revenue is
-# always net of refunds"): people type to an agent as they chat (after "?" the lowercase words
-# are the question's own reason: "can we use our logger? should be WARN")
-_LOWER_STOP = re.compile(r"(?<=[a-z0-9)`'\"]\.)\s+(?=[a-z])")
-_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|resp)\.$", re.IGNORECASE)
-
-
-def _typed_lowercase(sentence: str) -> list[str]:
-    """A sentence cut where a full stop is followed by a lowercase word (not an abbreviation's)."""
-    out: list[str] = []
-    start = 0
-    for m in _LOWER_STOP.finditer(sentence):
-        if not _ABBREVIATION.search(sentence, 0, m.start()):
-            out.append(sentence[start : m.start()])
-            start = m.end()
-    out.append(sentence[start:])
-    return [s for s in out if s]
 
 
 def _cue(low: str, situation: str, task: bool) -> str | None:

@@ -18,6 +18,7 @@ import re
 
 from reos_memory.squirrel.text.diagnosis import SPECIFIC
 from reos_memory.squirrel.text.junk import content
+from reos_memory.squirrel.text.prose import typed_lowercase
 from reos_memory.squirrel.text.rule_openings import CHAT_OPENERS, MODALS
 
 # words that open a turn of conversation without saying anything: those that open no rule,
@@ -523,6 +524,7 @@ _DOUBT = re.compile(
 )
 # a word that makes it a rule after all ("I'm not sure why, but the tests must run in UTC")
 _RULE_WORD = re.compile(r"\b(?:" + MODALS + r"|never|always)\b", re.I)
+_ALWAYS = re.compile(r"\b(?:never|always)\b", re.I)
 # a wish for the task at hand ("would be great if we can validate this", "it'd be nice to")
 _WISH = re.compile(
     r"\b(?:would|it'?d|that'?d) be (?:great|nice|good|cool|awesome|helpful) (?:if|to)\b", re.I
@@ -576,9 +578,20 @@ _CHANGE_TOLD = re.compile(
     r"(?: [\w`-]+){0,2}? (?:change|changes|edit|edits|update|updates|modifications?"
     r"|implementation|approach|version|patch|diff|solution|refactor(?:ing)?)\b"
     r"|to (?:fix|address|resolve|implement|add|support|handle|make|include|achieve|accomplish"
-    r"|solve|enable|avoid|prevent|ensure|update|change|get|allow|do)\b[^,]{0,160},\s*(?:we|i)"
+    r"|solve|enable|avoid|prevent|ensure|update|change|get|allow|do)\b[^,]{0,160},\s*(?:we|i|you)"
     r"(?:'ll| will| (?:also )?need to| must| should| can| have to| want to)\b"
     r"|this (?:new )?(?:test|code|function|method|class) will\b"
+    # what the tests just written check ("This test ensures that ...", "Both tests mock ...",
+    # "Finally, it asserts that ...")
+    r"|(?:this|these|the|both|each)(?: new| updated| modified)? tests? (?:ensures?|verif(?:y|ies)"
+    r"|checks?|asserts?|confirms?|makes? sure|mocks?)\b|it (?:asserts|verifies|checks) that\b"
+    # the version just written told ("In this corrected version, ...", "The functionality
+    # remains the same, but ...")
+    r"|in (?:this|the) (?:corrected|updated|revised|modified|new|fixed|final) (?:version|code)\b"
+    r"|the (?:functionality|behaviou?r|logic|rest) (?:remains|stays) the same\b"
+    # what the change is expected to do ("This should resolve the `TypeError` ...")
+    r"|(?:this|these|that)(?: change| changes| fix| edit)? (?:should|will|would) (?:now )?"
+    r"(?:resolve|fix|address|solve|correct|make the|ensure|prevent|handle)\b"
     r"|(?:we|i)(?:'ve| have)? (?:just |also )?(?:added|updated|modified|changed|removed|replaced"
     r"|refactored|introduced|created|moved|renamed|implemented|wrapped|adjusted|made)\b"
     r"|(?:we|i) (?:also )?(?:will |'ll )?" + _EDIT_VERBS + r"\b"
@@ -631,7 +644,11 @@ def is_request(text: str) -> bool:
     no rule word ("always", "never", "must", "should", ...) in it, after its openers of
     conversation ("Great, now finally do that to X too")."""
     text = plain(text)
-    return bool(_REQUEST.match(text)) and not _RULE_WORD.search(text)
+    # (what a turn typed in lowercase says after the order is the order's spec: "Make a
+    # polling subclass. it should override tool_output")
+    return bool(_REQUEST.match(text)) and not (
+        _RULE_WORD.search(typed_lowercase(text)[0]) or _ALWAYS.search(text)
+    )
 
 
 # a guess read off an error, not a cause found ("Based on the error message, it appears there's

@@ -20,7 +20,7 @@ _END = re.compile(
     # lines ("Ran tests - 2 failing\nDiagnosed the issue - ..."), not a wrapped sentence
     r"|\n(?=[A-Z][a-z]+\s)"
 )
-_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf)\.$", re.I)
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|resp)\.$", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]+")
 
 
@@ -91,3 +91,21 @@ def fold(text: str) -> str:
     if len(low) == len(text):
         return low
     return "".join(c if len(c) == 1 else "?" for c in (ch.lower() for ch in text))
+
+
+# a full stop between sentences of a turn typed in lowercase ("yep refunds. ok so revenue is
+# always net of refunds"): people type to an agent as they chat (after "?" the lowercase words
+# are the question's own reason: "can we use our logger? should be WARN")
+_LOWER_STOP = re.compile(r"(?<=[a-z0-9)`'\"]\.)\s+(?=[a-z])")
+
+
+def typed_lowercase(sentence: str) -> list[str]:
+    """A sentence cut where a full stop is followed by a lowercase word (not an abbreviation's)."""
+    out: list[str] = []
+    start = 0
+    for m in _LOWER_STOP.finditer(sentence):
+        if not _ABBREV.search(sentence, 0, m.start()):
+            out.append(sentence[start : m.start()])
+            start = m.end()
+    out.append(sentence[start:])
+    return [s for s in out if s]
