@@ -134,6 +134,9 @@ def test_lets_is_an_order_or_the_moments_plan() -> None:
             "Make parsing strict. (on rejecting Edit settings.go)",
         ),
         ("is there no library to do UUID validation??", "Use a library to do UUID validation."),
+        # asking whether one exists is a question, not a proposal
+        ("Is there any way to tell if a restart is pending?", None),
+        ("Is there a flag to skip the hooks?", None),
         ("what does upper bound mean here?", None),
         ("Do we need this at all?", None),
         (
@@ -200,6 +203,7 @@ def test_questions_are_recognised() -> None:
             "We don't want call-site branching on the agent if we can help it",
             "Avoid call-site branching on the agent where possible",
         ),
+        ("I don't want to modify the shared config.", "Do not modify the shared config."),
         (
             "I want the formula to be called tap-cli (on rejecting the plan)",
             "The formula should be called tap-cli (on rejecting the plan)",

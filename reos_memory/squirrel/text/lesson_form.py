@@ -68,7 +68,7 @@ _PROPOSAL = re.compile(
     re.IGNORECASE,
 )
 _THERE_IS = re.compile(
-    r"^is there (?:no|not an?|any|an?) (?P<rest>(?:library|package|module|crate|gem|tool|helper"
+    r"^is there (?:no|not an?) (?P<rest>(?:library|package|module|crate|gem|tool|helper"
     r"|function|command|builtin|api|way|option|flag|setting)\b.+?)\s*\?+$",
     re.IGNORECASE,
 )
@@ -167,10 +167,13 @@ _IMPERSONAL = (
         ),
         lambda m: ("Do not " if m["neg"] == " not" else "Never " if m["neg"] else "") + m["rest"],
     ),
-    # "we don't want X" -> "Avoid X"
+    # "we don't want X" -> "Avoid X", "I don't want to touch X" -> "Do not touch X"
     (
-        re.compile(r"^(?:we|i) (?:don'?t|do not) want (?:to have )?(?P<rest>\w.*)$", re.IGNORECASE),
-        lambda m: "Avoid " + m["rest"],
+        re.compile(
+            r"^(?:we|i) (?:don'?t|do not) want (?:to have )?(?P<to>to )?(?P<rest>\w.*)$",
+            re.IGNORECASE,
+        ),
+        lambda m: ("Do not " if m["to"] else "Avoid ") + m["rest"],
     ),
     # "I want the formula to be called X" -> "The formula should be called X"
     (
