@@ -465,3 +465,12 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     assert cause_before("Instead, accumulate `cost` in self.message_cost.")
     assert cause_before("But instead check each opening fence from `all_fences`.")
     assert not cause_before("Instead of mocking the client, mock the HTTP transport.")
+    # a condition or a consequence of the sentence before, with no rule of its own
+    assert cause_before("Only if it is tracked by git. Otherwise refuse with an error.")
+    assert cause_before("But unless the cache is warm.")
+    assert cause_before("Then I don't have to repeat the check everywhere.")
+    assert cause_before("So then we won't need the wrapper.")
+    assert not cause_before("Only if the flag is set, run the migration.")
+    assert not cause_before("Only use the fake clock in tests.")
+    assert not cause_before("Unless asked, never push to main.")
+    assert not cause_before("Then run the tests.")

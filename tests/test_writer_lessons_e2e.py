@@ -403,11 +403,17 @@ def test_a_sentence_that_lost_its_subject_is_no_memory(tmp_path: Path) -> None:
         result("t1", "ok  telemetry 0.2s"),
         user("It must always run first. Never executes the retry logic."),
         say("Understood."),
+        user("Move the tracking call into `track()`. Then I don't have to repeat it everywhere."),
+        say("Done."),
+        user("No, only if the file is tracked by git. Otherwise refuse with an error."),
+        say("Understood."),
         user("The migration check must always run before the server starts."),
     ]
     mems, eps = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
     texts = [m["text"] for m in mems]
     assert not [t for t in texts if t.startswith(("It ", "Never executes"))], texts
+    # a consequence or a condition of the sentence before ("Then I ...", "only if ...")
+    assert not [t for t in texts if "have to repeat" in t or "tracked by git" in t], texts
     assert any(t.startswith("The migration check must always run") for t in texts), texts
     rejected = [r for e in eps for r in e["episode"]["ops"] or [] if r.get("action") == "rejected"]
     assert any(r["reason"] == "its subject is in a sentence before it" for r in rejected), rejected

@@ -479,6 +479,14 @@ _REST_OF_A_SENTENCE = re.compile(
     r"^(?:that (?:you|we|i|it|they)(?:'ll| will| need| should| can| must)\b|be \w+(?:ed|en)\b)",
     re.I,
 )
+# a condition or a consequence of what the sentence before said, with no rule of its own ("Only
+# if it is part of the repo.", "Then I don't have to repeat the check everywhere.")
+_CONDITION_OF_BEFORE = re.compile(
+    r"^(?:(?:but|and)\s+)?(?:(?:only|except) (?:if|when|for|in)|unless)\b[^,;:.!?]*(?:[.!?]|$)"
+    r"|^(?:(?:and|so)\s+)?then,? (?:i|we|you|it|they|that)(?:'ll| will| won'?t| don'?t| do not"
+    r"| no longer| can(?:not|'t)?| could| would| need not| wouldn'?t)\b",
+    re.I,
+)
 _NO_SUBJECT = re.compile(
     r"^(?:(?:never|always|only|also|still|just|then|now|silently|actually)\s+)?"
     r"(?!(?:as|is|was|has|does|his|its|this|thus|plus|unless|perhaps|sometimes|always|besides"
@@ -510,6 +518,7 @@ def cause_before(text: str) -> bool:
         or _INSTEAD_OF_BEFORE.match(text)
         or _ENDS_POINTING_BACK.search(split_note(text)[0])
         or _REST_OF_A_SENTENCE.match(text)
+        or _CONDITION_OF_BEFORE.match(text)
         or (_ORDER_ON_BEFORE.match(text) and len(text.split()) <= ORDER_ON_BEFORE_WORDS)
     )
 

@@ -160,7 +160,11 @@ def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
         return None, moment
     if lesson_form.opens_with_chat(lesson):
         return None, "nothing but an opener of conversation and a fragment"
-    if lesson_form.lost_subject(lesson) or lesson_form.cause_before(lesson):
+    if (
+        lesson_form.lost_subject(lesson)
+        or lesson_form.cause_before(lesson)
+        or lesson_form.cause_before(text)  # ("Then I don't have to ...": its "then" points back)
+    ):
         return None, "its subject is in a sentence before it"
     if not lesson_form.is_question(lesson):
         said = lesson_form.restated(lesson, answer.said if answer is not None else None)
