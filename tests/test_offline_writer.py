@@ -180,6 +180,15 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "Change the name of the menu item from Parameters to Settings, and link it to the page",
     ):
         assert instructions.find(text, "rejection") == [], text
+    # in any situation, a norm word only in the description of the thing an order makes is its
+    # spec or its acceptance
+    for text in (
+        "add a committer param, which makes every commit message start with `bot:`",
+        "Add another case with --fast and make sure the cache header is false.",
+    ):
+        for situation in ("request", "reply", "rejection"):
+            assert instructions.find(text, situation) == [], (text, situation)
+    assert instructions.find("add the header to every commit message, which we always do", "reply")
     # ... unless said to last; and on a rejected call, an order says what the user chose
     for text, situation in {
         "There should always be a test for every new hook.": "reply",

@@ -296,8 +296,30 @@ def reports_trouble(text: str) -> bool:
     return _TROUBLE.search(text) is not None or _OBSERVED.match(text) is not None
 
 
+# where an order to make something goes on to describe the thing made ("add a committer param,
+# which makes every commit message start with X", "add another case and make sure the flag is
+# false"): a norm word there is the thing's spec or the work's acceptance, not a rule
+_MADE_THING_SPEC = re.compile(
+    r",? (?:which|that) (?:causes|makes|means|lets|will|should)\b|\band (?:make sure|ensure|check)\b"
+)
+
+
+def _spec_of_an_order(low: str) -> bool:
+    """Whether an order to make something carries a norm word only in the description of the
+    thing made, and chooses no way and gives no reason before it."""
+    if not _MAKE_ORDER.match(low):
+        return False
+    m = _MADE_THING_SPEC.search(low)
+    if m is None:
+        return False
+    head = low[: m.start()]
+    return not (_CHOICE.search(head) or _LASTING.search(head) or _REASON.search(head))
+
+
 def _cue(low: str, situation: str, task: bool) -> str | None:
     if _asks_now(low, order_too=situation != "rejection"):
+        return None
+    if _spec_of_an_order(low):
         return None
     if (
         situation == "rejection"
