@@ -189,6 +189,11 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         for situation in ("request", "reply", "rejection"):
             assert instructions.find(text, situation) == [], (text, situation)
     assert instructions.find("add the header to every commit message, which we always do", "reply")
+    # a tool put to one use in the short request that opens a task is how the task is done
+    assert instructions.find("use rich to make the prompt the input color", "request") == []
+    assert instructions.find("use cog to emit the pattern list into the toml", "request") == []
+    assert instructions.find("always use cog to emit generated lists into the toml", "request")
+    assert instructions.find("use cog to emit the list, not a hand-written copy", "request")
     # ... unless said to last; and on a rejected call, an order says what the user chose
     for text, situation in {
         "There should always be a test for every new hook.": "reply",

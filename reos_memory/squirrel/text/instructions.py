@@ -319,7 +319,7 @@ def _spec_of_an_order(low: str) -> bool:
 def _cue(low: str, situation: str, task: bool) -> str | None:
     if _asks_now(low, order_too=situation != "rejection"):
         return None
-    if _spec_of_an_order(low):
+    if _spec_of_an_order(low) or (situation == "request" and _tool_for_the_task(low)):
         return None
     if (
         situation == "rejection"
@@ -368,6 +368,22 @@ def states_task(text: str) -> bool:
     """Whether a message that opens an episode is long enough to state its task: a short one may
     answer the agent's turn before the cut."""
     return len(text.split()) > SHORT_REQUEST
+
+
+# a tool put to one use, in the short request that opens a task ("use rich to make the prompt
+# green", "use cog to emit the list into the toml"): how this task is done
+_TOOL_FOR_THE_TASK = re.compile(
+    r"^(?:(?:please|just|now|ok(?:ay)?)\W+)*use \S+(?: \S+){0,2} to (?!be\b)\w+"
+)
+
+
+def _tool_for_the_task(low: str) -> bool:
+    """Whether a sentence of the request that opens a task puts a tool to the task's use,
+    choosing no way over another and saying nothing to last."""
+    return bool(
+        _TOOL_FOR_THE_TASK.match(low)
+        and not (_CHOICE.search(low) or _LASTING.search(low) or _REASON.search(low))
+    )
 
 
 def said_to_last(text: str) -> bool:
