@@ -386,6 +386,9 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
                 "The functionality remains the same, but it now lives on the `Exporter` class.",
                 "To make this test pass, you'll need to implement the `--apply` option.",
                 "This should resolve the `TypeError`, as the method now returns a tuple.",
+                "If a `KeyError` is raised, we catch it and add a note to the results.",
+                "The method takes a path as an argument and adds it to `read_only` if missing.",
+                "The `PollingIO` class overrides `tool_output` to store messages in a list.",
             )
         ],
         (
@@ -415,6 +418,8 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
         ("We need to check where the registry is defined first, it moved in 2.0.", None),
         ("This test fails because the fixture leaks the database between cases.", None),
         ("The test suite checks the schema of every fixture on each push.", None),
+        ("The `Cache` class overrides `__eq__` but not `__hash__`, so sets lose entries.", None),
+        ("If the lock is held, we return early, so the second writer's rows are lost.", None),
     ],
 )
 def test_a_sentence_picked_alone_must_stand_alone(text: str, why: str | None) -> None:

@@ -689,11 +689,35 @@ _MADE_HERE = re.compile(
 )
 
 
+# ... or what the code it just wrote does, told step by step ("If a `ValueError` is raised, we
+# catch it and add an error message", "The method takes a file name as an argument, checks ...")
+_CODE_TOLD = re.compile(
+    r"\bwe (?:then |now |also )?(?:catch|call|check|return|set|pass|create|store|raise|iterate"
+    r"|loop|filter|append|initiali[sz]e|convert|skip|print|log|parse|wrap) (?:it|them|the|a|an"
+    r"|each|all|this|that|over)\b"
+    r"|^the (?:new |updated )?(?:\S+ )?(?:method|function|class|helper|script|command) (?:takes"
+    r"|accepts|receives|overrides|iterates|loops)\b",
+    re.I,
+)
+# (a consequence said with it makes it a finding: "The `Cache` class overrides `__eq__` but not
+# `__hash__`, so instances break in sets")
+_CONSEQUENCE = re.compile(
+    r"\bbut not\b|\bbecause\b|, so\b|\bwhich means\b|\bcaus(?:es|ing)\b|\bbreak(?:s|ing)?\b"
+    r"|\bfail(?:s|ing)?\b",
+    re.I,
+)
+
+
 def tells_an_edit(text: str) -> bool:
     """Whether a sentence tells what the speaker's change does or is about to do ("This change
     adds ...", "To fix this, we need to modify ...", "Modify the test to ...")."""
     text = text.strip()
-    return bool(_CHANGE_TOLD.match(text) or _EDIT_NEEDED.search(text) or _MADE_HERE.search(text))
+    return bool(
+        _CHANGE_TOLD.match(text)
+        or _EDIT_NEEDED.search(text)
+        or _MADE_HERE.search(text)
+        or (_CODE_TOLD.search(text) and not _CONSEQUENCE.search(text))
+    )
 
 
 def unanchored(text: str) -> str | None:
