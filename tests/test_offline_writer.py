@@ -491,3 +491,20 @@ def test_the_invented_talk_tool_reads_every_file() -> None:
         " no .git directory is found, and `status` dereferences it."
     )
     assert found and "openRepo()" in found[0]
+
+
+def test_an_agents_report_of_its_work_writes_nothing() -> None:
+    """The agent's narration, status, summaries, plans, offers and apologies of the invented
+    talk (`finding: false`), each the agent's whole message after a failure and before the fix:
+    no memory."""
+    from tools import eval_invented
+
+    cases = [
+        json.loads(x)
+        for x in (eval_invented.TALK / "agent_sentences.jsonl").read_text().split("\n")
+        if x
+    ]
+    others = [c["text"] for c in cases if not c["finding"]]
+    assert len(others) >= 150
+    written = {t: w for t in others if (w := eval_invented.agent_says(t))}
+    assert written == {}
