@@ -189,6 +189,25 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         for situation in ("request", "reply", "rejection"):
             assert instructions.find(text, situation) == [], (text, situation)
     assert instructions.find("add the header to every commit message, which we always do", "reply")
+    # a fact of the project said outright in a reply: a thing of the project, how it is, and a
+    # word of scope or contrast; not a pick among options, the state of this work or trouble
+    for text in (
+        "the API is versioned in the URL, not a header",
+        "all timestamps are stored in UTC, convert only at the display layer",
+        "fyi the e2e tests run against the preview deploy, not localhost",
+        "the billing service only reads from the replica",
+    ):
+        found = instructions.find(text, "reply")
+        assert [(f.cue, f.kind) for f in found] == [("fact", "invariant")], text
+    for text in (
+        "the second one is better, not the first",
+        "the migration is done, not the seeding",
+        "the export is still failing, not only for admins",
+        "make /drop work with read only files too",
+        "it is only used in tests",
+        "the leaderboard is wider than the page, so users scroll to see it all",
+    ):
+        assert instructions.find(text, "reply") == [], text
     # a tool put to one use in the short request that opens a task is how the task is done
     assert instructions.find("use rich to make the prompt the input color", "request") == []
     assert instructions.find("use cog to emit the pattern list into the toml", "request") == []

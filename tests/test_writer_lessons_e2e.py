@@ -804,3 +804,28 @@ def test_a_rule_that_points_back_is_written_from_the_pair(tmp_path: Path) -> Non
     mems, _ = learn(tmp_path / "n.db", write_log(tmp_path / "t.jsonl", plain), "onnx")
     texts = [m["text"] for m in mems if m["key"] is None]
     assert not [t for t in texts if t.startswith("The default")], texts
+
+
+def test_a_fact_of_the_project_said_in_passing_is_kept(tmp_path: Path) -> None:
+    """A user's reply that states how the project is ("the e2e tests run against the preview
+    deploy, not localhost") is a fact a later session needs, kept as an invariant; a pick among
+    options and the state of the work said the same way are not."""
+    recs = [
+        user("add a v2 of the orders endpoint with an e2e test"),
+        say("Should the e2e test start a local server on port 8000?"),
+        user("the e2e tests run against the preview deploy, not localhost"),
+        say("Understood, I'll point the test at the preview URL."),
+        bash("o1", "pytest tests/test_orders.py"),
+        result("o1", "5 passed in 0.3s"),
+        say("Two options: a new router module, or a prefix on the existing one."),
+        user("the second one is better, not the first"),
+        say("Done. The route is registered."),
+        user("the router is done, not the docs"),
+    ]
+    mems, _ = learn(tmp_path / "m.db", write_log(tmp_path / "s.jsonl", recs), "onnx")
+    facts = [(m["kind"], m["text"]) for m in mems if "preview deploy" in m["text"]]
+    assert facts == [
+        ("invariant", "The e2e tests run against the preview deploy, not localhost.")
+    ], mems
+    texts = [m["text"] for m in mems]
+    assert not [t for t in texts if "second one" in t or "router is done" in t], texts

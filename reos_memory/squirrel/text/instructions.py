@@ -191,7 +191,13 @@ def find(text: str, situation: str) -> list[Instruction]:
         out.append(
             Instruction(
                 text=said,
-                kind="guard" if negative and _imperative_no(low) else "preference",
+                kind=(
+                    "guard"
+                    if negative and _imperative_no(low)
+                    else "invariant"
+                    if cue == "fact"
+                    else "preference"
+                ),
                 polarity=-1 if negative else 1,
                 durable=durable,
                 cue=cue,
@@ -316,6 +322,31 @@ def _spec_of_an_order(low: str) -> bool:
     return not (_CHOICE.search(head) or _LASTING.search(head) or _REASON.search(head))
 
 
+# a fact of the project said outright: its subject a thing of the project (not a person, not a
+# pointer back), a verb of how it is, and a word of scope or contrast ("the API is versioned in
+# the URL, not a header", "CSS goes in the module files, no global stylesheets")
+_FACT = re.compile(
+    r"^(?:(?:fyi|btw|also|and|just so you know|note)\W+)*(?!(?:i|you|it|this|that|these|those|he"
+    r"|she|they|we|there|here|what|which|who|why|how|if|when|so|but|and|or|maybe|yes|no|ok)\b)"
+    r"(?:the |our |all |every |each )?[\w`./@-]+(?: [\w`./@-]+){0,3} (?:is|are|lives?|goes|go"
+    r"|runs?|uses?|speaks?|talks?|reads?|follows?|belongs?|comes? from|needs?|has to|have to"
+    r"|must|can'?t|cannot)\b"
+)
+_SCOPE = re.compile(
+    r", not\b|\bnot (?:a|an|the|in|on|to|by|via|with|from)\b|\bonly\b|\bno \w|\bevery\b"
+    r"|\bnever\b|\balways\b|\bhere\b"
+)
+_QUANTIFIED = re.compile(r"^(?:all|every|each) ")
+# (... not the state of this work or a pick among options: "the migration is done, not the
+# seeding", "the second one is better")
+_NOW = re.compile(
+    r"\b(?:now|still|currently|anymore|at the moment|yet|again|broken|failing|fails|failed"
+    r"|crash\w*|wrong|error|bug|(?:is|are) (?:done|finished|complete|ready|better|worse|fine|good"
+    r"|ok|okay|correct|right|nicer|cleaner|simpler)|(?:first|second|third|last|other|next"
+    r"|previous|new|old) (?:one|version|option))\b"
+)
+
+
 def _cue(low: str, situation: str, task: bool) -> str | None:
     if _asks_now(low, order_too=situation != "rejection"):
         return None
@@ -356,6 +387,14 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         and (not task or _LASTING.search(low) or _CONTRAST.search(low))
     ) or (situation != "request" and _PLEASE.search(low) and len(low.split()) >= 8):
         return "proposal"  # (a short "please update the docs" is a task, not a way of working)
+    if (
+        situation != "request"
+        and _FACT.match(low)
+        and not (_IMPERATIVE.match(low) or _MAKE_ORDER.match(low))
+        and (_SCOPE.search(low) or _QUANTIFIED.match(low))
+        and not _NOW.search(low)
+    ):
+        return "fact"
     if situation == "rejection" and low.startswith(("let's", "lets ")):
         return "proposal"
     if situation in ("rejection", "queued") and (_IMPERATIVE.match(low) or _WE_COULD.search(low)):
