@@ -196,6 +196,9 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "all timestamps are stored in UTC, convert only at the display layer",
         "fyi the e2e tests run against the preview deploy, not localhost",
         "the billing service only reads from the replica",
+        # a norm of a kind of thing: a bare plural with "need to", "have to", "can't"
+        "base images have to come from the internal registry, docker hub is blocked",
+        "commits need to follow conventional commits, the hook rejects anything else",
     ):
         found = instructions.find(text, "reply")
         assert [(f.cue, f.kind) for f in found] == [("fact", "invariant")], text
@@ -206,6 +209,9 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "make /drop work with read only files too",
         "it is only used in tests",
         "the leaderboard is wider than the page, so users scroll to see it all",
+        "the tests have to pass before merging",
+        "tests need to be updated for the new flag",
+        "users need to scroll to see the whole table",
     ):
         assert instructions.find(text, "reply") == [], text
     # a tool put to one use in the short request that opens a task is how the task is done

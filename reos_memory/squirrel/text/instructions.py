@@ -336,7 +336,13 @@ _SCOPE = re.compile(
     r", not\b|\bnot (?:a|an|the|in|on|to|by|via|with|from)\b|\bonly\b|\bno \w|\bevery\b"
     r"|\bnever\b|\balways\b|\bhere\b"
 )
-_QUANTIFIED = re.compile(r"^(?:all|every|each) ")
+# (a subject of a kind, not of one thing: "all ...", "every ...", or a bare plural with a norm:
+# "base images have to come from the internal registry", "commits need to follow ...")
+_QUANTIFIED = re.compile(
+    r"^(?:all|every|each) |^(?:(?:fyi|btw|also|and|note)\W+)*(?!(?:the|this|that|these|those|its"
+    r"|their|his|her|my|your|users|people|customers|we|they)\b)(?:[a-z][\w-]* ){0,2}[a-z][\w-]*"
+    r"[^s\W]s (?:need to|have to|can'?t|cannot)(?! be\b)\b"
+)
 # (... not the state of this work or a pick among options: "the migration is done, not the
 # seeding", "the second one is better")
 _NOW = re.compile(
