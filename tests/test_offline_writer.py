@@ -199,6 +199,7 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         # a norm of a kind of thing: a bare plural with "need to", "have to", "can't"
         "base images have to come from the internal registry, docker hub is blocked",
         "commits need to follow conventional commits, the hook rejects anything else",
+        "integration tests need docker running locally, they start postgres in a container",
     ):
         found = instructions.find(text, "reply")
         assert [(f.cue, f.kind) for f in found] == [("fact", "invariant")], text
@@ -212,6 +213,7 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "the tests have to pass before merging",
         "tests need to be updated for the new flag",
         "users need to scroll to see the whole table",
+        "these tests use the old fixture",
     ):
         assert instructions.find(text, "reply") == [], text
     # a tool put to one use in the short request that opens a task is how the task is done
