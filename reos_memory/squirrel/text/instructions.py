@@ -341,7 +341,7 @@ _SCOPE = re.compile(
 _QUANTIFIED = re.compile(
     r"^(?:all|every|each) |^(?:(?:fyi|btw|also|and|note)\W+)*(?!(?:the|this|that|these|those|its"
     r"|their|his|her|my|your|users|people|customers|we|they)\b)(?:[a-z][\w-]* ){0,2}[a-z][\w-]*"
-    r"[^s\W]s (?:(?:need to|have to|can'?t|cannot)(?! be\b)|follow|live|go|come from|belong|need"
+    r"[^s\W]s (?:(?:need to|have to|can'?t|cannot)(?! be\b)|follow|live|go|come from|belong|need(?! to\b)"
     r"|use|run|talk|speak)\b"
 )
 # (... not the state of this work or a pick among options: "the migration is done, not the
