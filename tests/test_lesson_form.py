@@ -204,6 +204,8 @@ def test_questions_are_recognised() -> None:
             "Avoid call-site branching on the agent where possible",
         ),
         ("I don't want to modify the shared config.", "Do not modify the shared config."),
+        ("I don't want to be asked every time.", "I don't want to be asked every time."),
+        ("I don't want to have to restart it.", "I don't want to have to restart it."),
         (
             "I want the formula to be called tap-cli (on rejecting the plan)",
             "The formula should be called tap-cli (on rejecting the plan)",
@@ -322,6 +324,7 @@ def test_what_is_about_the_moment(text: str, why: str | None) -> None:
         ("Make a CachedLoader subclass of Loader. it should override fetch as async.", True),
         ("Refactor `render` into methods. the main one should call each of them.", True),
         ("Add a retry to the uploader. it must always back off.", False),
+        ("add tests for the parser. they must not hit the network.", False),
     ],
 )
 def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
@@ -388,7 +391,6 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
                 "This should resolve the `TypeError`, as the method now returns a tuple.",
                 "If a `KeyError` is raised, we catch it and add a note to the results.",
                 "The method takes a path as an argument and adds it to `read_only` if missing.",
-                "The `PollingIO` class overrides `tool_output` to store messages in a list.",
             )
         ],
         (
@@ -419,6 +421,13 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
         ("This test fails because the fixture leaks the database between cases.", None),
         ("The test suite checks the schema of every fixture on each push.", None),
         ("The `Cache` class overrides `__eq__` but not `__hash__`, so sets lose entries.", None),
+        # a team's practice and a fact of the tests are no story ("we" with a thing named)
+        ("We store the secrets in Vault, not in env files.", None),
+        ("When the token expires we call the refresh endpoint.", None),
+        ("The deploy script takes the tag as its only argument.", None),
+        ("The tests mock the network, so never call real APIs in them.", None),
+        ("Each test verifies one endpoint against the OpenAPI schema.", None),
+        ("The behaviour stays the same when the flag is unset.", None),
         ("If the lock is held, we return early, so the second writer's rows are lost.", None),
     ],
 )
@@ -472,10 +481,12 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     assert not cause_before("Instead of mocking the client, mock the HTTP transport.")
     # a condition or a consequence of the sentence before, with no rule of its own
     assert cause_before("Only if it is tracked by git. Otherwise refuse with an error.")
-    assert cause_before("But unless the cache is warm.")
+    assert cause_before("But unless that is cached.")
     assert cause_before("Then I don't have to repeat the check everywhere.")
     assert cause_before("So then we won't need the wrapper.")
     assert not cause_before("Only if the flag is set, run the migration.")
-    assert not cause_before("Only use the fake clock in tests.")
     assert not cause_before("Unless asked, never push to main.")
+    assert not cause_before("Unless asked never push to main.")
+    assert not cause_before("Except in tests never call the network.")
+    assert not cause_before("Only for Python files run black before committing.")
     assert not cause_before("Then run the tests.")

@@ -188,6 +188,12 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
     ):
         for situation in ("request", "reply", "rejection"):
             assert instructions.find(text, situation) == [], (text, situation)
+    # ... but a way chosen in that description is a rule
+    for text in (
+        "Write tests that should never hit the network.",
+        "Make the CLI print JSON and make sure it never prints colors when piped.",
+    ):
+        assert instructions.find(text, "reply"), text
     assert instructions.find("add the header to every commit message, which we always do", "reply")
     # a fact of the project said outright in a reply: a thing of the project, how it is, and a
     # word of scope or contrast; not a pick among options, the state of this work or trouble
@@ -200,6 +206,9 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "base images have to come from the internal registry, docker hub is blocked",
         "commits need to follow conventional commits, the hook rejects anything else",
         "integration tests need docker running locally, they start postgres in a container",
+        # what the team does, said of itself, with a word of scope
+        "we keep components dumb here; data fetching lives in hooks, not in the JSX files",
+        "in this crate we avoid async in the core",
     ):
         found = instructions.find(text, "reply")
         assert [(f.cue, f.kind) for f in found] == [("fact", "invariant")], text
@@ -214,6 +223,13 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "tests need to be updated for the new flag",
         "users need to scroll to see the whole table",
         "these tests use the old fixture",
+        # the state of one thing now, said with "not", "only" or "here"
+        "the file is not in the repo",
+        "the output is truncated here",
+        "the button is not a link",
+        "the branch is only a draft",
+        "the build is red only on mac",
+        "my name is Bob, not Robert",
     ):
         assert instructions.find(text, "reply") == [], text
     # a tool put to one use in the short request that opens a task is how the task is done
@@ -221,6 +237,7 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
     assert instructions.find("use cog to emit the pattern list into the toml", "request") == []
     assert instructions.find("always use cog to emit generated lists into the toml", "request")
     assert instructions.find("use cog to emit the list, not a hand-written copy", "request")
+    assert instructions.find("use pnpm to install packages, npm breaks the lockfile", "request")
     # ... unless said to last; and on a rejected call, an order says what the user chose
     for text, situation in {
         "There should always be a test for every new hook.": "reply",

@@ -310,16 +310,21 @@ _MADE_THING_SPEC = re.compile(
 )
 
 
+def _just_the_work(low: str) -> bool:
+    """Whether an order chooses no way over another, gives no reason and says nothing to last."""
+    return not (_CHOICE.search(low) or _LASTING.search(low) or _REASON.search(low))
+
+
 def _spec_of_an_order(low: str) -> bool:
     """Whether an order to make something carries a norm word only in the description of the
-    thing made, and chooses no way and gives no reason before it."""
+    thing made ("every" there says what the thing does), and chooses no way anywhere ("... that
+    should never hit the network" does) and gives no reason before it."""
     if not _MAKE_ORDER.match(low):
         return False
     m = _MADE_THING_SPEC.search(low)
     if m is None:
         return False
-    head = low[: m.start()]
-    return not (_CHOICE.search(head) or _LASTING.search(head) or _REASON.search(head))
+    return _just_the_work(low[: m.start()]) and not _CHOICE.search(low, m.start())
 
 
 # a fact of the project said outright: its subject a thing of the project (not a person, not a
@@ -327,19 +332,29 @@ def _spec_of_an_order(low: str) -> bool:
 # the URL, not a header", "CSS goes in the module files, no global stylesheets")
 _FACT = re.compile(
     r"^(?:(?:fyi|btw|also|and|just so you know|note)\W+)*(?!(?:i|you|it|this|that|these|those|he"
-    r"|she|they|we|there|here|what|which|who|why|how|if|when|so|but|and|or|maybe|yes|no|ok)\b)"
-    r"(?:the |our |all |every |each )?[\w`./@-]+(?: [\w`./@-]+){0,3} (?:is|are|lives?|goes|go"
-    r"|runs?|uses?|speaks?|talks?|reads?|follows?|belongs?|comes? from|needs?|has to|have to"
-    r"|must|can'?t|cannot)\b"
+    r"|she|they|we|there|here|what|which|who|why|how|if|when|so|but|and|or|maybe|yes|no|ok|my"
+    r"|your)\b)(?:the |our |all |every |each )?[\w`./@-]+(?: [\w`./@-]+){0,3} (?:(?:is|are)"
+    # ("is" only with what is done to it: "is versioned in the URL", not "is not a link")
+    r"(?: only| always| never)? (?:\w{2,}ed|built|run|kept|written|set|made|sent|read|shown|done by"
+    r"|taken from|hidden)|lives?|goes|go|runs?|uses?|speaks?|talks?|reads?|follows?|belongs?"
+    r"|comes? from|needs?|has to|have to|must|can'?t|cannot)\b"
+)
+# ... or what the team does, said of itself ("we keep components dumb here", "we write error
+# messages lowercase with no trailing period", "in this crate we avoid async in the core")
+_WE_DO = re.compile(
+    r"^(?:(?:fyi|btw|also|and|just so you know|note|in (?:this|our) \w+),?\W+)*we (?:keep|write"
+    r"|use|avoid|deploy|run|put|store|squash|prefer|follow|review|pin|name|test|ship|release|merge"
+    r"|rebase|reprocess|build|publish|version|tag|log|format|lint)\b"
 )
 _SCOPE = re.compile(
     r", not\b|\bnot (?:a|an|the|in|on|to|by|via|with|from)\b|\bonly\b|\bno \w|\bevery\b"
-    r"|\bnever\b|\balways\b|\bhere\b"
+    r"|\bnever\b|\balways\b"
 )
+_HERE = re.compile(r"\bhere\b")  # (of what the team does: "we keep components dumb here")
 # (a subject of a kind, not of one thing: "all ...", "every ...", or a bare plural with a norm:
 # "base images have to come from the internal registry", "commits need to follow ...")
 _QUANTIFIED = re.compile(
-    r"^(?:all|every|each) |^(?:(?:fyi|btw|also|and|note)\W+)*(?!(?:the|this|that|these|those|its"
+    r"^(?:all|each) |^(?:(?:fyi|btw|also|and|note)\W+)*(?!(?:the|this|that|these|those|its"
     r"|their|his|her|my|your|users|people|customers|we|they)\b)(?:[a-z][\w-]* ){0,2}[a-z][\w-]*"
     r"[^s\W]s (?:(?:need to|have to|can'?t|cannot)(?! be\b)|follow|live|go|come from|belong|need(?! to\b)"
     r"|use|run|talk|speak)\b"
@@ -348,7 +363,7 @@ _QUANTIFIED = re.compile(
 # seeding", "the second one is better")
 _NOW = re.compile(
     r"\b(?:now|still|currently|anymore|at the moment|yet|again|broken|failing|fails|failed"
-    r"|crash\w*|wrong|error|bug|(?:is|are) (?:done|finished|complete|ready|better|worse|fine|good"
+    r"|crash\w*|wrong|error(?! (?:messages?|handling|codes?|types?|pages?|responses?))|bug|(?:is|are) (?:done|finished|complete|ready|better|worse|fine|good"
     r"|ok|okay|correct|right|nicer|cleaner|simpler)|(?:first|second|third|last|other|next"
     r"|previous|new|old) (?:one|version|option))\b"
 )
@@ -359,11 +374,7 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         return None
     if _spec_of_an_order(low) or (situation == "request" and _tool_for_the_task(low)):
         return None
-    if (
-        situation == "rejection"
-        and _MAKE_ORDER.match(low)
-        and not (_CHOICE.search(low) or _LASTING.search(low) or _REASON.search(low))
-    ):
+    if situation == "rejection" and _MAKE_ORDER.match(low) and _just_the_work(low):
         return None
     if low.rstrip().endswith("?"):
         # a question tells only when it proposes a way ("why not ...?", "can't we ...?")
@@ -396,9 +407,13 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         return "proposal"  # (a short "please update the docs" is a task, not a way of working)
     if (
         situation != "request"
-        and _FACT.match(low)
+        and (
+            (_FACT.match(low) and (_SCOPE.search(low) or _QUANTIFIED.match(low)))
+            or (_WE_DO.match(low) and (_SCOPE.search(low) or _HERE.search(low)))
+            or _LASTING.search(low)
+        )
+        and (_FACT.match(low) or _WE_DO.match(low))
         and not (_IMPERATIVE.match(low) or _MAKE_ORDER.match(low))
-        and (_SCOPE.search(low) or _QUANTIFIED.match(low))
         and not _NOW.search(low)
     ):
         return "fact"
@@ -424,12 +439,10 @@ _TOOL_FOR_THE_TASK = re.compile(
 
 
 def _tool_for_the_task(low: str) -> bool:
-    """Whether a sentence of the request that opens a task puts a tool to the task's use,
+    """Whether a sentence of the request that opens a task puts a tool to the task's use, in
+    one clause (after a comma may come its reason: "use pnpm to install, npm breaks the lock"),
     choosing no way over another and saying nothing to last."""
-    return bool(
-        _TOOL_FOR_THE_TASK.match(low)
-        and not (_CHOICE.search(low) or _LASTING.search(low) or _REASON.search(low))
-    )
+    return bool(_TOOL_FOR_THE_TASK.match(low) and "," not in low and _just_the_work(low))
 
 
 def said_to_last(text: str) -> bool:

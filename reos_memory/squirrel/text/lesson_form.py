@@ -157,6 +157,9 @@ def opens_with_chat(text: str) -> bool:
 _HEDGE = re.compile(
     r"^(?:i (?:think|believe|guess|feel)|imo|in my opinion)(?: that)?,?\s+", re.IGNORECASE
 )
+# what follows "I don't want to" when it is no act of the agent's ("be asked", "see warnings",
+# "have to restart"): the words stay as said
+_NOT_AN_ACT = re.compile(r"(?:be|see|hear|have to|get|receive|wait|deal)\b", re.I)
 # person-addressed forms and their impersonal rule
 _IMPERSONAL = (
     # "we should not X" / "you must X" / "we need to X" -> an order
@@ -170,10 +173,14 @@ _IMPERSONAL = (
     # "we don't want X" -> "Avoid X", "I don't want to touch X" -> "Do not touch X"
     (
         re.compile(
-            r"^(?:we|i) (?:don'?t|do not) want (?:to have )?(?P<to>to )?(?P<rest>\w.*)$",
+            r"^(?:we|i) (?:don'?t|do not) want (?:to have (?!to\b))?(?P<to>to )?(?P<rest>\w.*)$",
             re.IGNORECASE,
         ),
-        lambda m: ("Do not " if m["to"] else "Avoid ") + m["rest"],
+        lambda m: (
+            m.string
+            if m["to"] and _NOT_AN_ACT.match(m["rest"])
+            else ("Do not " if m["to"] else "Avoid ") + m["rest"]
+        ),
     ),
     # "I want the formula to be called X" -> "The formula should be called X"
     (
@@ -232,7 +239,10 @@ _DISCOURSE = re.compile(
     re.IGNORECASE,
 )
 # politeness around an order ("please use X", "keep X please (...)", "use X, please.")
-_PLEASE = re.compile(r"^please,?\s+|,?\s+please\b(?=\s*(?:[.!;:,()]|$))", re.IGNORECASE)
+# (a run of blanks is entered at its first blank only: linear on long runs)
+_PLEASE = re.compile(
+    r"^please,?\s+|(?:,|(?<![\s,]))\s+please\b(?=\s*(?:[.!;:,()]|$))", re.IGNORECASE
+)
 
 
 def plain(text: str) -> str:
@@ -482,7 +492,8 @@ _REST_OF_A_SENTENCE = re.compile(
 # a condition or a consequence of what the sentence before said, with no rule of its own ("Only
 # if it is part of the repo.", "Then I don't have to repeat the check everywhere.")
 _CONDITION_OF_BEFORE = re.compile(
-    r"^(?:(?:but|and)\s+)?(?:(?:only|except) (?:if|when|for|in)|unless)\b[^,;:.!?]*(?:[.!?]|$)"
+    r"^(?:(?:but|and)\s+)?(?:(?:only|except) (?:if|when|for|in)|unless)\b"
+    r"(?=[^,;:.!?]*\b(?:it|they|them|this|that|these|those)\b)[^,;:.!?]*(?:[.!?]|$)"
     r"|^(?:(?:and|so)\s+)?then,? (?:i|we|you|it|they|that)(?:'ll| will| won'?t| don'?t| do not"
     r"| no longer| can(?:not|'t)?| could| would| need not| wouldn'?t)\b",
     re.I,
@@ -536,7 +547,11 @@ _DOUBT = re.compile(
 )
 # a word that makes it a rule after all ("I'm not sure why, but the tests must run in UTC")
 _RULE_WORD = re.compile(r"\b(?:" + MODALS + r"|never|always)\b", re.I)
-_ALWAYS = re.compile(r"\b(?:never|always)\b", re.I)
+# (said anywhere in a turn typed in lowercase, these make it a rule: "add tests for the parser.
+# they must not hit the network")
+_ALWAYS = re.compile(
+    r"\b(?:never|always|must not|mustn'?t|should not|shouldn'?t|do not|don'?t)\b", re.I
+)
 # a wish for the task at hand ("would be great if we can validate this", "it'd be nice to")
 _WISH = re.compile(
     r"\b(?:would|it'?d|that'?d) be (?:great|nice|good|cool|awesome|helpful) (?:if|to)\b", re.I
@@ -595,12 +610,14 @@ _CHANGE_TOLD = re.compile(
     r"|this (?:new )?(?:test|code|function|method|class) will\b"
     # what the tests just written check ("This test ensures that ...", "Both tests mock ...",
     # "Finally, it asserts that ...")
-    r"|(?:this|these|the|both|each)(?: new| updated| modified)? tests? (?:ensures?|verif(?:y|ies)"
-    r"|checks?|asserts?|confirms?|makes? sure|mocks?)\b|it (?:asserts|verifies|checks) that\b"
+    r"|(?:(?:this|these|both)(?: new| updated| modified)?|the (?:new|updated|modified)) tests?"
+    r" (?:ensures?|verif(?:y|ies)|checks?|asserts?|confirms?|makes? sure|mocks?)\b"
+    r"|it (?:asserts|verifies|checks) that\b"
     # the version just written told ("In this corrected version, ...", "The functionality
     # remains the same, but ...")
     r"|in (?:this|the) (?:corrected|updated|revised|modified|new|fixed|final) (?:version|code)\b"
-    r"|the (?:functionality|behaviou?r|logic|rest) (?:remains|stays) the same\b"
+    r"|the (?:functionality|behaviou?r|logic|rest) (?:remains|stays) (?:the same|unchanged)"
+    r"[,;] but\b"
     # what the change is expected to do ("This should resolve the `TypeError` ...")
     r"|(?:this|these|that)(?: change| changes| fix| edit)? (?:should|will|would) (?:now )?"
     r"(?:resolve|fix|address|solve|correct|make the|ensure|prevent|handle)\b"
@@ -692,11 +709,10 @@ _MADE_HERE = re.compile(
 # ... or what the code it just wrote does, told step by step ("If a `ValueError` is raised, we
 # catch it and add an error message", "The method takes a file name as an argument, checks ...")
 _CODE_TOLD = re.compile(
-    r"\bwe (?:then |now |also )?(?:catch|call|check|return|set|pass|create|store|raise|iterate"
-    r"|loop|filter|append|initiali[sz]e|convert|skip|print|log|parse|wrap) (?:it|them|the|a|an"
-    r"|each|all|this|that|over)\b"
-    r"|^the (?:new |updated )?(?:\S+ )?(?:method|function|class|helper|script|command) (?:takes"
-    r"|accepts|receives|overrides|iterates|loops)\b",
+    r"\bwe (?:then |now |also )?(?:catch|raise|iterate|loop|append|initiali[sz]e|convert|wrap"
+    r"|skip|return|pass|store) (?:it|them|over)\b"
+    r"|^the (?:new |updated )?(?:method|function|helper) (?:takes|accepts|receives|iterates"
+    r"|loops)\b",
     re.I,
 )
 # (a consequence said with it makes it a finding: "The `Cache` class overrides `__eq__` but not
@@ -716,7 +732,7 @@ def tells_an_edit(text: str) -> bool:
         _CHANGE_TOLD.match(text)
         or _EDIT_NEEDED.search(text)
         or _MADE_HERE.search(text)
-        or (_CODE_TOLD.search(text) and not _CONSEQUENCE.search(text))
+        or (_CODE_TOLD.search(text) and not (_CONSEQUENCE.search(text) or _RULE_WORD.search(text)))
     )
 
 

@@ -104,7 +104,8 @@ def typed_lowercase(sentence: str) -> list[str]:
     out: list[str] = []
     start = 0
     for m in _LOWER_STOP.finditer(sentence):
-        if not _ABBREV.search(sentence, 0, m.start()):
+        # (the abbreviation, if any, ends at the stop: look at the few characters before it)
+        if not _ABBREV.search(sentence, max(0, m.start() - 12), m.start()):
             out.append(sentence[start : m.start()])
             start = m.end()
     out.append(sentence[start:])
