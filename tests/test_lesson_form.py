@@ -482,6 +482,8 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     # a condition or a consequence of the sentence before, with no rule of its own
     assert cause_before("Only if it is tracked by git. Otherwise refuse with an error.")
     assert cause_before("But unless that is cached.")
+    assert cause_before("Only if the file is tracked by git.")
+    assert not cause_before("Only in production do we use the real payment gateway.")
     assert cause_before("Then I don't have to repeat the check everywhere.")
     assert cause_before("So then we won't need the wrapper.")
     assert not cause_before("Only if the flag is set, run the migration.")

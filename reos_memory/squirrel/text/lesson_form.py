@@ -492,8 +492,10 @@ _REST_OF_A_SENTENCE = re.compile(
 # a condition or a consequence of what the sentence before said, with no rule of its own ("Only
 # if it is part of the repo.", "Then I don't have to repeat the check everywhere.")
 _CONDITION_OF_BEFORE = re.compile(
-    r"^(?:(?:but|and)\s+)?(?:(?:only|except) (?:if|when|for|in)|unless)\b"
-    r"(?=[^,;:.!?]*\b(?:it|they|them|this|that|these|those)\b)[^,;:.!?]*(?:[.!?]|$)"
+    # (a condition alone, "if" or "when" and its clause to the full stop, with no rule word:
+    # "Unless asked never push to main." and "Only in production do we ..." have their rule)
+    r"^(?:(?:but|and)\s+)?(?:(?:only|except) (?:if|when)|unless)\b"
+    r"(?![^,;:.!?]*\b(?:never|always|must|should|do not|don'?t)\b)[^,;:.!?]*(?:[.!?]|$)"
     r"|^(?:(?:and|so)\s+)?then,? (?:i|we|you|it|they|that)(?:'ll| will| won'?t| don'?t| do not"
     r"| no longer| can(?:not|'t)?| could| would| need not| wouldn'?t)\b",
     re.I,
