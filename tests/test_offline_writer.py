@@ -159,6 +159,9 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
             "rejection"
         ),
         "I mean for the processes that run inside the image, not the host.": "reply",
+        # an order at one named place of the code is this work's detail
+        "No, in cmd_export catch `ValueError` when you set `current_head`": "reply",
+        "in `test_cache_options` make sure Loader() is called with refresh=True": "rejection",
         "no, i mean for processing that run inside the image": "reply",
         # a document pasted into the turn
         'Use "/help" to [ask for help about using aider](/docs/support.html), always. --- parent:'
@@ -168,6 +171,9 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
     # the same reading for the user's sentences the lesson model picks
     assert instructions.asked_now("Make sure they exist before the copy.")
     assert not instructions.asked_now("Always make sure they exist before the copy.")
+    assert instructions.asked_now("in load_config() close the file when you return early")
+    assert not instructions.asked_now("in load_config() never leave the file open")
+    assert instructions.find("in tests, never call the network", "reply")
     assert instructions.pasted_doc("see [the guide](https://example.com/guide) for more")
     assert not instructions.pasted_doc("never link [x] items to the tracker")
     # on a rejected call (an undo too), the next piece of work ordered with no choice between

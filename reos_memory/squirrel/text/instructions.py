@@ -271,9 +271,19 @@ _OBSERVED = re.compile(
 )
 
 
+# an order at one place of the code, named as code ("in cmd_diff catch `ValueError` when you
+# set it", "in `test_cache_options` make sure RepoMap() is called with refresh"): this work's
+# detail (a place of a kind, "in tests, use the fake clock", is a rule's scope)
+_AT_ONE_PLACE = re.compile(
+    r"^(?:(?:no|ok(?:ay)?|and|but|so|then|now|also)\W+)*in (?:the )?(?:`[^`]+`|[a-z]\w*_\w+"
+    r"|\w+\(\))(?: (?:function|method|test|class|file|module|command))?,? "
+)
+
+
 def asked_now(text: str) -> bool:
     """Whether a sentence of the user's asks for work now (its acceptance, more of it, what
-    the last request meant) or reports what is seen now, and says nothing to last: the reading
+    the last request meant, an order at one named place of the code) or reports what is seen
+    now, and says nothing to last: the reading
     `find` gives every situation, for the user's sentences picked another way."""
     return _asks_now(text.lower().strip())
 
@@ -287,6 +297,7 @@ def _asks_now(low: str, order_too: bool = False) -> bool:
             or _MORE_OF_THE_TASK.search(low)
             or (order_too and _CHANGE_ORDER.match(low))
             or _OBSERVED.match(low)
+            or (_AT_ONE_PLACE.match(low) and not (_CHOICE.search(low) or _REASON.search(low)))
         )
         and not _LASTING.search(low)
     )
