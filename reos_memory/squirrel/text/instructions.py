@@ -275,7 +275,7 @@ _OBSERVED = re.compile(
 # set it", "in `test_cache_options` make sure RepoMap() is called with refresh"): this work's
 # detail (a place of a kind, "in tests, use the fake clock", is a rule's scope)
 _AT_ONE_PLACE = re.compile(
-    r"^(?:(?:no|ok(?:ay)?|and|but|so|then|now|also)\W+)*in (?:the )?(?:`[^`]+`|[a-z]\w*_\w+"
+    r"^(?:(?:no|ok(?:ay)?|and|but|so|then|now|also)\W+)*in (?:the )?(?:`[^`]+`|[a-z][a-z0-9]*_\w+"
     r"|\w+\(\))(?: (?:function|method|test|class|file|module|command))?,? "
 )
 
