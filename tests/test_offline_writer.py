@@ -236,6 +236,8 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "the branch is only a draft",
         "the build is red only on mac",
         "my name is Bob, not Robert",
+        "we run it here",
+        "we build the image here on my laptop",
     ):
         assert instructions.find(text, "reply") == [], text
     # a tool put to one use in the short request that opens a task is how the task is done

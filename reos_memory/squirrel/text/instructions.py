@@ -356,6 +356,9 @@ _WE_DO = re.compile(
     r"^(?:(?:fyi|btw|also|and|just so you know|note|in (?:this|our) \w+),?\W+)*we (?:keep|write"
     r"|use|avoid|deploy|run|put|store|squash|prefer|follow|review|pin|name|test|ship|release|merge"
     r"|rebase|reprocess|build|publish|version|tag|log|format|lint)\b"
+    # (of a thing named, not a pointer back; the team's, not one person's: "we run it here",
+    # "we build the image here on my laptop" are about the moment)
+    r"(?! (?:it|this|that|them|these|those)\b)(?!.*\b(?:my|me|i)\b)"
 )
 _SCOPE = re.compile(
     r", not\b|\bnot (?:a|an|the|in|on|to|by|via|with|from)\b|\bonly\b|\bno \w|\bevery\b"
