@@ -100,6 +100,10 @@ from reos_memory.squirrel.text.lesson_form import (
         ),
         ("That said function must stay pure.", "That said function must stay pure."),
         ("Obviously not.", "Obviously not."),  # nothing would remain: unchanged
+        # a tracker's id the note was filed under
+        ("gqc.4: Added `:state` before the attribute.", "Added `:state` before the attribute."),
+        ("ABC-123: never log tokens in the handler", "Never log tokens in the handler"),
+        ("v1.2: the API moved to /v2", "v1.2: the API moved to /v2"),
     ],
 )
 def test_openers_of_conversation_go(said: str, lesson: str) -> None:

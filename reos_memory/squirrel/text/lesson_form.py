@@ -245,13 +245,19 @@ _PLEASE = re.compile(
 )
 
 
+# a tracker's id the note was filed under ("gqc.4: Added ...", "ABC-123: ...", "#42: ..."): the
+# id means nothing to a later session without the tracker
+_TRACKER_ID = re.compile(r"^(?:[A-Za-z]{2,10}[-.]\d+|#\d+)[:)]\s+")
+
+
 def plain(text: str) -> str:
-    """The text without the openers of conversation and its "please", capitalised; unchanged
-    when nothing would remain."""
+    """The text without the openers of conversation, a tracker's id before it and its "please",
+    capitalised; unchanged when nothing would remain."""
     out, before = text.strip(), ""
     while out != before:
         before = out
-        out = _PLEASE.sub("", _LEAD_IN.sub("", _OPENER.sub("", _DISCOURSE.sub("", out))))
+        out = _DISCOURSE.sub("", _TRACKER_ID.sub("", out))
+        out = _PLEASE.sub("", _LEAD_IN.sub("", _OPENER.sub("", out)))
     if len(out.split()) < 3:
         return text.strip()
     return capital(out)
