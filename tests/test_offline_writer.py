@@ -237,6 +237,8 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "the build is red only on mac",
         "my name is Bob, not Robert",
         "we run it here",
+        "the migration is applied, not the seed",
+        "the PR is merged, only the docs are left",
         "we build the image here on my laptop",
     ):
         assert instructions.find(text, "reply") == [], text

@@ -378,7 +378,9 @@ _QUANTIFIED = re.compile(
 _NOW = re.compile(
     r"\b(?:now|still|currently|anymore|at the moment|yet|again|broken|failing|fails|failed"
     r"|crash\w*|wrong|error(?! (?:messages?|handling|codes?|types?|pages?|responses?))|bug|(?:is|are) (?:done|finished|complete|ready|better|worse|fine|good"
-    r"|ok|okay|correct|right|nicer|cleaner|simpler)|(?:first|second|third|last|other|next"
+    r"|ok|okay|correct|right|nicer|cleaner|simpler|applied|merged|deployed|fixed|pushed|committed"
+    r"|created|removed|deleted|updated|added|installed|released|resolved|reverted|landed|shipped"
+    r"|left)|(?:first|second|third|last|other|next"
     r"|previous|new|old) (?:one|version|option))\b"
 )
 
