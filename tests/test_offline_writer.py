@@ -174,6 +174,19 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
     assert instructions.asked_now("in load_config() close the file when you return early")
     assert not instructions.asked_now("in load_config() never leave the file open")
     assert instructions.find("in tests, never call the network", "reply")
+    # a folder, a file, a flag or a norm word is a rule's scope, not one place of this work
+    for text in (
+        "in `routes/` every endpoint needs an auth decorator",
+        "in `--json` mode output must be machine-readable",
+        "in unit_tests use the fake clock",
+    ):
+        assert instructions.find(text, "reply"), text
+    for text in (
+        "in `*.tsx` files, use named exports",
+        "in `package.json` pin exact versions",
+        "in load_config() close the file, the handle leaks otherwise",
+    ):
+        assert not instructions.asked_now(text), text
     assert instructions.pasted_doc("see [the guide](https://example.com/guide) for more")
     assert not instructions.pasted_doc("never link [x] items to the tracker")
     # on a rejected call (an undo too), the next piece of work ordered with no choice between
@@ -215,6 +228,8 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         # what the team does, said of itself, with a word of scope
         "we keep components dumb here; data fetching lives in hooks, not in the JSX files",
         "in this crate we avoid async in the core",
+        "we usually keep components dumb here",
+        "we tag releases here, i.e. semver",
     ):
         found = instructions.find(text, "reply")
         assert [(f.cue, f.kind) for f in found] == [("fact", "invariant")], text
@@ -239,6 +254,15 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
         "we run it here",
         "the migration is applied, not the seed",
         "the PR is merged, only the docs are left",
+        # a pick, a plan, trouble, a question, a pointer or a person
+        "option B uses redis, not memcached, let's go with that",
+        "the second approach uses less memory, not the first",
+        "we release tomorrow, not today",
+        "the api can't handle that payload, only small ones",
+        "the function is called twice, not once",
+        "the button is hidden only on mobile, is that expected",
+        "all of them use the same fixture, not a fresh one",
+        "the ticket is assigned to Maria, not me",
         "we build the image here on my laptop",
     ):
         assert instructions.find(text, "reply") == [], text

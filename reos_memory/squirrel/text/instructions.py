@@ -275,9 +275,13 @@ _OBSERVED = re.compile(
 # set it", "in `test_cache_options` make sure RepoMap() is called with refresh"): this work's
 # detail (a place of a kind, "in tests, use the fake clock", is a rule's scope)
 _AT_ONE_PLACE = re.compile(
-    r"^(?:(?:no|ok(?:ay)?|and|but|so|then|now|also)\W+)*in (?:the )?(?:`[^`]+`|[a-z][a-z0-9]*_\w+"
-    r"|\w+\(\))(?: (?:function|method|test|class|file|module|command))?,? "
+    r"^(?:(?:no|ok(?:ay)?|and|but|so|then|now|also)\W+)*in (?:the )?`?(?:[a-z][a-z0-9]*_[a-z0-9_]*"
+    # (a folder's name is a place of a kind: "in unit_tests use the fake clock")
+    r"[a-z0-9](?<!tests)(?<!specs)(?<!fixtures)(?<!utils)(?<!helpers)|\w+\(\))`?"
+    r"(?: (?:function|method|test|class))?,? "
 )
+# (said to last by a norm word: "in `routes.py` every endpoint needs an auth decorator")
+_NORM_WORD = re.compile(r"\b(?:must|should|every|each|all|needs? to|ha(?:ve|s) to)\b")
 
 
 def asked_now(text: str) -> bool:
@@ -297,7 +301,10 @@ def _asks_now(low: str, order_too: bool = False) -> bool:
             or _MORE_OF_THE_TASK.search(low)
             or (order_too and _CHANGE_ORDER.match(low))
             or _OBSERVED.match(low)
-            or (_AT_ONE_PLACE.match(low) and not (_CHOICE.search(low) or _REASON.search(low)))
+            or (
+                _AT_ONE_PLACE.match(low)
+                and not (_CHOICE.search(low) or _REASON.search(low) or _NORM_WORD.search(low))
+            )
         )
         and not _LASTING.search(low)
     )
@@ -348,17 +355,26 @@ _FACT = re.compile(
     # ("is" only with what is done to it: "is versioned in the URL", not "is not a link")
     r"(?: only| always| never)? (?:\w{2,}ed|built|run|kept|written|set|made|sent|read|shown|done by"
     r"|taken from|hidden)|lives?|goes|go|runs?|uses?|speaks?|talks?|reads?|follows?|belongs?"
-    r"|comes? from|needs?|has to|have to|must|can'?t|cannot)\b"
+    r"|comes? from|needs?|has to|have to|must)\b"
+)
+# (one person's, or a pointer: "the ticket is assigned to Maria, not me", "all of them use ...")
+_PERSONAL = re.compile(r"\b(?:my|me|i(?![./]))\b|^(?:all|both|none|each|some) of\b")
+# (a pick, a plan or a question after the statement: "..., let's go with that", "..., is that
+# expected", "..., can you check")
+_THEN_ASKED = re.compile(
+    r",\s*(?:let'?s|lets|go with|is (?:that|this|it)|are (?:they|those|these)|can you|could you"
+    r"|should (?:i|we)|do you|any idea)\b"
 )
 # ... or what the team does, said of itself ("we keep components dumb here", "we write error
 # messages lowercase with no trailing period", "in this crate we avoid async in the core")
 _WE_DO = re.compile(
-    r"^(?:(?:fyi|btw|also|and|just so you know|note|in (?:this|our) \w+),?\W+)*we (?:keep|write"
+    r"^(?:(?:fyi|btw|also|and|just so you know|note|in (?:this|our) \w+)\W+)*we (?:(?:usually"
+    r"|also|generally|typically|normally) )?(?:keep|write"
     r"|use|avoid|deploy|run|put|store|squash|prefer|follow|review|pin|name|test|ship|release|merge"
     r"|rebase|reprocess|build|publish|version|tag|log|format|lint)\b"
     # (of a thing named, not a pointer back; the team's, not one person's: "we run it here",
     # "we build the image here on my laptop" are about the moment)
-    r"(?! (?:it|this|that|them|these|those)\b)(?!.*\b(?:my|me|i)\b)"
+    r"(?! (?:it|this|that|them|these|those)\b)"
 )
 _SCOPE = re.compile(
     r", not\b|\bnot (?:a|an|the|in|on|to|by|via|with|from)\b|\bonly\b|\bno \w|\bevery\b"
@@ -380,8 +396,9 @@ _NOW = re.compile(
     r"|crash\w*|wrong|error(?! (?:messages?|handling|codes?|types?|pages?|responses?))|bug|(?:is|are) (?:done|finished|complete|ready|better|worse|fine|good"
     r"|ok|okay|correct|right|nicer|cleaner|simpler|applied|merged|deployed|fixed|pushed|committed"
     r"|created|removed|deleted|updated|added|installed|released|resolved|reverted|landed|shipped"
-    r"|left)|(?:first|second|third|last|other|next"
-    r"|previous|new|old) (?:one|version|option))\b"
+    r"|left)|(?:first|second|third|last|other|next|previous|new|old) (?:one|version|option"
+    r"|approach|way|solution)|option [a-z0-9]|once|twice|today|tomorrow|tonight|yesterday"
+    r"|this (?:sprint|week|release|time))\b"
 )
 
 
@@ -430,7 +447,7 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         )
         and (_FACT.match(low) or _WE_DO.match(low))
         and not (_IMPERATIVE.match(low) or _MAKE_ORDER.match(low))
-        and not _NOW.search(low)
+        and not (_NOW.search(low) or _PERSONAL.search(low) or _THEN_ASKED.search(low))
     ):
         return "fact"
     if situation == "rejection" and low.startswith(("let's", "lets ")):
