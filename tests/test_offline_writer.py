@@ -184,7 +184,8 @@ def test_natural_corrections_and_proposals_are_recognised() -> None:
     for text in (
         "in `*.tsx` files, use named exports",
         "in `package.json` pin exact versions",
-        "in load_config() close the file, the handle leaks otherwise",
+        "in load_config() close the file, the handle leaks otherwise",  # a reason
+        "in load_config() only close the file once",  # a way chosen
     ):
         assert not instructions.asked_now(text), text
     assert instructions.pasted_doc("see [the guide](https://example.com/guide) for more")
