@@ -381,8 +381,9 @@ _SCOPE = re.compile(
     r"|\bnever\b|\balways\b"
 )
 _HERE = re.compile(r"\bhere\b")  # (of what the team does: "we keep components dumb here")
-# (a subject of a kind, not of one thing: "all ...", "every ...", or a bare plural with a norm:
-# "base images have to come from the internal registry", "commits need to follow ...")
+# (a subject of a kind, not of one thing: "all ...", "each ..." ("every" is a word of scope),
+# or a bare plural with a norm or a verb of how things are: "base images have to come from the
+# internal registry", "integration tests need docker running locally")
 _QUANTIFIED = re.compile(
     r"^(?:all|each) |^(?:(?:fyi|btw|also|and|note)\W+)*(?!(?:the|this|that|these|those|its"
     r"|their|his|her|my|your|users|people|customers|we|they)\b)(?:[a-z][\w-]* ){0,2}[a-z][\w-]*"
@@ -438,17 +439,7 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         and (not task or _LASTING.search(low) or _CONTRAST.search(low))
     ) or (situation != "request" and _PLEASE.search(low) and len(low.split()) >= 8):
         return "proposal"  # (a short "please update the docs" is a task, not a way of working)
-    if (
-        situation != "request"
-        and (
-            (_FACT.match(low) and (_SCOPE.search(low) or _QUANTIFIED.match(low)))
-            or (_WE_DO.match(low) and (_SCOPE.search(low) or _HERE.search(low)))
-            or _LASTING.search(low)
-        )
-        and (_FACT.match(low) or _WE_DO.match(low))
-        and not (_IMPERATIVE.match(low) or _MAKE_ORDER.match(low))
-        and not (_NOW.search(low) or _PERSONAL.search(low) or _THEN_ASKED.search(low))
-    ):
+    if situation != "request" and _states_a_fact(low):
         return "fact"
     if situation == "rejection" and low.startswith(("let's", "lets ")):
         return "proposal"
@@ -456,6 +447,26 @@ def _cue(low: str, situation: str, task: bool) -> str | None:
         # an order given on rejecting a call, or typed mid-work, steers the agent
         return situation
     return None
+
+
+def _states_a_fact(low: str) -> bool:
+    """Whether a sentence states a fact of the project (`_FACT` with a word of scope or a
+    subject of a kind) or what the team does (`_WE_DO` with a word of scope or "here"), or
+    either said to last; not an order, and not about the moment, one person or a question."""
+    fact = _FACT.match(low) is not None
+    we_do = _WE_DO.match(low) is not None
+    if not (fact or we_do):
+        return False
+    scoped = (
+        (fact and (_SCOPE.search(low) or _QUANTIFIED.match(low)))
+        or (we_do and (_SCOPE.search(low) or _HERE.search(low)))
+        or _LASTING.search(low)
+    )
+    return bool(
+        scoped
+        and not (_IMPERATIVE.match(low) or _MAKE_ORDER.match(low))
+        and not (_NOW.search(low) or _PERSONAL.search(low) or _THEN_ASKED.search(low))
+    )
 
 
 def states_task(text: str) -> bool:

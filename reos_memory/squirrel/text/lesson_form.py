@@ -557,7 +557,7 @@ _DOUBT = re.compile(
 _RULE_WORD = re.compile(r"\b(?:" + MODALS + r"|never|always)\b", re.I)
 # (said anywhere in a turn typed in lowercase, these make it a rule: "add tests for the parser.
 # they must not hit the network")
-_ALWAYS = re.compile(
+_SAID_TO_HOLD = re.compile(
     r"\b(?:never|always|must not|mustn'?t|should not|shouldn'?t|do not|don'?t)\b", re.I
 )
 # a wish for the task at hand ("would be great if we can validate this", "it'd be nice to")
@@ -684,7 +684,7 @@ def is_request(text: str) -> bool:
     # (what a turn typed in lowercase says after the order is the order's spec: "Make a
     # polling subclass. it should override tool_output")
     return bool(_REQUEST.match(text)) and not (
-        _RULE_WORD.search(typed_lowercase(text)[0]) or _ALWAYS.search(text)
+        _RULE_WORD.search(typed_lowercase(text)[0]) or _SAID_TO_HOLD.search(text)
     )
 
 
