@@ -26,6 +26,7 @@ text (case-insensitive), the dataset's reference rule.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sqlite3
@@ -241,10 +242,22 @@ def main(argv: list[str] | None = None) -> int:
     env = {"REOS_MEMORY_WRITER": args.writer}
     env.update(dict(kv.split("=", 1) for kv in args.env))
     # a user's own policy or config must not change what is measured
-    home = tempfile.mkdtemp(prefix="eval-memories-home-")
-    env.setdefault("REOS_MEMORY_HOME", home)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="eval-memories-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    # the databases and home are removed after the run unless --workdir asks to keep them
+    # (hundreds of runs each left theirs in /tmp: 14 GB)
+    with contextlib.ExitStack() as stack:
+        home = stack.enter_context(tempfile.TemporaryDirectory(prefix="eval-memories-home-"))
+        env.setdefault("REOS_MEMORY_HOME", home)
+        if args.workdir:
+            workdir = args.workdir
+            workdir.mkdir(parents=True, exist_ok=True)
+        else:
+            workdir = Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="eval-memories-"))
+            )
+        return _run(args, sessions, workdir, env)
+
+
+def _run(args: argparse.Namespace, sessions: list[dict], workdir: Path, env: dict) -> int:
     t0 = time.perf_counter()
     results = {}
     for s in sessions:
