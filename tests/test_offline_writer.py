@@ -587,3 +587,32 @@ def test_an_agents_report_of_its_work_writes_nothing() -> None:
     assert len(others) >= 150
     written = {t: w for t in others if (w := eval_invented.agent_says(t))}
     assert written == {}
+
+
+def test_typographic_quotes_read_as_typed_ones(tmp_path: Path) -> None:
+    """A review comment pasted from a web page, or a reply typed with smart punctuation, holds
+    U+2019 for the apostrophe of "won't": every reading takes it as the typed one (before, the
+    pasted comment's cause was read only when its apostrophe was typed)."""
+
+    def session(q: str) -> list[dict[str, Any]]:
+        return [
+            user(
+                f"any ideas: This script{q}s PATH changes won{q}t affect later hooks because"
+                " .claude/settings.json runs it as a separate command."
+            ),
+            say("Right, each hook runs in its own shell. I will write the exports to a file."),
+            edit("c1", f"{CWD}/scripts/setup.sh", "echo export PATH >> $ENV_FILE"),
+            result("c1", "The file was updated"),
+            edit("c2", f"{CWD}/scripts/hooks.go", "os.Setenv"),
+            result("c2", REJECTED + f"no, don{q}t touch the Go hooks, only the script", True),
+            user(f"we don{q}t edit generated files in this repo, never"),
+        ]
+
+    typed = learn(tmp_path / "a.db", write_log(tmp_path / "a" / f"{SID}.jsonl", session("'")))
+    smart = learn(tmp_path / "b.db", write_log(tmp_path / "b" / f"{SID}.jsonl", session("\u2019")))
+    want = sorted(m["text"] for m in typed[0])
+    assert any("won't affect later hooks" in t for t in want), want
+    assert any("generated files" in t for t in want), want
+    assert sorted(m["text"] for m in smart[0]) == want
+    # the opener asking for the agent's view is not part of the memory
+    assert not any(t.lower().startswith("any ideas") for t in want), want

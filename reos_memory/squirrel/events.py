@@ -21,6 +21,7 @@ from reos_memory.squirrel.text import (
     success,
     summaries,
 )
+from reos_memory.squirrel.text.prose import typed_quotes
 from reos_memory.squirrel.token_count import cap
 
 # Squirrel's own injection (markers.CONTEXT_OPEN ... CONTEXT_CLOSE), also a truncated one
@@ -112,6 +113,8 @@ def compress(
     """The stored form of one event. `call` is the tool call a result answers, if known; `now`
     stands in for a missing `ts`; `red` redacts (the session's scope: values seen elsewhere)."""
     raw_text = None if ev.text is None else strip_injected(ev.text)  # never stored
+    if raw_text is not None and ev.kind == "message":
+        raw_text = typed_quotes(raw_text)  # (what people write, as every reading expects it)
     raw_snippet = None if ev.raw_snippet is None else strip_injected(ev.raw_snippet)
     text = _window(raw_text, red)
     snippet = _window(raw_snippet, red)

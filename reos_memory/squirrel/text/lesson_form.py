@@ -235,7 +235,10 @@ _DISCOURSE = re.compile(
     r"|having said that|on second thought|come to think of it|long story short|in short"
     r"|tl;?dr|for context|(?:as a )?side note|(?:just )?to clarify|frankly|of course|obviously"
     r"|in fact|the thing is|the point is|i mean|to sum(?:mari[sz]e| up)|in summary|quick note"
-    r"|just so you know|for the record)[,:;!\u2014-]+\s+",
+    r"|just so you know|for the record"
+    # asking for the agent's view of what follows: "any ideas: <a pasted review comment>"
+    r"|any (?:ideas|thoughts)(?: (?:on|about) (?:this|that))?|thoughts|what do you think|wdyt)"
+    r"(?:\?|\??[,:;!\u2014-]+)\s+",
     re.IGNORECASE,
 )
 # politeness around an order ("please use X", "keep X please (...)", "use X, please.")

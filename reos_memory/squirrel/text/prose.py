@@ -24,6 +24,17 @@ _ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|resp)\.$", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]+")
 
 
+# typographic quotes read as typed ones: pasted from a review page, a document or a chat, or
+# typed with smart punctuation (U+2019 for the apostrophe of "won't", U+201C/D around a quote), so
+# every reading's "won'?t" holds for both
+_TYPED_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def typed_quotes(text: str) -> str:
+    """The text with typographic quotes and apostrophes as typed ones."""
+    return text.translate(_TYPED_QUOTES)
+
+
 def prose(text: str) -> str:
     """The text without code blocks, tags and pasted lines (output, logs, diffs, tables)."""
     text = _FENCE.sub(" ", text)
