@@ -388,6 +388,8 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
                 "The changes in the REPLACE section address the issue with `confirm()`.",
                 "This test ensures that the `--read` files end up in `read_only`.",
                 "Both tests mock the `fetch_page` method to return a fixed body.",
+                "The new test `TestExport_KeepsUserRows` verifies that rows a user added stay.",
+                "The new test test_read_only checks that `--read` files are never edited.",
                 "Finally, it asserts that `refresh` was called once with `files`.",
                 "In this corrected version, the wrapper is returned directly from the factory.",
                 "The functionality remains the same, but it now lives on the `Exporter` class.",

@@ -622,6 +622,8 @@ _CHANGE_TOLD = re.compile(
     # what the tests just written check ("This test ensures that ...", "Both tests mock ...",
     # "Finally, it asserts that ...")
     r"|(?:(?:this|these|both)(?: new| updated| modified)?|the (?:new|updated|modified)) tests?"
+    # (named: "The new test `TestInstall_KeepsUserHooks` verifies that ...")
+    r"(?: `[^`\n]{1,120}`| [A-Za-z_]\w{2,120})?"
     r" (?:ensures?|verif(?:y|ies)|checks?|asserts?|confirms?|makes? sure|mocks?)\b"
     r"|it (?:asserts|verifies|checks) that\b"
     # the version just written told ("In this corrected version, ...", "The functionality
