@@ -6,6 +6,7 @@ import pytest
 
 from reos_memory.squirrel.text.lesson_form import (
     cause_before,
+    consequence_of_before,
     from_lets,
     impersonal,
     is_question,
@@ -498,3 +499,9 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     assert not cause_before("Except in tests never call the network.")
     assert not cause_before("Only for Python files run black before committing.")
     assert not cause_before("Then run the tests.")
+    # the consequence is read on the words as said (the writer's cleaning drops the "then"),
+    # and only it: the rest of the readings go on the cleaned text
+    assert consequence_of_before("Then I don't have to repeat the check everywhere.")
+    assert consequence_of_before("so then we won't need the wrapper.")
+    assert not consequence_of_before("Then run the tests.")
+    assert not consequence_of_before("Instead, accumulate `cost` in self.message_cost.")

@@ -504,8 +504,11 @@ _CONDITION_OF_BEFORE = re.compile(
     # (a condition alone, "if" or "when" and its clause to the full stop, with no rule word:
     # "Unless asked never push to main." and "Only in production do we ..." have their rule)
     r"^(?:(?:but|and)\s+)?(?:(?:only|except) (?:if|when)|unless)\b"
-    r"(?![^,;:.!?]*\b(?:never|always|must|should|do not|don'?t)\b)[^,;:.!?]*(?:[.!?]|$)"
-    r"|^(?:(?:and|so)\s+)?then,? (?:i|we|you|it|they|that)(?:'ll| will| won'?t| don'?t| do not"
+    r"(?![^,;:.!?]*\b(?:never|always|must|should|do not|don'?t)\b)[^,;:.!?]*(?:[.!?]|$)",
+    re.I,
+)
+_CONSEQUENCE_OF_BEFORE = re.compile(
+    r"^(?:(?:and|so)\s+)?then,? (?:i|we|you|it|they|that)(?:'ll| will| won'?t| don'?t| do not"
     r"| no longer| can(?:not|'t)?| could| would| need not| wouldn'?t)\b",
     re.I,
 )
@@ -541,8 +544,15 @@ def cause_before(text: str) -> bool:
         or _ENDS_POINTING_BACK.search(split_note(text)[0])
         or _REST_OF_A_SENTENCE.match(text)
         or _CONDITION_OF_BEFORE.match(text)
+        or consequence_of_before(text)
         or (_ORDER_ON_BEFORE.match(text) and len(text.split()) <= ORDER_ON_BEFORE_WORDS)
     )
+
+
+def consequence_of_before(text: str) -> bool:
+    """Whether a sentence opens as the consequence of the one before it ("Then I don't have to
+    repeat the check everywhere."); read on the words as said, since `plain` drops the "then"."""
+    return _CONSEQUENCE_OF_BEFORE.match(text.strip()) is not None
 
 
 # where a statement is about the code as it is now, one place of one file: code moves, so a

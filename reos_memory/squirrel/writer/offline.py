@@ -163,7 +163,7 @@ def _as_lesson(text: str, answer: Answer | None) -> tuple[str | None, str]:
     if (
         lesson_form.lost_subject(lesson)
         or lesson_form.cause_before(lesson)
-        or lesson_form.cause_before(text)  # ("Then I don't have to ...": its "then" points back)
+        or lesson_form.consequence_of_before(text)  # (its "then" is gone from `lesson`)
     ):
         return None, "its subject is in a sentence before it"
     if not lesson_form.is_question(lesson):
