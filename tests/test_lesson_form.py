@@ -391,6 +391,9 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
                 "Both tests mock the `fetch_page` method to return a fixed body.",
                 "The new test `TestExport_KeepsUserRows` verifies that rows a user added stay.",
                 "The new test test_read_only checks that `--read` files are never edited.",
+                "In the `blame` function, instead of the current files, we should get the files"
+                " at the `end_tag`.",
+                "In `cmd_diff`, we need to catch the `ValueError` the repo raises.",
                 "Finally, it asserts that `refresh` was called once with `files`.",
                 "In this corrected version, the wrapper is returned directly from the factory.",
                 "The functionality remains the same, but it now lives on the `Exporter` class.",
@@ -427,6 +430,8 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
         ("We need to check where the registry is defined first, it moved in 2.0.", None),
         ("This test fails because the fixture leaks the database between cases.", None),
         ("The test suite checks the schema of every fixture on each push.", None),
+        # (said to hold at that place, it is a rule of the place)
+        ("In `routes.py`, we must always check the token before reading the body.", None),
         ("The `Cache` class overrides `__eq__` but not `__hash__`, so sets lose entries.", None),
         # a team's practice and a fact of the tests are no story ("we" with a thing named)
         ("We store the secrets in Vault, not in env files.", None),

@@ -747,6 +747,17 @@ _CONSEQUENCE = re.compile(
 )
 
 
+# ... or what it will do at one place of the code it names, a way given up said with it ("In the
+# `blame` function, instead of getting the current files, we should get ..."): its next edit,
+# unless said to hold always ("In `routes.py` we must always check the token")
+_AT_A_PLACE_WE_WILL = re.compile(
+    r"^(?:in|inside|within) (?:the )?`[^`\n]{1,80}`(?: (?:function|method|class|file|module"
+    r"|component|handler|test|hook))?,\s*(?:[^,.;]{1,120},\s*)?(?:we|i)(?:'ll| will| should"
+    r"| need to| have to| can)\b(?![^.]*\b(?:always|never|every)\b)",
+    re.I,
+)
+
+
 def tells_an_edit(text: str) -> bool:
     """Whether a sentence tells what the speaker's change does or is about to do ("This change
     adds ...", "To fix this, we need to modify ...", "Modify the test to ...")."""
@@ -755,6 +766,7 @@ def tells_an_edit(text: str) -> bool:
         _CHANGE_TOLD.match(text)
         or _EDIT_NEEDED.search(text)
         or _MADE_HERE.search(text)
+        or _AT_A_PLACE_WE_WILL.match(text)
         or (_CODE_TOLD.search(text) and not (_CONSEQUENCE.search(text) or _RULE_WORD.search(text)))
     )
 
