@@ -42,6 +42,7 @@ from reos_memory.squirrel.text import (
     statements,
     tool_switches,
 )
+from reos_memory.squirrel.text.prose import typed_lowercase
 from reos_memory.squirrel.token_count import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 
@@ -573,6 +574,20 @@ def _summaries(events: list[dict[str, Any]], draft: _Draft) -> None:
             n += draft.add(_noted_pattern(note), "session_summary")
 
 
+def _the_task(sentence: str) -> bool:
+    """Whether a user's sentence the lesson model picked is the task, not a rule: a work order,
+    trouble of the moment, a pasted document or work asked now, in it or in any of its parts when
+    it was typed in lowercase ("this app works as a cli. i want to add a web ui as well. but ...":
+    the model reads such a turn as one sentence)."""
+    return any(
+        lesson_form.is_request(part)
+        or instructions.reports_trouble(part)
+        or instructions.pasted_doc(part)
+        or instructions.asked_now(part)
+        for part in dict.fromkeys([sentence, *typed_lowercase(sentence)])
+    )
+
+
 def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None:
     """The sentences the lesson model scored highest (`text.lesson_scorer`, kept at ingest) that
     no rule above wrote: at most MAX_SCORED per episode, best first, each through the gate. The
@@ -583,15 +598,7 @@ def _scored(events: list[dict[str, Any]], draft: _Draft, used: set[str]) -> None
             # (a work order of the user's, opening the task or later in it, is the task, not a
             # rule: "add ...", "Fix this: <error>", "Finally do that to X too")
             said_by_user = _said_by_user(e)
-            if sentence not in used and not (
-                said_by_user
-                and (
-                    lesson_form.is_request(sentence)
-                    or instructions.reports_trouble(sentence)
-                    or instructions.pasted_doc(sentence)
-                    or instructions.asked_now(sentence)
-                )
-            ):
+            if sentence not in used and not (said_by_user and _the_task(sentence)):
                 ranked.append((-p, i, sentence, e["role"]))
     ranked.sort()
     n = 0
