@@ -14,6 +14,7 @@ from harness.rpc_client import Server
 from reos_memory.squirrel.ingest.base import ParseState
 from reos_memory.squirrel.ingest.claude_code import ClaudeCode
 from reos_memory.squirrel.text import commands, diagnosis, instructions, summaries
+from reos_memory.squirrel.writer import offline
 
 SID = "5f0c1e7a-2b1d-4c7e-9a51-0f3b2d6c8e11"
 CWD = "/home/dev/shop"
@@ -631,7 +632,9 @@ def test_a_task_typed_in_lowercase_is_no_rule_of_the_lesson_model(tmp_path: Path
                 " to confirm things that come up during the main loop."
             ),
             say("Here are two ways to make `Console` asynchronous: a queue, or callbacks."),
-            user("always keep `Console` free of any ui toolkit import, the terminal app ships alone"),
+            user(
+                "always keep `Console` free of any ui toolkit import, the terminal app ships alone"
+            ),
             say("Understood."),
         ],
     )
@@ -639,3 +642,8 @@ def test_a_task_typed_in_lowercase_is_no_rule_of_the_lesson_model(tmp_path: Path
     texts = [m["text"] for m in mems]
     assert not any("desktop ui" in t for t in texts), texts
     assert any("free of any ui toolkit import" in t for t in texts), texts
+    # a part that tells a rule keeps the turn a rule, whatever work it asks for after it
+    assert not offline._the_task(
+        "the infra in `envs/prod` belongs to the platform team, we only ever touch `envs/dev`."
+        " so undo the prod change and tell me what to ask them"
+    )
