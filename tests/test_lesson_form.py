@@ -510,3 +510,9 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     assert consequence_of_before("so then we won't need the wrapper.")
     assert not consequence_of_before("Then run the tests.")
     assert not consequence_of_before("Instead, accumulate `cost` in self.message_cost.")
+    # a short order on something only pointed at names nothing a later session could find
+    assert cause_before("Do not mess with its border.")
+    assert cause_before("Don't change it (on rejecting an edit of io.py)")
+    assert not cause_before("Rewrite its parser, the old one leaks memory on every call.")
+    assert not cause_before("Always run them in CI.")
+    assert not cause_before("Never log it: the token is a secret of the user's.")

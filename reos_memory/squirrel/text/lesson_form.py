@@ -485,6 +485,15 @@ _ORDER_ON_BEFORE = re.compile(
     re.I,
 )
 ORDER_ON_BEFORE_WORDS = 10
+# ... or a short order, kept or forbidden, on something only pointed at ("Do not mess with its
+# border.", "Don't change it."), naming nothing a reader could find and saying nothing more (a
+# second clause chooses a way: "Remove it completely, no need to deprecate it.")
+_POINTED_ORDER = re.compile(
+    r"^(?:(?:do not|don'?t|never|always|please|just)\s+)*[a-z]+(?:\s+[a-z]+){0,2}?\s+"
+    r"(?:it|its|this|that|them|their|these|those)\b[^,;:]*$",
+    re.I,
+)
+POINTED_ORDER_WORDS = 8
 # a way whose alternative is in the sentence before ("Instead, accumulate the cost in the
 # session."): what it replaces is lost with it
 _INSTEAD_OF_BEFORE = re.compile(r"^(?:(?:but|so|and|or)\s+)?instead\b(?!\s+of\b)", re.I)
@@ -546,6 +555,11 @@ def cause_before(text: str) -> bool:
         or _CONDITION_OF_BEFORE.match(text)
         or consequence_of_before(text)
         or (_ORDER_ON_BEFORE.match(text) and len(text.split()) <= ORDER_ON_BEFORE_WORDS)
+        or (
+            _POINTED_ORDER.match(split_note(text)[0])
+            and len(split_note(text)[0].split()) <= POINTED_ORDER_WORDS
+            and not SPECIFIC.search(split_note(text)[0])
+        )
     )
 
 
