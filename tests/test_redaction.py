@@ -10,6 +10,7 @@ from harness.secret_corpus import BENIGN, SECRETS
 from reos_memory.models import EventIn
 from reos_memory.squirrel.events import compress
 from reos_memory.squirrel.redaction import find_secrets, redact, redact_value
+from reos_memory.squirrel.text.prose import typed_quotes
 
 SECRET_IDS = [f"{i:02d}-{kind}" for i, (_t, _s, kind) in enumerate(SECRETS)]
 BENIGN_IDS = [f"{i:02d}" for i in range(len(BENIGN))]
@@ -520,3 +521,51 @@ def test_a_query_under_a_tokens_name_is_settings_only_without_a_secret_in_it(sai
     from reos_memory.squirrel.redaction.engine import redact
 
     assert "[REDACTED:" in redact(said)
+
+
+@pytest.mark.parametrize(
+    ("said", "secret"),
+    [
+        (
+            'I am sending Authorization: Bearer "a8f5f167f44f4964e6c998dee827110c" and get 401',
+            "a8f5f167f44f4964e6c998dee827110c",
+        ),
+        (
+            "curl -H 'Authorization: Bearer \"9f8e7d6c5b4a39281706f5e4d3c2b1a0\"' https://x.test",
+            "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        ),
+        ("The password 'Tr0ub4dor-be3n-x9' is for staging only", "Tr0ub4dor-be3n-x9"),
+        ("Connect as admin with passwd 'Tr0ub4dor-be3n-x9' to the staging db", "Tr0ub4dor-be3n-x9"),
+        ('Set password "Zq7Wm2Lk9Pn4Xr6T" on the test user and retry.', "Zq7Wm2Lk9Pn4Xr6T"),
+        ('use token "ghx7Hq2Lk9Pn4Xr6Tz81" for the bot', "ghx7Hq2Lk9Pn4Xr6Tz81"),
+        ("the api key 'Zq7Wm2Lk9Pn4Xr6T' is the old one", "Zq7Wm2Lk9Pn4Xr6T"),
+        # typed with smart punctuation: the readings see typed quotes, and so does redaction
+        (
+            "I\u2019m sending Authorization: Bearer \u201ca8f5f167f44f4964e6c998dee827110c\u201d",
+            "a8f5f167f44f4964e6c998dee827110c",
+        ),
+        ("The password \u2018Tr0ub4dor-be3n-x9\u2019 is for staging", "Tr0ub4dor-be3n-x9"),
+    ],
+)
+def test_a_value_quoted_right_after_a_secrets_name_in_words_is_redacted(said, secret):
+    """In chat a secret is often given quoted after its name with no "is" between ("the
+    password 'x' is for staging", 'Bearer "x"'); the message is read with typed quotes, so both
+    spellings of the quotes are covered."""
+    assert secret not in redact(typed_quotes(said))
+    stored = compress(EventIn(role="user", kind="message", text=said), 0, None)
+    assert secret not in json.dumps(stored, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        '#define ERR_BAD_PASSWORD "Incorrect password"',
+        "click the password 'Submit' button",
+        'the token "refresh" is sent on every call',
+        "the cache key 'user:42' expired",
+        "the password 'Not set' label shows until the user saves one",
+        "htpasswd -D .htpasswd admin && htpasswd -c .htpasswd deploy2024",
+    ],
+)
+def test_a_quoted_label_or_constant_after_a_secrets_name_stays(kept):
+    assert redact(kept) == kept

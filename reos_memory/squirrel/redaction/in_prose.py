@@ -21,6 +21,10 @@ _PROSE_TAIL_RE = re.compile(
     r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`]{1,200})"
 )
 
+# "the password 'Tr0ub4dor-9' is for staging", 'use token "<value>" for the bot': the value
+# quoted right after the name
+_PROSE_NEXT_QUOTED_RE = re.compile(r"[ \t]+(?P<q>[\"'`])(?P<value>[^\"'`\n]{1,200})(?P=q)")
+
 # "wandb api key - '...'": a name in words, a dash, then the value quoted
 _PROSE_QUOTED_RE = re.compile(r"[ \t]+-[ \t]+(?P<value>\"[^\"\s]{1,200}\"|'[^'\s]{1,200}')")
 
@@ -28,11 +32,20 @@ _PROSE_QUOTED_RE = re.compile(r"[ \t]+-[ \t]+(?P<value>\"[^\"\s]{1,200}\"|'[^'\s
 def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
     """ "my password is hunter2!" and "the api key is <random>" in chat messages."""
     name = text[start:end].lower()
+    if name.endswith("passwd") and name.isalpha() and not name.endswith("htpasswd"):
+        # (a word of a sentence only with its value quoted: "log in with passwd '...'")
+        if (q := _PROSE_NEXT_QUOTED_RE.match(text, end)) is not None:
+            _quoted_next(q, name, start, text, True, spans)
+        return
     if not name.endswith(_PROSE_NAMES):
         return
     is_password = name.endswith(("password", "passphrase", "passcode", "pwd"))
     m = _PROSE_TAIL_RE.match(text, end)
     quoted_after = m is None and (m := _PROSE_QUOTED_RE.match(text, end)) is not None
+    if m is None and name.isalpha() and (q := _PROSE_NEXT_QUOTED_RE.match(text, end)):
+        # (a name in words, not a constant's: `#define ERR_BAD_PASSWORD "Incorrect password"`)
+        _quoted_next(q, name, start, text, is_password, spans)
+        return
     if m is None:
         if is_password:
             nxt = NEXT_WORD_RE.match(text, end)
@@ -64,3 +77,28 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
         ok = token_literal(value) if quoted_after else randomish(value, 12)
     if ok and value:
         spans.append(Span(vs, ve, P_NAMED, "password" if is_password else "env_secret"))
+
+
+def _quoted_next(
+    q: re.Match[str], name: str, start: int, text: str, is_password: bool, spans: list[Span]
+) -> None:
+    """A value quoted right after a secret's name in words: a password's when it has a digit or
+    a symbol or reads random (a quoted label, "the password 'Submit' button", stays), a key's or
+    a token's when it is shaped like an issued token."""
+    value = q.group("value")
+    if value != value.strip() or " " in value or is_placeholder(value):
+        return  # (a value of words is a label or a message: "the password 'Not set' shows")
+    if is_password:
+        ok = has_digit_or_symbol(value) or randomish(value, 8)
+    elif name.endswith("key") and not (
+        name_info(name) is not None
+        or text[max(0, start - 8) : start]
+        .lower()
+        .endswith(("api ", "access ", "secret ", "private "))
+    ):
+        ok = False
+    else:
+        ok = token_literal(value) or randomish(value, 12)
+    if ok:
+        kind = "password" if is_password else "env_secret"
+        spans.append(Span(q.start("value"), q.end("value"), P_NAMED, kind))

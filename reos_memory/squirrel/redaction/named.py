@@ -68,7 +68,7 @@ _KV_TAIL_RE = re.compile(
 )
 AUTH_SCHEME_RE = re.compile(
     r"(?i)(?P<scheme>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|key|jwt|oauth"
-    r"|ssws|splunk|api-token|apitoken|sso-key|[A-Za-z][A-Za-z0-9_-]{1,24})[ \t]+"
+    r"|ssws|splunk|api-token|apitoken|sso-key|[A-Za-z][A-Za-z0-9_-]{1,24})[ \t]+[\"']?"
     r"(?P<cred>[^\s\"'`,;]+)"
 )
 # <add key="Password" value="..."/>, <param name="apiToken" value="..."/>

@@ -107,6 +107,9 @@ _ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-|AQAAAB|00D[A
 _OPENER_REACH = 42  # characters before a needle its opener may take
 
 
+_AFTER_SCHEME = (" ", '"', "'")
+
+
 def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
     """Provider formats, bare bearer tokens and high-entropy strings inside 20+ character runs."""
     run_map = b.translate(_RUN_TABLE) + b" "
@@ -135,8 +138,9 @@ def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
         if found:
             spans.extend(Span(s, e, P_PROVIDER, kind) for s, e, kind in found)
             continue
-        if text[start - 1 : start] == " ":
-            before = text[max(0, start - 7) : start].lower()
+        if text[start - 1 : start] in _AFTER_SCHEME:
+            # ("Bearer <token>", also quoted: 'Bearer "<token>"')
+            before = text[max(0, start - 8) : start].lower().rstrip("\"'")
             if before.endswith(("bearer ", "basic ")):
                 tok = text[start:end].rstrip(".")
                 if randomish(tok, 16):
