@@ -18,6 +18,7 @@ from reos_memory.squirrel.text.lesson_form import (
     proposed_rule,
     restated,
     taken_code,
+    tells_an_edit,
     unanchored,
 )
 
@@ -393,7 +394,6 @@ def test_a_work_order_is_the_task_not_a_rule(text: str, order: bool) -> None:
                 "The new test test_read_only checks that `--read` files are never edited.",
                 "In the `blame` function, instead of the current files, we should get the files"
                 " at the `end_tag`.",
-                "In `cmd_diff`, we need to catch the `ValueError` the repo raises.",
                 "Finally, it asserts that `refresh` was called once with `files`.",
                 "In this corrected version, the wrapper is returned directly from the factory.",
                 "The functionality remains the same, but it now lives on the `Exporter` class.",
@@ -516,3 +516,41 @@ def test_an_effect_whose_cause_is_the_sentence_before() -> None:
     assert not cause_before("Rewrite its parser, the old one leaks memory on every call.")
     assert not cause_before("Always run them in CI.")
     assert not cause_before("Never log it: the token is a secret of the user's.")
+
+
+def test_the_sittings_readings_keep_what_a_review_found_they_took():
+    """A review of the new readings wrote rules and findings they wrongly took; each stays."""
+    # asking for a view before a proposal keeps it a question; a list after "Any ideas," keeps
+    # its first item
+    assert plain("Thoughts? We could cache the parsed AST per file.").startswith("Thoughts?")
+    assert plain("Any ideas, suggestions or feedback must go through the feedback form.") == (
+        "Any ideas, suggestions or feedback must go through the feedback form."
+    )
+    assert plain("Any ideas: the hook runs in its own shell.") == (
+        "The hook runs in its own shell."
+    )
+    assert consequence_of_before("Any ideas: then we can drop the shim.")
+    # a test's word that is no name ("never", "must", "incorrectly") is what the tests do
+    for finding in (
+        "These tests never mock the database; they run against a real Postgres in Docker.",
+        "These tests must verify the error path as well as the happy path.",
+        "The new tests should mock the clock with freezegun, not with sleep.",
+        "This test incorrectly asserts that None is returned; the function raises instead.",
+        # a rule of one place of the code is no plan of an edit
+        "In `settings.py`, we should keep secrets out of the file and read them from the env.",
+        "In the `Makefile`, we have to use tabs, not spaces.",
+        "In the `api` module, we should only return DTOs, not ORM objects.",
+        "In `app.py`, instead of env vars, we should read `settings.toml`, and never env vars.",
+    ):
+        assert not tells_an_edit(finding), finding
+    # "that" and "this" that name their thing are no pointers back
+    for rule in (
+        "Never edit files that are generated.",
+        "Do not squash commits that touch migrations.",
+        "Use pnpm in this project.",
+        "Never force push in this repo.",
+        "Always check that the lockfile is committed.",
+        "Keep in mind that ids are strings.",
+    ):
+        assert not cause_before(rule), rule
+    assert cause_before("Never do that.")

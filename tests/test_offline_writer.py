@@ -14,7 +14,6 @@ from harness.rpc_client import Server
 from reos_memory.squirrel.ingest.base import ParseState
 from reos_memory.squirrel.ingest.claude_code import ClaudeCode
 from reos_memory.squirrel.text import commands, diagnosis, instructions, summaries
-from reos_memory.squirrel.writer import offline
 
 SID = "5f0c1e7a-2b1d-4c7e-9a51-0f3b2d6c8e11"
 CWD = "/home/dev/shop"
@@ -617,33 +616,3 @@ def test_typographic_quotes_read_as_typed_ones(tmp_path: Path) -> None:
     assert sorted(m["text"] for m in smart[0]) == want
     # the opener asking for the agent's view is not part of the memory
     assert not any(t.lower().startswith("any ideas") for t in want), want
-
-
-def test_a_task_typed_in_lowercase_is_no_rule_of_the_lesson_model(tmp_path: Path) -> None:
-    """The lesson model reads a turn typed in lowercase as one sentence; when one of its parts
-    asks for the work ("i want to add a desktop ui as well"), the whole is the task (aider's
-    users write this way), not a preference."""
-    log = write_log(
-        tmp_path / "logs" / f"{SID}.jsonl",
-        [
-            user(
-                "this tool is built to work well as a terminal app. i want to add a desktop ui as"
-                " well. but the problem is that `Runner` expects to use `Console` to ask the user"
-                " to confirm things that come up during the main loop."
-            ),
-            say("Here are two ways to make `Console` asynchronous: a queue, or callbacks."),
-            user(
-                "always keep `Console` free of any ui toolkit import, the terminal app ships alone"
-            ),
-            say("Understood."),
-        ],
-    )
-    mems, _ = learn(tmp_path / "m.db", log)
-    texts = [m["text"] for m in mems]
-    assert not any("desktop ui" in t for t in texts), texts
-    assert any("free of any ui toolkit import" in t for t in texts), texts
-    # a part that tells a rule keeps the turn a rule, whatever work it asks for after it
-    assert not offline._the_task(
-        "the infra in `envs/prod` belongs to the platform team, we only ever touch `envs/dev`."
-        " so undo the prod change and tell me what to ask them"
-    )

@@ -310,13 +310,6 @@ def _asks_now(low: str, order_too: bool = False) -> bool:
     )
 
 
-def tells_a_way(text: str) -> bool:
-    """Whether a sentence chooses a way ("only", "instead", "never", "don't", ...) or says its
-    norm lasts: what makes an order or a remark a rule rather than the work."""
-    low = text.lower()
-    return bool(_CHOICE.search(low) or _LASTING.search(low))
-
-
 def pasted_doc(text: str) -> bool:
     """Whether a sentence of the user's turn comes from a document pasted into it."""
     return _PASTED_DOC.search(text) is not None

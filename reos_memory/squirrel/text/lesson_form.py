@@ -231,14 +231,16 @@ def impersonal(text: str) -> str:
 # X", "To be clear, X", "In other words, X"): X is the statement ("In short mode the CLI ...",
 # "I mean values ..." keep their words)
 _DISCOURSE = re.compile(
-    r"^(?:taking a step back|stepping back|to be (?:clear|honest|fair)|in other words|that said"
+    # (a run of them at once: "Frankly, " 10,000 times was quadratic, one per pass of `plain`)
+    r"^(?:(?:taking a step back|stepping back|to be (?:clear|honest|fair)|in other words|that said"
     r"|having said that|on second thought|come to think of it|long story short|in short"
     r"|tl;?dr|for context|(?:as a )?side note|(?:just )?to clarify|frankly|of course|obviously"
     r"|in fact|the thing is|the point is|i mean|to sum(?:mari[sz]e| up)|in summary|quick note"
-    r"|just so you know|for the record"
-    # asking for the agent's view of what follows: "any ideas: <a pasted review comment>"
-    r"|any (?:ideas|thoughts)(?: (?:on|about) (?:this|that))?|thoughts|what do you think|wdyt)"
-    r"(?:\?|\??[,:;!\u2014-]+)\s+",
+    r"|just so you know|for the record)[,:;!\u2014-]+\s+"
+    # asking for the agent's view of what follows, a colon before it: "any ideas: <a pasted
+    # review comment>" ("Thoughts? We could cache it" stays a question: it proposes)
+    r"|(?:any (?:ideas|thoughts)(?: (?:on|about) (?:this|that))?|thoughts|what do you think"
+    r"|wdyt)\??:\s+)+",
     re.IGNORECASE,
 )
 # politeness around an order ("please use X", "keep X please (...)", "use X, please.")
@@ -253,11 +255,16 @@ _PLEASE = re.compile(
 _TRACKER_ID = re.compile(r"^(?:[A-Za-z]{2,10}[-.]\d+|#\d+)[:)]\s+")
 
 
+MAX_OPENER_PASSES = 12
+
+
 def plain(text: str) -> str:
     """The text without the openers of conversation, a tracker's id before it and its "please",
     capitalised; unchanged when nothing would remain."""
     out, before = text.strip(), ""
-    while out != before:
+    for _ in range(MAX_OPENER_PASSES):  # (bounded: a crafted run of alternating openers)
+        if out == before:
+            break
         before = out
         out = _DISCOURSE.sub("", _TRACKER_ID.sub("", out))
         out = _PLEASE.sub("", _LEAD_IN.sub("", _OPENER.sub("", out)))
@@ -490,7 +497,9 @@ ORDER_ON_BEFORE_WORDS = 10
 # second clause chooses a way: "Remove it completely, no need to deprecate it.")
 _POINTED_ORDER = re.compile(
     r"^(?:(?:do not|don'?t|never|always|please|just)\s+)*[a-z]+(?:\s+[a-z]+){0,2}?\s+"
-    r"(?:it|its|this|that|them|their|these|those)\b[^,;:]*$",
+    # (its, it, them; or this, that, these, those ending the order: "files that are generated",
+    # "in this repo" and "check that the lockfile is committed" name their thing)
+    r"(?:(?:it|its|them|their)\b[^,;:]*|(?:this|that|these|those)\W*)$",
     re.I,
 )
 POINTED_ORDER_WORDS = 8
@@ -517,7 +526,10 @@ _CONDITION_OF_BEFORE = re.compile(
     re.I,
 )
 _CONSEQUENCE_OF_BEFORE = re.compile(
-    r"^(?:(?:and|so)\s+)?then,? (?:i|we|you|it|they|that)(?:'ll| will| won'?t| don'?t| do not"
+    # (after any openers: "Ok, then we won't need it", "Any ideas: then we can drop the shim")
+    r"^(?:(?:" + CHAT_OPENERS + r"|any (?:ideas|thoughts)|thoughts|wdyt|sure|great|good|cool"
+    r"|right|perfect|nice)\b[\s,:;!.?\u2014-]*)*"
+    r"(?:(?:and|so)\s+)?then,? (?:i|we|you|it|they|that)(?:'ll| will| won'?t| don'?t| do not"
     r"| no longer| can(?:not|'t)?| could| would| need not| wouldn'?t)\b",
     re.I,
 )
@@ -647,7 +659,7 @@ _CHANGE_TOLD = re.compile(
     # "Finally, it asserts that ...")
     r"|(?:(?:this|these|both)(?: new| updated| modified)?|the (?:new|updated|modified)) tests?"
     # (named: "The new test `TestInstall_KeepsUserHooks` verifies that ...")
-    r"(?: `[^`\n]{1,120}`| [A-Za-z_]\w{2,120})?"
+    r"(?: `[^`\n]{1,120}`| (?-i:[Tt]est_?[A-Z0-9_]\w{0,120}|[a-z]\w*_\w+|[a-z]+[A-Z]\w*))?"
     r" (?:ensures?|verif(?:y|ies)|checks?|asserts?|confirms?|makes? sure|mocks?)\b"
     r"|it (?:asserts|verifies|checks) that\b"
     # the version just written told ("In this corrected version, ...", "The functionality
@@ -766,8 +778,8 @@ _CONSEQUENCE = re.compile(
 # unless said to hold always ("In `routes.py` we must always check the token")
 _AT_A_PLACE_WE_WILL = re.compile(
     r"^(?:in|inside|within) (?:the )?`[^`\n]{1,80}`(?: (?:function|method|class|file|module"
-    r"|component|handler|test|hook))?,\s*(?:[^,.;]{1,120},\s*)?(?:we|i)(?:'ll| will| should"
-    r"| need to| have to| can)\b(?![^.]*\b(?:always|never|every)\b)",
+    r"|component|handler|test|hook))?,\s*instead of [^,;]{1,120},\s*(?:we|i)(?:'ll| will"
+    r"| should| need to)\b(?!.*\b(?:always|never|every)\b)",
     re.I,
 )
 

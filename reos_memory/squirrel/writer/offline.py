@@ -42,7 +42,6 @@ from reos_memory.squirrel.text import (
     statements,
     tool_switches,
 )
-from reos_memory.squirrel.text.prose import typed_lowercase
 from reos_memory.squirrel.token_count import shorten
 from reos_memory.squirrel.writer.schema import EpisodeEvidence, WriterOp, WriterOutput
 
@@ -574,25 +573,9 @@ def _summaries(events: list[dict[str, Any]], draft: _Draft) -> None:
             n += draft.add(_noted_pattern(note), "session_summary")
 
 
-def _the_task(sentence: str) -> bool:
+def _the_task(text: str) -> bool:
     """Whether a user's sentence the lesson model picked is the task, not a rule: a work order,
-    trouble of the moment, a pasted document or work asked now; or, typed in lowercase (the
-    model reads such a turn as one sentence), one of its parts asks for the work and no other
-    part tells a rule ("this app works as a cli. i want to add a web ui as well. but ..." is the
-    task; "the prod terraform is the platform team's, we only ever touch dev. so undo that"
-    keeps its rule)."""
-    if _asks_for_work(sentence):
-        return True
-    parts = typed_lowercase(sentence)
-    work = [_asks_for_work(p) for p in parts]
-    return any(work) and not any(
-        instructions.tells_a_way(p) or instructions.find(p, "reply")
-        for p, w in zip(parts, work, strict=True)
-        if not w
-    )
-
-
-def _asks_for_work(text: str) -> bool:
+    trouble of the moment, a pasted document or work asked now."""
     return (
         lesson_form.is_request(text)
         or instructions.reports_trouble(text)
