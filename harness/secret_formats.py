@@ -552,6 +552,9 @@ def _named_contexts(k: Kind, v: str) -> Iterator[tuple[str, str, str]]:
     # the form of the scanners' fixture lines and of notes: "twilio token - '...'"
     word = "password" if "PASS" in env else "token"
     yield "dash_quoted", f"{parts[0]} {word} - '{v}'", "user"
+    # quoted right after the name in words, no "is" between, typed or typographic quotes
+    yield "quoted_after_name", f'use the {parts[0]} {word} "{v}" for staging', "user"
+    yield "smart_quoted_after_name", f"the {word} \u2018{v}\u2019 is for staging only", "user"
     # a table an agent writes of the settings, and a pasted table of variables
     yield (
         "markdown_table",

@@ -551,6 +551,7 @@ def test_a_value_quoted_right_after_a_secrets_name_in_words_is_redacted(said, se
     """In chat a secret is often given quoted after its name with no "is" between ("the
     password 'x' is for staging", 'Bearer "x"'); the message is read with typed quotes, so both
     spellings of the quotes are covered."""
+    assert secret not in redact(said)  # (as a memory added as text is: no typed quotes)
     assert secret not in redact(typed_quotes(said))
     stored = compress(EventIn(role="user", kind="message", text=said), 0, None)
     assert secret not in json.dumps(stored, ensure_ascii=False)
@@ -564,6 +565,7 @@ def test_a_value_quoted_right_after_a_secrets_name_in_words_is_redacted(said, se
         'the token "refresh" is sent on every call',
         "the cache key 'user:42' expired",
         "the password 'Not set' label shows until the user saves one",
+        "the password \u2018Submit\u2019 button",
         "htpasswd -D .htpasswd admin && htpasswd -c .htpasswd deploy2024",
     ],
 )

@@ -23,7 +23,11 @@ _PROSE_TAIL_RE = re.compile(
 
 # "the password 'Tr0ub4dor-9' is for staging", 'use token "<value>" for the bot': the value
 # quoted right after the name
-_PROSE_NEXT_QUOTED_RE = re.compile(r"[ \t]+(?P<q>[\"'`])(?P<value>[^\"'`\n]{1,200})(?P=q)")
+# (typographic quotes too: a memory added as text is not read with typed ones)
+_PROSE_NEXT_QUOTED_RE = re.compile(
+    r"[ \t]+(?:(?P<q>[\"'`])(?P<value>[^\"'`\n]{1,200})(?P=q)"
+    r"|\u2018(?P<single>[^\u2019\n]{1,200})\u2019|\u201c(?P<double>[^\u201d\n]{1,200})\u201d)"
+)
 
 # "wandb api key - '...'": a name in words, a dash, then the value quoted
 _PROSE_QUOTED_RE = re.compile(r"[ \t]+-[ \t]+(?P<value>\"[^\"\s]{1,200}\"|'[^'\s]{1,200}')")
@@ -85,7 +89,8 @@ def _quoted_next(
     """A value quoted right after a secret's name in words: a password's when it has a digit or
     a symbol or reads random (a quoted label, "the password 'Submit' button", stays), a key's or
     a token's when it is shaped like an issued token."""
-    value = q.group("value")
+    group = next(g for g in ("value", "single", "double") if q.group(g) is not None)
+    value = q.group(group)
     if value != value.strip() or " " in value or is_placeholder(value):
         return  # (a value of words is a label or a message: "the password 'Not set' shows")
     if is_password:
@@ -101,4 +106,4 @@ def _quoted_next(
         ok = token_literal(value) or randomish(value, 12)
     if ok:
         kind = "password" if is_password else "env_secret"
-        spans.append(Span(q.start("value"), q.end("value"), P_NAMED, kind))
+        spans.append(Span(q.start(group), q.end(group), P_NAMED, kind))

@@ -68,8 +68,8 @@ _KV_TAIL_RE = re.compile(
 )
 AUTH_SCHEME_RE = re.compile(
     r"(?i)(?P<scheme>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|api-key|key|jwt|oauth"
-    r"|ssws|splunk|api-token|apitoken|sso-key|[A-Za-z][A-Za-z0-9_-]{1,24})[ \t]+[\"']?"
-    r"(?P<cred>[^\s\"'`,;]+)"
+    r"|ssws|splunk|api-token|apitoken|sso-key|[A-Za-z][A-Za-z0-9_-]{1,24})[ \t]+[\"'\u201c\u2018]?"
+    r"(?P<cred>[^\s\"'`,;\u201d\u2019]+)"
 )
 # <add key="Password" value="..."/>, <param name="apiToken" value="..."/>
 _XML_VALUE_RE = re.compile(r"""["'][ \t]+value[ \t]*=[ \t]*(["'])(?P<v>[^"'\n]{1,4096})\1""")
