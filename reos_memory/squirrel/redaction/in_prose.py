@@ -39,16 +39,23 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
     if name.endswith("passwd") and name.isalpha() and not name.endswith("htpasswd"):
         # (a word of a sentence only with its value quoted: "log in with passwd '...'")
         if (q := _PROSE_NEXT_QUOTED_RE.match(text, end)) is not None:
-            _quoted_next(q, name, start, text, True, spans)
+            _quoted_next(q, True, spans)
         return
     if not name.endswith(_PROSE_NAMES):
         return
+    if name.endswith("key") and not (
+        name_info(name) is not None
+        or text[max(0, start - 8) : start]
+        .lower()
+        .endswith(("api ", "access ", "secret ", "private "))
+    ):
+        return  # a key of another kind: "the cache key is user:42"
     is_password = name.endswith(("password", "passphrase", "passcode", "pwd"))
     m = _PROSE_TAIL_RE.match(text, end)
     quoted_after = m is None and (m := _PROSE_QUOTED_RE.match(text, end)) is not None
     if m is None and name.isalpha() and (q := _PROSE_NEXT_QUOTED_RE.match(text, end)):
         # (a name in words, not a constant's: `#define ERR_BAD_PASSWORD "Incorrect password"`)
-        _quoted_next(q, name, start, text, is_password, spans)
+        _quoted_next(q, is_password, spans)
         return
     if m is None:
         if is_password:
@@ -57,13 +64,6 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
                 v = nxt.group(1).rstrip(".,;:!?)\"'`")
                 if randomish(v, 8) and has_digit_or_symbol(v) and not is_placeholder(v):
                     spans.append(Span(nxt.start(1), nxt.start(1) + len(v), P_NAMED, "password"))
-        return
-    if name.endswith("key") and not (
-        name_info(name) is not None
-        or text[max(0, start - 8) : start]
-        .lower()
-        .endswith(("api ", "access ", "secret ", "private "))
-    ):
         return
     vs, ve = m.span("value")
     value = m.group("value")
@@ -83,9 +83,7 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
         spans.append(Span(vs, ve, P_NAMED, "password" if is_password else "env_secret"))
 
 
-def _quoted_next(
-    q: re.Match[str], name: str, start: int, text: str, is_password: bool, spans: list[Span]
-) -> None:
+def _quoted_next(q: re.Match[str], is_password: bool, spans: list[Span]) -> None:
     """A value quoted right after a secret's name in words: a password's when it has a digit or
     a symbol or reads random (a quoted label, "the password 'Submit' button", stays), a key's or
     a token's when it is shaped like an issued token."""
@@ -95,13 +93,6 @@ def _quoted_next(
         return  # (a value of words is a label or a message: "the password 'Not set' shows")
     if is_password:
         ok = has_digit_or_symbol(value) or randomish(value, 8)
-    elif name.endswith("key") and not (
-        name_info(name) is not None
-        or text[max(0, start - 8) : start]
-        .lower()
-        .endswith(("api ", "access ", "secret ", "private "))
-    ):
-        ok = False
     else:
         ok = token_literal(value) or randomish(value, 12)
     if ok:

@@ -107,7 +107,8 @@ _ANCHOR_NEEDLES_RE = re.compile(rb"sig=|Signature=|django-insecure-|AQAAAB|00D[A
 _OPENER_REACH = 42  # characters before a needle its opener may take
 
 
-_AFTER_SCHEME = (" ", '"', "'", "\u201c", "\u2018")
+_OPENING_QUOTES = "\"'\u201c\u2018"
+_AFTER_SCHEME = frozenset(" " + _OPENING_QUOTES)  # (what may stand before a scheme's token)
 
 
 def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
@@ -140,7 +141,7 @@ def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
             continue
         if text[start - 1 : start] in _AFTER_SCHEME:
             # ("Bearer <token>", also quoted: 'Bearer "<token>"')
-            before = text[max(0, start - 8) : start].lower().rstrip("\"'\u201c\u2018")
+            before = text[max(0, start - 8) : start].lower().rstrip(_OPENING_QUOTES)
             if before.endswith(("bearer ", "basic ")):
                 tok = text[start:end].rstrip(".")
                 if randomish(tok, 16):

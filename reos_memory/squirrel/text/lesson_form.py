@@ -559,18 +559,19 @@ def cause_before(text: str) -> bool:
     ("Avoid that in a useEffect"), whatever it names. (Not a cue of the lesson model, which was
     fitted with `lost_subject` alone.)"""
     text = text.strip()
+    said = split_note(text)[0]  # (without the writer's own note on it)
     return bool(
         _WHY_BEFORE.match(text)
         or _INSTEAD_OF_BEFORE.match(text)
-        or _ENDS_POINTING_BACK.search(split_note(text)[0])
+        or _ENDS_POINTING_BACK.search(said)
         or _REST_OF_A_SENTENCE.match(text)
         or _CONDITION_OF_BEFORE.match(text)
         or consequence_of_before(text)
         or (_ORDER_ON_BEFORE.match(text) and len(text.split()) <= ORDER_ON_BEFORE_WORDS)
         or (
-            _POINTED_ORDER.match(split_note(text)[0])
-            and len(split_note(text)[0].split()) <= POINTED_ORDER_WORDS
-            and not SPECIFIC.search(split_note(text)[0])
+            _POINTED_ORDER.match(said)
+            and len(said.split()) <= POINTED_ORDER_WORDS
+            and not SPECIFIC.search(said)
         )
     )
 
