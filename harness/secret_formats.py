@@ -594,6 +594,47 @@ def cases(seed: int = 19) -> list[Case]:
         out.extend(_kind_cases(k, rng))
     out.extend(_joined_pieces(rng))
     out.extend(_curl_user_forms(rng))
+    out.extend(_passphrases(rng))
+    return out
+
+
+_PHRASE_WORDS = [
+    "orbit",
+    "maple",
+    "quartz",
+    "lantern",
+    "violet",
+    "ember",
+    "cobalt",
+    "meadow",
+    "falcon",
+    "tundra",
+    "harbor",
+    "willow",
+    "copper",
+    "saddle",
+    "pepper",
+    "glacier",
+    "thistle",
+    "canyon",
+    "marble",
+    "nectar",
+]
+
+
+def _passphrases(rng: random.Random) -> list[Case]:
+    """A passphrase of words (diceware's way) quoted after a password's name in words, typed and
+    typographic, and anything quoted after "passphrase"."""
+    out = []
+    for ctx, fmt in (
+        ("phrase_after_password", 'the staging password "{v}" still works'),
+        ("phrase_after_passwd", "log in with passwd '{v}' on the box"),
+        ("phrase_smart_quoted", "the vault password \u201c{v}\u201d is in 1password"),
+        ("phrase_after_passphrase", "the key's passphrase \u2018{v}!\u2019 unlocks it"),
+    ):
+        v = " ".join(rng.choice(_PHRASE_WORDS) for _ in range(4))
+        secret = v + "!" if ctx == "phrase_after_passphrase" else v
+        out.append(Case("passphrase", ctx, [fmt.format(v=v)], secret, [secret], "user"))
     return out
 
 
@@ -1071,6 +1112,9 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('{"blob":"AQAAABAAAAA=","name":"ids","owner":"team-data"}', "team-data"),
     # after a password's dash, a word, an identifier or a file name: a label, not a password
     ("Reset password - 'Submit' button", "Submit"),
+    # words quoted after a password's name that are the UI's, with capitals or punctuation
+    ('the password "Not set" label shows', "Not set"),
+    ('the password "Forgot your password?" link', "Forgot your password?"),
     ("The hint under password - 'MinLength8' shows", "MinLength8"),
     # a name before "=" is no random piece of the value after it
     ("export signingKeyV2=Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dEf", "signingKeyV2"),

@@ -545,6 +545,10 @@ def test_a_query_under_a_tokens_name_is_settings_only_without_a_secret_in_it(sai
             "a8f5f167f44f4964e6c998dee827110c",
         ),
         ("The password \u2018Tr0ub4dor-be3n-x9\u2019 is for staging", "Tr0ub4dor-be3n-x9"),
+        # a passphrase of words, and anything quoted after "passphrase"
+        ('the wifi password "correct horse battery staple" works', "correct horse battery staple"),
+        ("log in with passwd 'tiny green apple tree' on the box", "tiny green apple tree"),
+        ("the key's passphrase \u201cTroubador & Tonic 4ever\u201d", "Troubador & Tonic 4ever"),
     ],
 )
 def test_a_value_quoted_right_after_a_secrets_name_in_words_is_redacted(said, secret):
@@ -566,6 +570,7 @@ def test_a_value_quoted_right_after_a_secrets_name_in_words_is_redacted(said, se
         "the cache key 'user:42' expired",
         "the password 'Not set' label shows until the user saves one",
         "the password \u2018Submit\u2019 button",
+        'the password "Forgot your password?" link',
         "htpasswd -D .htpasswd admin && htpasswd -c .htpasswd deploy2024",
     ],
 )

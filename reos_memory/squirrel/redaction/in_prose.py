@@ -39,7 +39,7 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
     if name.endswith("passwd") and name.isalpha() and not name.endswith("htpasswd"):
         # (a word of a sentence only with its value quoted: "log in with passwd '...'")
         if (q := _PROSE_NEXT_QUOTED_RE.match(text, end)) is not None:
-            _quoted_next(q, True, spans)
+            _quoted_next(q, True, spans, phrase=False)
         return
     if not name.endswith(_PROSE_NAMES):
         return
@@ -55,7 +55,7 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
     quoted_after = m is None and (m := _PROSE_QUOTED_RE.match(text, end)) is not None
     if m is None and name.isalpha() and (q := _PROSE_NEXT_QUOTED_RE.match(text, end)):
         # (a name in words, not a constant's: `#define ERR_BAD_PASSWORD "Incorrect password"`)
-        _quoted_next(q, is_password, spans)
+        _quoted_next(q, is_password, spans, phrase=name.endswith("passphrase"))
         return
     if m is None:
         if is_password:
@@ -83,13 +83,30 @@ def prose_at(text: str, start: int, end: int, spans: list[Span]) -> None:
         spans.append(Span(vs, ve, P_NAMED, "password" if is_password else "env_secret"))
 
 
-def _quoted_next(q: re.Match[str], is_password: bool, spans: list[Span]) -> None:
+# a passphrase of words, diceware's way ("correct horse battery staple"): lowercase words only
+# (a label or a message of the UI has capitals or punctuation: "the password 'Not set' shows")
+_WORDS_PHRASE_RE = re.compile(r"[a-z]{2,}(?: [a-z]{2,}){2,9}")
+MIN_PHRASE_CHARS = 12
+
+
+def _quoted_next(q: re.Match[str], is_password: bool, spans: list[Span], *, phrase: bool) -> None:
     """A value quoted right after a secret's name in words: a password's when it has a digit or
-    a symbol or reads random (a quoted label, "the password 'Submit' button", stays), a key's or
-    a token's when it is shaped like an issued token."""
+    a symbol or reads random, or is a passphrase of lowercase words (a quoted label, "the
+    password 'Submit' button", stays), any value after "passphrase" (`phrase`); a key's or a
+    token's when it is shaped like an issued token."""
     group = next(g for g in ("value", "single", "double") if q.group(g) is not None)
     value = q.group(group)
-    if value != value.strip() or " " in value or is_placeholder(value):
+    if value != value.strip() or is_placeholder(value):
+        return
+    words_phrase = (
+        is_password
+        and len(value) >= MIN_PHRASE_CHARS
+        and (phrase or _WORDS_PHRASE_RE.fullmatch(value) is not None)
+    )
+    if words_phrase:
+        spans.append(Span(q.start(group), q.end(group), P_NAMED, "password"))
+        return
+    if " " in value:
         return  # (a value of words is a label or a message: "the password 'Not set' shows")
     if is_password:
         ok = has_digit_or_symbol(value) or randomish(value, 8)
