@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import re
 
+from reos_memory.squirrel.text.prose import typed_quotes
+
 _MESSAGE_CAP = 2000  # cue words are in the prose a user typed, not in a pasted log
 # Cues open or close a message ("no, ...", "... wtf"); the middle of a long one is its content.
 _HEAD_WORDS, _TAIL_WORDS, _HEAD_CHARS, _TAIL_CHARS = 60, 20, 400, 200
@@ -123,7 +125,7 @@ class Message:
         prose = text[:_MESSAGE_CAP]
         if "`" in prose:
             prose = _CODE.sub(" ", prose)  # pasted code and logs shout in capitals without anger
-        self.prose = prose.replace("\u2019", "'")
+        self.prose = typed_quotes(prose)
         self.lower = self.prose.lower()
         tokens = self.lower.translate(SEPARATORS).split()
         if len(tokens) > _HEAD_WORDS + _TAIL_WORDS:
