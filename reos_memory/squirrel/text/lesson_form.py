@@ -230,6 +230,10 @@ def impersonal(text: str) -> str:
 # a discourse marker before what is said, with its comma, colon or dash ("Taking a step back:
 # X", "To be clear, X", "In other words, X"): X is the statement ("In short mode the CLI ...",
 # "I mean values ..." keep their words)
+# openers asking for the other's view of what follows ("any ideas:", "wdyt")
+_ASKS_VIEW = (
+    r"any (?:ideas|thoughts)(?: (?:on|about) (?:this|that))?|thoughts|what do you think|wdyt"
+)
 _DISCOURSE = re.compile(
     # (a run of them at once: "Frankly, " 10,000 times was quadratic, one per pass of `plain`)
     r"^(?:(?:taking a step back|stepping back|to be (?:clear|honest|fair)|in other words|that said"
@@ -239,8 +243,7 @@ _DISCOURSE = re.compile(
     r"|just so you know|for the record)[,:;!\u2014-]+\s+"
     # asking for the agent's view of what follows, a colon before it: "any ideas: <a pasted
     # review comment>" ("Thoughts? We could cache it" stays a question: it proposes)
-    r"|(?:any (?:ideas|thoughts)(?: (?:on|about) (?:this|that))?|thoughts|what do you think"
-    r"|wdyt)\??:\s+)+",
+    r"|(?:" + _ASKS_VIEW + r")\??:\s+)+",
     re.IGNORECASE,
 )
 # politeness around an order ("please use X", "keep X please (...)", "use X, please.")
@@ -527,8 +530,8 @@ _CONDITION_OF_BEFORE = re.compile(
 )
 _CONSEQUENCE_OF_BEFORE = re.compile(
     # (after any openers: "Ok, then we won't need it", "Any ideas: then we can drop the shim")
-    r"^(?:(?:" + CHAT_OPENERS + r"|any (?:ideas|thoughts)|thoughts|wdyt|sure|great|good|cool"
-    r"|right|perfect|nice)\b[\s,:;!.?\u2014-]*)*"
+    r"^(?:(?:" + CHAT_OPENERS + r"|" + _ASKS_VIEW + r"|sure|great|good|cool|right|perfect|nice)"
+    r"\b[\s,:;!.?\u2014-]*)*"
     r"(?:(?:and|so)\s+)?then,? (?:i|we|you|it|they|that)(?:'ll| will| won'?t| don'?t| do not"
     r"| no longer| can(?:not|'t)?| could| would| need not| wouldn'?t)\b",
     re.I,
