@@ -227,13 +227,15 @@ def impersonal(text: str) -> str:
     return capital(out) if out != text.strip() else text
 
 
-# a discourse marker before what is said, with its comma, colon or dash ("Taking a step back:
-# X", "To be clear, X", "In other words, X"): X is the statement ("In short mode the CLI ...",
-# "I mean values ..." keep their words)
 # openers asking for the other's view of what follows ("any ideas:", "wdyt")
 _ASKS_VIEW = (
     r"any (?:ideas|thoughts)(?: (?:on|about) (?:this|that))?|thoughts|what do you think|wdyt"
 )
+
+
+# a discourse marker before what is said, with its comma, colon or dash ("Taking a step back:
+# X", "To be clear, X", "In other words, X"): X is the statement ("In short mode the CLI ...",
+# "I mean values ..." keep their words)
 _DISCOURSE = re.compile(
     # (a run of them at once: "Frankly, " 10,000 times was quadratic, one per pass of `plain`)
     r"^(?:(?:taking a step back|stepping back|to be (?:clear|honest|fair)|in other words|that said"
