@@ -28,13 +28,19 @@ from reos_memory.squirrel.text.lesson_form import (
     [
         (
             "Uh oh! Both hooks fired - they MERGE, not override!",
-            "Both hooks fired - they MERGE, not override!",
+            "Both hooks fired - they MERGE, not override.",
         ),
         (
             "Sure, but the cli should create the folder itself.",
             "The cli should create the folder itself.",
         ),
         ("OK so the config is read twice at start.", "The config is read twice at start."),
+        # said trailing off, or exclaimed: a lesson ends with a period (code keeps its "!")
+        (
+            "Don't leave all the tests to the very end...",
+            "Don't leave all the tests to the very end.",
+        ),
+        ("Wow, `x != y` holds here!", "`x != y` holds here."),
         ("Found it: the cache key leaves out the locale.", "The cache key leaves out the locale."),
         (
             "Looking at the code, I found an issue. The loader drops unknown keys.",

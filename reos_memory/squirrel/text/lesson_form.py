@@ -275,7 +275,12 @@ def plain(text: str) -> str:
         out = _PLEASE.sub("", _LEAD_IN.sub("", _OPENER.sub("", out)))
     if len(out.split()) < 3:
         return text.strip()
-    return capital(out)
+    return capital(_EXCLAIMED.sub(".", out))
+
+
+# a closing exclamation or trailing off ("... not override!", "... to the very end...") is how
+# it was said in chat; a lesson ends with a period
+_EXCLAIMED = re.compile(r"(?<=[\w)])\s*(?:!+|\.{3,}|\u2026)\s*$")
 
 
 def from_lets(text: str) -> str | None:
