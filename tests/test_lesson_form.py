@@ -19,6 +19,7 @@ from reos_memory.squirrel.text.lesson_form import (
     restated,
     taken_code,
     tells_an_edit,
+    third_person,
     unanchored,
 )
 
@@ -560,3 +561,33 @@ def test_the_sittings_readings_keep_what_a_review_found_they_took():
     ):
         assert not cause_before(rule), rule
     assert cause_before("Never do that.")
+
+
+@pytest.mark.parametrize(
+    ("said", "named"),
+    [
+        (
+            "Avoid tokens under my account that are used by the org.",
+            "Avoid tokens under the user's account that are used by the org.",
+        ),
+        (
+            "The cli should handle that for the user, not you adding that to this repo.",
+            "The cli should handle that for the user, not the agent adding that to this repo.",
+        ),
+        (
+            "We don't want to play catch up, so I would like something more flexible.",
+            "The team does not want to play catch up, so the user would like something more flexible.",
+        ),
+        # (US is no pronoun; code, quoted words and the writer's note stay as written)
+        ("We're using US English.", "The team is using US English."),
+        (
+            'Keep `my_var` and "your call" (on rejecting an edit of my.go)',
+            'Keep `my_var` and "your call" (on rejecting an edit of my.go)',
+        ),
+        ("Let me know if we should wait.", "Let me know if the team should wait."),
+    ],
+)
+def test_a_users_rule_names_its_people(said: str, named: str) -> None:
+    """A memory is read by a future session: the user's "I"/"my", the agent's "you" and the
+    team's "we" are named, where no verb has to change its form beyond the common ones."""
+    assert third_person(said) == named

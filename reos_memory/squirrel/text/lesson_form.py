@@ -116,6 +116,66 @@ _FIRST_PERSON = (
     (re.compile(r"\bwe\b", re.IGNORECASE), "the project"),
 )
 
+# the people of a user's rule named as a future session reads them: the one speaking is the
+# user, the one spoken to the agent, "we" the project's team; only where no verb has to agree
+# with the new subject (a possessive, an object, a subject before a modal)
+_MODAL = r"(?:would|should|could|can|cannot|can't|will|won't|must|might|may|shall)"
+_AGREES = (  # (the present forms said most in rules, with the verb made to agree)
+    (r"don't|do not", "does not"),
+    (r"'re|\s+are", " is"),
+    (r"want", "wants"),
+    (r"need", "needs"),
+    (r"prefer", "prefers"),
+    (r"like", "likes"),
+    (r"use", "uses"),
+    (r"have", "has"),
+)
+_THIRD_PERSON = (
+    *(
+        (re.compile(rf"\b{who}(?:\s+)?(?:{verb})\b", re.I), f"{name} {agreed.strip()}")
+        for who, name in (("I", "the user"), ("we", "the team"))
+        for verb, agreed in _AGREES
+        if not (who == "I" and verb.startswith("'re"))
+    ),
+    (re.compile(r"\bI'?m\b|\bI am\b"), "the user is"),
+    (re.compile(r"\bI'd\b"), "the user would"),
+    (re.compile(r"\bI'll\b"), "the user will"),
+    (re.compile(r"\bI(?=\s+(?:really\s+|also\s+|rather\s+)?" + _MODAL + r"\b)"), "the user"),
+    (re.compile(r"\b[Mm]y\b"), "the user's"),
+    (re.compile(r"(?<!\b[Ll]et )\bme\b"), "the user"),
+    (re.compile(r"\byou'd\b", re.I), "the agent would"),
+    (re.compile(r"\byou'll\b", re.I), "the agent will"),
+    (re.compile(r"\byou(?=\s+(?:really\s+|also\s+)?" + _MODAL + r"\b|\s+\w+ing\b)", re.I), "the agent"),
+    (re.compile(r"\byour\b", re.I), "the agent's"),
+    (re.compile(r"\bwe'd\b", re.I), "the team would"),
+    (re.compile(r"\bwe'll\b", re.I), "the team will"),
+    (re.compile(r"\bwe(?=\s+(?:really\s+|also\s+)?" + _MODAL + r"\b)", re.I), "the team"),
+    (re.compile(r"\bour\b", re.I), "the project's"),
+    (re.compile(r"(?<!\b[Ll]et )\bus\b"), "the team"),
+)
+# code and quoted words are kept as written
+_KEPT_AS_WRITTEN = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"")
+
+
+def third_person(text: str) -> str:
+    """A rule of the user's with its people named (`_THIRD_PERSON`: "Avoid tokens under my
+    account" -> "Avoid tokens under the user's account"); the writer's note after it, code and
+    quotes as they are."""
+    rule, note = split_note(text)
+    out, at = [], 0
+    for m in _KEPT_AS_WRITTEN.finditer(rule):
+        out += [_named(rule[at : m.start()]), m.group(0)]
+        at = m.end()
+    out.append(_named(rule[at:]))
+    return capital("".join(out)) + note
+
+
+def _named(words: str) -> str:
+    for pat, repl in _THIRD_PERSON:
+        words = pat.sub(repl, words)
+    return words
+
+
 # how an agent takes a proposal, or argues against it (the first sentence of its answer)
 _TAKEN = re.compile(
     r"^(?:(?:good|great|excellent|fair|valid) (?:idea|point|call|catch|suggestion|question)"

@@ -129,6 +129,8 @@ class _Draft:
                     {"text": shorten(text, 200), "source": source, "reason": problem}
                 )
                 return False
+            if source in ("explicit_statement", "user_correction"):
+                lesson = lesson_form.third_person(lesson)  # (the user's words)
             if lesson != text:
                 op = msgspec.structs.replace(op, text=lesson)
                 judge = lesson_form.plain(judge) if judge is not None else None
