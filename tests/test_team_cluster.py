@@ -225,3 +225,49 @@ def test_binaries_out_of_the_service_users_reach_are_copied_where_it_can_run_the
         assert stat.S_IMODE(c.place.bin_dir.stat().st_mode) == 0o755
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# `nobody` plants a data directory in a shared folder before the team server's user uses it:
+# its `pgdata` points at a folder of nobody's whose pg_hba.conf is a link to a file of root's
+PLANT = """
+import os, sys
+os.setgroups([])
+os.setgid(int(sys.argv[1]))
+os.setuid(int(sys.argv[2]))
+data_dir, evil, victim = sys.argv[3:6]
+for folder in (data_dir, evil):
+    os.mkdir(folder)
+    os.chmod(folder, 0o777)
+with open(os.path.join(evil, "PG_VERSION"), "w") as f:
+    f.write("18\\n")
+os.symlink(victim, os.path.join(evil, "pg_hba.conf"))
+os.symlink(evil, os.path.join(data_dir, "pgdata"))
+"""
+
+
+def test_a_data_directory_another_user_planted_is_refused_and_nothing_is_written() -> None:
+    shared = Path(tempfile.mkdtemp(prefix="reos-shared-"))
+    try:
+        shared.chmod(0o1777)  # (like /tmp)
+        victim = shared / "roots-file"
+        victim.write_text("root's own\n")
+        victim.chmod(0o644)
+        data_dir, evil = shared / "quickstart-team", shared / "evil"
+        done = subprocess.run(
+            [sys.executable, "-c", PLANT, str(NOBODY.pw_gid), str(NOBODY.pw_uid),
+             str(data_dir), str(evil), str(victim)],
+            capture_output=True, text=True, cwd="/", timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        with pytest.raises(cl.ClusterError, match="belongs to nobody"):
+            cl.Cluster(data_dir)
+        assert victim.read_text() == "root's own\n"
+        assert (victim.stat().st_uid, stat.S_IMODE(victim.stat().st_mode)) == (0, 0o644)
+        # a folder of the server's user that others can change is refused the same way
+        open_folder = shared / "open-team"
+        open_folder.mkdir()
+        open_folder.chmod(0o777)
+        with pytest.raises(cl.ClusterError, match="can be changed by other users"):
+            cl.Cluster(open_folder)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

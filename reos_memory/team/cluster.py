@@ -119,6 +119,7 @@ class Cluster:
         self.data_dir = data_dir.expanduser().resolve()
         # running as root the cluster's own user must traverse it: 0711, not listable
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o711 if os.geteuid() == 0 else 0o700)
+        _check_own_folder(self.data_dir)
         self.place = place_for(self.data_dir)
         self.pgdata = self.place.pgdata
         self.held = False
@@ -337,6 +338,33 @@ def _service_user() -> pwd.struct_passwd:
     except (OSError, subprocess.CalledProcessError) as exc:
         raise ClusterError(f"cannot create the OS user {SERVICE_USER}: {exc}") from exc
     return pwd.getpwnam(SERVICE_USER)
+
+
+def _check_own_folder(path: Path) -> None:
+    """Refuse a data directory that another OS user made or can change: one planted in a shared
+    folder (`/tmp`) could point the cluster's files (`pgdata`, `pg_hba.conf`) at files of this
+    user's, which the start would then overwrite."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise ClusterError(f"the team data directory {path} is not a folder")
+    if st.st_uid != os.geteuid():
+        raise ClusterError(
+            f"the team data directory {path} belongs to {_user_name_or_id(st.st_uid)}, not to"
+            f" {_user_name_or_id(os.geteuid())} who runs the team server: another user may have"
+            " made it; use a folder of your own"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise ClusterError(
+            f"the team data directory {path} can be changed by other users (mode"
+            f" {stat.S_IMODE(st.st_mode):o}): chmod go-w {path}"
+        )
+
+
+def _user_name_or_id(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
 def _reachable(path: Path, uid: int) -> bool:
