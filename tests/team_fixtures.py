@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from email.message import Message
 from pathlib import Path
@@ -106,6 +107,24 @@ class Server:
         status, reply = self.call(key, method, params)
         assert status == 200 and "error" in reply, reply
         return reply["error"]  # type: ignore[no-any-return]
+
+    def signin(self, key: str) -> int:
+        """The HTTP status of a sign-in to the team UI with `key` (303 when it signs in)."""
+        data = urllib.parse.urlencode({"key": key}).encode()
+        req = urllib.request.Request(
+            f"{self.base}/signin", data=data,
+            headers={"Origin": self.base, "Content-Type": "application/x-www-form-urlencoded"},
+        )  # fmt: skip
+
+        class _Stay(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+        try:
+            with urllib.request.build_opener(_Stay).open(req, timeout=10) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
 
     def stop(self) -> str:
         """SIGTERM, wait, and the server's log (stderr); the exit status must be 0."""

@@ -285,6 +285,18 @@ def test_failed_authentications_are_limited_per_address(team_db, keys):
     assert '"event": "failed_authentications_limited"' in log
 
 
+def test_a_ui_sign_in_spends_the_keys_rate(team_db, keys):
+    """Signing in to the team UI is a request of the key's: an outside attack signed one key in
+    10,050 times in a minute, never limited."""
+    srv = start_server(data_dir_of(team_db), "--rate-limit", "1")  # a burst of 2
+    try:
+        key = _key(team_db)
+        statuses = [srv.signin(key) for _ in range(4)]
+        assert statuses[:2] == [303, 303] and 429 in statuses[2:], statuses
+    finally:
+        srv.stop()
+
+
 # -- database timeouts ---------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import shutil
 import time
 import urllib.error
@@ -118,6 +119,7 @@ def test_an_admin_makes_a_key_shown_once_and_revokes_it(server, org, browser):
     page.get_by_label("Name", exact=True).fill("ci runner")
     page.get_by_label("Role", exact=True).select_option("reader")
     page.get_by_label("Team", exact=True).fill("backend")
+    page.get_by_label("Your API key, to confirm", exact=True).fill(org.admin)
     page.get_by_role("button", name="Make the key").click()
     key = page.locator("#new-key").inner_text().strip()
     assert key.startswith("rmk_") and "/keys/create" in page.url
@@ -176,13 +178,21 @@ def _get_status(server: Server, path: str, headers: dict[str, str]) -> int:
 
 def _session(server: Server, key: str) -> tuple[dict[str, str], str]:
     """Sign in over HTTP as the page does: (the headers of the signed-in browser: its session
-    cookie and this server's Origin, the CSRF token of its forms)."""
+    cookie and this server's Origin, the CSRF token of its forms, read from a page)."""
     status, headers = _send(server, "/signin", {"Origin": server.base}, {"key": key})
     assert status == 303, status
     cookie = headers["Set-Cookie"].split(";")[0]
-    sid = cookie.partition("=")[2]
-    csrf = hmac.new(sid.encode(), b"csrf", hashlib.sha256).hexdigest()
-    return {"Cookie": cookie, "Origin": server.base}, csrf
+    return {"Cookie": cookie, "Origin": server.base}, _csrf_of(server, cookie)
+
+
+def _csrf_of(server: Server, cookie: str) -> str:
+    """The CSRF token the pages of the session `cookie` hold in their forms."""
+    req = urllib.request.Request(f"{server.base}/memories", headers={"Cookie": cookie})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        page = resp.read().decode()
+    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
+    assert found, "a signed-in page holds its forms' CSRF token"
+    return found.group(1)
 
 
 def test_without_the_cookie_from_another_origin_or_without_csrf_nothing_changes(server, org):
@@ -210,6 +220,23 @@ def test_without_the_cookie_from_another_origin_or_without_csrf_nothing_changes(
     assert _post(server, path, form, {**cookie, **same}) == 303
     got = server.result(org.writer, "squirrel/memories/get", {"memory_id": mid})["memory"]
     assert got["status"] == "deprecated"
+
+
+def test_a_stolen_cookie_cannot_make_a_key_that_outlives_its_session(server, org):
+    """Whoever reads the browser's cookie (a server on another 127.0.0.1 port) can act in the
+    session until it ends, and reads the CSRF token off any page; a key would outlive the
+    session, so making one asks for the signed-in key again."""
+    signed, csrf = _session(server, org.admin)  # (what the thief holds: the cookie)
+    before = len(server.result(org.admin, "team/keys/list")["keys"])
+    form = {"csrf": csrf, "name": "thief", "role": "admin"}
+    assert _post(server, "/keys/create", form, signed) == 403
+    assert _post(server, "/keys/create", {**form, "confirm_key": org.writer}, signed) == 403
+    assert len(server.result(org.admin, "team/keys/list")["keys"]) == before
+    assert _post(server, "/keys/create", {**form, "confirm_key": org.admin}, signed) == 200
+    assert len(server.result(org.admin, "team/keys/list")["keys"]) == before + 1
+    # the forms' token is no function of the cookie alone
+    sid = signed["Cookie"].partition("=")[2]
+    assert csrf != hmac.new(sid.encode(), b"csrf", hashlib.sha256).hexdigest()
 
 
 def test_ui_pages_carry_the_policy_and_never_cors(server):

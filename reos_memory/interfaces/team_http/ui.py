@@ -9,13 +9,15 @@ sessions (the API needs nothing of the kind). Every
 page calls the team server's registered methods (the same handlers as `/rpc`), so a page shows
 only what the key's org, team and role allow: another org's ids are not found, a reader cannot
 write, and the admin pages (members, API keys, audit log) need an admin key. A change needs the
-page's own origin and a CSRF token derived from the key."""
+page's own origin and the CSRF token of its form; making a key asks for the signed-in key again
+(a key outlives the session, so a stolen cookie must not be enough to make one)."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import hmac
+import secrets
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol, TypeVar
@@ -54,7 +56,7 @@ from reos_memory.interfaces.web.app import (
     whole,
 )
 from reos_memory.interfaces.web.guard import ASGIApp, Receive, Refused, Scope, SecurityHeaders, Send
-from reos_memory.interfaces.web.sessions import Sessions
+from reos_memory.interfaces.web.sessions import Sessions, SessionsFull
 from reos_memory.json_types import JSONMapping, JSONObject
 from reos_memory.squirrel import api
 from reos_memory.squirrel import team_api as tapi
@@ -127,13 +129,15 @@ class TeamUI(Renderer):
         self.limit = limit
         self.audit_attempt = audit_attempt
         self.sessions: Sessions[str] = Sessions()  # session id -> the key it signed in with
+        self._csrf_key = secrets.token_bytes(32)  # (this process's: the forms' tokens with it)
 
     # -- who is signed in ---------------------------------------------------------------------
 
     def csrf(self, request: Request) -> str:
-        """The forms' token: derived from the session's id (which the page never shows)."""
+        """The forms' token: the session's id signed with this process's secret (neither the
+        id nor the secret is shown by any page)."""
         sid = request.cookies.get(cookie_name(request), "")
-        return hmac.new(sid.encode(), b"csrf", hashlib.sha256).hexdigest() if sid else ""
+        return hmac.new(self._csrf_key, sid.encode(), hashlib.sha256).hexdigest() if sid else ""
 
     def nav(self, request: Request) -> list[tuple[str, str]]:
         key: VerifiedKey | None = getattr(request.state, "key", None)
@@ -227,8 +231,13 @@ class TeamUI(Renderer):
             if got.status_code == 401:
                 return self.render(request, "signin.html", status=401, failed=True)
             raise Refused(got.status_code, "too many failed sign-ins from this address: wait")
+        if (over := self.limit(got, 1)) is not None:  # (a sign-in is a request of the key's)
+            raise Refused(over.status_code, "this API key is over its rate limit: retry")
         self.sessions.end(request.cookies.get(cookie_name(request)))  # (one signed in before)
-        sid = self.sessions.begin(str(form.get("key", "")).strip())
+        try:
+            sid = self.sessions.begin(str(form.get("key", "")).strip())
+        except SessionsFull as exc:
+            raise Refused(503, "too many people are signed in: retry later") from exc
         address = request.client.host if request.client else "unknown"
         await self.audit_attempt(
             got.org_id, got.key_id, got.team_id, "team/ui/signin", f"ui-{uuid.uuid4().hex[:16]}",
@@ -409,6 +418,11 @@ class TeamUI(Renderer):
     async def key_create(self, request: Request) -> Response:
         caller = await self.signed_in(request)
         f = await self.form(request)
+        # a key outlives the session: making one asks for the session's own key again, which a
+        # stolen cookie does not hold
+        signed_with = self.sessions.get(request.cookies.get(cookie_name(request))) or ""
+        if not signed_with or not same_secret(str(f.get("confirm_key", "")).strip(), signed_with):
+            raise Refused(403, "to make a key, confirm with the API key you signed in with")
         raw: JSONObject = {k: f.get(k) for k in ("role", "team", "name", "member")}
         if f.get("expires_days"):
             try:

@@ -4,7 +4,9 @@ that opened the session (the local UI's access token, the team UI's API key).
 Cookies are scoped by host, not by port: a browser sends the UI's cookie to any other server
 on 127.0.0.1 it visits. What such a server reads is a session id, worthless on /rpc, ended at
 sign-out, when its key is revoked (the team UI checks the key on every request), at its
-expiry and when the process ends (sessions live in its memory only)."""
+expiry and when the process ends (sessions live in its memory only). One grant (one API key)
+holds at most MAX_PER_GRANT sessions, its oldest ended first; when MAX_SESSIONS are live a new
+one is refused, never made by ending someone else's."""
 
 from __future__ import annotations
 
@@ -19,7 +21,12 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 SESSION_TTL_S = 12 * 3600.0  # a session ends this long after it began, used or not
-MAX_SESSIONS = 10_000  # the oldest are ended first beyond this many
+MAX_SESSIONS = 10_000  # live sessions of all grants; beyond, a new one is refused
+MAX_PER_GRANT = 20  # sessions of one grant (one key's browsers); beyond, its oldest ends
+
+
+class SessionsFull(Exception):
+    """MAX_SESSIONS sessions are live: no new one until some end."""
 
 
 class Sessions(Generic[T]):
@@ -30,20 +37,31 @@ class Sessions(Generic[T]):
         ttl_s: float = SESSION_TTL_S,
         max_sessions: int = MAX_SESSIONS,
         clock: Callable[[], float] = time.monotonic,
+        max_per_grant: int = MAX_PER_GRANT,
     ) -> None:
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
+        self.max_per_grant = max_per_grant
         self.clock = clock
         self._mutex = threading.Lock()
         self._by_hash: OrderedDict[bytes, tuple[T, float]] = OrderedDict()  # grant, ends at
 
     def begin(self, grant: T) -> str:
-        """A new session granting `grant`; its id (for the cookie: shown nowhere else)."""
+        """A new session granting `grant`; its id (for the cookie: shown nowhere else). The
+        grant's oldest session ends beyond MAX_PER_GRANT; SessionsFull when MAX_SESSIONS are
+        live (expired ones are dropped first)."""
         sid = secrets.token_urlsafe(32)
         with self._mutex:
-            self._by_hash[_digest(sid)] = (grant, self.clock() + self.ttl_s)
-            while len(self._by_hash) > self.max_sessions:
-                self._by_hash.popitem(last=False)
+            now = self.clock()
+            mine = [h for h, (g, _) in self._by_hash.items() if g == grant]
+            for h in mine[: max(0, len(mine) - self.max_per_grant + 1)]:
+                del self._by_hash[h]  # (in order of beginning: the oldest first)
+            if len(self._by_hash) >= self.max_sessions:
+                for h in [h for h, (_, ends) in self._by_hash.items() if now >= ends]:
+                    del self._by_hash[h]
+            if len(self._by_hash) >= self.max_sessions:
+                raise SessionsFull(f"{self.max_sessions} sessions are live")
+            self._by_hash[_digest(sid)] = (grant, now + self.ttl_s)
         return sid
 
     def get(self, sid: str | None) -> T | None:
