@@ -553,6 +553,50 @@ def test_a_client_slow_to_send_its_headers_is_cut_off(team_db):
         srv.stop()
 
 
+def test_a_client_slow_to_send_its_body_is_cut_off_and_nothing_is_logged_as_a_crash(team_db, keys):
+    """A request whose headers came but whose body trickles (an outside attack held 20,000
+    sockets that way, no key needed, until the server ran out of files) is closed
+    --header-timeout-s after its headers; so is a second request's half header on a connection
+    kept alive; a client that hangs up mid-body is one line in the log, not a traceback."""
+    srv = start_server(data_dir_of(team_db), "--header-timeout-s", "1")
+    try:
+        port = int(srv.base.rsplit(":", 1)[1])
+        host = f"127.0.0.1:{port}"
+        for path, auth in (
+            ("/signin", ""),
+            ("/rpc", f"Authorization: Bearer {keys.a_admin.key}\r\n"),
+        ):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as slow:
+                slow.sendall(
+                    f"POST {path} HTTP/1.1\r\nHost: {host}\r\nOrigin: {srv.base}\r\n{auth}"
+                    "Content-Type: application/x-www-form-urlencoded\r\n"
+                    "Content-Length: 100\r\n\r\nkey=rmk_".encode()
+                )
+                t0 = time.monotonic()
+                assert slow.recv(1024) == b""  # closed by the server
+                assert 0.5 < time.monotonic() - t0 < 8
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as kept:
+            kept.sendall(f"GET /health HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert kept.recv(1024).startswith(b"HTTP/1.1 200")
+            kept.sendall(b"GET /health HTTP/1.1\r\nHo")
+            t0 = time.monotonic()
+            while kept.recv(1024):
+                pass
+            assert time.monotonic() - t0 < 8
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as gone:
+            gone.sendall(
+                f"POST /signin HTTP/1.1\r\nHost: {host}\r\nOrigin: {srv.base}\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\n"
+                "Content-Length: 100\r\n\r\nkey=".encode()
+            )
+        time.sleep(0.5)
+        with urllib.request.urlopen(f"{srv.base}/health", timeout=5) as resp:
+            assert resp.status == 200
+    finally:
+        logged = srv.stop()
+    assert "Traceback" not in logged, logged[-3000:]
+
+
 def test_the_audit_sampler_admits_a_few_a_minute_and_counts_the_rest():
     from reos_memory.team.team_service import Sampler
 
@@ -563,3 +607,24 @@ def test_the_audit_sampler_admits_a_few_a_minute_and_counts_the_rest():
     now[0] = 61.0
     assert s.admit("x") == 2  # the next row says two were left out
     assert s.admit("x") == 0
+
+
+def test_a_loop_failing_the_same_way_logs_once_a_minute():
+    """asyncio logs accept() out of file descriptors, with its traceback, at every try: an
+    outside attack's connection flood grew the log by 59 MB in 28 s. One line a message a
+    minute passes."""
+    import logging
+
+    from reos_memory.logs import OncePer
+
+    now = [0.0]
+    once = OncePer(60.0, clock=lambda: now[0])
+
+    def record(msg: str) -> logging.LogRecord:
+        return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, msg, None, None)
+
+    passed = [once.filter(record("socket.accept() out of system resource")) for _ in range(1000)]
+    assert passed.count(True) == 1
+    assert once.filter(record("another failure"))
+    now[0] = 61.0
+    assert once.filter(record("socket.accept() out of system resource"))

@@ -807,8 +807,8 @@ def _team_server_args(p: argparse.ArgumentParser) -> None:
         "--header-timeout-s",
         type=_at_least(float, 0.1),
         default=10.0,
-        help="seconds a client has to send a request's headers before its connection is"
-        " closed; default 10",
+        help="seconds a client has to send a request's headers, and then its body, before its"
+        " connection is closed; default 10",
     )
     p.add_argument(
         "--statement-timeout-ms",

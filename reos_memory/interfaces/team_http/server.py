@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 import msgspec
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from reos_memory import __version__
 from reos_memory.errors import (
@@ -40,6 +41,7 @@ from reos_memory.interfaces.team_http.mcp_endpoint import TeamMcp
 from reos_memory.interfaces.team_http.registry import registry
 from reos_memory.interfaces.team_http.ui import TeamUI
 from reos_memory.json_types import JSONObject
+from reos_memory.logs import quiet_repeats
 from reos_memory.team.actions import Action
 from reos_memory.team.keys import KeyRefused, VerifiedKey
 from reos_memory.team.team_service import Caller, TeamService
@@ -84,7 +86,7 @@ class TeamHttp:
         self.per_key = RateLimiter(rate_limit, 2 * rate_limit) if rate_limit > 0 else None
         self.failed_auth = RateLimiter(rate_limit, 2 * rate_limit) if rate_limit > 0 else None
         self.mcp = TeamMcp(svc, log, self._mcp_key, MAX_BODY_BYTES)
-        self.app = Starlette(
+        routed = Starlette(
             routes=[
                 Route("/health", self.health, methods=["GET"]),
                 Route("/rpc", self.rpc, methods=["POST"]),
@@ -94,6 +96,7 @@ class TeamHttp:
             ],
             lifespan=lambda app: self.mcp.running(),
         )
+        self.app: ASGIApp = _quiet_on_hang_up(routed, log)
 
     async def health(self, request: Request) -> Response:
         if await run_in_threadpool(self.svc.healthy):
@@ -328,6 +331,21 @@ def _too_large() -> Response:
     )
 
 
+def _quiet_on_hang_up(app: ASGIApp, log: FilteringBoundLogger) -> ASGIApp:
+    """`app`, with a client that hangs up before its request's body came whole (or is cut off
+    for being slow) logged as one line: starlette raises ClientDisconnect from the handler that
+    was reading it, which uvicorn logs as a crash with its traceback."""
+
+    async def quiet(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await app(scope, receive, send)
+        except ClientDisconnect:
+            client = scope.get("client") or ("unknown", 0)
+            log.info("client_hung_up", path=scope.get("path"), address=str(client[0]))
+
+    return quiet
+
+
 def serve(
     svc: TeamService,
     host: str,
@@ -338,6 +356,8 @@ def serve(
 ) -> None:
     """Serve until SIGTERM or SIGINT (uvicorn's handlers: in-flight requests finish first)."""
     import uvicorn
+
+    quiet_repeats()  # (a flood of connections must not also fill the disk with tracebacks)
 
     config = uvicorn.Config(
         TeamHttp(svc, log, rate_limit).app,
@@ -355,45 +375,55 @@ def serve(
 
 
 def _header_timed_protocol(timeout_s: float) -> type:
-    """uvicorn's HTTP/1.1 protocol with a time limit for each request's headers: a connection
-    that has not sent its request line and headers `timeout_s` after it opened (or after its
-    previous response) is closed. uvicorn bounds idle keep-alive time only."""
+    """uvicorn's HTTP/1.1 protocol with time limits for each request: a connection that has not
+    sent its request line and headers `timeout_s` after it opened (or after its previous
+    response), or then its whole body `timeout_s` after its headers, is closed. uvicorn bounds
+    idle keep-alive time only: a body trickled forever held its socket (an outside attack held
+    20,000 that way, no key needed, until the server ran out of files)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeaderTimedProtocol(H11Protocol):
-        _headers_due: asyncio.TimerHandle | None = None
+        _due: asyncio.TimerHandle | None = None  # the headers', then the body's deadline
+        _body_due = False  # the deadline running is the body's
 
         # uvicorn's own override narrows asyncio's BaseTransport to Transport (and ignores this
         # in its source the same way); this one only adds to it
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._expect_headers()
+            self._expect()
 
         def handle_events(self) -> None:
             cycle = self.cycle
             super().handle_events()
             if self.cycle is not None and self.cycle is not cycle:  # a request's headers came
-                self._headers_came()
+                self._body_due = self.cycle.more_body
+                if self._body_due:
+                    self._expect()
+                else:
+                    self._came()
+            elif self._body_due and self.cycle is not None and not self.cycle.more_body:
+                self._body_due = False  # (its body came whole)
+                self._came()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            self._expect_headers()
+            self._expect()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._headers_came()
+            self._came()
             super().connection_lost(exc)
 
-        def _expect_headers(self) -> None:
-            self._headers_came()
-            self._headers_due = self.loop.call_later(timeout_s, self._too_slow)
+        def _expect(self) -> None:
+            self._came()
+            self._due = self.loop.call_later(timeout_s, self._too_slow)
 
-        def _headers_came(self) -> None:
-            if self._headers_due is not None:
-                self._headers_due.cancel()
-                self._headers_due = None
+        def _came(self) -> None:
+            if self._due is not None:
+                self._due.cancel()
+                self._due = None
 
         def _too_slow(self) -> None:
-            self._headers_due = None
+            self._due = None
             if not self.transport.is_closing():
                 self.transport.close()
 

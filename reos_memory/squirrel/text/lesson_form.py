@@ -145,7 +145,10 @@ _THIRD_PERSON = (
     (re.compile(r"(?<!\b[Ll]et )\bme\b"), "the user"),
     (re.compile(r"\byou'd\b", re.I), "the agent would"),
     (re.compile(r"\byou'll\b", re.I), "the agent will"),
-    (re.compile(r"\byou(?=\s+(?:really\s+|also\s+)?" + _MODAL + r"\b|\s+\w+ing\b)", re.I), "the agent"),
+    (
+        re.compile(r"\byou(?=\s+(?:really\s+|also\s+)?" + _MODAL + r"\b|\s+\w+ing\b)", re.I),
+        "the agent",
+    ),
     (re.compile(r"\byour\b", re.I), "the agent's"),
     (re.compile(r"\bwe'd\b", re.I), "the team would"),
     (re.compile(r"\bwe'll\b", re.I), "the team will"),
