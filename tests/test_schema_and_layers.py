@@ -62,7 +62,7 @@ LAYERS = {
     "llm": {"_root"},
     "store": {"_root"},
 }
-ROOT_MODULES = {"errors", "models", "heap", "stopwords", "json_types", "__init__"}
+ROOT_MODULES = {"errors", "models", "heap", "stopwords", "json_types", "private_files", "__init__"}
 
 
 def _layer(module: str) -> str:

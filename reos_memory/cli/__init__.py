@@ -48,7 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         return _hook(args, config)
     run = reos.COMMANDS[command].run
     assert run is not None  # only `schema` and `hook` are run above
-    return run(config, args)
+    from reos_memory.private_files import NotOwnFile
+
+    try:
+        return run(config, args)
+    except NotOwnFile as exc:  # (a database another user made first: said, not a traceback)
+        sys.stderr.write(f"reos-memory: {exc}\n")
+        return 2
 
 
 def _hook(args: argparse.Namespace, config: Config) -> int:
@@ -117,7 +123,13 @@ def sqrl_main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"sqrl: {exc}\n")
         return 2
-    return sqrl.COMMANDS[args.command].run(config, args)
+    from reos_memory.private_files import NotOwnFile
+
+    try:
+        return sqrl.COMMANDS[args.command].run(config, args)
+    except NotOwnFile as exc:
+        sys.stderr.write(f"sqrl: {exc}\n")
+        return 2
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import apsw
 
 from reos_memory.errors import StorageBusy
+from reos_memory.private_files import check_database_owned
 
 T = TypeVar("T")
 
@@ -136,6 +137,7 @@ class Database:
         self._closed = False
         if path != ":memory:":
             create_private(path)
+            check_database_owned(path)  # (one another user made first: refused)
 
     # -- connections -----------------------------------------------------------------------
 

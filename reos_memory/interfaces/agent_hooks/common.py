@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from reos_memory.config import Config
+from reos_memory.private_files import open_own
 
 if TYPE_CHECKING:
     from reos_memory.embeddings.base import Embedder
@@ -42,13 +43,14 @@ def beside_db(config: Config, suffix: str) -> Path:
 def log_line(config: Config, text: str) -> None:
     """Append to the hook log `<db>.hook.log` (kept under 1 MB: the older half is dropped)."""
     with contextlib.suppress(OSError):
-        path = beside_db(config, ".hook.log")
-        if path.exists() and path.stat().st_size > LOG_BYTES:
-            data = path.read_bytes()[-LOG_BYTES // 2 :]
-            path.write_bytes(data)
-        # 0600: it names projects, errors and what the hook did; no one else reads it
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        with open(fd, "a", encoding="utf-8") as f:
-            if os.fstat(fd).st_mode & 0o077:
-                os.fchmod(fd, 0o600)  # (one an older version made 0644)
-            f.write(time.strftime("%Y-%m-%dT%H:%M:%S ") + text.rstrip() + "\n")
+        # 0600, ours, never through a link: it names projects, errors and what the hook did;
+        # no one else reads it, and no one else's link makes its rotation cut another file
+        fd = open_own(beside_db(config, ".hook.log"), os.O_RDWR | os.O_APPEND)
+        with open(fd, "r+b") as f:
+            size = os.fstat(fd).st_size
+            if size > LOG_BYTES:
+                kept = os.pread(fd, LOG_BYTES // 2, size - LOG_BYTES // 2)
+                os.ftruncate(fd, 0)
+                f.write(kept)
+            line = time.strftime("%Y-%m-%dT%H:%M:%S ") + text.rstrip() + "\n"
+            f.write(line.encode("utf-8", errors="replace"))

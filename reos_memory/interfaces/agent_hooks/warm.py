@@ -40,6 +40,7 @@ from reos_memory.interfaces.agent_hooks import context
 from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
 from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call, Kind
 from reos_memory.json_types import JSONMapping, JSONObject
+from reos_memory.private_files import open_own
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
@@ -177,7 +178,7 @@ def peer_uid(s: socket.socket) -> int:
 def _start(config: Config, tool: str) -> bool:
     """Start the service when no one holds its lock: the child inherits the locked file, so
     no second one can start while it runs. False when the lock is taken (one is starting)."""
-    fd = os.open(lock_path(config), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = open_own(lock_path(config), os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -236,7 +237,7 @@ def _hold_lock(config: Config, fd: int | None) -> int | None:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = open_own(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
