@@ -8,6 +8,7 @@ import json
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -595,6 +596,58 @@ def test_a_client_slow_to_send_its_body_is_cut_off_and_nothing_is_logged_as_a_cr
     finally:
         logged = srv.stop()
     assert "Traceback" not in logged, logged[-3000:]
+
+
+def test_a_nul_character_is_refused_naming_the_field_not_an_internal_error(team_db, keys):
+    """PostgreSQL's text keeps no NUL: an outside attack's NUL in a memory's id, a task or a
+    text answered -32603 and logged a traceback, and the UI answered a bare 500."""
+    srv = start_server(data_dir_of(team_db))
+    try:
+        key = keys.a_admin.key
+        for method, params, field in (
+            ("squirrel/memories/get", {"memory_id": "tmem-\x00"}, "$.memory_id"),
+            ("squirrel/get_task_context", {"project_id": "p", "task": "a\x00b"}, "$.task"),
+            (
+                "squirrel/memories/add",
+                {"project_id": "p", "kind": "note", "text": "x\x00y"},
+                "$.text",
+            ),
+            ("squirrel/memories/list", {"project_id": "p", "key_prefix": "a\x00"}, "$.key_prefix"),
+        ):
+            err = srv.error(key, method, params)
+            assert err["code"] == -32602 and err["data"]["field"] == field, (method, err)
+        cookie = srv_cookie(srv, key)
+        for path in ("/memories?q=%00", "/memories/tmem-%00"):
+            req = urllib.request.Request(f"{srv.base}{path}", headers={"Cookie": cookie})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as resp:
+                    status = resp.status
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            assert status == 400, (path, status)
+    finally:
+        logged = srv.stop()
+    assert "Traceback" not in logged and "internal_error" not in logged, logged[-3000:]
+
+
+def srv_cookie(srv, key: str) -> str:
+    """The session cookie of a team-UI sign-in with `key`."""
+    data = urllib.parse.urlencode({"key": key}).encode()
+    req = urllib.request.Request(
+        f"{srv.base}/signin", data=data,
+        headers={"Origin": srv.base, "Content-Type": "application/x-www-form-urlencoded"},
+    )  # fmt: skip
+
+    class _Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    try:
+        urllib.request.build_opener(_Stay).open(req, timeout=10)
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 303, exc.code
+        return exc.headers["Set-Cookie"].split(";")[0]
+    raise AssertionError("no sign-in redirect")
 
 
 def test_the_audit_sampler_admits_a_few_a_minute_and_counts_the_rest():

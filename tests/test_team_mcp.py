@@ -510,3 +510,14 @@ def test_an_org_wide_share_is_decided_by_an_admin_of_the_org(server, keys):
             assert err["code"] == -32003 and err["data"]["role"] == "admin", (method, err)
     done = server.result(keys.a_admin, "team/shares/approve", {"share_id": share["id"]})
     assert done["share"]["status"] == "approved" and done["memory"]["owner_type"] == "org"
+
+
+def test_a_nul_character_is_an_error_naming_the_field(server, keys):
+    """PostgreSQL's text keeps no NUL: an outside attack's NUL in a tool's text was an internal
+    error with a traceback in the log. It is refused like any bad argument, naming the field."""
+    err = fails(server, keys.backend_writer, "remember",
+                {"text": "use the \x00 queue", "project_id": "proj-pay"})  # fmt: skip
+    assert err["reason"] == "invalid_params" and err["field"] == "$.text"
+    assert "NUL" in err["message"]
+    err = fails(server, keys.backend_reader, "get_memory", {"memory_id": "tmem-\x00"})
+    assert err["reason"] == "invalid_params" and err["field"] == "$.memory_id"

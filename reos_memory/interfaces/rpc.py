@@ -118,10 +118,11 @@ def refused(
     return Refused(None if is_notification else failure(rid, code, message, reason=reason, **data))
 
 
-def envelope(obj: object, bad_text: bool = False) -> tuple[RequestId, bool]:
+def envelope(obj: object, bad_text: bool = False, no_nul: bool = False) -> tuple[RequestId, bool]:
     """The request's id (None for a notification) and whether it is one; Refused when the
     envelope breaks JSON-RPC's rules or (`bad_text`: the message was decoded leniently) the
-    request holds text that is not valid Unicode."""
+    request holds text that is not valid Unicode, or (`no_nul`: a store that keeps no NUL, as
+    PostgreSQL's text) a NUL character."""
     if not isinstance(obj, dict):
         raise Refused(
             failure(
@@ -157,11 +158,11 @@ def envelope(obj: object, bad_text: bool = False) -> tuple[RequestId, bool]:
                 rule=rule,
             )
         )
-    where = _find_bad_text(obj, "$") if bad_text else None
+    where = _find_bad_text(obj, "$", nul=no_nul) if bad_text or no_nul else None
     if where is not None:
         in_params = where.startswith("$.params")
         field = "$" + where[len("$.params") :] if in_params else where
-        rule = "must be valid Unicode text (invalid UTF-8 or a lone surrogate)"
+        rule = TEXT_RULE if bad_text and _find_bad_text(obj, "$") == where else NUL_RULE
         raise refused(
             rid,
             is_notification,
@@ -257,8 +258,19 @@ def _envelope_problem(obj: JSONMapping) -> tuple[str, str] | None:
     return None
 
 
-def _find_bad_text(value: object, path: str) -> str | None:
+TEXT_RULE = "must be valid Unicode text (invalid UTF-8 or a lone surrogate)"
+NUL_RULE = "must not contain a NUL character (U+0000)"
+
+
+def find_bad_text(value: object, path: str = "$", nul: bool = True) -> str | None:
+    """Where in `value` a string is no valid Unicode, or (`nul`) holds a NUL; None if nowhere."""
+    return _find_bad_text(value, path, nul)
+
+
+def _find_bad_text(value: object, path: str, nul: bool = False) -> str | None:
     if isinstance(value, str):
+        if nul and "\x00" in value:
+            return path
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
@@ -266,12 +278,12 @@ def _find_bad_text(value: object, path: str) -> str | None:
         return None
     if isinstance(value, dict):
         for k, v in value.items():
-            bad = _find_bad_text(k, path) or _find_bad_text(v, f"{path}.{k}")
+            bad = _find_bad_text(k, path, nul) or _find_bad_text(v, f"{path}.{k}", nul)
             if bad:
                 return bad
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            bad = _find_bad_text(v, f"{path}[{i}]")
+            bad = _find_bad_text(v, f"{path}[{i}]", nul)
             if bad:
                 return bad
     return None

@@ -28,7 +28,8 @@ from msgspec import Meta
 from starlette.requests import Request
 from starlette.responses import Response
 
-from reos_memory.interfaces import mcp_tools
+from reos_memory.errors import InvalidInput
+from reos_memory.interfaces import mcp_tools, rpc
 from reos_memory.interfaces.mcp_tools import (
     Args,
     AvoidArg,
@@ -387,9 +388,16 @@ class TeamMcp:
 
     def _run(self, spec: MethodSpec, caller: Caller, arguments: JSONMapping) -> mt.CallToolResult:
         """Validate the arguments and run one tool (`mcp_tools.run_tool`), logged with the key."""
+
+        def checked() -> object:
+            where = rpc.find_bad_text(arguments)  # (PostgreSQL's text keeps no NUL)
+            if where is not None:
+                raise InvalidInput(where.removeprefix("$."), rpc.NUL_RULE)
+            return spec.handler((self.svc, caller), convert_params(spec, arguments))
+
         return run_tool(
             spec,
-            lambda: spec.handler((self.svc, caller), convert_params(spec, arguments)),
+            checked,
             self.log,
             fit=_fit,
             key_id=caller.key.key_id,

@@ -214,7 +214,7 @@ class TeamHttp:
         checked as the stdio server checks them (`interfaces/rpc.py`), the handler on a worker
         thread."""
         try:
-            rid, notification = rpc.envelope(obj)
+            rid, notification = rpc.envelope(obj, no_nul=True)  # (PostgreSQL's text keeps none)
             assert isinstance(obj, dict)  # (the envelope refuses anything else)
             method = obj["method"]
             spec = rpc.lookup(registry, method, rid, notification)

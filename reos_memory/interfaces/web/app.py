@@ -162,6 +162,8 @@ class Renderer:
         ids: list[str] = []
         for key in data:
             values = [v for v in data.getlist(key) if isinstance(v, str)]
+            if any("\x00" in v for v in [key, *values]):
+                raise InvalidInput(key, "must not contain a NUL character (U+0000)")
             if key == "ids":
                 ids = values
             else:
@@ -179,6 +181,12 @@ class Renderer:
         """A handler whose refusals and service errors become pages, never tracebacks."""
 
         async def run(request: Request) -> Response:
+            asked = [
+                request.url.path,
+                *(x for kv in request.query_params.multi_items() for x in kv),
+            ]
+            if any("\x00" in x for x in asked):  # (no store keeps it in text: PostgreSQL's fails)
+                return self.error(request, 400, "a NUL character (%00) is not allowed here")
             try:
                 return await handler(request)
             except Refused as exc:
