@@ -298,6 +298,39 @@ def test_a_ui_sign_in_spends_the_keys_rate(team_db, keys):
         srv.stop()
 
 
+def _whoami_from(srv, key: str, forwarded_for: str) -> int:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "team/whoami"}).encode()
+    req = urllib.request.Request(f"{srv.base}/rpc", data=body, headers={
+        "Content-Type": "application/json", "Authorization": f"Bearer {key}",
+        "X-Forwarded-For": forwarded_for,
+    })  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def test_a_forwarded_address_counts_only_from_a_trusted_proxy(team_db, keys):
+    """uvicorn trusted 127.0.0.1's X-Forwarded-For: an outside attack's local process sent 100
+    bad keys, each from a made-up address, and none was limited."""
+    bad = "rmk_0123456789abcdef_" + "B" * 43
+    srv = start_server(data_dir_of(team_db), "--rate-limit", "1")  # a burst of 2
+    try:
+        statuses = [_whoami_from(srv, bad, f"10.0.0.{i}") for i in range(6)]
+        assert 429 in statuses, statuses  # one address, the TCP peer's, whatever it claims
+    finally:
+        srv.stop()
+    proxied = start_server(
+        data_dir_of(team_db), "--rate-limit", "1", "--trusted-proxy", "127.0.0.1"
+    )
+    try:
+        statuses = [_whoami_from(proxied, bad, f"10.0.0.{i}") for i in range(6)]
+        assert statuses == [401] * 6, statuses  # (behind a proxy: each client its own count)
+    finally:
+        proxied.stop()
+
+
 # -- database timeouts ---------------------------------------------------------------------------
 
 

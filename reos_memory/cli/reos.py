@@ -804,6 +804,14 @@ def _team_server_args(p: argparse.ArgumentParser) -> None:
         " also failed authentications a second per client address); default 50",
     )
     p.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="the address of a reverse proxy in front whose X-Forwarded-For and"
+        " X-Forwarded-Proto name the client (repeatable); default none: the TCP peer is the client",
+    )
+    p.add_argument(
         "--header-timeout-s",
         type=_at_least(float, 0.1),
         default=10.0,
@@ -894,7 +902,10 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
             )
             if args.audit_retention_days > 0:
                 pruner.start()
-            serve_http(svc, args.host, args.port, log, args.rate_limit, args.header_timeout_s)
+            serve_http(
+                svc, args.host, args.port, log, args.rate_limit, args.header_timeout_s,
+                trusted_proxies=args.trusted_proxy,
+            )  # fmt: skip
         finally:
             pruner.stop()
             svc.close()

@@ -353,8 +353,12 @@ def serve(
     log: FilteringBoundLogger,
     rate_limit: float = DEFAULT_RATE_LIMIT,
     header_timeout_s: float = HEADER_TIMEOUT_S,
+    trusted_proxies: list[str] | None = None,
 ) -> None:
-    """Serve until SIGTERM or SIGINT (uvicorn's handlers: in-flight requests finish first)."""
+    """Serve until SIGTERM or SIGINT (uvicorn's handlers: in-flight requests finish first).
+    `trusted_proxies`: the addresses whose X-Forwarded-For names the client; none by default
+    (uvicorn trusts 127.0.0.1's, which let any local process pick the address its failed keys
+    are counted against)."""
     import uvicorn
 
     quiet_repeats()  # (a flood of connections must not also fill the disk with tracebacks)
@@ -368,6 +372,8 @@ def serve(
         lifespan="on",  # the MCP transport's task group
         server_header=False,
         http=_header_timed_protocol(header_timeout_s),
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=",".join(trusted_proxies or []) or None,
     )
     server = _server_class()(config)
     log.info("team_server_listening", host=host, port=port)

@@ -541,6 +541,6 @@ def cookie_name(request: Request) -> str:
 
 
 def _over_tls(request: Request) -> bool:
-    """The request came over TLS (directly, or to the proxy in front: X-Forwarded-Proto)."""
-    proto = request.headers.get("x-forwarded-proto", request.url.scheme)
-    return proto.split(",")[0].strip() == "https"
+    """The request came over TLS: directly, or to a proxy given as `--trusted-proxy`, whose
+    X-Forwarded-Proto uvicorn has already applied (no other client's claim counts)."""
+    return request.url.scheme == "https"
