@@ -496,6 +496,23 @@ def test_a_team_key_cannot_change_an_org_memory_from_the_ui(server, org):
     assert got["status"] == "provisional" and got["version"] == 1
 
 
+def test_forgetting_a_memory_out_of_reach_says_so(server, org, team_db):
+    """A forget confirmed straight away for another team's memory did nothing and the page said
+    "forgotten" (an outside review); it says the memory was not found."""
+    with team_db.connect() as conn:
+        other = admin.create_team(conn, ACTOR, "ui-a", "frontend").id
+        front, _ = admin.create_key(conn, ACTOR, org="ui-a", team=other, role="writer")
+    made = server.result(front.key, "squirrel/memories/add",
+                         {"project_id": PROJECT, "kind": "note", "text": "Frontend's own"})  # fmt: skip
+    mid = made["memory"]["id"]
+    headers, csrf = _session(server, org.writer)  # (a writer of backend)
+    status = _send(server, f"/memories/{mid}/forget", headers,
+                    {"csrf": csrf, "confirmed": "1"})[0]  # fmt: skip
+    assert status == 404, status
+    kept = server.result(front.key, "squirrel/memories/get", {"memory_id": mid})["memory"]
+    assert kept["text"] == "Frontend's own"
+
+
 def test_a_session_ends_at_sign_out_and_revocation_and_is_no_key(server, org, team_db):
     """What a listener on another 127.0.0.1 port reads from the browser is a session id: no
     key for /rpc, and dead once its user signs out or its key is revoked."""

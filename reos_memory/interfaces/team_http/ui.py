@@ -30,7 +30,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from reos_memory.errors import InvalidInput
+from reos_memory.errors import InvalidInput, NotFound
 from reos_memory.interfaces.web.app import (
     HERE,
     KINDS,
@@ -190,7 +190,9 @@ class TeamUI(Renderer):
         """Deprecate or forget one memory (writer; a team key: its team's only)."""
         p = tapi.TeamMemoryIdParams(memory_id=memory_id)
         if action == "forget":
-            await self.call(self.svc.memories.forget, who(caller), p)
+            gone = await self.call(self.svc.memories.forget, who(caller), p)
+            if not gone.forgotten:  # (another team's, or no such memory: nothing was done)
+                raise NotFound("memory", memory_id, field="memory_id")
         else:
             await self.call(self.svc.memories.deprecate, who(caller), p)
 
