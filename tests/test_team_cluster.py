@@ -271,3 +271,21 @@ def test_a_data_directory_another_user_planted_is_refused_and_nothing_is_written
             cl.Cluster(open_folder)
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_killed_holder_not_yet_reaped_counts_as_gone() -> None:
+    """A holder killed with -9 whose parent has not reaped it yet is a zombie: signals still
+    reach its pid, but it holds nothing (an outside review saw the cluster stay up after an
+    admin command ran a second after the kill)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert cl._alive(child.pid)
+        child.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert not cl._alive(child.pid)  # (a zombie: not reaped until wait() below)
+    finally:
+        child.kill()
+        child.wait()

@@ -479,10 +479,16 @@ def _postmaster_pid(pgdata: Path) -> int | None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process `pid` runs: a zombie (killed, not yet reaped by its parent) does not,
+    though signals still reach its pid."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # (Linux: the state after the command's closing parenthesis)
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat_line.rpartition(")")[2].split()[:1] != ["Z"]
