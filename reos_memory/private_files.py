@@ -10,6 +10,7 @@ else owns it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import stat
@@ -45,19 +46,42 @@ def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int
     return fd
 
 
+# the files SQLite keeps beside a database and reads when it opens it (a rollback journal left
+# there is played back into the database, even one in WAL mode)
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def private_dir(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a folder of this user's that no one else can write to or read (made
+    0700 if missing; never through a link): files made in it cannot be another user's links."""
+    with contextlib.suppress(FileExistsError, OSError):
+        os.mkdir(path, 0o700)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
 def check_database_owned(path: str) -> None:
-    """NotOwnFile when the database `path`, or its -wal or -shm beside it, belongs to another
-    OS user, or the -wal or -shm is a link (the database itself may be a link of the user's)."""
+    """NotOwnFile when the database `path`, or a file SQLite keeps beside it (SIDE_FILES), belongs
+    to another OS user, or such a file is a link. The database itself may be a link of the
+    user's: SQLite keeps its side files beside the file the link leads to, checked there."""
     uid = os.getuid()
-    for p in (path, path + "-wal", path + "-shm"):
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode) and st.st_uid != uid:
+        raise NotOwnFile(f"{path} is a symbolic link another user made")
+    real = os.path.realpath(path)
+    for p in (real, *(real + side for side in SIDE_FILES)):
         try:
             st = os.lstat(p)
-            if stat.S_ISLNK(st.st_mode):
-                if p != path or st.st_uid != uid:
-                    raise NotOwnFile(f"{p} is a symbolic link another user could have made")
-                st = os.stat(p)
         except FileNotFoundError:
             continue
+        if stat.S_ISLNK(st.st_mode):
+            raise NotOwnFile(f"{p} is a symbolic link another user could have made")
         if st.st_uid != uid:
             raise NotOwnFile(_not_mine(p, st.st_uid))
 

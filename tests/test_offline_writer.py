@@ -445,7 +445,9 @@ def test_a_session_teaches_what_a_developer_would_write_down(tmp_path: Path) -> 
     texts = {m["text"]: m for m in mems}
     # the reason typed on rejecting the edit decides, and is written as the rule it proposes
     assert any(t.startswith("Add .cache/.gitignore instead.") for t in texts), texts
-    assert any("we don't gitignore generated folders" in t.lower() for t in texts)
+    assert any(
+        "the team does not gitignore generated folders" in t.lower() for t in texts
+    )  # (named)
     # the cause opens the pattern; the failure that showed it and the fix are its evidence
     (pattern,) = [t for t in texts if "(`pytest tests/test_payment.py` failed" in t]
     assert "missing the `timeout` key" in pattern.split("(")[0] and "settings.py" in pattern, (

@@ -37,13 +37,16 @@ for spec in sys.argv[3:]:
     if kind == "file":
         open(path, "w").close()
         os.chmod(path, 0o666)
+    elif kind == "dir":
+        os.mkdir(path)
+        os.chmod(path, 0o777)
     else:
         os.symlink(target, path)
 """
 
 
 def plant(*specs: str) -> None:
-    """`file=PATH` or `link=PATH>TARGET`, made by nobody."""
+    """`file=PATH`, `dir=PATH` or `link=PATH>TARGET`, made by nobody (anyone may write them)."""
     nobody = pwd.getpwnam("nobody")
     done = subprocess.run(
         [sys.executable, "-c", PLANT, str(nobody.pw_gid), str(nobody.pw_uid), *specs],
@@ -66,7 +69,7 @@ def shared() -> Iterator[Path]:
         shutil.rmtree(top, ignore_errors=True)
 
 
-@pytest.mark.parametrize("planted", ["", "-wal"])
+@pytest.mark.parametrize("planted", ["", "-wal", "-journal"])
 def test_a_database_or_wal_another_user_made_first_is_refused(shared, tmp_path, planted):
     db = shared / "memory.db"
     plant(f"file={db}{planted}")
@@ -102,3 +105,33 @@ def test_a_lock_or_log_file_is_opened_only_when_it_is_ours(shared):
     fd = open_own(shared / "z.lock", os.O_RDWR)  # (one of ours is made 0600)
     os.close(fd)
     assert stat.S_IMODE((shared / "z.lock").stat().st_mode) == 0o600
+
+
+def test_side_files_are_checked_beside_the_file_a_database_link_leads_to(shared, tmp_path):
+    """The user's own link to a database in a shared folder: SQLite keeps the -wal beside the
+    file the link leads to, so that is where another user's planted -wal is looked for (a
+    review read the memories out of it)."""
+    real = shared / "real.db"
+    real.touch(mode=0o600)
+    link = tmp_path / "mine.db"
+    link.symlink_to(real)
+    plant(f"file={real}-wal")
+    done = sqrl(agent_env(tmp_path, link), "--db", str(link), "add", "the deploy key is in vault")
+    assert done.returncode != 0 and "belongs to nobody" in done.stderr, done.stderr
+    assert b"deploy key" not in Path(f"{real}-wal").read_bytes()
+
+
+def test_a_hook_queue_folder_another_user_made_is_not_used(shared, tmp_path):
+    """The hook's queue beside the database: a folder another user made first would let its
+    links take the hook's writes and its requests name transcripts of its choosing."""
+    from reos_memory.interfaces.agent_hooks import queue
+    from reos_memory.interfaces.agent_hooks.dialects import Call
+
+    db = shared / "memory.db"
+    config = load_config(overrides={"db": str(db)})
+    q = queue.queue_dir(config)
+    plant(f"dir={q}", f"file={q}/planted.json")
+    call = Call("claude-code", "end", "SessionEnd", "s1", str(tmp_path / "t.jsonl"), None, None)
+    assert queue.enqueue(config, call, end=True) is None
+    assert queue._claim(q) == []
+    assert sorted(p.name for p in q.iterdir()) == ["planted.json"]

@@ -289,3 +289,33 @@ def test_a_killed_holder_not_yet_reaped_counts_as_gone() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+LINK = """
+import os, sys
+os.setgroups([])
+os.setgid(int(sys.argv[1]))
+os.setuid(int(sys.argv[2]))
+os.symlink(sys.argv[3], sys.argv[4])
+"""
+
+
+def test_a_data_directory_link_another_user_made_is_refused() -> None:
+    """Another user's link in a shared folder, to a folder of the server user's own, would
+    point the quickstart's commands at a data directory of the attacker's choosing."""
+    shared = Path(tempfile.mkdtemp(prefix="reos-shared-"))
+    try:
+        shared.chmod(0o1777)
+        own = shared / "roots-team"
+        own.mkdir(mode=0o700)
+        link = shared / "quickstart-team"
+        done = subprocess.run(
+            [sys.executable, "-c", LINK, str(NOBODY.pw_gid), str(NOBODY.pw_uid), str(own), str(link)],
+            capture_output=True, text=True, cwd="/", timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        with pytest.raises(cl.ClusterError, match="is a link nobody made"):
+            cl.Cluster(link)
+        assert list(own.iterdir()) == []
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

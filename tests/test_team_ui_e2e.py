@@ -239,6 +239,19 @@ def test_a_stolen_cookie_cannot_make_a_key_that_outlives_its_session(server, org
     assert csrf != hmac.new(sid.encode(), b"csrf", hashlib.sha256).hexdigest()
 
 
+def test_a_tls_proxy_the_server_does_not_trust_is_named_in_the_refusal(server, org):
+    """Behind a TLS proxy not given as --trusted-proxy the browser's Origin is https while the
+    server sees http: the sign-in is refused, saying what to do."""
+    data = urllib.parse.urlencode({"key": org.reader}).encode()
+    netloc = server.base.removeprefix("http://")
+    req = urllib.request.Request(f"{server.base}/signin", data=data, headers={
+        "Origin": f"https://{netloc}", "Content-Type": "application/x-www-form-urlencoded",
+    })  # fmt: skip
+    with pytest.raises(urllib.error.HTTPError) as got:
+        urllib.request.urlopen(req, timeout=10)
+    assert got.value.code == 403 and "--trusted-proxy" in got.value.read().decode()
+
+
 def test_ui_pages_carry_the_policy_and_never_cors(server):
     for path in ("/signin", "/static/ui.css"):
         req = urllib.request.Request(

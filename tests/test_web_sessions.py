@@ -30,3 +30,21 @@ def test_a_session_id_is_random_and_kept_only_hashed() -> None:
     sid = s.begin("rmk_secret")
     assert len(sid) >= 40 and sid != s.begin("rmk_secret")
     assert sid.encode() not in repr(vars(s)).encode()
+
+
+def test_one_owners_keys_cannot_fill_the_table_for_everyone() -> None:
+    """A review made 500 keys in one org and signed each in 20 times: every other org was shut
+    out. An owner (the org) holds its share; past it, its own oldest sessions end."""
+    s: Sessions[str] = Sessions(max_sessions=10, max_per_grant=2, max_per_owner=4)
+    mine = [s.begin(f"key-{i}", owner="org-a") for i in range(3) for _ in range(2)]
+    assert sum(s.get(x) is not None for x in mine) == 4
+    other = s.begin("key-b", owner="org-b")
+    assert s.get(other) == "key-b"
+
+
+def test_the_local_uis_one_person_keeps_every_browsers_session() -> None:
+    from reos_memory.interfaces.web.guard import Guard
+
+    g = Guard(port=1)
+    opened = [g.sessions.begin(True) for _ in range(30)]
+    assert all(g.sessions.get(x) for x in opened)

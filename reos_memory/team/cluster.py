@@ -116,6 +116,13 @@ class Cluster:
     let go by `release` (the last live holder stops it)."""
 
     def __init__(self, data_dir: Path) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            given = os.lstat(data_dir.expanduser())
+            if stat.S_ISLNK(given.st_mode) and given.st_uid != os.geteuid():
+                raise ClusterError(
+                    f"the team data directory {data_dir} is a link {_user_name_or_id(given.st_uid)}"
+                    " made: use a folder of your own"
+                )
         self.data_dir = data_dir.expanduser().resolve()
         # running as root the cluster's own user must traverse it: 0711, not listable
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o711 if os.geteuid() == 0 else 0o700)

@@ -78,8 +78,12 @@ def _respond(tool: str, config: Config, stdin: bytes, open_app: Opener) -> bytes
         if got is not None:
             return got
         return context.reply(config, call, lambda req: context.answer_once(config, req, open_app))
-    if call.kind in INGEST_KINDS and call.transcript:
-        queue.enqueue(config, call, end=call.kind == "end")
+    queued = (
+        call.kind in INGEST_KINDS
+        and call.transcript
+        and queue.enqueue(config, call, end=call.kind == "end") is not None
+    )
+    if queued:
         queue.spawn_worker(config, tool)
     return b""
 

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Literal, NamedTuple, TypeGuard
 from reos_memory.config import Config
 from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
 from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call
+from reos_memory.private_files import private_dir
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
@@ -50,12 +51,17 @@ def queue_dir(config: Config) -> Path:
     return beside_db(config, ".hook-queue")
 
 
-def enqueue(config: Config, call: Call, end: bool) -> Path:
+def enqueue(config: Config, call: Call, end: bool) -> Path | None:
     """Ask the worker to ingest a call's transcript (one request per session; an end request
-    stays)."""
+    stays); None when the queue's folder is not this user's alone (another user could have made
+    it first, beside a database in a shared folder: its links would redirect our writes and its
+    requests name transcripts of its choosing)."""
     assert call.transcript is not None
     q = queue_dir(config)
-    q.mkdir(mode=0o700, parents=True, exist_ok=True)
+    q.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not private_dir(q):
+        log_line(config, f"{q} is not a folder of this user's alone: nothing queued")
+        return None
     key = f"{call.tool}:{call.session}" if call.session else call.transcript
     name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".json"
     path = q / name
@@ -90,6 +96,8 @@ def _claim(q: Path) -> list[Request]:
     """Take the pending requests (oldest first): each is renamed to a name of this worker's
     first, so a request written meanwhile under the same name is kept for the next round."""
     out: list[Request] = []
+    if not private_dir(q):
+        return out  # (requests in a folder another user can write are not ours)
     try:
         entries = sorted(q.glob("*.json"), key=lambda p: p.stat().st_mtime)
     except OSError:

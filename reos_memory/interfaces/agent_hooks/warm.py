@@ -40,7 +40,7 @@ from reos_memory.interfaces.agent_hooks import context
 from reos_memory.interfaces.agent_hooks.common import Opener, beside_db, log_line
 from reos_memory.interfaces.agent_hooks.dialects import DIALECTS, Call, Kind
 from reos_memory.json_types import JSONMapping, JSONObject
-from reos_memory.private_files import open_own
+from reos_memory.private_files import open_own, private_dir
 
 if TYPE_CHECKING:
     from reos_memory.interfaces.services import Services
@@ -77,20 +77,9 @@ def socket_path(config: Config) -> str:
     dirs = [os.path.join(runtime, "reos-memory")] if runtime else []
     for d in [*dirs, f"/tmp/reos-{os.getuid()}"]:
         path = os.path.join(d, name)
-        if len(os.fsencode(path)) <= SUN_PATH_MAX and _private_dir(d):
+        if len(os.fsencode(path)) <= SUN_PATH_MAX and private_dir(d):
             return path
     raise OSError(f"no private directory with a short enough path for the socket of {db}")
-
-
-def _private_dir(d: str) -> bool:
-    """A directory of this user's that no one else can write to (made if missing)."""
-    with contextlib.suppress(FileExistsError, OSError):
-        os.mkdir(d, 0o700)
-    try:
-        st = os.lstat(d)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def _file_id(path: str | Path) -> tuple[int, int] | None:

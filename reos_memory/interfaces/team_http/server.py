@@ -361,7 +361,9 @@ def serve(
     are counted against)."""
     import uvicorn
 
-    quiet_repeats()  # (a flood of connections must not also fill the disk with tracebacks)
+    # (a flood of connections, or of clients hanging up on /mcp, must not fill the disk with
+    # the same traceback)
+    quiet_repeats(("asyncio", "mcp.server.streamable_http"))
 
     config = uvicorn.Config(
         TeamHttp(svc, log, rate_limit).app,
@@ -412,8 +414,10 @@ def _header_timed_protocol(timeout_s: float) -> type:
                 self._came()
 
         def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._expect()
+            cycle = self.cycle
+            super().on_response_complete()  # (it starts a pipelined request already read)
+            if self.cycle is cycle:  # (none started: the next one's headers are awaited)
+                self._expect()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._came()
@@ -430,6 +434,11 @@ def _header_timed_protocol(timeout_s: float) -> type:
 
         def _too_slow(self) -> None:
             self._due = None
+            if self._body_due and self.flow.read_paused:
+                # the app has not read what came (uvicorn stops reading beyond 64 KiB until it
+                # does): the wait is the server's, not the client's
+                self._due = self.loop.call_later(timeout_s, self._too_slow)
+                return
             if not self.transport.is_closing():
                 self.transport.close()
 

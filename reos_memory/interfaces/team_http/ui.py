@@ -152,7 +152,11 @@ class TeamUI(Renderer):
     def check_origin(self, request: Request) -> None:
         """A change, or a sign-in, comes from a page of this server (checked before the body is
         read)."""
-        if request.headers.get("origin") != f"{request.url.scheme}://{request.url.netloc}":
+        origin = request.headers.get("origin")
+        if origin != f"{request.url.scheme}://{request.url.netloc}":
+            if origin == f"https://{request.url.netloc}" and request.url.scheme == "http":
+                raise Refused(403, "the page came over TLS through a proxy this server does not"
+                              " trust: start it with --trusted-proxy <the proxy's address>")  # fmt: skip
             raise Refused(403, "a change must come from a page of this server (Origin)")
 
     def check_form(self, request: Request, form: Form) -> None:
@@ -237,7 +241,7 @@ class TeamUI(Renderer):
             raise Refused(over.status_code, "this API key is over its rate limit: retry")
         self.sessions.end(request.cookies.get(cookie_name(request)))  # (one signed in before)
         try:
-            sid = self.sessions.begin(str(form.get("key", "")).strip())
+            sid = self.sessions.begin(str(form.get("key", "")).strip(), owner=got.org_id)
         except SessionsFull as exc:
             raise Refused(503, "too many people are signed in: retry later") from exc
         address = request.client.host if request.client else "unknown"

@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from urllib.parse import parse_qsl, quote, urlencode
 
-from reos_memory.interfaces.web.sessions import Sessions
+from reos_memory.interfaces.web.sessions import MAX_SESSIONS, Sessions
 
 # ASGI's scope and messages: each value is narrowed where it is read (the server that makes
 # them follows the ASGI spec: headers are [name, value] byte strings, the query string bytes)
@@ -72,7 +72,8 @@ class Guard:
         self.origins = {f"http://{h}" for h in self.hosts}
         # the forms' token: derived, so it never needs storing, and not the access token itself
         self.csrf = hmac.new(self.token.encode(), b"csrf", hashlib.sha256).hexdigest()
-        self.sessions: Sessions[bool] = Sessions()
+        # (one person, one grant: every browser of theirs keeps its session)
+        self.sessions: Sessions[bool] = Sessions(max_per_grant=MAX_SESSIONS)
 
     def url(self, path: str = "/") -> str:
         """The address to open: the only place the token is shown."""

@@ -5,8 +5,8 @@ Cookies are scoped by host, not by port: a browser sends the UI's cookie to any 
 on 127.0.0.1 it visits. What such a server reads is a session id, worthless on /rpc, ended at
 sign-out, when its key is revoked (the team UI checks the key on every request), at its
 expiry and when the process ends (sessions live in its memory only). One grant (one API key)
-holds at most MAX_PER_GRANT sessions, its oldest ended first; when MAX_SESSIONS are live a new
-one is refused, never made by ending someone else's."""
+holds at most MAX_PER_GRANT sessions and one owner (an org) MAX_PER_OWNER, their oldest ended
+first; when MAX_SESSIONS are live a new one is refused, never made by ending someone else's."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ T = TypeVar("T")
 SESSION_TTL_S = 12 * 3600.0  # a session ends this long after it began, used or not
 MAX_SESSIONS = 10_000  # live sessions of all grants; beyond, a new one is refused
 MAX_PER_GRANT = 20  # sessions of one grant (one key's browsers); beyond, its oldest ends
+MAX_PER_OWNER = 1_000  # sessions of one owner's grants (an org's keys); beyond, its oldest end
 
 
 class SessionsFull(Exception):
@@ -38,30 +39,38 @@ class Sessions(Generic[T]):
         max_sessions: int = MAX_SESSIONS,
         clock: Callable[[], float] = time.monotonic,
         max_per_grant: int = MAX_PER_GRANT,
+        max_per_owner: int = MAX_PER_OWNER,
     ) -> None:
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
         self.max_per_grant = max_per_grant
+        self.max_per_owner = max_per_owner
         self.clock = clock
         self._mutex = threading.Lock()
-        self._by_hash: OrderedDict[bytes, tuple[T, float]] = OrderedDict()  # grant, ends at
+        # by the id's digest, in order of beginning: (grant, ends at, owner)
+        self._by_hash: OrderedDict[bytes, tuple[T, float, object]] = OrderedDict()
 
-    def begin(self, grant: T) -> str:
+    def begin(self, grant: T, owner: object = None) -> str:
         """A new session granting `grant`; its id (for the cookie: shown nowhere else). The
-        grant's oldest session ends beyond MAX_PER_GRANT; SessionsFull when MAX_SESSIONS are
-        live (expired ones are dropped first)."""
+        grant's oldest session ends beyond MAX_PER_GRANT, and its owner's (an org, for the team
+        UI's keys) beyond MAX_PER_OWNER; SessionsFull when MAX_SESSIONS are live (expired ones
+        are dropped first)."""
         sid = secrets.token_urlsafe(32)
         with self._mutex:
             now = self.clock()
-            mine = [h for h, (g, _) in self._by_hash.items() if g == grant]
-            for h in mine[: max(0, len(mine) - self.max_per_grant + 1)]:
-                del self._by_hash[h]  # (in order of beginning: the oldest first)
+            for same, cap in (
+                (lambda g, o: g == grant, self.max_per_grant),
+                (lambda g, o: owner is not None and o == owner, self.max_per_owner),
+            ):
+                theirs = [h for h, (g, _, o) in self._by_hash.items() if same(g, o)]
+                for h in theirs[: max(0, len(theirs) - cap + 1)]:
+                    del self._by_hash[h]  # (the oldest first)
             if len(self._by_hash) >= self.max_sessions:
-                for h in [h for h, (_, ends) in self._by_hash.items() if now >= ends]:
+                for h in [h for h, (_, ends, _) in self._by_hash.items() if now >= ends]:
                     del self._by_hash[h]
             if len(self._by_hash) >= self.max_sessions:
                 raise SessionsFull(f"{self.max_sessions} sessions are live")
-            self._by_hash[_digest(sid)] = (grant, now + self.ttl_s)
+            self._by_hash[_digest(sid)] = (grant, now + self.ttl_s, owner)
         return sid
 
     def get(self, sid: str | None) -> T | None:
@@ -73,7 +82,7 @@ class Sessions(Generic[T]):
             found = self._by_hash.get(h)
             if found is None:
                 return None
-            grant, ends = found
+            grant, ends, _ = found
             if self.clock() >= ends:
                 del self._by_hash[h]
                 return None

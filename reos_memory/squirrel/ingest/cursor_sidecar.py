@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reos_memory.private_files import private_dir
 from reos_memory.squirrel.ingest.cutting import MAX_TEXT, cut
 
 FOLDER = "cursor"  # under `<db>.hook-tools/`
@@ -172,10 +173,8 @@ def record(root: Path, payload: dict[str, Any]) -> bool:
     path = log_path(folder, line["conversation_id"])
     if path is None:
         return False
-    for d in (root, folder):
-        if not d.is_dir():
-            d.mkdir(mode=0o700, exist_ok=True)
-            os.chmod(d, 0o700)
+    if not (private_dir(root) and private_dir(folder)):
+        return False  # (a folder another user made first: its links would take our writes)
     data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
         "utf-8", "surrogateescape"
     )
