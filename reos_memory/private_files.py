@@ -52,15 +52,23 @@ SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 def private_dir(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` is a folder of this user's that no one else can write to or read (made
-    0700 if missing; never through a link): files made in it cannot be another user's links."""
+    """Whether `path` is a folder of this user's (never a link), made 0700 if missing and made
+    0700 if it was wider: no one else can read it or make files in it, so none of the files in
+    it can be another user's links."""
     with contextlib.suppress(FileExistsError, OSError):
         os.mkdir(path, 0o700)
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        return False
+    if st.st_mode & 0o077:
+        try:
+            os.chmod(path, 0o700)  # (ours: made wider by hand, or by an older version)
+        except OSError:
+            return False
+    return True
 
 
 def check_database_owned(path: str) -> None:

@@ -110,6 +110,10 @@ class Server:
 
     def signin(self, key: str) -> int:
         """The HTTP status of a sign-in to the team UI with `key` (303 when it signs in)."""
+        return self.signin_reply(key)[0]
+
+    def signin_reply(self, key: str) -> tuple[int, Message]:
+        """(HTTP status, headers) of a sign-in to the team UI with `key`, not redirected."""
         data = urllib.parse.urlencode({"key": key}).encode()
         req = urllib.request.Request(
             f"{self.base}/signin", data=data,
@@ -122,9 +126,9 @@ class Server:
 
         try:
             with urllib.request.build_opener(_Stay).open(req, timeout=10) as resp:
-                return int(resp.status)
+                return int(resp.status), resp.headers
         except urllib.error.HTTPError as exc:
-            return int(exc.code)
+            return int(exc.code), exc.headers
 
     def stop(self) -> str:
         """SIGTERM, wait, and the server's log (stderr); the exit status must be 0."""

@@ -665,22 +665,9 @@ def test_a_nul_character_is_refused_naming_the_field_not_an_internal_error(team_
 
 def srv_cookie(srv, key: str) -> str:
     """The session cookie of a team-UI sign-in with `key`."""
-    data = urllib.parse.urlencode({"key": key}).encode()
-    req = urllib.request.Request(
-        f"{srv.base}/signin", data=data,
-        headers={"Origin": srv.base, "Content-Type": "application/x-www-form-urlencoded"},
-    )  # fmt: skip
-
-    class _Stay(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-
-    try:
-        urllib.request.build_opener(_Stay).open(req, timeout=10)
-    except urllib.error.HTTPError as exc:
-        assert exc.code == 303, exc.code
-        return exc.headers["Set-Cookie"].split(";")[0]
-    raise AssertionError("no sign-in redirect")
+    status, headers = srv.signin_reply(key)
+    assert status == 303, status
+    return headers["Set-Cookie"].split(";")[0]
 
 
 def test_the_audit_sampler_admits_a_few_a_minute_and_counts_the_rest():
