@@ -2,7 +2,7 @@
 `<!-- quickstart:end -->` is run by bash, line by line as a user would type it, in a fresh HOME.
 Only what a test cannot do as a user does is adapted: a command that serves until stopped
 (`sqrl ui`, a server started with `&`) is stopped once it answered, a `curl` of a server just
-started waits for it, and fixed paths and ports under /tmp become the test's own."""
+started waits for it, and fixed paths and ports become the test's own."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_give_claude_code_a_memory(tmp_path: Path) -> None:
 
 def test_an_app_spawns_the_service(tmp_path: Path) -> None:
     db = tmp_path / "app.db"
-    body = _block("app").replace("/tmp/quickstart.db", str(db))
+    body = _block("app").replace("~/quickstart.db", str(db))
     r = _run(_adapt(body, tmp_path), tmp_path / "home", ROOT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     replies = [line for line in r.stdout.splitlines() if line.startswith("{")]
@@ -120,7 +120,7 @@ def test_run_a_team_server(tmp_path: Path) -> None:
     with team_data_dir("quickstart") as data_dir:
         port = _free_port()
         body = (
-            _block("team").replace("/tmp/quickstart-team", str(data_dir)).replace("8787", str(port))
+            _block("team").replace("~/quickstart-team", str(data_dir)).replace("8787", str(port))
         )
         r = _run(_adapt(body, tmp_path), tmp_path / "home", ROOT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
