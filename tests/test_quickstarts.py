@@ -119,9 +119,7 @@ def test_an_app_spawns_the_service(tmp_path: Path) -> None:
 def test_run_a_team_server(tmp_path: Path) -> None:
     with team_data_dir("quickstart") as data_dir:
         port = _free_port()
-        body = (
-            _block("team").replace("~/quickstart-team", str(data_dir)).replace("8787", str(port))
-        )
+        body = _block("team").replace("~/quickstart-team", str(data_dir)).replace("8787", str(port))
         r = _run(_adapt(body, tmp_path), tmp_path / "home", ROOT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert re.search(r"rmk_\w+", r.stdout), r.stdout  # the admin key, shown once
