@@ -108,6 +108,17 @@ class Server:
         assert status == 200 and "error" in reply, reply
         return reply["error"]  # type: ignore[no-any-return]
 
+    def delivery(self, key: str, memory_id: str) -> str:
+        """The id of a delivery (a pull page) that brings `memory_id` to `key`, as a member's
+        machine receives it: what that key's usage reports of the memory must name."""
+        after = 0
+        while True:
+            page = self.result(key, "squirrel/changes/pull", {"after_seq": after, "limit": 1000})
+            if any(c["memory_id"] == memory_id and c["op"] == "upsert" for c in page["changes"]):
+                return str(page["delivery_id"])
+            assert page["more"], f"{memory_id} never reaches this key"
+            after = page["next_seq"]
+
     def signin(self, key: str) -> int:
         """The HTTP status of a sign-in to the team UI with `key` (303 when it signs in)."""
         return self.signin_reply(key)[0]

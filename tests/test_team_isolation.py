@@ -171,8 +171,9 @@ def usage_stays_home(server: Server, w: World) -> None:
     for key in (w.b_writer, w.web_admin):
         out = server.result(key, "squirrel/usage/report", {
             "idempotency_key": f"u-{uuid.uuid4().hex}",
-            "items": [{"memory_id": w.mem, "uses": 100}]})  # fmt: skip
-        assert out == {"applied": 0, "unknown": [w.mem], "clipped": []}
+            "items": [{"memory_id": w.mem, "context_id": f"dlv_{uuid.uuid4().hex}",
+                       "uses": 100}]})  # fmt: skip
+        assert out == {"applied": 0, "unknown": [w.mem], "clipped": [], "not_received": []}
     got = server.result(w.a_admin.key, "squirrel/memories/get", {"memory_id": w.mem})
     assert got["metrics"]["use_count"] < 100
 

@@ -5,6 +5,7 @@ them stays inside the key's org and team."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -171,7 +172,14 @@ def test_a_cursor_the_log_does_not_hold_is_told_to_pull_from_the_start(server, o
     same = server.result(org.backend_reader, "squirrel/changes/pull",
                          {"after_seq": cursor, "after_mark": mark})  # fmt: skip
     assert same["changes"] == [] and not same["reset"] and same["next_mark"] == mark
-    reset = {"changes": [], "next_seq": 0, "more": True, "next_mark": None, "reset": True}
+    reset = {
+        "changes": [],
+        "next_seq": 0,
+        "more": True,
+        "next_mark": None,
+        "reset": True,
+        "delivery_id": None,
+    }
     ahead = server.result(org.backend_reader, "squirrel/changes/pull", {"after_seq": cursor + 50})
     assert ahead == reset
     other = server.result(org.backend_reader, "squirrel/changes/pull",
@@ -182,17 +190,60 @@ def test_a_cursor_the_log_does_not_hold_is_told_to_pull_from_the_start(server, o
 def test_usage_reports_count_once_and_only_for_memories_the_key_reaches(server, org):
     mem = add(server, org.backend_writer, "Cache keys are versioned with a v2 prefix")["memory"]
     other = add(server, org.b_writer, "Globex memory", owner_type="org")["memory"]
+    got = server.delivery(org.backend_reader, mem["id"])
     report = {"idempotency_key": f"usage-{uuid.uuid4().hex}", "items": [
-        {"memory_id": mem["id"], "opportunities": 3, "uses": 2, "regret_hits": 1},
-        {"memory_id": other["id"], "uses": 5},
+        {"memory_id": mem["id"], "context_id": got, "opportunities": 3, "uses": 2,
+         "regret_hits": 1},
+        {"memory_id": other["id"], "context_id": got, "uses": 5},
     ]}  # fmt: skip
     out = server.result(org.backend_reader, "squirrel/usage/report", report)
-    assert out == {"applied": 1, "unknown": [other["id"]], "clipped": []}
+    assert out == {"applied": 1, "unknown": [other["id"]], "clipped": [], "not_received": []}
     assert server.result(org.backend_reader, "squirrel/usage/report", report) == out
     metrics = server.result(org.a_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
     assert metrics["metrics"]["use_count"] == 2 and metrics["metrics"]["opportunities"] == 3
     got = server.result(org.b_admin, "squirrel/memories/get", {"memory_id": other["id"]})
     assert got["metrics"] is None
+
+
+def test_usage_counts_only_by_a_delivery_that_brought_the_memory_to_the_same_key(server, org):
+    """Usage names the pull page (delivery) that brought the memory to this key: a delivery id
+    made up, another key's delivery, or one of this key's that did not hold the memory is not
+    received and counts nothing; a report naming no delivery is refused naming the field."""
+    mem = add(server, org.backend_writer, f"Delivered use {uuid.uuid4().hex}")["memory"]
+    mine = server.delivery(org.backend_reader, mem["id"])
+    theirs = server.delivery(org.backend_writer, mem["id"])
+    cursor = 0
+    while True:  # the reader's machine catches up to now
+        page = server.result(org.backend_reader, "squirrel/changes/pull", {"after_seq": cursor})
+        assert page["delivery_id"] != mine  # each page that brings memories: a delivery of its own
+        cursor = page["next_seq"]
+        if not page["more"]:
+            break
+    add(server, org.backend_writer, f"Later use {uuid.uuid4().hex}")
+    page = server.result(org.backend_reader, "squirrel/changes/pull", {"after_seq": cursor})
+    assert mem["id"] not in [c["memory_id"] for c in page["changes"]]
+    only_later = page["delivery_id"]  # this key's, but it did not bring `mem`
+
+    def report(context_id: str) -> dict[str, Any]:
+        return server.result(org.backend_reader, "squirrel/usage/report", {  # type: ignore[no-any-return]
+            "idempotency_key": f"usage-{uuid.uuid4().hex}",
+            "items": [{"memory_id": mem["id"], "context_id": context_id,
+                       "opportunities": 7, "uses": 7}]})  # fmt: skip
+
+    refused = {"applied": 0, "unknown": [], "clipped": [], "not_received": [mem["id"]]}
+    assert report(f"dlv_{uuid.uuid4().hex}") == refused  # made up
+    assert report(theirs) == refused  # another key's
+    assert report("not-a-delivery") == refused
+    assert report(only_later) == refused
+    got = server.result(org.a_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
+    assert got["metrics"] is None or got["metrics"]["use_count"] == 0
+    assert report(mine)["applied"] == 1
+    got = server.result(org.a_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
+    assert got["metrics"]["use_count"] == 7
+    err = server.error(org.backend_reader, "squirrel/usage/report", {
+        "idempotency_key": f"usage-{uuid.uuid4().hex}",
+        "items": [{"memory_id": mem["id"], "uses": 1}]})  # fmt: skip
+    assert err["code"] == -32602 and "context_id" in json.dumps(err)
 
 
 def test_a_key_cannot_post_more_use_than_a_day_holds(server, org):
@@ -206,7 +257,8 @@ def test_a_key_cannot_post_more_use_than_a_day_holds(server, org):
     def report(key: str, **counts: int) -> dict[str, Any]:
         return server.result(key, "squirrel/usage/report", {  # type: ignore[no-any-return]
             "idempotency_key": f"usage-{uuid.uuid4().hex}",
-            "items": [{"memory_id": mem["id"], **counts}]})  # fmt: skip
+            "items": [{"memory_id": mem["id"], "context_id": server.delivery(key, mem["id"]),
+                       **counts}]})  # fmt: skip
 
     out = report(org.backend_reader, opportunities=10, uses=1_000_000, regret_hits=1_000_000)
     assert out["applied"] == 1 and out["clipped"] == [mem["id"]]
@@ -368,8 +420,8 @@ def test_team_cr_memory_decides_over_every_members_counts(server, org):
     for key in (org.backend_reader, org.backend_writer):
         server.result(key, "squirrel/usage/report", {
             "idempotency_key": f"usage-{uuid.uuid4().hex}",
-            "items": [{"memory_id": mem["id"], "opportunities": 10, "uses": 10,
-                       "regret_hits": 2, "regret_saved": 1.5}],
+            "items": [{"memory_id": mem["id"], "context_id": server.delivery(key, mem["id"]),
+                       "opportunities": 10, "uses": 10, "regret_hits": 2, "regret_saved": 1.5}],
         })  # fmt: skip
     dry = server.result(org.backend_reader, "squirrel/cr_memory/run",
                         {"project_id": pid, "dry_run": True})  # fmt: skip
@@ -397,7 +449,8 @@ def test_one_key_alone_neither_promotes_nor_deprecates_a_team_memory(server, org
     def report(key: str, mem: dict[str, Any], **counts: float) -> None:
         server.result(key, "squirrel/usage/report", {
             "idempotency_key": f"usage-{uuid.uuid4().hex}",
-            "items": [{"memory_id": mem["id"], **counts}]})  # fmt: skip
+            "items": [{"memory_id": mem["id"], "context_id": server.delivery(key, mem["id"]),
+                       **counts}]})  # fmt: skip
 
     def decision(mem: dict[str, Any]) -> dict[str, Any]:
         dry = server.result(org.backend_writer, "squirrel/cr_memory/run",

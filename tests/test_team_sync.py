@@ -71,7 +71,13 @@ def _page(next_seq: int, *changes: tuple[str, str, wire.TeamMemory | None]) -> w
         wire.Change(seq=next_seq - len(changes) + i + 1, op=op, memory_id=mid, memory=m)  # type: ignore[arg-type]
         for i, (op, mid, m) in enumerate(changes)
     ]
-    return wire.PullResult(changes=out, next_seq=next_seq, more=False)
+    brings = any(op == "upsert" for op, _mid, _m in changes)  # a delivery, as the server's
+    return wire.PullResult(
+        changes=out,
+        next_seq=next_seq,
+        more=False,
+        delivery_id=f"dlv-{next_seq}" if brings else None,
+    )
 
 
 def _own_memory(db, mid: str, text: str) -> None:
@@ -273,9 +279,10 @@ def test_usage_is_reported_once_through_the_outbox(db):
     assert [i.method for i in items] == ["squirrel/usage/report"]
     body = msgspec.json.decode(items[0].params, type=wire.UsageParams)
     (u,) = body.items
-    assert (u.memory_id, u.opportunities, u.uses, u.regret_hits, u.regret_saved) == (
-        "tmem-a", 1, 1, 1, 1.5,
+    assert (u.memory_id, u.context_id, u.opportunities, u.uses, u.regret_hits) == (
+        "tmem-a", "dlv-1", 1, 1, 1,
     )  # fmt: skip
+    assert u.regret_saved == 1.5
     assert body.idempotency_key == items[0].idempotency_key
     db.write(lambda c: memory_sql.count_opportunities(c, ["tmem-a"]))
     sync._queue_usage(st)  # one report waits unsent: the new count waits for the next one
@@ -285,6 +292,27 @@ def test_usage_is_reported_once_through_the_outbox(db):
     (later,) = db.read(lambda c: team_cache_sql.pending(c, SERVER, 10))
     (u2,) = msgspec.json.decode(later.params, type=wire.UsageParams).items
     assert (u2.opportunities, u2.uses, u2.regret_hits) == (1, 0, 0)
+
+
+def test_usage_of_a_memory_no_delivery_brought_waits_for_the_pull_that_brings_it(db):
+    """A memory cached before deliveries were recorded (or by a server that names none) has
+    no delivery to name: its counts wait, nothing is lost, and the pull that brings it again
+    lets them be reported by that delivery."""
+    sync = _sync(db, _down)
+    st = _known(db)
+    bare = _page(1, ("upsert", "tmem-b", _team_memory("tmem-b", "b")))
+    sync._apply(st, 0, wire.PullResult(changes=bare.changes, next_seq=1, more=False), Report())
+    db.write(lambda c: memory_sql.count_opportunities(c, ["tmem-b"]))
+    db.write(lambda c: memory_sql.count_uses(c, ["tmem-b"], now_iso()))
+    sync._queue_usage(st)
+    assert db.read(lambda c: team_cache_sql.pending(c, SERVER, 10)) == []
+    st = db.read(lambda c: team_cache_sql.sync_state(c, SERVER, "0123456789abcdef"))
+    assert st is not None
+    sync._apply(st, 1, _page(2, ("upsert", "tmem-b", _team_memory("tmem-b", "b"))), Report())
+    sync._queue_usage(st)
+    (item,) = db.read(lambda c: team_cache_sql.pending(c, SERVER, 10))
+    (u,) = msgspec.json.decode(item.params, type=wire.UsageParams).items
+    assert (u.memory_id, u.context_id, u.opportunities, u.uses) == ("tmem-b", "dlv-2", 1, 1)
 
 
 # -- the client -----------------------------------------------------------------------------------

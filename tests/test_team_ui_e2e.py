@@ -327,7 +327,8 @@ def test_team_cr_memory_and_policy_pages(server, org, browser):
     for n, key in enumerate((org.reader, org.writer)):  # two keys' evidence of its use
         server.result(key, "squirrel/usage/report", {
             "idempotency_key": f"ui-usage-{n}",
-            "items": [{"memory_id": mem["id"], "opportunities": 10, "uses": 10, "regret_hits": 2}],
+            "items": [{"memory_id": mem["id"], "context_id": server.delivery(key, mem["id"]),
+                       "opportunities": 10, "uses": 10, "regret_hits": 2}],
         })  # fmt: skip
     page = _signin(browser, server, org.writer)
     page.get_by_role("link", name="CR-Memory").click()
@@ -353,8 +354,10 @@ def test_team_memories_sort_by_use_paged_in_that_order(server, org):
         for topic in ("caching", "logging", "tracing")]  # fmt: skip
     server.result(org.reader, "squirrel/usage/report", {
         "idempotency_key": "ui-sort-1",
-        "items": [{"memory_id": ids[1], "opportunities": 5, "uses": 5},
-                  {"memory_id": ids[2], "opportunities": 3, "uses": 2}],
+        "items": [{"memory_id": ids[1], "context_id": server.delivery(org.reader, ids[1]),
+                   "opportunities": 5, "uses": 5},
+                  {"memory_id": ids[2], "context_id": server.delivery(org.reader, ids[2]),
+                   "opportunities": 3, "uses": 2}],
     })  # fmt: skip
     seen, cursor = [], None
     while True:

@@ -161,6 +161,8 @@ class PullResult(Struct, kw_only=True):
     # the cursor is not in this log (the database was restored from an earlier backup, or
     # replaced): drop what was pulled and pull again from after_seq 0
     reset: bool = False
+    # the id of this page's delivery to the key, when it brings memories: usage of them names it
+    delivery_id: str | None = None
 
 
 # -- usage reported by members' machines (team CR-Memory sees the whole team's counts) ---------
@@ -168,6 +170,8 @@ class PullResult(Struct, kw_only=True):
 
 class UsageItem(Struct, kw_only=True, forbid_unknown_fields=True):
     memory_id: Annotated[str, Meta(min_length=1, max_length=128)]
+    # the delivery (PullResult.delivery_id) that brought the memory to this same key
+    context_id: Annotated[str, Meta(min_length=1, max_length=128)]
     opportunities: Annotated[int, Meta(ge=0, le=1_000_000)] = 0
     uses: Annotated[int, Meta(ge=0, le=1_000_000)] = 0
     regret_hits: Annotated[int, Meta(ge=0, le=1_000_000)] = 0
@@ -184,6 +188,8 @@ class UsageResult(Struct, kw_only=True):
     applied: int
     unknown: list[str]  # ids the key cannot see (forgotten, or never its org's): not counted
     clipped: list[str] = []  # ids whose counts went over the key's daily bound: counted up to it
+    # ids whose named delivery is not one this key received holding them: not counted
+    not_received: list[str] = []
 
 
 # -- episodes members send ------------------------------------------------------------------

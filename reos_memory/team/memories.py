@@ -66,6 +66,9 @@ class Who(msgspec.Struct, frozen=True):
 # a machine of a busy member injects a memory a few dozen times a day; a reader key posting a
 # million uses counts this much and no more
 USAGE_DAILY_BOUND = 500
+# a delivery replaced by a newer one of the same memory to the same key is kept this many days
+# (a machine's usage report waiting in its outbox may still name it)
+DELIVERY_DAYS = 30
 
 
 def require(who: Who, role: str, method: Action) -> None:
@@ -651,6 +654,10 @@ class TeamMemories:
             rows, more = pgsql.changes_after(conn, reach(who), p.after_seq, p.limit)
             next_seq = rows[-1][0] if more else max(last, p.after_seq, *[r[0] for r in rows[-1:]])
             mark = pgsql.mark_of(conn, who.org_id, next_seq)
+            brought = [mid for _s, op, mid, row in rows if op != "forget" and row is not None]
+            delivery = f"dlv_{uuid.uuid4().hex}" if brought else None
+            if delivery is not None:  # what usage of these memories must name (report_usage)
+                pgsql.record_delivery(conn, who.org_id, who.key_id, delivery, brought)
         changes = [
             tapi.Change(
                 seq=s,
@@ -660,23 +667,35 @@ class TeamMemories:
             )
             for s, op, mid, row in rows
         ]
-        return tapi.PullResult(changes=changes, next_seq=next_seq, more=more, next_mark=mark)
+        return tapi.PullResult(
+            changes=changes, next_seq=next_seq, more=more, next_mark=mark, delivery_id=delivery
+        )
 
     def report_usage(self, who: Who, p: tapi.UsageParams) -> tapi.UsageResult:
         """Add the counts a member's machine reports for team memories it injected (reader: using
-        memories is what every key does); ids the key cannot see are listed, not counted, and
-        what goes over the key's daily bound for a memory (USAGE_DAILY_BOUND; uses within
-        opportunities, regret hits within uses) is not counted either (`clipped`)."""
+        memories is what every key does). Each item names the delivery (a pull page) that brought
+        the memory to this same key: ids the key cannot see are listed (`unknown`), items whose
+        delivery is not this key's or did not hold the memory are listed (`not_received`), and
+        neither is counted; what goes over the key's daily bound for a memory, all its deliveries
+        together (USAGE_DAILY_BOUND; uses within opportunities, regret hits within uses), is not
+        counted either (`clipped`)."""
         method: Action = "squirrel/usage/report"
 
         def work(conn: psycopg.Connection) -> tapi.UsageResult:
             ids = list(dict.fromkeys(i.memory_id for i in p.items))
             seen = pgsql.get_many(conn, reach(who), ids)
+            pairs = [(i.context_id, i.memory_id) for i in p.items if i.memory_id in seen]
+            received = pgsql.delivered(conn, who.org_id, who.key_id, pairs)
             applied = 0
             clipped: list[str] = []
+            not_received: list[str] = []
             pgsql.prune_usage_days(conn, who.org_id)
+            pgsql.prune_deliveries(conn, who.org_id, DELIVERY_DAYS)
             for item in p.items:
                 if item.memory_id not in seen:
+                    continue
+                if (item.context_id, item.memory_id) not in received:
+                    not_received.append(item.memory_id)
                     continue
                 wanted = (item.opportunities, item.uses, item.regret_hits)
                 got = pgsql.claim_usage(
@@ -701,7 +720,10 @@ class TeamMemories:
             if applied:
                 self.audit(conn, who, method, *[i for i in ids if i in seen])
             return tapi.UsageResult(
-                applied=applied, unknown=[i for i in ids if i not in seen], clipped=clipped
+                applied=applied,
+                unknown=[i for i in ids if i not in seen],
+                clipped=clipped,
+                not_received=list(dict.fromkeys(not_received)),
             )
 
         return self.once(who, method, p, p.idempotency_key, tapi.UsageResult, work)

@@ -255,7 +255,7 @@ class TeamSync:
             ):
                 raise _Moved
             added, gone, skipped = _put(
-                conn, self.server, st.org_id, list(latest.values()), vectors, now
+                conn, self.server, st.org_id, list(latest.values()), vectors, now, page.delivery_id
             )
             if done_at is not None:
                 gone += team_cache_sql.sweep(conn, self.server, st.org_id)
@@ -391,6 +391,7 @@ class TeamSync:
             items = [
                 wire.UsageItem(
                     memory_id=o.memory_id,
+                    context_id=o.delivery_id,
                     opportunities=o.opportunities,
                     uses=o.uses,
                     regret_hits=o.regret_hits,
@@ -459,6 +460,7 @@ def _put(
     changes: list[wire.Change],
     vectors: dict[str, bytes],
     now: str,
+    delivery_id: str | None,
 ) -> tuple[int, int, int]:
     """Apply the last change of each memory of a page to the cache: (upserted, forgotten,
     skipped because the id is not this cache's)."""
@@ -467,7 +469,15 @@ def _put(
         m = ch.memory
         if ch.op == "upsert" and m is not None:
             got = team_cache_sql.put_cached(
-                conn, server, org_id, _local(m), m.version, ch.seq, now, vectors.get(m.id)
+                conn,
+                server,
+                org_id,
+                _local(m),
+                m.version,
+                ch.seq,
+                now,
+                vectors.get(m.id),
+                delivery_id,
             )
             skipped += got == "refused"
             added += got != "refused"
