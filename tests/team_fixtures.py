@@ -109,13 +109,14 @@ class Server:
         return reply["error"]  # type: ignore[no-any-return]
 
     def delivery(self, key: str, memory_id: str) -> str:
-        """The id of a delivery (a pull page) that brings `memory_id` to `key`, as a member's
-        machine receives it: what that key's usage reports of the memory must name."""
+        """The receipt a pull gives `key` with `memory_id`, as a member's machine receives it:
+        what that key's usage reports of the memory must name."""
         after = 0
         while True:
             page = self.result(key, "squirrel/changes/pull", {"after_seq": after, "limit": 1000})
-            if any(c["memory_id"] == memory_id and c["op"] == "upsert" for c in page["changes"]):
-                return str(page["delivery_id"])
+            for c in page["changes"]:
+                if c["memory_id"] == memory_id and c["op"] == "upsert":
+                    return str(c["receipt"])
             assert page["more"], f"{memory_id} never reaches this key"
             after = page["next_seq"]
 

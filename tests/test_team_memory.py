@@ -172,14 +172,7 @@ def test_a_cursor_the_log_does_not_hold_is_told_to_pull_from_the_start(server, o
     same = server.result(org.backend_reader, "squirrel/changes/pull",
                          {"after_seq": cursor, "after_mark": mark})  # fmt: skip
     assert same["changes"] == [] and not same["reset"] and same["next_mark"] == mark
-    reset = {
-        "changes": [],
-        "next_seq": 0,
-        "more": True,
-        "next_mark": None,
-        "reset": True,
-        "delivery_id": None,
-    }
+    reset = {"changes": [], "next_seq": 0, "more": True, "next_mark": None, "reset": True}
     ahead = server.result(org.backend_reader, "squirrel/changes/pull", {"after_seq": cursor + 50})
     assert ahead == reset
     other = server.result(org.backend_reader, "squirrel/changes/pull",
@@ -205,24 +198,18 @@ def test_usage_reports_count_once_and_only_for_memories_the_key_reaches(server, 
     assert got["metrics"] is None
 
 
-def test_usage_counts_only_by_a_delivery_that_brought_the_memory_to_the_same_key(server, org):
-    """Usage names the pull page (delivery) that brought the memory to this key: a delivery id
-    made up, another key's delivery, or one of this key's that did not hold the memory is not
-    received and counts nothing; a report naming no delivery is refused naming the field."""
+def test_usage_counts_only_by_the_receipt_of_a_delivery_of_the_memory_to_the_same_key(server, org):
+    """Usage names the receipt a pull gave the key with the memory: a receipt made up, another
+    key's, or one of this key's for another memory is not received and counts nothing; a report
+    naming none is refused naming the field."""
     mem = add(server, org.backend_writer, f"Delivered use {uuid.uuid4().hex}")["memory"]
+    other = add(server, org.backend_writer, f"Other use {uuid.uuid4().hex}")["memory"]
     mine = server.delivery(org.backend_reader, mem["id"])
     theirs = server.delivery(org.backend_writer, mem["id"])
-    cursor = 0
-    while True:  # the reader's machine catches up to now
-        page = server.result(org.backend_reader, "squirrel/changes/pull", {"after_seq": cursor})
-        assert page["delivery_id"] != mine  # each page that brings memories: a delivery of its own
-        cursor = page["next_seq"]
-        if not page["more"]:
-            break
-    add(server, org.backend_writer, f"Later use {uuid.uuid4().hex}")
-    page = server.result(org.backend_reader, "squirrel/changes/pull", {"after_seq": cursor})
-    assert mem["id"] not in [c["memory_id"] for c in page["changes"]]
-    only_later = page["delivery_id"]  # this key's, but it did not bring `mem`
+    elsewhere = server.delivery(org.backend_reader, other["id"])  # this key's, another memory's
+    assert len({mine, theirs, elsewhere}) == 3
+    seq, mac = mine[1:].split(".")
+    forged = f"r{int(seq) + 1}.{mac}"  # another change's number under the same signature
 
     def report(context_id: str) -> dict[str, Any]:
         return server.result(org.backend_reader, "squirrel/usage/report", {  # type: ignore[no-any-return]
@@ -231,10 +218,8 @@ def test_usage_counts_only_by_a_delivery_that_brought_the_memory_to_the_same_key
                        "opportunities": 7, "uses": 7}]})  # fmt: skip
 
     refused = {"applied": 0, "unknown": [], "clipped": [], "not_received": [mem["id"]]}
-    assert report(f"dlv_{uuid.uuid4().hex}") == refused  # made up
-    assert report(theirs) == refused  # another key's
-    assert report("not-a-delivery") == refused
-    assert report(only_later) == refused
+    for bad in (f"r{seq}.{'0' * 32}", theirs, elsewhere, forged, "not-a-receipt"):
+        assert report(bad) == refused, bad
     got = server.result(org.a_reader, "squirrel/memories/get", {"memory_id": mem["id"]})
     assert got["metrics"] is None or got["metrics"]["use_count"] == 0
     assert report(mine)["applied"] == 1

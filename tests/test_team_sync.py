@@ -68,16 +68,16 @@ def _team_memory(mid: str, text: str, version: int = 1, **over: Any) -> wire.Tea
 
 def _page(next_seq: int, *changes: tuple[str, str, wire.TeamMemory | None]) -> wire.PullResult:
     out = [
-        wire.Change(seq=next_seq - len(changes) + i + 1, op=op, memory_id=mid, memory=m)  # type: ignore[arg-type]
+        wire.Change(
+            seq=(seq := next_seq - len(changes) + i + 1),
+            op=op,  # type: ignore[arg-type]
+            memory_id=mid,
+            memory=m,
+            receipt=f"r{seq}.{mid}" if op == "upsert" else None,  # (the server signs it)
+        )
         for i, (op, mid, m) in enumerate(changes)
     ]
-    brings = any(op == "upsert" for op, _mid, _m in changes)  # a delivery, as the server's
-    return wire.PullResult(
-        changes=out,
-        next_seq=next_seq,
-        more=False,
-        delivery_id=f"dlv-{next_seq}" if brings else None,
-    )
+    return wire.PullResult(changes=out, next_seq=next_seq, more=False)
 
 
 def _own_memory(db, mid: str, text: str) -> None:
@@ -280,7 +280,7 @@ def test_usage_is_reported_once_through_the_outbox(db):
     body = msgspec.json.decode(items[0].params, type=wire.UsageParams)
     (u,) = body.items
     assert (u.memory_id, u.context_id, u.opportunities, u.uses, u.regret_hits) == (
-        "tmem-a", "dlv-1", 1, 1, 1,
+        "tmem-a", "r1.tmem-a", 1, 1, 1,
     )  # fmt: skip
     assert u.regret_saved == 1.5
     assert body.idempotency_key == items[0].idempotency_key
@@ -294,25 +294,28 @@ def test_usage_is_reported_once_through_the_outbox(db):
     assert (u2.opportunities, u2.uses, u2.regret_hits) == (1, 0, 0)
 
 
-def test_usage_of_a_memory_no_delivery_brought_waits_for_the_pull_that_brings_it(db):
-    """A memory cached before deliveries were recorded (or by a server that names none) has
-    no delivery to name: its counts wait, nothing is lost, and the pull that brings it again
-    lets them be reported by that delivery."""
+def test_usage_of_a_memory_cached_without_a_receipt_waits_for_the_pull_that_brings_one(db):
+    """A memory cached before receipts (or from a server that gives none) has no receipt to
+    name: its counts wait, nothing is lost, and the pull that brings it again with one lets
+    them be reported."""
     sync = _sync(db, _down)
     st = _known(db)
-    bare = _page(1, ("upsert", "tmem-b", _team_memory("tmem-b", "b")))
-    sync._apply(st, 0, wire.PullResult(changes=bare.changes, next_seq=1, more=False), Report())
+    mem = _team_memory("tmem-b", "b")
+    bare = wire.PullResult(
+        changes=[wire.Change(seq=1, op="upsert", memory_id="tmem-b", memory=mem)],
+        next_seq=1,
+        more=False,
+    )
+    sync._apply(st, 0, bare, Report())
     db.write(lambda c: memory_sql.count_opportunities(c, ["tmem-b"]))
     db.write(lambda c: memory_sql.count_uses(c, ["tmem-b"], now_iso()))
     sync._queue_usage(st)
     assert db.read(lambda c: team_cache_sql.pending(c, SERVER, 10)) == []
-    st = db.read(lambda c: team_cache_sql.sync_state(c, SERVER, "0123456789abcdef"))
-    assert st is not None
-    sync._apply(st, 1, _page(2, ("upsert", "tmem-b", _team_memory("tmem-b", "b"))), Report())
+    sync._apply(st, 1, _page(2, ("upsert", "tmem-b", mem)), Report())
     sync._queue_usage(st)
     (item,) = db.read(lambda c: team_cache_sql.pending(c, SERVER, 10))
     (u,) = msgspec.json.decode(item.params, type=wire.UsageParams).items
-    assert (u.memory_id, u.context_id, u.opportunities, u.uses) == ("tmem-b", "dlv-2", 1, 1)
+    assert (u.memory_id, u.context_id, u.opportunities, u.uses) == ("tmem-b", "r2.tmem-b", 1, 1)
 
 
 # -- the client -----------------------------------------------------------------------------------

@@ -12,6 +12,8 @@
   run, for the ratio;
 * `squirrel/memories/add` per second (embedding included) and `squirrel/ingest_episode`
   accepted per second, with 1 and 8 clients;
+* a new machine's first `squirrel/changes/pull` of every memory (pages of 500, each memory
+  with its receipt), median seconds of 3;
 * RSS of the server process, idle after start and after the load.
 """
 
@@ -30,6 +32,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -309,6 +312,7 @@ def main() -> None:
             report["ingest_episode"] = [
                 concurrent(port, key, c, args.writes, episode_call) for c in (1, 8)
             ]
+            report["changes_pull_full"] = full_pull(port, key)
             report["rss_mb_after"] = round(proc_status_kb(proc.pid) / 1024, 1)
             report["rss_mb_peak"] = round(proc_status_kb(proc.pid, "VmHWM") / 1024, 1)
         finally:
@@ -331,6 +335,26 @@ def main() -> None:
     print(json.dumps(report, indent=2))
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def full_pull(port: int, key: str, runs: int = 3) -> dict[str, Any]:
+    """A new machine's first pull: every change from seq 0, in pages of 500 (each page that
+    memory comes with its receipt), median seconds of `runs`."""
+    client = Client(port, key)
+    times: list[float] = []
+    pages = changes = 0
+    for _ in range(runs):
+        after, pages, changes = 0, 0, 0
+        t0 = time.perf_counter()
+        while True:
+            page = client.call("squirrel/changes/pull", {"after_seq": after, "limit": 500})
+            pages += 1
+            changes += len(page["changes"])
+            after = page["next_seq"]
+            if not page["more"]:
+                break
+        times.append(time.perf_counter() - t0)
+    return {"runs": runs, "pages": pages, "changes": changes, "median_s": round(median(times), 3)}
 
 
 def local_context(work: Path, args: argparse.Namespace, rng: random.Random) -> dict[str, Any]:

@@ -151,6 +151,8 @@ class Change(Struct, kw_only=True):
     op: Literal["upsert", "forget"]
     memory_id: str
     memory: TeamMemory | None  # the memory as it is now (None for forget, or gone since)
+    # an upsert's proof that this key received the memory (its delivery): usage of it names this
+    receipt: str | None = None
 
 
 class PullResult(Struct, kw_only=True):
@@ -161,8 +163,6 @@ class PullResult(Struct, kw_only=True):
     # the cursor is not in this log (the database was restored from an earlier backup, or
     # replaced): drop what was pulled and pull again from after_seq 0
     reset: bool = False
-    # the id of this page's delivery to the key, when it brings memories: usage of them names it
-    delivery_id: str | None = None
 
 
 # -- usage reported by members' machines (team CR-Memory sees the whole team's counts) ---------
@@ -170,7 +170,7 @@ class PullResult(Struct, kw_only=True):
 
 class UsageItem(Struct, kw_only=True, forbid_unknown_fields=True):
     memory_id: Annotated[str, Meta(min_length=1, max_length=128)]
-    # the delivery (PullResult.delivery_id) that brought the memory to this same key
+    # the receipt of the delivery that brought the memory to this same key (Change.receipt)
     context_id: Annotated[str, Meta(min_length=1, max_length=128)]
     opportunities: Annotated[int, Meta(ge=0, le=1_000_000)] = 0
     uses: Annotated[int, Meta(ge=0, le=1_000_000)] = 0
@@ -188,7 +188,7 @@ class UsageResult(Struct, kw_only=True):
     applied: int
     unknown: list[str]  # ids the key cannot see (forgotten, or never its org's): not counted
     clipped: list[str] = []  # ids whose counts went over the key's daily bound: counted up to it
-    # ids whose named delivery is not one this key received holding them: not counted
+    # ids whose receipt is not of a delivery of them to this key: not counted
     not_received: list[str] = []
 
 

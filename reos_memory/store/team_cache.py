@@ -50,7 +50,7 @@ class Owed:
     """Local counts of a cached memory not yet reported to the server (deltas)."""
 
     memory_id: str
-    delivery_id: str  # the pull page that brought it (what the server checks the report by)
+    receipt: str  # the server's proof it delivered the memory to this key (the report names it)
     opportunities: int
     uses: int
     regret_hits: int
@@ -191,11 +191,11 @@ def put_cached(
     seq: int,
     now: str,
     embedding: bytes | None,
-    delivery_id: str | None = None,
+    receipt: str | None = None,
 ) -> str:
     """Insert or update a cached team memory: 'added', 'updated', or 'refused' when the id is
     held by a memory that is not this server's cache (a user's own is never overwritten).
-    `delivery_id`: the server's id of the pull page that brought it."""
+    `receipt`: the server's proof that it delivered the memory to this machine's key."""
     mine = cached_version(conn, m.id)
     if mine is None and memory_sql.get_memory(conn, m.id) is not None:
         return "refused"
@@ -218,10 +218,10 @@ def put_cached(
         memory_sql.update_memory(conn, m.id, m.updated_at, **fields)
     conn.execute(
         "INSERT INTO team_memories(memory_id, server, org_id, version, seq, pulled_at,"
-        " delivery_id) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(memory_id) DO UPDATE SET"
+        " receipt) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(memory_id) DO UPDATE SET"
         " version = excluded.version, seq = excluded.seq, pulled_at = excluded.pulled_at,"
-        " delivery_id = excluded.delivery_id",
-        (m.id, server, org_id, version, seq, now, delivery_id),
+        " receipt = excluded.receipt",
+        (m.id, server, org_id, version, seq, now, receipt),
     )
     return "added" if mine is None else "updated"
 
@@ -266,18 +266,18 @@ def cached_owners(conn: apsw.Connection, server: str, org_id: str) -> list[tuple
 
 
 def owed_usage(conn: apsw.Connection, server: str, org_id: str, limit: int) -> list[Owed]:
-    """Cached memories whose local counts grew since they were last reported (those no
-    delivery brought yet wait for the pull that brings them again: the server counts a use
-    only by the delivery that brought the memory)."""
+    """Cached memories whose local counts grew since they were last reported (those with no
+    receipt yet wait for the pull that brings them again: the server counts a use only by the
+    receipt of the delivery that brought the memory)."""
     rows = fetch(
         conn,
-        "SELECT t.memory_id, t.delivery_id,"
+        "SELECT t.memory_id, t.receipt,"
         " coalesce(x.opportunities, 0) - t.reported_opportunities,"
         " coalesce(x.use_count, 0) - t.reported_uses,"
         " coalesce(x.suspected_regret_hits, 0) - t.reported_regret_hits,"
         " coalesce(x.estimated_regret_saved, 0) - t.reported_regret_saved, x.last_used_at"
         " FROM team_memories t JOIN memory_metrics x ON x.memory_id = t.memory_id"
-        " WHERE t.server = ? AND t.org_id = ? AND t.delivery_id IS NOT NULL"
+        " WHERE t.server = ? AND t.org_id = ? AND t.receipt IS NOT NULL"
         " AND (x.opportunities > t.reported_opportunities"
         " OR x.use_count > t.reported_uses OR x.suspected_regret_hits > t.reported_regret_hits"
         " OR x.estimated_regret_saved > t.reported_regret_saved + 1e-9)"

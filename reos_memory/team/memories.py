@@ -11,6 +11,8 @@ answered from its first reply when sent again (an outbox replaying after a lost 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import re
 import threading
 import time
 import uuid
@@ -66,9 +68,23 @@ class Who(msgspec.Struct, frozen=True):
 # a machine of a busy member injects a memory a few dozen times a day; a reader key posting a
 # million uses counts this much and no more
 USAGE_DAILY_BOUND = 500
-# a delivery replaced by a newer one of the same memory to the same key is kept this many days
-# (a machine's usage report waiting in its outbox may still name it)
-DELIVERY_DAYS = 30
+RECEIPT_SECRET = "usage_receipts"  # the database's secret receipts are signed with
+_RECEIPT = re.compile(r"r([0-9]{1,18})\.([0-9a-f]{32})")
+
+
+def receipt(secret: bytes, who: Who, memory_id: str, seq: int) -> str:
+    """The proof that change `seq` of `memory_id` was delivered to key `who`: what the key's
+    usage reports of that memory name (`received`)."""
+    text = f"{who.org_id}\n{who.key_id}\n{memory_id}\n{seq}".encode()
+    return f"r{seq}.{hmac.new(secret, text, hashlib.sha256).hexdigest()[:32]}"
+
+
+def received(secret: bytes, who: Who, memory_id: str, context_id: str) -> bool:
+    """Whether `context_id` is a receipt of a delivery of `memory_id` to key `who`."""
+    m = _RECEIPT.fullmatch(context_id)
+    return m is not None and hmac.compare_digest(
+        receipt(secret, who, memory_id, int(m[1])), context_id
+    )
 
 
 def require(who: Who, role: str, method: Action) -> None:
@@ -193,6 +209,7 @@ class TeamMemories:
         policy_file: str | None = None,
     ) -> None:
         self._connection = connection  # a context manager factory: the pool's connection()
+        self._receipt_secret: bytes | None = None  # (read from the database at first use)
         self._embed = embed
         self.dedup_threshold = dedup_threshold
         # the server's memory policy: the shipped default, then the operator's file; the team
@@ -248,6 +265,12 @@ class TeamMemories:
             writer="rules",
             semantic_available=self.semantic,
         )
+
+    def _secret(self, conn: psycopg.Connection) -> bytes:
+        """The database's receipt secret, read once."""
+        if self._receipt_secret is None:
+            self._receipt_secret = pgsql.server_secret(conn, RECEIPT_SECRET).encode()
+        return self._receipt_secret
 
     @contextmanager
     def tenant(self, who: Who) -> Iterator[psycopg.Connection]:
@@ -654,47 +677,41 @@ class TeamMemories:
             rows, more = pgsql.changes_after(conn, reach(who), p.after_seq, p.limit)
             next_seq = rows[-1][0] if more else max(last, p.after_seq, *[r[0] for r in rows[-1:]])
             mark = pgsql.mark_of(conn, who.org_id, next_seq)
-            brought = [mid for _s, op, mid, row in rows if op != "forget" and row is not None]
-            delivery = f"dlv_{uuid.uuid4().hex}" if brought else None
-            if delivery is not None:  # what usage of these memories must name (report_usage)
-                pgsql.record_delivery(conn, who.org_id, who.key_id, delivery, brought)
+            secret = self._secret(conn)
         changes = [
             tapi.Change(
                 seq=s,
                 op="forget" if op == "forget" or row is None else "upsert",  # type: ignore[arg-type]
                 memory_id=mid,
                 memory=None if row is None else to_memory(row),
+                receipt=None if op == "forget" or row is None else receipt(secret, who, mid, s),
             )
             for s, op, mid, row in rows
         ]
-        return tapi.PullResult(
-            changes=changes, next_seq=next_seq, more=more, next_mark=mark, delivery_id=delivery
-        )
+        return tapi.PullResult(changes=changes, next_seq=next_seq, more=more, next_mark=mark)
 
     def report_usage(self, who: Who, p: tapi.UsageParams) -> tapi.UsageResult:
         """Add the counts a member's machine reports for team memories it injected (reader: using
-        memories is what every key does). Each item names the delivery (a pull page) that brought
-        the memory to this same key: ids the key cannot see are listed (`unknown`), items whose
-        delivery is not this key's or did not hold the memory are listed (`not_received`), and
-        neither is counted; what goes over the key's daily bound for a memory, all its deliveries
-        together (USAGE_DAILY_BOUND; uses within opportunities, regret hits within uses), is not
-        counted either (`clipped`)."""
+        memories is what every key does). Each item names the receipt of the delivery (a pull)
+        that brought the memory to this same key: ids the key cannot see are listed (`unknown`),
+        items whose receipt is not of a delivery of that memory to this key are listed
+        (`not_received`), and neither is counted; what goes over the key's daily bound for a
+        memory, all its deliveries together (USAGE_DAILY_BOUND; uses within opportunities,
+        regret hits within uses), is not counted either (`clipped`)."""
         method: Action = "squirrel/usage/report"
 
         def work(conn: psycopg.Connection) -> tapi.UsageResult:
             ids = list(dict.fromkeys(i.memory_id for i in p.items))
             seen = pgsql.get_many(conn, reach(who), ids)
-            pairs = [(i.context_id, i.memory_id) for i in p.items if i.memory_id in seen]
-            received = pgsql.delivered(conn, who.org_id, who.key_id, pairs)
+            secret = self._secret(conn)
             applied = 0
             clipped: list[str] = []
             not_received: list[str] = []
             pgsql.prune_usage_days(conn, who.org_id)
-            pgsql.prune_deliveries(conn, who.org_id, DELIVERY_DAYS)
             for item in p.items:
                 if item.memory_id not in seen:
                     continue
-                if (item.context_id, item.memory_id) not in received:
+                if not received(secret, who, item.memory_id, item.context_id):
                     not_received.append(item.memory_id)
                     continue
                 wanted = (item.opportunities, item.uses, item.regret_hits)

@@ -255,7 +255,7 @@ class TeamSync:
             ):
                 raise _Moved
             added, gone, skipped = _put(
-                conn, self.server, st.org_id, list(latest.values()), vectors, now, page.delivery_id
+                conn, self.server, st.org_id, list(latest.values()), vectors, now
             )
             if done_at is not None:
                 gone += team_cache_sql.sweep(conn, self.server, st.org_id)
@@ -391,7 +391,7 @@ class TeamSync:
             items = [
                 wire.UsageItem(
                     memory_id=o.memory_id,
-                    context_id=o.delivery_id,
+                    context_id=o.receipt,
                     opportunities=o.opportunities,
                     uses=o.uses,
                     regret_hits=o.regret_hits,
@@ -460,7 +460,6 @@ def _put(
     changes: list[wire.Change],
     vectors: dict[str, bytes],
     now: str,
-    delivery_id: str | None,
 ) -> tuple[int, int, int]:
     """Apply the last change of each memory of a page to the cache: (upserted, forgotten,
     skipped because the id is not this cache's)."""
@@ -477,7 +476,7 @@ def _put(
                 ch.seq,
                 now,
                 vectors.get(m.id),
-                delivery_id,
+                ch.receipt,
             )
             skipped += got == "refused"
             added += got != "refused"

@@ -479,43 +479,12 @@ def claim_usage(
     return opp, uses, hits
 
 
-def record_delivery(
-    conn: psycopg.Connection, org_id: str, key_id: str, delivery_id: str, memory_ids: Sequence[str]
-) -> None:
-    """Record that key `key_id` received these memories in delivery `delivery_id` (a pull page)."""
-    ids = sorted(set(memory_ids))
-    if ids:
-        conn.execute(
-            "INSERT INTO deliveries (org_id, key_id, memory_id, id)"
-            " SELECT %s, %s, unnest(%s::text[]), %s ON CONFLICT DO NOTHING",
-            (org_id, key_id, ids, delivery_id),
-        )
-
-
-def delivered(
-    conn: psycopg.Connection, org_id: str, key_id: str, pairs: Sequence[tuple[str, str]]
-) -> set[tuple[str, str]]:
-    """Of (delivery id, memory id) pairs, those key `key_id` received."""
-    if not pairs:
-        return set()
-    rows = conn.execute(
-        "SELECT d.id, d.memory_id FROM deliveries d JOIN unnest(%s::text[], %s::text[])"
-        " AS p(id, memory_id) ON p.id = d.id AND p.memory_id = d.memory_id"
-        " WHERE d.org_id = %s AND d.key_id = %s",
-        ([p[0] for p in pairs], [p[1] for p in pairs], org_id, key_id),
-    ).fetchall()
-    return {(str(r[0]), str(r[1])) for r in rows}
-
-
-def prune_deliveries(conn: psycopg.Connection, org_id: str, days: int) -> None:
-    """Forget deliveries older than `days` that a newer delivery of the same memory to the same
-    key replaced (a machine's last delivery of a memory stays, however old)."""
-    conn.execute(
-        "DELETE FROM deliveries d WHERE d.org_id = %s AND d.created_at < now() - %s::interval"
-        " AND EXISTS (SELECT 1 FROM deliveries n WHERE n.org_id = d.org_id"
-        " AND n.key_id = d.key_id AND n.memory_id = d.memory_id AND n.created_at > d.created_at)",
-        (org_id, f"{int(days)} days"),
-    )
+def server_secret(conn: psycopg.Connection, name: str) -> str:
+    """A secret the database keeps for the server (made at random by its migration)."""
+    row = conn.execute("SELECT value FROM server_secrets WHERE name = %s", (name,)).fetchone()
+    if row is None:
+        raise RuntimeError(f"the team database holds no {name!r} secret: migrate it")
+    return str(row[0])
 
 
 def prune_usage_days(conn: psycopg.Connection, org_id: str) -> None:
