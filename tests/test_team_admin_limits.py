@@ -477,6 +477,28 @@ def test_the_server_role_cannot_delete_audit_rows(team_db, keys):
         assert _audit_ids(team_db, keys.org_a)
 
 
+def test_the_server_role_reads_the_receipt_secret_but_cannot_change_it(team_db, keys):
+    """Receipts of delivered memories are signed with a secret the database made at random; the
+    server's role reads it and can neither replace it nor add one (a key holder who reached SQL
+    through the server could otherwise sign receipts of its own)."""
+    with team_db.connect() as conn:
+        with pg.tenant_transaction(conn, keys.org_a):  # as the server's role
+            (secret,) = conn.execute(
+                "SELECT value FROM server_secrets WHERE name = 'usage_receipts'"
+            ).fetchone()
+        assert len(secret) == 64 and int(secret, 16)
+        for sql in (
+            "UPDATE server_secrets SET value = 'x'",
+            "INSERT INTO server_secrets VALUES ('y', 'z')",
+            "DELETE FROM server_secrets",
+        ):
+            with (
+                pytest.raises(psycopg.errors.InsufficientPrivilege),
+                pg.tenant_transaction(conn, keys.org_a),
+            ):
+                conn.execute(sql)
+
+
 def test_the_server_prunes_at_start_by_its_retention(team_db, keys):
     old = _age_audit(team_db, keys.org_a, 40, 2)
     kept = start_server(data_dir_of(team_db), "--audit-retention-days", "0")
