@@ -135,3 +135,32 @@ def test_a_hook_queue_folder_another_user_made_is_not_used(shared, tmp_path):
     assert queue.enqueue(config, call, end=True) is None
     assert queue._claim(q) == []
     assert sorted(p.name for p in q.iterdir()) == ["planted.json"]
+
+
+@pytest.mark.parametrize("planted", ["tools", "cursor", "cursor-link"])
+def test_a_hook_tool_log_folder_another_user_made_is_not_used(shared, tmp_path, planted):
+    """Cursor's tool-call log beside the database (`<db>.hook-tools/cursor/`): a folder another
+    user made first, or a link there to a folder of the user's, would take the hook's lines (the
+    user's commands and their output) or write into the victim's folder."""
+    from reos_memory.interfaces.agent_hooks.common import beside_db
+    from reos_memory.squirrel.ingest import cursor_sidecar
+
+    config = load_config(overrides={"db": str(shared / "memory.db")})
+    root = beside_db(config, cursor_sidecar.SUFFIX)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    if planted == "tools":
+        plant(f"dir={root}")
+    elif planted == "cursor":
+        root.mkdir(mode=0o700)
+        root.chmod(0o777)  # (a folder of the user's that others may write: made 0700 before use)
+        plant(f"dir={root}/cursor")
+    else:
+        plant(f"dir={root}", f"link={root}/cursor>{victim}")
+    payload = {"hook_event_name": "afterShellExecution", "conversation_id": "conv1",
+               "generation_id": "g", "command": "make deploy", "output": "ok"}  # fmt: skip
+    assert not cursor_sidecar.record(root, payload)
+    assert list(victim.iterdir()) == []
+    if planted == "cursor":
+        assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert not any(p.name.endswith(".jsonl") for p in root.rglob("*") if not p.is_symlink())
