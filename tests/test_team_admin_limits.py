@@ -609,6 +609,52 @@ def test_a_client_slow_to_send_its_headers_is_cut_off(team_db):
         srv.stop()
 
 
+def test_one_address_holds_a_bounded_number_of_connections(team_db):
+    """A flood of connections from one address (an outside attack opened 20,400 and the server
+    ran out of files) is bounded per address: one over --max-connections-per-address is closed
+    at once, logged once; closing one lets the next in. A trusted proxy's are not counted."""
+    srv = start_server(data_dir_of(team_db), "--max-connections-per-address", "3")
+    try:
+        port = int(srv.base.rsplit(":", 1)[1])
+        held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+        time.sleep(0.3)  # (accepted by the server)
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
+                try:
+                    extra.sendall(
+                        f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+                    )
+                    got = extra.recv(1024)
+                except (ConnectionResetError, BrokenPipeError):
+                    got = b""
+                assert got == b""  # closed at once, no reply
+        held.pop().close()
+        time.sleep(0.3)
+        with urllib.request.urlopen(f"{srv.base}/health", timeout=5) as resp:
+            assert resp.status == 200
+        for s in held:
+            s.close()
+    finally:
+        logged = srv.stop()
+    refusals = [
+        e for e in map(json.loads, logged.splitlines()) if e["event"] == "too_many_connections"
+    ]
+    assert len(refusals) == 1 and refusals[0]["limit"] == 3, logged
+
+    proxied = start_server(
+        data_dir_of(team_db), "--max-connections-per-address", "1", "--trusted-proxy", "127.0.0.1"
+    )
+    try:
+        port = int(proxied.base.rsplit(":", 1)[1])
+        held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+        with urllib.request.urlopen(f"{proxied.base}/health", timeout=5) as resp:
+            assert resp.status == 200
+        for s in held:
+            s.close()
+    finally:
+        proxied.stop()
+
+
 def test_a_client_slow_to_send_its_body_is_cut_off_and_nothing_is_logged_as_a_crash(team_db, keys):
     """A request whose headers came but whose body trickles (an outside attack held 20,000
     sockets that way, no key needed, until the server ran out of files) is closed

@@ -819,6 +819,13 @@ def _team_server_args(p: argparse.ArgumentParser) -> None:
         " connection is closed; default 10",
     )
     p.add_argument(
+        "--max-connections-per-address",
+        type=_at_least(int, 1),
+        default=256,
+        help="connections one client address may hold open at once; one more is closed at"
+        " once (a --trusted-proxy's are not counted); default 256",
+    )
+    p.add_argument(
         "--statement-timeout-ms",
         type=_at_least(int, 1),
         default=5000,
@@ -905,6 +912,7 @@ def team_server(config: Config, args: argparse.Namespace) -> int:
             serve_http(
                 svc, args.host, args.port, log, args.rate_limit, args.header_timeout_s,
                 trusted_proxies=args.trusted_proxy,
+                max_per_address=args.max_connections_per_address,
             )  # fmt: skip
         finally:
             pruner.stop()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -53,6 +54,9 @@ MAX_BODY_BYTES = 1 << 20
 MAX_BATCH_ITEMS = 100
 MAX_DEPTH = 32  # nesting of arrays and objects in a body (the methods' params need 5)
 HEADER_TIMEOUT_S = 10.0  # default: to send a request's headers (a slow trickle holds a socket)
+# default: connections one client address may hold open at once (a trusted proxy's are not
+# counted); an outside attack opened 20,400 from one address until the server had no files left
+MAX_CONNECTIONS_PER_ADDRESS = 256
 DEFAULT_RATE_LIMIT = 50.0  # requests a second per key (and failed authentications per address)
 
 
@@ -354,11 +358,12 @@ def serve(
     rate_limit: float = DEFAULT_RATE_LIMIT,
     header_timeout_s: float = HEADER_TIMEOUT_S,
     trusted_proxies: list[str] | None = None,
+    max_per_address: int = MAX_CONNECTIONS_PER_ADDRESS,
 ) -> None:
     """Serve until SIGTERM or SIGINT (uvicorn's handlers: in-flight requests finish first).
     `trusted_proxies`: the addresses whose X-Forwarded-For names the client; none by default
     (uvicorn trusts 127.0.0.1's, which let any local process pick the address its failed keys
-    are counted against)."""
+    are counted against). `max_per_address`: connections one other address may hold open."""
     import uvicorn
 
     # (a flood of connections, or of clients hanging up on /mcp, must not fill the disk with
@@ -373,7 +378,9 @@ def serve(
         access_log=False,
         lifespan="on",  # the MCP transport's task group
         server_header=False,
-        http=_header_timed_protocol(header_timeout_s),
+        http=_header_timed_protocol(
+            header_timeout_s, log, max_per_address, frozenset(trusted_proxies or [])
+        ),
         proxy_headers=bool(trusted_proxies),
         forwarded_allow_ips=",".join(trusted_proxies or []) or None,
     )
@@ -382,21 +389,48 @@ def serve(
     server.run()
 
 
-def _header_timed_protocol(timeout_s: float) -> type:
+def _header_timed_protocol(
+    timeout_s: float,
+    log: FilteringBoundLogger | None = None,
+    max_per_address: int = MAX_CONNECTIONS_PER_ADDRESS,
+    trusted: frozenset[str] = frozenset(),
+) -> type:
     """uvicorn's HTTP/1.1 protocol with time limits for each request: a connection that has not
     sent its request line and headers `timeout_s` after it opened (or after its previous
     response), or then its whole body `timeout_s` after its headers, is closed. uvicorn bounds
     idle keep-alive time only: a body trickled forever held its socket (an outside attack held
-    20,000 that way, no key needed, until the server ran out of files)."""
+    20,000 that way, no key needed, until the server ran out of files). And one client address
+    (not a trusted proxy's) holds at most `max_per_address` connections open: one more is
+    closed at once, so a flood from one address cannot take every file the server may open."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    held: dict[str, int] = {}  # open connections by client address (one event loop: no lock)
+    told: dict[str, float] = {}  # when a refusal was last logged, by address (once a minute)
 
     class HeaderTimedProtocol(H11Protocol):
         _due: asyncio.TimerHandle | None = None  # the headers', then the body's deadline
         _body_due = False  # the deadline running is the body's
+        _address: str | None = None  # counted in `held`
+        _refused = False  # closed at once: one connection too many from its address
 
         # uvicorn's own override narrows asyncio's BaseTransport to Transport (and ignores this
         # in its source the same way); this one only adds to it
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            peer = transport.get_extra_info("peername")
+            address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+            if address is not None and address not in trusted:
+                if held.get(address, 0) >= max_per_address:
+                    self._refused = True
+                    transport.close()
+                    now = time.monotonic()
+                    if log is not None and now - told.get(address, -60.0) >= 60.0:
+                        if len(told) > 1000:
+                            told.clear()
+                        told[address] = now
+                        log.warning("too_many_connections", address=address, limit=max_per_address)
+                    return
+                held[address] = held.get(address, 0) + 1
+                self._address = address
             super().connection_made(transport)
             self._expect()
 
@@ -420,6 +454,15 @@ def _header_timed_protocol(timeout_s: float) -> type:
                 self._expect()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            if self._refused:
+                return  # (closed in connection_made: uvicorn never saw it)
+            if self._address is not None:
+                left = held.get(self._address, 1) - 1
+                if left > 0:
+                    held[self._address] = left
+                else:
+                    held.pop(self._address, None)
+                self._address = None
             self._came()
             super().connection_lost(exc)
 
