@@ -1179,6 +1179,20 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("SLACK_BOT_TOKEN=xoxb-42424242", "xoxb-42424242"),
     ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
     ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
+    # a token's place filled with zeros, and a placeholder password of one letter typed over
+    (
+        "SOURCEGRAPH_TOKEN=sgp_local_0000000000000000000000000000000000000000",
+        "sgp_local_0000000000000000000000000000000000000000",
+    ),
+    ('"access_token": "ghp_000000000000000000000000000000000000"', "ghp_0000000000000000"),
+    ('curl -s --user "admin:zzzz" https://ci.internal.test/api', "admin:zzzz"),
+    ("mysql -u root -paaaa orders", "-paaaa"),
+    # a token that its name says is public (made to be seen in a page or an app)
+    ('mapPublicToken = "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns"', "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns"),
+    (
+        "widget_public_token: Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya  # shown in the page",
+        "Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
+    ),
     # a SAS token's parameters without its signature: the dates and rights alone grant nothing
     (
         "STORAGE_SAS_TOKEN=sv=2023-08-03&ss=b&srt=co&sp=rl&se=2027-01-31T00:00:00Z&spr=https",

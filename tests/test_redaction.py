@@ -576,3 +576,47 @@ def test_a_value_quoted_right_after_a_secrets_name_in_words_is_redacted(said, se
 )
 def test_a_quoted_label_or_constant_after_a_secrets_name_stays(kept):
     assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        # zeros that fill a token's place, whole or after its visible head
+        "SOURCEGRAPH_TOKEN=sgp_local_0000000000000000000000000000000000000000",
+        'GITHUB_TOKEN="ghp_Rk4Wq8Zt2Ln6Yc0000000000000000000000"',
+        # a placeholder password of one letter typed over and over
+        'curl -u "deploy:qqqq" https://ci.internal.test/api',
+        "DB_PASSWORD=zzzzzz",
+        # a token its name says is public
+        'mapPublicToken = "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns"',
+        "widget_public_token: Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
+    ],
+)
+def test_zeros_a_repeated_letter_and_a_public_token_stay(kept):
+    assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    ("said", "secret"),
+    [
+        # zeros inside a random value: an edit of a real one
+        (
+            "AWS_SECRET_ACCESS_KEY=wJq7XUtnFEMI0000000000000000bPxRfiCYzz",
+            "wJq7XUtnFEMI0000000000000000bPxRfiCYzz",
+        ),
+        # a repeated digit is a PIN or a password; a letter repeated past 8 is no stand-in
+        ("mysql -u root -p111111 orders", "111111"),
+        ("DB_PASSWORD=zzzzzzzzzz", "zzzzzzzzzz"),
+        # a token a public name only holds, and a public name that names a secret
+        (
+            "NEXT_PUBLIC_API_TOKEN=Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns",
+            "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns",
+        ),
+        (
+            "public_token_secret: Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
+            "Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
+        ),
+    ],
+)
+def test_the_near_forms_of_zeros_repeats_and_public_names_stay_redacted(said, secret):
+    assert secret not in redact(said)

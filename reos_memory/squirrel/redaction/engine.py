@@ -239,7 +239,14 @@ def _public_name_before(text: str, start: int) -> bool:
     """Whether the value at `start` is given to a name that says it is public and names no
     secret (``vapid_public_key = ...``; not ``NEXT_PUBLIC_API_SECRET=...``)."""
     m = _PUBLIC_NAME_RE.search(text, max(0, start - 64), start)
-    return m is not None and _SECRET_WORD_RE.search(m.group()) is None
+    if m is None:
+        return False
+    # a public token by its name (``publicToken``, ``public_token``) is made to be seen; a token
+    # a public name only holds (``NEXT_PUBLIC_API_TOKEN``) is judged as a token's
+    return _SECRET_WORD_RE.search(_PUBLIC_TOKEN_RE.sub("", m.group())) is None
+
+
+_PUBLIC_TOKEN_RE = re.compile(r"(?i)\Apubli(?:c|shable)[_.-]?token")
 
 
 _SECRET_WORD_RE = re.compile(r"(?i)secret|passw|private|token")
