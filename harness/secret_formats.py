@@ -1187,6 +1187,16 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('"access_token": "ghp_000000000000000000000000000000000000"', "ghp_0000000000000000"),
     ('curl -s --user "admin:zzzz" https://ci.internal.test/api', "admin:zzzz"),
     ("mysql -u root -paaaa orders", "-paaaa"),
+    # a private key block of a template or a doc: its body names the key, holds none
+    (
+        "GOOGLE_PRIVATE_KEY='-----BEGIN PRIVATE KEY-----\\nPASTE-THE-KEY-FROM-THE-JSON-FILE\\n"
+        "-----END PRIVATE KEY-----\\n'",
+        "PASTE-THE-KEY-FROM-THE-JSON-FILE",
+    ),
+    (
+        "ssh_key: |\n  -----BEGIN OPENSSH PRIVATE KEY-----\n  b3Bl...\n  -----END OPENSSH PRIVATE KEY-----",
+        "b3Bl...",
+    ),
     # a token that its name says is public (made to be seen in a page or an app)
     ('mapPublicToken = "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns"', "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns"),
     (

@@ -620,3 +620,14 @@ def test_zeros_a_repeated_letter_and_a_public_token_stay(kept):
 )
 def test_the_near_forms_of_zeros_repeats_and_public_names_stay_redacted(said, secret):
     assert secret not in redact(said)
+
+
+def test_a_private_key_block_of_a_template_stays_and_one_with_key_material_goes():
+    """A whole block whose body holds no run of a key's base64 is a stand-in; one with a line of
+    it (even cut with ``...``) or one cut off before its END line is redacted."""
+    stand_in = "-----BEGIN RSA PRIVATE KEY-----\n<paste your key>\n-----END RSA PRIVATE KEY-----"
+    assert redact(stand_in) == stand_in
+    cut = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC...\n-----END PRIVATE KEY-----"
+    assert "MIIEvQIBADANBgkq" not in redact(cut)
+    open_block = "-----BEGIN PRIVATE KEY-----\nyour key"
+    assert "your key" not in redact(open_block)
