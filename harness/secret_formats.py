@@ -1203,6 +1203,12 @@ LOOKALIKES: list[tuple[str, str]] = [
         "widget_public_token: Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya  # shown in the page",
         "Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
     ),
+    # the head of a token cut with an ellipsis, shorter than any token of its format
+    (
+        "run: export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJkZXZpY2VVdWlkIjoiazN2cQ...",
+        "ops_eyJkZXZpY2VVdWlkIjoiazN2cQ",
+    ),
+    ("GROQ_API_KEY=gsk_T4hw9Qm2Lz7Xc1Vb… (the rest is in the vault)", "gsk_T4hw9Qm2Lz7Xc1Vb"),
     # a SAS token's parameters without its signature: the dates and rights alone grant nothing
     (
         "STORAGE_SAS_TOKEN=sv=2023-08-03&ss=b&srt=co&sp=rl&se=2027-01-31T00:00:00Z&spr=https",

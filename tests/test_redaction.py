@@ -631,3 +631,39 @@ def test_a_private_key_block_of_a_template_stays_and_one_with_key_material_goes(
     assert "MIIEvQIBADANBgkq" not in redact(cut)
     open_block = "-----BEGIN PRIVATE KEY-----\nyour key"
     assert "your key" not in redact(open_block)
+
+
+@pytest.mark.parametrize(
+    ("said", "secret"),
+    [
+        # a whole token before an ellipsis fits its format: a secret
+        (
+            "GROQ_API_KEY=gsk_" + "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9Hj0Kf2La4Tn8Wq2Zc6Xv1B...",
+            "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9Hj0Kf2La4Tn8Wq2Zc6Xv1B",
+        ),
+        # a head longer than its format's longest token is no cut one
+        (
+            "GROQ_API_KEY=gsk_"
+            + "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9Hj0Kf2La4Tn8Wq2Zc6Xv1Bm5Nq3Lp7Yt0Hd4...",
+            "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9Hj0Kf2La4",
+        ),
+        # no ellipsis, or a prefix whose formats are not known here (GitHub's), or a word's
+        ("GROQ_API_KEY=gsk_Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9", "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9"),
+        ("GITHUB_TOKEN=ghp_Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5...", "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5"),
+        ("API_KEY=test_Rk4Wq8Zt2Ln6Yc3Vb7...", "Rk4Wq8Zt2Ln6Yc3Vb7"),
+        # one dot ends a sentence
+        ("GROQ_API_KEY=gsk_Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9.", "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9"),
+    ],
+)
+def test_only_a_head_shorter_than_its_format_before_an_ellipsis_is_a_cut_token(said, secret):
+    """`providers.elided_token`: ``ops_eyJkZXZp...`` (a 1Password token needs 100 characters
+    more) is the head of a cut token and stays; these are secrets."""
+    assert secret not in redact(said)
+
+
+def test_the_head_of_a_token_cut_with_an_ellipsis_stays():
+    for kept in (
+        "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJhbGciOiJIUzI1NiIsInR5cCI6...",
+        "groq_key: gsk_Rk4Wq8Zt2Ln6Yc3Vb7\u2026",
+    ):
+        assert redact(kept) == kept
