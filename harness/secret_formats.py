@@ -1181,7 +1181,7 @@ LOOKALIKES: list[tuple[str, str]] = [
     ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
     # a token's place filled with zeros, and a placeholder password of one letter typed over
     (
-        "SOURCEGRAPH_TOKEN=sgp_local_0000000000000000000000000000000000000000",
+        "SOURCEGRAPH_TOKEN=sgp_local_0000000000000000000000000000000000000000  # CI sets the real one",
         "sgp_local_0000000000000000000000000000000000000000",
     ),
     ('"access_token": "ghp_000000000000000000000000000000000000"', "ghp_0000000000000000"),
