@@ -1179,6 +1179,36 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("SLACK_BOT_TOKEN=xoxb-42424242", "xoxb-42424242"),
     ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
     ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
+    # a token's place filled with zeros, and a placeholder password of one letter typed over
+    (
+        "SOURCEGRAPH_TOKEN=sgp_local_0000000000000000000000000000000000000000  # CI sets the real one",
+        "sgp_local_0000000000000000000000000000000000000000",
+    ),
+    ('"access_token": "ghp_000000000000000000000000000000000000"', "ghp_0000000000000000"),
+    ('curl -s --user "admin:zzzz" https://ci.internal.test/api', "admin:zzzz"),
+    ("mysql -u root -paaaa orders", "-paaaa"),
+    # a private key block of a template or a doc: its body names the key, holds none
+    (
+        "GOOGLE_PRIVATE_KEY='-----BEGIN PRIVATE KEY-----\\nPASTE-THE-KEY-FROM-THE-JSON-FILE\\n"
+        "-----END PRIVATE KEY-----\\n'",
+        "PASTE-THE-KEY-FROM-THE-JSON-FILE",
+    ),
+    (
+        "ssh_key: |\n  -----BEGIN OPENSSH PRIVATE KEY-----\n  b3Bl...\n  -----END OPENSSH PRIVATE KEY-----",
+        "b3Bl...",
+    ),
+    # a token that its name says is public (made to be seen in a page or an app)
+    ('mapPublicToken = "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns"', "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns"),
+    (
+        "widget_public_token: Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya  # shown in the page",
+        "Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
+    ),
+    # the head of a token cut with an ellipsis, shorter than any token of its format
+    (
+        "run: export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJkZXZpY2VVdWlkIjoiazN2cQ...",
+        "ops_eyJkZXZpY2VVdWlkIjoiazN2cQ",
+    ),
+    ("GROQ_API_KEY=gsk_T4hw9Qm2Lz7Xc1Vb… (the rest is in the vault)", "gsk_T4hw9Qm2Lz7Xc1Vb"),
     # a SAS token's parameters without its signature: the dates and rights alone grant nothing
     (
         "STORAGE_SAS_TOKEN=sv=2023-08-03&ss=b&srt=co&sp=rl&se=2027-01-31T00:00:00Z&spr=https",

@@ -576,3 +576,94 @@ def test_a_value_quoted_right_after_a_secrets_name_in_words_is_redacted(said, se
 )
 def test_a_quoted_label_or_constant_after_a_secrets_name_stays(kept):
     assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        # zeros that fill a token's place, whole or after its visible head
+        "SOURCEGRAPH_TOKEN=sgp_local_0000000000000000000000000000000000000000",
+        'GITHUB_TOKEN="ghp_Rk4Wq8Zt2Ln6Yc0000000000000000000000"',
+        # a placeholder password of one letter typed over and over
+        'curl -u "deploy:qqqq" https://ci.internal.test/api',
+        "DB_PASSWORD=zzzzzz",
+        # a token its name says is public
+        'mapPublicToken = "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns"',
+        "widget_public_token: Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
+    ],
+)
+def test_zeros_a_repeated_letter_and_a_public_token_stay(kept):
+    assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    ("said", "secret"),
+    [
+        # zeros inside a random value: an edit of a real one
+        (
+            "AWS_SECRET_ACCESS_KEY=wJq7XUtnFEMI0000000000000000bPxRfiCYzz",
+            "wJq7XUtnFEMI0000000000000000bPxRfiCYzz",
+        ),
+        # a repeated digit is a PIN or a password; a letter repeated past 8 is no stand-in
+        ("mysql -u root -p111111 orders", "111111"),
+        ("DB_PASSWORD=zzzzzzzzzz", "zzzzzzzzzz"),
+        # a token a public name only holds, and a public name that names a secret
+        (
+            "NEXT_PUBLIC_API_TOKEN=Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns",
+            "Wq4Rz8Tn2Lm6Yv0Kp3Hd7Jx5Bc9Fg1Ns",
+        ),
+        (
+            "public_token_secret: Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
+            "Hb6Nq1Zt8Wc3Rk5Lp9Xv2Mj7Ds4Gf0Ya",
+        ),
+    ],
+)
+def test_the_near_forms_of_zeros_repeats_and_public_names_stay_redacted(said, secret):
+    assert secret not in redact(said)
+
+
+def test_a_private_key_block_of_a_template_stays_and_one_with_key_material_goes():
+    """A whole block whose body holds no run of a key's base64 is a stand-in; one with a line of
+    it (even cut with ``...``) or one cut off before its END line is redacted."""
+    stand_in = "-----BEGIN RSA PRIVATE KEY-----\n<paste your key>\n-----END RSA PRIVATE KEY-----"
+    assert redact(stand_in) == stand_in
+    cut = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC...\n-----END PRIVATE KEY-----"
+    assert "MIIEvQIBADANBgkq" not in redact(cut)
+    open_block = "-----BEGIN PRIVATE KEY-----\nyour key"
+    assert "your key" not in redact(open_block)
+
+
+@pytest.mark.parametrize(
+    ("said", "secret"),
+    [
+        # a whole token before an ellipsis fits its format: a secret
+        (
+            "GROQ_API_KEY=gsk_" + "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9Hj0Kf2La4Tn8Wq2Zc6Xv1B...",
+            "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9Hj0Kf2La4Tn8Wq2Zc6Xv1B",
+        ),
+        # a head longer than its format's longest token is no cut one
+        (
+            "GROQ_API_KEY=gsk_"
+            + "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9Hj0Kf2La4Tn8Wq2Zc6Xv1Bm5Nq3Lp7Yt0Hd4...",
+            "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9Hj0Kf2La4",
+        ),
+        # no ellipsis, or a prefix whose formats are not known here (GitHub's), or a word's
+        ("GROQ_API_KEY=gsk_Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9", "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9"),
+        ("GITHUB_TOKEN=ghp_Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5...", "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5"),
+        ("API_KEY=test_Rk4Wq8Zt2Ln6Yc3Vb7...", "Rk4Wq8Zt2Ln6Yc3Vb7"),
+        # one dot ends a sentence
+        ("GROQ_API_KEY=gsk_Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9.", "Rk4Wq8Zt2Ln6Yc3Vb7Mx1Pd5Sg9"),
+    ],
+)
+def test_only_a_head_shorter_than_its_format_before_an_ellipsis_is_a_cut_token(said, secret):
+    """`providers.elided_token`: ``ops_eyJkZXZp...`` (a 1Password token needs 100 characters
+    more) is the head of a cut token and stays; these are secrets."""
+    assert secret not in redact(said)
+
+
+def test_the_head_of_a_token_cut_with_an_ellipsis_stays():
+    for kept in (
+        "export OP_SERVICE_ACCOUNT_TOKEN=ops_eyJhbGciOiJIUzI1NiIsInR5cCI6...",
+        "groq_key: gsk_Rk4Wq8Zt2Ln6Yc3Vb7\u2026",
+    ):
+        assert redact(kept) == kept

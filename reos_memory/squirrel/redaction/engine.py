@@ -87,7 +87,7 @@ from reos_memory.squirrel.redaction.manifests import scan_secret_manifests
 from reos_memory.squirrel.redaction.named import AUTH_SCHEME_RE, scan_named
 from reos_memory.squirrel.redaction.names import NameInfo, name_info
 from reos_memory.squirrel.redaction.normalize import normalized, to_original
-from reos_memory.squirrel.redaction.providers import cut_token
+from reos_memory.squirrel.redaction.providers import cut_token, elided_token
 from reos_memory.squirrel.redaction.token_runs import scan_anchors, scan_pem, scan_runs
 from reos_memory.squirrel.redaction.urls import scan_go_dsn, scan_urls, scan_webhooks
 from reos_memory.squirrel.redaction.values import (
@@ -164,8 +164,9 @@ def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
     entropy rule's goes alone, so a name still redacts what it names. A value only a name makes
     secret may be a person's weak one (``JWT_SECRET=mysecret123456``), which is still redacted,
     unless it is masked (``STRIPE_KEY=sk_test_xxxxxxxx...``; a password never: its x's may be
-    the person's) or a provider's prefix before too short a body (``sk-ant-api03-x7Tq2``:
-    `providers.cut_token`)."""
+    the person's), a provider's prefix before too short a body (``sk-ant-api03-x7Tq2``:
+    `providers.cut_token`) or the head of a token cut with an ellipsis (``ops_eyJkZXZp...``:
+    `providers.elided_token`)."""
     fake: list[tuple[int, int]] = []
     gone: set[Span] = set()
     for x in spans:
@@ -173,7 +174,8 @@ def _without_stand_ins(text: str, spans: list[Span]) -> list[Span]:
         if x.prio == P_PROVIDER and (fake_token(value, prefixed=True) or mask_follows(text, x.end)):
             fake.append((x.start, x.end))
         elif (x.prio == P_ENTROPY and fake_token(value)) or (
-            x.kind not in _PASSWORDS and (masked(value) or cut_token(value))
+            x.kind not in _PASSWORDS
+            and (masked(value) or cut_token(value) or elided_token(value, text[x.end : x.end + 3]))
         ):
             gone.add(x)
     if not fake and not gone:
@@ -239,7 +241,14 @@ def _public_name_before(text: str, start: int) -> bool:
     """Whether the value at `start` is given to a name that says it is public and names no
     secret (``vapid_public_key = ...``; not ``NEXT_PUBLIC_API_SECRET=...``)."""
     m = _PUBLIC_NAME_RE.search(text, max(0, start - 64), start)
-    return m is not None and _SECRET_WORD_RE.search(m.group()) is None
+    if m is None:
+        return False
+    # a public token by its name (``publicToken``, ``public_token``) is made to be seen; a token
+    # a public name only holds (``NEXT_PUBLIC_API_TOKEN``) is judged as a token's
+    return _SECRET_WORD_RE.search(_PUBLIC_TOKEN_RE.sub("", m.group())) is None
+
+
+_PUBLIC_TOKEN_RE = re.compile(r"(?i)\Apubli(?:c|shable)[_.-]?token")
 
 
 _SECRET_WORD_RE = re.compile(r"(?i)secret|passw|private|token")

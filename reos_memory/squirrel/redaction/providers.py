@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from re import _parser  # type: ignore[attr-defined]  # a format's shortest match
 
 from reos_memory.squirrel.redaction.values import PUBLIC_BY_DESIGN
 
@@ -417,3 +418,34 @@ def cut_token(value: str) -> bool:
 
 
 _ALNUM_RUN_RE = re.compile(r"[A-Za-z0-9]+")
+
+
+def elided_token(value: str, after: str) -> bool:
+    """Whether `value`, written with an ellipsis right after it (in `value` or in `after`, the
+    text that follows), is the head of a provider's token cut short: a format's distinct prefix
+    opens it, and no format with that prefix takes it whole (``ops_eyJkZXZpY2VV...``, a 1Password
+    token that needs 100 characters more). A whole token before an ellipsis ("use ghp_<36>...")
+    fits its format and stays a secret; so does any head whose format is not known here."""
+    head = value.strip().strip("\"'`")
+    bare = head.rstrip(".\u2026")
+    if bare == head and not after.startswith(("..", "\u2026")):
+        return False
+    if len(head) - len(bare) == 1 and head[-1] == ".":
+        return False  # one dot ends a sentence, not a cut
+    if bare.startswith(_OLDER_TUPLE):
+        return False  # (their formats are `token_runs`'s: not known here)
+    fits = [(rx, least) for prefix, rx, least in _FORMAT_RES if bare.startswith(prefix)]
+    # shorter than the shortest token of each format: a head (a longer run is no cut token)
+    return bool(fits) and all(len(bare) < least for _rx, least in fits)
+
+
+# each format by its literal prefix, where that opens with a name of 2+ letters or digits and a
+# separator that is no word (for `elided_token`: "gsk_", "ops_eyJ"; not "test_", "key-")
+_FORMAT_RES = [
+    (p, re.compile(rx), _parser.parse(rx).getwidth()[0])
+    for _k, rx in _FORMATS
+    for p in [_literal_prefix(rx)]
+    if (m := re.match(r"([A-Za-z0-9]{2,})[_-]", p)) is not None
+    and m.group(1).lower() not in _WORD_PREFIXES | {"key", "pat", "api", "sk", "pk", "rk"}
+]
+_OLDER_TUPLE = tuple(sorted(_OLDER_PREFIXES))

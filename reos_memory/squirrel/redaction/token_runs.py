@@ -268,9 +268,20 @@ def _entropy_pieces(text: str, start: int, end: int, spans: list[Span]) -> None:
 
 
 def scan_pem(text: str, spans: list[Span]) -> None:
-    """Rule 1: private key blocks (the caller saw "key" and "PRIVATE KEY" in the text)."""
+    """Rule 1: private key blocks (the caller saw "key" and "PRIVATE KEY" in the text). A whole
+    block whose body holds no run of key material is a template's stand-in
+    (``PASTE-YOUR-KEY-HERE``, ``MIIE...``, ``<your key>``): no key. A block cut off
+    before its END line is redacted to the end of the text whatever it holds."""
     for m in _PEM_RE.finditer(text):
+        body = text.find("-----", m.start() + 5) + 5  # after the BEGIN line's closing dashes
+        end = text.rfind("-----END ", body, m.end())
+        if end >= 0 and _KEY_MATERIAL_RE.search(text, body, end) is None:
+            continue
         spans.append(Span(m.start(), m.end(), P_BLOCK, "private_key"))
+
+
+# a line's worth of a key's base64 (a stand-in's words are split by dashes or blanks)
+_KEY_MATERIAL_RE = re.compile(r"[A-Za-z0-9+/]{16}")
 
 
 def scan_anchors(text: str, b: bytes, spans: list[Span]) -> None:

@@ -66,6 +66,8 @@ def is_placeholder(v: str) -> bool:
     low = s.lower()
     if low in _PLACEHOLDER_WORDS or not s.strip("*xX.•-_#?…"):
         return True
+    if len(s) <= 8 and s.isalpha() and len(set(low)) == 1:
+        return True  # "yyy", "zzzz": one letter typed over and over (a repeated digit is a PIN)
     if low.startswith(("your", "insert", "enter-", "enter_", "replace", "put-", "my-")):
         return True
     if all(w in _PLACEHOLDER_WORDS or w in _DEFAULT_WORDS for w in _WORD_SPLIT_RE.split(low)):
@@ -96,6 +98,8 @@ def masked(value: str) -> bool:
     it has. ("1QQQQ..." and "511111111" are real formats: only the mask characters count; no
     provider's alphabet holds *, # or a bullet, and 8 x's in a row have a chance of about 1 in
     10^14 in a random token.)"""
+    if "0" * 16 in value and _ZEROS_RE.search(value) is not None:
+        return True  # "sgp_local_0000...0000": no random token holds 16 zeros in a row
     marks = value.count("x") + value.count("X")
     stars = value.count("*") + value.count("#") + value.count("\u2022")
     if marks + stars < 4:
@@ -106,6 +110,9 @@ def masked(value: str) -> bool:
     return chars >= 8 and (marks + stars) * 2 >= chars + stars
 
 
+# zeros that fill a token's part to its end (16 random hex digits are all 0 once in 10^19);
+# zeros inside a random run are someone's edit of a real value, which stays redacted
+_ZEROS_RE = re.compile(r"0{16,}(?![A-Za-z0-9])")
 # the run of mask characters that hides a token's secret part
 _MASK_RUN_RE = re.compile("[*#\u2022]{8}|[xX]{8}")
 
