@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from re import _parser  # type: ignore[attr-defined]  # a format's shortest match
 
 from reos_memory.squirrel.redaction.values import PUBLIC_BY_DESIGN
 
@@ -441,8 +440,19 @@ def elided_token(value: str, after: str) -> bool:
 
 # each format by its literal prefix, where that opens with a name of 2+ letters or digits and a
 # separator that is no word (for `elided_token`: "gsk_", "ops_eyJ"; not "test_", "key-")
+def _shortest(rx: str, prefix: str) -> int:
+    """The length of the shortest text format `rx` matches (the standard library's own regex
+    parser tells it; where an interpreter lacks it, a bound no token head reaches)."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        return int(_parser.parse(rx).getwidth()[0])
+    except (ImportError, AttributeError):
+        return len(prefix) + 16
+
+
 _FORMAT_RES = [
-    (p, re.compile(rx), _parser.parse(rx).getwidth()[0])
+    (p, re.compile(rx), _shortest(rx, p))
     for _k, rx in _FORMATS
     for p in [_literal_prefix(rx)]
     if (m := re.match(r"([A-Za-z0-9]{2,})[_-]", p)) is not None
