@@ -405,6 +405,9 @@ LATER_KINDS: list[Kind] = [
         "SMTP_PASS",
         False,
     ),
+    # a random mixed-case body with no digit in it (one 24-character body in 70 is drawn so)
+    Kind("stripe_letters", cat("sk_live_", r(LETTERS, 24)), "STRIPE_SECRET_KEY"),
+    Kind("github_letters", cat("ghp_", r(LETTERS, 36)), "GITHUB_TOKEN"),
 ]
 
 ALL_KINDS = KINDS + UNNAMED_KINDS + LATER_KINDS
@@ -1179,6 +1182,8 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("SLACK_BOT_TOKEN=xoxb-42424242", "xoxb-42424242"),
     ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
     ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
+    # a provider's prefix before one letter typed over (a mask, as x's are)
+    ('apiKey: "AIza' + "a" * 35 + '"', "AIza" + "a" * 35),
     # a token's place filled with zeros, and a placeholder password of one letter typed over
     (
         "SOURCEGRAPH_TOKEN=sgp_local_0000000000000000000000000000000000000000  # CI sets the real one",

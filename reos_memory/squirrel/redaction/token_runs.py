@@ -125,13 +125,14 @@ def scan_runs(text: str, b: bytes, spans: list[Span]) -> None:
         classes = raw.translate(CLASS_TABLE)
         has_digit = b"D" in classes
         has_upper = b"U" in classes
-        # Provider tokens are random: digits and (bar Slack and DigitalOcean) capitals. Lowercase
-        # paths, snake_case names and hex digests, the bulk of long runs, stop here.
+        # Provider tokens are random: digits and (bar Slack and DigitalOcean) capitals; a random
+        # mixed-case body may lack digits (one 24-character Stripe key in 70; a mask repeats
+        # one letter). Lowercase paths, snake_case names and hex digests, the bulk of long
+        # runs, stop here.
         if (
-            has_digit
-            and (has_upper or b"xox" in raw or b"_v1_" in raw)
-            and _scan_provider(text, start, end, spans)
-        ):
+            (has_digit and (has_upper or b"xox" in raw or b"_v1_" in raw))
+            or (has_upper and b"l" in classes and len(set(raw)) >= 16)
+        ) and _scan_provider(text, start, end, spans):
             continue
         # Newer formats, of any case, by their prefix (providers.py). Each has a digit or a
         # capital somewhere; lowercase paths and snake_case names, most long runs, skip this.
