@@ -763,6 +763,9 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         ("bare_key_spaced", lambda v: f"[DEBUG] using key = {v}"),
         # a token of random segments joined by dots, given alone: every segment goes
         ("dotted_segments", lambda v: f"the export link is signed with {v} until Friday"),
+        # a bare key's value of base64 pieces joined by = or a dot (a vendor's key in a log)
+        ("log_bare_key_joined", lambda v: f"[DEBUG] Using Key={v}\n[INFO] Response received: 200"),
+        ("log_bare_key_dotted", lambda v: f"[DEBUG] Using Key={v}\n[INFO] Response received: 200"),
     ]
     out = []
     for name, fmt in shapes:
@@ -778,6 +781,10 @@ def _named_leaks(rng: random.Random) -> list[Case]:
             v = r(HEX, 32)(rng)
         elif name == "dotted_segments":
             v = cat(r(ALNUM, 18), ".", r(ALNUM, 40), ".", r(ALNUM, 14))(rng)
+        elif name == "log_bare_key_joined":
+            v = cat(r(ALNUM, 16), "=", r(ALNUM, 18))(rng)
+        elif name == "log_bare_key_dotted":
+            v = cat(r(UPPER_ALNUM, 16), ".", r(UPPER_ALNUM, 7), "-", r(UPPER_ALNUM, 7))(rng)
         elif name in ("log_bare_key", "bare_key_spaced"):
             v = r(LOWER_ALNUM, 40)(rng)
         elif name == "yaml_vendor_key":
@@ -1182,6 +1189,10 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("SLACK_BOT_TOKEN=xoxb-42424242", "xoxb-42424242"),
     ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
     ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
+    # a bare key whose value is a file's name, a class's or a host's, not an issued token
+    ("[DEBUG] Using Key=3f9a2c1b7e4d.pem from the vault mount", "3f9a2c1b7e4d.pem"),
+    ("key=com.example.billing.InvoiceService", "com.example.billing.InvoiceService"),
+    ("Using key = api.eu-west-1.amazonaws.com for the signer", "api.eu-west-1.amazonaws.com"),
     # a provider's prefix before one letter typed over (a mask, as x's are)
     ('apiKey: "AIza' + "a" * 35 + '"', "AIza" + "a" * 35),
     # a token's place filled with zeros, and a placeholder password of one letter typed over

@@ -24,8 +24,9 @@ _UUID_OR_HEX_RE = re.compile(r"(?:\d{4}-\d{2}-\d{2}-)?" + _UUID + r"|[0-9a-f]{8,
 _HEX_RE = re.compile(r"[0-9a-f]+")
 # what a weak name's value may look like and still be no secret: a hex number, a camelCase name
 _NOT_RANDOM_WEAK_RE = re.compile(r"0[xX][0-9a-fA-F]+|[a-z]+(?:[A-Z][a-z]*)+[0-9]*")
-_TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
-_TOKEN_PART_RE = re.compile(r"[_-]")
+# letters and digits, pieces joined by _ or -, or by base64's . + = (a run of them), padded
+_TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:(?:[_-]|[.+=]+)[A-Za-z0-9]+)*=*")
+_TOKEN_PART_RE = re.compile(r"[_.+=-]+")
 _TYPED_ULID_RE = re.compile(r"(?:[a-z]{2,12}_)?[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _PLACEHOLDER_WORDS = frozenset(
     {
@@ -251,14 +252,17 @@ def _settings_query(value: str) -> bool:
 
 
 def token_literal(value: str) -> bool:
-    """Letters and digits (with ``_`` or ``-`` between), long and random: an issued token, not
-    an id whose random part is a ULID (``req_01HXYZ8K2M...``: time-ordered, meant to be shown),
-    nor a dated build id (``build-20240512-3f1a9d2``: no long random run)."""
+    """Letters and digits (with ``_`` or ``-`` between, or base64's ``.``, ``+`` and ``=``),
+    long and random: an issued token, not an id whose random part is a ULID
+    (``req_01HXYZ8K2M...``: time-ordered, meant to be shown), nor a dated build id
+    (``build-20240512-3f1a9d2``: no long random run), nor a file's name (``3f9a2c1b7e4d.pem``:
+    a dot's pieces of a token are 5 characters or more)."""
     return (
         _TOKEN_LITERAL_RE.fullmatch(value) is not None
         and randomish(value, 16)
         and _TYPED_ULID_RE.fullmatch(value) is None
         and max(map(len, _TOKEN_PART_RE.split(value))) >= 12
+        and ("." not in value or min(map(len, value.rstrip("=").split("."))) >= 5)
     )
 
 
