@@ -766,6 +766,11 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         # a bare key's value of base64 pieces joined by = or a dot (a vendor's key in a log)
         ("log_bare_key_joined", lambda v: f"[DEBUG] Using Key={v}\n[INFO] Response received: 200"),
         ("log_bare_key_dotted", lambda v: f"[DEBUG] Using Key={v}\n[INFO] Response received: 200"),
+        # a connection string given to a token's or a key's name: its password under its own
+        (
+            "token_connection_string",
+            lambda v: f"db_token = 'Server=db.corp;Database=app;User Id=sa;Password={v};'",
+        ),
     ]
     out = []
     for name, fmt in shapes:

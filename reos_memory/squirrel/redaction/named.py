@@ -231,8 +231,10 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         end : end + 1
     ].isspace():
         prose_at(text, start, end, spans)
-    if len(spans) == found and bare_key:
-        # a bare key's value that is no secret may name one: <add key="Password" value="..."/>
+    if len(spans) == found:
+        # a value that is no secret may hold one under a name of its own: a bare key's
+        # (<add key="Password" value="..."/>), a connection string under a token's name
+        # (token = 'Server=...;Password=...;')
         reach[0] = end
 
 
