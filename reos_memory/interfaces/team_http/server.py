@@ -381,6 +381,9 @@ def serve(
         http=_header_timed_protocol(
             header_timeout_s, log, max_per_address, frozenset(trusted_proxies or [])
         ),
+        # no WebSocket: the server serves none, and an upgrade would hand the connection to
+        # another protocol object, out of the per-address count
+        ws="none",
         proxy_headers=bool(trusted_proxies),
         forwarded_allow_ips=",".join(trusted_proxies or []) or None,
     )
