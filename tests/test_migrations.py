@@ -341,3 +341,45 @@ def test_processes_upgrading_at_once_all_succeed_and_leave_a_whole_backup(tmp_pa
     assert copy.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     assert copy.execute("SELECT count(*) FROM blocks").fetchall() == [(1500,)]
     copy.close()
+
+
+def test_usage_queued_before_receipts_is_owed_again_not_lost(tmp_path):
+    """A usage report queued by a version without receipts would be refused by the server once
+    upgraded: the upgrade makes its counts owed again (the next report carries them) and drops
+    it; the cursor goes back to the start so the next pull brings every receipt."""
+    every = load_migrations()
+    db = Database(str(tmp_path / "cache.db"))
+    migrate(db, [m for m in every if m.version < 13])
+    conn = db.conn()
+    conn.execute(
+        "INSERT INTO memories(id, project_id, scope, owner_type, owner_id, kind, tier, text,"
+        " status, created_at, updated_at) VALUES ('tm', 'p', 'project', 'team', 't', 'note',"
+        " 'long_term', 'x', 'active', 't', 't')"
+    )
+    conn.execute(
+        "INSERT INTO team_memories(memory_id, server, org_id, version, seq, pulled_at,"
+        " reported_opportunities, reported_uses, reported_regret_hits, reported_regret_saved)"
+        " VALUES ('tm', 'http://s', 'o', 1, 7, 't', 5, 3, 1, 1.5)"
+    )
+    conn.execute(
+        "INSERT INTO team_sync(server, org_id, key_id, role, last_seq) VALUES"
+        " ('http://s', 'o', 'k', 'reader', 7)"
+    )
+    params = (
+        '{"idempotency_key": "usage:1", "items": [{"memory_id": "tm", "opportunities": 2,'
+        ' "uses": 1, "regret_hits": 1, "regret_saved": 1.5}]}'
+    )
+    conn.execute(
+        "INSERT INTO team_outbox(server, idempotency_key, method, params, created_at) VALUES"
+        " ('http://s', 'usage:1', 'squirrel/usage/report', ?, 't')",
+        (params,),
+    )
+    migrate(db)
+    conn = db.conn()
+    assert conn.execute(
+        "SELECT reported_opportunities, reported_uses, reported_regret_hits,"
+        " reported_regret_saved, receipt FROM team_memories"
+    ).fetchall() == [(3, 2, 0, 0.0, None)]
+    assert conn.execute("SELECT count(*) FROM team_outbox").fetchall() == [(0,)]
+    assert conn.execute("SELECT last_seq FROM team_sync").fetchall() == [(0,)]
+    db.close()

@@ -318,6 +318,50 @@ def test_usage_of_a_memory_cached_without_a_receipt_waits_for_the_pull_that_brin
     assert (u.memory_id, u.context_id, u.opportunities, u.uses) == ("tmem-b", "r2.tmem-b", 1, 1)
 
 
+def test_usage_a_replaced_key_could_not_prove_is_owed_again_and_its_receipts_renewed(db):
+    """A machine whose key was replaced holds the old key's receipts: the server counts none of
+    them (`not_received`). Those counts are owed again (nothing lost), the receipts dropped and
+    the cursor sent back to the start, so the next pull brings the new key's; a new key id seen
+    at whoami does the same for every cached memory at once."""
+    replies: list[dict[str, Any]] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        return httpx.Response(
+            200, json={"jsonrpc": "2.0", "id": body["id"], "result": replies.pop(0)}
+        )
+
+    sync = _sync(db, server)
+    st = _known(db)
+    sync._apply(st, 0, _page(5, ("upsert", "tmem-a", _team_memory("tmem-a", "a"))), Report())
+    db.write(lambda c: memory_sql.count_opportunities(c, ["tmem-a"]))
+    db.write(lambda c: memory_sql.count_uses(c, ["tmem-a"], now_iso()))
+    sync._queue_usage(st)
+    (item,) = db.read(lambda c: team_cache_sql.pending(c, SERVER, 10))
+    replies.append({"applied": 0, "unknown": [], "clipped": [], "not_received": ["tmem-a"]})
+    sync._send(item, time.monotonic() + 5, Report())
+    assert db.read(lambda c: team_cache_sql.pending(c, SERVER, 10)) == []
+    st = db.read(lambda c: team_cache_sql.sync_state(c, SERVER, "0123456789abcdef"))
+    assert st is not None and st.last_seq == 0
+    sync._queue_usage(st)  # no receipt yet: waits
+    assert db.read(lambda c: team_cache_sql.pending(c, SERVER, 10)) == []
+    sync._apply(st, 0, _page(6, ("upsert", "tmem-a", _team_memory("tmem-a", "a"))), Report())
+    sync._queue_usage(st)
+    (again,) = db.read(lambda c: team_cache_sql.pending(c, SERVER, 10))
+    (u,) = msgspec.json.decode(again.params, type=wire.UsageParams).items
+    assert (u.context_id, u.opportunities, u.uses) == ("r6.tmem-a", 1, 1)
+    # another key id for the same org: every receipt goes, the cursor goes back to the start
+    db.write(
+        lambda c: team_cache_sql.remember_key(
+            c, SERVER, "org-1", "fedcba9876543210", None, "writer"
+        )
+    )
+    st2 = db.read(lambda c: team_cache_sql.sync_state(c, SERVER, "fedcba9876543210"))
+    assert st2 is not None and st2.last_seq == 0
+    receipts = db.read(lambda c: c.execute("SELECT receipt FROM team_memories").fetchall())
+    assert receipts == [(None,)]
+
+
 # -- the client -----------------------------------------------------------------------------------
 
 

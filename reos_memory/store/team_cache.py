@@ -79,12 +79,57 @@ def sync_state(conn: apsw.Connection, server: str, key_id: str) -> SyncState | N
 def remember_key(
     conn: apsw.Connection, server: str, org_id: str, key_id: str, team_id: str | None, role: str
 ) -> None:
-    """The org (and team, role) a key belongs to, as the server said; the cursor is kept."""
+    """The org (and team, role) a key belongs to, as the server said; the cursor is kept for
+    the same key. Another key's (a key replaced) cannot use this one's receipts: they are
+    dropped and the cursor goes back to the start, so the next pull brings the new key's."""
+    had = scalar(
+        conn, "SELECT key_id FROM team_sync WHERE server = ? AND org_id = ?", (server, org_id)
+    )
+    if had is not None and had != key_id:
+        forget_receipts(conn, server, org_id)
     conn.execute(
         "INSERT INTO team_sync(server, org_id, key_id, team_id, role) VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT(server, org_id) DO UPDATE SET key_id = excluded.key_id,"
         " team_id = excluded.team_id, role = excluded.role",
         (server, org_id, key_id, team_id, role),
+    )
+
+
+def forget_receipts(
+    conn: apsw.Connection, server: str, org_id: str, memory_ids: Sequence[str] | None = None
+) -> None:
+    """Drop the receipts of cached memories (all of the org's, or these) and move the cursor
+    back to the start, so the next pull brings each memory again with a receipt (their counts
+    wait for it; a pull from the start sweeps nothing)."""
+    if memory_ids is None:
+        conn.execute(
+            "UPDATE team_memories SET receipt = NULL WHERE server = ? AND org_id = ?",
+            (server, org_id),
+        )
+    else:
+        conn.executemany(
+            "UPDATE team_memories SET receipt = NULL WHERE memory_id = ? AND server = ?"
+            " AND org_id = ?",
+            [(m, server, org_id) for m in memory_ids],
+        )
+    conn.execute(
+        "UPDATE team_sync SET last_seq = 0, last_mark = NULL WHERE server = ? AND org_id = ?",
+        (server, org_id),
+    )
+
+
+def unreport(conn: apsw.Connection, server: str, owed: Sequence[Owed]) -> None:
+    """These deltas did not count on the server (their receipts were not received): owed again."""
+    conn.executemany(
+        "UPDATE team_memories SET reported_opportunities = max(0, reported_opportunities - ?),"
+        " reported_uses = max(0, reported_uses - ?),"
+        " reported_regret_hits = max(0, reported_regret_hits - ?),"
+        " reported_regret_saved = max(0.0, reported_regret_saved - ?)"
+        " WHERE memory_id = ? AND server = ?",
+        [
+            (o.opportunities, o.uses, o.regret_hits, o.regret_saved, o.memory_id, server)
+            for o in owed
+        ],
     )
 
 

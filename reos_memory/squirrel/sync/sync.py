@@ -371,7 +371,19 @@ class TeamSync:
                 self.log.warning("team_write_refused", method=item.method, error=error)
             return
         encoded = msgspec.json.encode(result).decode()
-        self.db.write(lambda c: team_cache_sql.finish(c, item.id, "done", now_iso(), encoded, None))
+        missed = _not_received(item, params, result)
+
+        def done(conn: apsw.Connection) -> None:
+            team_cache_sql.finish(conn, item.id, "done", now_iso(), encoded, None)
+            if missed:  # (a replaced key's receipts): owed again, counted by the next receipts
+                st = team_cache_sql.sync_state(conn, self.server, self.client.key_id)
+                team_cache_sql.unreport(conn, self.server, missed)
+                if st is not None:
+                    team_cache_sql.forget_receipts(
+                        conn, self.server, st.org_id, [o.memory_id for o in missed]
+                    )
+
+        self.db.write(done)
         rep.sent += 1
 
     def _queue_usage(self, st: SyncState) -> None:
@@ -451,6 +463,29 @@ def _entry(i: team_cache_sql.OutboxItem) -> api.OutboxEntry:
         attempts=i.attempts,
         last_error=i.last_error,
     )
+
+
+def _not_received(
+    item: team_cache_sql.OutboxItem, params: Any, result: Any
+) -> list[team_cache_sql.Owed]:
+    """The items of a usage report the server did not count because their receipt was not one
+    it gave this key (a key replaced since the memory was pulled)."""
+    if item.method != USAGE or not isinstance(result, dict):
+        return []
+    missed = set(result.get("not_received") or [])
+    return [
+        team_cache_sql.Owed(
+            u.get("memory_id", ""),
+            u.get("context_id", ""),
+            int(u.get("opportunities", 0)),
+            int(u.get("uses", 0)),
+            int(u.get("regret_hits", 0)),
+            float(u.get("regret_saved", 0.0)),
+            u.get("last_used_at"),
+        )
+        for u in params.get("items", [])
+        if isinstance(u, dict) and u.get("memory_id") in missed
+    ]
 
 
 def _put(
