@@ -612,7 +612,11 @@ def test_a_client_slow_to_send_its_headers_is_cut_off(team_db):
 def test_one_address_holds_a_bounded_number_of_connections(team_db):
     """A flood of connections from one address (an outside attack opened 20,400 and the server
     ran out of files) is bounded per address: one over --max-connections-per-address is closed
-    at once, logged once; closing one lets the next in. A trusted proxy's are not counted."""
+    at once, logged once; closing one lets the next in. A trusted proxy's are not counted (a
+    network given as --trusted-proxy too); an IPv6 client is counted by its /64."""
+    from reos_memory.interfaces.team_http.server import _client_of
+
+    assert _client_of("2001:db8::1") == _client_of("2001:db8::ffff:2") == "2001:db8::/64"
     srv = start_server(data_dir_of(team_db), "--max-connections-per-address", "3")
     try:
         port = int(srv.base.rsplit(":", 1)[1])
@@ -642,7 +646,7 @@ def test_one_address_holds_a_bounded_number_of_connections(team_db):
     assert len(refusals) == 1 and refusals[0]["limit"] == 3, logged
 
     proxied = start_server(
-        data_dir_of(team_db), "--max-connections-per-address", "1", "--trusted-proxy", "127.0.0.1"
+        data_dir_of(team_db), "--max-connections-per-address", "1", "--trusted-proxy", "127.0.0.0/8"
     )
     try:
         port = int(proxied.base.rsplit(":", 1)[1])

@@ -822,8 +822,8 @@ def _team_server_args(p: argparse.ArgumentParser) -> None:
         "--max-connections-per-address",
         type=_at_least(int, 1),
         default=256,
-        help="connections one client address may hold open at once; one more is closed at"
-        " once (a --trusted-proxy's are not counted); default 256",
+        help="connections one client address (IPv6: its /64) may hold open at once; one more"
+        " is closed at once (a --trusted-proxy's are not counted); default 256",
     )
     p.add_argument(
         "--statement-timeout-ms",

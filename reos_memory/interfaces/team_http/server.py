@@ -10,12 +10,13 @@ registered in `registry.py` by the modules beside this one."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import signal
 import time
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from functools import cache
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -387,6 +388,7 @@ def serve(
         proxy_headers=bool(trusted_proxies),
         forwarded_allow_ips=",".join(trusted_proxies or []) or None,
     )
+    _open_files_to_hard_limit()
     server = _server_class()(config)
     log.info("team_server_listening", host=host, port=port)
     server.run()
@@ -407,7 +409,8 @@ def _header_timed_protocol(
     closed at once, so a flood from one address cannot take every file the server may open."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    held: dict[str, int] = {}  # open connections by client address (one event loop: no lock)
+    held: dict[str, int] = {}  # open connections by client (one event loop: no lock)
+    exempt = _proxies(trusted)
     told: dict[str, float] = {}  # when a refusal was last logged, by address (once a minute)
 
     class HeaderTimedProtocol(H11Protocol):
@@ -420,8 +423,8 @@ def _header_timed_protocol(
         # in its source the same way); this one only adds to it
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             peer = transport.get_extra_info("peername")
-            address = str(peer[0]) if isinstance(peer, tuple) and peer else None
-            if address is not None and address not in trusted:
+            address = _client_of(str(peer[0])) if isinstance(peer, tuple) and peer else None
+            if address is not None and not exempt(address):
                 if held.get(address, 0) >= max_per_address:
                     self._refused = True
                     transport.close()
@@ -489,6 +492,50 @@ def _header_timed_protocol(
                 self.transport.close()
 
     return HeaderTimedProtocol
+
+
+def _client_of(address: str) -> str:
+    """Who a connection is counted against: its IPv4 address, or its IPv6 /64 (one host
+    is given a whole /64 and may bind any address of it)."""
+    if ":" not in address:
+        return address
+    try:
+        return str(ipaddress.IPv6Network(f"{address.split('%')[0]}/64", strict=False))
+    except ValueError:
+        return address
+
+
+def _proxies(trusted: frozenset[str]) -> Callable[[str], bool]:
+    """Whether a client (`_client_of`) is a trusted proxy: an address or network given to
+    --trusted-proxy (as uvicorn reads them for X-Forwarded-For; `*` trusts every one)."""
+    if "*" in trusted:
+        return lambda _client: True
+    nets = []
+    for t in trusted:
+        try:
+            nets.append(ipaddress.ip_network(t, strict=False))
+        except ValueError:
+            continue  # (a Unix socket's name, say: never a TCP peer)
+
+    def exempt(client: str) -> bool:
+        try:
+            ip = ipaddress.ip_network(client, strict=False)
+        except ValueError:
+            return False
+        return any(ip.version == n.version and ip.subnet_of(n) for n in nets)  # type: ignore[arg-type]
+
+    return exempt
+
+
+def _open_files_to_hard_limit() -> None:
+    """Raise this process's limit of open files to the hard limit (systemd's soft default,
+    1,024, is four clients' worth of connections)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        with suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _server_class() -> type:
