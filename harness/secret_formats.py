@@ -766,6 +766,9 @@ def _named_leaks(rng: random.Random) -> list[Case]:
         # a bare key's value of base64 pieces joined by = or a dot (a vendor's key in a log)
         ("log_bare_key_joined", lambda v: f"[DEBUG] Using Key={v}\n[INFO] Response received: 200"),
         ("log_bare_key_dotted", lambda v: f"[DEBUG] Using Key={v}\n[INFO] Response received: 200"),
+        # a real key's head before a run of zeros; a password of one letter in two cases
+        ("zeros_after_a_head", lambda v: f"SECRET_KEY={v}0000000000000000"),
+        ("one_letter_two_cases", lambda v: f"DB_PASSWORD={v}"),
         # a connection string given to a token's or a key's name: its password under its own
         (
             "token_connection_string",
@@ -786,6 +789,10 @@ def _named_leaks(rng: random.Random) -> list[Case]:
             v = r(HEX, 32)(rng)
         elif name == "dotted_segments":
             v = cat(r(ALNUM, 18), ".", r(ALNUM, 40), ".", r(ALNUM, 14))(rng)
+        elif name == "zeros_after_a_head":
+            v = r(ALNUM, 24)(rng)
+        elif name == "one_letter_two_cases":
+            v = cat(r(string.ascii_uppercase, 1), "qqqqqqq")(rng)
         elif name == "log_bare_key_joined":
             v = cat(r(ALNUM, 16), "=", r(ALNUM, 18))(rng)
         elif name == "log_bare_key_dotted":
@@ -1195,6 +1202,11 @@ LOOKALIKES: list[tuple[str, str]] = [
     ("settlemint_token: sm_pat_9qk2Lw3", "sm_pat_9qk2Lw3"),
     ('duffel_token := "duffel_live_q8w2e4"', "duffel_live_q8w2e4"),
     # a bare key whose value is a file's name, a class's or a host's, not an issued token
+    (
+        "listing key=part-00001-9c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f-c000.snappy.parquet",
+        "part-00001-9c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f-c000.snappy.parquet",
+    ),
+    ("cursor key=eyJvZmZzZXQiOjQwfQ== (the next page)", "eyJvZmZzZXQiOjQwfQ=="),
     ("[DEBUG] Using Key=3f9a2c1b7e4d.pem from the vault mount", "3f9a2c1b7e4d.pem"),
     ("key=com.example.billing.InvoiceService", "com.example.billing.InvoiceService"),
     ("Using key = api.eu-west-1.amazonaws.com for the signer", "api.eu-west-1.amazonaws.com"),

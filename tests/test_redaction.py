@@ -667,3 +667,40 @@ def test_the_head_of_a_token_cut_with_an_ellipsis_stays():
         "groq_key: gsk_Rk4Wq8Zt2Ln6Yc3Vb7\u2026",
     ):
         assert redact(kept) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a connection string given to a token's name: its own Password= is read
+        (
+            "db_token = 'Server=db.corp;Database=app;User Id=sa;Password=Vq7!mZ2pLw9x;'",
+            "Vq7!mZ2pLw9x",
+        ),
+        # a bare key's issued token of base64 pieces joined by = or a dot
+        ("[DEBUG] Using Key=Hq7Lm2Zx9Wc4Rt8p=Nv3Bk6Yd1Fs5Gj0q", "Hq7Lm2Zx9Wc4Rt8p"),
+        ("[DEBUG] Using Key=QK7M2ZX9WC4RT8PB.N3BK6YD-1FS5GJ0", "QK7M2ZX9WC4RT8PB"),
+        # a provider's token whose random body has no digit
+        ("stripe token: sk_live_WqRtYuPlKjHgFdSaZxCvBnMq", "sk_live_WqRtYuPlKjHgFdSaZxCvBnMq"),
+        # a real key's head before zeros; a password of one letter in two cases
+        ("SECRET_KEY=Ab3dE5fG7hJ9kL1mN3pQ5rS70000000000000000", "Ab3dE5fG7hJ9kL1mN3pQ5rS7"),
+        ("DB_PASSWORD=Qqqqqqqq", "Qqqqqqqq"),
+    ],
+)
+def test_this_sittings_shapes_of_a_secret_are_redacted(text, secret):
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "listing key=part-00001-9c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f-c000.snappy.parquet",
+        "cursor key=eyJvZmZzZXQiOjQwfQ== (the next page)",
+        "[DEBUG] Using Key=3f9a2c1b7e4d.pem from the vault mount",
+        "key=com.example.billing.InvoiceService",
+        'apiKey: "AIza' + "a" * 35 + '"',
+        "DB_PASSWORD=zzzzzz",
+    ],
+)
+def test_this_sittings_look_alikes_stay(kept):
+    assert redact(kept) == kept

@@ -231,11 +231,14 @@ def _named_hit(text: str, name_map: bytes, i: int, spans: list[Span], reach: lis
         end : end + 1
     ].isspace():
         prose_at(text, start, end, spans)
-    if len(spans) == found:
+    if len(spans) == found and (bare_key or _QUOTED_VALUE_RE.match(text, end)):
         # a value that is no secret may hold one under a name of its own: a bare key's
-        # (<add key="Password" value="..."/>), a connection string under a token's name
-        # (token = 'Server=...;Password=...;')
+        # (<add key="Password" value="..."/>), a string given to a token's name
+        # (token = 'Server=...;Password=...;'; a bare value ends at the first ";" anyway)
         reach[0] = end
+
+
+_QUOTED_VALUE_RE = re.compile(r"""["']?[ \t]*(?::=|[:=])[ \t]*["']""")
 
 
 def _opens_line(text: str, start: int) -> bool:

@@ -24,9 +24,12 @@ _UUID_OR_HEX_RE = re.compile(r"(?:\d{4}-\d{2}-\d{2}-)?" + _UUID + r"|[0-9a-f]{8,
 _HEX_RE = re.compile(r"[0-9a-f]+")
 # what a weak name's value may look like and still be no secret: a hex number, a camelCase name
 _NOT_RANDOM_WEAK_RE = re.compile(r"0[xX][0-9a-fA-F]+|[a-z]+(?:[A-Z][a-z]*)+[0-9]*")
-# letters and digits, pieces joined by _ or -, or by base64's . + = (a run of them), padded
-_TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:(?:[_-]|[.+=]+)[A-Za-z0-9]+)*=*")
+# letters and digits, pieces joined by _ or -, or by base64's . + = (a run of them)
+_TOKEN_LITERAL_RE = re.compile(r"[A-Za-z0-9]+(?:(?:[_-]|[.+=]+)[A-Za-z0-9]+)*")
 _TOKEN_PART_RE = re.compile(r"[_.+=-]+")
+_BASE64_JOINED_MAX = 256  # a value joined by . + = is read only this long (linear time)
+# a dot's piece of a token holds a capital or a digit: not a word (a file's extension, a host)
+_DOT_PIECE_RE = re.compile(r"[A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*")
 _TYPED_ULID_RE = re.compile(r"(?:[a-z]{2,12}_)?[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _PLACEHOLDER_WORDS = frozenset(
     {
@@ -67,7 +70,7 @@ def is_placeholder(v: str) -> bool:
     low = s.lower()
     if low in _PLACEHOLDER_WORDS or not s.strip("*xX.•-_#?…"):
         return True
-    if len(s) <= 8 and s.isalpha() and len(set(low)) == 1:
+    if len(s) <= 8 and s.isalpha() and len(set(s)) == 1:
         return True  # "yyy", "zzzz": one letter typed over and over (a repeated digit is a PIN)
     if low.startswith(("your", "insert", "enter-", "enter_", "replace", "put-", "my-")):
         return True
@@ -99,8 +102,13 @@ def masked(value: str) -> bool:
     it has. ("1QQQQ..." and "511111111" are real formats: only the mask characters count; no
     provider's alphabet holds *, # or a bullet, and 8 x's in a row have a chance of about 1 in
     10^14 in a random token.)"""
-    if "0" * 16 in value and _ZEROS_RE.search(value) is not None:
-        return True  # "sgp_local_0000...0000": no random token holds 16 zeros in a row
+    if "0" * 16 in value:
+        # "sgp_local_0000...0000": no random token holds 16 zeros in a row; the zeros must be
+        # half of its letters and digits at least, as a mask of x's must be (a real key's head
+        # before 16 zeros, ``SECRET_KEY=<24 random>0000...``, stays a secret)
+        zeros = max((len(m.group()) for m in _ZEROS_RE.finditer(value)), default=0)
+        if zeros and zeros * 2 >= len(_NOT_ALNUM_RE.sub("", value)):
+            return True
     marks = value.count("x") + value.count("X")
     stars = value.count("*") + value.count("#") + value.count("\u2022")
     if marks + stars < 4:
@@ -255,14 +263,27 @@ def token_literal(value: str) -> bool:
     """Letters and digits (with ``_`` or ``-`` between, or base64's ``.``, ``+`` and ``=``),
     long and random: an issued token, not an id whose random part is a ULID
     (``req_01HXYZ8K2M...``: time-ordered, meant to be shown), nor a dated build id
-    (``build-20240512-3f1a9d2``: no long random run), nor a file's name (``3f9a2c1b7e4d.pem``:
-    a dot's pieces of a token are 5 characters or more)."""
+    (``build-20240512-3f1a9d2``: no long random run), nor a file's name (``3f9a2c1b7e4d.pem``,
+    ``part-00001-<uuid>-c000.snappy.parquet``: a dot's pieces of a token are 5 characters or
+    more, with a capital or a digit), nor base64 padded with ``=`` (data encoded, or a key
+    under a name that says so)."""
+    joined = any(c in value for c in ".+=")
+    if joined and len(value) > _BASE64_JOINED_MAX:
+        return False
     return (
         _TOKEN_LITERAL_RE.fullmatch(value) is not None
+        and max(map(len, _TOKEN_PART_RE.split(value))) >= 12
         and randomish(value, 16)
         and _TYPED_ULID_RE.fullmatch(value) is None
-        and max(map(len, _TOKEN_PART_RE.split(value))) >= 12
-        and ("." not in value or min(map(len, value.rstrip("=").split("."))) >= 5)
+        and ("." not in value or all(_dot_piece(x) for x in value.split(".")))
+    )
+
+
+def _dot_piece(piece: str) -> bool:
+    """Whether a piece between a token's dots is one of its random pieces (5 characters or more,
+    a capital or a digit in it): ``parquet`` of a file's name, ``pem``, a host's words are not."""
+    return len(piece) >= 5 and any(
+        _DOT_PIECE_RE.fullmatch(p) for p in _TOKEN_PART_RE.split(piece) if p
     )
 
 
