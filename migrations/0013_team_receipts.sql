@@ -9,28 +9,19 @@ UPDATE team_sync SET last_seq = 0, last_mark = NULL;
 -- A usage report queued before this migration names no receipt, and the server refuses it:
 -- its counts are owed again (the next report, with receipts, carries them) and it goes.
 UPDATE team_memories SET
-  reported_opportunities = max(0, reported_opportunities - coalesce((
-    SELECT sum(coalesce(json_extract(j.value, '$.opportunities'), 0))
-    FROM team_outbox o, json_each(o.params, '$.items') j
-    WHERE o.state = 'pending' AND o.method = 'squirrel/usage/report'
-      AND o.server = team_memories.server
-      AND json_extract(j.value, '$.memory_id') = team_memories.memory_id), 0)),
-  reported_uses = max(0, reported_uses - coalesce((
-    SELECT sum(coalesce(json_extract(j.value, '$.uses'), 0))
-    FROM team_outbox o, json_each(o.params, '$.items') j
-    WHERE o.state = 'pending' AND o.method = 'squirrel/usage/report'
-      AND o.server = team_memories.server
-      AND json_extract(j.value, '$.memory_id') = team_memories.memory_id), 0)),
-  reported_regret_hits = max(0, reported_regret_hits - coalesce((
-    SELECT sum(coalesce(json_extract(j.value, '$.regret_hits'), 0))
-    FROM team_outbox o, json_each(o.params, '$.items') j
-    WHERE o.state = 'pending' AND o.method = 'squirrel/usage/report'
-      AND o.server = team_memories.server
-      AND json_extract(j.value, '$.memory_id') = team_memories.memory_id), 0)),
-  reported_regret_saved = max(0.0, reported_regret_saved - coalesce((
-    SELECT sum(coalesce(json_extract(j.value, '$.regret_saved'), 0.0))
-    FROM team_outbox o, json_each(o.params, '$.items') j
-    WHERE o.state = 'pending' AND o.method = 'squirrel/usage/report'
-      AND o.server = team_memories.server
-      AND json_extract(j.value, '$.memory_id') = team_memories.memory_id), 0.0));
+  reported_opportunities = max(0, reported_opportunities - w.opportunities),
+  reported_uses = max(0, reported_uses - w.uses),
+  reported_regret_hits = max(0, reported_regret_hits - w.regret_hits),
+  reported_regret_saved = max(0.0, reported_regret_saved - w.regret_saved)
+FROM (
+  SELECT o.server, json_extract(j.value, '$.memory_id') AS memory_id,
+         sum(coalesce(json_extract(j.value, '$.opportunities'), 0)) AS opportunities,
+         sum(coalesce(json_extract(j.value, '$.uses'), 0)) AS uses,
+         sum(coalesce(json_extract(j.value, '$.regret_hits'), 0)) AS regret_hits,
+         sum(coalesce(json_extract(j.value, '$.regret_saved'), 0.0)) AS regret_saved
+  FROM team_outbox o, json_each(o.params, '$.items') j
+  WHERE o.state = 'pending' AND o.method = 'squirrel/usage/report'
+  GROUP BY 1, 2
+) AS w
+WHERE w.server = team_memories.server AND w.memory_id = team_memories.memory_id;
 DELETE FROM team_outbox WHERE state = 'pending' AND method = 'squirrel/usage/report';
