@@ -438,8 +438,6 @@ def elided_token(value: str, after: str) -> bool:
     return bool(fits) and all(len(bare) < least for _rx, least in fits)
 
 
-# each format by its literal prefix, where that opens with a name of 2+ letters or digits and a
-# separator that is no word (for `elided_token`: "gsk_", "ops_eyJ"; not "test_", "key-")
 def _shortest(rx: str, prefix: str) -> int:
     """The length of the shortest text format `rx` matches (the standard library's own regex
     parser tells it; where an interpreter lacks it, a bound no token head reaches)."""
@@ -451,6 +449,8 @@ def _shortest(rx: str, prefix: str) -> int:
         return len(prefix) + 16
 
 
+# each format by its literal prefix, where that opens with a name of 2+ letters or digits and a
+# separator that is no word (for `elided_token`: "gsk_", "ops_eyJ"; not "test_", "key-")
 _FORMAT_RES = [
     (p, re.compile(rx), _shortest(rx, p))
     for _k, rx in _FORMATS

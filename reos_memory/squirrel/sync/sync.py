@@ -473,18 +473,21 @@ def _not_received(
     if item.method != USAGE or not isinstance(result, dict):
         return []
     missed = set(result.get("not_received") or [])
+    if not missed:
+        return []
+    sent = msgspec.convert(params, wire.UsageParams)  # (this client queued it in that form)
     return [
         team_cache_sql.Owed(
-            u.get("memory_id", ""),
-            u.get("context_id", ""),
-            int(u.get("opportunities", 0)),
-            int(u.get("uses", 0)),
-            int(u.get("regret_hits", 0)),
-            float(u.get("regret_saved", 0.0)),
-            u.get("last_used_at"),
+            u.memory_id,
+            u.context_id,
+            u.opportunities,
+            u.uses,
+            u.regret_hits,
+            u.regret_saved,
+            u.last_used_at,
         )
-        for u in params.get("items", [])
-        if isinstance(u, dict) and u.get("memory_id") in missed
+        for u in sent.items
+        if u.memory_id in missed
     ]
 
 
